@@ -1,0 +1,1 @@
+"""Hybrid retrieval over your own documents, for LangChain."""

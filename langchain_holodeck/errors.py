@@ -1,0 +1,23 @@
+"""Errors callers may catch: every one is a ``HolodeckError``."""
+
+from __future__ import annotations
+
+
+class HolodeckError(Exception):
+    """Base class of the errors this package raises on purpose."""
+
+
+class ConfigError(HolodeckError, ValueError):
+    """A configuration file or value is invalid; the message names file, field and value."""
+
+
+class IndexNotBuiltError(HolodeckError, RuntimeError):
+    """A search ran on an index that was never built or loaded."""
+
+
+class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
+    """The store holds vectors of another embedding model; re-run with ``force_ingest``."""
+
+
+class NoSupportedFilesError(HolodeckError, FileNotFoundError):
+    """A source directory holds no file the loader can read."""

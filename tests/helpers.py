@@ -1,0 +1,59 @@
+"""Test doubles shared by the suites: no network, no downloads."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+DATA_DIR = __import__("pathlib").Path(__file__).parent / "data"
+_WORD = re.compile(r"\w+")
+
+
+class HashingEmbeddings(Embeddings):
+    """Bag-of-words hashed into ``size`` buckets, L2-normalized: texts sharing words are close.
+
+    Counts its calls, so tests can assert that nothing was re-embedded.
+    """
+
+    def __init__(self, size: int = 64, *, fail_on: str | None = None) -> None:
+        self.size = size
+        self.fail_on = fail_on
+        self.calls = 0
+        self.texts_embedded = 0
+        self._lock = threading.Lock()
+
+    def _embed(self, text: str) -> list[float]:
+        vec = [0.0] * self.size
+        for word in _WORD.findall(text.lower()):
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            vec[int.from_bytes(digest, "little") % self.size] += 1.0
+        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+        return [v / norm for v in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            self.calls += 1
+            self.texts_embedded += len(texts)
+        if self.fail_on is not None and any(self.fail_on in t for t in texts):
+            msg = f"embedding service refused a batch containing {self.fail_on!r}"
+            raise RuntimeError(msg)
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+def redis_url_or_skip() -> str:
+    """``REDIS_URL``, or skip — unless ``HOLODECK_REQUIRE_REDIS=1``, where a missing URL fails."""
+    url = os.environ.get("REDIS_URL")
+    if url:
+        return url
+    if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
+        pytest.fail("HOLODECK_REQUIRE_REDIS=1 but REDIS_URL is unset: start Redis Stack first.")
+    pytest.skip("REDIS_URL is unset: start ../shared/scripts/redis-stack.sh to run Redis tests.")
