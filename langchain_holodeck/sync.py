@@ -1,0 +1,507 @@
+"""Idempotent sync of chunk Documents into any LangChain ``VectorStore``.
+
+Unlike LangChain's ``index()`` (content-hash ids plus a separate record-manager database), ids
+here are stable — UUIDv5 of (namespace, chunk key) — and the vector store is the only state: an
+edited chunk keeps its id and is *updated*, an unchanged one is *skipped* without an embedding
+call, and a file that now yields fewer chunks loses its old tail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+import re
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from langchain_core.documents import Document
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.vectorstores import VectorStore
+
+from langchain_holodeck.errors import EmbeddingModelMismatchError
+
+logger = logging.getLogger(__name__)
+
+SYNC_METADATA_KEYS = frozenset(
+    {"namespace", "chunk_key", "content_hash", "embedding_model", "chunk_count", "pipeline"}
+)
+"""Metadata keys that sync writes itself."""
+
+VOLATILE_METADATA_KEYS = frozenset({"mtime", "size_bytes"}) | SYNC_METADATA_KEYS
+"""Metadata keys left out of ``content_hash``: file stats and sync bookkeeping."""
+
+_PROBE_WINDOW = 64
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]*@", re.I)
+_BEARER = re.compile(r"(?i)(bearer\s+|api[_-]?key[=:\s]+)\S+")
+
+
+class KeywordIndexLike(Protocol):
+    """What sync needs from a keyword index to keep it in step with the store."""
+
+    def upsert(self, documents: Sequence[Document]) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch."""
+
+    added: int = 0
+    updated: int = 0
+    skipped: int = 0
+    failed: int = 0
+    deleted: int = 0
+    errors: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """Chunks seen: added + updated + skipped + failed."""
+        return self.added + self.updated + self.skipped + self.failed
+
+    def __add__(self, other: SyncResult) -> SyncResult:
+        return SyncResult(
+            added=self.added + other.added,
+            updated=self.updated + other.updated,
+            skipped=self.skipped + other.skipped,
+            failed=self.failed + other.failed,
+            deleted=self.deleted + other.deleted,
+            errors=self.errors + other.errors,
+        )
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """What to do with each chunk: the output of the pure ``plan_sync``."""
+
+    add: tuple[Document, ...] = ()
+    update: tuple[Document, ...] = ()
+    skip: tuple[Document, ...] = ()
+    refresh: tuple[Document, ...] = field(default=())
+    """Unchanged chunk 0s whose file record (mtime, size, chunk count) moved: rewritten, counted
+    as skipped."""
+
+
+def stable_id(namespace: str, chunk_key: str) -> str:
+    """UUIDv5 of (namespace, chunk key): same chunk, same id; other namespaces never collide."""
+    return str(uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_URL, namespace), chunk_key))
+
+
+def make_chunk_key(source_path: str, chunk_index: int) -> str:
+    """The chunk key ``{source_path}_chunk_{index}`` that ``stable_id`` hashes."""
+    return f"{source_path}_chunk_{chunk_index}"
+
+
+def content_hash(document: Document) -> str:
+    """SHA-256 over the content and the non-volatile metadata (not mtime, size or sync keys)."""
+    stable = {k: v for k, v in document.metadata.items() if k not in VOLATILE_METADATA_KEYS}
+    payload = json.dumps(
+        [document.page_content, stable], sort_keys=True, ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def sanitize_error(error: BaseException) -> str:
+    """One line, no traceback, no credentials: safe to store in ``SyncResult.errors``."""
+    text = " ".join(str(error).split()) or "(no message)"
+    text = _URL_CREDENTIALS.sub(r"\g<scheme>***@", text)
+    text = _BEARER.sub(r"\g<1>***", text)
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(error).__name__}: {text}"
+
+
+def check_store_capabilities(vector_store: VectorStore) -> None:
+    """Raise ``TypeError`` unless the store can read by id, write with ``ids=`` and delete.
+
+    Raises:
+        TypeError: When ``get_by_ids`` or ``delete`` is not overridden, or the store's
+            ``add_texts``/``add_documents`` accept no ``ids``.
+    """
+    name = type(vector_store).__name__
+    if type(vector_store).get_by_ids is VectorStore.get_by_ids:
+        msg = (
+            f"{name} does not override get_by_ids(), which sync needs to read what is stored; "
+            "use a store that implements it (MatrixVectorStore, InMemoryVectorStore, Redis...)."
+        )
+        raise TypeError(msg)
+    if type(vector_store).delete is VectorStore.delete:
+        msg = f"{name} does not override delete(), which sync needs to remove stale chunks."
+        raise TypeError(msg)
+    if not _accepts_ids(vector_store):
+        msg = f"{name}.add_documents()/add_texts() accept no ids=; sync needs stable ids."
+        raise TypeError(msg)
+
+
+def _accepts_ids(vector_store: VectorStore) -> bool:
+    cls = type(vector_store)
+    for method_name in ("add_documents", "add_texts"):
+        method = getattr(cls, method_name)
+        if method is getattr(VectorStore, method_name):
+            continue
+        params = inspect.signature(method).parameters
+        if "ids" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return True
+    return False
+
+
+def assign_ids(
+    documents: Sequence[Document],
+    *,
+    namespace: str,
+    embedding_model: str | None = None,
+    pipeline: str | None = None,
+) -> list[Document]:
+    """Copies of ``documents`` with stable ids and sync metadata; inputs are not mutated.
+
+    Each document needs ``source_path`` (or ``source``) in its metadata; ``chunk_index``
+    defaults to its position among the documents of the same source.
+
+    Raises:
+        ValueError: When a document has no ``source_path``/``source``, or two documents share
+            a chunk key.
+    """
+    if not namespace:
+        msg = "namespace must be a non-empty string, got ''."
+        raise ValueError(msg)
+    per_source: dict[str, int] = defaultdict(int)
+    counts: dict[str, int] = defaultdict(int)
+    sources: list[str] = []
+    for position, doc in enumerate(documents):
+        source = doc.metadata.get("source_path") or doc.metadata.get("source")
+        if not source:
+            msg = (
+                f"document {position} has no 'source_path' or 'source' in metadata; "
+                "load it with SourceLoader or set metadata['source_path']."
+            )
+            raise ValueError(msg)
+        sources.append(str(source))
+        counts[str(source)] += 1
+    seen: set[str] = set()
+    result = []
+    for doc, source in zip(documents, sources, strict=True):
+        index = doc.metadata.get("chunk_index")
+        if index is None:
+            index = per_source[source]
+        per_source[source] += 1
+        key = make_chunk_key(source, int(index))
+        if key in seen:
+            msg = (
+                f"two documents share the chunk key {key!r}; give each chunk of a source "
+                "a distinct metadata['chunk_index']."
+            )
+            raise ValueError(msg)
+        seen.add(key)
+        metadata = {
+            **doc.metadata,
+            "source_path": source,
+            "source": doc.metadata.get("source", source),
+            "chunk_index": int(index),
+            "namespace": namespace,
+            "chunk_key": key,
+            "chunk_count": counts[source],
+        }
+        if embedding_model is not None:
+            metadata["embedding_model"] = embedding_model
+        if pipeline is not None:
+            metadata["pipeline"] = pipeline
+        copy = doc.model_copy(update={"id": stable_id(namespace, key), "metadata": metadata})
+        copy.metadata["content_hash"] = content_hash(copy)
+        result.append(copy)
+    return result
+
+
+def plan_sync(
+    chunks: Sequence[Document], stored: Mapping[str, Document], *, overwrite: bool
+) -> SyncPlan:
+    """Pure: classify each chunk as add / update / skip by id and ``content_hash``.
+
+    ``chunks`` come from ``assign_ids`` (ids and hashes set); ``stored`` maps id to what the
+    store holds for it.
+    """
+    add, update, skip, refresh = [], [], [], []
+    for chunk in chunks:
+        old = stored.get(chunk.id or "")
+        if old is None:
+            add.append(chunk)
+        elif overwrite or old.metadata.get("content_hash") != chunk.metadata["content_hash"]:
+            update.append(chunk)
+        else:
+            skip.append(chunk)
+            if chunk.metadata.get("chunk_index") == 0 and _file_record(old) != _file_record(chunk):
+                refresh.append(chunk)
+    return SyncPlan(add=tuple(add), update=tuple(update), skip=tuple(skip), refresh=tuple(refresh))
+
+
+def _file_record(doc: Document) -> tuple[Any, ...]:
+    meta = doc.metadata
+    return (
+        meta.get("mtime"),
+        meta.get("size_bytes"),
+        meta.get("chunk_count"),
+        meta.get("pipeline"),
+    )
+
+
+def _batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def read_stored(
+    vector_store: VectorStore, ids: Sequence[str], *, batch_size: int
+) -> dict[str, Document]:
+    """What the store holds for ``ids``, read with ``get_by_ids`` in batches."""
+    stored: dict[str, Document] = {}
+    for batch in _batched(list(ids), batch_size):
+        for doc in vector_store.get_by_ids(list(batch)):
+            if doc.id is not None:
+                stored[doc.id] = doc
+    return stored
+
+
+def _check_embedding_model(stored: Mapping[str, Document], embedding_model: str | None) -> None:
+    if embedding_model is None:
+        return
+    for doc in stored.values():
+        previous = doc.metadata.get("embedding_model")
+        if previous is not None and previous != embedding_model:
+            msg = (
+                f"the store holds chunks embedded with {previous!r} but the embedding model is "
+                f"now {embedding_model!r}; re-run with force_ingest=True (CLI: --force-ingest) "
+                "to re-embed everything."
+            )
+            raise EmbeddingModelMismatchError(msg)
+
+
+def _stale_tail_ids(
+    vector_store: VectorStore, namespace: str, source: str, first_index: int, known_count: int
+) -> list[str]:
+    """Ids of chunks ``first_index``, ``first_index + 1``, ... of ``source`` the store still holds.
+
+    Probes by id (ids are derivable) up to the previously recorded chunk count, then on in
+    windows until one comes back empty, so a gap left by an earlier failed run is crossed.
+    """
+    stale: list[str] = []
+    start = first_index
+    while True:
+        stop = max(known_count, start + _PROBE_WINDOW)
+        window = [stable_id(namespace, make_chunk_key(source, i)) for i in range(start, stop)]
+        found = {doc.id for doc in vector_store.get_by_ids(window)}
+        stale.extend(i for i in window if i in found)
+        if not found and start >= known_count:
+            return stale
+        start = stop
+
+
+def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
+    first = stored.get(stable_id(namespace, make_chunk_key(source, 0)))
+    return int(first.metadata.get("chunk_count", 0)) if first is not None else 0
+
+
+def _orphan_ids(
+    vector_store: VectorStore, namespace: str, live_sources: Collection[str]
+) -> list[str]:
+    from langchain_holodeck.vectorstores import scan_documents
+
+    return [
+        doc.id
+        for doc in scan_documents(vector_store, namespace=namespace)
+        if doc.id is not None and doc.metadata.get("source_path") not in live_sources
+    ]
+
+
+def sync_documents(
+    documents: Sequence[Document],
+    vector_store: VectorStore,
+    *,
+    namespace: str,
+    batch_size: int = 50,
+    overwrite: bool = False,
+    cleanup: bool = False,
+    keyword_index: KeywordIndexLike | None = None,
+    embedding_model: str | None = None,
+    pipeline: str | None = None,
+    unchanged_sources: Mapping[str, int] | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> SyncResult:
+    """Write ``documents`` (chunks) into ``vector_store`` idempotently; return the counts.
+
+    Args:
+        documents: Chunks with ``source_path`` (or ``source``) and, ideally, ``chunk_index``.
+        vector_store: Any store that overrides ``get_by_ids`` and ``delete`` and takes ``ids=``.
+        namespace: Scopes ids and cleanup: other namespaces are never touched.
+        batch_size: Chunks per store call; a failing batch is counted and the rest go on.
+        overwrite: Rewrite (and re-embed) chunks even when their hash is unchanged.
+        cleanup: Also delete chunks of sources that are neither in ``documents`` nor in
+            ``unchanged_sources`` (files removed from the source). Needs a store that
+            ``scan_documents`` can enumerate.
+        keyword_index: Kept in step: written chunks upserted, deleted ids removed.
+        embedding_model: Identifier stored with each chunk; a different one already in the
+            store raises ``EmbeddingModelMismatchError`` unless ``overwrite``.
+        pipeline: Identifier of the splitter/enricher settings, stored with each chunk so the
+            mtime fast path knows when a re-split is due.
+        unchanged_sources: Sources the caller skipped as unchanged (source -> chunk count):
+            counted as skipped and kept by cleanup.
+        on_batch: Called with the size of each batch written (progress bars).
+
+    Returns:
+        A ``SyncResult``; store failures are counted in ``failed`` and ``errors``, not raised.
+
+    Raises:
+        TypeError: When the store lacks a capability sync needs.
+        ValueError: When ``batch_size`` < 1 or a document has no source.
+        EmbeddingModelMismatchError: When the store holds another model's vectors.
+    """
+    if batch_size < 1:
+        msg = f"batch_size must be >= 1, got {batch_size}."
+        raise ValueError(msg)
+    check_store_capabilities(vector_store)
+    chunks = assign_ids(
+        documents, namespace=namespace, embedding_model=embedding_model, pipeline=pipeline
+    )
+    stored = read_stored(vector_store, [c.id for c in chunks if c.id], batch_size=batch_size)
+    if not overwrite:
+        _check_embedding_model(stored, embedding_model)
+    plan = plan_sync(chunks, stored, overwrite=overwrite)
+    unchanged = dict(unchanged_sources or {})
+
+    written, errors, failed = _write(
+        vector_store, [*plan.add, *plan.update, *plan.refresh], batch_size, on_batch
+    )
+    written_ids = {doc.id for doc in written}
+    added = sum(1 for doc in plan.add if doc.id in written_ids)
+    updated = sum(1 for doc in plan.update if doc.id in written_ids)
+    skipped = len(plan.skip) + sum(unchanged.values())
+
+    counts: dict[str, int] = defaultdict(int)
+    for chunk in chunks:
+        counts[chunk.metadata["source_path"]] += 1
+    stale = [
+        i
+        for source, count in counts.items()
+        for i in _stale_tail_ids(
+            vector_store, namespace, source, count, _known_count(stored, namespace, source)
+        )
+    ]
+    if cleanup:
+        stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
+    deleted, delete_errors = _delete(vector_store, stale)
+
+    if keyword_index is not None:
+        _update_keyword_index(keyword_index, written, deleted)
+    return SyncResult(
+        added=added,
+        updated=updated,
+        skipped=skipped,
+        failed=failed,
+        deleted=len(deleted),
+        errors=tuple(errors + delete_errors),
+    )
+
+
+def _write(
+    vector_store: VectorStore,
+    chunks: Sequence[Document],
+    batch_size: int,
+    on_batch: Callable[[int], None] | None,
+) -> tuple[list[Document], list[str], int]:
+    written: list[Document] = []
+    errors: list[str] = []
+    failed = 0
+    for number, batch in enumerate(_batched(chunks, batch_size)):
+        try:
+            vector_store.add_documents(list(batch), ids=[doc.id for doc in batch])
+        except Exception as error:  # one bad batch never stops the rest
+            failed += len(batch)
+            first = batch[0].metadata.get("source_path")
+            line = (
+                f"batch {number} ({len(batch)} chunks from {first!r}...): {sanitize_error(error)}"
+            )
+            logger.warning("sync: %s", line)
+            errors.append(line)
+        else:
+            written.extend(batch)
+        if on_batch is not None:
+            on_batch(len(batch))
+    return written, errors, failed
+
+
+def _delete(vector_store: VectorStore, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        return [], []
+    try:
+        vector_store.delete(ids=unique)
+    except Exception as error:  # reported, re-running converges
+        line = f"delete of {len(unique)} stale chunks: {sanitize_error(error)}"
+        logger.warning("sync: %s", line)
+        return [], [line]
+    return unique, []
+
+
+def _update_keyword_index(
+    keyword_index: KeywordIndexLike, written: Sequence[Document], deleted: Sequence[str]
+) -> None:
+    try:
+        if deleted:
+            keyword_index.delete(list(deleted))
+        if written:
+            keyword_index.upsert(list(written))
+    except Exception as error:  # the keyword leg degrades, the store is right
+        logger.warning(
+            "sync: keyword index update failed (%s); it will be rebuilt from the store.",
+            sanitize_error(error),
+        )
+
+
+class DocumentSync(Runnable[Sequence[Document], SyncResult]):
+    """The sync step as a Runnable: chunks in, ``SyncResult`` out.
+
+    Instantiate:
+        ```python
+        sync = DocumentSync(store, namespace="kb")
+        result = sync.invoke(chunks)  # SyncResult(added=..., skipped=...)
+        ```
+    """
+
+    def __init__(
+        self,
+        vector_store: VectorStore,
+        *,
+        namespace: str,
+        batch_size: int = 50,
+        overwrite: bool = False,
+        cleanup: bool = False,
+        keyword_index: KeywordIndexLike | None = None,
+        embedding_model: str | None = None,
+    ) -> None:
+        self.vector_store = vector_store
+        self.namespace = namespace
+        self.batch_size = batch_size
+        self.overwrite = overwrite
+        self.cleanup = cleanup
+        self.keyword_index = keyword_index
+        self.embedding_model = embedding_model
+
+    def invoke(
+        self, input: Sequence[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SyncResult:
+        return self._call_with_config(self._sync, input, config, run_type="tool")
+
+    def _sync(self, documents: Sequence[Document]) -> SyncResult:
+        return sync_documents(
+            documents,
+            self.vector_store,
+            namespace=self.namespace,
+            batch_size=self.batch_size,
+            overwrite=self.overwrite,
+            cleanup=self.cleanup,
+            keyword_index=self.keyword_index,
+            embedding_model=self.embedding_model,
+        )

@@ -1,0 +1,243 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from langchain_holodeck.errors import EmbeddingModelMismatchError
+from langchain_holodeck.sync import (
+    DocumentSync,
+    SyncResult,
+    assign_ids,
+    content_hash,
+    plan_sync,
+    sanitize_error,
+    stable_id,
+    sync_documents,
+)
+from tests.helpers import HashingEmbeddings
+
+
+def chunks(source: str, texts: list[str], **meta: Any) -> list[Document]:
+    return [
+        Document(page_content=t, metadata={"source_path": source, "chunk_index": i, **meta})
+        for i, t in enumerate(texts)
+    ]
+
+
+CORPUS = chunks("a.md", ["alpha one", "alpha two", "alpha three"]) + chunks(
+    "b.md", ["beta one", "beta two"]
+)
+
+
+def test_stable_id_is_uuid5_and_namespaced() -> None:
+    first = stable_id("kb", "a.md_chunk_0")
+    assert first == stable_id("kb", "a.md_chunk_0")
+    assert uuid.UUID(first).version == 5
+    assert first != stable_id("other", "a.md_chunk_0")
+    assert first != stable_id("kb", "a.md_chunk_1")
+
+
+def test_content_hash_ignores_volatile_metadata_but_not_content() -> None:
+    doc = Document(page_content="x", metadata={"source_path": "a", "mtime": 1.0})
+    touched = Document(page_content="x", metadata={"source_path": "a", "mtime": 2.0})
+    edited = Document(page_content="y", metadata={"source_path": "a", "mtime": 1.0})
+    moved = Document(page_content="x", metadata={"source_path": "a", "section_id": "2"})
+    assert content_hash(doc) == content_hash(touched)
+    assert content_hash(doc) != content_hash(edited)
+    assert content_hash(doc) != content_hash(moved)
+
+
+def test_assign_ids_sets_ids_and_metadata_without_mutating_input() -> None:
+    docs = chunks("a.md", ["one", "two"])
+    out = assign_ids(docs, namespace="kb", embedding_model="m")
+    assert [d.id for d in out] == [stable_id("kb", f"a.md_chunk_{i}") for i in range(2)]
+    assert out[1].metadata["chunk_key"] == "a.md_chunk_1"
+    assert out[1].metadata["chunk_count"] == 2
+    assert out[0].metadata["embedding_model"] == "m"
+    assert len(out[0].metadata["content_hash"]) == 64
+    assert docs[0].id is None
+    assert "content_hash" not in docs[0].metadata
+
+
+def test_assign_ids_rejects_documents_without_source() -> None:
+    with pytest.raises(ValueError, match="document 0 has no 'source_path'"):
+        assign_ids([Document(page_content="x")], namespace="kb")
+
+
+def test_assign_ids_rejects_duplicate_chunk_keys() -> None:
+    docs = [Document(page_content=t, metadata={"source": "a", "chunk_index": 0}) for t in "xy"]
+    with pytest.raises(ValueError, match="a_chunk_0"):
+        assign_ids(docs, namespace="kb")
+
+
+def test_plan_sync_classifies_add_update_skip() -> None:
+    new = assign_ids(chunks("a.md", ["same", "changed", "fresh"]), namespace="kb")
+    old = assign_ids(chunks("a.md", ["same", "before"]), namespace="kb")
+    plan = plan_sync(new, {d.id: d for d in old if d.id}, overwrite=False)
+    assert [d.page_content for d in plan.add] == ["fresh"]
+    assert [d.page_content for d in plan.update] == ["changed"]
+    assert [d.page_content for d in plan.skip] == ["same"]
+    forced = plan_sync(new, {d.id: d for d in old if d.id}, overwrite=True)
+    assert len(forced.update) == 2
+    assert not forced.skip
+
+
+def test_first_sync_adds_everything(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    result = sync_documents(CORPUS, store, namespace="kb")
+    assert result == SyncResult(added=5)
+    stored = store.get_by_ids([stable_id("kb", "b.md_chunk_1")])
+    assert stored[0].page_content == "beta two"
+
+
+def test_sync_twice_adds_nothing_and_embeds_nothing(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    calls = embeddings.texts_embedded
+    result = sync_documents(CORPUS, store, namespace="kb")
+    assert (result.added, result.updated, result.skipped) == (0, 0, 5)
+    assert embeddings.texts_embedded == calls
+
+
+def test_edited_chunk_is_updated_in_place(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    edited = [*chunks("a.md", ["alpha one", "alpha 2", "alpha three"]), *CORPUS[3:]]
+    before = embeddings.texts_embedded
+    result = sync_documents(edited, store, namespace="kb")
+    assert (result.added, result.updated, result.skipped) == (0, 1, 4)
+    assert embeddings.texts_embedded == before + 1
+    assert len(store.store) == 5
+    assert store.get_by_ids([stable_id("kb", "a.md_chunk_1")])[0].page_content == "alpha 2"
+
+
+def test_shrunk_file_loses_its_tail(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    result = sync_documents([*chunks("a.md", ["alpha one"]), *CORPUS[3:]], store, namespace="kb")
+    assert result.deleted == 2
+    assert len(store.store) == 3
+    assert not store.get_by_ids([stable_id("kb", "a.md_chunk_2")])
+
+
+def test_tail_deletion_crosses_a_gap(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    many = chunks("a.md", [f"chunk {i}" for i in range(100)])
+    sync_documents(many, store, namespace="kb")
+    store.delete([stable_id("kb", f"a.md_chunk_{i}") for i in range(5, 40)])
+    result = sync_documents(many[:3], store, namespace="kb")
+    assert result.deleted == 2 + 60
+    assert len(store.store) == 3
+
+
+def test_namespaces_do_not_collide(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="one")
+    result = sync_documents(CORPUS[:1], store, namespace="two")
+    assert result.added == 1
+    assert len(store.store) == 6
+
+
+def test_overwrite_updates_and_reembeds_everything(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    before = embeddings.texts_embedded
+    result = sync_documents(CORPUS, store, namespace="kb", overwrite=True)
+    assert (result.added, result.updated, result.skipped) == (0, 5, 0)
+    assert embeddings.texts_embedded == before + 5
+
+
+def test_failed_batch_is_counted_and_later_batches_run() -> None:
+    embeddings = HashingEmbeddings(fail_on="poison")
+    store = InMemoryVectorStore(embeddings)
+    docs = chunks("a.md", ["ok one", "poison here", "ok three", "ok four"])
+    result = sync_documents(docs, store, namespace="kb", batch_size=2)
+    assert (result.added, result.failed) == (2, 2)
+    assert len(result.errors) == 1
+    assert "RuntimeError" in result.errors[0]
+    assert "\n" not in result.errors[0]
+    healed = sync_documents(
+        chunks("a.md", ["ok one", "fine", "ok three", "ok four"]), store, namespace="kb"
+    )
+    assert (healed.added, healed.skipped, healed.failed) == (2, 2, 0)
+
+
+def test_changed_embedding_model_is_detected(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb", embedding_model="model-a")
+    with pytest.raises(EmbeddingModelMismatchError, match="force_ingest"):
+        sync_documents(CORPUS, store, namespace="kb", embedding_model="model-b")
+    forced = sync_documents(
+        CORPUS, store, namespace="kb", embedding_model="model-b", overwrite=True
+    )
+    assert forced.updated == 5
+
+
+class _NoGetByIds(VectorStore):
+    def add_texts(self, texts: Any, metadatas: Any = None, **kwargs: Any) -> list[str]:
+        return []
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return []
+
+    @classmethod
+    def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None, **kwargs: Any) -> Any:
+        return cls()
+
+
+def test_store_without_get_by_ids_is_rejected_before_any_write() -> None:
+    with pytest.raises(TypeError, match="_NoGetByIds does not override get_by_ids"):
+        sync_documents(CORPUS, _NoGetByIds(), namespace="kb")
+
+
+def test_bad_batch_size_is_rejected(embeddings: HashingEmbeddings) -> None:
+    with pytest.raises(ValueError, match="got 0"):
+        sync_documents(CORPUS, InMemoryVectorStore(embeddings), namespace="kb", batch_size=0)
+
+
+class _Index:
+    def __init__(self) -> None:
+        self.docs: dict[str, str] = {}
+
+    def upsert(self, documents: Any) -> None:
+        self.docs.update({d.id: d.page_content for d in documents})
+
+    def delete(self, ids: Any) -> None:
+        for i in ids:
+            self.docs.pop(i, None)
+
+
+def test_keyword_index_follows_the_sync(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    index = _Index()
+    sync_documents(CORPUS, store, namespace="kb", keyword_index=index)
+    assert set(index.docs) == set(store.store)
+    sync_documents(CORPUS[:1] + CORPUS[3:], store, namespace="kb", keyword_index=index)
+    assert set(index.docs) == set(store.store)
+    assert len(index.docs) == 3
+
+
+def test_sanitize_error_strips_credentials_and_newlines() -> None:
+    error = ConnectionError("cannot reach redis://user:hunter2@db:6379\nBearer sk-secret")
+    line = sanitize_error(error)
+    assert "hunter2" not in line
+    assert "sk-secret" not in line
+    assert "\n" not in line
+    assert line.startswith("ConnectionError: ")
+
+
+def test_document_sync_runnable_matches_function(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync = DocumentSync(store, namespace="kb")
+    assert sync.invoke(CORPUS) == SyncResult(added=5)
+    assert sync.batch([CORPUS])[0].skipped == 5
+
+
+async def test_document_sync_ainvoke(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    result = await DocumentSync(store, namespace="kb").ainvoke(CORPUS)
+    assert result.added == 5
