@@ -411,18 +411,56 @@ def _write(
     batch_size: int,
     on_batch: Callable[[int], None] | None,
 ) -> tuple[list[Document], list[str], int]:
+    """Write in batches; each file's chunk 0 (its file record) goes last.
+
+    Chunk 0 carries the mtime the fast path trusts, so it is written only once every other
+    chunk of its file is in: a run that fails or is killed part-way leaves the old record, and
+    the next run redoes that file instead of skipping it.
+    """
+    heads = [c for c in chunks if c.metadata.get("chunk_index") == 0]
+    written, errors, failed = _write_batches(
+        vector_store,
+        [c for c in chunks if c.metadata.get("chunk_index") != 0],
+        batch_size,
+        on_batch,
+    )
+    written_ids = {doc.id for doc in written}
+    broken = {
+        c.metadata["source_path"]
+        for c in chunks
+        if c.metadata.get("chunk_index") != 0 and c.id not in written_ids
+    }
+    held = [c for c in heads if c.metadata["source_path"] in broken]
+    if held:
+        errors.append(
+            f"{len(held)} file record(s) not written because other chunks of the file failed: "
+            f"{', '.join(sorted(c.metadata['source_path'] for c in held)[:5])}"
+        )
+    more, more_errors, more_failed = _write_batches(
+        vector_store,
+        [c for c in heads if c.metadata["source_path"] not in broken],
+        batch_size,
+        on_batch,
+    )
+    return written + more, errors + more_errors, failed + more_failed + len(held)
+
+
+def _write_batches(
+    vector_store: VectorStore,
+    chunks: Sequence[Document],
+    batch_size: int,
+    on_batch: Callable[[int], None] | None,
+) -> tuple[list[Document], list[str], int]:
     written: list[Document] = []
     errors: list[str] = []
     failed = 0
-    for number, batch in enumerate(_batched(chunks, batch_size)):
+    for batch in _batched(chunks, batch_size):
         try:
             vector_store.add_documents(list(batch), ids=[doc.id for doc in batch])
         except Exception as error:  # one bad batch never stops the rest
             failed += len(batch)
             first = batch[0].metadata.get("source_path")
-            line = (
-                f"batch {number} ({len(batch)} chunks from {first!r}...): {sanitize_error(error)}"
-            )
+            line = f"batch of {len(batch)} chunks from {first!r}: {sanitize_error(error)}"
             logger.warning("sync: %s", line)
             errors.append(line)
         else:

@@ -154,16 +154,18 @@ def test_overwrite_updates_and_reembeds_everything(embeddings: HashingEmbeddings
 def test_failed_batch_is_counted_and_later_batches_run() -> None:
     embeddings = HashingEmbeddings(fail_on="poison")
     store = InMemoryVectorStore(embeddings)
-    docs = chunks("a.md", ["ok one", "poison here", "ok three", "ok four"])
-    result = sync_documents(docs, store, namespace="kb", batch_size=2)
+    docs = chunks("a.md", ["a zero", "poison here"]) + chunks("b.md", ["b zero", "b one"])
+    result = sync_documents(docs, store, namespace="kb", batch_size=1)
     assert (result.added, result.failed) == (2, 2)
-    assert len(result.errors) == 1
     assert "RuntimeError" in result.errors[0]
     assert "\n" not in result.errors[0]
-    healed = sync_documents(
-        chunks("a.md", ["ok one", "fine", "ok three", "ok four"]), store, namespace="kb"
-    )
+    assert "a.md" in result.errors[1]
+    # a.md's file record (chunk 0) was held back, so the fast path cannot skip a.md next time
+    assert not store.get_by_ids([stable_id("kb", "a.md_chunk_0")])
+    fixed = chunks("a.md", ["a zero", "fine"]) + chunks("b.md", ["b zero", "b one"])
+    healed = sync_documents(fixed, store, namespace="kb")
     assert (healed.added, healed.skipped, healed.failed) == (2, 2, 0)
+    assert len(store.store) == 4
 
 
 def test_changed_embedding_model_is_detected(embeddings: HashingEmbeddings) -> None:
