@@ -1,0 +1,650 @@
+"""Rerankers: Cohere and vLLM document compressors that never fail the caller.
+
+``create_reranker(config)`` builds a LangChain ``BaseDocumentCompressor``. Every reranker here
+shares one private base that:
+
+* reranks on the original chunk text (``metadata["original_content"]``) unless
+  ``use_contextualized=True``;
+* returns copies of the input documents that keep ``Document.id`` and all metadata, adding
+  ``relevance_score`` and ``rerank_input_rank`` (the 1-based rank before reranking);
+* on any failure — HTTP error, timeout, refused connection, malformed answer — logs ONE warning
+  (provider and cause, secrets scrubbed) and returns the input order cut to ``top_n``;
+* opens a short circuit-breaker after ``failure_threshold`` consecutive failures, so a dead
+  server costs nothing for ``cooldown`` seconds; then one trial call is let through.
+
+``RerankRetriever`` composes any retriever with a reranker: fetch ``fetch_k`` candidates, rerank,
+return ``k``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import logging
+import math
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+    Callbacks,
+)
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
+
+if TYPE_CHECKING:
+    import cohere
+
+logger = logging.getLogger(__name__)
+
+ApiVersion = Literal["v1", "v2"]
+_COHERE_INSTALL_HINT = 'pip install "langchain-holodeck[cohere]"'
+_MAX_CAUSE_CHARS = 300
+
+
+class _MalformedRankingError(ValueError):
+    """The reranker answered, but not with a usable ranking."""
+
+
+class _CircuitBreaker:
+    """Counts consecutive failures; open for a cool-down, then half-open for one trial call.
+
+    Thread-safe. ``clock`` is injectable so the state machine is testable without sleeping.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial_running = False
+
+    @property
+    def is_open(self) -> bool:
+        """Whether calls are currently being skipped (or waiting for a trial)."""
+        return self._opened_at is not None
+
+    def allow(self, cooldown: float) -> bool:
+        """Whether to call the backend now; after the cool-down, lets exactly one trial through."""
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if self._trial_running or self._clock() - self._opened_at < cooldown:
+                return False
+            self._trial_running = True
+            return True
+
+    def record_success(self) -> None:
+        with self._lock:
+            self._failures, self._opened_at, self._trial_running = 0, None, False
+
+    def record_failure(self, threshold: int) -> bool:
+        """Count a failure; return True when this failure (re)opens the breaker."""
+        with self._lock:
+            self._failures += 1
+            if self._trial_running or self._failures >= threshold:
+                self._opened_at, self._trial_running = self._clock(), False
+                return True
+            return False
+
+
+def _checked_ranking(
+    pairs: Sequence[tuple[object, object]], n_documents: int
+) -> list[tuple[int, float]]:
+    """Validate a backend's ``(index, score)`` pairs and sort them best first.
+
+    Args:
+        pairs: What the backend answered, unvalidated.
+        n_documents: How many documents were sent.
+
+    Returns:
+        ``(index, score)`` with unique in-range ``int`` indices and finite scores, sorted by
+        descending score (ties keep the backend's order).
+
+    Raises:
+        ValueError: When the answer is empty, an index is missing, not an int, out of range or
+            repeated, or a score is missing or not a finite number.
+    """
+    if not pairs:
+        msg = f"the answer ranks no documents although {n_documents} were sent"
+        raise _MalformedRankingError(msg)
+    if len(pairs) > n_documents:
+        msg = f"the answer ranks {len(pairs)} documents but only {n_documents} were sent"
+        raise _MalformedRankingError(msg)
+    seen: set[int] = set()
+    ranking: list[tuple[int, float]] = []
+    for position, (index, score) in enumerate(pairs):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n_documents:
+            msg = f"result {position} has index {index!r}; expected an int in [0, {n_documents})"
+            raise _MalformedRankingError(msg)
+        if index in seen:
+            msg = f"result {position} repeats index {index}"
+            raise _MalformedRankingError(msg)
+        if (
+            isinstance(score, bool)
+            or not isinstance(score, int | float)
+            or not math.isfinite(score)
+        ):
+            msg = f"result {position} has relevance_score {score!r}; expected a finite number"
+            raise _MalformedRankingError(msg)
+        seen.add(index)
+        ranking.append((index, float(score)))
+    return sorted(ranking, key=lambda pair: -pair[1])
+
+
+def _describe(exc: BaseException) -> str:
+    """Short cause for a log line (not yet scrubbed)."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        body = getattr(exc, "body", None)
+        if 200 <= status < 300:
+            return f"malformed answer (HTTP {status}, body not valid JSON: {body!r})"
+        return f"HTTP {status}: {body!r}"
+    if isinstance(exc, _MalformedRankingError):
+        return f"malformed answer: {exc}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    if len(text) > _MAX_CAUSE_CHARS:
+        text = text[:_MAX_CAUSE_CHARS] + "..."
+    return text
+
+
+class _RerankCompressor(BaseDocumentCompressor):
+    """Shared behaviour of every reranker; each backend only implements ``_rank``."""
+
+    top_n: int | None = Field(default=3, gt=0)
+    """Documents to return; ``None`` returns all, reordered."""
+    use_contextualized: bool = False
+    """Rerank on ``page_content`` (with the LLM context) instead of ``original_content``."""
+    failure_threshold: int = Field(default=3, gt=0)
+    """Consecutive failures that open the circuit-breaker."""
+    cooldown: float = Field(default=30.0, ge=0)
+    """Seconds the breaker stays open (no backend call) before one trial call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    _provider: ClassVar[str] = "reranker"
+    _breaker: _CircuitBreaker = PrivateAttr(default_factory=_CircuitBreaker)
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        texts = self._texts(documents)
+        if not texts:
+            return []  # no call for nothing
+        if not self._breaker.allow(self.cooldown):
+            return self._skipped(documents)
+        try:
+            pairs = self._rank(query, texts, self._limit(len(texts)))
+            ranking = _checked_ranking(pairs, len(texts))
+        except Exception as exc:  # falling back on any failure is the contract
+            return self._fallback(documents, exc)
+        return self._reranked(documents, ranking)
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        texts = self._texts(documents)
+        if not texts:
+            return []
+        if not self._breaker.allow(self.cooldown):
+            return self._skipped(documents)
+        try:
+            pairs = await self._arank(query, texts, self._limit(len(texts)))
+            ranking = _checked_ranking(pairs, len(texts))
+        except Exception as exc:  # falling back on any failure is the contract
+            return self._fallback(documents, exc)
+        return self._reranked(documents, ranking)
+
+    @abstractmethod
+    def _rank(self, query: str, texts: list[str], top_n: int) -> Sequence[tuple[object, object]]:
+        """``(input index, score)`` pairs, at most ``top_n``; validated by the caller."""
+
+    async def _arank(
+        self, query: str, texts: list[str], top_n: int
+    ) -> Sequence[tuple[object, object]]:
+        return await run_in_executor(None, self._rank, query, texts, top_n)
+
+    def _secrets(self) -> list[str]:
+        """Secret values to scrub from log lines."""
+        return []
+
+    def _describe(self, exc: BaseException) -> str:
+        """Short cause of a failure for the warning (scrubbed afterwards)."""
+        return _describe(exc)
+
+    # -- helpers shared by the sync and async paths ------------------------------------------
+
+    def _texts(self, documents: Sequence[Document]) -> list[str]:
+        if self.use_contextualized:
+            return [d.page_content for d in documents]
+        return [str(d.metadata.get("original_content", d.page_content)) for d in documents]
+
+    def _limit(self, n_documents: int) -> int:
+        return n_documents if self.top_n is None else min(self.top_n, n_documents)
+
+    def _reranked(
+        self, documents: Sequence[Document], ranking: list[tuple[int, float]]
+    ) -> list[Document]:
+        self._breaker.record_success()
+        return [
+            documents[i].model_copy(
+                update={
+                    "metadata": {
+                        **documents[i].metadata,
+                        "relevance_score": score,
+                        "rerank_input_rank": i + 1,
+                    }
+                }
+            )
+            for i, score in ranking[: self._limit(len(documents))]
+        ]
+
+    def _original_order(self, documents: Sequence[Document]) -> list[Document]:
+        return [
+            d.model_copy(update={"metadata": dict(d.metadata)})
+            for d in documents[: self._limit(len(documents))]
+        ]
+
+    def _fallback(self, documents: Sequence[Document], exc: BaseException) -> list[Document]:
+        opened = self._breaker.record_failure(self.failure_threshold)
+        cause = _scrub(self._describe(exc), self._secrets())
+        breaker = (
+            f"; skipping it for {self.cooldown:g} s after "
+            f"{self.failure_threshold} consecutive failures"
+            if opened
+            else ""
+        )
+        logger.warning(
+            "%s reranker failed, keeping the retrieval order (%d documents): %s%s",
+            self._provider,
+            len(documents),
+            cause,
+            breaker,
+        )
+        return self._original_order(documents)
+
+    def _skipped(self, documents: Sequence[Document]) -> list[Document]:
+        logger.debug("%s reranker circuit is open; keeping the retrieval order", self._provider)
+        return self._original_order(documents)
+
+
+def _import_cohere() -> None:
+    if importlib.util.find_spec("cohere") is None:
+        msg = f"This reranker needs the cohere package; install it with {_COHERE_INSTALL_HINT}."
+        raise ImportError(msg)
+
+
+def _is_missing_endpoint(exc: BaseException) -> bool:
+    return getattr(exc, "status_code", None) in (404, 405)
+
+
+def _other(version: ApiVersion) -> ApiVersion:
+    return "v1" if version == "v2" else "v2"
+
+
+def _result_pairs(response: object) -> list[tuple[object, object]]:
+    results = getattr(response, "results", None)
+    if not isinstance(results, list):
+        msg = f"the answer has no results list (got {type(results).__name__})"
+        raise _MalformedRankingError(msg)
+    return [(getattr(r, "index", None), getattr(r, "relevance_score", None)) for r in results]
+
+
+class _CohereAPIReranker(_RerankCompressor):
+    """Talks Cohere's rerank API: ``/v2/rerank``, or ``/v1/rerank`` once on 404/405."""
+
+    model: str = Field(default="rerank-v3.5", min_length=1)
+    """Rerank model name, passed through to the server."""
+    timeout: float = Field(default=30.0, gt=0)
+    """Seconds per request; the client's own retries are disabled, so this bounds a failure."""
+    api_version: ApiVersion = "v2"
+    """Endpoint tried first; the other is tried once on 404/405 and remembered if it works."""
+
+    _api_version: ApiVersion = PrivateAttr(default="v2")
+    _clients: dict[str, cohere.Client] = PrivateAttr(default_factory=dict)
+    _aclients: dict[str, tuple[asyncio.AbstractEventLoop, cohere.AsyncClient]] = PrivateAttr(
+        default_factory=dict
+    )
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def model_post_init(self, context: object, /) -> None:
+        _import_cohere()
+        self._api_version = self.api_version
+
+    def _describe(self, exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return f"no answer within the {self.timeout:g} s timeout ({type(exc).__name__})"
+        return _describe(exc)
+
+    @property
+    def active_api_version(self) -> ApiVersion:
+        """The endpoint the next call tries first (the one that last worked)."""
+        return self._api_version
+
+    @abstractmethod
+    def _base_url(self) -> str | None:
+        """Server root (``None``: Cohere's API)."""
+
+    @abstractmethod
+    def _token(self) -> str:
+        """Bearer token sent to the server."""
+
+    def _client_kwargs(self) -> dict[str, object]:
+        return {
+            "api_key": self._token,  # a callable: the client never stores the plain key
+            "base_url": self._base_url(),
+            "timeout": self.timeout,
+            "client_name": "langchain-holodeck",
+            "log_warning_experimental_features": False,
+        }
+
+    def _client(self, version: ApiVersion) -> cohere.Client:
+        with self._lock:
+            if version not in self._clients:
+                import cohere
+
+                cls = cohere.ClientV2 if version == "v2" else cohere.Client
+                self._clients[version] = cls(**self._client_kwargs())  # type: ignore[arg-type]  # kwargs typed loosely
+            return self._clients[version]
+
+    def _aclient(self, version: ApiVersion) -> cohere.AsyncClient:
+        # An async HTTP pool belongs to one event loop: rebuild the client for a new loop.
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            cached = self._aclients.get(version)
+            if cached is None or cached[0] is not loop:
+                import cohere
+
+                cls = cohere.AsyncClientV2 if version == "v2" else cohere.AsyncClient
+                cached = (loop, cls(**self._client_kwargs()))  # type: ignore[arg-type]  # kwargs typed loosely
+                self._aclients[version] = cached
+            return cached[1]
+
+    def _request(self, query: str, texts: list[str], top_n: int) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "query": query,
+            "documents": texts,
+            "top_n": top_n,
+            # One attempt per call: the client's default retries would multiply the timeout.
+            "request_options": {"max_retries": 0, "timeout_in_seconds": self.timeout},
+        }
+
+    def _rank(self, query: str, texts: list[str], top_n: int) -> list[tuple[object, object]]:
+        request = self._request(query, texts, top_n)
+        version = self._api_version
+        try:
+            response = self._client(version).rerank(**request)  # type: ignore[arg-type]
+        except Exception as exc:
+            if not _is_missing_endpoint(exc):
+                raise
+            version = _other(version)
+            response = self._client(version).rerank(**request)  # type: ignore[arg-type]
+            self._remember(version)
+        return _result_pairs(response)
+
+    async def _arank(self, query: str, texts: list[str], top_n: int) -> list[tuple[object, object]]:
+        request = self._request(query, texts, top_n)
+        version = self._api_version
+        try:
+            response = await self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+        except Exception as exc:
+            if not _is_missing_endpoint(exc):
+                raise
+            version = _other(version)
+            response = await self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+            self._remember(version)
+        return _result_pairs(response)
+
+    def _remember(self, version: ApiVersion) -> None:
+        logger.info(
+            "%s rerank endpoint /%s/rerank is missing on this server; using /%s/rerank from now on",
+            self._provider,
+            _other(version),
+            version,
+        )
+        self._api_version = version
+
+
+class CohereReranker(_CohereAPIReranker):
+    """Rerank with Cohere's hosted API, falling back to the retrieval order on any failure.
+
+    Calls the ``cohere`` client directly rather than langchain-cohere's ``CohereRerank``, which
+    drops ``Document.id``, has no async path, cannot disable the client's retries and only knows
+    ``/v2/rerank``.
+
+    Emits metadata: ``relevance_score`` (0..1), ``rerank_input_rank`` (1-based rank before).
+
+    Setup:
+        ```bash
+        pip install "langchain-holodeck[cohere]"
+        ```
+
+    Key init args:
+        api_key: Cohere API key (a secret: never logged, never in ``repr`` or warnings).
+        model: Rerank model, default ``rerank-v3.5``.
+        top_n: Documents to return; ``None`` keeps all, reordered.
+
+    Instantiate:
+        ```python
+        reranker = CohereReranker(api_key=os.environ["COHERE_API_KEY"], top_n=4)
+        ```
+
+    Invoke:
+        ```python
+        reranker.compress_documents(docs, "how are shifts scheduled?")
+        ```
+    """
+
+    api_key: SecretStr
+    """Cohere API key."""
+    base_url: str | None = None
+    """Override Cohere's API root (a proxy or a Cohere-compatible server)."""
+
+    _provider: ClassVar[str] = "cohere"
+
+    def _base_url(self) -> str | None:
+        return self.base_url
+
+    def _token(self) -> str:
+        return self.api_key.get_secret_value()
+
+    def _secrets(self) -> list[str]:
+        return [self.api_key.get_secret_value()]
+
+
+class VLLMReranker(_CohereAPIReranker):
+    """Rerank with a model served by vLLM (or any Cohere-compatible rerank server).
+
+    The Cohere client is pointed at ``url``; a trailing ``/v1`` or ``/v2`` is dropped, since the
+    client adds the API version itself. Falls back to the retrieval order on any failure.
+
+    Emits metadata: ``relevance_score``, ``rerank_input_rank`` (1-based rank before).
+
+    Setup:
+        ```bash
+        pip install "langchain-holodeck[cohere]"
+        vllm serve BAAI/bge-reranker-v2-m3 --task score
+        ```
+
+    Key init args:
+        url: Server root, e.g. ``http://localhost:8000``.
+        model: The served model name.
+        timeout: Seconds per request (default 30).
+
+    Instantiate:
+        ```python
+        reranker = VLLMReranker(url="http://localhost:8000", model="BAAI/bge-reranker-v2-m3")
+        ```
+
+    Invoke:
+        ```python
+        reranker.compress_documents(docs, "how are shifts scheduled?")
+        ```
+    """
+
+    url: str
+    """Root URL of the server."""
+    model: str = Field(min_length=1)
+    """Served model name."""
+    api_key: SecretStr | None = None
+    """Token if the server was started with ``--api-key``."""
+
+    _provider: ClassVar[str] = "vllm"
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            msg = f"url must start with http:// or https://, got {url!r}."
+            raise ValueError(msg)
+        url = url.rstrip("/")
+        for suffix in ("/v1", "/v2"):
+            url = url.removesuffix(suffix)
+        return url
+
+    def _base_url(self) -> str:
+        return self.url
+
+    def _token(self) -> str:
+        return "EMPTY" if self.api_key is None else self.api_key.get_secret_value()
+
+    def _secrets(self) -> list[str]:
+        return [] if self.api_key is None else [self.api_key.get_secret_value()]
+
+
+class _RerankerConfig(Protocol):
+    provider: str
+
+
+def create_reranker(
+    config: _RerankerConfig,
+    *,
+    top_n: int | None = 3,
+    use_contextualized: bool = False,
+) -> BaseDocumentCompressor:
+    """Build the reranker a ``reranker`` config section describes.
+
+    Args:
+        config: A ``CohereRerankerConfig`` (``provider="cohere"``, ``api_key``, ``model``) or a
+            ``VLLMRerankerConfig`` (``provider="vllm"``, ``url``, ``model``, ``timeout``).
+        top_n: Documents to return (usually the tool's ``top_k``); ``None`` keeps all.
+        use_contextualized: Rerank on the contextualized ``page_content``.
+
+    Returns:
+        A ``BaseDocumentCompressor`` that falls back to the input order on failure.
+
+    Raises:
+        ValueError: When ``config.provider`` is not ``cohere`` or ``vllm``.
+        ImportError: When the ``cohere`` package is not installed.
+    """
+    provider = getattr(config, "provider", None)
+    common: dict[str, object] = {"top_n": top_n, "use_contextualized": use_contextualized}
+    if provider == "cohere":
+        return CohereReranker(
+            api_key=config.api_key,  # type: ignore[attr-defined]  # duck-typed config
+            model=config.model,  # type: ignore[attr-defined]
+            **common,  # type: ignore[arg-type]
+        )
+    if provider == "vllm":
+        return VLLMReranker(
+            url=str(config.url),  # type: ignore[attr-defined]
+            model=config.model,  # type: ignore[attr-defined]
+            timeout=config.timeout,  # type: ignore[attr-defined]
+            **common,  # type: ignore[arg-type]
+        )
+    msg = f"reranker provider must be 'cohere' or 'vllm', got {provider!r}."
+    raise ValueError(msg)
+
+
+def _accepts_k(retriever: BaseRetriever) -> bool:
+    parameters = inspect.signature(retriever._get_relevant_documents).parameters
+    return "k" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+class RerankRetriever(BaseRetriever):
+    """Fetch ``fetch_k`` candidates from ``retriever``, rerank them, return the best ``k``.
+
+    The ``ContextualCompressionRetriever`` pattern without the ``langchain`` dependency; as a
+    retriever it is a Runnable, so ``RerankRetriever(...) | format_docs`` works in LCEL. The
+    reranker's ``top_n`` should be ``None`` or at least ``k``.
+
+    Key init args:
+        retriever: Any retriever; gets ``k=fetch_k`` per call when its hook accepts ``k``.
+        reranker: Any ``BaseDocumentCompressor``, e.g. from ``create_reranker``.
+
+    Instantiate:
+        ```python
+        retriever = RerankRetriever(retriever=hybrid, reranker=reranker, k=4, fetch_k=12)
+        ```
+
+    Invoke:
+        ```python
+        retriever.invoke("how are shifts scheduled?", k=2)  # -> [Document(...), Document(...)]
+        ```
+    """
+
+    retriever: BaseRetriever
+    """First stage."""
+    reranker: BaseDocumentCompressor
+    """Second stage."""
+    k: int = Field(default=4, gt=0)
+    """Documents returned."""
+    fetch_k: int | None = Field(default=None, gt=0)
+    """Candidates fetched for reranking; ``None`` means ``3 * k``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _candidate_kwargs(self, k: int) -> dict[str, int]:
+        fetch_k = self.fetch_k if self.fetch_k is not None else 3 * k
+        return {"k": fetch_k} if _accepts_k(self.retriever) else {}
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        k = self.k if k is None else k
+        candidates = self.retriever.invoke(
+            query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
+        )
+        ranked = self.reranker.compress_documents(
+            candidates, query, callbacks=run_manager.get_child()
+        )
+        return list(ranked)[:k]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        k = self.k if k is None else k
+        candidates = await self.retriever.ainvoke(
+            query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
+        )
+        ranked = await self.reranker.acompress_documents(
+            candidates, query, callbacks=run_manager.get_child()
+        )
+        return list(ranked)[:k]
