@@ -1,0 +1,225 @@
+"""Turn a pydantic ``ValidationError`` into ``ConfigError`` text: one line per problem, no secrets.
+
+Private: used by ``config.py``. A line: ``agent.yaml: tools[0].top_k: must be <= 100, got 500.``
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from langchain_holodeck._yaml import JSONish, join_path
+
+_SECRET_KEY = re.compile(r"(api_?key|password|passwd|secret|token)$", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(?P<user>[^\s:/@]*):(?P<password>[^\s@/]+)@")
+_MIN_SCRUB = 4  # shorter "secrets" would blank out ordinary words in the message
+
+_TEMPLATES = {
+    "less_than_equal": "must be <= {le}",
+    "less_than": "must be < {lt}",
+    "greater_than_equal": "must be >= {ge}",
+    "greater_than": "must be > {gt}",
+    "string_pattern_mismatch": "must match the pattern {pattern}",
+    "string_too_short": "must not be empty",
+    "string_too_long": "must be at most {max_length} characters",
+    "literal_error": "must be {expected}",
+    "missing": "required, but missing",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "finite_number": "must be a finite number",
+}
+
+
+def mask_url_password(text: str) -> str:
+    """Mask the password of ``scheme://user:password@host`` forms: ``redis://:***@host:6379``."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['user']}:***@", text)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a configuration key names a secret whose value must never be shown."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def collect_secrets(data: JSONish) -> set[str]:
+    """Every secret string in parsed configuration: secret-named values, URL passwords."""
+    found: set[str] = set()
+
+    def walk(value: JSONish, key: str) -> None:
+        if isinstance(value, dict):
+            for sub_key, item in value.items():
+                walk(item, str(sub_key))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, key)
+        elif isinstance(value, str):
+            if is_secret_key(key):
+                found.add(value)
+            found.update(m["password"] for m in _URL_PASSWORD.finditer(value))
+
+    walk(data, "")
+    return {secret for secret in found if len(secret) >= _MIN_SCRUB}
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each secret (longest first) by ``***``, and URL passwords."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return mask_url_password(text)
+
+
+def format_validation_error(
+    exc: ValidationError,
+    model: type[BaseModel],
+    *,
+    display: str,
+    prefix: str = "",
+    secrets: Iterable[str] = (),
+) -> str:
+    """One line per error: ``{display}: {field path}: {problem}, got {value}.``.
+
+    Args:
+        exc: The pydantic error.
+        model: The model that was validated (to translate locations into field paths).
+        display: The file name as the user gave it.
+        prefix: Field path of the validated data inside the file (``vectorstore``).
+        secrets: Secret strings to mask wherever they appear.
+    """
+    lines = [_line(error, model, display=display, prefix=prefix) for error in exc.errors()]
+    return scrub("\n".join(dict.fromkeys(lines)), secrets)
+
+
+def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: str) -> str:
+    path, owner, current = _field_path(model, error["loc"], prefix)
+    kind, ctx = error["type"], error.get("ctx") or {}
+    show_value = True
+    if kind == "extra_forbidden":
+        allowed = ", ".join(owner.model_fields) if owner is not None else "see the reference"
+        problem, show_value = f"unknown key; allowed keys: {allowed}", False
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        key = str(ctx.get("discriminator", "type")).strip("'\"")
+        path = join_path(path, key)
+        expected = _tags(current, key)
+        problem = f"must be one of {expected}"
+        if kind == "union_tag_not_found":
+            problem, show_value = f"required, but missing (one of {expected})", False
+        else:
+            error = {**error, "input": ctx.get("tag")}
+    elif kind == "value_error":
+        problem = str(ctx.get("error", error["msg"]))
+    elif kind in _TEMPLATES:
+        problem = _TEMPLATES[kind].format(**ctx)
+    else:
+        problem = error["msg"]
+    problem = problem.rstrip(".")
+    value = error.get("input")
+    if kind == "missing" or isinstance(value, (dict, list, BaseModel)):
+        show_value = False
+    where = f"{path}: " if path else ""
+    if not show_value:
+        return f"{display}: {where}{problem}."
+    return f"{display}: {where}{problem}, got {_render(value, path)}."
+
+
+def _render(value: object, path: str) -> str:
+    last = path.rsplit(".", 1)[-1]
+    if isinstance(value, str) and value and is_secret_key(last):
+        return "'***'"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        shown = mask_url_password(value)
+        return repr(shown if len(shown) <= 80 else shown[:77] + "...")
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def _field_path(
+    model: type[BaseModel], loc: Sequence[int | str], prefix: str
+) -> tuple[str, type[BaseModel] | None, object]:
+    """Map a pydantic location to a display path, dropping union tags.
+
+    Returns:
+        The path, the model owning the last key, and the annotation found at the location.
+    """
+    path, current, owner = prefix, _strip(model), None
+    for item in loc:
+        members = _union_models(current)
+        if members:
+            chosen = _pick(members, item)
+            if chosen is not None:
+                current = chosen
+                continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            owner = current
+            field = current.model_fields.get(str(item))
+            current = _strip(field.annotation) if field is not None else None
+        elif get_origin(current) is list and isinstance(item, int):
+            (current,) = (_strip(arg) for arg in get_args(current))
+        else:
+            current = None
+        path = join_path(path, item)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        owner = current
+    return path, owner, current
+
+
+def _tags(union: object, key: str) -> str:
+    """``'a', 'b'``: the values the discriminator ``key`` takes across the union's members."""
+    values = [
+        repr(value)
+        for member in _union_models(union)
+        if key in member.model_fields
+        for value in get_args(member.model_fields[key].annotation)
+    ]
+    return ", ".join(values) or "the documented values"
+
+
+def _strip(annotation: object) -> object:
+    """Unwrap ``Annotated`` and ``X | None``."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            args = [arg for arg in get_args(annotation) if arg is not type(None)]
+            if len(args) != 1:
+                return annotation
+            annotation = args[0]
+        else:
+            return annotation
+
+
+def _union_models(annotation: object) -> list[type[BaseModel]]:
+    if get_origin(annotation) not in (Union, types.UnionType):
+        return []
+    args = [_strip(arg) for arg in get_args(annotation) if arg is not type(None)]
+    return [arg for arg in args if isinstance(arg, type) and issubclass(arg, BaseModel)]
+
+
+def _pick(members: list[type[BaseModel]], item: int | str) -> type[BaseModel] | None:
+    """The union member a location item (a tag value or class name) selects, if any."""
+    for member in members:
+        if item == member.__name__:
+            return member
+        for field in member.model_fields.values():
+            if item in get_args(field.annotation) and field.is_required():
+                return member
+    return None

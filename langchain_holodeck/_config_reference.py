@@ -1,0 +1,103 @@
+"""Render pydantic models as Markdown reference tables (field, type, default, rule, description).
+
+Private: ``config.config_reference_markdown()`` is the public entry point.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Sequence
+from typing import Annotated, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, SecretStr
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def render_models_markdown(models: Sequence[type[BaseModel]]) -> str:
+    """One ``### Model`` section per model: its docstring, then a table of its fields."""
+    return "\n".join(_section(model) for model in models)
+
+
+def _section(model: type[BaseModel]) -> str:
+    doc = inspect.cleandoc(model.__doc__ or "")
+    lines = [
+        f"### {model.__name__}",
+        "",
+        *([doc, ""] if doc else []),
+        "| field | type | default | rule | description |",
+        "|---|---|---|---|---|",
+    ]
+    for name, field in model.model_fields.items():
+        cells = [
+            f"`{name}`",
+            _type_name(field.annotation),
+            _default(field),
+            _rule(field),
+            " ".join((field.description or "").split()),
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join([*lines, ""])
+
+
+def _type_name(annotation: object) -> str:
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        return _type_name(args[0])
+    if origin is Literal:
+        return " or ".join(f"`{value}`" for value in args)
+    if origin in (Union, types.UnionType):
+        names = [_type_name(arg) for arg in args if arg is not type(None)]
+        if type(None) in args:
+            names.append("null")
+        return " or ".join(names)
+    if origin is list:
+        return f"list of {_type_name(args[0])}"
+    if annotation is SecretStr:
+        return "secret string"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
+    if isinstance(annotation, type) and annotation in _SCALARS:
+        return _SCALARS[annotation]
+    return "any"
+
+
+def _default(field: FieldInfo) -> str:
+    if field.default_factory is not None:
+        return "see its table"
+    if field.default is PydanticUndefined:
+        return "required"
+    value = field.default
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{value}`"
+
+
+def _rule(field: FieldInfo) -> str:
+    bounds: dict[str, object] = {}
+    for item in field.metadata:
+        for attr in ("ge", "le", "gt", "lt", "min_length", "max_length", "pattern"):
+            value = getattr(item, attr, None)
+            if value is not None:
+                bounds[attr] = value
+    rules = []
+    if "ge" in bounds and "le" in bounds:
+        rules.append(f"{bounds.pop('ge')}..{bounds.pop('le')}")
+    symbols = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
+    rules += [f"{symbols[key]} {bounds[key]}" for key in symbols if key in bounds]
+    if bounds.get("min_length") == 1:
+        rules.append("non-empty")
+    if "max_length" in bounds:
+        rules.append(f"at most {bounds['max_length']} characters")
+    if "pattern" in bounds:
+        rules.append(f"matches `{bounds['pattern']}`")
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("rule"), str):
+        rules.append(str(extra["rule"]))
+    return "; ".join(rules)

@@ -1,0 +1,249 @@
+"""Safe reading of configuration YAML: size, alias and duplicate-key limits, ``${VAR}``.
+
+Private: ``config.py`` is the only caller. Every failure is a ``ConfigError`` whose message starts
+with the file name as the user gave it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from langchain_holodeck.errors import ConfigError
+
+MAX_FILE_BYTES = 1024 * 1024
+"""Configuration files larger than this (1 MiB) are refused before parsing."""
+
+MAX_NODES = 10_000
+"""Budget of YAML nodes after alias expansion; a 'billion laughs' document exceeds it at once."""
+
+MAX_DEPTH = 50
+"""Deepest nesting of mappings and lists accepted."""
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# `$${...}` is an escape; `${NAME}` a reference; anything else starting with `${` is malformed.
+_REFERENCE = re.compile(r"\$(?P<escape>\$)?\{(?P<body>[^}]*)(?P<close>\})?")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+JSONish = str | int | float | bool | None | list["JSONish"] | dict[str, "JSONish"]
+"""What ``yaml.safe_load`` returns for a configuration file (dates aside)."""
+
+
+def join_path(prefix: str, key: str | int) -> str:
+    """Extend a display path: ``tools`` + 0 -> ``tools[0]``; + ``name`` -> ``tools[0].name``."""
+    if isinstance(key, int):
+        return f"{prefix}[{key}]"
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def read_yaml_mapping(path: Path, *, display: str) -> dict[str, JSONish]:
+    """Parse one YAML file that must hold a single mapping, within the limits above.
+
+    Args:
+        path: The file to read.
+        display: How to name the file in error messages (usually the path as the user gave it).
+
+    Returns:
+        The parsed mapping (aliases, if any, point at shared objects: never mutate it).
+
+    Raises:
+        ConfigError: When the file is missing, unreadable, larger than ``MAX_FILE_BYTES``, not
+            UTF-8, not valid YAML (with line and column), not a single mapping, nested deeper than
+            ``MAX_DEPTH``, larger than ``MAX_NODES`` once aliases are expanded, recursive, or when
+            a mapping repeats a key.
+    """
+    text = _read_text(path, display=display)
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            msg = f"{display}: the file is empty; expected a mapping with a 'tools:' list."
+            raise ConfigError(msg)
+        if not isinstance(node, MappingNode):
+            kind = "a list" if isinstance(node, SequenceNode) else "a single value"
+            msg = f"{display}: the document must be a mapping (key: value lines), got {kind}."
+            raise ConfigError(msg)
+        _GraphCheck(display).visit(node, "", 0)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        # `from None`: the YAML exception's text quotes the offending line, which may hold a secret.
+        raise ConfigError(_describe_yaml_error(exc, display)) from None
+    except yaml.YAMLError as exc:
+        msg = f"{display}: could not parse YAML: {type(exc).__name__}."
+        raise ConfigError(msg) from None
+    except RecursionError:
+        msg = f"{display}: the YAML is nested too deeply (limit {MAX_DEPTH} levels)."
+        raise ConfigError(msg) from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):  # pragma: no cover - a MappingNode always constructs a dict
+        msg = f"{display}: the document must be a mapping."
+        raise ConfigError(msg)
+    return data
+
+
+def _read_text(path: Path, *, display: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError as exc:
+        msg = f"{display}: file not found (looked for {path.absolute()})."
+        raise ConfigError(msg) from exc
+    except IsADirectoryError as exc:
+        msg = f"{display}: is a directory; expected a YAML file."
+        raise ConfigError(msg) from exc
+    except OSError as exc:
+        msg = f"{display}: cannot read the file: {exc.strerror or type(exc).__name__}."
+        raise ConfigError(msg) from exc
+    if len(raw) > MAX_FILE_BYTES:
+        msg = (
+            f"{display}: the file is larger than {MAX_FILE_BYTES} bytes (1 MiB); "
+            "configuration files are small, check that this is the right file."
+        )
+        raise ConfigError(msg)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = f"{display}: the file is not UTF-8 text (invalid byte at offset {exc.start})."
+        raise ConfigError(msg) from None
+
+
+def _describe_yaml_error(exc: yaml.MarkedYAMLError, display: str) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = exc.problem or exc.context or "invalid YAML"
+    context = f" ({exc.context})" if exc.context and exc.problem else ""
+    return f"{display}: {where}could not parse YAML: {problem}{context}."
+
+
+class _GraphCheck:
+    """Walk the composed node graph once: duplicate keys, depth, expanded size, recursion."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.sizes: dict[int, int] = {}  # id(node) -> expanded size (aliases share node objects)
+        self.active: set[int] = set()
+
+    def visit(self, node: Node, path: str, depth: int) -> int:
+        key = id(node)
+        if key in self.active:
+            msg = (
+                f"{self.display}: {path or 'document'}: a YAML alias refers to itself (recursive)."
+            )
+            raise ConfigError(msg)
+        if key in self.sizes:
+            size = self.sizes[key]  # an alias: its expansion counts again, without re-walking
+        else:
+            if depth > MAX_DEPTH:
+                msg = f"{self.display}: {path}: nested deeper than {MAX_DEPTH} levels."
+                raise ConfigError(msg)
+            self.active.add(key)
+            size = 1 + self._children(node, path, depth)
+            self.active.discard(key)
+            self.sizes[key] = size
+        if size > MAX_NODES:
+            self._too_big(path, node)
+        return size
+
+    def _children(self, node: Node, path: str, depth: int) -> int:
+        size = 0
+        if isinstance(node, SequenceNode):
+            for index, item in enumerate(node.value):
+                size += self.visit(item, join_path(path, index), depth + 1)
+        elif isinstance(node, MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, ScalarNode) else "?"
+                if key_node.tag != _MERGE_TAG and isinstance(key_node, ScalarNode):
+                    line = key_node.start_mark.line + 1
+                    if name in seen:
+                        msg = (
+                            f"{self.display}: {join_path(path, name)}: duplicate key "
+                            f"(lines {seen[name]} and {line}); keep one."
+                        )
+                        raise ConfigError(msg)
+                    seen[name] = line
+                size += self.visit(key_node, path, depth + 1)
+                size += self.visit(value_node, join_path(path, name), depth + 1)
+                if size > MAX_NODES:
+                    self._too_big(path, node)
+        return size
+
+    def _too_big(self, path: str, node: Node) -> None:
+        line = node.start_mark.line + 1
+        msg = (
+            f"{self.display}: {path or 'document'} (line {line}): more than {MAX_NODES} values "
+            "once YAML aliases are expanded; refusing a possible alias bomb. Write the values out."
+        )
+        raise ConfigError(msg)
+
+
+def substitute_env(
+    value: JSONish, environ: Mapping[str, str], *, display: str, path: str = ""
+) -> JSONish:
+    """Replace ``${VAR}`` in every string scalar (never in keys); ``$${VAR}`` yields ``${VAR}``.
+
+    The result is a fresh structure; substituted text is never parsed as YAML again, so a value
+    holding YAML syntax stays a string.
+
+    Args:
+        value: Parsed YAML (a mapping, list or scalar).
+        environ: Where variables are looked up.
+        display: The file name for error messages.
+        path: The field path of ``value`` (``tools[0].database``), for error messages.
+
+    Raises:
+        ConfigError: When a variable is unset or a ``${`` reference is malformed; the message
+            names the file, the field path and the variable.
+    """
+    if isinstance(value, str):
+        return _substitute(value, environ, display=display, path=path)
+    if isinstance(value, list):
+        return [
+            substitute_env(item, environ, display=display, path=join_path(path, index))
+            for index, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        return {
+            key: substitute_env(item, environ, display=display, path=join_path(path, key))
+            for key, item in value.items()
+        }
+    return value
+
+
+def _substitute(text: str, environ: Mapping[str, str], *, display: str, path: str) -> str:
+    if "${" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        body, closed = match["body"], match["close"] is not None
+        if match["escape"]:
+            return "${" + body + (match["close"] or "")
+        if not closed or not _NAME.fullmatch(body):
+            shown = match.group(0)[:40]
+            msg = (
+                f"{display}: {path}: malformed variable reference {shown!r}; write ${{NAME}} "
+                "(letters, digits, underscores) or escape a literal dollar as $${...}."
+            )
+            raise ConfigError(msg)
+        if body not in environ:
+            msg = (
+                f"{display}: {path}: environment variable {body} is not set; export it, "
+                f"or write $${{{body}}} for a literal '${{{body}}}'."
+            )
+            raise ConfigError(msg)
+        return environ[body]
+
+    return _REFERENCE.sub(replace, text)
+
+
+def has_reference(text: str) -> bool:
+    """Whether ``text`` holds at least one (unescaped, well-formed) ``${VAR}`` reference."""
+    return any(
+        not m["escape"] and m["close"] and _NAME.fullmatch(m["body"])
+        for m in _REFERENCE.finditer(text)
+    )

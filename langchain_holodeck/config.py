@@ -1,0 +1,370 @@
+"""Configuration: pydantic models for ``agent.yaml`` tools and the only YAML reader.
+
+``load_agent_config(path)`` reads an agent file; ``resolve_database_config`` applies the database
+precedence (tool → project ``.holodeck/config.yaml`` → user ``~/.holodeck/config.yaml`` →
+in-memory). Every model forbids unknown keys and is frozen. Errors are ``ConfigError`` s naming
+the file, the field path and the bad value, with secrets masked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal, TypeAlias, TypeVar
+
+from pydantic import (
+    BaseModel,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from langchain_holodeck._config_errors import (
+    collect_secrets,
+    format_validation_error,
+    is_secret_key,
+)
+from langchain_holodeck._config_reference import render_models_markdown
+from langchain_holodeck._config_sections import (
+    MODEL_CONFIG,
+    CohereRerankerConfig,
+    ContextModelConfig,
+    DatabaseConfig,
+    KeywordIndexConfig,
+    RerankerConfig,
+    SearchWeights,
+    VLLMRerankerConfig,
+)
+from langchain_holodeck._yaml import (
+    JSONish,
+    has_reference,
+    join_path,
+    read_yaml_mapping,
+    substitute_env,
+)
+from langchain_holodeck.errors import ConfigError
+
+__all__ = [
+    "AgentConfig",
+    "CohereRerankerConfig",
+    "ContextModelConfig",
+    "DatabaseConfig",
+    "HierarchicalDocumentToolConfig",
+    "KeywordIndexConfig",
+    "RerankerConfig",
+    "SearchWeights",
+    "ToolConfig",
+    "VLLMRerankerConfig",
+    "VectorStoreToolConfig",
+    "config_reference_markdown",
+    "load_agent_config",
+    "load_project_database_config",
+    "resolve_database_config",
+]
+
+logger = logging.getLogger(__name__)
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _SearchToolConfig(BaseModel):
+    """Fields shared by the search tools."""
+
+    model_config = MODEL_CONFIG
+
+    type: str
+    """Selects the tool kind."""
+    name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
+    """Tool name the model calls: letters, digits and underscores."""
+    description: str = Field(min_length=1)
+    """What the tool searches; the model reads it to decide when to call the tool."""
+    source: str = Field(min_length=1)
+    """File or directory to index; relative paths resolve against the agent.yaml's directory."""
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+    database: DatabaseConfig | None = None
+    """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
+    top_k: int = Field(default=5, ge=1, le=100)
+    """Maximum number of results."""
+    min_similarity_score: float | None = Field(default=None, ge=0, le=1)
+    """Drop results whose similarity is below this."""
+    rerank: bool = False
+    """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
+    rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
+    """Candidates fetched for reranking; unset: ``top_k`` x 3."""
+    reranker: RerankerConfig | None = Field(
+        default=None, json_schema_extra={"rule": "required when rerank is true"}
+    )
+    """Reranker settings (``provider: cohere`` or ``provider: vllm``)."""
+    rerank_on: Literal["original", "contextualized"] = "original"
+    """Text the reranker reads: the chunk as written, or with its generated context."""
+
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _reranker_when_rerank(self, info: ValidationInfo) -> _SearchToolConfig:
+        if self.rerank and self.reranker is None:
+            msg = "reranker configuration required when rerank is enabled"
+            raise ValueError(msg)
+        if info.context and isinstance(info.context.get("base_dir"), Path):
+            self._base_dir = info.context["base_dir"]
+        return self
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Directory a relative ``source`` resolves against: the agent.yaml's, once loaded."""
+        return self._base_dir
+
+    def resolved_source(self, base_dir: str | os.PathLike[str] | None = None) -> Path:
+        """The absolute path of ``source``; ``source`` itself stays as configured, for display.
+
+        Args:
+            base_dir: Directory relative sources resolve against; default: the agent.yaml's
+                directory when loaded with ``load_agent_config``, else the working directory.
+        """
+        path = Path(self.source).expanduser()
+        if path.is_absolute():
+            return path
+        base = Path(base_dir) if base_dir is not None else self._base_dir or Path.cwd()
+        return (base / path).absolute()
+
+
+class VectorStoreToolConfig(_SearchToolConfig):
+    """Semantic search over a folder of documents (``type: vectorstore``)."""
+
+    type: Literal["vectorstore"]
+    """Selects this tool."""
+
+
+class HierarchicalDocumentToolConfig(_SearchToolConfig):
+    """Hybrid (dense + keyword + exact) search over structured documents."""
+
+    type: Literal["hierarchical_document"]
+    """Selects this tool."""
+    description: str = Field(
+        default="Search structured documents by meaning, keyword or section number.",
+        min_length=1,
+    )
+    """What the tool searches; the model reads it to decide when to call the tool."""
+    top_k: int = Field(default=10, ge=1, le=100)
+    """Maximum number of results."""
+    contextual_embeddings: bool = False
+    """Prefix each chunk with LLM-written context before embedding and keyword indexing."""
+    context_model: ContextModelConfig | None = Field(
+        default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
+    )
+    """The chat model writing the contexts."""
+    context_max_tokens: int = Field(default=100, gt=0)
+    """Longest context the model may write per chunk."""
+    context_concurrency: int = Field(default=10, gt=0)
+    """Context requests in flight at once."""
+    max_chunk_tokens: int = Field(default=800, ge=50)
+    """Largest chunk, in tokens, of the structure-aware splitter."""
+    search_weights: SearchWeights = Field(default_factory=SearchWeights)
+    """Fusion weights of the three rankings."""
+    keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
+    """Keyword index backend."""
+    expand_hops: int = Field(default=0, ge=0, le=3)
+    """Follow cross-references this many hops from each hit; 0 turns expansion off."""
+    expand_direction: Literal["out", "in", "both"] = "out"
+    """Follow references a hit makes (out), references to it (in), or both."""
+
+    @model_validator(mode="after")
+    def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
+        if self.contextual_embeddings and self.context_model is None:
+            msg = (
+                "contextual_embeddings is true but context_model is not set; add "
+                "context_model: {provider: ..., name: ...} or set contextual_embeddings: false"
+            )
+            raise ValueError(msg)
+        return self
+
+
+ToolConfig: TypeAlias = Annotated[
+    VectorStoreToolConfig | HierarchicalDocumentToolConfig, Field(discriminator="type")
+]
+"""Any tool of ``agent.yaml``, selected by its ``type`` key."""
+
+
+class AgentConfig(BaseModel):
+    """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
+
+    ``name``, ``description``, ``model`` and ``instructions`` are accepted (agent files often carry
+    them) but not interpreted by this package; any other top-level key is an error.
+    """
+
+    model_config = MODEL_CONFIG
+
+    tools: list[ToolConfig]
+    """The tools; names must be unique."""
+    name: str | None = None
+    """Agent name (free-form, not used by this package)."""
+    description: str | None = None
+    """Agent description (free-form, not used by this package)."""
+    model: JsonValue = Field(default=None, repr=False)
+    """Agent model section (free-form, not used by this package; hidden from repr)."""
+    instructions: JsonValue = Field(default=None, repr=False)
+    """Agent instructions (free-form, not used by this package; hidden from repr)."""
+
+    @model_validator(mode="after")
+    def _unique_tool_names(self) -> AgentConfig:
+        first: dict[str, int] = {}
+        for index, tool in enumerate(self.tools):
+            if tool.name in first:
+                msg = (
+                    f"tools[{first[tool.name]}] and tools[{index}] are both named "
+                    f"{tool.name!r}; tool names must be unique"
+                )
+                raise ValueError(msg)
+            first[tool.name] = index
+        return self
+
+
+def load_agent_config(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> AgentConfig:
+    """Read and validate an ``agent.yaml``.
+
+    ``${VAR}`` in string values is replaced from ``environ`` after parsing (``$${VAR}`` keeps a
+    literal ``${VAR}``). Secret keys (``api_key``, ``password``) must be ``${VAR}`` references.
+    Relative tool sources resolve against the file's directory (see ``resolved_source``).
+
+    Args:
+        path: The agent file.
+        environ: Variables for ``${VAR}``; default ``os.environ``.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: When the file is missing, unreadable, too large (1 MiB), not a YAML mapping,
+            uses an alias bomb, references an unset variable, holds a literal secret, or fails
+            validation. The message names the file, the field path and the bad value.
+    """
+    file = Path(path)
+    display = str(path)
+    raw = read_yaml_mapping(file, display=display)
+    _reject_literal_secrets(raw.get("tools"), display=display, path="tools")
+    data = substitute_env(raw, os.environ if environ is None else environ, display=display)
+    return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute())
+
+
+def load_project_database_config(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> DatabaseConfig | None:
+    """Read the ``vectorstore:`` section of a ``.holodeck/config.yaml``.
+
+    Other sections of the file are left alone (not validated, no ``${VAR}`` substitution).
+
+    Args:
+        path: The config file.
+        environ: Variables for ``${VAR}``; default ``os.environ``.
+
+    Returns:
+        The database configuration, or None when the file has no ``vectorstore`` section.
+
+    Raises:
+        ConfigError: When the file cannot be read or parsed, or its ``vectorstore`` section is
+            invalid (the message names the file and ``vectorstore.<field>``).
+    """
+    display = str(path)
+    raw = read_yaml_mapping(Path(path), display=display)
+    section = raw.get("vectorstore")
+    if section is None:
+        return None
+    env = os.environ if environ is None else environ
+    data = substitute_env(section, env, display=display, path="vectorstore")
+    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore")
+
+
+def resolve_database_config(
+    tool_config: VectorStoreToolConfig | HierarchicalDocumentToolConfig | None,
+    *,
+    project_dir: str | os.PathLike[str] | None = None,
+    home_dir: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> DatabaseConfig | None:
+    """The database a tool uses: the first of these that is set.
+
+    1. the tool's own ``database``;
+    2. the ``vectorstore:`` section of ``<project_dir>/.holodeck/config.yaml``;
+    3. the ``vectorstore:`` section of ``<home_dir>/.holodeck/config.yaml``;
+    4. None: the in-memory store.
+
+    A missing file, or one without a ``vectorstore:`` section, passes to the next step.
+
+    Args:
+        tool_config: The tool (None: only the files are consulted).
+        project_dir: Project directory; default the working directory.
+        home_dir: User home directory; default ``Path.home()``.
+        environ: Variables for ``${VAR}`` in those files; default ``os.environ``.
+
+    Raises:
+        ConfigError: When a config file exists but is invalid.
+    """
+    if tool_config is not None and tool_config.database is not None:
+        return tool_config.database
+    for base in (project_dir or Path.cwd(), home_dir or Path.home()):
+        candidate = Path(base) / ".holodeck" / "config.yaml"
+        if candidate.is_file():
+            found = load_project_database_config(candidate, environ=environ)
+            if found is not None:
+                logger.debug("Using the vectorstore section of %s", candidate)
+                return found
+    return None
+
+
+def config_reference_markdown() -> str:
+    """The configuration reference as Markdown: one table per model (field, type, default, ...)."""
+    return render_models_markdown(
+        [
+            AgentConfig,
+            VectorStoreToolConfig,
+            HierarchicalDocumentToolConfig,
+            DatabaseConfig,
+            CohereRerankerConfig,
+            VLLMRerankerConfig,
+            ContextModelConfig,
+            SearchWeights,
+            KeywordIndexConfig,
+        ]
+    )
+
+
+def _validate(
+    model: type[_M],
+    data: JSONish,
+    *,
+    display: str,
+    prefix: str = "",
+    base_dir: Path | None = None,
+) -> _M:
+    try:
+        return model.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        text = format_validation_error(
+            exc, model, display=display, prefix=prefix, secrets=collect_secrets(data)
+        )
+        # `from None`: pydantic's own message quotes raw input values, secrets included.
+        raise ConfigError(text) from None
+
+
+def _reject_literal_secrets(value: JSONish, *, display: str, path: str) -> None:
+    """Secret keys under ``tools`` must come from the environment, as ``${VAR}`` references."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_literal_secrets(item, display=display, path=join_path(path, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = join_path(path, key)
+            if is_secret_key(str(key)) and isinstance(item, str) and not has_reference(item):
+                msg = (
+                    f"{display}: {where}: secrets must come from the environment; write "
+                    f"{key}: ${{YOUR_VARIABLE}} instead of the value itself, got '***'."
+                )
+                raise ConfigError(msg)
+            _reject_literal_secrets(item, display=display, path=where)
