@@ -1,0 +1,508 @@
+"""``SourceLoader``: one markdown Document per file of a source file or directory."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import io
+import logging
+import os
+import re
+import stat
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, BinaryIO, Literal
+
+from langchain_core.document_loaders import BaseLoader
+from langchain_core.documents import Document
+
+from langchain_holodeck.errors import HolodeckError, NoSupportedFilesError
+
+if TYPE_CHECKING:
+    from markitdown import DocumentConverter
+
+logger = logging.getLogger(__name__)
+
+_TEXT_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
+"""Read directly: decoded, newlines normalized, otherwise verbatim."""
+_DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
+"""Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
+_BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
+"""Handed to markitdown's converter for the format as a binary stream."""
+
+SUPPORTED_FILE_TYPES: frozenset[str] = (
+    _TEXT_TYPES | _DECODED_CONVERTED_TYPES | _BINARY_CONVERTED_TYPES
+)
+"""Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
+
+_SNIFF_BYTES = 8192
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16: it starts with the UTF-16-LE BOM
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A supported file found under the source: stat data only, content not read."""
+
+    path: Path
+    """Absolute path to open (lexical: symlinks inside the source are not resolved)."""
+    source_path: str
+    """The stable, readable path stored as ``source``/``source_path`` metadata."""
+    file_type: str
+    """Lowercase extension without the dot, e.g. ``md``, ``pdf``."""
+    mtime: float
+    """``st_mtime`` of the file (of the target, for a symlink)."""
+    size_bytes: int
+    """``st_size`` of the file (of the target, for a symlink)."""
+
+
+class SourceLoader(BaseLoader):
+    r"""Load every supported file of a file or directory as one markdown ``Document``.
+
+    ``.md``/``.markdown``/``.txt``/``.rst``/``.json`` are read directly: UTF-8 (a UTF-8,
+    UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
+    ``encoding_fallbacks``. ``.csv``/``.html``/``.htm`` are decoded the same way, then
+    converted by markitdown; ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's
+    converter for their extension (the extension alone picks the converter, so a corrupt
+    PDF fails instead of being read as text; no plugins, no network).
+
+    Directories are walked recursively; files come in sorted order of their ``source_path``.
+    Hidden files and directories (name starting with ``.``) are ignored. Skipped with a
+    WARNING naming the file: unsupported extensions, empty files (0 bytes, or only
+    whitespace once converted), binary content under a text extension (NUL bytes, or
+    not decodable), non-regular files, and symlinks resolving outside the source. A file
+    over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
+    converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
+    with ``on_error="raise"`` a ``HolodeckError`` naming it is raised.
+
+    Symlinks below the source are followed only when they resolve inside the (resolved)
+    source; each real file and directory is loaded once, under its direct path when it
+    has one (else under one of its links, chosen deterministically), so links and link
+    loops never duplicate or recurse.
+
+    ``source_path`` is the configured source, normalized (``./data/docs/`` ->
+    ``data/docs``), joined with the file's path below it: ``data/docs/guide/shifts.txt``.
+    For a file source it is the configured path itself. A relative source is resolved
+    against ``base_dir`` (default: the working directory at load time) but keeps its
+    configured form. An absolute source gives the path relative to ``base_dir`` when it
+    lies inside it, else the absolute POSIX path.
+
+    Emits metadata: ``source`` and ``source_path`` (same value), ``file_type``,
+    ``mtime`` (float), ``size_bytes`` (int).
+
+    Setup:
+        Included in the core install (markitdown is a core dependency)::
+
+            pip install langchain-holodeck
+
+    Key init args:
+        source: A file or directory.
+        base_dir: Directory that a relative ``source`` is resolved against.
+        on_error: ``"skip"`` logs and skips a file that fails to read or convert;
+            ``"raise"`` raises ``HolodeckError``.
+        max_file_bytes: Size above which a file is warned about (it is still loaded).
+        encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
+
+    Instantiate:
+        ```python
+        from langchain_holodeck.loaders import SourceLoader
+
+        loader = SourceLoader("tests/data/docs")
+        ```
+
+    Lazy load:
+        ```python
+        for doc in loader.lazy_load():
+            print(doc.metadata["source_path"], doc.metadata["file_type"])
+        # tests/data/docs/api.md md
+        # tests/data/docs/auth.md md
+        # tests/data/docs/crew.json json
+        # tests/data/docs/guide/shifts.txt txt
+        # tests/data/docs/maintenance.csv csv
+        ```
+
+    Async lazy load:
+        ```python
+        docs = [doc async for doc in loader.alazy_load()]  # same Documents, same order
+        ```
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
+        on_error: Literal["raise", "skip"] = "skip",
+        max_file_bytes: int = 100 * 1024**2,
+        encoding_fallbacks: Sequence[str] = ("cp1252",),
+    ) -> None:
+        if not os.fspath(source):
+            msg = "source must be a file or directory path, got ''."
+            raise ValueError(msg)
+        if on_error not in ("raise", "skip"):
+            msg = f"on_error must be 'raise' or 'skip', got {on_error!r}."
+            raise ValueError(msg)
+        if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int):
+            msg = f"max_file_bytes must be an int, got {max_file_bytes!r}."
+            raise TypeError(msg)
+        if max_file_bytes <= 0:
+            msg = f"max_file_bytes must be > 0, got {max_file_bytes}."
+            raise ValueError(msg)
+        if isinstance(encoding_fallbacks, str):
+            msg = (
+                f"encoding_fallbacks must be a sequence of encodings, got the string "
+                f"{encoding_fallbacks!r}; write ({encoding_fallbacks!r},)."
+            )
+            raise TypeError(msg)
+        for name in encoding_fallbacks:
+            try:
+                codecs.lookup(name)
+            except LookupError:
+                msg = f"encoding_fallbacks has an unknown encoding {name!r}."
+                raise ValueError(msg) from None
+        self.source = source
+        self.base_dir = base_dir
+        self.on_error = on_error
+        self.max_file_bytes = max_file_bytes
+        self.encoding_fallbacks = tuple(encoding_fallbacks)
+        self._converters: dict[str, DocumentConverter] | None = None
+        self._converters_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ public API
+    def lazy_load(self) -> Iterator[Document]:
+        """Yield one Document per loadable file, in ``source_path`` order.
+
+        Raises:
+            FileNotFoundError: The source does not exist.
+            NoSupportedFilesError: The source holds no file of a supported type.
+            HolodeckError: A file failed to read or convert and ``on_error="raise"``.
+        """
+        for file in self.iter_files():
+            doc = self.load_file(file)
+            if doc is not None:
+                yield doc
+
+    async def alazy_load(self) -> AsyncIterator[Document]:
+        """Like ``lazy_load``; the directory walk and each file run in a worker thread."""
+        files = await asyncio.to_thread(self._collect_files)
+        for file in files:
+            doc = await asyncio.to_thread(self.load_file, file)
+            if doc is not None:
+                yield doc
+
+    def iter_files(self) -> Iterator[SourceFile]:
+        """Yield the supported files in ``source_path`` order, reading no content.
+
+        The walk finishes (and errors are raised) before the first file is yielded.
+
+        Raises:
+            FileNotFoundError: The source does not exist.
+            NoSupportedFilesError: The source holds no file of a supported type.
+        """
+        yield from self._collect_files()
+
+    def load_file(self, file: SourceFile) -> Document | None:
+        """Read and convert one file; ``None`` when it is skipped (the reason is logged).
+
+        Raises:
+            HolodeckError: The file failed to read or convert and ``on_error="raise"``.
+        """
+        try:
+            text = self._read(file)
+        except Exception as e:
+            reason = " ".join(f"{type(e).__name__}: {e}".split())[:500]
+            if self.on_error == "raise":
+                msg = f"Could not load {file.source_path!r}: {reason}"
+                raise HolodeckError(msg) from e
+            logger.warning("Skipping %s: could not load it (%s).", file.source_path, reason)
+            return None
+        if text is None:
+            return None
+        if not text.strip():
+            logger.warning("Skipping %s: no text content (whitespace only).", file.source_path)
+            return None
+        return Document(
+            page_content=text,
+            metadata={
+                "source": file.source_path,
+                "source_path": file.source_path,
+                "file_type": file.file_type,
+                "mtime": file.mtime,
+                "size_bytes": file.size_bytes,
+            },
+        )
+
+    # ------------------------------------------------------------------ walking
+    def _root(self) -> tuple[str, str]:
+        """(absolute lexical path of the source, the configured form used in source_path)."""
+        raw = os.fspath(self.source)
+        configured = os.path.normpath(raw)
+        if os.path.isabs(raw):
+            absolute = configured
+            if self.base_dir is not None:
+                base = os.path.abspath(self.base_dir)
+                if os.path.commonpath([base, absolute]) == base:
+                    configured = os.path.relpath(absolute, base)
+        else:
+            absolute = os.path.abspath(os.path.join(self.base_dir or os.getcwd(), raw))
+        return absolute, PurePath(configured).as_posix()
+
+    def _collect_files(self) -> list[SourceFile]:
+        root, shown = self._root()
+        if not os.path.exists(root):
+            msg = (
+                f"source {os.fspath(self.source)!r} does not exist (looked at {root!r}); "
+                "pass an existing file or directory."
+            )
+            raise FileNotFoundError(msg)
+        if os.path.isdir(root):
+            found = [(f"{shown}/{rel}" if shown != "." else rel, path) for rel, path in _walk(root)]
+        else:
+            found = [(shown, root)]
+        files: list[SourceFile] = []
+        unsupported: Counter[str] = Counter()
+        for source_path, path in found:
+            ext = os.path.splitext(path)[1].lower().lstrip(".")
+            if ext not in SUPPORTED_FILE_TYPES:
+                unsupported[f".{ext}" if ext else "(no extension)"] += 1
+                logger.warning("Skipping %s: unsupported file type %r.", source_path, ext)
+                continue
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                logger.warning("Skipping %s: cannot stat it (%s).", source_path, e)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                logger.warning("Skipping %s: not a regular file.", source_path)
+                continue
+            files.append(SourceFile(Path(path), source_path, ext, st.st_mtime, st.st_size))
+        if len(found) == sum(unsupported.values()):
+            seen = ", ".join(f"{n} {ext}" for ext, n in sorted(unsupported.items())) or "no files"
+            msg = (
+                f"source {os.fspath(self.source)!r} has no supported file (found: {seen}); "
+                f"supported types: {', '.join(sorted(SUPPORTED_FILE_TYPES))}."
+            )
+            raise NoSupportedFilesError(msg)
+        files.sort(key=lambda f: f.source_path)
+        return files
+
+    # ------------------------------------------------------------------ reading
+    def _read(self, file: SourceFile) -> str | None:
+        if file.size_bytes == 0:
+            logger.warning("Skipping %s: empty file (0 bytes).", file.source_path)
+            return None
+        if file.size_bytes > self.max_file_bytes:
+            logger.warning(
+                "%s is %d bytes, over max_file_bytes=%d; loading it anyway.",
+                file.source_path,
+                file.size_bytes,
+                self.max_file_bytes,
+            )
+        if file.file_type in _BINARY_CONVERTED_TYPES:
+            with file.path.open("rb") as fh:
+                return self._convert(file, fh)
+        with file.path.open("rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+            if _bom_encoding(head) is None and b"\x00" in head:
+                logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
+                return None
+            data = head + fh.read()
+        text, encoding = self._decode(data)
+        if text is None:
+            logger.warning(
+                "Skipping %s: binary or undecodable content (not UTF-8, no BOM, no plausible "
+                "encoding among detection and encoding_fallbacks=%s).",
+                file.source_path,
+                list(self.encoding_fallbacks),
+            )
+            return None
+        if encoding not in ("utf-8", "utf-8-sig"):
+            logger.debug("Decoded %s as %s.", file.source_path, encoding)
+        if file.file_type in _TEXT_TYPES:
+            return text.replace("\r\n", "\n").replace("\r", "\n")
+        return self._convert(file, io.BytesIO(text.encode("utf-8")), charset="utf-8")
+
+    def _decode(self, data: bytes) -> tuple[str | None, str | None]:
+        """(text, encoding) or (None, None) for binary/undecodable bytes."""
+        bom = _bom_encoding(data)
+        if bom is not None:
+            try:
+                return data.decode(bom), bom
+            except UnicodeDecodeError:
+                return None, None
+        if b"\x00" in data:
+            return None, None
+        try:
+            return data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            pass
+        import charset_normalizer
+
+        matches = charset_normalizer.from_bytes(data)
+        plausible = {_codec(c) for m in matches for c in m.could_be_from_charset}
+        for name in self.encoding_fallbacks:  # charset detection can't tell cp1252 from cp1250
+            if _codec(name) in plausible:
+                return _try_decode(data, name)
+        best = matches.best()
+        if best is not None:
+            return str(best), best.encoding
+        for name in self.encoding_fallbacks:
+            text, encoding = _try_decode(data, name)
+            if text is not None:
+                return text, encoding
+        return None, None
+
+    def _convert(self, file: SourceFile, stream: BinaryIO, *, charset: str | None = None) -> str:
+        from markitdown import StreamInfo
+
+        info = StreamInfo(
+            extension=f".{file.file_type}",
+            charset=charset,
+            filename=file.path.name,
+            local_path=str(file.path),
+        )
+        markdown = self._converter(file.file_type).convert(stream, info).markdown
+        # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
+        markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))
+        return re.sub(r"\n{3,}", "\n\n", markdown)
+
+    def _converter(self, file_type: str) -> DocumentConverter:
+        with self._converters_lock:
+            if self._converters is None:
+                from markitdown.converters import (
+                    CsvConverter,
+                    DocxConverter,
+                    HtmlConverter,
+                    PdfConverter,
+                    PptxConverter,
+                    XlsxConverter,
+                )
+
+                html = HtmlConverter()
+                self._converters = {
+                    "csv": CsvConverter(),
+                    "html": html,
+                    "htm": html,
+                    "pdf": PdfConverter(),
+                    "docx": DocxConverter(),
+                    "pptx": PptxConverter(),
+                    "xlsx": XlsxConverter(),
+                }
+            return self._converters[file_type]
+
+
+def _codec(name: str) -> str:
+    return codecs.lookup(name).name
+
+
+def _try_decode(data: bytes, encoding: str) -> tuple[str | None, str | None]:
+    try:
+        return data.decode(encoding), encoding
+    except UnicodeDecodeError:
+        return None, None
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or os.path.commonpath([root, path]) == root
+
+
+def _walk(root: str) -> list[tuple[str, str]]:
+    """(posix path relative to root, absolute lexical path) of every regular file below root.
+
+    Real entries are walked first; symlinks are resolved afterwards in sorted order, so a
+    target reachable directly keeps its direct path. Each real file and directory is
+    listed once; links escaping ``root`` are refused, links to walked directories skipped.
+    """
+    root_real = os.path.realpath(root)
+    seen_dirs = {root_real}
+    seen_files: set[str] = set()
+    found: list[tuple[str, str]] = []
+    dirs: list[tuple[str, str, str]] = [("", root, root_real)]  # (rel prefix, path, real path)
+    links: list[tuple[str, str]] = []  # (rel, path) of symlinks, resolved once dirs run out
+    while dirs or links:
+        if not dirs:
+            links.sort(reverse=True)
+            rel, path = links.pop()
+            _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs)
+            continue
+        prefix, dir_path, dir_real = dirs.pop()
+        try:
+            with os.scandir(dir_path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            logger.warning("Skipping directory %s: cannot list it (%s).", prefix or ".", e)
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.name.startswith("."):
+                logger.debug("Ignoring hidden %s.", rel)
+            elif entry.is_symlink():
+                links.append((rel, entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                real = os.path.join(dir_real, entry.name)
+                if real not in seen_dirs:
+                    seen_dirs.add(real)
+                    dirs.append((rel + "/", entry.path, real))
+            elif entry.is_file(follow_symlinks=False):
+                seen_files.add(os.path.join(dir_real, entry.name))
+                found.append((rel, entry.path))
+            else:
+                logger.warning("Skipping %s: not a regular file.", rel)
+    found.sort()
+    return found
+
+
+def _follow(
+    rel: str,
+    path: str,
+    root_real: str,
+    seen_dirs: set[str],
+    seen_files: set[str],
+    found: list[tuple[str, str]],
+    dirs: list[tuple[str, str, str]],
+) -> None:
+    """Resolve one symlink below the source and queue its target if it is safe and new."""
+    try:
+        st = os.stat(path)  # follows the link; ELOOP / ENOENT for loops and dangling links
+    except OSError as e:
+        logger.warning("Skipping symlink %s: cannot resolve it (%s).", rel, e.strerror or e)
+        return
+    real = os.path.realpath(path)
+    if not _inside(real, root_real):
+        logger.warning(
+            "Refusing symlink %s: it resolves to %s, outside the source %s.", rel, real, root_real
+        )
+        return
+    if stat.S_ISDIR(st.st_mode):
+        if real in seen_dirs:
+            parent_real = os.path.realpath(os.path.dirname(path))
+            if _inside(parent_real, real):
+                logger.warning("Skipping symlink %s: it loops back to %s.", rel, real)
+            else:
+                logger.debug("Skipping symlink %s: its directory is already loaded.", rel)
+            return
+        seen_dirs.add(real)
+        dirs.append((rel + "/", path, real))
+    elif stat.S_ISREG(st.st_mode):
+        if real in seen_files:
+            logger.debug("Skipping symlink %s: its file is already loaded.", rel)
+            return
+        seen_files.add(real)
+        found.append((rel, path))
+    else:
+        logger.warning("Skipping %s: not a regular file.", rel)
