@@ -1,0 +1,13 @@
+"""Keyword (sparse) indexes over chunk Documents: the protocol and its providers.
+
+- :class:`BM25KeywordIndex`: in-memory BM25 (bm25s sparse matrices, or rank_bm25).
+- :class:`RedisKeywordIndex`: RediSearch BM25 on the index langchain-redis already keeps.
+- :class:`OpenSearchKeywordIndex`: an OpenSearch index, BM25 ``match`` queries.
+"""
+
+from __future__ import annotations
+
+from langchain_holodeck._bm25 import BM25KeywordIndex, Tokenizer
+from langchain_holodeck._keyword_common import KeywordHit, KeywordIndex
+
+__all__ = ["BM25KeywordIndex", "KeywordHit", "KeywordIndex", "Tokenizer"]

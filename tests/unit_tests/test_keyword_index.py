@@ -1,0 +1,213 @@
+import bm25s
+import numpy as np
+import pytest
+import Stemmer
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordHit, KeywordIndex
+
+TEXTS = [
+    "The Operator shall confirm that the safety interlock is engaged.",
+    "A second officer shall remain within reach of the arch controls.",
+    "Every simulation shall be logged with the program and start times.",
+    "Logs are kept for seven years.",
+    "Crew shifts are scheduled weekly by the duty officer.",
+    "The holodeck arch displays the program catalogue.",
+]
+
+
+def make_docs(texts: list[str] = TEXTS, prefix: str = "d") -> list[Document]:
+    return [Document(id=f"{prefix}{i}", page_content=t) for i, t in enumerate(texts)]
+
+
+@pytest.fixture
+def index() -> BM25KeywordIndex:
+    idx = BM25KeywordIndex()
+    idx.upsert(make_docs())
+    return idx
+
+
+def test_bm25_index_satisfies_protocol(index: BM25KeywordIndex) -> None:
+    assert isinstance(index, KeywordIndex)
+
+
+def test_search_returns_matching_ids_best_first(index: BM25KeywordIndex) -> None:
+    hits = index.search("arch controls", k=3)
+    assert [h.id for h in hits] == ["d1", "d5"]
+    assert all(isinstance(h, KeywordHit) for h in hits)
+    assert hits[0].score > hits[1].score > 0
+    doc_id, score = hits[0]  # a hit is an (id, score) pair
+    assert (doc_id, score) == (hits[0].id, hits[0].score)
+
+
+def test_scores_equal_bm25s_reference() -> None:
+    idx = BM25KeywordIndex()
+    idx.upsert(make_docs())
+    stemmer = Stemmer.Stemmer("english")
+    ref = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    ref.index(bm25s.tokenize(TEXTS, stemmer=stemmer, show_progress=False), show_progress=False)
+    for query in ["safety interlock engaged", "program logged", "officer arch"]:
+        tokens = bm25s.tokenize([query], stemmer=stemmer, return_ids=False, show_progress=False)
+        expected = ref.get_scores(tokens[0])
+        got = {h.id: h.score for h in idx.search(query, k=10)}
+        for i, score in enumerate(expected):
+            assert got.get(f"d{i}", 0.0) == pytest.approx(float(score), rel=1e-5)
+
+
+def test_stemming_and_stop_words(index: BM25KeywordIndex) -> None:
+    assert [h.id for h in index.search("schedules", k=2)] == ["d4"]  # stem of "scheduled"
+    assert index.search("the and of", k=3) == []  # only stop words
+    unstemmed = BM25KeywordIndex(stemmer=None, stopwords=None)
+    unstemmed.upsert(make_docs())
+    assert unstemmed.search("schedules", k=2) == []
+    assert [h.id for h in unstemmed.search("the", k=10)]  # stop words kept
+
+
+def test_k_is_clamped_and_empty_cases(index: BM25KeywordIndex) -> None:
+    assert len(index.search("officer program arch logs safety crew", k=100)) <= len(TEXTS)
+    assert index.search("", k=3) == []
+    assert index.search("   \n\t", k=3) == []
+    assert index.search("zzzunknownzzz", k=3) == []
+    assert BM25KeywordIndex().search("anything", k=3) == []
+
+
+@pytest.mark.parametrize("bad_k", [0, -1, 1.5, True, "3"])
+def test_bad_k_is_rejected(index: BM25KeywordIndex, bad_k: object) -> None:
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        index.search("officer", k=bad_k)  # type: ignore[arg-type]
+
+
+def test_idless_document_rejected_with_position_and_source() -> None:
+    idx = BM25KeywordIndex()
+    docs = [*make_docs()[:2], Document(page_content="x", metadata={"source_path": "a.md"})]
+    with pytest.raises(ValueError, match=r"doc 2 \(source='a.md'\) has none"):
+        idx.upsert(docs)
+    assert len(idx) == 0  # nothing half-indexed
+
+
+def test_upsert_replaces_by_id(index: BM25KeywordIndex) -> None:
+    index.upsert([Document(id="d3", page_content="Replicator maintenance log")])
+    assert [h.id for h in index.search("replicator", k=3)] == ["d3"]
+    assert [h.id for h in index.search("seven years", k=3)] == []
+    assert len(index) == len(TEXTS)
+
+
+def test_delete_removes_and_ignores_unknown(index: BM25KeywordIndex) -> None:
+    index.search("officer", k=3)
+    index.delete(["d1", "nope"])
+    assert "d1" not in index
+    assert [h.id for h in index.search("arch controls", k=3)] == ["d5"]
+    index.delete(["d5"])
+    assert index.search("arch", k=3) == []
+
+
+def test_small_update_does_not_rebuild_everything() -> None:
+    texts = [f"filler text number {i} about topic{i % 7}" for i in range(200)]
+    idx = BM25KeywordIndex(max_delta_ratio=0.1)
+    idx.upsert(make_docs(texts))
+    idx.search("topic3", k=5)
+    assert idx.full_builds == 1
+    idx.upsert([Document(id="new", page_content="warp core breach drill")])
+    idx.delete(["d0"])
+    idx.upsert([Document(id="d1", page_content="warp field theory")])
+    hits = idx.search("warp", k=5)
+    assert {h.id for h in hits} == {"new", "d1"}
+    assert "d0" not in {h.id for h in idx.search("filler number", k=300)}
+    assert idx.full_builds == 1  # delta + tombstones only
+    idx.upsert(make_docs([f"bulk {i}" for i in range(50)], prefix="bulk"))
+    assert len(idx.search("bulk", k=100)) == 50
+    assert idx.full_builds == 2  # a large change compacts once
+
+
+def test_incremental_ranking_matches_fresh_build() -> None:
+    texts = [
+        f"the {w} report mentions {w} and engines {i}"
+        for i, w in enumerate(["alpha", "beta", "gamma", "delta", "epsilon"] * 20)
+    ]
+    idx = BM25KeywordIndex(max_delta_ratio=0.5)
+    idx.upsert(make_docs(texts))
+    idx.search("alpha", k=1)
+    extra = [
+        Document(id="x1", page_content="alpha alpha engines"),
+        Document(id="x2", page_content="gamma report"),
+    ]
+    idx.upsert(extra)
+    fresh = BM25KeywordIndex()
+    fresh.upsert([*make_docs(texts), *extra])
+    for q in ["alpha engines", "gamma report", "epsilon"]:
+        assert [h.id for h in idx.search(q, k=5)][:3] == [h.id for h in fresh.search(q, k=5)][:3]
+
+
+def test_ties_are_deterministic() -> None:
+    idx = BM25KeywordIndex()
+    idx.upsert(make_docs(["same words here"] * 5))
+    assert [h.id for h in idx.search("words", k=3)] == ["d0", "d1", "d2"]
+
+
+def test_save_and_load_round_trip(index: BM25KeywordIndex, tmp_path) -> None:
+    index.upsert([Document(id="extra", page_content="Replicator rations")])
+    index.delete(["d0"])
+    before = index.search("officer program replicator", k=10)
+    index.save(tmp_path / "kw")
+    loaded = BM25KeywordIndex.load(tmp_path / "kw")
+    assert len(loaded) == len(index)
+    after = loaded.search("officer program replicator", k=10)
+    assert [h.id for h in after] == [h.id for h in before]
+    loaded.upsert([Document(id="later", page_content="Replicator upgrade")])
+    assert "later" in {h.id for h in loaded.search("replicator", k=5)}
+
+
+def test_load_errors(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="no saved BM25KeywordIndex"):
+        BM25KeywordIndex.load(tmp_path)
+    (tmp_path / "bm25_index.json").write_text('{"format": "other"}')
+    with pytest.raises(ValueError, match="is not a saved BM25KeywordIndex"):
+        BM25KeywordIndex.load(tmp_path)
+
+
+def test_rebuild_from_store_indexes_stored_chunks(embeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    store.add_documents(make_docs())
+    idx = BM25KeywordIndex()
+    idx.upsert([Document(id="stale", page_content="stale officer")])
+    assert idx.rebuild_from_store(store) == len(TEXTS)
+    assert "stale" not in idx
+    assert [h.id for h in idx.search("arch controls", k=2)] == ["d1", "d5"]
+
+
+def test_rank_bm25_engine_ranks_like_okapi() -> None:
+    idx = BM25KeywordIndex(engine="rank_bm25")
+    idx.upsert(make_docs())
+    assert [h.id for h in idx.search("arch controls", k=3)] == ["d1", "d5"]
+    idx.upsert([Document(id="d9", page_content="arch arch arch controls")])
+    assert idx.search("arch controls", k=1)[0].id == "d9"
+    assert idx.search("unknownword", k=3) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"engine": "lucene"}, "engine must be 'bm25s' or 'rank_bm25', got 'lucene'"),
+        ({"k1": -1.0}, "k1 must be a finite number >= 0, got -1.0"),
+        ({"b": 2.0}, "b must be between 0 and 1, got 2.0"),
+        ({"stopwords": "klingon"}, "stopwords must be 'english'"),
+        ({"stemmer": "klingon"}, "stemmer must be a Snowball language"),
+        ({"max_delta_ratio": 3}, "max_delta_ratio must be between 0 and 1, got 3"),
+    ],
+)
+def test_bad_constructor_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        BM25KeywordIndex(**kwargs)
+
+
+def test_rank_bm25_missing_gives_install_hint(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)
+    with pytest.raises(ImportError, match="pip install rank-bm25"):
+        BM25KeywordIndex(engine="rank_bm25")
+
+
+def test_token_arrays_are_int32(index: BM25KeywordIndex) -> None:
+    assert all(a.dtype == np.int32 for a in index._tokens.values())
