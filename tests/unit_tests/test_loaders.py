@@ -1,0 +1,448 @@
+"""SourceLoader: normal behaviour (the bad-input cases live in tests/reliability)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import os
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_holodeck.errors import HolodeckError, NoSupportedFilesError
+from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOGGER = "langchain_holodeck.loaders"
+DOCS_ORDER = ["api.md", "auth.md", "crew.json", "guide/shifts.txt", "maintenance.csv"]
+
+
+# ---------------------------------------------------------------- fixture builders
+def write_pdf(path: Path, text: str) -> None:
+    """A minimal valid one-page PDF with ``text`` in Helvetica (pdfminer can read it)."""
+    content = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%b\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+
+
+def write_docx(path: Path, paragraphs: list[str]) -> None:
+    """A minimal WordprocessingML package (what mammoth, markitdown's docx backend, reads)."""
+    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" '
+            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/word/document.xml" ContentType="application/'
+            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        z.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
+            '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+        )
+        z.writestr(
+            "word/document.xml",
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+            f"<w:body>{body}</w:body></w:document>",
+        )
+
+
+def write_xlsx(path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Roster"
+    ws.append(["officer", "holodeck_hours"])
+    ws.append(["Barclay", 412])
+    wb.save(path)
+
+
+def write_pptx(path: Path) -> None:
+    pptx = pytest.importorskip("pptx")
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[1])
+    slide.shapes.title.text = "Holodeck briefing"
+    slide.placeholders[1].text = "Safety protocols remain engaged"
+    prs.save(path)
+
+
+def warnings_for(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+# ---------------------------------------------------------------- walking and metadata
+def test_docstring_example_lists_docs_in_sorted_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    loader = SourceLoader("tests/data/docs")
+    seen = [(d.metadata["source_path"], d.metadata["file_type"]) for d in loader.lazy_load()]
+    assert seen == [
+        ("tests/data/docs/api.md", "md"),
+        ("tests/data/docs/auth.md", "md"),
+        ("tests/data/docs/crew.json", "json"),
+        ("tests/data/docs/guide/shifts.txt", "txt"),
+        ("tests/data/docs/maintenance.csv", "csv"),
+    ]
+
+
+def test_metadata_has_exactly_the_contract_keys_and_values(data_dir: Path) -> None:
+    docs = SourceLoader("data/docs/", base_dir=data_dir.parent).load()
+    assert [d.metadata["source_path"] for d in docs] == [f"data/docs/{p}" for p in DOCS_ORDER]
+    for doc in docs:
+        path = data_dir / "docs" / doc.metadata["source_path"].removeprefix("data/docs/")
+        st = path.stat()
+        assert set(doc.metadata) == {"source", "source_path", "file_type", "mtime", "size_bytes"}
+        assert doc.metadata["source"] == doc.metadata["source_path"]
+        assert doc.metadata["file_type"] == path.suffix.lstrip(".")
+        assert isinstance(doc.metadata["mtime"], float)
+        assert doc.metadata["mtime"] == st.st_mtime
+        assert isinstance(doc.metadata["size_bytes"], int)
+        assert doc.metadata["size_bytes"] == st.st_size
+        assert json.loads(json.dumps(doc.metadata)) == doc.metadata
+        assert doc.id is None  # ids are set by sync, not by the loader
+
+
+def test_order_is_sorted_by_relative_posix_path(tmp_path: Path) -> None:
+    for rel in ["b.md", "a/z.md", "a.md", "a-b.md", "A.md", "a/b/c.md", "c/a.md"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(f"# {rel}\n", encoding="utf-8")
+    rels = [f.source_path for f in SourceLoader(tmp_path, base_dir=tmp_path).iter_files()]
+    assert rels == sorted(rels)
+    assert rels == ["A.md", "a-b.md", "a.md", "a/b/c.md", "a/z.md", "b.md", "c/a.md"]
+    again = [f.source_path for f in SourceLoader(tmp_path, base_dir=tmp_path).iter_files()]
+    assert again == rels
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("docs", "docs/api.md"),
+        ("docs/", "docs/api.md"),
+        ("./docs", "docs/api.md"),
+        ("docs/api.md", "docs/api.md"),
+        (".", "docs/api.md"),
+    ],
+)
+def test_source_path_keeps_configured_relative_form(
+    tmp_path: Path, source: str, expected: str
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "api.md").write_text("# API\n", encoding="utf-8")
+    [doc] = SourceLoader(source, base_dir=tmp_path).load()
+    assert doc.metadata["source_path"] == expected
+
+
+def test_relative_source_without_base_dir_uses_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    [doc] = SourceLoader("notes.txt").load()
+    assert doc.metadata["source_path"] == "notes.txt"
+    assert doc.page_content == "hello"
+
+
+def test_absolute_source_is_relative_to_base_dir_when_inside_else_absolute(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "api.md").write_text("# API\n", encoding="utf-8")
+    inside = SourceLoader(tmp_path / "docs", base_dir=tmp_path).load()
+    assert [d.metadata["source_path"] for d in inside] == ["docs/api.md"]
+    outside = SourceLoader(tmp_path / "docs", base_dir=tmp_path / "elsewhere").load()
+    no_base = SourceLoader(str(tmp_path / "docs")).load()
+    expected = f"{(tmp_path / 'docs').as_posix()}/api.md"
+    assert [d.metadata["source_path"] for d in outside] == [expected]
+    assert [d.metadata["source_path"] for d in no_base] == [expected]
+
+
+def test_hidden_files_and_directories_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "visible.md").write_text("# Visible\n", encoding="utf-8")
+    (tmp_path / ".secret.md").write_text("# Hidden\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "notes.md").write_text("# Hidden dir\n", encoding="utf-8")
+    docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [d.metadata["source_path"] for d in docs] == ["visible.md"]
+
+
+def test_symlink_inside_source_is_followed_once(tmp_path: Path) -> None:
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "api.md").write_text("# API v2\n", encoding="utf-8")
+    (tmp_path / "latest").symlink_to(tmp_path / "v2", target_is_directory=True)
+    (tmp_path / "alias.md").symlink_to(tmp_path / "v2" / "api.md")
+    (tmp_path / ".private").mkdir()
+    (tmp_path / ".private" / "only.md").write_text("# Only via link\n", encoding="utf-8")
+    (tmp_path / "shared.md").symlink_to(tmp_path / ".private" / "only.md")
+    docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    # v2/api.md is reachable directly: its links add nothing; a link is the only path to .private
+    assert [d.metadata["source_path"] for d in docs] == ["shared.md", "v2/api.md"]
+
+
+# ---------------------------------------------------------------- iter_files / load_file
+def test_iter_files_stats_without_reading_content(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_open(*args: object, **kwargs: object) -> None:
+        msg = "iter_files must not open files"
+        raise AssertionError(msg)
+
+    loader = SourceLoader(data_dir / "docs", base_dir=data_dir)
+    monkeypatch.setattr(builtins, "open", no_open)
+    monkeypatch.setattr(Path, "open", no_open)
+    files = list(loader.iter_files())
+    monkeypatch.undo()
+    assert [f.source_path for f in files] == [f"docs/{p}" for p in DOCS_ORDER]
+    api = files[0]
+    st = (data_dir / "docs" / "api.md").stat()
+    assert api == SourceFile(
+        path=(data_dir / "docs" / "api.md").absolute(),
+        source_path="docs/api.md",
+        file_type="md",
+        mtime=st.st_mtime,
+        size_bytes=st.st_size,
+    )
+    with pytest.raises(AttributeError):
+        api.mtime = 0.0  # type: ignore[misc]  # frozen: the test checks that it is
+
+
+def test_lazy_load_is_iter_files_then_load_file(data_dir: Path) -> None:
+    loader = SourceLoader(data_dir / "docs")
+    halves = [loader.load_file(f) for f in loader.iter_files()]
+    assert halves == loader.load()
+    assert all(isinstance(d, Document) for d in halves)
+
+
+async def test_alazy_load_equals_lazy_load_and_loads_off_the_event_loop(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loader = SourceLoader(data_dir / "docs", base_dir=data_dir)
+    threads: list[int] = []
+    original = SourceLoader.load_file
+
+    def recording(self: SourceLoader, file: SourceFile) -> Document | None:
+        threads.append(threading.get_ident())
+        return original(self, file)
+
+    monkeypatch.setattr(SourceLoader, "load_file", recording)
+    adocs = [d async for d in loader.alazy_load()]
+    assert threading.get_ident() not in threads
+    assert len(threads) == len(DOCS_ORDER)
+    assert adocs == loader.load()
+    assert await loader.aload() == adocs
+
+
+# ---------------------------------------------------------------- content
+def test_markdown_and_text_are_read_verbatim(data_dir: Path) -> None:
+    docs = {d.metadata["source_path"]: d for d in SourceLoader(data_dir / "docs").load()}
+    prefix = f"{(data_dir / 'docs').as_posix()}/"
+    for rel in ["api.md", "auth.md", "guide/shifts.txt", "crew.json"]:
+        expected = (data_dir / "docs" / rel).read_text(encoding="utf-8")
+        assert docs[prefix + rel].page_content == expected
+
+
+def test_csv_becomes_a_markdown_table(data_dir: Path) -> None:
+    [doc] = SourceLoader("docs/maintenance.csv", base_dir=data_dir).load()
+    assert doc.page_content.splitlines()[:3] == [
+        "| component | interval_days | owner |",
+        "| --- | --- | --- |",
+        "| emitter array | 30 | engineering |",
+    ]
+
+
+def test_crlf_and_markdown_extensions(tmp_path: Path) -> None:
+    (tmp_path / "a.markdown").write_bytes(b"# Title\r\n\r\nBody\r\n")
+    (tmp_path / "b.rst").write_bytes(b"Title\n=====\n\nBody\n")
+    (tmp_path / "C.MD").write_bytes(b"# Upper\n")
+    docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [(d.metadata["source_path"], d.metadata["file_type"]) for d in docs] == [
+        ("C.MD", "md"),
+        ("a.markdown", "markdown"),
+        ("b.rst", "rst"),
+    ]
+    assert docs[1].page_content == "# Title\n\nBody\n"
+
+
+def test_html_is_converted_to_markdown_without_scripts(tmp_path: Path) -> None:
+    (tmp_path / "page.html").write_text(
+        "<html><head><title>T</title><script>alert('x')</script></head>"
+        "<body><h1>Bridge</h1><p>Report to <b>deck 4</b>.</p></body></html>",
+        encoding="utf-8",
+    )
+    (tmp_path / "old.htm").write_bytes("<p>Caf\xe9</p>".encode("cp1252"))
+    docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [d.metadata["file_type"] for d in docs] == ["htm", "html"]
+    assert docs[0].page_content == "Café"
+    assert docs[1].page_content == "# Bridge\n\nReport to **deck 4**."
+
+
+def test_pdf_is_converted_by_markitdown(tmp_path: Path) -> None:
+    write_pdf(tmp_path / "manual.pdf", "Holodeck safety manual")
+    [doc] = SourceLoader(tmp_path / "manual.pdf").load()
+    assert doc.metadata["file_type"] == "pdf"
+    assert "Holodeck safety manual" in doc.page_content
+
+
+def test_docx_is_converted_by_markitdown(tmp_path: Path) -> None:
+    write_docx(tmp_path / "orders.docx", ["Standing orders", "Report to the bridge."])
+    [doc] = SourceLoader(tmp_path / "orders.docx").load()
+    assert doc.metadata["file_type"] == "docx"
+    assert doc.page_content.split("\n\n") == ["Standing orders", "Report to the bridge."]
+
+
+def test_xlsx_is_converted_to_a_table_per_sheet(tmp_path: Path) -> None:
+    write_xlsx(tmp_path / "roster.xlsx")
+    [doc] = SourceLoader(tmp_path / "roster.xlsx").load()
+    assert doc.page_content.startswith("## Roster\n")
+    assert "| officer | holodeck\\_hours |" in doc.page_content  # markdown-escaped
+    assert "| Barclay | 412 |" in doc.page_content
+
+
+def test_pptx_is_converted_by_markitdown(tmp_path: Path) -> None:
+    write_pptx(tmp_path / "briefing.pptx")
+    [doc] = SourceLoader(tmp_path / "briefing.pptx").load()
+    assert "Holodeck briefing" in doc.page_content
+    assert "Safety protocols remain engaged" in doc.page_content
+
+
+def test_every_supported_type_is_loadable(tmp_path: Path) -> None:
+    builders = {
+        "pdf": lambda p: write_pdf(p, "pdf text"),
+        "docx": lambda p: write_docx(p, ["docx text"]),
+        "xlsx": write_xlsx,
+        "pptx": write_pptx,
+        "csv": lambda p: p.write_text("a,b\n1,2\n", encoding="utf-8"),
+        "html": lambda p: p.write_text("<p>html text</p>", encoding="utf-8"),
+        "htm": lambda p: p.write_text("<p>htm text</p>", encoding="utf-8"),
+    }
+    for ext in SUPPORTED_FILE_TYPES:
+        builders.get(ext, lambda p: p.write_text("plain text", encoding="utf-8"))(
+            tmp_path / f"f.{ext}"
+        )
+    docs = SourceLoader(tmp_path).load()
+    assert sorted(d.metadata["file_type"] for d in docs) == sorted(SUPPORTED_FILE_TYPES)
+
+
+# ---------------------------------------------------------------- skips and errors
+def test_unsupported_and_empty_files_are_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "keep.md").write_text("# Keep\n", encoding="utf-8")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "blank.md").write_text("  \n\t\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [d.metadata["source_path"] for d in docs] == ["keep.md"]
+    warnings = warnings_for(caplog)
+    assert any("photo.png" in w and "unsupported" in w for w in warnings)
+    assert any("empty.txt" in w and "0 bytes" in w for w in warnings)
+    assert any("blank.md" in w and "whitespace" in w for w in warnings)
+
+
+def test_failed_conversion_is_skipped_and_the_rest_continue(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "a.md").write_text("# A\n", encoding="utf-8")
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(1, 256)) * 8)
+    (tmp_path / "z.md").write_text("# Z\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [d.metadata["source_path"] for d in docs] == ["a.md", "z.md"]
+    [warning] = [w for w in warnings_for(caplog) if "broken.pdf" in w]
+    assert "\n" not in warning
+    assert "PDFSyntaxError" in warning
+
+
+def test_on_error_raise_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(1, 256)) * 8)
+    loader = SourceLoader(tmp_path, base_dir=tmp_path, on_error="raise")
+    with pytest.raises(HolodeckError, match=r"Could not load 'broken\.pdf': PDFSyntaxError"):
+        loader.load()
+
+
+def test_file_over_max_file_bytes_is_warned_about_and_still_loaded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "big.md").write_text("# Big\n" + "word " * 100, encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        [doc] = SourceLoader(tmp_path / "big.md", max_file_bytes=100).load()
+    assert doc.page_content.startswith("# Big")
+    assert any("big.md" in w and "max_file_bytes=100" in w for w in warnings_for(caplog))
+
+
+def test_missing_source_raises_file_not_found_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"source 'nowhere/docs' does not exist"):
+        SourceLoader("nowhere/docs", base_dir=tmp_path).load()
+
+
+def test_source_without_supported_files_says_what_it_found(tmp_path: Path) -> None:
+    (tmp_path / "a.png").write_bytes(b"x")
+    (tmp_path / "b.png").write_bytes(b"x")
+    (tmp_path / "Makefile").write_text("all:\n", encoding="utf-8")
+    with pytest.raises(NoSupportedFilesError, match=r"found: 1 \(no extension\), 2 \.png") as e:
+        list(SourceLoader(tmp_path).iter_files())
+    assert isinstance(e.value, FileNotFoundError)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NoSupportedFilesError, match="found: no files"):
+        SourceLoader(tmp_path / "empty").load()
+    with pytest.raises(NoSupportedFilesError, match=r"found: 1 \.png"):
+        SourceLoader(tmp_path / "a.png").load()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"on_error": "ignore"}, ValueError, "on_error must be 'raise' or 'skip', got 'ignore'"),
+        ({"max_file_bytes": 0}, ValueError, "max_file_bytes must be > 0, got 0"),
+        ({"max_file_bytes": 1.5}, TypeError, "max_file_bytes must be an int, got 1.5"),
+        ({"encoding_fallbacks": ("klingon",)}, ValueError, "unknown encoding 'klingon'"),
+        ({"encoding_fallbacks": "cp1252"}, TypeError, r"write \('cp1252',\)"),
+    ],
+)
+def test_invalid_arguments_are_rejected_before_any_io(
+    kwargs: dict[str, object], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        SourceLoader("does/not/matter", **kwargs)  # type: ignore[arg-type]  # bad on purpose
+
+
+def test_empty_source_string_is_rejected() -> None:
+    with pytest.raises(ValueError, match="source must be a file or directory path, got ''"):
+        SourceLoader("")
+
+
+def test_constructor_does_no_io(tmp_path: Path) -> None:
+    loader = SourceLoader(tmp_path / "missing")  # exists only at load time
+    assert loader.source == tmp_path / "missing"
+    os.mkdir(tmp_path / "missing")
+    (tmp_path / "missing" / "late.md").write_text("# Late\n", encoding="utf-8")
+    assert [d.page_content for d in loader.load()] == ["# Late\n"]
