@@ -1,0 +1,580 @@
+"""MatrixVectorStore: an exact in-memory vector store over one contiguous float32 matrix."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_holodeck import _matrix_io
+
+DocumentFilter = Callable[[Document], bool]
+"""A metadata filter: keep the documents for which it returns ``True``."""
+
+_SCALARS = (str, int, float, bool, type(None))
+_MIN_CAPACITY = 64
+
+
+def copy_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Copy metadata so neither side can mutate the other (fast path for JSON-like values)."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, _SCALARS):
+            out[key] = value
+        elif isinstance(value, list) and all(isinstance(v, _SCALARS) for v in value):
+            out[key] = list(value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _copy_document(doc: Document) -> Document:
+    return Document(id=doc.id, page_content=doc.page_content, metadata=copy_metadata(doc.metadata))
+
+
+def _normalize(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """L2-normalize rows in place; zero rows stay zero (their cosine with anything is 0)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """An immutable view of the store: what one query sees, whatever writers do meanwhile.
+
+    ``vectors`` and ``docs`` are append-only between compactions (rows ``< size`` are
+    never written again), and ``alive`` is replaced, not mutated, on every write.
+    """
+
+    vectors: npt.NDArray[np.float32]  # shape (size, dim): a view of the live buffer
+    docs: list[Document]  # shared, append-only; only the first ``size`` entries are ours
+    alive: npt.NDArray[np.bool_] | None  # None when no row is tombstoned
+    size: int
+    live: int
+
+
+_EMPTY = _Snapshot(np.zeros((0, 0), dtype=np.float32), [], None, 0, 0)
+
+
+class MatrixVectorStore(VectorStore):
+    """Exact cosine-similarity search over a contiguous float32 matrix, held in memory.
+
+    Vectors are normalized on insert and kept as the rows of one float32 matrix (capacity
+    doubles as it grows), so a query is one matrix-vector product plus a partial sort
+    (``np.argpartition``) — no per-query conversion of stored vectors, unlike
+    ``InMemoryVectorStore``. Writes are upserts by id: an existing id is replaced, never
+    duplicated. Deleted and replaced rows are tombstoned and compacted away once they make
+    up half of the matrix.
+
+    Scores: ``similarity_search_with_score`` returns the cosine similarity (-1..1);
+    ``similarity_search_with_relevance_scores`` returns it clipped to [0, 1] (negative
+    cosine means "unrelated", not "anti-relevant"), so thresholds such as 0.7 mean the
+    same as the cosine itself.
+
+    Thread safety: writes are serialized by a lock; each query works on an immutable
+    snapshot taken at its start, so it sees every chunk either before or after a
+    concurrent write, never a deleted id without its content.
+
+    Key init args:
+        embedding: The ``Embeddings`` used for documents and queries.
+
+    Instantiate:
+        ```python
+        store = MatrixVectorStore(embeddings)
+        store.add_documents([Document(page_content="Shifts rotate weekly.", id="a")])
+        ```
+
+    Search:
+        ```python
+        store.similarity_search_with_relevance_scores("shift rotation", k=1)
+        # -> [(Document(id='a', ...), 0.83)]
+        store.similarity_search("shift", k=2, filter=lambda d: d.metadata.get("namespace") == "kb")
+        ```
+
+    Save and load:
+        ```python
+        store.dump("index_dir")
+        store = MatrixVectorStore.load("index_dir", embeddings)
+        ```
+    """
+
+    def __init__(self, embedding: Embeddings) -> None:
+        self.embedding = embedding
+        self._lock = threading.RLock()
+        self._buffer: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._docs: list[Document] = []
+        self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._rows: dict[str, int] = {}
+        self._size = 0
+        self._dim: int | None = None
+        self._snapshot = _EMPTY
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.embedding
+
+    @property
+    def embedding_dimension(self) -> int | None:
+        """Dimension of the stored vectors; ``None`` until the first write or load."""
+        return self._dim
+
+    @property
+    def document_count(self) -> int:
+        """Number of documents currently stored."""
+        return self._snapshot.live
+
+    # ------------------------------------------------------------------ writes
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        texts = list(texts)
+        _check_lengths(len(texts), metadatas=metadatas, ids=ids)
+        metas = metadatas or [{} for _ in texts]
+        id_list: Sequence[str | None] = ids or [None] * len(texts)
+        docs = [
+            Document(id=i, page_content=t, metadata=m)
+            for t, m, i in zip(texts, metas, id_list, strict=True)
+        ]
+        return self.add_documents(docs)
+
+    def add_documents(
+        self, documents: list[Document], *, ids: list[str] | None = None, **kwargs: Any
+    ) -> list[str]:
+        """Embed and upsert ``documents``; ``ids`` (else each ``Document.id``) take precedence."""
+        _check_lengths(len(documents), ids=ids)
+        if not documents:
+            return []
+        vectors = self.embedding.embed_documents([d.page_content for d in documents])
+        return self.add_vectors(documents, vectors, ids=ids)
+
+    async def aadd_documents(
+        self, documents: list[Document], *, ids: list[str] | None = None, **kwargs: Any
+    ) -> list[str]:
+        _check_lengths(len(documents), ids=ids)
+        if not documents:
+            return []
+        vectors = await self.embedding.aembed_documents([d.page_content for d in documents])
+        return self.add_vectors(documents, vectors, ids=ids)
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        texts = list(texts)
+        _check_lengths(len(texts), metadatas=metadatas, ids=ids)
+        metas = metadatas or [{} for _ in texts]
+        id_list: Sequence[str | None] = ids or [None] * len(texts)
+        docs = [
+            Document(id=i, page_content=t, metadata=m)
+            for t, m, i in zip(texts, metas, id_list, strict=True)
+        ]
+        return await self.aadd_documents(docs)
+
+    def add_vectors(
+        self,
+        documents: Sequence[Document],
+        vectors: Sequence[Sequence[float]] | npt.ArrayLike,
+        *,
+        ids: Sequence[str | None] | None = None,
+    ) -> list[str]:
+        """Upsert documents with precomputed vectors (no embedding call).
+
+        Args:
+            documents: The documents; they are copied, never mutated.
+            vectors: One vector per document, all of the store's dimension.
+            ids: Optional ids overriding ``Document.id``; missing ids get a random UUID.
+
+        Returns:
+            The ids written, in input order.
+
+        Raises:
+            ValueError: If the counts differ or a vector has the wrong dimension.
+        """
+        matrix = np.array(vectors, dtype=np.float32, ndmin=2, copy=True)
+        if len(documents) == 0:
+            return []
+        if matrix.shape[0] != len(documents):
+            msg = f"got {matrix.shape[0]} vectors for {len(documents)} documents; pass one each."
+            raise ValueError(msg)
+        _check_lengths(len(documents), ids=list(ids) if ids is not None else None)
+        _normalize(matrix)
+        id_source = ids if ids is not None else [d.id for d in documents]
+        out_ids = [i if i else str(uuid.uuid4()) for i in id_source]
+        # Within one call the last occurrence of an id wins, as with sequential upserts.
+        last = {doc_id: n for n, doc_id in enumerate(out_ids)}
+        keep = [n for n, doc_id in enumerate(out_ids) if last[doc_id] == n]
+        stored = [
+            Document(
+                id=out_ids[n],
+                page_content=documents[n].page_content,
+                metadata=copy_metadata(documents[n].metadata),
+            )
+            for n in keep
+        ]
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(matrix.shape[1])
+            elif matrix.shape[1] != self._dim:
+                msg = (
+                    f"vectors have dimension {matrix.shape[1]} but this store holds "
+                    f"dimension {self._dim}; use the same embedding model (or a new store)."
+                )
+                raise ValueError(msg)
+            self._append(matrix[keep], stored)
+        return out_ids
+
+    def _append(self, matrix: npt.NDArray[np.float32], docs: list[Document]) -> None:
+        """Append rows, tombstoning the previous rows of the same ids (lock held)."""
+        assert self._dim is not None
+        n = len(docs)
+        self._reserve(self._size + n)
+        start = self._size
+        self._buffer[start : start + n] = matrix
+        alive = self._alive.copy()
+        alive[start : start + n] = True
+        for offset, doc in enumerate(docs):
+            old = self._rows.get(doc.id)  # type: ignore[arg-type]  # ids are set above
+            if old is not None:
+                alive[old] = False
+            self._rows[doc.id] = start + offset  # type: ignore[index]  # ids are set above
+        self._docs.extend(docs)
+        self._size += n
+        self._alive = alive
+        self._publish()
+
+    def _reserve(self, needed: int) -> None:
+        capacity = self._buffer.shape[0]
+        if needed <= capacity and self._buffer.shape[1] == self._dim:
+            return
+        new_capacity = max(_MIN_CAPACITY, capacity)
+        while new_capacity < needed:
+            new_capacity *= 2
+        buffer = np.zeros((new_capacity, self._dim or 0), dtype=np.float32)
+        if self._size:
+            buffer[: self._size] = self._buffer[: self._size]
+        alive = np.zeros(new_capacity, dtype=bool)
+        alive[: self._size] = self._alive[: self._size]
+        self._buffer, self._alive = buffer, alive  # old snapshots keep the old arrays
+
+    def _publish(self) -> None:
+        live = len(self._rows)
+        dead = self._size - live
+        if dead and dead * 2 >= self._size:
+            self._compact()
+            dead = 0
+        alive = None if dead == 0 else self._alive[: self._size]
+        self._snapshot = _Snapshot(self._buffer[: self._size], self._docs, alive, self._size, live)
+
+    def _compact(self) -> None:
+        """Drop tombstoned rows into fresh arrays (readers keep the old ones)."""
+        rows = np.flatnonzero(self._alive[: self._size])
+        capacity = max(_MIN_CAPACITY, 1 << int(max(len(rows), 1) - 1).bit_length())
+        buffer = np.zeros((capacity, self._dim or 0), dtype=np.float32)
+        buffer[: len(rows)] = self._buffer[rows]
+        self._docs = [self._docs[r] for r in rows]
+        self._rows = {doc.id: n for n, doc in enumerate(self._docs)}  # type: ignore[misc]
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[: len(rows)] = True
+        self._buffer, self._size = buffer, len(rows)
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        """Delete documents by id; unknown ids are ignored.
+
+        ``ids=None`` deletes nothing (as ``InMemoryVectorStore``); use ``clear()`` to
+        empty the store.
+
+        Returns:
+            ``True`` if at least one document was deleted.
+        """
+        if not ids:
+            return False
+        with self._lock:
+            rows = [r for r in (self._rows.pop(i, None) for i in ids) if r is not None]
+            if not rows:
+                return False
+            alive = self._alive.copy()
+            alive[rows] = False
+            self._alive = alive
+            self._publish()
+        return True
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        return self.delete(ids, **kwargs)
+
+    def clear(self) -> None:
+        """Remove every document (the dimension is kept)."""
+        with self._lock:
+            self._buffer = np.zeros((0, self._dim or 0), dtype=np.float32)
+            self._alive = np.zeros(0, dtype=bool)
+            self._docs, self._rows, self._size = [], {}, 0
+            self._publish()
+
+    # ------------------------------------------------------------------ reads
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Copies of the stored documents, in the order of ``ids``; unknown ids are skipped."""
+        with self._lock:
+            found = [self._docs[r] for r in (self._rows.get(i) for i in ids) if r is not None]
+        return [_copy_document(d) for d in found]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return self.get_by_ids(ids)
+
+    def iter_documents(self) -> Iterator[Document]:
+        """Yield a copy of every stored document (a consistent snapshot, in insertion order)."""
+        snap = self._snapshot
+        for row in range(snap.size):
+            if snap.alive is None or snap.alive[row]:
+                yield _copy_document(snap.docs[row])
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored (normalized) vectors of ``ids``; unknown ids are absent from the result."""
+        with self._lock:
+            rows = {i: r for i in ids if (r := self._rows.get(i)) is not None}
+            return {i: self._buffer[r].tolist() for i, r in rows.items()}
+
+    # ------------------------------------------------------------------ search
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return _clip_unit
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Documents most similar to ``query`` with their cosine similarity (-1..1).
+
+        Args:
+            query: The query text (embedded with ``embed_query``).
+            k: Number of documents to return.
+            **kwargs: ``filter``, a ``Callable[[Document], bool]``: only documents it
+                accepts are returned.
+        """
+        vector = self.embedding.embed_query(query)
+        return self.similarity_search_with_score_by_vector(vector, k, **kwargs)
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        vector = await self.embedding.aembed_query(query)
+        return self.similarity_search_with_score_by_vector(vector, k, **kwargs)
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, **kwargs)]
+
+    async def asimilarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        return self.similarity_search_by_vector(embedding, k, **kwargs)
+
+    def similarity_search_with_score_by_vector(
+        self,
+        embedding: Sequence[float] | npt.ArrayLike,
+        k: int = 4,
+        *,
+        filter: DocumentFilter | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        """Documents most similar to ``embedding`` with their cosine similarity (-1..1)."""
+        snap = self._snapshot
+        rows, scores = self._top_rows(snap, embedding, k, filter)
+        return [(_copy_document(snap.docs[r]), float(s)) for r, s in zip(rows, scores, strict=True)]
+
+    def _top_rows(
+        self,
+        snap: _Snapshot,
+        embedding: Sequence[float] | npt.ArrayLike,
+        k: int,
+        doc_filter: DocumentFilter | None,
+    ) -> tuple[list[int], list[float]]:
+        if k <= 0 or snap.live == 0:
+            return [], []
+        query = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        if query.shape[0] != snap.vectors.shape[1]:
+            msg = (
+                f"query vector has dimension {query.shape[0]} but the store holds "
+                f"dimension {snap.vectors.shape[1]}; use the embedding model of the store."
+            )
+            raise ValueError(msg)
+        norm = float(np.linalg.norm(query))
+        unit = query / norm if norm > 0 else query
+        scores = np.asarray(snap.vectors @ unit, dtype=np.float32)
+        if snap.alive is not None:
+            scores[~snap.alive] = -np.inf
+        if doc_filter is None:
+            rows = _top_k(scores, min(k, snap.live))
+            return rows.tolist(), scores[rows].tolist()
+        accepted: dict[int, bool] = {}
+        fetch = 4 * k
+        while True:
+            rows = _top_k(scores, min(fetch, snap.live))
+            hits = []
+            for r in rows.tolist():
+                if r not in accepted:
+                    accepted[r] = bool(doc_filter(snap.docs[r]))
+                if accepted[r]:
+                    hits.append(r)
+                    if len(hits) == k:
+                        break
+            if len(hits) == k or fetch >= snap.live:
+                return hits, scores[hits].tolist()
+            fetch *= 4
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        vector = self.embedding.embed_query(query)
+        return self.max_marginal_relevance_search_by_vector(
+            vector, k, fetch_k, lambda_mult, **kwargs
+        )
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        vector = await self.embedding.aembed_query(query)
+        return self.max_marginal_relevance_search_by_vector(
+            vector, k, fetch_k, lambda_mult, **kwargs
+        )
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        *,
+        filter: DocumentFilter | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        snap = self._snapshot
+        rows, scores = self._top_rows(snap, embedding, max(k, fetch_k), filter)
+        chosen = _mmr(snap.vectors[rows], np.asarray(scores, dtype=np.float32), k, lambda_mult)
+        return [_copy_document(snap.docs[rows[i]]) for i in chosen]
+
+    # ------------------------------------------------------------------ construction, I/O
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> MatrixVectorStore:
+        store = cls(embedding)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    def dump(self, path: str | Path) -> None:
+        """Save to the directory ``path`` (created if needed), atomically.
+
+        Writes ``vectors-<gen>.npy`` (float32, normalized), ``documents-<gen>.jsonl`` (one
+        ``{"id", "page_content", "metadata"}`` object per line) and then replaces
+        ``manifest.json`` naming that generation, so a process killed mid-dump leaves the
+        previous save loadable. Older generations are removed afterwards.
+        """
+        with self._lock:
+            snap = self._snapshot
+        rows = np.arange(snap.size) if snap.alive is None else np.flatnonzero(snap.alive)
+        _matrix_io.write(
+            Path(path),
+            snap.vectors[rows],
+            [snap.docs[r] for r in rows.tolist()],
+            dimension=self._dim,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, embedding: Embeddings) -> MatrixVectorStore:
+        """Load a store saved by ``dump``.
+
+        Raises:
+            FileNotFoundError: If ``path`` holds no ``manifest.json``.
+            ValueError: If the saved files are inconsistent (the message names them).
+        """
+        vectors, docs, dim = _matrix_io.read(Path(path))
+        store = cls(embedding)
+        if dim is not None:
+            store._dim = dim
+            store._buffer = np.zeros((0, dim), dtype=np.float32)
+        if docs:
+            store.add_vectors(docs, vectors)
+        return store
+
+
+def _check_lengths(
+    n: int, *, metadatas: Sequence[Any] | None = None, ids: Sequence[Any] | None = None
+) -> None:
+    if metadatas is not None and len(metadatas) != n:
+        msg = f"metadatas has {len(metadatas)} entries for {n} texts; pass one per text."
+        raise ValueError(msg)
+    if ids is not None and len(ids) != n:
+        msg = f"ids has {len(ids)} entries for {n} documents; pass one id per document."
+        raise ValueError(msg)
+
+
+def _clip_unit(score: float) -> float:
+    return min(1.0, max(0.0, score))
+
+
+def _top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Indices of the ``k`` largest scores, best first (ties: lower row first)."""
+    n = scores.shape[0]
+    if k >= n:
+        return np.argsort(-scores, kind="stable")
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.lexsort((part, -scores[part]))]
+
+
+def _mmr(
+    vectors: npt.NDArray[np.float32], similarity: npt.NDArray[np.float32], k: int, lam: float
+) -> list[int]:
+    """Maximal marginal relevance over normalized ``vectors`` (cosine = dot product)."""
+    n = vectors.shape[0]
+    if n == 0 or k <= 0:
+        return []
+    chosen = [0]  # candidates arrive best first
+    redundancy = vectors @ vectors[0]
+    while len(chosen) < min(k, n):
+        score = lam * similarity - (1 - lam) * redundancy
+        score[chosen] = -np.inf
+        best = int(np.argmax(score))
+        chosen.append(best)
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+    return chosen

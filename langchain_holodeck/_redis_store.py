@@ -1,0 +1,429 @@
+"""Redis backend: a ``RedisVectorStore`` with exact metadata round-trip and [0, 1] scores.
+
+Imported lazily: it needs the ``redis`` extra (``pip install "langchain-holodeck[redis]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import redis
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_redis import RedisConfig, RedisVectorStore
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.retry import Retry
+from redisvl.index import SearchIndex
+from redisvl.query import VectorQuery
+from redisvl.query.filter import FilterExpression
+from redisvl.redis.utils import array_to_buffer, buffer_to_array
+from redisvl.schema import IndexSchema
+
+from langchain_holodeck._matrix_store import _mmr, copy_metadata
+
+logger = logging.getLogger(__name__)
+
+Metric = Literal["COSINE", "L2", "IP"]
+Algorithm = Literal["HNSW", "FLAT"]
+
+CONTENT_FIELD = "text"
+"""Hash field holding ``page_content`` (a TEXT field: BM25 full-text queries run on it)."""
+EMBEDDING_FIELD = "embedding"
+METADATA_FIELD = "_metadata_json"
+"""Hash field holding the full metadata as JSON (stored, not indexed): the round-trip source."""
+TAG_SEPARATOR = "|"
+TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
+NUMERIC_FIELDS = ("chunk_index",)
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password (and user name, if any) replaced by ``***``; safe to log."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "<unparseable connection string>"
+    if parts.password is None and parts.username is None:
+        return url
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:
+    """A Redis client with short connect timeouts; the store's client retries (reconnects)."""
+    retry = Retry(NoBackoff(), 0) if probe else Retry(ExponentialBackoff(cap=1.0, base=0.05), 3)
+    return redis.Redis.from_url(
+        url,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=max(connect_timeout, 10.0) if not probe else connect_timeout,
+        retry=retry,
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        health_check_interval=0 if probe else 30,
+    )
+
+
+def index_schema(
+    index_name: str, *, dims: int, algorithm: Algorithm, metric: Metric
+) -> IndexSchema:
+    """The RediSearch schema: TEXT content, the vector, TAG/NUMERIC fields for filters."""
+    tag_attrs = {"separator": TAG_SEPARATOR, "case_sensitive": True}
+    return IndexSchema.from_dict(
+        {
+            "index": {"name": index_name, "prefix": f"{index_name}:", "storage_type": "hash"},
+            "fields": [
+                {"name": CONTENT_FIELD, "type": "text"},
+                {
+                    "name": EMBEDDING_FIELD,
+                    "type": "vector",
+                    "attrs": {
+                        "dims": dims,
+                        "distance_metric": metric.lower(),
+                        "algorithm": algorithm.lower(),
+                        "datatype": "float32",
+                    },
+                },
+                *({"name": n, "type": "tag", "attrs": tag_attrs} for n in TAG_FIELDS),
+                *({"name": n, "type": "numeric"} for n in NUMERIC_FIELDS),
+            ],
+        }
+    )
+
+
+def existing_dimension(client: redis.Redis, index_name: str) -> int | None:
+    """The vector dimension of an existing index, or ``None`` when there is no such index."""
+    try:
+        existing = SearchIndex.from_existing(index_name, redis_client=client)
+    except Exception:  # redisvl raises several types for "no such index"
+        return None
+    field = existing.schema.fields.get(EMBEDDING_FIELD)
+    dims = getattr(getattr(field, "attrs", None), "dims", None)
+    return int(dims) if dims else None
+
+
+class HolodeckRedisVectorStore(RedisVectorStore):
+    """``RedisVectorStore`` whose documents round-trip unchanged and whose scores are in [0, 1].
+
+    Differences from the parent (same constructor, same hash layout ``{index_name}:{id}``):
+
+    - every metadata value round-trips exactly through ``get_by_ids`` and searches (lists,
+      ints, floats, bools, nested values): the full metadata is stored as JSON in
+      ``_metadata_json``; ``namespace``, ``source_path``, ``section_id``, ``chunk_type``
+      (TAG) and ``chunk_index`` (NUMERIC) are also written as indexed hash fields;
+    - ``add_texts``/``add_documents`` upsert by id: each key is deleted and rewritten in one
+      MULTI/EXEC, so a replaced document keeps no stale field and a concurrent query sees
+      the old or the new version;
+    - search results carry ``Document.id``;
+    - ``similarity_search_with_relevance_scores`` maps Redis distances to [0, 1]: COSINE
+      ``1 - d``; IP ``1 - d`` (Redis reports ``1 - dot``); L2 ``1 - d / 2`` (Redis reports
+      the squared distance, ``2 - 2 cos`` for unit vectors); all clipped to [0, 1]. For
+      unit-length embeddings all three equal the cosine similarity clipped at 0.
+
+    ``similarity_search_with_score`` keeps the parent's convention: the raw distance.
+    """
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        keys: list[str] | None = None,
+        *,
+        ids: list[str] | None = None,
+        batch_size: int = 500,
+        **kwargs: Any,
+    ) -> list[str]:
+        texts = list(texts)
+        id_source = ids if ids is not None else keys
+        if metadatas is not None and len(metadatas) != len(texts):
+            msg = f"metadatas has {len(metadatas)} entries for {len(texts)} texts."
+            raise ValueError(msg)
+        if id_source is not None and len(id_source) != len(texts):
+            msg = f"ids has {len(id_source)} entries for {len(texts)} texts."
+            raise ValueError(msg)
+        if not texts:
+            return []
+        given: Sequence[str | None] = id_source or [None] * len(texts)
+        out_ids = [i or str(uuid.uuid4()) for i in given]
+        metas = metadatas or [{} for _ in texts]
+        records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
+        vectors = self._embeddings.embed_documents(texts)
+        client = self._index.client
+        for start in range(0, len(texts), batch_size):
+            with client.pipeline(transaction=True) as pipe:
+                for n in range(start, min(start + batch_size, len(texts))):
+                    key = self._key(out_ids[n])
+                    record = {**records[n], EMBEDDING_FIELD: array_to_buffer(vectors[n], "float32")}
+                    pipe.delete(key)
+                    pipe.hset(key, mapping=record)  # type: ignore[arg-type]  # str/bytes values
+                    if self.ttl:
+                        pipe.expire(key, self.ttl)
+                pipe.execute()
+        return out_ids
+
+    def _record(self, text: str, metadata: dict[str, Any], doc_id: str) -> dict[str, Any]:
+        try:
+            encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=True)
+        except TypeError as e:
+            msg = f"metadata of document {doc_id!r} must be JSON-serializable: {e}"
+            raise TypeError(msg) from e
+        record: dict[str, Any] = {CONTENT_FIELD: text, METADATA_FIELD: encoded}
+        for name in TAG_FIELDS:
+            value = metadata.get(name)
+            if isinstance(value, list):
+                value = TAG_SEPARATOR.join(str(v) for v in value)
+            if value is not None and not isinstance(value, (dict, bool)) and value != "":
+                record[name] = str(value)
+        for name in NUMERIC_FIELDS:
+            value = metadata.get(name)
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if numeric and math.isfinite(value):  # type: ignore[arg-type]  # checked just above
+                record[name] = value
+        return record
+
+    def _key(self, doc_id: str) -> str:
+        return f"{self.config.key_prefix}:{doc_id}"
+
+    def _id_from_key(self, key: str) -> str:
+        prefix = f"{self.config.key_prefix}:"
+        return key[len(prefix) :] if key.startswith(prefix) else key
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Documents of ``ids`` in input order; unknown ids are skipped."""
+        if not ids:
+            return []
+        with self._index.client.pipeline(transaction=False) as pipe:
+            for doc_id in ids:
+                pipe.hmget(self._key(doc_id), [CONTENT_FIELD, METADATA_FIELD])
+            rows = pipe.execute()
+        docs = []
+        for doc_id, (content, meta) in zip(ids, rows, strict=True):
+            if content is None:
+                continue
+            docs.append(Document(id=doc_id, page_content=_text(content), metadata=_meta(meta)))
+        return docs
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        """Delete documents by id; unknown ids are ignored; ``None`` deletes nothing.
+
+        Returns:
+            ``True`` if at least one document was deleted.
+        """
+        if not ids:
+            return False
+        return bool(self._index.client.delete(*(self._key(i) for i in ids)))
+
+    # ------------------------------------------------------------------ search
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return relevance_fn(self.config.distance_metric)
+
+    def _search(
+        self,
+        embedding: Sequence[float],
+        k: int,
+        filter: FilterExpression | str | None,
+        *,
+        with_vectors: bool = False,
+    ) -> list[tuple[Document, float, list[float] | None]]:
+        fields = [CONTENT_FIELD, METADATA_FIELD]
+        query = VectorQuery(
+            vector=list(embedding),
+            vector_field_name=EMBEDDING_FIELD,
+            return_fields=fields,
+            filter_expression=filter,
+            num_results=k,
+        )
+        if with_vectors:
+            query.return_field(EMBEDDING_FIELD, decode_field=False)
+        results = self._index.query(query)
+        out = []
+        for res in results:
+            doc = Document(
+                id=self._id_from_key(res["id"]),
+                page_content=_text(res.get(CONTENT_FIELD, "")),
+                metadata=_meta(res.get(METADATA_FIELD)),
+            )
+            vector = None
+            if with_vectors and res.get(EMBEDDING_FIELD) is not None:
+                vector = buffer_to_array(res[EMBEDDING_FIELD], "float32")
+            out.append((doc, float(res.get("vector_distance", 0.0)), vector))
+        return out
+
+    def similarity_search_with_score_by_vector(  # type: ignore[override]
+        self,
+        embedding: list[float],
+        k: int = 4,
+        filter: FilterExpression | str | None = None,
+        sort_by: str | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        """Documents nearest to ``embedding`` with their Redis distance (lower is closer)."""
+        return [(d, s) for d, s, _ in self._search(embedding, k, filter)]
+
+    def similarity_search_with_score(  # type: ignore[override]
+        self,
+        query: str,
+        k: int = 4,
+        filter: FilterExpression | str | None = None,
+        sort_by: str | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        embedding = self._embeddings.embed_query(query)
+        return self.similarity_search_with_score_by_vector(embedding, k, filter)
+
+    def similarity_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        filter: FilterExpression | str | None = None,
+        sort_by: str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return [d for d, _, _ in self._search(embedding, k, filter)]
+
+    def similarity_search(
+        self,
+        query: str,
+        k: int = 4,
+        filter: FilterExpression | str | None = None,
+        sort_by: str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        embedding = self._embeddings.embed_query(query)
+        return self.similarity_search_by_vector(embedding, k, filter)
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        hits = self._search(embedding, max(k, fetch_k), kwargs.get("filter"), with_vectors=True)
+        if not hits:
+            return []
+        vectors = np.array([v for _, _, v in hits], dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        query = np.asarray(embedding, dtype=np.float32)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        chosen = _mmr(vectors, vectors @ query, k, lambda_mult)
+        return [hits[i][0] for i in chosen]
+
+    def iter_documents(
+        self, *, namespace: str | None = None, batch_size: int = 1000
+    ) -> Iterator[Document]:
+        """Every stored document (optionally of one ``namespace``); see ``scan_redis``."""
+        return scan_redis(self, namespace=namespace, batch_size=batch_size)
+
+
+def scan_redis(
+    store: RedisVectorStore, *, namespace: str | None = None, batch_size: int = 1000
+) -> Iterator[Document]:
+    """Documents of a langchain-redis store (hash storage), by SCAN over its key prefix.
+
+    SCAN returns each key present for the whole scan at least once; duplicates are
+    dropped here. Documents written during the scan may or may not appear.
+    """
+    client = store.index.client
+    prefix = f"{store.config.key_prefix}:"
+    content_field = store.config.content_field
+    seen: set[bytes] = set()
+    batch: list[bytes] = []
+    for key in client.scan_iter(match=_glob_escape(prefix) + "*", count=batch_size, _type="HASH"):
+        if key not in seen:
+            seen.add(key)
+            batch.append(key)
+        if len(batch) >= batch_size:
+            yield from _fetch_keys(client, batch, prefix, content_field, namespace)
+            batch = []
+    if batch:
+        yield from _fetch_keys(client, batch, prefix, content_field, namespace)
+
+
+def _fetch_keys(
+    client: Any, keys: list[bytes], prefix: str, content_field: str, namespace: str | None
+) -> Iterator[Document]:
+    with client.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.hmget(key, [content_field, METADATA_FIELD])
+        rows = pipe.execute()
+    for key, (content, meta) in zip(keys, rows, strict=True):
+        if content is None:
+            continue  # deleted since the scan saw it
+        metadata = _meta(meta)
+        if namespace is not None and metadata.get("namespace") != namespace:
+            continue
+        name = key.decode() if isinstance(key, bytes) else key
+        doc_id = name[len(prefix) :] if name.startswith(prefix) else name
+        yield Document(id=doc_id, page_content=_text(content), metadata=metadata)
+
+
+def relevance_fn(metric: str) -> Callable[[float], float]:
+    """Map a Redis vector distance of ``metric`` to a similarity in [0, 1]."""
+    metric = metric.upper()
+    if metric == "L2":
+        return lambda d: min(1.0, max(0.0, 1.0 - d / 2.0))
+    if metric in ("COSINE", "IP"):
+        return lambda d: min(1.0, max(0.0, 1.0 - d))
+    msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {metric!r}."
+    raise ValueError(msg)
+
+
+def build_redis_store(
+    embeddings: Embeddings,
+    *,
+    url: str,
+    index_name: str,
+    algorithm: Algorithm,
+    metric: Metric,
+    connect_timeout: float,
+) -> HolodeckRedisVectorStore:
+    """Probe the server (fast failure), then open or create the index.
+
+    Raises:
+        redis.RedisError: If the server is unreachable or lacks RediSearch.
+    """
+    probe = make_client(url, connect_timeout=connect_timeout, probe=True)
+    try:
+        probe.ping()
+    finally:
+        probe.close()
+    client = make_client(url, connect_timeout=connect_timeout)
+    dims = existing_dimension(client, index_name)
+    if dims is None:
+        dims = len(embeddings.embed_query("dimension probe"))
+    schema = index_schema(index_name, dims=dims, algorithm=algorithm, metric=metric)
+    config = RedisConfig(  # type: ignore[call-arg]  # index_schema is populated by name
+        index_name=index_name,
+        key_prefix=index_name,
+        redis_client=client,
+        distance_metric=metric,
+        indexing_algorithm=algorithm,
+        embedding_dimensions=dims,
+        index_schema=schema,
+    )
+    return HolodeckRedisVectorStore(embeddings, config=config)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _meta(value: bytes | str | None) -> dict[str, Any]:
+    if value is None:
+        return {}
+    loaded = json.loads(_text(value))
+    return copy_metadata(loaded) if isinstance(loaded, dict) else {}
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
