@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
+from langchain_holodeck._markdown import Packer
+from langchain_holodeck._sections import Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
+from langchain_holodeck.definitions import find_definitions, is_definitions_heading
+
+__all__ = [
+    "ChunkIndexedTextSplitter",
+    "Section",
+    "StructuredMarkdownSplitter",
+    "default_text_splitter",
+    "parse_sections",
+]
 
 
 class ChunkIndexedTextSplitter(RecursiveCharacterTextSplitter):
@@ -62,3 +77,150 @@ def default_text_splitter(*, chunk_size: int = 512, chunk_overlap: int = 50) -> 
         chunk_overlap=chunk_overlap,
         length_function=count_tokens,
     )
+
+
+_REQUIREMENT = re.compile(r"\b(?:shall|must|required)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    text: str
+    start: int
+    section: Section
+
+
+class StructuredMarkdownSplitter(TextSplitter):
+    """Split at headings (markdown and numbered legal/technical ones), keeping structure.
+
+    Each section (heading line plus its own text, sub-sections excluded) becomes one chunk;
+    a section longer than ``max_chunk_tokens`` is split at paragraph, then sentence, then word
+    boundaries. Fenced code blocks and tables are only cut when they alone exceed the limit.
+    Sections are never merged, so each chunk's ``section_id`` is exact. Text without headings
+    is packed by paragraphs, then sentences. The heading grammar and id rules are those of
+    ``parse_sections``.
+
+    Nothing is lost: chunk texts are ``text[start:end].strip()`` for spans that tile the input,
+    so the chunks appear in order in the text with only whitespace between them (chunks are
+    never empty; ``chunk_overlap`` must be 0).
+
+    Emits metadata (besides the input document's):
+        ``chunk_index`` (int, 0-based per input document), ``section_id`` (``""`` when none),
+        ``heading`` (the section's title, ``""`` before the first heading), ``parent_chain``
+        (list of the enclosing headings' titles, root first, excluding ``heading``),
+        ``chunk_type`` (``header``: a heading with no body; ``definition``: in a definitions
+        section or defining a term; ``requirement``: a sentence with shall / must / required;
+        else ``content``), ``cross_references`` (list of section ids, see
+        ``find_section_refs``), ``defined_terms`` (list of terms defined in the chunk), and
+        ``start_index`` when ``add_start_index=True``.
+
+    Key init args:
+        max_chunk_tokens: Maximum chunk length (alias ``chunk_size``), measured by
+            ``length_function`` (default: ``cl100k_base`` tokens).
+        max_level: Maximum depth of the heading tree; deeper headings stay in their parent.
+
+    Instantiate:
+        ```python
+        splitter = StructuredMarkdownSplitter(max_chunk_tokens=800)
+        ```
+
+    Invoke:
+        ```python
+        chunks = splitter.split_documents(docs)
+        chunks[3].metadata["section_id"]  # -> '203(a)(1)'
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        max_chunk_tokens: int = 800,
+        max_level: int = 6,
+        length_function: Callable[[str], int] = count_tokens,
+        **kwargs: Any,
+    ) -> None:
+        chunk_size = kwargs.pop("chunk_size", max_chunk_tokens)
+        if chunk_size != max_chunk_tokens and max_chunk_tokens != 800:
+            msg = (
+                f"chunk_size ({chunk_size}) and max_chunk_tokens ({max_chunk_tokens}) disagree; "
+                "pass only one of them."
+            )
+            raise ValueError(msg)
+        chunk_overlap = kwargs.pop("chunk_overlap", 0)
+        if chunk_overlap != 0:
+            msg = (
+                f"chunk_overlap must be 0 for StructuredMarkdownSplitter, got {chunk_overlap}: "
+                "chunks follow sections and never overlap."
+            )
+            raise ValueError(msg)
+        super().__init__(
+            chunk_size=chunk_size, chunk_overlap=0, length_function=length_function, **kwargs
+        )
+        if max_level < 1:
+            msg = f"max_level must be >= 1, got {max_level}."
+            raise ValueError(msg)
+        self._max_level = max_level
+
+    def split_text(self, text: str) -> list[str]:
+        return [chunk.text for chunk in self._chunks(text)]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        metadatas = metadatas or [{} for _ in texts]
+        if len(metadatas) != len(texts):
+            msg = (
+                f"metadatas has {len(metadatas)} entries but {len(texts)} texts were given; "
+                "pass one metadata dict per text."
+            )
+            raise ValueError(msg)
+        documents: list[Document] = []
+        for text, meta in zip(texts, metadatas, strict=True):
+            for index, chunk in enumerate(self._chunks(text)):
+                metadata = {**copy.deepcopy(meta), **self._structure(chunk), "chunk_index": index}
+                if self._add_start_index:
+                    metadata["start_index"] = chunk.start
+                documents.append(Document(page_content=chunk.text, metadata=metadata))
+        return documents
+
+    def _chunks(self, text: str) -> list[_Chunk]:
+        sections = parse_sections(text, max_level=self._max_level)
+        if not sections:
+            sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
+        packer = Packer(self._length_function, self._chunk_size)
+        chunks: list[_Chunk] = []
+        for section in sections:
+            body_start = section.body_start if section.start < section.body_start else None
+            for start, end in packer.fit(text, section.start, section.end, body_start=body_start):
+                piece = text[start:end]
+                stripped = piece.strip()
+                if stripped:
+                    offset = start + len(piece) - len(piece.lstrip())
+                    chunks.append(_Chunk(stripped, offset, section))
+        return chunks
+
+    @staticmethod
+    def _structure(chunk: _Chunk) -> dict[str, Any]:
+        section = chunk.section
+        titles = [*section.parent_chain, section.title]
+        in_definitions = any(is_definitions_heading(title) for title in titles if title)
+        definitions = find_definitions(chunk.text, in_definitions_section=in_definitions)
+        heading_only = section.body_start > section.start and chunk.start < section.body_start
+        body = chunk.text
+        if heading_only:
+            body = chunk.text[section.body_start - chunk.start :].strip()
+        if heading_only and not body:
+            chunk_type = "header"
+        elif in_definitions or definitions:
+            chunk_type = "definition"
+        elif _REQUIREMENT.search(body):
+            chunk_type = "requirement"
+        else:
+            chunk_type = "content"
+        return {
+            "section_id": section.section_id,
+            "heading": section.title,
+            "parent_chain": list(section.parent_chain),
+            "chunk_type": chunk_type,
+            "cross_references": find_section_refs(body, current_id=section.section_id),
+            "defined_terms": [term for term, _ in definitions],
+        }

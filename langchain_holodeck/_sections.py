@@ -1,0 +1,530 @@
+r"""Heading grammar: parse a document into sections, normalize and find section references.
+
+Pure functions over strings; no LangChain. Public through ``langchain_holodeck.splitters``
+(``parse_sections``, ``Section``) and ``langchain_holodeck.definitions``
+(``normalize_section_ref``, ``find_section_refs``).
+
+Recognized headings (never inside fenced code blocks):
+
+* Markdown ATX headings (``# Title`` .. ``###### Title``) and setext headings (a one-line
+  paragraph underlined with ``===`` or ``---``, at least three characters).
+* Keyword headings on a line that opens a paragraph: ``Title I``, ``PART II``, ``Chapter 3``,
+  ``Article 5``, ``Section 4.2 Scope``, ``Sec. 7``, ``§ 203``, ``Clause 9``, ``Schedule 2``,
+  ``Annex A``, ``Appendix B``. The title after the number must look like a title: at most 15
+  words, starting with a capital (or empty), no sentence break inside, not ending in ``,;:?!``.
+  So ``Section 5 applies to ...`` is prose, not a heading.
+* Bare numbered headings on a line that opens a paragraph: ``7. Additional Terms.`` (a single
+  number needs the dot and a Title-Case or ALL-CAPS title of at most 10 words) and
+  ``4.2 Scope`` / ``4.2. Scope`` (dotted numbers need only a capitalized title). The line
+  directly below must not be another list item (``1. foo\\n2. bar`` is a tight list, not two
+  headings). A loose list of short Title-Case items is the remaining ambiguity.
+* Sub-clauses ``(a)``, ``(1)``, ``(i)``, ``(A)`` at the start of a line that opens a paragraph
+  (or follows a line ending in ``.``, ``;`` or ``:``), only inside a section that has a
+  section id. Each label kind (digit, lower letter, lower roman, upper letter, upper roman)
+  takes the nesting level at which it first appears; ``(i)`` directly after ``(h)`` is a letter.
+
+Section ids: the number of a Section/§/Article/Clause or bare numbered heading (``7``, ``4.2``,
+``203``, ``12a``, Article V -> ``v``), plus sub-clause labels (``203(a)(1)``, case kept);
+Title/Part/Chapter/Schedule/Annex/Appendix get a kind prefix (``title-i``, ``part-ii``,
+``chapter-3``) because they are numbered separately. A heading without a number inherits the
+id of its nearest ancestor (``#### Notes`` under ``Section 5`` has id ``5``); text above the
+first heading has id ``""``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Section", "find_section_refs", "normalize_section_ref", "parse_sections"]
+
+# --- shared pieces -------------------------------------------------------------------------
+
+_PLAIN_KINDS = {
+    "section": "section",
+    "sections": "section",
+    "sec": "section",
+    "secs": "section",
+    "§": "section",
+    "§§": "section",
+    "article": "article",
+    "articles": "article",
+    "art": "article",
+    "arts": "article",
+    "clause": "section",
+    "clauses": "section",
+}
+_PREFIXED_KINDS = ("title", "part", "chapter", "schedule", "annex", "appendix")
+_KIND_RANK = {
+    "appendix": 1,
+    "annex": 1,
+    "schedule": 1,
+    "title": 1,
+    "part": 2,
+    "chapter": 3,
+    "article": 4,
+    "section": 5,
+}
+_SUBCLAUSE_RANK = 100
+
+_KW = (
+    r"(?<![\w§])(?P<kw>(?i:sections?|secs?\.?|articles?|arts?\.|clauses?|title|part|chapter|schedule"
+    r"|annex|appendix)(?=[\s\d])|§§?)"
+)
+_NUM = r"(?P<num>\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z])(?![\w.]\d)(?!\w)"
+_LABELS = r"(?P<labels>(?:\s?\([A-Za-z0-9]{1,4}\))*)"
+_KEYWORD_REF = re.compile(_KW + r"\s*" + _NUM + _LABELS)
+_BARE_REF = re.compile(r"(?P<num>\d+(?:\.\d+)*[A-Za-z]?)" + _LABELS)
+_LABEL = re.compile(r"\(([A-Za-z0-9]{1,4})\)")
+_ROMAN_LOWER = re.compile(r"^(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})$")
+_ROMAN_UPPER = re.compile(r"^(?=[IVX])X{0,3}(?:IX|IV|V?I{0,3})$")
+
+
+def _kind_of(keyword: str) -> str:
+    key = keyword.lower().rstrip(".")
+    return _PLAIN_KINDS.get(key, key)
+
+
+def _labels_of(labels: str) -> list[str]:
+    return _LABEL.findall(labels)
+
+
+def _make_id(kind: str, num: str, labels: list[str]) -> str | None:
+    if kind in _PREFIXED_KINDS:
+        base = f"{kind}-{num.lower()}"
+    elif num.isalpha() and not _ROMAN_UPPER.match(num) and len(num) > 1:
+        return None
+    else:
+        base = num.lower()
+    return base + "".join(f"({label})" for label in labels)
+
+
+def normalize_section_ref(text: str) -> str | None:
+    """Normalize a section reference to the section id ``parse_sections`` gives its target.
+
+    ``"Article 5"`` -> ``"5"``, ``"§ 4.2"`` -> ``"4.2"``, ``"section 7"`` -> ``"7"``,
+    ``"Section 203(a)(1)"`` / ``"203 (a) (1)"`` -> ``"203(a)(1)"``, ``"PART II"`` -> ``"part-ii"``,
+    ``"Chapter 3"`` -> ``"chapter-3"``. Both the splitter (ids) and exact-match queries use it.
+
+    Args:
+        text: A reference such as ``"Sec. 12"`` or ``"§203(b)"``; surrounding whitespace and a
+            trailing period are ignored.
+
+    Returns:
+        The normalized id, or ``None`` when ``text`` is not a single absolute reference
+        (a relative ``"(b)"`` needs context: use ``find_section_refs(..., current_id=...)``).
+    """
+    candidate = text.strip().rstrip(".").strip()
+    match = _KEYWORD_REF.fullmatch(candidate)
+    if match:
+        return _make_id(_kind_of(match["kw"]), match["num"], _labels_of(match["labels"]))
+    match = _BARE_REF.fullmatch(candidate)
+    if match:
+        return _make_id("section", match["num"], _labels_of(match["labels"]))
+    return None
+
+
+def _label_kind(label: str, stack: list[tuple[str, str]]) -> str:
+    """Kind of a sub-clause label given the open sub-clause levels (for ``(i)`` vs ``(h)``)."""
+    if label.isdigit():
+        return "digit"
+    lower = label.islower()
+    roman = _ROMAN_LOWER if lower else _ROMAN_UPPER
+    letter_kind = "lower" if lower else "upper"
+    if roman.match(label):
+        last_letter = next((lab for kind, lab in reversed(stack) if kind == letter_kind), None)
+        follows_letter = (
+            len(label) == 1
+            and last_letter is not None
+            and len(last_letter) == 1
+            and ord(label) == ord(last_letter) + 1
+        )
+        return letter_kind if follows_letter else f"roman-{letter_kind}"
+    return letter_kind
+
+
+def _split_id(section_id: str) -> tuple[str, list[str]]:
+    base = section_id.split("(", 1)[0]
+    return base, _labels_of(section_id[len(base) :])
+
+
+# --- cross-references ----------------------------------------------------------------------
+
+_REF_LIST = re.compile(
+    _KW
+    + r"\s*(?P<first>(?:\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z])(?![\w.]\d)(?!\w)"
+    + r"(?:\s?\([A-Za-z0-9]{1,4}\))*)"
+    + r"(?P<more>(?:\s*(?:,|&|\band\b|\bor\b|\bto\b|\bthrough\b|\u2013|—|-)\s*"
+    + r"(?:(?i:sections?|§)\s*)?"
+    + r"\d+(?:\.\d+)*[A-Za-z]?(?!\w)(?:\s?\([A-Za-z0-9]{1,4}\))*)*)"
+)
+_MORE_ITEM = re.compile(r"\d+(?:\.\d+)*[A-Za-z]?(?!\w)(?:\s?\([A-Za-z0-9]{1,4}\))*")
+_RELATIVE = re.compile(
+    r"(?i:\b(?:sub)?(?:sections?|paragraphs?|clauses?)|\bitems?)\s*"
+    r"(?P<first>(?:\([A-Za-z0-9]{1,4}\))+)"
+    r"(?P<more>(?:\s*(?:,|\band\b|\bor\b)\s*(?:\([A-Za-z0-9]{1,4}\))+)*)"
+)
+_LABEL_GROUP = re.compile(r"(?:\([A-Za-z0-9]{1,4}\))+")
+
+
+def _resolve_relative(labels: list[str], current_id: str) -> str | None:
+    if not current_id or not labels:
+        return None
+    base, current = _split_id(current_id)
+    stack: list[tuple[str, str]] = []
+    kinds = []
+    for label in current:
+        kind = _label_kind(label, stack)
+        stack.append((kind, label))
+        kinds.append(kind)
+    first_kind = _label_kind(labels[0], stack)
+    if first_kind not in kinds and first_kind.startswith("roman-"):
+        plain = first_kind.removeprefix("roman-")
+        first_kind = plain if plain in kinds else first_kind
+    keep = kinds.index(first_kind) if first_kind in kinds else len(current)
+    return base + "".join(f"({label})" for label in [*current[:keep], *labels])
+
+
+def find_section_refs(text: str, *, current_id: str = "") -> list[str]:
+    """Find the sections ``text`` refers to, as normalized ids, in order of first mention.
+
+    Absolute references: ``see Section 5``, ``§4.2``, ``section 4``, ``Sections 3 and 4``,
+    ``§§ 201-203`` (the ends of a range, not its inside), ``Article 5``, ``Part II``,
+    ``Section 201(a)``. Relative ones (``subsection (b)``, ``paragraph (2)``, ``clause (i)``)
+    resolve against ``current_id``: the label replaces the current label of the same kind
+    (in ``203(a)``, ``subsection (b)`` is ``203(b)``) or is appended below it (in ``203``,
+    ``paragraph (2)`` is ``203(2)``); without a ``current_id`` they are dropped.
+
+    Args:
+        text: The text to scan.
+        current_id: The section id of the text's own section; references to it are dropped.
+
+    Returns:
+        Normalized section ids, deduplicated.
+    """
+    found: list[tuple[int, str]] = []
+    for match in _REF_LIST.finditer(text):
+        kind = _kind_of(match["kw"])
+        items = [match["first"], *_MORE_ITEM.findall(match["more"] or "")]
+        for item in items:
+            num = re.match(r"\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z]", item)
+            if num is None:  # pragma: no cover - the pattern guarantees a number
+                continue
+            ref = _make_id(kind, num.group(0), _labels_of(item[num.end() :]))
+            if ref:
+                found.append((match.start(), ref))
+    for match in _RELATIVE.finditer(text):
+        groups = [match["first"], *_LABEL_GROUP.findall(match["more"] or "")]
+        for group in groups:
+            ref = _resolve_relative(_labels_of(group), current_id)
+            if ref:
+                found.append((match.start(), ref))
+    found.sort(key=lambda item: item[0])
+    out: list[str] = []
+    for _, ref in found:
+        if ref != current_id and ref not in out:
+            out.append(ref)
+    return out
+
+
+# --- heading recognition ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading and its own text (not its sub-sections), as offsets into the parsed text.
+
+    Sections are returned in document order and tile the text: each ``end`` is the next
+    ``start``, the last ``end`` is ``len(text)``. Only whitespace may precede the first section.
+    """
+
+    start: int
+    """Offset of the heading line (0 for the preamble before the first heading)."""
+    end: int
+    """Offset where the next heading starts, or ``len(text)``."""
+    body_start: int
+    """Offset after the heading line(s); equals ``start`` for sub-clauses and the preamble."""
+    level: int
+    """Depth in the heading tree: 1 for top-level headings, 0 for the preamble."""
+    title: str
+    """The heading text without markdown markers (``"Section 102. Definitions"``, ``"(a)"``)."""
+    section_id: str
+    """Normalized id (``"7"``, ``"4.2"``, ``"203(a)(1)"``, ``"part-ii"``); ``""`` when none."""
+    parent_chain: tuple[str, ...] = ()
+    """Titles of the enclosing headings, root first, excluding this one."""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    rank: int
+    title: str
+    section_id: str
+    body_start: int
+    clause_labels: tuple[str, ...] = ()
+
+
+@dataclass
+class _Open:
+    rank: int
+    title: str
+    section_id: str
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_ATX = re.compile(r"^ {0,3}(?P<hashes>#{1,6})(?:[ \t]+(?P<title>.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(?:={3,}|-{3,})[ \t]*$")
+_KEYWORD_HEADING = re.compile(r"^ {0,3}" + _KW + r"\s*" + _NUM + _LABELS + r"(?P<rest>.*)$")
+_BARE_HEADING = re.compile(
+    r"^ {0,3}(?P<num>\d{1,3}(?:\.\d{1,3})*)(?P<dot>\.?)[ \t]+(?P<rest>\S.*)$"
+)
+_SUBCLAUSE = re.compile(r"^ {0,3}\((?P<label>\d{1,3}|[a-z]{1,4}|[A-Z]{1,4})\)(?=\s|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+•])\s")
+_NOT_PARAGRAPH = re.compile(r"^\s*(?:[|>]|[-*+•]\s)")
+_SEPARATOR = re.compile(r"^\s*[.:—\u2013-]*\s*")
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+_SMALL_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "nor",
+        "not",
+        "of",
+        "on",
+        "or",
+        "over",
+        "per",
+        "the",
+        "to",
+        "under",
+        "via",
+        "with",
+    ]
+)
+
+
+def _title_ok(title: str, *, strict: bool) -> bool:
+    core = title.strip().rstrip(".").strip()
+    if not core:
+        return True
+    words = core.split()
+    if len(core) > 100 or len(words) > (10 if strict else 15) or core[-1] in ",;:?!":
+        return False
+    if _SENTENCE_BREAK.search(core):
+        return False
+    first = words[0].lstrip("\"'“\u2018(")
+    if first[:1].isalpha() and not first[0].isupper():
+        return False
+    if strict and not core.isupper():
+        for word in words[1:]:
+            bare = word.strip("()\"'“”\u2018\u2019,")
+            if (
+                len(bare) >= 4
+                and bare[0].isalpha()
+                and bare.lower() not in _SMALL_WORDS
+                and not bare[0].isupper()
+            ):
+                return False
+    return True
+
+
+def _id_from_title(title: str) -> str:
+    """The section id a heading's own text carries (``"Section 102. Definitions"`` -> ``102``)."""
+    match = _KEYWORD_HEADING.match(title)
+    if match and (not match["rest"] or not match["rest"][0].isalnum()):
+        return _make_id(_kind_of(match["kw"]), match["num"], _labels_of(match["labels"])) or ""
+    match = _BARE_HEADING.match(title + " ") if title else None
+    if match and (match["dot"] or "." in match["num"]):
+        return match["num"]
+    return ""
+
+
+def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
+    """A keyword or bare numbered heading on ``line`` (which opens a paragraph), if any."""
+    if len(line) > 120:
+        return None
+    match = _KEYWORD_HEADING.match(line)
+    if match:
+        rest = match["rest"]
+        if rest and rest[0].isalnum():
+            return None
+        title_part = _SEPARATOR.sub("", rest, count=1)
+        if not _title_ok(title_part, strict=False):
+            return None
+        kind = _kind_of(match["kw"])
+        num = match["num"]
+        if kind == "section" and not num[0].isdigit():
+            return None
+        section_id = _make_id(kind, num, _labels_of(match["labels"]))
+        if section_id is None:
+            return None
+        rank = _KIND_RANK.get(kind, 5) + (num.count(".") if kind == "section" else 0)
+        return _Candidate(rank, line.strip(), section_id, -1)
+    match = _BARE_HEADING.match(line)
+    if match:
+        num = match["num"]
+        dotted = "." in num
+        if not (match["dot"] or dotted):
+            return None
+        if not _title_ok(match["rest"], strict=not dotted):
+            return None
+        if next_line is not None and _LIST_ITEM.match(next_line):
+            return None
+        return _Candidate(5 + num.count("."), line.strip(), num, -1)
+    return None
+
+
+def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
+    """Parse ``text`` into its heading tree, flattened in document order.
+
+    See the module docstring for the heading grammar and the id rules. A heading that would
+    sit deeper than ``max_level`` in the tree stays part of its parent's text.
+
+    Args:
+        text: Markdown or plain text.
+        max_level: Maximum depth of the heading tree (1 keeps only top-level headings).
+
+    Returns:
+        The sections, tiling ``text``; a preamble section (level 0, title ``""``) holds
+        non-blank text before the first heading. ``[]`` for blank text.
+
+    Raises:
+        ValueError: When ``max_level`` is below 1.
+    """
+    if max_level < 1:
+        msg = f"max_level must be >= 1, got {max_level}."
+        raise ValueError(msg)
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    heads: list[Section] = []
+    stack: list[_Open] = []
+    clause_base = ""
+    clause_stack: list[tuple[str, str]] = []
+    fence: tuple[str, int] | None = None
+    prev_blank = True
+    prev_heading = False
+    prev_line = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        start = offsets[i]
+        if fence is not None:
+            closing = _FENCE_OPEN.match(line)
+            if (
+                closing
+                and closing["fence"][0] == fence[0]
+                and len(closing["fence"]) >= fence[1]
+                and not closing["info"].strip()
+            ):
+                fence = None
+            prev_blank, prev_heading, prev_line, i = False, False, line, i + 1
+            continue
+        opening = _FENCE_OPEN.match(line)
+        if opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
+            fence = (opening["fence"][0], len(opening["fence"]))
+            prev_blank, prev_heading, prev_line, i = False, False, line, i + 1
+            continue
+        if not line.strip():
+            prev_blank, prev_heading, i = True, False, i + 1
+            continue
+
+        opens_paragraph = prev_blank or prev_heading
+        next_line = lines[i + 1].rstrip() if i + 1 < len(lines) else None
+        candidate: _Candidate | None = None
+        consumed = 1
+        atx = _ATX.match(line)
+        if atx:
+            title = (atx["title"] or "").strip()
+            candidate = _Candidate(len(atx["hashes"]), title, _id_from_title(title), offsets[i + 1])
+        elif (
+            opens_paragraph
+            and next_line is not None
+            and _SETEXT.match(next_line)
+            and not _NOT_PARAGRAPH.match(line)
+            and not _LIST_ITEM.match(line)
+        ):
+            title = line.strip()
+            level = 1 if next_line.lstrip().startswith("=") else 2
+            candidate = _Candidate(level, title, _id_from_title(title), offsets[i + 2])
+            consumed = 2
+        elif opens_paragraph and (plain := _plain_heading(line, next_line)):
+            candidate = _Candidate(plain.rank, plain.title, plain.section_id, offsets[i + 1])
+        elif (
+            clause_base
+            and (opens_paragraph or prev_line.rstrip().endswith((".", ";", ":")))
+            and (clause := _SUBCLAUSE.match(line))
+        ):
+            label = clause["label"]
+            kind = _label_kind(label, clause_stack)
+            pos = next((j for j, (k, _) in enumerate(clause_stack) if k == kind), None)
+            if pos is not None:
+                del clause_stack[pos:]
+            clause_stack.append((kind, label))
+            base, _ = _split_id(clause_base)
+            section_id = base + "".join(f"({lab})" for lab in (lab for _, lab in clause_stack))
+            candidate = _Candidate(
+                _SUBCLAUSE_RANK + len(clause_stack) - 1,
+                f"({label})",
+                section_id,
+                start,
+                clause_labels=(label,),
+            )
+
+        is_heading = False
+        if candidate is not None:
+            while stack and stack[-1].rank >= candidate.rank:
+                stack.pop()
+            if len(stack) < max_level:
+                own_id = candidate.section_id or (stack[-1].section_id if stack else "")
+                heads.append(
+                    Section(
+                        start=start,
+                        end=len(text),
+                        body_start=candidate.body_start,
+                        level=len(stack) + 1,
+                        title=candidate.title,
+                        section_id=own_id,
+                        parent_chain=tuple(open_.title for open_ in stack),
+                    )
+                )
+                stack.append(_Open(candidate.rank, candidate.title, own_id))
+                is_heading = candidate.body_start != start
+                if not candidate.clause_labels:
+                    clause_base = own_id
+                    base_labels = _split_id(own_id)[1]
+                    clause_stack = []
+                    for label in base_labels:
+                        clause_stack.append((_label_kind(label, clause_stack), label))
+        prev_blank = False
+        prev_heading = is_heading
+        prev_line = lines[i + consumed - 1].rstrip()
+        i += consumed
+
+    sections: list[Section] = []
+    first_start = heads[0].start if heads else len(text)
+    if text[:first_start].strip():
+        sections.append(Section(0, first_start, 0, 0, "", "", ()))
+    for index, head in enumerate(heads):
+        end = heads[index + 1].start if index + 1 < len(heads) else len(text)
+        sections.append(
+            Section(
+                head.start,
+                end,
+                min(head.body_start, end),
+                head.level,
+                head.title,
+                head.section_id,
+                head.parent_chain,
+            )
+        )
+    return sections

@@ -1,0 +1,277 @@
+"""Defined terms and cross-references, extracted from chunk Documents (plain Python).
+
+Everything here works from stored chunks (``original_content`` or ``page_content`` plus the
+splitter's metadata), so the definition index and the reference graph can be rebuilt from
+any store without a second copy to keep in sync.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+
+from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
+
+__all__ = [
+    "Definition",
+    "DefinitionExtractor",
+    "ResolvedReference",
+    "find_definitions",
+    "find_section_refs",
+    "is_definitions_heading",
+    "normalize_section_ref",
+    "normalize_term",
+    "resolve_cross_references",
+]
+
+logger = logging.getLogger(__name__)
+
+_MAX_DEFINITION_CHARS = 500
+_MAX_TERM_WORDS = 6
+
+_DEFINITIONS_WORDS = re.compile(
+    r"\b(?:definitions?|glossary|interpretation|defined\s+terms)\b", re.I
+)
+_HEADING_NUMBER = re.compile(
+    r"^[\s#§]*(?:(?i:section|sec\.?|article|art\.|clause|part|chapter|title)\s+)?"
+    r"(?:[0-9]+(?:\.[0-9]+)*[A-Za-z]?|[IVXLCDM]+)?(?:\([^)]*\))*[\s.:)—\u2013-]*"
+)
+_TERMS_ONLY = re.compile(r"(?:key\s+|defined\s+)?terms(?:\s+used)?", re.I)
+
+_LEAD = r"^[ \t]*(?:[-*+•][ \t]+|\(\w{1,4}\)[ \t]*|\d{1,3}\.[ \t]+)?"
+_QUOTED = re.compile(
+    r"(?:[\"“\u2018«]|\*\*)(?P<term>[^\"“”\u2018\u2019«»*\n]{1,80}?)(?:[\"”\u2019»]|\*\*),?[ \t]*"
+    r"(?:\([^)\n]{0,80}\)[ \t]*)?"
+    r"(?P<verb>(?i:shall\s+mean|means|shall\s+have\s+the\s+meaning|has\s+the\s+meaning"
+    r"|shall\s+refer\s+to|refers\s+to|is\s+defined\s+as))\b[ \t]*(?P<definition>[^\n]*)"
+)
+_DEFINED_AS = re.compile(
+    r"(?:^|(?<=[.;:][ \t])|(?<=\)[ \t]))[ \t]*(?:(?i:the[ \t]+term|the|an?)[ \t]+)?"
+    r"(?P<term>[A-Z][\w'\u2019-]*(?:[ \t]+[\w'\u2019-]+){0,4}?)[ \t]+(?:is|are|shall[ \t]+be)[ \t]+"
+    r"defined[ \t]+as[ \t]+(?P<definition>[^\n]+)",
+    re.M,
+)
+_PLAIN_MEANS = re.compile(
+    _LEAD + r"(?P<term>[A-Za-z][\w'\u2019 -]{0,60}?)[ \t]+(?:shall[ \t]+mean|means)[ \t]+"
+    r"(?P<definition>[^\n]+)",
+    re.M,
+)
+_GLOSSARY = re.compile(
+    _LEAD
+    + r"(?:\*\*|__)?[\"“\u2018]?"
+    + r"(?P<term>[^\s:*_\"“”\u2018\u2019|#][^:\n*_\"“”\u2018\u2019|]{0,59}?)[\"”\u2019]?"
+    r"(?:\*\*|__)?[ \t]*(?::|[ \t][-\u2013—][ \t])[ \t]*(?P<definition>\S[^\n]*)",
+    re.M,
+)
+_QUOTES = str.maketrans(
+    {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "\u2018": "'", "\u2019": "'"}
+)
+
+
+def normalize_term(term: str) -> str:
+    """Normalize a defined term for lookup: quotes, markup, case and whitespace are ignored.
+
+    ``'“Safety  Interlock”'`` -> ``'safety interlock'``.
+    """
+    text = unicodedata.normalize("NFKC", term).translate(_QUOTES)
+    text = text.strip().strip("\"'*_`").strip()
+    return " ".join(text.split()).casefold()
+
+
+def is_definitions_heading(title: str) -> bool:
+    """Whether a heading names a definitions section (Definitions, Glossary, Terms, ...)."""
+    if _DEFINITIONS_WORDS.search(title):
+        return True
+    core = _HEADING_NUMBER.sub("", title, count=1).strip().rstrip(".:").strip()
+    return bool(_TERMS_ONLY.fullmatch(core))
+
+
+def _clean_definition(text: str) -> str:
+    text = " ".join(text.split())
+    text = re.sub(r"(?:;|,)?\s*(?:and|or)?\s*$", "", text) if text.endswith(("and", "or")) else text
+    text = text.rstrip(" ;,")
+    if len(text) > _MAX_DEFINITION_CHARS:
+        text = text[:_MAX_DEFINITION_CHARS].rsplit(" ", 1)[0] + " …"
+    return text
+
+
+def find_definitions(text: str, *, in_definitions_section: bool = False) -> list[tuple[str, str]]:
+    """Find ``(term, definition)`` pairs in ``text``, in order, one per normalized term.
+
+    Everywhere: ``"X" means Y``, ``"X" shall mean Y``, ``"X" has the meaning ...`` (double,
+    curly or ``**bold**`` quotes) and ``X is defined as Y`` at a sentence start. Inside a
+    definitions section also: ``X means Y``, ``X: Y`` and ``X - Y`` at the start of a line
+    (after an optional bullet, ``(a)`` or ``1.``), for terms of at most six words.
+
+    Args:
+        text: The text to scan.
+        in_definitions_section: Whether ``text`` lies in a definitions section.
+
+    Returns:
+        Terms as written (without quotes) with their definition text.
+    """
+    found: list[tuple[int, str, str]] = []
+    for match in _QUOTED.finditer(text):
+        definition = match["definition"]
+        if match["verb"].lower().replace(" ", "").endswith("meaning"):
+            definition = f"{' '.join(match['verb'].split()[-3:])} {definition}"
+        found.append((match.start(), match["term"], definition))
+    found.extend((m.start(), m["term"], m["definition"]) for m in _DEFINED_AS.finditer(text))
+    if in_definitions_section:
+        for pattern in (_PLAIN_MEANS, _GLOSSARY):
+            found.extend((m.start(), m["term"], m["definition"]) for m in pattern.finditer(text))
+    found.sort(key=lambda item: item[0])
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for _, raw_term, raw_definition in found:
+        term = " ".join(raw_term.translate(_QUOTES).strip(" \"'*_").split())
+        definition = _clean_definition(raw_definition)
+        key = normalize_term(term)
+        if not key or not definition or len(term.split()) > _MAX_TERM_WORDS or key in seen:
+            continue
+        seen.add(key)
+        out.append((term, definition))
+    return out
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A defined term and where it is defined."""
+
+    term: str
+    """The term as written in the document (quotes removed)."""
+    definition: str
+    """The definition text (one paragraph at most, whitespace collapsed)."""
+    source_path: str
+    """``metadata["source_path"]`` of the defining chunk (``""`` when absent)."""
+    section_id: str
+    """Section id of the defining section (``""`` when none)."""
+
+
+def _chunk_text(chunk: Document) -> str:
+    return str(chunk.metadata.get("original_content", chunk.page_content))
+
+
+def _source_of(chunk: Document) -> str:
+    return str(chunk.metadata.get("source_path", chunk.metadata.get("source", "")))
+
+
+class DefinitionExtractor:
+    """Build the term -> ``Definition`` index from chunk Documents.
+
+    Works on the structured splitter's chunks (using ``heading``/``parent_chain``/``section_id``
+    metadata) and on plain chunks (headings are parsed from the chunk text). The first
+    definition of a term in chunk order wins.
+
+    Invoke:
+        ```python
+        index = DefinitionExtractor().extract(chunks)
+        index["operator"].definition  # -> 'the crew member who starts a simulation.'
+        ```
+    """
+
+    def extract(self, chunks: Iterable[Document]) -> dict[str, Definition]:
+        """Index every definition found in ``chunks`` by its normalized term.
+
+        Args:
+            chunks: Chunk Documents, e.g. from ``StructuredMarkdownSplitter`` or a store.
+
+        Returns:
+            ``{normalize_term(term): Definition}``.
+        """
+        index: dict[str, Definition] = {}
+        for chunk in chunks:
+            for term, definition, section_id in self._definitions_in(chunk):
+                key = normalize_term(term)
+                if key in index:
+                    logger.debug("Term %r is defined again in %s; keeping the first.", term, key)
+                    continue
+                index[key] = Definition(term, definition, _source_of(chunk), section_id)
+        return index
+
+    @staticmethod
+    def _definitions_in(chunk: Document) -> list[tuple[str, str, str]]:
+        text = _chunk_text(chunk)
+        meta = chunk.metadata
+        titles = [str(meta.get("heading", "")), *(str(t) for t in meta.get("parent_chain", []))]
+        meta_in_defs = any(is_definitions_heading(t) for t in titles if t)
+        out: list[tuple[str, str, str]] = []
+        sections = parse_sections(text) or []
+        spans = [(s.start, s.end, (*s.parent_chain, s.title), s.section_id) for s in sections]
+        if not spans or spans[0][0] > 0:
+            spans.insert(0, (0, spans[0][0] if spans else len(text), (), ""))
+        for start, end, section_titles, parsed_id in spans:
+            in_defs = meta_in_defs or any(is_definitions_heading(t) for t in section_titles if t)
+            section_id = str(meta["section_id"]) if "section_id" in meta else parsed_id
+            for term, definition in find_definitions(
+                text[start:end], in_definitions_section=in_defs
+            ):
+                out.append((term, definition, section_id))
+        return out
+
+
+@dataclass(frozen=True)
+class ResolvedReference:
+    """A cross-reference from a chunk: the section id it names and the chunk holding it."""
+
+    section_id: str
+    """Normalized id of the referenced section."""
+    chunk_id: str | None
+    """``Document.id`` of the first chunk of that section in the same file; ``None`` if absent."""
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the referenced section exists in the same document."""
+        return self.chunk_id is not None
+
+
+def resolve_cross_references(chunks: Sequence[Document]) -> dict[str, list[ResolvedReference]]:
+    """Resolve each chunk's cross-references to chunk ids of the same file.
+
+    References come from ``metadata["cross_references"]`` (the structured splitter's), else
+    are parsed from the text with ``find_section_refs``. A reference resolves to the first
+    chunk, in the given order, of the same ``source_path`` whose ``section_id`` equals it, else
+    to the first chunk of a sub-section (``203`` -> ``203(a)``, ``4`` -> ``4.1``). Dangling
+    references are kept with ``chunk_id=None``.
+
+    Args:
+        chunks: Chunk Documents with ``Document.id`` set (e.g. by sync), in document order.
+
+    Returns:
+        ``{chunk id: [ResolvedReference, ...]}`` for every chunk (empty lists included).
+
+    Raises:
+        ValueError: When a chunk has no ``id``.
+    """
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    for position, chunk in enumerate(chunks):
+        if not chunk.id:
+            msg = (
+                f"resolve_cross_references needs Document.id; chunk {position} "
+                f"(source_path={_source_of(chunk)!r}) has none. Set ids with stable_id() first."
+            )
+            raise ValueError(msg)
+        section_id = str(chunk.metadata.get("section_id", ""))
+        by_source.setdefault(_source_of(chunk), []).append((section_id, chunk.id))
+
+    def target(source: str, ref: str) -> str | None:
+        entries = by_source.get(source, [])
+        exact = next((cid for sid, cid in entries if sid == ref), None)
+        if exact is not None:
+            return exact
+        return next((cid for sid, cid in entries if sid.startswith((f"{ref}(", f"{ref}."))), None)
+
+    out: dict[str, list[ResolvedReference]] = {}
+    for chunk in chunks:
+        refs = chunk.metadata.get("cross_references")
+        if refs is None:
+            current = str(chunk.metadata.get("section_id", ""))
+            refs = find_section_refs(_chunk_text(chunk), current_id=current)
+        source = _source_of(chunk)
+        out[str(chunk.id)] = [ResolvedReference(str(r), target(source, str(r))) for r in refs]
+    return out
