@@ -1,0 +1,242 @@
+"""Exact-match index: section references and quoted phrases in a query -> chunk ids.
+
+Built from chunk metadata (``section_id``, ``source_path``, ``chunk_index``,
+``cross_references``) written by the structured splitter, so it can always be rebuilt from the
+store. It also answers the structural lookups cross-reference expansion needs:
+(source_path, section_id) -> chunk ids, and who refers to a section.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from langchain_holodeck._keyword_common import KeywordHit, check_ids, check_k, scan_store
+from langchain_holodeck.definitions import find_section_refs
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import VectorStore
+
+__all__ = ["ExactMatchIndex", "parse_exact_query"]
+
+_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"'})
+_PHRASE = re.compile(r'"([^"]+)"')
+_SPACE = re.compile(r"\s+")
+
+SECTION_SCORE = 2.0
+"""Score of a chunk whose ``section_id`` is exactly a referenced section."""
+PHRASE_SCORE = 2.0
+"""Score added when a chunk contains every quoted phrase of the query."""
+DESCENDANT_SCORE = 0.5
+"""Score of a chunk in a sub-section of a referenced section (``203(a)`` for ``Section 203``)."""
+
+
+def _norm_text(text: str) -> str:
+    return _SPACE.sub(" ", text.translate(_QUOTES)).strip().lower()
+
+
+@dataclass(frozen=True)
+class ExactQuery:
+    """What a query asks for exactly: section ids (normalized) and quoted phrases."""
+
+    section_ids: tuple[str, ...]
+    phrases: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.section_ids or self.phrases)
+
+
+def parse_exact_query(query: str) -> ExactQuery:
+    """Find section references and quoted phrases in ``query``.
+
+    ``"Section 203(a)(1)"``, ``"§ 4.2"``, ``"section 7"``, ``"Article 5"``, ``"sec. 4.2"``
+    become normalized section ids (``203(a)(1)``, ``4.2``, ``7``, ``5``, ``4.2``) with
+    ``definitions.find_section_refs``; text between double quotes (straight or curly) becomes
+    a phrase (lowercased, whitespace collapsed; phrases under 2 characters are ignored).
+    """
+    text = query.translate(_QUOTES)
+    phrases = tuple(
+        dict.fromkeys(p for p in (_norm_text(m) for m in _PHRASE.findall(text)) if len(p) >= 2)
+    )
+    return ExactQuery(tuple(find_section_refs(text)), phrases)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    source_path: str
+    section_id: str
+    chunk_index: int
+    cross_references: tuple[str, ...]
+    text: str  # lowercased, whitespace-collapsed original text (for phrases)
+
+
+class ExactMatchIndex:
+    """Section ids and quoted phrases -> chunk ids, from chunk metadata.
+
+    ``search("what does Section 203(a)(1) require?", k)`` returns the chunks whose
+    ``section_id`` is ``203(a)(1)`` (score 2.0) first, then chunks of its sub-sections
+    (``203(a)(1)(A)``, score 0.5); quoted phrases (``"safety interlock"``) add 2.0 to chunks
+    containing every phrase (case-insensitive, in the original text). Within a score, hits
+    follow the order of mention, then (source_path, chunk_index). Sections of every document
+    match, so ``Section 2`` of two files gives both.
+
+    Phrase matching scans the kept texts (a substring test per chunk, only for queries with
+    quotes); pass ``phrases=False`` to keep no text.
+
+    Instantiate:
+        ```python
+        exact = ExactMatchIndex()
+        exact.upsert(chunks)  # structured-splitter chunks with ids
+        exact.search("Section 203(a)(1)", k=3)  # -> [KeywordHit(id='…', score=2.0)]
+        ```
+    """
+
+    def __init__(self, *, phrases: bool = True) -> None:
+        self.phrases = phrases
+        self._chunks: dict[str, _Chunk] = {}
+        self._by_section: dict[str, set[str]] = {}  # section_id -> ids (all files)
+        self._referrers: dict[tuple[str, str], set[str]] = {}  # (file, target) -> ids
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._chunks
+
+    # -- writes -------------------------------------------------------------------------
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Add or replace chunks by ``Document.id`` (metadata is read, text kept for phrases).
+
+        Raises:
+            ValueError: When a document has no id.
+        """
+        ids = check_ids(documents, type(self).__name__)
+        entries = [self._entry(doc) for doc in documents]
+        with self._lock:
+            for doc_id, entry in zip(ids, entries, strict=True):
+                self._remove(doc_id)
+                self._chunks[doc_id] = entry
+                if entry.section_id:
+                    self._by_section.setdefault(entry.section_id, set()).add(doc_id)
+                for target in entry.cross_references:
+                    self._referrers.setdefault((entry.source_path, target), set()).add(doc_id)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove chunks by id; unknown ids are ignored."""
+        with self._lock:
+            for doc_id in ids:
+                self._remove(doc_id)
+
+    def clear(self) -> None:
+        """Remove every chunk."""
+        with self._lock:
+            self._chunks.clear()
+            self._by_section.clear()
+            self._referrers.clear()
+
+    def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
+        """Replace the content with every chunk stored in ``store``; return the count."""
+        docs = [d for d in scan_store(store, namespace) if d.id]
+        with self._lock:
+            self.clear()
+            self.upsert(docs)
+            return len(self._chunks)
+
+    def _entry(self, doc: Document) -> _Chunk:
+        meta = doc.metadata
+        refs = meta.get("cross_references") or ()
+        index = meta.get("chunk_index")
+        return _Chunk(
+            source_path=str(meta.get("source_path", meta.get("source", ""))),
+            section_id=str(meta.get("section_id") or ""),
+            chunk_index=index if isinstance(index, int) else 0,
+            cross_references=tuple(str(r) for r in refs) if isinstance(refs, list) else (),
+            text=_norm_text(str(meta.get("original_content", doc.page_content)))
+            if self.phrases
+            else "",
+        )
+
+    def _remove(self, doc_id: str) -> None:
+        old = self._chunks.pop(doc_id, None)
+        if old is None:
+            return
+        keyed: list[tuple[dict, object]] = [(self._by_section, old.section_id)]
+        keyed += [(self._referrers, (old.source_path, t)) for t in old.cross_references]
+        for mapping, key in keyed:
+            bucket = mapping.get(key)
+            if bucket is not None:
+                bucket.discard(doc_id)
+                if not bucket:
+                    del mapping[key]
+
+    # -- search -------------------------------------------------------------------------
+    def search(self, query: str, k: int) -> list[KeywordHit]:
+        """Chunks the query names exactly, best first (see the class docstring); ``[]`` if none.
+
+        Raises:
+            ValueError: When ``k`` is not a positive integer.
+        """
+        check_k(k)
+        parsed = parse_exact_query(query)
+        if not parsed or not self._chunks:
+            return []
+        with self._lock:
+            scores: dict[str, float] = {}
+            mention: dict[str, int] = {}
+            for order, sid in enumerate(parsed.section_ids):
+                for doc_id in self._by_section.get(sid, ()):
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), SECTION_SCORE)
+                    mention.setdefault(doc_id, order)
+                prefix = sid + "("
+                for other, ids in self._by_section.items():
+                    if other.startswith(prefix):
+                        for doc_id in ids:
+                            scores.setdefault(doc_id, DESCENDANT_SCORE)
+                            mention.setdefault(doc_id, order)
+            if parsed.phrases and self.phrases:
+                pool: Iterable[str] = scores if parsed.section_ids else self._chunks
+                for doc_id in list(pool):
+                    text = self._chunks[doc_id].text
+                    if all(p in text for p in parsed.phrases):
+                        scores[doc_id] = scores.get(doc_id, 0.0) + PHRASE_SCORE
+                        mention.setdefault(doc_id, 0)
+            chunks = self._chunks
+
+            def key(doc_id: str) -> tuple[float, int, str, int, str]:
+                c = chunks[doc_id]
+                return (-scores[doc_id], mention[doc_id], c.source_path, c.chunk_index, doc_id)
+
+            ranked = sorted(scores, key=key)[:k]
+        return [KeywordHit(doc_id, scores[doc_id]) for doc_id in ranked]
+
+    # -- structure lookups (cross-reference expansion) ---------------------------------
+    def section_of(self, doc_id: str) -> tuple[str, str] | None:
+        """``(source_path, section_id)`` of a chunk, or ``None`` when unknown."""
+        c = self._chunks.get(doc_id)
+        return None if c is None else (c.source_path, c.section_id)
+
+    def chunks_of_section(self, source_path: str, section_id: str) -> list[str]:
+        """Ids of the chunks of one section of one file, in chunk order."""
+        with self._lock:
+            ids = [
+                i
+                for i in self._by_section.get(section_id, ())
+                if self._chunks[i].source_path == source_path
+            ]
+            return sorted(ids, key=lambda i: (self._chunks[i].chunk_index, i))
+
+    def references_of(self, doc_id: str) -> tuple[str, ...]:
+        """The section ids a chunk refers to (its ``cross_references``)."""
+        c = self._chunks.get(doc_id)
+        return () if c is None else c.cross_references
+
+    def referrers_of(self, source_path: str, section_id: str) -> list[str]:
+        """Ids of the chunks of ``source_path`` whose ``cross_references`` name ``section_id``."""
+        with self._lock:
+            ids = list(self._referrers.get((source_path, section_id), ()))
+            return sorted(ids, key=lambda i: (self._chunks[i].chunk_index, i))

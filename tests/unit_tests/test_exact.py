@@ -1,0 +1,184 @@
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_holodeck.exact import ExactMatchIndex, parse_exact_query
+from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
+from langchain_holodeck.sync import stable_id
+
+ACT = "legal/holodeck_act.md"
+
+
+def act_chunks(data_dir: Path, source_path: str = ACT) -> list[Document]:
+    text = (data_dir / "legal" / "holodeck_act.md").read_text(encoding="utf-8")
+    doc = Document(page_content=text, metadata={"source_path": source_path})
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    return [
+        c.model_copy(
+            update={"id": stable_id("ns", f"{source_path}_chunk_{c.metadata['chunk_index']}")}
+        )
+        for c in chunks
+    ]
+
+
+@pytest.fixture
+def chunks(data_dir: Path) -> list[Document]:
+    return act_chunks(data_dir)
+
+
+@pytest.fixture
+def index(chunks: list[Document]) -> ExactMatchIndex:
+    idx = ExactMatchIndex()
+    idx.upsert(chunks)
+    return idx
+
+
+@pytest.mark.parametrize(
+    ("query", "sections", "phrases"),
+    [
+        ("Section 203(a)(1)", ("203(a)(1)",), ()),
+        ("what does § 4.2 say?", ("4.2",), ()),
+        ("section 7 and Article 5", ("7", "5"), ()),
+        ("sec. 4.2", ("4.2",), ()),
+        ('find "Safety  Interlock" and “arch controls”', (), ("safety interlock", "arch controls")),
+        ("top 5 results about logs", (), ()),
+        ('""', (), ()),
+    ],
+)
+def test_parse_exact_query(query: str, sections: tuple, phrases: tuple) -> None:
+    parsed = parse_exact_query(query)
+    assert parsed.section_ids == sections
+    assert parsed.phrases == phrases
+
+
+def test_index_satisfies_keyword_protocol(index: ExactMatchIndex) -> None:
+    assert isinstance(index, KeywordIndex)
+
+
+def test_every_section_of_the_act_is_found_first(
+    index: ExactMatchIndex, chunks: list[Document]
+) -> None:
+    section_ids = sorted({c.metadata["section_id"] for c in chunks} - {""})
+    numbered = [s for s in section_ids if not s.startswith("title-")]
+    assert len(numbered) >= 15
+    templates = ["Section {}", "section {}", "§ {}", "§{}", "sec. {}", "What does Section {} say?"]
+    total = hits = 0
+    for sid in numbered:
+        expected = {c.id for c in chunks if c.metadata["section_id"] == sid}
+        for template in templates:
+            total += 1
+            top = index.search(template.format(sid), k=5)
+            hits += bool(top) and top[0].id in expected and top[0].score == 2.0
+    assert hits == total
+
+
+def test_parent_section_lists_its_subsections_after_itself(
+    index: ExactMatchIndex, chunks: list[Document]
+) -> None:
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    hits = index.search("Section 203", k=10)
+    assert [h.id for h in hits] == [by_sid[s] for s in ["203", "203(a)", "203(a)(1)", "203(a)(2)"]]
+    assert [h.score for h in hits] == [2.0, 0.5, 0.5, 0.5]
+
+
+def test_title_and_article_references(index: ExactMatchIndex, chunks: list[Document]) -> None:
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    assert index.search("Title II", k=1)[0].id == by_sid["title-ii"]
+    assert index.search("Article 201", k=1)[0].id == by_sid["201"]
+
+
+def test_quoted_phrase_finds_chunks_containing_it(
+    index: ExactMatchIndex, chunks: list[Document]
+) -> None:
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    hits = index.search('"arch controls"', k=5)
+    assert [h.id for h in hits] == [by_sid["202(a)"]]
+    hits = index.search('"SAFETY interlock"', k=5)
+    assert {h.id for h in hits} == {by_sid["102(b)"], by_sid["201(a)"]}
+    assert index.search('"warp core"', k=5) == []
+
+
+def test_section_and_phrase_combine(index: ExactMatchIndex, chunks: list[Document]) -> None:
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    hits = index.search('Section 203 "seven years"', k=5)
+    assert hits[0].id == by_sid["203(a)(2)"]
+    assert hits[0].score == 2.5
+
+
+def test_phrase_uses_original_content_not_context() -> None:
+    idx = ExactMatchIndex()
+    idx.upsert(
+        [
+            Document(
+                id="a",
+                page_content="CONTEXT warp\n\nbody text",
+                metadata={"original_content": "body text"},
+            )
+        ]
+    )
+    assert idx.search('"warp"', k=1) == []
+    assert [h.id for h in idx.search('"body text"', k=1)] == ["a"]
+
+
+def test_same_section_in_two_files(data_dir: Path) -> None:
+    idx = ExactMatchIndex()
+    idx.upsert(act_chunks(data_dir, "a.md") + act_chunks(data_dir, "b.md"))
+    hits = idx.search("Section 101", k=5)
+    assert [idx.section_of(h.id) for h in hits] == [("a.md", "101"), ("b.md", "101")]
+
+
+def test_no_reference_no_hits(index: ExactMatchIndex) -> None:
+    assert index.search("how long are logs kept", k=5) == []
+    assert index.search("Section 999", k=5) == []
+    assert index.search("", k=5) == []
+    assert ExactMatchIndex().search("Section 101", k=3) == []
+
+
+def test_k_cuts_and_is_validated(index: ExactMatchIndex) -> None:
+    assert len(index.search("Section 203", k=2)) == 2
+    with pytest.raises(ValueError, match="k must be a positive integer, got 0"):
+        index.search("Section 203", k=0)
+
+
+def test_upsert_moves_and_delete_removes(index: ExactMatchIndex, chunks: list[Document]) -> None:
+    target = next(c for c in chunks if c.metadata["section_id"] == "201(a)")
+    moved = target.model_copy(update={"metadata": {**target.metadata, "section_id": "301"}})
+    index.upsert([moved])
+    assert index.search("Section 201(a)", k=3) == []
+    assert [h.id for h in index.search("Section 301", k=3)] == [target.id]
+    index.delete([target.id, "unknown"])
+    assert index.search("Section 301", k=3) == []
+    assert target.id not in index
+
+
+def test_structure_lookups(index: ExactMatchIndex, chunks: list[Document]) -> None:
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    assert index.section_of(by_sid["201(b)"]) == (ACT, "201(b)")
+    assert index.references_of(by_sid["201(b)"]) == ("202",)
+    assert index.chunks_of_section(ACT, "202") == [by_sid["202"]]
+    assert index.referrers_of(ACT, "201(a)") == [by_sid["202(b)"]]
+    assert index.referrers_of("other.md", "201(a)") == []
+    assert index.section_of("nope") is None
+
+
+def test_idless_chunk_rejected() -> None:
+    with pytest.raises(ValueError, match=r"ExactMatchIndex needs Document.id; doc 0"):
+        ExactMatchIndex().upsert([Document(page_content="x")])
+
+
+def test_rebuild_from_store(chunks: list[Document], embeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    store.add_documents(chunks)
+    idx = ExactMatchIndex()
+    assert idx.rebuild_from_store(store) == len(chunks)
+    assert idx.search("Section 202(a)", k=1)[0].id in {c.id for c in chunks}
+
+
+def test_without_phrases_keeps_no_text(chunks: list[Document]) -> None:
+    idx = ExactMatchIndex(phrases=False)
+    idx.upsert(chunks)
+    assert idx.search('"arch controls"', k=3) == []
+    assert idx.search("Section 202", k=1)
