@@ -347,12 +347,18 @@ class SourceLoader(BaseLoader):
         import charset_normalizer
 
         matches = charset_normalizer.from_bytes(data)
-        plausible = {_codec(c) for m in matches for c in m.could_be_from_charset}
-        for name in self.encoding_fallbacks:  # charset detection can't tell cp1252 from cp1250
-            if _codec(name) in plausible:
-                return _try_decode(data, name)
         best = matches.best()
         if best is not None:
+            # Detection often can't tell cp1252 from cp1250 on short text: among the
+            # matches as clean as the best one, a configured fallback wins.
+            tied = {
+                _codec(c) for m in matches if m.chaos <= best.chaos for c in m.could_be_from_charset
+            }
+            for name in self.encoding_fallbacks:
+                if _codec(name) in tied:
+                    text, encoding = _try_decode(data, name)
+                    if text is not None:
+                        return text, encoding
             return str(best), best.encoding
         for name in self.encoding_fallbacks:
             text, encoding = _try_decode(data, name)
