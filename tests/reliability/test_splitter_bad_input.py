@@ -1,0 +1,188 @@
+"""Hostile inputs for the structure-aware splitter: it never crashes and never loses text.
+
+"Loses no text" means: every chunk is ``text[a:b].strip()`` for spans that tile ``text``, so
+walking the chunks through the text in order leaves only whitespace between them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from langchain_holodeck._sections import find_section_refs, normalize_section_ref
+from langchain_holodeck.definitions import find_definitions
+from langchain_holodeck.splitters import StructuredMarkdownSplitter, parse_sections
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+WORDS = st.sampled_from(
+    [
+        "the",
+        "Operator",
+        "shall",
+        "must",
+        "log",
+        "program",
+        "Section",
+        "§",
+        "203(a)",
+        "Article",
+        "5",
+        "PART",
+        "II",
+        "(b)",
+        "means",
+        '"Term"',
+        "é",
+        "日本語",
+        "🙂",
+        "\u200b",
+        "x" * 300,
+        "|",
+        "```",
+        "~~~",
+        "#",
+        "-",
+        "1.",
+        "4.2",
+        ":",
+        "—",
+        "\t",
+        "\r",
+    ]
+)
+PARAGRAPH = st.lists(WORDS, min_size=1, max_size=30).map(" ".join)
+LINE = st.one_of(
+    PARAGRAPH,
+    st.integers(1, 6).flatmap(lambda n: PARAGRAPH.map(lambda p: "#" * n + " " + p)),
+    st.sampled_from(
+        [
+            "```",
+            "```python",
+            "~~~",
+            "| a | b |",
+            "|---|---|",
+            "| 1 | 2 |",
+            "===",
+            "---",
+            "7. Additional Terms.",
+            "Section 4.2 Scope",
+            "§ 203",
+            "Article 5",
+            "PART II",
+            "Chapter 3",
+            "(a) The Operator shall log.",
+            "(1) Keep it.",
+            "(i) Deep.",
+            "(A) Up.",
+            "1. item",
+            "2. item",
+            "",
+            "",
+            "   ",
+            "#" * 7 + " too deep",
+            "- bullet",
+        ]
+    ),
+)
+MARKDOWN = st.lists(LINE, max_size=40).map("\n".join)
+TEXT = st.one_of(MARKDOWN, st.text(max_size=400), st.text(alphabet="#(a)1. \n`|-=§", max_size=300))
+
+
+def assert_covers(text: str, chunks: list[str]) -> None:
+    pos = 0
+    for chunk in chunks:
+        assert chunk, "empty chunk"
+        assert chunk == chunk.strip()
+        found = text.find(chunk, pos)
+        assert found != -1, f"chunk not found in order: {chunk[:60]!r}"
+        assert text[pos:found].strip() == "", f"text lost before {chunk[:40]!r}"
+        pos = found + len(chunk)
+    assert text[pos:].strip() == ""
+
+
+@SETTINGS
+@given(TEXT)
+def test_split_text_never_crashes_and_loses_nothing(text: str) -> None:
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=40).split_text(text)
+    assert_covers(text, chunks)
+
+
+@SETTINGS
+@given(TEXT, st.integers(min_value=1, max_value=6))
+def test_chunk_spans_tile_the_text_at_every_level(text: str, max_level: int) -> None:
+    splitter = StructuredMarkdownSplitter(max_chunk_tokens=25, max_level=max_level)
+    docs = splitter.create_documents([text])
+    assert_covers(text, [d.page_content for d in docs])
+    for doc in docs:
+        assert doc.metadata["chunk_type"] in {"definition", "requirement", "content", "header"}
+        assert all(isinstance(ref, str) for ref in doc.metadata["cross_references"])
+
+
+@SETTINGS
+@given(TEXT)
+def test_chunks_respect_the_token_limit(text: str) -> None:
+    splitter = StructuredMarkdownSplitter(max_chunk_tokens=30, add_start_index=True)
+    for doc in splitter.create_documents([text]):
+        assert splitter._length_function(doc.page_content) <= 30 or len(doc.page_content) == 1
+        start = doc.metadata["start_index"]
+        assert text[start : start + len(doc.page_content)] == doc.page_content
+
+
+@SETTINGS
+@given(TEXT)
+def test_sections_tile_the_text(text: str) -> None:
+    sections = parse_sections(text)
+    if not text.strip():
+        assert sections == []
+        return
+    assert text[: sections[0].start].strip() == ""
+    for before, after in itertools.pairwise(sections):
+        assert before.end == after.start
+        assert before.start < before.end
+    assert sections[-1].end == len(text)
+    for section in sections:
+        assert section.start <= section.body_start <= section.end
+        assert section.level == 0 or 1 <= section.level <= 6
+
+
+@SETTINGS
+@given(TEXT)
+def test_reference_and_definition_finders_never_crash(text: str) -> None:
+    for ref in find_section_refs(text, current_id="203(a)"):
+        assert ref
+        assert not re.search(r"\s", ref)
+    normalize_section_ref(text)
+    for term, definition in find_definitions(text, in_definitions_section=True):
+        assert term.strip()
+        assert definition.strip()
+
+
+def test_huge_single_line_is_split_under_the_limit() -> None:
+    text = "word " * 5000 + "x" * 20000
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=200).split_text(text)
+    assert len(chunks) > 10
+    assert_covers(text, chunks)
+
+
+def test_deep_nesting_is_capped_by_max_level() -> None:
+    text = "\n\n".join(f"{'#' * min(n, 6)} H{n}\n\nbody {n}" for n in range(1, 40))
+    docs = StructuredMarkdownSplitter(max_level=3).create_documents([text])
+    assert max(len(d.metadata["parent_chain"]) for d in docs) <= 2
+    assert_covers(text, [d.page_content for d in docs])
+
+
+def test_unbalanced_fence_swallows_the_rest() -> None:
+    text = "# A\n\ntext\n\n```\n# not a heading\n\n## neither\n"
+    sections = parse_sections(text)
+    assert [s.title for s in sections] == ["A"]
+
+
+def test_headings_only_document() -> None:
+    text = "# A\n## B\n### C\n"
+    docs = StructuredMarkdownSplitter().create_documents([text])
+    assert [d.metadata["chunk_type"] for d in docs] == ["header"] * 3
+    assert [d.metadata["parent_chain"] for d in docs] == [[], ["A"], ["A", "B"]]

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_holodeck.definitions import (
+    Definition,
+    DefinitionExtractor,
+    ResolvedReference,
+    find_definitions,
+    is_definitions_heading,
+    normalize_term,
+    resolve_cross_references,
+)
+from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
+
+
+@pytest.fixture
+def act(data_dir: object) -> Document:
+    path = data_dir / "legal" / "holodeck_act.md"  # type: ignore[operator]  # Path fixture
+    return Document(
+        page_content=path.read_text(encoding="utf-8"),
+        metadata={"source_path": "data/legal/holodeck_act.md"},
+    )
+
+
+def test_normalize_term_ignores_quotes_case_and_spaces() -> None:
+    assert normalize_term("\u201cSafety   Interlock\u201d") == "safety interlock"
+    assert normalize_term("'Operator'") == normalize_term("**OPERATOR**") == "operator"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"Operator" means the crew member.', [("Operator", "the crew member.")]),
+        ("\u201cLog\u201d shall mean a record; and", [("Log", "a record")]),
+        ("\u2018Arch\u2019 means the exit.", [("Arch", "the exit.")]),
+        (
+            "(c) Program is defined as a set of instructions.",
+            [("Program", "a set of instructions.")],
+        ),
+        (
+            '"Deck" has the meaning given in Section 5.',
+            [("Deck", "has the meaning given in Section 5.")],
+        ),
+    ],
+)
+def test_find_definitions_patterns(text: str, expected: list[tuple[str, str]]) -> None:
+    assert find_definitions(text) == expected
+
+
+def test_colon_and_dash_only_inside_definitions_sections() -> None:
+    text = "Widget: a small thing.\n- **Gizmo** - a bigger thing.\nNote: this is long prose here."
+    assert find_definitions(text) == []
+    found = dict(find_definitions(text, in_definitions_section=True))
+    assert found == {
+        "Widget": "a small thing.",
+        "Gizmo": "a bigger thing.",
+        "Note": "this is long prose here.",
+    }
+
+
+def test_prose_means_is_not_a_definition_outside_definitions_sections() -> None:
+    assert find_definitions("This means that the deck is closed.") == []
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Section 102. Definitions", True),
+        ("Glossary", True),
+        ("2. Terms", True),
+        ("Interpretation", True),
+        ("Defined Terms", True),
+        ("7. Additional Terms.", False),
+        ("Terms and Conditions", False),
+        ("Records", False),
+    ],
+)
+def test_is_definitions_heading(title: str, expected: bool) -> None:
+    assert is_definitions_heading(title) is expected
+
+
+def test_extractor_indexes_structured_chunks(act: Document) -> None:
+    chunks = StructuredMarkdownSplitter().split_documents([act])
+    index = DefinitionExtractor().extract(chunks)
+    assert set(index) == {"operator", "safety interlock", "program"}
+    assert index["operator"] == Definition(
+        term="Operator",
+        definition="the crew member who starts a simulation.",
+        source_path="data/legal/holodeck_act.md",
+        section_id="102(a)",
+    )
+
+
+def test_extractor_rebuilds_from_contextualized_chunks(act: Document) -> None:
+    chunks = StructuredMarkdownSplitter().split_documents([act])
+    stored = [
+        c.model_copy(
+            update={
+                "page_content": f'Context: "Bogus" means nothing.\n\n{c.page_content}',
+                "metadata": {**c.metadata, "original_content": c.page_content},
+            }
+        )
+        for c in chunks
+    ]
+    assert set(DefinitionExtractor().extract(stored)) == {"operator", "safety interlock", "program"}
+
+
+def test_extractor_works_on_plain_splitter_chunks() -> None:
+    text = "# Guide\n\n## Glossary\n\nShift: an eight-hour duty period.\n\n## Rules\n\nBe kind."
+    chunks = default_text_splitter(chunk_size=512).create_documents(
+        [text], [{"source_path": "g.md"}]
+    )
+    index = DefinitionExtractor().extract(chunks)
+    assert index["shift"].definition == "an eight-hour duty period."
+    assert index["shift"].source_path == "g.md"
+
+
+def test_first_definition_wins() -> None:
+    chunks = [
+        Document(page_content='"Deck" means the first.', metadata={"source_path": "a"}),
+        Document(page_content='"deck" means the second.', metadata={"source_path": "b"}),
+    ]
+    assert DefinitionExtractor().extract(chunks)["deck"].source_path == "a"
+
+
+def test_resolve_cross_references_to_chunk_ids(act: Document) -> None:
+    chunks = StructuredMarkdownSplitter().split_documents([act])
+    for i, chunk in enumerate(chunks):
+        chunk.id = f"c{i}"
+    by_section = {c.metadata["section_id"]: c.id for c in reversed(chunks)}
+    refs = resolve_cross_references(chunks)
+    source = next(c for c in chunks if c.metadata["section_id"] == "202(b)")
+    assert refs[source.id] == [ResolvedReference("201(a)", by_section["201(a)"])]
+    assert all(r.resolved for rs in refs.values() for r in rs)
+
+
+def test_dangling_and_prefix_references() -> None:
+    a1 = {"source_path": "a", "section_id": "5(a)", "cross_references": []}
+    a2 = {"source_path": "a", "section_id": "6", "cross_references": ["5", "9"]}
+    chunks = [
+        Document(id="1", page_content="x", metadata=a1),
+        Document(id="2", page_content="x", metadata=a2),
+        Document(id="3", page_content="See Section 5.", metadata={"source_path": "b"}),
+    ]
+    refs = resolve_cross_references(chunks)
+    assert refs["2"] == [ResolvedReference("5", "1"), ResolvedReference("9", None)]
+    assert not refs["2"][1].resolved
+    assert refs["3"] == [ResolvedReference("5", None)]  # other file: not resolved across files
+
+
+def test_resolve_needs_ids() -> None:
+    with pytest.raises(ValueError, match="chunk 0 \\(source_path='a'\\) has none"):
+        resolve_cross_references([Document(page_content="x", metadata={"source_path": "a"})])

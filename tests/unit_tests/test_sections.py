@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import pytest
+
+from langchain_holodeck._sections import find_section_refs, normalize_section_ref
+from langchain_holodeck.splitters import Section, parse_sections
+
+
+def titles_ids(text: str) -> list[tuple[str, str]]:
+    return [(s.title, s.section_id) for s in parse_sections(text)]
+
+
+def test_atx_and_setext_headings_nest() -> None:
+    text = "Intro\n=====\n\nbody\n\nDetails\n-------\n\n# Other\n\n## Sub\n"
+    sections = parse_sections(text)
+    assert [(s.title, s.level, s.parent_chain) for s in sections] == [
+        ("Intro", 1, ()),
+        ("Details", 2, ("Intro",)),
+        ("Other", 1, ()),
+        ("Sub", 2, ("Other",)),
+    ]
+
+
+def test_preamble_is_level_zero_without_id() -> None:
+    sections = parse_sections("Some preface.\n\n# A\n")
+    assert sections[0] == Section(0, 15, 0, 0, "", "", ())
+    assert sections[1].title == "A"
+
+
+def test_offsets_point_at_heading_and_body() -> None:
+    text = "# A\nbody a\n## B\nbody b\n"
+    a, b = parse_sections(text)
+    assert text[a.start : a.body_start] == "# A\n"
+    assert text[a.body_start : a.end] == "body a\n"
+    assert text[b.start : b.end] == "## B\nbody b\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "section_id"),
+    [
+        ("7. Additional Terms.", "7"),
+        ("Section 4.2 Scope", "4.2"),
+        ("SECTION 4.2. SCOPE", "4.2"),
+        ("§ 203", "203"),
+        ("§203. Records", "203"),
+        ("Article 5", "5"),
+        ("ARTICLE V — Duties", "v"),
+        ("PART II", "part-ii"),
+        ("Chapter 3: Operations", "chapter-3"),
+        ("Title I", "title-i"),
+        ("4.2.1 Scope and purpose", "4.2.1"),
+        ("Sec. 12", "12"),
+    ],
+)
+def test_plain_text_numbered_headings(line: str, section_id: str) -> None:
+    sections = parse_sections(f"{line}\n\nThe body text follows here.\n")
+    assert [(s.title, s.section_id) for s in sections] == [(line, section_id)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1. open the file\n2. save it\n",  # tight list
+        "1. Open\n2. Save\n",  # tight list with capitals
+        "7. the operator may log this.\n\nmore\n",  # prose, lowercase
+        "3. Make sure the deck is empty before starting\n\nmore\n",  # sentence case, single number
+        "Section 5 applies to every operator.\n\nmore\n",  # prose starting with a keyword
+        "The holodeck\nSection 4.2 Scope\n",  # not at a paragraph start
+        "2024 was a good year.\n",
+    ],
+)
+def test_prose_and_lists_are_not_headings(text: str) -> None:
+    assert all(s.level == 0 for s in parse_sections(text))
+
+
+def test_headings_inside_code_fences_are_ignored() -> None:
+    text = "# Real\n\n```md\n# Fake\nSection 9 Fake\n```\n\n~~~\n## Fake too\n~~~\n\n## Also real\n"
+    assert [s.title for s in parse_sections(text)] == ["Real", "Also real"]
+
+
+def test_subclauses_nest_under_numbered_sections() -> None:
+    text = (
+        "§ 203. Records\n\n(a) Every simulation shall be logged.\n\n(1) The log records.\n\n"
+        "(A) Start time.\n\n(i) In UTC.\n\n(2) Keep logs.\n\n(b) Another.\n"
+    )
+    assert [s.section_id for s in parse_sections(text)] == [
+        "203", "203(a)", "203(a)(1)", "203(a)(1)(A)", "203(a)(1)(A)(i)", "203(a)(2)", "203(b)",
+    ]  # fmt: skip
+    sub = parse_sections(text)[4]
+    assert sub.parent_chain == ("§ 203. Records", "(a)", "(1)", "(A)")
+    assert sub.title == "(i)"
+
+
+def test_letter_i_after_h_is_a_letter_not_roman() -> None:
+    labels = "".join(f"({c}) Item {c}.\n\n" for c in "abcdefghij")
+    ids = [s.section_id for s in parse_sections("Section 1 Lists\n\n" + labels)]
+    assert ids[-2:] == ["1(i)", "1(j)"]
+
+
+def test_subclauses_need_a_numbered_parent() -> None:
+    text = "# Notes\n\n(a) a list item in prose.\n\n(b) another one.\n"
+    assert [s.title for s in parse_sections(text)] == ["Notes"]
+
+
+def test_subclauses_on_consecutive_lines() -> None:
+    text = "Section 2 Rules\n(a) first rule;\n(b) second rule.\n"
+    assert [s.section_id for s in parse_sections(text)] == ["2", "2(a)", "2(b)"]
+
+
+def test_atx_heading_carries_its_number_and_children_inherit() -> None:
+    text = "### Section 102. Definitions\n\n#### Notes\n\ntext\n"
+    assert titles_ids(text) == [("Section 102. Definitions", "102"), ("Notes", "102")]
+
+
+def test_keyword_ranks_nest_title_part_chapter_section() -> None:
+    text = "TITLE I\n\nPART 2 General\n\nChapter 3\n\nSection 4 Scope\n\n4.1 Detail\n\nChapter 4\n"
+    levels = [(s.section_id, s.level) for s in parse_sections(text)]
+    assert levels == [
+        ("title-i", 1), ("part-2", 2), ("chapter-3", 3), ("4", 4), ("4.1", 5), ("chapter-4", 3),
+    ]  # fmt: skip
+
+
+def test_max_level_keeps_deeper_headings_in_the_parent() -> None:
+    text = "# A\n## B\n### C\ntext\n"
+    sections = parse_sections(text, max_level=2)
+    assert [s.title for s in sections] == ["A", "B"]
+    assert sections[-1].end == len(text)
+
+
+def test_max_level_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="got 0"):
+        parse_sections("# A", max_level=0)
+
+
+def test_blank_text_has_no_sections() -> None:
+    assert parse_sections("  \n\n ") == []
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("Article 5", "5"),
+        ("§ 4.2", "4.2"),
+        ("section 7", "7"),
+        ("Section 203(a)(1)", "203(a)(1)"),
+        ("Section 203 (a) (1)", "203(a)(1)"),
+        ("§203(b).", "203(b)"),
+        ("Sec. 12", "12"),
+        ("PART II", "part-ii"),
+        ("chapter 3", "chapter-3"),
+        ("4.2", "4.2"),
+        ("(b)", None),
+        ("the holodeck", None),
+        ("", None),
+    ],
+)
+def test_normalize_section_ref(ref: str, expected: str | None) -> None:
+    assert normalize_section_ref(ref) == expected
+
+
+def test_normalize_matches_the_ids_parse_sections_gives() -> None:
+    sections = parse_sections("### Section 102. Definitions\n\n(a) x.\n\n(1) y.\n")
+    assert normalize_section_ref("Section 102(a)(1)") == sections[-1].section_id
+
+
+def test_find_absolute_references() -> None:
+    text = "See Section 5, §4.2 and section 4; Sections 3 and 4; §§ 201-203; Part II, Article 9."
+    assert find_section_refs(text) == ["5", "4.2", "4", "3", "201", "203", "part-ii", "9"]
+
+
+def test_find_relative_references_resolve_against_current_section() -> None:
+    assert find_section_refs("under subsection (b)", current_id="203(a)") == ["203(b)"]
+    assert find_section_refs("see subsection (a)", current_id="203(a)(2)") == ["203(a)"]
+    assert find_section_refs("paragraph (2)", current_id="203(a)(1)") == ["203(a)(2)"]
+    assert find_section_refs("paragraph (2)", current_id="203") == ["203(2)"]
+    assert find_section_refs("subsection (b)") == []
+
+
+def test_references_to_self_are_dropped() -> None:
+    assert find_section_refs("as Section 5 says", current_id="5") == []
+
+
+def test_plain_words_are_not_references() -> None:
+    assert find_section_refs("This section describes the second part of the article.") == []
