@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -16,6 +16,7 @@ from pydantic_core import ErrorDetails
 from langchain_holodeck._yaml import JSONish, join_path
 
 _SECRET_KEY = re.compile(r"(api_?key|password|passwd|secret|token)$", re.IGNORECASE)
+_SECRET_VARIABLE = re.compile(r"KEY|PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(?P<user>[^\s:/@]*):(?P<password>[^\s@/]+)@")
 _MIN_SCRUB = 4  # shorter "secrets" would blank out ordinary words in the message
 
@@ -75,6 +76,18 @@ def collect_secrets(data: JSONish) -> set[str]:
     return {secret for secret in found if len(secret) >= _MIN_SCRUB}
 
 
+def secret_variable_values(used: Mapping[str, str]) -> set[str]:
+    """Values of substituted environment variables whose names look secret (``*_API_KEY``...).
+
+    Wherever such a value lands (even in a non-secret field), messages mask it.
+    """
+    return {
+        value
+        for name, value in used.items()
+        if _SECRET_VARIABLE.search(name) and len(value) >= _MIN_SCRUB
+    }
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """Replace every occurrence of each secret (longest first) by ``***``, and URL passwords."""
     for secret in sorted(secrets, key=len, reverse=True):
@@ -105,7 +118,8 @@ def format_validation_error(
 
 def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: str) -> str:
     path, owner, current = _field_path(model, error["loc"], prefix)
-    kind, ctx = error["type"], error.get("ctx") or {}
+    kind = error["type"]
+    ctx = {key: _plain_number(value) for key, value in (error.get("ctx") or {}).items()}
     show_value = True
     if kind == "extra_forbidden":
         allowed = ", ".join(owner.model_fields) if owner is not None else "see the reference"
@@ -133,6 +147,13 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     if not show_value:
         return f"{display}: {where}{problem}."
     return f"{display}: {where}{problem}, got {_render(value, path)}."
+
+
+def _plain_number(value: object) -> object:
+    """``1.0`` -> ``1`` so bounds read as written (``must be > 0``, not ``> 0.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _render(value: object, path: str) -> str:

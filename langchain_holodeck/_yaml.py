@@ -19,7 +19,10 @@ MAX_FILE_BYTES = 1024 * 1024
 """Configuration files larger than this (1 MiB) are refused before parsing."""
 
 MAX_NODES = 10_000
-"""Budget of YAML nodes after alias expansion; a 'billion laughs' document exceeds it at once."""
+"""Budget of YAML nodes after alias expansion (a scalar also counts 1 per KiB of its text).
+
+A 'billion laughs' document, or a long string aliased many times, exceeds it at once.
+"""
 
 MAX_DEPTH = 50
 """Deepest nesting of mappings and lists accepted."""
@@ -57,7 +60,15 @@ def read_yaml_mapping(path: Path, *, display: str) -> dict[str, JSONish]:
             a mapping repeats a key.
     """
     text = _read_text(path, display=display)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # checks every character up front
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        msg = (
+            f"{display}: line {line}: character {exc.character!r} is not allowed in YAML; "
+            'write it as an escape inside double quotes ("\\x0b").'
+        )
+        raise ConfigError(msg) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -143,6 +154,8 @@ class _GraphCheck:
                 raise ConfigError(msg)
             self.active.add(key)
             size = 1 + self._children(node, path, depth)
+            if isinstance(node, ScalarNode):
+                size += len(node.value) // 1024
             self.active.discard(key)
             self.sizes[key] = size
         if size > MAX_NODES:
@@ -176,14 +189,19 @@ class _GraphCheck:
     def _too_big(self, path: str, node: Node) -> None:
         line = node.start_mark.line + 1
         msg = (
-            f"{self.display}: {path or 'document'} (line {line}): more than {MAX_NODES} values "
-            "once YAML aliases are expanded; refusing a possible alias bomb. Write the values out."
+            f"{self.display}: {path or 'document'} (line {line}): too large once YAML aliases "
+            f"are expanded (over {MAX_NODES} values); refusing a possible alias bomb."
         )
         raise ConfigError(msg)
 
 
 def substitute_env(
-    value: JSONish, environ: Mapping[str, str], *, display: str, path: str = ""
+    value: JSONish,
+    environ: Mapping[str, str],
+    *,
+    display: str,
+    path: str = "",
+    used: dict[str, str] | None = None,
 ) -> JSONish:
     """Replace ``${VAR}`` in every string scalar (never in keys); ``$${VAR}`` yields ``${VAR}``.
 
@@ -195,27 +213,33 @@ def substitute_env(
         environ: Where variables are looked up.
         display: The file name for error messages.
         path: The field path of ``value`` (``tools[0].database``), for error messages.
+        used: When given, receives each substituted variable's name and value.
 
     Raises:
         ConfigError: When a variable is unset or a ``${`` reference is malformed; the message
             names the file, the field path and the variable.
     """
+    used = {} if used is None else used
     if isinstance(value, str):
-        return _substitute(value, environ, display=display, path=path)
+        return _substitute(value, environ, display=display, path=path, used=used)
     if isinstance(value, list):
         return [
-            substitute_env(item, environ, display=display, path=join_path(path, index))
-            for index, item in enumerate(value)
+            substitute_env(item, environ, display=display, path=join_path(path, i), used=used)
+            for i, item in enumerate(value)
         ]
     if isinstance(value, dict):
         return {
-            key: substitute_env(item, environ, display=display, path=join_path(path, key))
+            key: substitute_env(
+                item, environ, display=display, path=join_path(path, key), used=used
+            )
             for key, item in value.items()
         }
     return value
 
 
-def _substitute(text: str, environ: Mapping[str, str], *, display: str, path: str) -> str:
+def _substitute(
+    text: str, environ: Mapping[str, str], *, display: str, path: str, used: dict[str, str]
+) -> str:
     if "${" not in text:
         return text
 
@@ -236,6 +260,7 @@ def _substitute(text: str, environ: Mapping[str, str], *, display: str, path: st
                 f"or write $${{{body}}} for a literal '${{{body}}}'."
             )
             raise ConfigError(msg)
+        used[body] = environ[body]
         return environ[body]
 
     return _REFERENCE.sub(replace, text)

@@ -28,6 +28,7 @@ from langchain_holodeck._config_errors import (
     collect_secrets,
     format_validation_error,
     is_secret_key,
+    secret_variable_values,
 )
 from langchain_holodeck._config_reference import render_models_markdown
 from langchain_holodeck._config_sections import (
@@ -249,8 +250,10 @@ def load_agent_config(
     display = str(path)
     raw = read_yaml_mapping(file, display=display)
     _reject_literal_secrets(raw.get("tools"), display=display, path="tools")
-    data = substitute_env(raw, os.environ if environ is None else environ, display=display)
-    return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute())
+    env = os.environ if environ is None else environ
+    used: dict[str, str] = {}
+    data = substitute_env(raw, env, display=display, used=used)
+    return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used)
 
 
 def load_project_database_config(
@@ -277,8 +280,9 @@ def load_project_database_config(
     if section is None:
         return None
     env = os.environ if environ is None else environ
-    data = substitute_env(section, env, display=display, path="vectorstore")
-    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore")
+    used: dict[str, str] = {}
+    data = substitute_env(section, env, display=display, path="vectorstore", used=used)
+    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore", used=used)
 
 
 def resolve_database_config(
@@ -342,13 +346,13 @@ def _validate(
     display: str,
     prefix: str = "",
     base_dir: Path | None = None,
+    used: Mapping[str, str],
 ) -> _M:
     try:
         return model.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        text = format_validation_error(
-            exc, model, display=display, prefix=prefix, secrets=collect_secrets(data)
-        )
+        secrets = collect_secrets(data) | secret_variable_values(used)
+        text = format_validation_error(exc, model, display=display, prefix=prefix, secrets=secrets)
         # `from None`: pydantic's own message quotes raw input values, secrets included.
         raise ConfigError(text) from None
 

@@ -1,0 +1,801 @@
+"""Configuration models, the YAML reader, ${VAR} substitution and database precedence."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+import yaml
+
+from langchain_holodeck.config import (
+    AgentConfig,
+    CohereRerankerConfig,
+    ContextModelConfig,
+    DatabaseConfig,
+    HierarchicalDocumentToolConfig,
+    KeywordIndexConfig,
+    SearchWeights,
+    VectorStoreToolConfig,
+    VLLMRerankerConfig,
+    config_reference_markdown,
+    load_agent_config,
+    load_project_database_config,
+    resolve_database_config,
+)
+from langchain_holodeck.errors import ConfigError
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "agent.yaml"
+FAKE_KEY = "sk-FAKE-do-not-leak-7f3a9c"
+FAKE_PASSWORD = "pw-FAKE-do-not-leak-91b2"
+ENV = {
+    "REDIS_URL": "redis://localhost:6379",
+    "COHERE_API_KEY": FAKE_KEY,
+    "SECRET_REDIS": f"redis://:{FAKE_PASSWORD}@db.internal:6380/0",
+    "EMPTY": "",
+}
+
+
+def write(tmp_path: Path, text: str, name: str = "agent.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def vectorstore(**overrides: Any) -> dict[str, Any]:
+    tool = {"type": "vectorstore", "name": "kb", "description": "docs", "source": "docs/"}
+    tool.update(overrides)
+    return {key: value for key, value in tool.items() if value is not _DROP}
+
+
+def hierarchical(**overrides: Any) -> dict[str, Any]:
+    tool = {"type": "hierarchical_document", "name": "legal", "source": "./legal"}
+    tool.update(overrides)
+    return {key: value for key, value in tool.items() if value is not _DROP}
+
+
+_DROP = object()
+
+
+def load_tools(tmp_path: Path, *tools: dict[str, Any], **top: Any) -> AgentConfig:
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump({**top, "tools": list(tools)}), encoding="utf-8")
+    return load_agent_config(path, environ=ENV)
+
+
+# --- loading valid files -------------------------------------------------------------------
+
+
+def test_minimal_vectorstore_gets_documented_defaults(tmp_path: Path) -> None:
+    config = load_tools(tmp_path, vectorstore())
+    (tool,) = config.tools
+    assert isinstance(tool, VectorStoreToolConfig)
+    assert (tool.top_k, tool.min_similarity_score, tool.database) == (5, None, None)
+    assert (tool.rerank, tool.rerank_top_n, tool.reranker, tool.rerank_on) == (
+        False,
+        None,
+        None,
+        "original",
+    )
+
+
+def test_minimal_hierarchical_gets_documented_defaults(tmp_path: Path) -> None:
+    (tool,) = load_tools(tmp_path, hierarchical()).tools
+    assert isinstance(tool, HierarchicalDocumentToolConfig)
+    assert tool.description  # has a default
+    assert (tool.top_k, tool.max_chunk_tokens, tool.expand_hops, tool.expand_direction) == (
+        10,
+        800,
+        0,
+        "out",
+    )
+    assert (tool.context_max_tokens, tool.context_concurrency) == (100, 10)
+    assert tool.search_weights == SearchWeights(semantic=0.5, keyword=0.3, exact=0.2)
+    assert tool.keyword_index.provider == "in-memory"
+
+
+def test_relative_source_resolves_against_the_yaml_directory(tmp_path: Path) -> None:
+    sub = tmp_path / "project"
+    sub.mkdir()
+    (tool,) = load_tools(sub, vectorstore(source="data/docs/")).tools
+    assert tool.source == "data/docs/"  # kept as configured, for display
+    assert tool.base_dir == sub.absolute()
+    assert tool.resolved_source() == sub.absolute() / "data" / "docs"
+    assert tool.resolved_source(tmp_path) == tmp_path / "data" / "docs"
+
+
+def test_absolute_source_is_kept(tmp_path: Path) -> None:
+    (tool,) = load_tools(tmp_path, vectorstore(source=str(tmp_path / "x"))).tools
+    assert tool.resolved_source("/elsewhere") == tmp_path / "x"
+
+
+def test_programmatic_config_resolves_against_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tool = VectorStoreToolConfig(type="vectorstore", name="kb", description="d", source="docs")
+    assert tool.base_dir is None
+    assert tool.resolved_source() == tmp_path / "docs"
+
+
+def test_example_agent_yaml_loads_with_every_tool_type() -> None:
+    config = load_agent_config(EXAMPLE, environ=ENV)
+    assert {type(tool) for tool in config.tools} == {
+        VectorStoreToolConfig,
+        HierarchicalDocumentToolConfig,
+    }
+    for tool in config.tools:
+        assert tool.resolved_source().exists(), tool.source
+    vector_tool, legal_tool = config.tools
+    assert isinstance(vector_tool.reranker, VLLMRerankerConfig)
+    assert isinstance(legal_tool.reranker, CohereRerankerConfig)
+    assert legal_tool.reranker.api_key.get_secret_value() == FAKE_KEY
+    assert vector_tool.database is not None
+    assert vector_tool.database.masked_connection_string == "redis://localhost:6379"
+    assert isinstance(legal_tool, HierarchicalDocumentToolConfig)
+    assert legal_tool.context_model == ContextModelConfig(
+        provider="anthropic", name="claude-3-haiku-20240307"
+    )
+
+
+def test_example_agent_yaml_needs_its_variables() -> None:
+    with pytest.raises(ConfigError, match=r"agent\.yaml: tools\[0\]\.database.* REDIS_URL"):
+        load_agent_config(EXAMPLE, environ={})
+
+
+def test_free_form_top_level_keys_are_accepted(tmp_path: Path) -> None:
+    config = load_tools(
+        tmp_path,
+        vectorstore(),
+        name="agent",
+        description="helps",
+        model={"provider": "openai", "name": "gpt-4o"},
+        instructions={"inline": "Be brief."},
+    )
+    assert config.name == "agent"
+    assert config.model == {"provider": "openai", "name": "gpt-4o"}
+    assert "gpt-4o" not in repr(config)  # free-form sections stay out of the repr
+
+
+def test_configs_are_frozen(tmp_path: Path) -> None:
+    (tool,) = load_tools(tmp_path, vectorstore()).tools
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        tool.top_k = 7  # type: ignore[misc] # the point of the test
+
+
+def test_yaml_anchor_shared_between_tools_is_allowed(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        tools:
+          - {type: vectorstore, name: a, description: d, source: s,
+             database: &db {provider: redis, connection_string: "${REDIS_URL}"}}
+          - {type: vectorstore, name: b, description: d, source: s, database: *db}
+        """,
+    )
+    config = load_agent_config(path, environ=ENV)
+    assert config.tools[0].database == config.tools[1].database
+
+
+# --- every validation rule: file, field path and value in the message ---------------------
+
+RULES = [
+    # (tool, field path, fragment that must follow the path)
+    (vectorstore(name="bad name"), "tools[0].name", "got 'bad name'"),
+    (vectorstore(name="x" * 65), "tools[0].name", "at most 64"),
+    (vectorstore(name=_DROP), "tools[0].name", "required"),
+    (vectorstore(description=_DROP), "tools[0].description", "required"),
+    (vectorstore(source=""), "tools[0].source", "must not be empty, got ''"),
+    (vectorstore(top_k=0), "tools[0].top_k", "must be >= 1, got 0"),
+    (vectorstore(top_k=500), "tools[0].top_k", "must be <= 100, got 500"),
+    (vectorstore(top_k="many"), "tools[0].top_k", "must be an integer, got 'many'"),
+    (vectorstore(min_similarity_score=1.5), "tools[0].min_similarity_score", "got 1.5"),
+    (vectorstore(min_similarity_score=-0.1), "tools[0].min_similarity_score", "got -0.1"),
+    (vectorstore(rerank="maybe"), "tools[0].rerank", "true or false, got 'maybe'"),
+    (vectorstore(rerank_top_n=0), "tools[0].rerank_top_n", "got 0"),
+    (vectorstore(rerank_top_n=1001), "tools[0].rerank_top_n", "must be <= 1000, got 1001"),
+    (vectorstore(rerank_on="summary"), "tools[0].rerank_on", "got 'summary'"),
+    (vectorstore(topk=3), "tools[0].topk", "unknown key; allowed keys: type, name"),
+    (vectorstore(type="vectorstores"), "tools[0].type", "got 'vectorstores'"),
+    (vectorstore(type=_DROP), "tools[0].type", "required, but missing (one of 'vectorstore'"),
+    (
+        vectorstore(rerank=True),
+        "tools[0]",
+        "reranker configuration required when rerank is enabled",
+    ),
+    (
+        vectorstore(reranker={"provider": "jina", "api_key": "${COHERE_API_KEY}"}),
+        "tools[0].reranker.provider",
+        "must be one of 'cohere', 'vllm', got 'jina'",
+    ),
+    (
+        vectorstore(reranker={"provider": "cohere"}),
+        "tools[0].reranker.api_key",
+        "required",
+    ),
+    (
+        vectorstore(reranker={"provider": "cohere", "api_key": "${EMPTY}"}),
+        "tools[0].reranker.api_key",
+        "must not be empty",
+    ),
+    (
+        vectorstore(reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}", "x": 1}),
+        "tools[0].reranker.x",
+        "unknown key; allowed keys: provider, api_key, model",
+    ),
+    (
+        vectorstore(reranker={"provider": "vllm", "url": "ftp://host", "model": "m"}),
+        "tools[0].reranker.url",
+        "http:// or https://",
+    ),
+    (
+        vectorstore(reranker={"provider": "vllm", "url": "http://h", "model": ""}),
+        "tools[0].reranker.model",
+        "must not be empty, got ''",
+    ),
+    (
+        vectorstore(reranker={"provider": "vllm", "url": "http://h"}),
+        "tools[0].reranker.model",
+        "required",
+    ),
+    (
+        vectorstore(reranker={"provider": "vllm", "url": "http://h", "model": "m", "timeout": 0}),
+        "tools[0].reranker.timeout",
+        "must be > 0, got 0",
+    ),
+    (vectorstore(database={"provider": "mysql"}), "tools[0].database.provider", "got 'mysql'"),
+    (
+        vectorstore(database={"connection_string": "${REDIS_URL}"}),
+        "tools[0].database.provider",
+        "required",
+    ),
+    (
+        vectorstore(database={"provider": "redis"}),
+        "tools[0].database",
+        "provider 'redis' needs connection_string",
+    ),
+    (
+        vectorstore(database={"provider": "redis", "connection_string": "http://db:6379"}),
+        "tools[0].database.connection_string",
+        "must start with redis:// or rediss://, got 'http://db:6379'",
+    ),
+    (
+        vectorstore(database={"provider": "in-memory", "connection_string": "${REDIS_URL}"}),
+        "tools[0].database",
+        "connection_string is only used with provider 'redis'",
+    ),
+    (
+        vectorstore(database={"provider": "in-memory", "vector_algorithm": "IVF"}),
+        "tools[0].database.vector_algorithm",
+        "must be 'HNSW' or 'FLAT', got 'IVF'",
+    ),
+    (
+        vectorstore(database={"provider": "in-memory", "distance_metric": "cosine"}),
+        "tools[0].database.distance_metric",
+        "got 'cosine'",
+    ),
+    (
+        vectorstore(database={"provider": "in-memory", "index_name": "my index"}),
+        "tools[0].database.index_name",
+        "got 'my index'",
+    ),
+    (hierarchical(top_k=101), "tools[0].top_k", "must be <= 100, got 101"),
+    (
+        hierarchical(contextual_embeddings=True),
+        "tools[0]",
+        "contextual_embeddings is true but context_model is not set",
+    ),
+    (
+        hierarchical(context_model={"provider": "anthropic"}),
+        "tools[0].context_model.name",
+        "required",
+    ),
+    (
+        hierarchical(context_model={"provider": "openai", "name": "m", "temperature": 3}),
+        "tools[0].context_model.temperature",
+        "must be <= 2, got 3",
+    ),
+    (
+        hierarchical(context_model={"provider": "openai", "name": "m", "base_url": "localhost"}),
+        "tools[0].context_model.base_url",
+        "got 'localhost'",
+    ),
+    (hierarchical(context_max_tokens=0), "tools[0].context_max_tokens", "must be > 0, got 0"),
+    (hierarchical(context_concurrency=-1), "tools[0].context_concurrency", "got -1"),
+    (hierarchical(max_chunk_tokens=10), "tools[0].max_chunk_tokens", "must be >= 50, got 10"),
+    (hierarchical(expand_hops=4), "tools[0].expand_hops", "must be <= 3, got 4"),
+    (hierarchical(expand_direction="up"), "tools[0].expand_direction", "got 'up'"),
+    (
+        hierarchical(search_weights={"semantic": -1}),
+        "tools[0].search_weights.semantic",
+        "must be >= 0, got -1",
+    ),
+    (
+        hierarchical(search_weights={"semantic": 0, "keyword": 0, "exact": 0}),
+        "tools[0].search_weights",
+        "are all 0",
+    ),
+    (
+        hierarchical(search_weights={"dense": 1}),
+        "tools[0].search_weights.dense",
+        "unknown key; allowed keys: semantic, keyword, exact",
+    ),
+    (
+        hierarchical(keyword_index={"provider": "elastic"}),
+        "tools[0].keyword_index.provider",
+        "got 'elastic'",
+    ),
+    (
+        hierarchical(keyword_index={"provider": "opensearch"}),
+        "tools[0].keyword_index",
+        "provider 'opensearch' needs endpoint",
+    ),
+    (
+        hierarchical(keyword_index={"provider": "opensearch", "endpoint": "localhost:9200"}),
+        "tools[0].keyword_index.endpoint",
+        "got 'localhost:9200'",
+    ),
+    (
+        hierarchical(keyword_index={"provider": "in-memory", "endpoint": "http://h:9200"}),
+        "tools[0].keyword_index",
+        "endpoint only apply to provider 'opensearch', got provider 'in-memory'",
+    ),
+    (
+        hierarchical(
+            keyword_index={"provider": "opensearch", "endpoint": "http://h", "username": "u"}
+        ),
+        "tools[0].keyword_index",
+        "username and password go together",
+    ),
+    (
+        hierarchical(
+            keyword_index={
+                "provider": "opensearch",
+                "endpoint": "http://h",
+                "username": "u",
+                "password": "${COHERE_API_KEY}",
+                "api_key": "${COHERE_API_KEY}",
+            }
+        ),
+        "tools[0].keyword_index",
+        "either api_key or username/password",
+    ),
+    (
+        hierarchical(
+            keyword_index={"provider": "opensearch", "endpoint": "http://h", "timeout": 0}
+        ),
+        "tools[0].keyword_index.timeout",
+        "must be > 0, got 0",
+    ),
+    (
+        hierarchical(
+            keyword_index={"provider": "opensearch", "endpoint": "http://h", "index_name": "Bad"}
+        ),
+        "tools[0].keyword_index.index_name",
+        "got 'Bad'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "path", "fragment"), RULES)
+def test_each_invalid_value_names_file_field_and_value(
+    tmp_path: Path, tool: dict[str, Any], path: str, fragment: str
+) -> None:
+    pattern = re.escape(f"agent.yaml: {path}: ") + ".*" + re.escape(fragment)
+    with pytest.raises(ConfigError, match=pattern):
+        load_tools(tmp_path, tool)
+
+
+def test_second_tool_is_reported_with_its_index(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"agent\.yaml: tools\[1\]\.top_k: .*got 0\.$"):
+        load_tools(tmp_path, vectorstore(), vectorstore(name="b", top_k=0))
+
+
+def test_several_errors_are_one_line_each(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_tools(tmp_path, vectorstore(top_k=0, min_similarity_score=3))
+    lines = str(info.value).splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith(str(tmp_path / "agent.yaml")) for line in lines)
+
+
+def test_duplicate_tool_names_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"tools\[0\] and tools\[1\] are both named 'kb'"):
+        load_tools(tmp_path, vectorstore(), hierarchical(name="kb"))
+
+
+def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"agent\.yaml: evaluations: unknown key; allowed keys"):
+        load_tools(tmp_path, vectorstore(), evaluations=[])
+
+
+def test_tools_must_be_a_list(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: {type: vectorstore}\n")
+    with pytest.raises(ConfigError, match=r"agent\.yaml: tools: must be a list\."):
+        load_agent_config(path, environ=ENV)
+
+
+def test_tools_key_is_required(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: agent\n")
+    with pytest.raises(ConfigError, match=r"agent\.yaml: tools: required, but missing\."):
+        load_agent_config(path, environ=ENV)
+
+
+def test_rerank_message_is_exact_when_built_in_code() -> None:
+    with pytest.raises(
+        pydantic.ValidationError, match="reranker configuration required when rerank is enabled"
+    ):
+        VectorStoreToolConfig(
+            type="vectorstore", name="kb", description="d", source="s", rerank=True
+        )
+
+
+# --- ${VAR} substitution --------------------------------------------------------------------
+
+
+def test_env_variable_is_substituted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        tools:
+          - type: vectorstore
+            name: kb
+            description: "Docs of ${PRODUCT} v${VERSION}"
+            source: ${DOCS_DIR}/docs
+            top_k: ${TOP_K}
+        """,
+    )
+    env = {"PRODUCT": "Holodeck", "VERSION": "2", "DOCS_DIR": "data", "TOP_K": "7"}
+    (tool,) = load_agent_config(path, environ=env).tools
+    assert tool.description == "Docs of Holodeck v2"
+    assert tool.source == "data/docs"
+    assert tool.top_k == 7
+
+
+def test_unset_variable_names_variable_file_and_field(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        tools:
+          - type: vectorstore
+            name: kb
+            description: d
+            source: s
+            database: {provider: redis, connection_string: "${MISSING_REDIS_URL}"}
+        """,
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"agent\.yaml: tools\[0\]\.database\.connection_string: environment variable "
+        r"MISSING_REDIS_URL is not set",
+    ):
+        load_agent_config(path, environ={})
+
+
+def test_escaped_reference_stays_literal(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        tools:
+          - {type: vectorstore, name: kb, source: s, description: "costs ${PRICE}, not $${PRICE}"}
+        """,
+    )
+    (tool,) = load_agent_config(path, environ={"PRICE": "5"}).tools
+    assert tool.description == "costs 5, not ${PRICE}"
+
+
+def test_substitution_reaches_nested_lists(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        model: {fallbacks: [["${A}", {deep: "${B}"}]]}
+        tools:
+          - {type: vectorstore, name: kb, source: s, description: d}
+        """,
+    )
+    config = load_agent_config(path, environ={"A": "one", "B": "two"})
+    assert config.model == {"fallbacks": [["one", {"deep": "two"}]]}
+
+
+def test_unset_variable_in_nested_list_names_its_index(tmp_path: Path) -> None:
+    path = write(tmp_path, 'model: {fallbacks: [ok, "${NOPE}"]}\ntools: []\n')
+    with pytest.raises(ConfigError, match=r"model\.fallbacks\[1\]: environment variable NOPE"):
+        load_agent_config(path, environ={})
+
+
+def test_substituted_yaml_syntax_stays_a_string(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, 'tools:\n  - {type: vectorstore, name: kb, source: s, description: "${D}"}\n'
+    )
+    injected = "x\ntop_k: 99\n{rerank: true}"
+    (tool,) = load_agent_config(path, environ={"D": injected}).tools
+    assert tool.description == injected
+    assert tool.top_k == 5
+
+
+def test_keys_are_not_substituted(tmp_path: Path) -> None:
+    path = write(tmp_path, 'model: {"${K}": v}\ntools: []\n')
+    assert load_agent_config(path, environ={"K": "k"}).model == {"${K}": "v"}
+
+
+def test_malformed_reference_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, 'description: "price ${unterminated"\ntools: []\n')
+    with pytest.raises(
+        ConfigError, match=r"agent\.yaml: description: malformed variable reference"
+    ):
+        load_agent_config(path, environ={})
+
+
+def test_default_environ_is_os_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOLODECK_TEST_DESCRIPTION", "from the environment")
+    path = write(
+        tmp_path,
+        "tools:\n  - {type: vectorstore, name: kb, source: s, "
+        'description: "${HOLODECK_TEST_DESCRIPTION}"}\n',
+    )
+    assert load_agent_config(path).tools[0].description == "from the environment"
+
+
+def test_literal_api_key_is_rejected_without_showing_it(tmp_path: Path) -> None:
+    tool = vectorstore(reranker={"provider": "cohere", "api_key": FAKE_KEY})
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.reranker\.api_key: secrets must come") as e:
+        load_tools(tmp_path, tool)
+    assert FAKE_KEY not in str(e.value)
+
+
+# --- file-level problems --------------------------------------------------------------------
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.yaml: file not found"):
+        load_agent_config(tmp_path / "nope.yaml")
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_agent_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "the file is empty"),
+        ("# only a comment\n", "the file is empty"),
+        ("- a\n- b\n", "must be a mapping (key: value lines), got a list"),
+        ("just a string\n", "got a single value"),
+        ("tools: []\n---\ntools: []\n", "expected a single document"),
+    ],
+)
+def test_non_mapping_documents_are_rejected(tmp_path: Path, text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        load_agent_config(write(tmp_path, text), environ={})
+
+
+def test_yaml_syntax_error_reports_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools:\n  - type: vectorstore\n    name: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"agent\.yaml: line \d+, column \d+: could not parse"):
+        load_agent_config(path, environ={})
+
+
+def test_duplicate_key_is_rejected_with_both_lines(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "tools:\n  - type: vectorstore\n    top_k: 3\n    name: kb\n    top_k: 4\n",
+    )
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.top_k: duplicate key \(lines 3 and 5\)"):
+        load_agent_config(path, environ={})
+
+
+def test_alias_bomb_is_rejected(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    path = write(tmp_path, "\n".join(lines) + "\ntools: []\n")
+    with pytest.raises(ConfigError, match="alias bomb"):
+        load_agent_config(path, environ={})
+
+
+def test_file_over_one_mebibyte_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("tools: []\n" + "#" * (1024 * 1024), encoding="utf-8")
+    with pytest.raises(ConfigError, match="larger than 1048576 bytes"):
+        load_agent_config(path, environ={})
+
+
+def test_non_utf8_file_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_bytes(b"tools: []\nname: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_agent_config(path, environ={})
+
+
+# --- database precedence --------------------------------------------------------------------
+
+PROJECT_DB = "redis://project-redis:6379"
+HOME_DB = "redis://home-redis:6379"
+
+
+def holodeck_config(base: Path, text: str) -> Path:
+    (base / ".holodeck").mkdir(parents=True, exist_ok=True)
+    path = base / ".holodeck" / "config.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    return project, home
+
+
+def with_database(database: dict[str, Any] | None) -> VectorStoreToolConfig:
+    return VectorStoreToolConfig.model_validate(vectorstore(database=database))
+
+
+def test_precedence_tool_database_wins(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    holodeck_config(project, f"vectorstore: {{provider: redis, connection_string: {PROJECT_DB}}}")
+    holodeck_config(home, f"vectorstore: {{provider: redis, connection_string: {HOME_DB}}}")
+    tool = with_database({"provider": "redis", "connection_string": "redis://tool:6379"})
+    found = resolve_database_config(tool, project_dir=project, home_dir=home, environ={})
+    assert found is not None
+    assert found.masked_connection_string == "redis://tool:6379"
+
+
+def test_precedence_project_config_before_home(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    holodeck_config(
+        project,
+        f"""
+        llm: {{provider: openai, api_key: literal-not-ours}}
+        vectorstore:
+          provider: redis
+          connection_string: {PROJECT_DB}
+          index_name: project_index
+        """,
+    )
+    holodeck_config(home, f"vectorstore: {{provider: redis, connection_string: {HOME_DB}}}")
+    found = resolve_database_config(
+        with_database(None), project_dir=project, home_dir=home, environ={}
+    )
+    assert found is not None
+    assert (found.masked_connection_string, found.index_name) == (PROJECT_DB, "project_index")
+
+
+def test_precedence_home_config_when_no_project_config(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    holodeck_config(project, "llm: {provider: openai}\n")  # no vectorstore section: falls through
+    holodeck_config(home, "vectorstore: {provider: redis, connection_string: '${HOME_REDIS}'}")
+    found = resolve_database_config(
+        with_database(None), project_dir=project, home_dir=home, environ={"HOME_REDIS": HOME_DB}
+    )
+    assert found is not None
+    assert found.masked_connection_string == HOME_DB
+
+
+def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    assert resolve_database_config(with_database(None), project_dir=project, home_dir=home) is None
+    assert resolve_database_config(None, project_dir=project, home_dir=home) is None
+
+
+def test_invalid_project_config_names_file_and_field(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    holodeck_config(project, "vectorstore: {provider: redis, connection_string: 'mysql://x'}")
+    with pytest.raises(
+        ConfigError,
+        match=r"\.holodeck/config\.yaml: vectorstore\.connection_string: must start with redis://",
+    ):
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+
+
+def test_project_config_unset_variable_is_an_error(dirs: tuple[Path, Path]) -> None:
+    project, _ = dirs
+    path = holodeck_config(project, "vectorstore: {provider: redis, connection_string: '${NOPE}'}")
+    with pytest.raises(
+        ConfigError, match=r"vectorstore\.connection_string: environment variable NOPE"
+    ):
+        load_project_database_config(path, environ={})
+
+
+def test_project_config_other_sections_are_not_substituted(dirs: tuple[Path, Path]) -> None:
+    project, _ = dirs
+    path = holodeck_config(project, "other: ${UNSET_ELSEWHERE}\n")
+    assert load_project_database_config(path, environ={}) is None
+
+
+# --- secrets never leak ---------------------------------------------------------------------
+
+
+def test_secrets_are_masked_in_repr_and_str(tmp_path: Path) -> None:
+    config = load_tools(
+        tmp_path,
+        vectorstore(
+            database={"provider": "redis", "connection_string": "${SECRET_REDIS}"},
+            rerank=True,
+            reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}"},
+        ),
+        model={"api_key": "${COHERE_API_KEY}"},
+    )
+    for text in (repr(config), str(config), repr(config.tools[0]), str(config.tools[0].database)):
+        assert FAKE_KEY not in text
+        assert FAKE_PASSWORD not in text
+    database = config.tools[0].database
+    assert database is not None
+    assert database.masked_connection_string == "redis://:***@db.internal:6380/0"
+
+
+def test_secrets_are_masked_in_validation_errors(tmp_path: Path) -> None:
+    tool = vectorstore(
+        top_k=0,
+        database={"provider": "redis", "connection_string": "${SECRET_REDIS}", "index_name": "a b"},
+        reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}", "model": ""},
+    )
+    with pytest.raises(ConfigError) as info:
+        load_tools(tmp_path, tool, model={"api_key": "${COHERE_API_KEY}", "bad": 1}, extra=1)
+    message = str(info.value)
+    assert "tools[0].top_k" in message
+    assert FAKE_KEY not in message
+    assert FAKE_PASSWORD not in message
+    assert info.value.__cause__ is None  # pydantic's text (with raw inputs) is not chained
+
+
+def test_bad_connection_string_shows_masked_password(tmp_path: Path) -> None:
+    tool = vectorstore(
+        database={"provider": "redis", "connection_string": f"http://:{FAKE_PASSWORD}@h:6379"}
+    )
+    with pytest.raises(ConfigError, match=re.escape("got 'http://:***@h:6379'")) as info:
+        load_tools(tmp_path, tool)
+    assert FAKE_PASSWORD not in str(info.value)
+
+
+def test_empty_api_key_is_rejected_and_secret_fields_show_no_value(tmp_path: Path) -> None:
+    tool = vectorstore(reranker={"provider": "cohere", "api_key": "${BLANK}"})
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump({"tools": [tool]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.reranker\.api_key: must not be empty"):
+        load_agent_config(path, environ={"BLANK": "  "})
+
+
+def test_yaml_syntax_error_does_not_quote_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, f"tools:\n  - name: [{FAKE_KEY}\n  oops: : :\n")
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert FAKE_KEY not in str(info.value)
+    assert info.value.__cause__ is None
+
+
+# --- reference ------------------------------------------------------------------------------
+
+
+def test_config_reference_mentions_every_field() -> None:
+    text = config_reference_markdown()
+    models = [
+        AgentConfig,
+        VectorStoreToolConfig,
+        HierarchicalDocumentToolConfig,
+        DatabaseConfig,
+        CohereRerankerConfig,
+        VLLMRerankerConfig,
+        ContextModelConfig,
+        SearchWeights,
+        KeywordIndexConfig,
+    ]
+    for model in models:
+        section = text.split(f"### {model.__name__}\n", 1)[1].split("\n### ", 1)[0]
+        for name, field in model.model_fields.items():
+            row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
+            assert field.description, f"{model.__name__}.{name} has no attribute docstring"
+            assert field.description.split()[0] in row
+
+
+def test_config_reference_shows_defaults_and_rules() -> None:
+    text = config_reference_markdown()
+    assert "| `top_k` | integer | `5` | 1..100 |" in text
+    assert "| `top_k` | integer | `10` | 1..100 |" in text
+    assert "required when rerank is true" in text
+    assert "`HNSW` or `FLAT`" in text
