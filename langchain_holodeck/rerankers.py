@@ -27,7 +27,7 @@ import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -41,6 +41,8 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 if TYPE_CHECKING:
     import cohere
+
+    from langchain_holodeck.config import CohereRerankerConfig, VLLMRerankerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -533,23 +535,23 @@ class VLLMReranker(_CohereAPIReranker):
         return [] if self.api_key is None else [self.api_key.get_secret_value()]
 
 
-class _RerankerConfig(Protocol):
-    provider: str
-
-
 def create_reranker(
-    config: _RerankerConfig,
+    config: CohereRerankerConfig | VLLMRerankerConfig,
     *,
-    top_n: int | None = 3,
+    top_n: int | None = None,
     use_contextualized: bool = False,
 ) -> BaseDocumentCompressor:
     """Build the reranker a ``reranker`` config section describes.
 
+    Dispatches on ``config.provider``, so any object with the same attributes works too.
+
     Args:
         config: A ``CohereRerankerConfig`` (``provider="cohere"``, ``api_key``, ``model``) or a
             ``VLLMRerankerConfig`` (``provider="vllm"``, ``url``, ``model``, ``timeout``).
-        top_n: Documents to return (usually the tool's ``top_k``); ``None`` keeps all.
-        use_contextualized: Rerank on the contextualized ``page_content``.
+        top_n: Documents to return; ``None`` (default) returns all, reordered, for
+            ``RerankRetriever`` to cut to its ``k``.
+        use_contextualized: Rerank on the contextualized ``page_content`` (the tool config's
+            ``rerank_on: contextualized``).
 
     Returns:
         A ``BaseDocumentCompressor`` that falls back to the input order on failure.
@@ -559,19 +561,20 @@ def create_reranker(
         ImportError: When the ``cohere`` package is not installed.
     """
     provider = getattr(config, "provider", None)
-    common: dict[str, object] = {"top_n": top_n, "use_contextualized": use_contextualized}
     if provider == "cohere":
         return CohereReranker(
-            api_key=config.api_key,  # type: ignore[attr-defined]  # duck-typed config
-            model=config.model,  # type: ignore[attr-defined]
-            **common,  # type: ignore[arg-type]
+            api_key=config.api_key,  # type: ignore[union-attr]  # provider selects the type
+            model=config.model,
+            top_n=top_n,
+            use_contextualized=use_contextualized,
         )
     if provider == "vllm":
         return VLLMReranker(
-            url=str(config.url),  # type: ignore[attr-defined]
-            model=config.model,  # type: ignore[attr-defined]
-            timeout=config.timeout,  # type: ignore[attr-defined]
-            **common,  # type: ignore[arg-type]
+            url=str(config.url),  # type: ignore[union-attr]  # provider selects the type
+            model=config.model,
+            timeout=config.timeout,  # type: ignore[union-attr]
+            top_n=top_n,
+            use_contextualized=use_contextualized,
         )
     msg = f"reranker provider must be 'cohere' or 'vllm', got {provider!r}."
     raise ValueError(msg)

@@ -287,6 +287,26 @@ def test_create_reranker_rejects_unknown_provider() -> None:
         create_reranker(Bad())
 
 
+def test_create_reranker_from_the_config_models() -> None:
+    from langchain_holodeck.config import CohereRerankerConfig, VLLMRerankerConfig
+
+    cohere = create_reranker(CohereRerankerConfig(provider="cohere", api_key="sk-cfg-1"))
+    assert isinstance(cohere, CohereReranker)
+    assert cohere.api_key.get_secret_value() == "sk-cfg-1"
+    assert cohere.top_n is None  # all, reordered: RerankRetriever cuts to k
+    vllm = create_reranker(
+        VLLMRerankerConfig(provider="vllm", url="http://h:8000", model="bge", timeout=4),
+        use_contextualized=True,
+    )
+    assert isinstance(vllm, VLLMReranker)
+    assert (vllm.url, vllm.model, vllm.timeout, vllm.use_contextualized) == (
+        "http://h:8000",
+        "bge",
+        4.0,
+        True,
+    )
+
+
 # -- RerankRetriever ---------------------------------------------------------------------------
 
 
