@@ -264,3 +264,14 @@ async def test_rerank_retriever_over_http(server: RerankServer) -> None:
     assert [d.id for d in retriever.invoke(QUERY)] == EXPECTED_IDS[:2]
     assert [d.id for d in await retriever.ainvoke(QUERY, k=1)] == EXPECTED_IDS[:1]
     assert len(server.requests[-1].documents) == 5
+
+
+def test_async_client_works_across_event_loops(server: RerankServer) -> None:
+    import asyncio
+
+    reranker = cohere(server.url, top_n=1)
+    first = asyncio.run(reranker.acompress_documents(DOCS, QUERY))
+    second = asyncio.run(reranker.acompress_documents(DOCS, QUERY))  # a new loop: new pool
+    assert [d.id for d in first] == [d.id for d in second] == EXPECTED_IDS[:1]
+    assert first[0].metadata["relevance_score"] == 1.0
+    assert second[0].metadata["relevance_score"] == 1.0
