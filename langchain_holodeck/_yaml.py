@@ -230,7 +230,7 @@ def substitute_env(
     if isinstance(value, dict):
         return {
             key: substitute_env(
-                item, environ, display=display, path=join_path(path, key), used=used
+                item, environ, display=display, path=join_path(path, str(key)), used=used
             )
             for key, item in value.items()
         }

@@ -107,10 +107,15 @@ class _SearchToolConfig(BaseModel):
     _base_dir: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _reranker_when_rerank(self, info: ValidationInfo) -> _SearchToolConfig:
+    def _reranker_when_rerank(self) -> _SearchToolConfig:
         if self.rerank and self.reranker is None:
             msg = "reranker configuration required when rerank is enabled"
             raise ValueError(msg)
+        return self
+
+    @model_validator(mode="after")
+    def _remember_base_dir(self, info: ValidationInfo) -> _SearchToolConfig:
+        # load_agent_config passes the file's directory as validation context.
         if info.context and isinstance(info.context.get("base_dir"), Path):
             self._base_dir = info.context["base_dir"]
         return self
@@ -364,7 +369,7 @@ def _reject_literal_secrets(value: JSONish, *, display: str, path: str) -> None:
             _reject_literal_secrets(item, display=display, path=join_path(path, index))
     elif isinstance(value, dict):
         for key, item in value.items():
-            where = join_path(path, key)
+            where = join_path(path, str(key))
             if is_secret_key(str(key)) and isinstance(item, str) and not has_reference(item):
                 msg = (
                     f"{display}: {where}: secrets must come from the environment; write "
