@@ -82,6 +82,7 @@ class SourceLoader(BaseLoader):
     over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
     converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
     with ``on_error="raise"`` a ``HolodeckError`` naming it is raised.
+    A directory that cannot be listed is skipped with a WARNING in both modes.
 
     Symlinks below the source are followed only when they resolve inside the (resolved)
     source; each real file and directory is loaded once, under its direct path when it
