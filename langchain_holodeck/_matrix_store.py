@@ -218,7 +218,14 @@ class MatrixVectorStore(VectorStore):
             msg = f"got {matrix.shape[0]} vectors for {len(documents)} documents; pass one each."
             raise ValueError(msg)
         _check_lengths(len(documents), ids=list(ids) if ids is not None else None)
-        _normalize(matrix)
+        return self._upsert(_normalize(matrix), documents, ids)
+
+    def _upsert(
+        self,
+        matrix: npt.NDArray[np.float32],
+        documents: Sequence[Document],
+        ids: Sequence[str | None] | None,
+    ) -> list[str]:
         id_source = ids if ids is not None else [d.id for d in documents]
         out_ids = [i if i else str(uuid.uuid4()) for i in id_source]
         # Within one call the last occurrence of an id wins, as with sequential upserts.
@@ -534,7 +541,7 @@ class MatrixVectorStore(VectorStore):
             store._dim = dim
             store._buffer = np.zeros((0, dim), dtype=np.float32)
         if docs:
-            store.add_vectors(docs, vectors)
+            store._upsert(np.array(vectors, dtype=np.float32, ndmin=2), docs, None)
         return store
 
 

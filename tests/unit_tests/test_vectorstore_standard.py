@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from langchain_core.vectorstores import VectorStore
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
@@ -13,5 +11,5 @@ from langchain_holodeck.vectorstores import MatrixVectorStore
 
 class TestMatrixVectorStoreStandard(VectorStoreIntegrationTests):
     @pytest.fixture
-    def vectorstore(self) -> Iterator[VectorStore]:  # type: ignore[override]
-        yield MatrixVectorStore(self.get_embeddings())
+    def vectorstore(self) -> VectorStore:
+        return MatrixVectorStore(self.get_embeddings())
