@@ -21,3 +21,7 @@ class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
 
 class NoSupportedFilesError(HolodeckError, FileNotFoundError):
     """A source directory holds no file the loader can read."""
+
+
+class DocumentLoadError(HolodeckError):
+    """A file could not be read or converted (raised only with ``on_error="raise"``)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_holodeck.errors import HolodeckError, NoSupportedFilesError
+from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
 
 if TYPE_CHECKING:
     from markitdown import DocumentConverter
@@ -81,7 +81,7 @@ class SourceLoader(BaseLoader):
     not decodable), non-regular files, and symlinks resolving outside the source. A file
     over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
     converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
-    with ``on_error="raise"`` a ``HolodeckError`` naming it is raised.
+    with ``on_error="raise"`` a ``DocumentLoadError`` naming it is raised.
     A directory that cannot be listed is skipped with a WARNING in both modes.
 
     Symlinks below the source are followed only when they resolve inside the (resolved)
@@ -108,7 +108,7 @@ class SourceLoader(BaseLoader):
         source: A file or directory.
         base_dir: Directory that a relative ``source`` is resolved against.
         on_error: ``"skip"`` logs and skips a file that fails to read or convert;
-            ``"raise"`` raises ``HolodeckError``.
+            ``"raise"`` raises ``DocumentLoadError``.
         max_file_bytes: Size above which a file is warned about (it is still loaded).
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
 
@@ -184,7 +184,7 @@ class SourceLoader(BaseLoader):
         Raises:
             FileNotFoundError: The source does not exist.
             NoSupportedFilesError: The source holds no file of a supported type.
-            HolodeckError: A file failed to read or convert and ``on_error="raise"``.
+            DocumentLoadError: A file failed to read or convert and ``on_error="raise"``.
         """
         for file in self.iter_files():
             doc = self.load_file(file)
@@ -214,7 +214,7 @@ class SourceLoader(BaseLoader):
         """Read and convert one file; ``None`` when it is skipped (the reason is logged).
 
         Raises:
-            HolodeckError: The file failed to read or convert and ``on_error="raise"``.
+            DocumentLoadError: The file failed to read or convert and ``on_error="raise"``.
         """
         try:
             text = self._read(file)
@@ -222,7 +222,7 @@ class SourceLoader(BaseLoader):
             reason = " ".join(f"{type(e).__name__}: {e}".split())[:500]
             if self.on_error == "raise":
                 msg = f"Could not load {file.source_path!r}: {reason}"
-                raise HolodeckError(msg) from e
+                raise DocumentLoadError(msg) from e
             logger.warning("Skipping %s: could not load it (%s).", file.source_path, reason)
             return None
         if text is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_holodeck.errors import HolodeckError, NoSupportedFilesError
+from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -385,7 +385,7 @@ def test_failed_conversion_is_skipped_and_the_rest_continue(
 def test_on_error_raise_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(1, 256)) * 8)
     loader = SourceLoader(tmp_path, base_dir=tmp_path, on_error="raise")
-    with pytest.raises(HolodeckError, match=r"Could not load 'broken\.pdf': PDFSyntaxError"):
+    with pytest.raises(DocumentLoadError, match=r"Could not load 'broken\.pdf': PDFSyntaxError"):
         loader.load()
 
 
