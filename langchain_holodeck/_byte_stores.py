@@ -1,0 +1,127 @@
+"""Small ``ByteStore`` implementations for the embedding cache: a directory and Redis."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from langchain_core.stores import ByteStore
+
+from langchain_holodeck._matrix_io import atomic_write
+
+_SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+
+
+class LocalFileByteStore(ByteStore):
+    """A ``ByteStore`` of one file per key under ``root`` (created on first write).
+
+    Keys must be simple names (letters, digits, ``.``, ``_``, ``-``; like the hex keys of
+    ``CachedEmbeddings``); files live in ``root/<first two chars>/<key>``. Each write goes
+    through a temporary file and ``os.replace``: a killed process never leaves half a value.
+
+    Instantiate:
+        ```python
+        store = LocalFileByteStore(".holodeck/embedding_cache")
+        store.mset([("ab12", b"...")])
+        ```
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        if not _SAFE_KEY.match(key):
+            msg = (
+                f"LocalFileByteStore keys must be letters, digits, '.', '_' or '-' "
+                f"(at most 201 characters), got {key!r}."
+            )
+            raise ValueError(msg)
+        return self.root / key[:2] / key
+
+    def mget(self, keys: Sequence[str]) -> list[bytes | None]:
+        out: list[bytes | None] = []
+        for key in keys:
+            try:
+                out.append(self._path(key).read_bytes())
+            except FileNotFoundError:
+                out.append(None)
+        return out
+
+    def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
+        for key, value in key_value_pairs:
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, _writer(value))
+
+    def mdelete(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path(key))
+
+    def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
+        if not self.root.is_dir():
+            return
+        for shard in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            for path in sorted(shard.iterdir()):
+                name = path.name
+                if name.startswith(".") or (prefix and not name.startswith(prefix)):
+                    continue
+                yield name
+
+
+def _writer(value: bytes) -> Callable[[IO[bytes]], None]:
+    def write(f: IO[bytes]) -> None:
+        f.write(value)
+
+    return write
+
+
+class RedisByteStore(ByteStore):
+    """A ``ByteStore`` in Redis: key ``{prefix}{key}``, optional TTL in seconds.
+
+    Setup:
+        ``pip install "langchain-holodeck[redis]"``
+
+    Instantiate:
+        ```python
+        store = RedisByteStore(redis.Redis.from_url(url), prefix="holodeck:emb:")
+        ```
+    """
+
+    def __init__(
+        self, client: Any, *, prefix: str = "holodeck:embcache:", ttl: int | None = None
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.ttl = ttl
+
+    def mget(self, keys: Sequence[str]) -> list[bytes | None]:
+        if not keys:
+            return []
+        return list(self.client.mget([self.prefix + k for k in keys]))
+
+    def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
+        if not key_value_pairs:
+            return
+        with self.client.pipeline(transaction=False) as pipe:
+            for key, value in key_value_pairs:
+                pipe.set(self.prefix + key, value, ex=self.ttl)
+            pipe.execute()
+
+    def mdelete(self, keys: Sequence[str]) -> None:
+        if keys:
+            self.client.delete(*(self.prefix + k for k in keys))
+
+    def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
+        pattern = _glob_escape(self.prefix + (prefix or "")) + "*"
+        for key in self.client.scan_iter(match=pattern, count=1000):
+            name = key.decode() if isinstance(key, bytes) else key
+            yield name[len(self.prefix) :]
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

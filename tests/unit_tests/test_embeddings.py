@@ -1,0 +1,237 @@
+"""resolve_embeddings, LocalEmbeddings (real MiniLM, offline), CachedEmbeddings and byte stores."""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.stores import InMemoryByteStore
+
+from langchain_holodeck.embeddings import (
+    DEFAULT_EMBEDDING_MODEL,
+    CachedEmbeddings,
+    LocalEmbeddings,
+    LocalFileByteStore,
+    embedding_model_id,
+    resolve_embeddings,
+)
+from langchain_holodeck.errors import ConfigError
+from tests.helpers import HashingEmbeddings
+
+
+def test_embeddings_instance_passes_through(embeddings: HashingEmbeddings) -> None:
+    assert resolve_embeddings(embeddings) is embeddings
+
+
+def test_none_resolves_to_local_minilm_without_loading() -> None:
+    resolved = resolve_embeddings(None)
+    assert isinstance(resolved, LocalEmbeddings)
+    assert resolved.model_name == DEFAULT_EMBEDDING_MODEL
+    assert resolved._model is None  # lazy: nothing loaded yet
+
+
+def test_sentence_transformers_name_resolves_locally() -> None:
+    resolved = resolve_embeddings("sentence-transformers/paraphrase-MiniLM-L3-v2")
+    assert isinstance(resolved, LocalEmbeddings)
+    assert resolved.model_name == "sentence-transformers/paraphrase-MiniLM-L3-v2"
+
+
+@pytest.mark.parametrize(
+    ("value", "model"),
+    [
+        ("text-embedding-3-small", "text-embedding-3-small"),
+        ("text-embedding-ada-002", "text-embedding-ada-002"),
+        ("openai/text-embedding-3-large", "text-embedding-3-large"),
+    ],
+)
+def test_openai_names_resolve_to_openai_embeddings(
+    value: str, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_openai import OpenAIEmbeddings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    resolved = resolve_embeddings(value)
+    assert isinstance(resolved, OpenAIEmbeddings)
+    assert resolved.model == model
+    assert embedding_model_id(resolved) == f"OpenAIEmbeddings:{model}"
+
+
+def test_openai_without_key_says_which_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="needs the OPENAI_API_KEY environment variable"):
+        resolve_embeddings("text-embedding-3-small")
+
+
+@pytest.mark.parametrize("value", ["bert-base", "openai/", "sentence-transformers/", ""])
+def test_unknown_model_names_are_rejected_with_accepted_forms(value: str) -> None:
+    with pytest.raises(ValueError, match=f"got {value!r}") as info:
+        resolve_embeddings(value)
+    assert "sentence-transformers/<name>" in str(info.value)
+    assert "text-embedding-3-small" in str(info.value)
+
+
+def test_non_string_model_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="got int"):
+        resolve_embeddings(42)  # type: ignore[arg-type]
+
+
+def test_uncached_local_model_fails_with_offline_hint() -> None:
+    emb = LocalEmbeddings("sentence-transformers/definitely-not-cached-model-xyz")
+    with pytest.raises(OSError, match="not in the local Hugging Face cache"):
+        emb.embed_query("hello")
+
+
+def test_local_embeddings_rejects_bad_batch_size() -> None:
+    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
+        LocalEmbeddings(batch_size=0)
+
+
+def test_default_minilm_loads_offline_and_ranks_related_texts_closer() -> None:
+    emb = resolve_embeddings(None)
+    vectors = np.array(
+        emb.embed_documents(
+            [
+                "The cat sat on the mat.",
+                "A kitten is sitting on a rug.",
+                "Quarterly revenue grew by eight percent.",
+            ]
+        )
+    )
+    assert vectors.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    related, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
+    assert related > unrelated + 0.2
+    assert len(emb.embed_query("cat")) == 384
+    assert embedding_model_id(emb) == "LocalEmbeddings:sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_local_embeddings_are_thread_safe() -> None:
+    emb = LocalEmbeddings()
+    results: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            results[n] = emb.embed_query("holodeck safety protocols")
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    first = np.array(results[0])
+    for vec in results.values():
+        np.testing.assert_allclose(np.array(vec), first, atol=1e-6)
+
+
+def test_embedding_model_id_is_stable_and_distinguishes_models() -> None:
+    assert embedding_model_id(DeterministicFakeEmbedding(size=6)) == (
+        "DeterministicFakeEmbedding:size=6"
+    )
+    assert embedding_model_id(HashingEmbeddings(size=8)) == "HashingEmbeddings:size=8"
+    assert embedding_model_id(HashingEmbeddings(size=8)) != embedding_model_id(
+        HashingEmbeddings(size=16)
+    )
+    cached = CachedEmbeddings(HashingEmbeddings(size=8), InMemoryByteStore())
+    assert embedding_model_id(cached) == "HashingEmbeddings:size=8"
+
+
+def test_cache_hit_makes_zero_underlying_calls(embeddings: HashingEmbeddings) -> None:
+    cached = CachedEmbeddings(embeddings, InMemoryByteStore())
+    first = cached.embed_documents(["alpha beta", "gamma", "alpha beta"])
+    assert (embeddings.calls, embeddings.texts_embedded) == (1, 2)  # duplicates embedded once
+    second = cached.embed_documents(["gamma", "alpha beta"])
+    assert (embeddings.calls, embeddings.texts_embedded) == (1, 2)
+    assert second == [first[1], first[0]]
+    assert first[0] == first[2]
+
+
+def test_cache_embeds_only_misses_in_one_call(embeddings: HashingEmbeddings) -> None:
+    cached = CachedEmbeddings(embeddings, InMemoryByteStore())
+    cached.embed_documents(["one", "two"])
+    result = cached.embed_documents(["one", "three", "two", "four"])
+    assert (embeddings.calls, embeddings.texts_embedded) == (2, 4)
+    assert len(result) == 4
+    expected = np.asarray(embeddings.embed_query("three"), dtype=np.float32).tolist()
+    assert result[1] == expected
+
+
+def test_cached_and_fresh_vectors_are_identical_float32(embeddings: HashingEmbeddings) -> None:
+    cached = CachedEmbeddings(embeddings, InMemoryByteStore())
+    miss = cached.embed_documents(["some text here"])
+    hit = cached.embed_documents(["some text here"])
+    assert miss == hit
+    assert miss[0] == np.asarray(embeddings.embed_query("some text here"), np.float32).tolist()
+
+
+def test_cache_keys_depend_on_the_model() -> None:
+    store = InMemoryByteStore()
+    small, large = HashingEmbeddings(size=8), HashingEmbeddings(size=16)
+    CachedEmbeddings(small, store).embed_documents(["x"])
+    vec = CachedEmbeddings(large, store).embed_documents(["x"])
+    assert large.calls == 1
+    assert len(vec[0]) == 16
+
+
+def test_queries_bypass_the_cache_unless_asked(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryByteStore()
+    CachedEmbeddings(embeddings, store).embed_query("q")
+    assert list(store.yield_keys()) == []
+    cached = CachedEmbeddings(embeddings, store, cache_queries=True)
+    first = cached.embed_query("q")
+    embeddings.fail_on = "q"
+    assert cached.embed_query("q") == first
+
+
+def test_underlying_failure_caches_nothing() -> None:
+    failing = HashingEmbeddings(fail_on="boom")
+    store = InMemoryByteStore()
+    cached = CachedEmbeddings(failing, store)
+    with pytest.raises(RuntimeError, match="boom"):
+        cached.embed_documents(["ok", "boom"])
+    assert list(store.yield_keys()) == []
+
+
+async def test_async_cache_path(embeddings: HashingEmbeddings) -> None:
+    cached = CachedEmbeddings(embeddings, InMemoryByteStore())
+    first = await cached.aembed_documents(["a b", "c"])
+    second = await cached.aembed_documents(["c", "a b"])
+    assert embeddings.texts_embedded == 2
+    assert second == [first[1], first[0]]
+
+
+def test_local_file_byte_store_round_trip_and_persistence(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    store = LocalFileByteStore(tmp_path / "cache")
+    assert store.mget(["ab01"]) == [None]
+    store.mset([("ab01", b"\x00\x01"), ("cd02", b"xyz")])
+    assert store.mget(["cd02", "ab01", "zz"]) == [b"xyz", b"\x00\x01", None]
+    assert sorted(store.yield_keys()) == ["ab01", "cd02"]
+    assert list(store.yield_keys(prefix="cd")) == ["cd02"]
+    store.mdelete(["ab01", "missing"])
+    assert store.mget(["ab01"]) == [None]
+    # a second process (new objects) sees the cache: no re-embedding
+    CachedEmbeddings(embeddings, LocalFileByteStore(tmp_path / "c2")).embed_documents(["t"])
+    CachedEmbeddings(embeddings, LocalFileByteStore(tmp_path / "c2")).embed_documents(["t"])
+    assert embeddings.calls == 1
+    assert not list((tmp_path / "c2").rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("key", ["../escape", "a/b", "", ".hidden"])
+def test_local_file_byte_store_rejects_unsafe_keys(key: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="keys must be letters, digits"):
+        LocalFileByteStore(tmp_path).mset([(key, b"x")])
+
+
+def test_cached_vectors_are_finite_floats(embeddings: HashingEmbeddings) -> None:
+    cached = CachedEmbeddings(embeddings, InMemoryByteStore())
+    (vec,) = cached.embed_documents(["hello world"])
+    assert all(isinstance(v, float) and math.isfinite(v) for v in vec)
