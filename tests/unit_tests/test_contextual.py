@@ -1,0 +1,299 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.stores import InMemoryByteStore
+from pydantic import Field
+
+from langchain_holodeck._tokens import count_tokens
+from langchain_holodeck.contextual import (
+    DEFAULT_PROMPT,
+    ContextualChunkEnricher,
+    CostEstimate,
+    EnrichmentStats,
+)
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+_CHUNK = re.compile(r"<chunk>\n(.*?)\n</chunk>", re.S)
+_DOC = re.compile(r"<document>\n(.*?)\n</document>", re.S)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers ``Context of: <first words of the chunk>``; fails on FAIL, hangs on HANG."""
+
+    calls: int = 0
+    max_active: int = 0
+    active: int = 0
+    documents_seen: list[str] = Field(default_factory=list)
+    answer_suffix: str = ""
+    lock: Any = None
+
+    def model_post_init(self, _: Any) -> None:
+        self.lock = threading.Lock()
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _answer(self, messages: list[BaseMessage]) -> str:
+        prompt = str(messages[-1].content)
+        chunk = _CHUNK.search(prompt)
+        document = _DOC.search(prompt)
+        assert chunk is not None
+        assert document is not None
+        self.documents_seen.append(document.group(1))
+        if "FAIL" in chunk.group(1):
+            msg = "model exploded\nsecond line"
+            raise RuntimeError(msg)
+        if "EMPTY" in chunk.group(1):
+            return "  "
+        return f"Context of: {' '.join(chunk.group(1).split()[:3])}{self.answer_suffix}"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self.lock:
+            self.calls += 1
+        text = self._answer(messages)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls += 1
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            await asyncio.sleep(0.001)
+            if "HANG" in str(messages[-1].content).split("<chunk>")[-1]:
+                await asyncio.sleep(3600)
+            text = self._answer(messages)
+        finally:
+            self.active -= 1
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+DOC_TEXT = (
+    "# Holodeck Manual\n\n## Safety\n\nThe safety interlock must stay engaged.\n\n"
+    "## Scheduling\n\nShifts are assigned weekly by the duty officer.\n\n"
+    "## Records\n\nEvery program run is logged.\n"
+)
+
+
+@pytest.fixture
+def document() -> Document:
+    return Document(page_content=DOC_TEXT, metadata={"source_path": "manual.md"})
+
+
+@pytest.fixture
+def chunks(document: Document) -> list[Document]:
+    docs = StructuredMarkdownSplitter().split_documents([document])
+    for i, doc in enumerate(docs):
+        doc.id = f"id-{i}"
+    return docs
+
+
+@pytest.fixture
+def llm() -> ScriptedChatModel:
+    return ScriptedChatModel()
+
+
+def test_default_prompt_is_anthropics() -> None:
+    assert DEFAULT_PROMPT.startswith("<document>\n{{WHOLE_DOCUMENT}}\n</document>")
+    assert "Answer only with the succinct context and nothing else." in DEFAULT_PROMPT
+
+
+def test_enrich_prepends_context_and_keeps_original(
+    llm: ScriptedChatModel, document: Document, chunks: list[Document]
+) -> None:
+    out = ContextualChunkEnricher(llm).enrich(document, chunks)
+    assert [d.id for d in out] == [c.id for c in chunks]
+    safety = out[1]
+    assert safety.metadata["original_content"] == chunks[1].page_content
+    assert safety.metadata["context"] == "Context of: ## Safety The"
+    assert safety.page_content == f"{safety.metadata['context']}\n\n{chunks[1].page_content}"
+    assert safety.metadata["heading"] == chunks[1].metadata["heading"] == "Safety"
+    assert llm.documents_seen[0] == DOC_TEXT  # the whole document is in the prompt
+    assert chunks[1].page_content == "## Safety\n\nThe safety interlock must stay engaged."
+
+
+async def test_aenrich_matches_enrich(document: Document, chunks: list[Document]) -> None:
+    sync_out = ContextualChunkEnricher(ScriptedChatModel()).enrich(document, chunks)
+    async_out = await ContextualChunkEnricher(ScriptedChatModel()).aenrich(document, chunks)
+    assert sync_out == async_out
+
+
+def test_rerun_makes_zero_llm_calls(
+    llm: ScriptedChatModel, document: Document, chunks: list[Document]
+) -> None:
+    enricher = ContextualChunkEnricher(llm)
+    first = enricher.enrich_with_stats(document, chunks)
+    assert first.stats.llm_calls == len(chunks) == llm.calls
+    second = enricher.enrich_with_stats(document, chunks)
+    assert llm.calls == len(chunks)
+    assert second.stats == EnrichmentStats(
+        chunks=len(chunks), contextualized=len(chunks), cached=len(chunks), llm_calls=0,
+        failed=0, timed_out=0,
+    )  # fmt: skip
+    assert second.chunks == first.chunks
+
+
+def test_enriching_enriched_chunks_does_not_stack_contexts(
+    llm: ScriptedChatModel, document: Document, chunks: list[Document]
+) -> None:
+    enricher = ContextualChunkEnricher(llm)
+    once = enricher.enrich(document, chunks)
+    twice = enricher.enrich(document, once)
+    assert twice == once
+
+
+def test_shared_cache_across_enrichers_and_changed_chunk_is_recomputed(
+    document: Document, chunks: list[Document]
+) -> None:
+    store = InMemoryByteStore()
+    ContextualChunkEnricher(ScriptedChatModel(), cache=store).enrich(document, chunks)
+    llm = ScriptedChatModel()
+    edited = [*chunks[:-1], chunks[-1].model_copy(update={"page_content": "## Records\n\nNew."})]
+    stats = ContextualChunkEnricher(llm, cache=store).enrich_with_stats(document, edited).stats
+    assert (stats.llm_calls, stats.cached) == (1, len(chunks) - 1)
+    other_model = ContextualChunkEnricher(ScriptedChatModel(), cache=store, model_id="other")
+    assert other_model.enrich_with_stats(document, chunks).stats.cached == 0
+
+
+def test_failures_leave_chunks_unchanged_and_are_counted(
+    llm: ScriptedChatModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    doc = Document(
+        page_content="a\n\nFAIL here\n\nEMPTY here\n\nok here", metadata={"source_path": "f"}
+    )
+    chunks = [Document(page_content=t, metadata={"source_path": "f", "chunk_index": i})
+              for i, t in enumerate(doc.page_content.split("\n\n"))]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.contextual"):
+        result = ContextualChunkEnricher(llm).enrich_with_stats(doc, chunks)
+    assert result.chunks[1] == chunks[1]
+    assert result.chunks[2] == chunks[2]
+    assert result.chunks[3].metadata["context"] == "Context of: ok here"
+    assert (result.stats.failed, result.stats.contextualized, result.stats.timed_out) == (2, 2, 0)
+    assert "RuntimeError: model exploded" in caplog.text
+    assert "second line" not in caplog.text
+    assert "2 of 4 chunks were left without context" in caplog.text
+
+
+async def test_timeout_leaves_chunk_uncontextualized(llm: ScriptedChatModel) -> None:
+    doc = Document(page_content="fine\n\nHANG forever", metadata={"source_path": "h"})
+    chunks = [
+        Document(page_content=t, metadata={"source_path": "h"}) for t in ("fine", "HANG forever")
+    ]
+    enricher = ContextualChunkEnricher(llm, timeout=0.05)
+    result = await enricher.aenrich_with_stats(doc, chunks)
+    assert result.stats.timed_out == 1
+    assert result.stats.failed == 1
+    assert result.chunks[1] == chunks[1]
+    assert "context" in result.chunks[0].metadata
+    sync_result = enricher.enrich_with_stats(doc, chunks)
+    assert sync_result.stats.timed_out == 1
+    assert sync_result.stats.cached == 1
+
+
+async def test_concurrency_is_bounded(llm: ScriptedChatModel) -> None:
+    text = "\n\n".join(f"Chunk number {i} text." for i in range(30))
+    doc = Document(page_content=text, metadata={"source_path": "c"})
+    chunks = [Document(page_content=t, metadata={"source_path": "c"}) for t in text.split("\n\n")]
+    await ContextualChunkEnricher(llm, concurrency=3).aenrich(doc, chunks)
+    assert llm.calls == 30
+    assert 1 <= llm.max_active <= 3
+
+
+def test_invoke_rebuilds_documents_from_chunks_and_keeps_input_order(
+    llm: ScriptedChatModel,
+) -> None:
+    a = [
+        Document(page_content=f"alpha {i}", metadata={"source_path": "a", "chunk_index": i})
+        for i in range(2)
+    ]
+    b = [
+        Document(page_content=f"beta {i}", metadata={"source_path": "b", "chunk_index": i})
+        for i in range(2)
+    ]
+    mixed = [a[1], b[0], a[0], b[1]]
+    out = ContextualChunkEnricher(llm).invoke(mixed)
+    assert [d.metadata["original_content"] for d in out] == [d.page_content for d in mixed]
+    assert set(llm.documents_seen) == {"alpha 0\n\nalpha 1", "beta 0\n\nbeta 1"}
+
+
+async def test_ainvoke_and_batch(llm: ScriptedChatModel, chunks: list[Document]) -> None:
+    enricher = ContextualChunkEnricher(llm)
+    enriched = await enricher.ainvoke(chunks)
+    assert enriched[0].metadata["context"].startswith("Context")
+    batched = enricher.batch([chunks[:2], chunks[2:]])
+    assert [len(b) for b in batched] == [2, len(chunks) - 2]
+    assert all("context" in d.metadata for b in batched for d in b)
+
+
+def test_long_documents_use_a_window_around_the_chunk(llm: ScriptedChatModel) -> None:
+    paragraphs = [f"Paragraph {i} about holodeck topic {i}." for i in range(400)]
+    doc = Document(page_content="\n\n".join(paragraphs), metadata={"source_path": "long"})
+    target = Document(page_content=paragraphs[300], metadata={"source_path": "long"})
+    ContextualChunkEnricher(llm, max_document_tokens=200).enrich(doc, [target])
+    seen = llm.documents_seen[0]
+    assert count_tokens(seen) <= 200
+    assert paragraphs[300] in seen
+    assert paragraphs[0] not in seen
+    assert seen.startswith("[…]")
+
+
+def test_context_is_cut_to_max_context_tokens(document: Document, chunks: list[Document]) -> None:
+    llm = ScriptedChatModel(answer_suffix=" word" * 500)
+    out = ContextualChunkEnricher(llm, max_context_tokens=20).enrich(document, chunks)
+    assert all(count_tokens(d.metadata["context"]) <= 20 for d in out)
+
+
+def test_estimate_cost_counts_uncached_calls(
+    llm: ScriptedChatModel, document: Document, chunks: list[Document]
+) -> None:
+    enricher = ContextualChunkEnricher(llm, max_context_tokens=50)
+    estimate = enricher.estimate_cost([document], chunks)
+    assert estimate.calls == len(chunks)
+    assert estimate.output_tokens == 50 * len(chunks)
+    assert estimate.input_tokens > len(chunks) * count_tokens(DOC_TEXT)
+    assert llm.calls == 0
+    enricher.enrich(document, chunks)
+    assert enricher.estimate_cost([document], chunks) == CostEstimate(0, 0, 0, len(chunks))
+
+
+def test_prompt_must_have_both_placeholders(llm: ScriptedChatModel) -> None:
+    with pytest.raises(ValueError, match=r"prompt must contain \{\{CHUNK_CONTENT\}\}"):
+        ContextualChunkEnricher(llm, prompt="{{WHOLE_DOCUMENT}} only")
+
+
+def test_concurrency_must_be_positive(llm: ScriptedChatModel) -> None:
+    with pytest.raises(ValueError, match="concurrency"):
+        ContextualChunkEnricher(llm, concurrency=0)
+
+
+def test_cache_none_means_in_memory(llm: ScriptedChatModel) -> None:
+    assert isinstance(ContextualChunkEnricher(llm, cache=None).cache, InMemoryByteStore)
+
+
+def test_empty_input_makes_no_call(llm: ScriptedChatModel, document: Document) -> None:
+    assert ContextualChunkEnricher(llm).enrich(document, []) == []
+    assert ContextualChunkEnricher(llm).invoke([]) == []
+    assert llm.calls == 0
