@@ -13,14 +13,16 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import Field, ValidationError
 
-from langchain_holodeck.rerankers import (
-    CohereReranker,
-    RerankRetriever,
-    VLLMReranker,
+from langchain_holodeck._rerank_base import (
     _checked_ranking,
     _CircuitBreaker,
     _RerankCompressor,
     _scrub,
+)
+from langchain_holodeck.rerankers import (
+    CohereReranker,
+    RerankRetriever,
+    VLLMReranker,
     create_reranker,
 )
 from tests.helpers import HashingEmbeddings

@@ -1,0 +1,264 @@
+"""The reranker base: validation, fallback and circuit-breaker shared by every backend.
+
+Backends subclass ``_RerankCompressor`` and implement ``_rank`` (and ``_arank`` for a real async
+client); see ``langchain_holodeck.rerankers`` for the public classes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, PrivateAttr
+
+# Warnings come from the public module's logger, the one users configure.
+logger = logging.getLogger("langchain_holodeck.rerankers")
+
+_MAX_CAUSE_CHARS = 300
+
+
+class _MalformedRankingError(ValueError):
+    """The reranker answered, but not with a usable ranking."""
+
+
+class _CircuitBreaker:
+    """Counts consecutive failures; open for a cool-down, then half-open for one trial call.
+
+    Thread-safe. ``clock`` is injectable so the state machine is testable without sleeping.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial_running = False
+
+    @property
+    def is_open(self) -> bool:
+        """Whether calls are currently being skipped (or waiting for a trial)."""
+        return self._opened_at is not None
+
+    def allow(self, cooldown: float) -> bool:
+        """Whether to call the backend now; after the cool-down, lets exactly one trial through."""
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if self._trial_running or self._clock() - self._opened_at < cooldown:
+                return False
+            self._trial_running = True
+            return True
+
+    def record_success(self) -> None:
+        with self._lock:
+            self._failures, self._opened_at, self._trial_running = 0, None, False
+
+    def record_failure(self, threshold: int) -> bool:
+        """Count a failure; return True when this failure (re)opens the breaker."""
+        with self._lock:
+            self._failures += 1
+            if self._trial_running or self._failures >= threshold:
+                self._opened_at, self._trial_running = self._clock(), False
+                return True
+            return False
+
+
+def _checked_ranking(
+    pairs: Sequence[tuple[object, object]], n_documents: int
+) -> list[tuple[int, float]]:
+    """Validate a backend's ``(index, score)`` pairs and sort them best first.
+
+    Args:
+        pairs: What the backend answered, unvalidated.
+        n_documents: How many documents were sent.
+
+    Returns:
+        ``(index, score)`` with unique in-range ``int`` indices and finite scores, sorted by
+        descending score (ties keep the backend's order).
+
+    Raises:
+        ValueError: When the answer is empty, an index is missing, not an int, out of range or
+            repeated, or a score is missing or not a finite number.
+    """
+    if not pairs:
+        msg = f"the answer ranks no documents although {n_documents} were sent"
+        raise _MalformedRankingError(msg)
+    if len(pairs) > n_documents:
+        msg = f"the answer ranks {len(pairs)} documents but only {n_documents} were sent"
+        raise _MalformedRankingError(msg)
+    seen: set[int] = set()
+    ranking: list[tuple[int, float]] = []
+    for position, (index, score) in enumerate(pairs):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n_documents:
+            msg = f"result {position} has index {index!r}; expected an int in [0, {n_documents})"
+            raise _MalformedRankingError(msg)
+        if index in seen:
+            msg = f"result {position} repeats index {index}"
+            raise _MalformedRankingError(msg)
+        if (
+            isinstance(score, bool)
+            or not isinstance(score, int | float)
+            or not math.isfinite(score)
+        ):
+            msg = f"result {position} has relevance_score {score!r}; expected a finite number"
+            raise _MalformedRankingError(msg)
+        seen.add(index)
+        ranking.append((index, float(score)))
+    return sorted(ranking, key=lambda pair: -pair[1])
+
+
+def _describe(exc: BaseException) -> str:
+    """Short cause for a log line (not yet scrubbed)."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        body = getattr(exc, "body", None)
+        if 200 <= status < 300:
+            return f"malformed answer (HTTP {status}, body not valid JSON: {body!r})"
+        return f"HTTP {status}: {body!r}"
+    if isinstance(exc, _MalformedRankingError):
+        return f"malformed answer: {exc}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    if len(text) > _MAX_CAUSE_CHARS:
+        text = text[:_MAX_CAUSE_CHARS] + "..."
+    return text
+
+
+class _RerankCompressor(BaseDocumentCompressor):
+    """Shared behaviour of every reranker; each backend only implements ``_rank``."""
+
+    top_n: int | None = Field(default=3, gt=0)
+    """Documents to return; ``None`` returns all, reordered."""
+    use_contextualized: bool = False
+    """Rerank on ``page_content`` (with the LLM context) instead of ``original_content``."""
+    failure_threshold: int = Field(default=3, gt=0)
+    """Consecutive failures that open the circuit-breaker."""
+    cooldown: float = Field(default=30.0, ge=0)
+    """Seconds the breaker stays open (no backend call) before one trial call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    _provider: ClassVar[str] = "reranker"
+    _breaker: _CircuitBreaker = PrivateAttr(default_factory=_CircuitBreaker)
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        texts = self._texts(documents)
+        if not texts:
+            return []  # no call for nothing
+        if not self._breaker.allow(self.cooldown):
+            return self._skipped(documents)
+        try:
+            pairs = self._rank(query, texts, self._limit(len(texts)))
+            ranking = _checked_ranking(pairs, len(texts))
+        except Exception as exc:  # falling back on any failure is the contract
+            return self._fallback(documents, exc)
+        return self._reranked(documents, ranking)
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        texts = self._texts(documents)
+        if not texts:
+            return []
+        if not self._breaker.allow(self.cooldown):
+            return self._skipped(documents)
+        try:
+            pairs = await self._arank(query, texts, self._limit(len(texts)))
+            ranking = _checked_ranking(pairs, len(texts))
+        except Exception as exc:  # falling back on any failure is the contract
+            return self._fallback(documents, exc)
+        return self._reranked(documents, ranking)
+
+    @abstractmethod
+    def _rank(self, query: str, texts: list[str], top_n: int) -> Sequence[tuple[object, object]]:
+        """``(input index, score)`` pairs, at most ``top_n``; validated by the caller."""
+
+    async def _arank(
+        self, query: str, texts: list[str], top_n: int
+    ) -> Sequence[tuple[object, object]]:
+        return await run_in_executor(None, self._rank, query, texts, top_n)
+
+    def _secrets(self) -> list[str]:
+        """Secret values to scrub from log lines."""
+        return []
+
+    def _describe(self, exc: BaseException) -> str:
+        """Short cause of a failure for the warning (scrubbed afterwards)."""
+        return _describe(exc)
+
+    # -- helpers shared by the sync and async paths ------------------------------------------
+
+    def _texts(self, documents: Sequence[Document]) -> list[str]:
+        if self.use_contextualized:
+            return [d.page_content for d in documents]
+        return [str(d.metadata.get("original_content", d.page_content)) for d in documents]
+
+    def _limit(self, n_documents: int) -> int:
+        return n_documents if self.top_n is None else min(self.top_n, n_documents)
+
+    def _reranked(
+        self, documents: Sequence[Document], ranking: list[tuple[int, float]]
+    ) -> list[Document]:
+        self._breaker.record_success()
+        return [
+            documents[i].model_copy(
+                update={
+                    "metadata": {
+                        **documents[i].metadata,
+                        "relevance_score": score,
+                        "rerank_input_rank": i + 1,
+                    }
+                }
+            )
+            for i, score in ranking[: self._limit(len(documents))]
+        ]
+
+    def _original_order(self, documents: Sequence[Document]) -> list[Document]:
+        return [
+            d.model_copy(update={"metadata": dict(d.metadata)})
+            for d in documents[: self._limit(len(documents))]
+        ]
+
+    def _fallback(self, documents: Sequence[Document], exc: BaseException) -> list[Document]:
+        opened = self._breaker.record_failure(self.failure_threshold)
+        cause = _scrub(self._describe(exc), self._secrets())
+        breaker = (
+            f"; skipping it for {self.cooldown:g} s after "
+            f"{self.failure_threshold} consecutive failures"
+            if opened
+            else ""
+        )
+        logger.warning(
+            "%s reranker failed, keeping the retrieval order (%d documents): %s%s",
+            self._provider,
+            len(documents),
+            cause,
+            breaker,
+        )
+        return self._original_order(documents)
+
+    def _skipped(self, documents: Sequence[Document]) -> list[Document]:
+        logger.debug("%s reranker circuit is open; keeping the retrieval order", self._provider)
+        return self._original_order(documents)
