@@ -230,6 +230,19 @@ class ExactMatchIndex:
             ]
             return sorted(ids, key=lambda i: (self._chunks[i].chunk_index, i))
 
+    def chunks_under_section(self, source_path: str, section_id: str) -> list[str]:
+        """Ids of the chunks of the sub-sections of one section (``203(a)`` under ``203``)."""
+        prefix = section_id + "("
+        with self._lock:
+            ids = [
+                i
+                for sid, bucket in self._by_section.items()
+                if sid.startswith(prefix)
+                for i in bucket
+                if self._chunks[i].source_path == source_path
+            ]
+            return sorted(ids, key=lambda i: (self._chunks[i].chunk_index, i))
+
     def references_of(self, doc_id: str) -> tuple[str, ...]:
         """The section ids a chunk refers to (its ``cross_references``)."""
         c = self._chunks.get(doc_id)

@@ -1,0 +1,404 @@
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck.definitions import DefinitionExtractor
+from langchain_holodeck.exact import ExactMatchIndex
+from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordHit
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
+from langchain_holodeck.sync import stable_id
+from langchain_holodeck.vectorstores import MatrixVectorStore
+
+ACT = "legal/holodeck_act.md"
+SCORE_KEYS = {
+    "fused_score",
+    "semantic_score",
+    "keyword_score",
+    "exact_match",
+    "semantic_rank",
+    "keyword_rank",
+    "exact_rank",
+}
+
+
+def act_chunks(data_dir: Path) -> list[Document]:
+    text = (data_dir / "legal" / "holodeck_act.md").read_text(encoding="utf-8")
+    doc = Document(page_content=text, metadata={"source_path": ACT, "source": ACT})
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    keys = [f"{ACT}_chunk_{c.metadata['chunk_index']}" for c in chunks]
+    return [
+        c.model_copy(update={"id": stable_id("ns", key)})
+        for c, key in zip(chunks, keys, strict=False)
+    ]
+
+
+@pytest.fixture
+def chunks(data_dir: Path) -> list[Document]:
+    return act_chunks(data_dir)
+
+
+@pytest.fixture
+def by_sid(chunks: list[Document]) -> dict[str, str]:
+    return {c.metadata["section_id"]: c.id for c in chunks}
+
+
+@pytest.fixture
+def parts(chunks, embeddings):
+    store = MatrixVectorStore(embeddings)
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    exact = ExactMatchIndex()
+    exact.upsert(chunks)
+    return store, bm25, exact
+
+
+@pytest.fixture
+def retriever(parts) -> HybridRetriever:
+    store, bm25, exact = parts
+    return HybridRetriever(vector_store=store, keyword_index=bm25, exact_index=exact, k=5)
+
+
+def test_results_carry_scores_ranks_and_ids(retriever, chunks) -> None:
+    docs = retriever.invoke("second officer arch controls", k=4)
+    assert len(docs) == 4
+    ids = {c.id for c in chunks}
+    for doc in docs:
+        assert doc.id in ids
+        assert doc.metadata.keys() >= SCORE_KEYS
+        assert doc.metadata["source_path"] == ACT  # original metadata kept
+    fused = [d.metadata["fused_score"] for d in docs]
+    assert fused == sorted(fused, reverse=True)
+    top = docs[0].metadata
+    assert top["semantic_rank"] is not None
+    assert top["keyword_rank"] is not None
+    assert 0 <= top["semantic_score"] <= 1
+    assert top["keyword_score"] > 0
+    assert top["exact_match"] is False
+    assert top["exact_rank"] is None
+
+
+def test_fused_order_is_weighted_rrf_of_the_legs(parts) -> None:
+    store, bm25, _ = parts
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, k=6, fetch_k=8, weights=(0.6, 0.4, 0.0), rrf_k=10
+    )
+    query = "program rated 4 or 5 supervising officer"
+    dense = [(d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)]
+    expected = reciprocal_rank_fusion([dense, bm25.search(query, 8)], k=10, weights=[0.6, 0.4])
+    docs = r.invoke(query)
+    assert [(d.id, pytest.approx(d.metadata["fused_score"])) for d in docs] == expected[:6]
+
+
+def test_does_not_mutate_store_documents(retriever, parts) -> None:
+    store, _, _ = parts
+    docs = retriever.invoke("Operator", k=2)
+    stored = store.get_by_ids([docs[0].id])[0]
+    assert "fused_score" not in stored.metadata
+
+
+def test_exact_section_lookup_is_top_result(retriever, chunks) -> None:
+    section_ids = sorted({c.metadata["section_id"] for c in chunks} - {""})
+    templates = [
+        "Section {}",
+        "section {}",
+        "§ {}",
+        "sec. {}",
+        "what does Section {} require?",
+        "Article {}",
+    ]
+    total = top = 0
+    for sid in section_ids:
+        if sid.startswith("title-"):
+            continue
+        expected = {c.id for c in chunks if c.metadata["section_id"] == sid}
+        for template in templates:
+            docs = retriever.invoke(template.format(sid), k=3)
+            total += 1
+            top += docs[0].id in expected and docs[0].metadata["exact_match"] is True
+    assert total >= 90
+    assert top / total >= 0.99
+
+
+def test_quoted_phrase_hits_come_first(retriever, by_sid) -> None:
+    docs = retriever.invoke('officer "arch controls"', k=3)
+    assert docs[0].id == by_sid["202(a)"]
+    assert docs[0].metadata["exact_rank"] == 1
+
+
+def test_keyword_only_hits_are_read_from_the_store(parts, chunks) -> None:
+    store, bm25, _ = parts
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=3, weights=(0.0, 1.0, 0.0))
+    docs = r.invoke("seven years logs")
+    contents = {c.id: c.page_content for c in chunks}
+    assert len(docs) == 3
+    assert all(d.metadata["semantic_rank"] is None for d in docs)
+    assert all(d.page_content == contents[d.id] for d in docs)
+
+
+def test_hits_missing_from_the_store_are_skipped(parts, chunks) -> None:
+    store, bm25, _ = parts
+    bm25.upsert([Document(id="ghost", page_content="ghost ghost protocol")])
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=3)
+    docs = r.invoke("ghost protocol")
+    assert "ghost" not in {d.id for d in docs}
+
+
+def test_blank_query_returns_nothing(retriever) -> None:
+    assert retriever.invoke("") == []
+    assert retriever.invoke("  \n\t") == []
+
+
+@pytest.mark.parametrize("bad_k", [0, 101, -3])
+def test_k_out_of_range_is_rejected(retriever, bad_k) -> None:
+    with pytest.raises(ValueError, match=f"k must be an integer between 1 and 100, got {bad_k}"):
+        retriever.invoke("officer", k=bad_k)
+
+
+def test_constructor_validation(parts) -> None:
+    store, bm25, _ = parts
+    with pytest.raises(ValueError, match="weights must be three finite numbers"):
+        HybridRetriever(vector_store=store, weights=(0, 0, 0))
+    with pytest.raises(ValueError, match="weights must be three finite numbers"):
+        HybridRetriever(vector_store=store, weights=(-1, 1, 1))
+    with pytest.raises(ValueError, match="expand_hops=2 needs exact_index"):
+        HybridRetriever(vector_store=store, keyword_index=bm25, expand_hops=2)
+    with pytest.raises(ValueError, match="less than or equal to 100"):
+        HybridRetriever(vector_store=store, k=101)
+
+
+def test_weights_accept_mapping_and_config_object(parts) -> None:
+    from langchain_holodeck.config import SearchWeights
+
+    store, _, _ = parts
+    r = HybridRetriever(vector_store=store, weights={"semantic": 1, "keyword": 0.5})
+    assert r.weights == (1.0, 0.5, 0.0)
+    r = HybridRetriever(
+        vector_store=store, weights=SearchWeights(semantic=0.2, keyword=0.7, exact=0.1)
+    )
+    assert r.weights == (0.2, 0.7, 0.1)
+
+
+def test_min_similarity_score_filters_dense_only(parts) -> None:
+    store, bm25, _ = parts
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, min_similarity_score=0.999)
+    docs = r.invoke("seven years")
+    assert docs
+    assert all(d.metadata["semantic_rank"] is None for d in docs)
+    assert all(d.metadata["keyword_rank"] is not None for d in docs)
+
+
+class FailingIndex:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def upsert(self, documents) -> None: ...
+    def delete(self, ids) -> None: ...
+    def rebuild_from_store(self, store, *, namespace=None) -> int:
+        return 0
+
+    def search(self, query: str, k: int) -> list[KeywordHit]:
+        self.calls += 1
+        msg = "keyword backend is down"
+        raise ConnectionError(msg)
+
+
+def test_failing_keyword_index_degrades_to_semantic(parts, caplog) -> None:
+    store, _, _ = parts
+    failing = FailingIndex()
+    r = HybridRetriever(vector_store=store, keyword_index=failing, k=3)
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.retrievers"):
+        docs = r.invoke("arch controls")
+    assert failing.calls == 1
+    assert len(docs) == 3
+    assert all(d.metadata["keyword_rank"] is None for d in docs)
+    assert "keyword search failed (ConnectionError: keyword backend is down)" in caplog.text
+
+
+async def test_failing_keyword_index_degrades_on_async_path(parts, caplog) -> None:
+    store, _, _ = parts
+    r = HybridRetriever(vector_store=store, keyword_index=FailingIndex(), k=3)
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.retrievers"):
+        docs = await r.ainvoke("arch controls")
+    assert len(docs) == 3
+    assert "keyword search failed" in caplog.text
+
+
+class BrokenEmbeddings(Embeddings):
+    def embed_query(self, text: str) -> list[float]:
+        msg = "embedding service unavailable"
+        raise TimeoutError(msg)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self.embed_query(text)
+
+    def embed_documents(self, texts):
+        return [[1.0] * 64 for _ in texts]
+
+
+def test_failing_dense_leg_degrades_to_keyword(chunks, caplog) -> None:
+    store = MatrixVectorStore(BrokenEmbeddings())
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=2)
+    with caplog.at_level(logging.WARNING):
+        docs = r.invoke("arch controls")
+    assert docs
+    assert all(d.metadata["semantic_rank"] is None for d in docs)
+    assert "semantic search failed (TimeoutError" in caplog.text
+
+
+def test_every_leg_failing_raises_the_dense_error(chunks) -> None:
+    store = MatrixVectorStore(BrokenEmbeddings())
+    store.add_documents(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=FailingIndex())
+    with pytest.raises(TimeoutError, match="embedding service unavailable"):
+        r.invoke("arch controls")
+
+
+class BarrierIndex(BM25KeywordIndex):
+    """Keyword search that only proceeds once the dense leg is running at the same time."""
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        super().__init__()
+        self.barrier = barrier
+
+    def search(self, query, k):
+        self.barrier.wait()
+        return super().search(query, k)
+
+
+class BarrierEmbeddings:
+    def __init__(self, inner, barrier: threading.Barrier) -> None:
+        self.inner, self.barrier = inner, barrier
+
+    def embed_documents(self, texts):
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        self.barrier.wait()
+        return self.inner.embed_query(text)
+
+    async def aembed_query(self, text):
+        return self.embed_query(text)
+
+
+def test_sync_legs_run_concurrently(chunks, embeddings) -> None:
+    barrier = threading.Barrier(2, timeout=10)
+    store = MatrixVectorStore(BarrierEmbeddings(embeddings, barrier))  # type: ignore[arg-type]
+    store.add_documents(chunks)
+    bm25 = BarrierIndex(barrier)
+    bm25.upsert(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=3)
+    docs = r.invoke("arch controls")  # sequential legs would break the barrier
+    assert any(d.metadata["semantic_rank"] for d in docs)
+    assert any(d.metadata["keyword_rank"] for d in docs)
+    assert not barrier.broken
+
+
+async def test_async_matches_sync(retriever) -> None:
+    for query in ["Section 202", "seven years of logs", '"safety interlock"']:
+        sync = retriever.invoke(query, k=4)
+        asyn = await retriever.ainvoke(query, k=4)
+        assert [d.id for d in asyn] == [d.id for d in sync]
+        assert [d.metadata for d in asyn] == [d.metadata for d in sync]
+
+
+def test_definitions_attached_when_query_names_a_term(parts, chunks) -> None:
+    store, bm25, _exact = parts
+    defs = DefinitionExtractor().extract(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, definitions=defs, k=2)
+    docs = r.invoke("who counts as the operator?")
+    found = docs[0].metadata["definitions"]
+    assert [d["term"] for d in found] == ["Operator"]
+    assert found[0]["section_id"].startswith("102")
+    assert "definitions" not in r.invoke("arch controls")[0].metadata
+
+
+def test_out_expansion_follows_references_and_reads_the_store(parts, by_sid) -> None:
+    store, bm25, exact = parts
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, exact_index=exact, k=1, expand_hops=1
+    )
+    # make the store's copy differ from anything the indexes know: expansion must read it
+    canonical = store.get_by_ids([by_sid["202(a)"]])[0]
+    store.add_documents(
+        [canonical.model_copy(update={"metadata": {**canonical.metadata, "marker": "canonical"}})]
+    )
+    docs = r.invoke("Section 201(b)")
+    assert docs[0].id == by_sid["201(b)"]
+    assert docs[0].metadata["expansion_hops"] == 0
+    expanded = docs[1:]
+    assert {d.id for d in expanded} == {by_sid["202"], by_sid["202(a)"], by_sid["202(b)"]}
+    assert [d.id for d in expanded] == sorted(d.id for d in expanded)  # same distance: by id
+    assert all(d.metadata["expansion_hops"] == 1 for d in expanded)
+    assert all(d.metadata["expanded_from"] == by_sid["201(b)"] for d in expanded)
+    marked = next(d for d in expanded if d.id == by_sid["202(a)"])
+    assert marked.metadata["marker"] == "canonical"
+
+
+def test_expansion_cycles_terminate_and_dedupe(parts, by_sid) -> None:
+    store, bm25, exact = parts
+    # 201(b) -> 202 (incl. 202(b)) -> 201(a) : with 'both' the graph has cycles
+    r = HybridRetriever(
+        vector_store=store,
+        keyword_index=bm25,
+        exact_index=exact,
+        k=1,
+        expand_hops=5,
+        expand_direction="both",
+    )
+    docs = r.invoke("Section 201(b)")
+    ids = [d.id for d in docs]
+    assert len(ids) == len(set(ids))
+    hops = [d.metadata["expansion_hops"] for d in docs]
+    assert hops == sorted(hops)
+    assert by_sid["201(a)"] in ids  # reached at distance 2 via 202(b)
+
+
+def test_in_expansion_finds_referrers(parts, by_sid) -> None:
+    store, bm25, exact = parts
+    r = HybridRetriever(
+        vector_store=store,
+        keyword_index=bm25,
+        exact_index=exact,
+        k=1,
+        expand_hops=1,
+        expand_direction="in",
+    )
+    docs = r.invoke("Section 201(a)")
+    assert [d.id for d in docs] == [by_sid["201(a)"], by_sid["202(b)"]]
+
+
+def test_no_expansion_keys_when_off(retriever) -> None:
+    assert "expansion_hops" not in retriever.invoke("Section 201", k=1)[0].metadata
+
+
+def test_spans_are_emitted_when_opentelemetry_is_present(retriever, monkeypatch) -> None:
+    from opentelemetry import trace
+
+    names: list[str] = []
+    real = trace.get_tracer
+
+    def recording_tracer(*args, **kwargs):
+        tracer = real(*args, **kwargs)
+
+        class Recorder:
+            def start_as_current_span(self, name, *a, **kw):
+                names.append(name)
+                return tracer.start_as_current_span(name, *a, **kw)
+
+        return Recorder()
+
+    monkeypatch.setattr(trace, "get_tracer", recording_tracer)
+    retriever.invoke("arch controls")
+    assert {"holodeck.hybrid_search", "holodeck.semantic_search", "holodeck.keyword_search"} <= set(
+        names
+    )
