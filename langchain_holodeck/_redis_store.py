@@ -20,6 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_redis import RedisConfig, RedisVectorStore
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
+from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import VectorQuery
 from redisvl.query.filter import FilterExpression
@@ -156,6 +157,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
         vectors = self._embeddings.embed_documents(texts)
         client = self._index.client
+        self._ensure_index()
         for start in range(0, len(texts), batch_size):
             with client.pipeline(transaction=True) as pipe:
                 for n in range(start, min(start + batch_size, len(texts))):
@@ -187,6 +189,12 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             if numeric and math.isfinite(value):  # type: ignore[arg-type]  # checked just above
                 record[name] = value
         return record
+
+    def _ensure_index(self) -> None:
+        """Re-create the index if it vanished (e.g. a Redis restart without persistence)."""
+        if not self._index.exists():
+            logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
+            self._index.create(overwrite=False)
 
     def _key(self, doc_id: str) -> str:
         return f"{self.config.key_prefix}:{doc_id}"
@@ -242,7 +250,13 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         )
         if with_vectors:
             query.return_field(EMBEDDING_FIELD, decode_field=False)
-        results = self._index.query(query)
+        try:
+            results = self._index.query(query)
+        except RedisSearchError as e:
+            if "index" not in str(e).lower() or self._index.exists():
+                raise
+            self._ensure_index()  # the server lost it: it is empty now, and usable again
+            results = self._index.query(query)
         out = []
         for res in results:
             doc = Document(

@@ -1,0 +1,256 @@
+"""The Redis backend of create_vector_store against Redis Stack at REDIS_URL."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+from langchain_core.documents import Document
+from langchain_core.stores import InMemoryByteStore
+from langchain_core.vectorstores import VectorStore
+from langchain_tests.integration_tests import VectorStoreIntegrationTests
+from pydantic import SecretStr
+from redisvl.query.filter import Num, Tag
+
+from langchain_holodeck._redis_store import HolodeckRedisVectorStore
+from langchain_holodeck.embeddings import CachedEmbeddings, RedisByteStore
+from langchain_holodeck.vectorstores import (
+    MatrixVectorStore,
+    create_vector_store,
+    create_vector_store_with_status,
+    scan_documents,
+)
+from tests.helpers import HashingEmbeddings
+
+pytestmark = pytest.mark.redis
+
+CHUNK_META = {
+    "source": "data/docs/my file, v2.md",
+    "source_path": "data/docs/my file, v2.md",
+    "file_type": "md",
+    "mtime": 1717171717.123456,
+    "size_bytes": 2048,
+    "chunk_index": 3,
+    "parent_chain": ["Title I", "Section 201"],
+    "section_id": "201(a)(1)",
+    "heading": "Scope — ünïcode",
+    "chunk_type": "definition",
+    "cross_references": ["4.2", "7"],
+    "defined_terms": [],
+    "namespace": "kb",
+    "chunk_key": "data/docs/my file, v2.md_chunk_3",
+    "content_hash": "ab" * 32,
+    "chunk_count": 9,
+    "embedding_model": "HashingEmbeddings:size=64",
+    "flag": True,
+    "ratio": 0.1,
+    "nothing": None,
+    "mixed": [1, 2.5, "x", True, None],
+}
+
+
+@dataclass
+class DatabaseConfig:
+    connection_string: SecretStr
+    index_name: str
+    provider: str = "redis"
+    vector_algorithm: str = "HNSW"
+    distance_metric: str = "COSINE"
+
+
+def open_store(
+    url: str, index: str, embeddings: HashingEmbeddings, **settings: str
+) -> HolodeckRedisVectorStore:
+    handle = create_vector_store_with_status(
+        DatabaseConfig(SecretStr(url), index, **settings), embeddings
+    )
+    assert handle.backend == "redis", handle.reason
+    assert isinstance(handle.store, HolodeckRedisVectorStore)
+    return handle.store
+
+
+@pytest.fixture
+def store(
+    redis_url: str, redis_index_name: str, embeddings: HashingEmbeddings
+) -> HolodeckRedisVectorStore:
+    return open_store(redis_url, redis_index_name, embeddings)
+
+
+def docs(namespace: str = "kb") -> list[Document]:
+    texts = {
+        "a": "holodeck safety protocols require two officers",
+        "b": "the replicator menu lists tea earl grey hot",
+        "c": "warp core maintenance happens every shift rotation",
+        "d": "safety protocols can be disabled by the captain",
+    }
+    return [
+        Document(
+            id=f"{namespace}-{key}",
+            page_content=text,
+            metadata={"namespace": namespace, "source_path": f"docs/{key}.md", "chunk_index": n},
+        )
+        for n, (key, text) in enumerate(texts.items())
+    ]
+
+
+def test_all_metadata_types_round_trip(store: HolodeckRedisVectorStore) -> None:
+    store.add_documents([Document(id="x", page_content="chunk text", metadata=CHUNK_META)])
+    (got,) = store.get_by_ids(["x"])
+    assert got == Document(id="x", page_content="chunk text", metadata=CHUNK_META)
+    (hit,) = store.similarity_search("chunk text", k=1)
+    assert hit == got
+    assert store.max_marginal_relevance_search("chunk text", k=1, fetch_k=2) == [got]
+
+
+def test_upsert_replaces_without_duplicates_or_stale_fields(
+    store: HolodeckRedisVectorStore,
+) -> None:
+    store.add_documents(docs())
+    store.add_documents(
+        [Document(id="kb-a", page_content="tea is served hot", metadata={"chunk_index": 9})]
+    )
+    ids = sorted(d.id for d in scan_documents(store))  # type: ignore[type-var]
+    assert ids == ["kb-a", "kb-b", "kb-c", "kb-d"]
+    assert store.get_by_ids(["kb-a"])[0].metadata == {"chunk_index": 9}
+    in_kb = store.similarity_search("tea", k=10, filter=Tag("namespace") == "kb")
+    assert "kb-a" not in {d.id for d in in_kb}  # its old namespace tag is gone
+
+
+def test_get_by_ids_order_and_missing(store: HolodeckRedisVectorStore) -> None:
+    store.add_documents(docs())
+    assert [d.id for d in store.get_by_ids(["kb-d", "nope", "kb-a"])] == ["kb-d", "kb-a"]
+    assert store.get_by_ids([]) == []
+
+
+def test_delete(store: HolodeckRedisVectorStore) -> None:
+    store.add_documents(docs())
+    assert store.delete(["kb-a", "nope"]) is True
+    assert store.delete(["nope"]) is False
+    assert store.get_by_ids(["kb-a"]) == []
+    assert "kb-a" not in {d.id for d in store.similarity_search("holodeck safety", k=10)}
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "metric"),
+    [("FLAT", "COSINE"), ("HNSW", "COSINE"), ("FLAT", "L2"), ("FLAT", "IP"), ("HNSW", "L2")],
+)
+def test_relevance_scores_in_unit_interval(
+    redis_url: str, redis_index_name: str, algorithm: str, metric: str
+) -> None:
+    embeddings = HashingEmbeddings()
+    store = open_store(
+        redis_url,
+        redis_index_name,
+        embeddings,
+        vector_algorithm=algorithm,
+        distance_metric=metric,
+    )
+    store.add_documents(docs())
+    results = store.similarity_search_with_relevance_scores("safety protocols", k=4)
+    scores = [s for _, s in results]
+    assert len(results) == 4
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    # same numbers as the in-memory store (cosine clipped at 0) for unit vectors
+    memory = MatrixVectorStore(embeddings)
+    memory.add_documents(docs())
+    expected = dict(
+        (d.id, s) for d, s in memory.similarity_search_with_relevance_scores("safety protocols", 4)
+    )
+    for doc, score in results:
+        assert score == pytest.approx(expected[doc.id], abs=1e-4)
+
+
+def test_tag_and_numeric_filters(store: HolodeckRedisVectorStore) -> None:
+    store.add_documents(docs("kb") + docs("other"))
+    hits = store.similarity_search("safety", k=10, filter=Tag("namespace") == "other")
+    assert {d.id for d in hits} == {"other-a", "other-b", "other-c", "other-d"}
+    path = store.similarity_search("x", k=10, filter=Tag("source_path") == "docs/c.md")
+    assert {d.id for d in path} == {"kb-c", "other-c"}
+    low = store.similarity_search("x", k=10, filter=Num("chunk_index") <= 1)
+    assert {d.metadata["chunk_index"] for d in low} == {0, 1}
+
+
+def test_scan_documents_by_namespace(store: HolodeckRedisVectorStore) -> None:
+    store.add_documents(docs("kb") + docs("other"))
+    kb = list(scan_documents(store, namespace="kb", batch_size=2))
+    assert sorted(d.id for d in kb) == ["kb-a", "kb-b", "kb-c", "kb-d"]  # type: ignore[type-var]
+    assert all(d.metadata["namespace"] == "kb" for d in kb)
+    assert len(list(scan_documents(store))) == 8
+
+
+def test_reopening_an_index_reads_its_dimension_without_embedding(
+    store: HolodeckRedisVectorStore, redis_url: str, redis_index_name: str
+) -> None:
+    store.add_documents(docs())
+    fresh = HashingEmbeddings()
+    again = open_store(redis_url, redis_index_name, fresh)
+    assert fresh.calls == 0
+    assert [d.id for d in again.get_by_ids(["kb-b"])] == ["kb-b"]
+
+
+def test_unreachable_redis_falls_back_with_masked_warning(
+    caplog: pytest.LogCaptureFixture, embeddings: HashingEmbeddings
+) -> None:
+    config = DatabaseConfig(SecretStr("redis://admin:hunter2-secret@127.0.0.1:1/0"), "idx")
+    with caplog.at_level(logging.WARNING):
+        handle = create_vector_store_with_status(config, embeddings)
+    assert handle.fell_back is True
+    assert isinstance(handle.store, MatrixVectorStore)
+    assert "redis://***@127.0.0.1:1/0" in caplog.text
+    assert "hunter2-secret" not in caplog.text
+    assert isinstance(create_vector_store(config, embeddings), MatrixVectorStore)
+
+
+def test_embedding_cache_in_redis(redis_url: str, embeddings: HashingEmbeddings) -> None:
+    client = redis.Redis.from_url(redis_url)
+    prefix = f"holodeck_test_cache_{uuid.uuid4().hex[:8]}:"
+    try:
+        first = CachedEmbeddings(embeddings, RedisByteStore(client, prefix=prefix))
+        vectors = first.embed_documents(["a b", "c d"])
+        second = CachedEmbeddings(embeddings, RedisByteStore(client, prefix=prefix))
+        assert second.embed_documents(["c d", "a b"]) == [vectors[1], vectors[0]]
+        assert embeddings.calls == 1
+        assert len(list(RedisByteStore(client, prefix=prefix).yield_keys())) == 2
+        assert InMemoryByteStore().mget(["x"]) == [None]
+    finally:
+        for key in client.scan_iter(f"{prefix}*"):
+            client.delete(key)
+        client.close()
+
+
+def test_client_reconnects_after_server_restart(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    """A private Redis on another port is restarted under a live store; the store recovers."""
+    script = Path(__file__).parents[3] / "shared" / "scripts" / "redis-stack.sh"
+    if not script.is_file():
+        script = Path("/work/shared/scripts/redis-stack.sh")
+    port = "6397"
+    subprocess.run(["bash", str(script), "start", port], check=True, capture_output=True)
+    try:
+        url = f"redis://127.0.0.1:{port}"
+        store = open_store(url, "holodeck_restart", embeddings)
+        store.add_documents(docs())
+        subprocess.run(["bash", str(script), "stop", port], check=True, capture_output=True)
+        subprocess.run(["bash", str(script), "start", port], check=True, capture_output=True)
+        # the server lost its data (no persistence): the same store object reconnects,
+        # re-creates the index and serves again
+        assert store.similarity_search("safety", k=2) == []
+        store.add_documents(docs())
+        assert [d.id for d in store.similarity_search("tea earl grey", k=1)] == ["kb-b"]
+    finally:
+        subprocess.run(["bash", str(script), "stop", port], check=False, capture_output=True)
+
+
+class TestHolodeckRedisVectorStoreStandard(VectorStoreIntegrationTests):
+    @pytest.fixture
+    def vectorstore(self, redis_url: str, redis_index_name: str) -> VectorStore:
+        config = DatabaseConfig(SecretStr(redis_url), redis_index_name, vector_algorithm="FLAT")
+        handle = create_vector_store_with_status(config, self.get_embeddings(), fallback=False)
+        return handle.store
