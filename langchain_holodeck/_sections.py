@@ -245,7 +245,10 @@ class Section:
     body_start: int
     """Offset after the heading line(s); equals ``start`` for sub-clauses and the preamble."""
     level: int
-    """Depth in the heading tree: 1 for top-level headings, 0 for the preamble."""
+    """Depth in the heading tree: 1 for top-level headings, 0 for the preamble.
+
+    Not the ``#`` count: ``### A`` right under ``# B`` has level 2.
+    """
     title: str
     """The heading text without markdown markers (``"Section 102. Definitions"``, ``"(a)"``)."""
     section_id: str
@@ -261,6 +264,7 @@ class _Candidate:
     section_id: str
     body_start: int
     clause_labels: tuple[str, ...] = ()
+    markdown_level: int = 0
 
 
 @dataclass
@@ -384,22 +388,24 @@ def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
 def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
     """Parse ``text`` into its heading tree, flattened in document order.
 
-    See the module docstring for the heading grammar and the id rules. A heading that would
-    sit deeper than ``max_level`` in the tree stays part of its parent's text.
+    See the module docstring for the heading grammar and the id rules. Markdown headings
+    deeper than ``max_level`` (``#`` count; setext headings are levels 1 and 2) stay part of
+    their parent's text; numbered headings and sub-clauses are always recognized, however
+    deep they nest (legislation often reaches ``Title > Chapter > Section > (b) > (2) > (A)``).
 
     Args:
         text: Markdown or plain text.
-        max_level: Maximum depth of the heading tree (1 keeps only top-level headings).
+        max_level: Deepest markdown heading level recognized, 1 to 6.
 
     Returns:
         The sections, tiling ``text``; a preamble section (level 0, title ``""``) holds
         non-blank text before the first heading. ``[]`` for blank text.
 
     Raises:
-        ValueError: When ``max_level`` is below 1.
+        ValueError: When ``max_level`` is not between 1 and 6.
     """
-    if max_level < 1:
-        msg = f"max_level must be >= 1, got {max_level}."
+    if not 1 <= max_level <= 6:
+        msg = f"max_level must be between 1 and 6, got {max_level}."
         raise ValueError(msg)
     lines = text.splitlines(keepends=True)
     offsets = [0]
@@ -445,7 +451,10 @@ def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
         atx = _ATX.match(line)
         if atx:
             title = (atx["title"] or "").strip()
-            candidate = _Candidate(len(atx["hashes"]), title, _id_from_title(title), offsets[i + 1])
+            level = len(atx["hashes"])
+            candidate = _Candidate(
+                level, title, _id_from_title(title), offsets[i + 1], markdown_level=level
+            )
         elif (
             opens_paragraph
             and next_line is not None
@@ -455,7 +464,9 @@ def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
         ):
             title = line.strip()
             level = 1 if next_line.lstrip().startswith("=") else 2
-            candidate = _Candidate(level, title, _id_from_title(title), offsets[i + 2])
+            candidate = _Candidate(
+                level, title, _id_from_title(title), offsets[i + 2], markdown_level=level
+            )
             consumed = 2
         elif opens_paragraph and (plain := _plain_heading(line, next_line)):
             candidate = _Candidate(plain.rank, plain.title, plain.section_id, offsets[i + 1])
@@ -481,30 +492,28 @@ def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
             )
 
         is_heading = False
-        if candidate is not None:
+        if candidate is not None and candidate.markdown_level <= max_level:
             while stack and stack[-1].rank >= candidate.rank:
                 stack.pop()
-            if len(stack) < max_level:
-                own_id = candidate.section_id or (stack[-1].section_id if stack else "")
-                heads.append(
-                    Section(
-                        start=start,
-                        end=len(text),
-                        body_start=candidate.body_start,
-                        level=len(stack) + 1,
-                        title=candidate.title,
-                        section_id=own_id,
-                        parent_chain=tuple(open_.title for open_ in stack),
-                    )
+            own_id = candidate.section_id or (stack[-1].section_id if stack else "")
+            heads.append(
+                Section(
+                    start=start,
+                    end=len(text),
+                    body_start=candidate.body_start,
+                    level=len(stack) + 1,
+                    title=candidate.title,
+                    section_id=own_id,
+                    parent_chain=tuple(open_.title for open_ in stack),
                 )
-                stack.append(_Open(candidate.rank, candidate.title, own_id))
-                is_heading = candidate.body_start != start
-                if not candidate.clause_labels:
-                    clause_base = own_id
-                    base_labels = _split_id(own_id)[1]
-                    clause_stack = []
-                    for label in base_labels:
-                        clause_stack.append((_label_kind(label, clause_stack), label))
+            )
+            stack.append(_Open(candidate.rank, candidate.title, own_id))
+            is_heading = candidate.body_start != start
+            if not candidate.clause_labels:
+                clause_base = own_id
+                clause_stack = []
+                for label in _split_id(own_id)[1]:
+                    clause_stack.append((_label_kind(label, clause_stack), label))
         prev_blank = False
         prev_heading = is_heading
         prev_line = lines[i + consumed - 1].rstrip()

@@ -116,7 +116,8 @@ class StructuredMarkdownSplitter(TextSplitter):
     Key init args:
         max_chunk_tokens: Maximum chunk length (alias ``chunk_size``), measured by
             ``length_function`` (default: ``cl100k_base`` tokens).
-        max_level: Maximum depth of the heading tree; deeper headings stay in their parent.
+        max_level: Deepest markdown heading level (``#`` count) treated as a heading; numbered
+            headings and sub-clauses are always recognized.
 
     Instantiate:
         ```python
@@ -155,8 +156,8 @@ class StructuredMarkdownSplitter(TextSplitter):
         super().__init__(
             chunk_size=chunk_size, chunk_overlap=0, length_function=length_function, **kwargs
         )
-        if max_level < 1:
-            msg = f"max_level must be >= 1, got {max_level}."
+        if not 1 <= max_level <= 6:
+            msg = f"max_level must be between 1 and 6, got {max_level}."
             raise ValueError(msg)
         self._max_level = max_level
 

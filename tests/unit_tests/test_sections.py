@@ -128,7 +128,7 @@ def test_max_level_keeps_deeper_headings_in_the_parent() -> None:
 
 
 def test_max_level_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="got 0"):
+    with pytest.raises(ValueError, match="between 1 and 6, got 0"):
         parse_sections("# A", max_level=0)
 
 

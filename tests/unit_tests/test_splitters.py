@@ -163,5 +163,5 @@ def test_structured_splitter_rejects_conflicting_sizes() -> None:
 
 
 def test_structured_splitter_rejects_bad_max_level() -> None:
-    with pytest.raises(ValueError, match="max_level must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="max_level must be between 1 and 6, got 0"):
         StructuredMarkdownSplitter(max_level=0)
