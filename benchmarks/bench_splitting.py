@@ -156,6 +156,10 @@ def throughput(pages: int, repeat: int) -> None:
     rows = [
         ("StructuredMarkdownSplitter (split only)", lambda: ours.split_documents([doc])),
         ("StructuredMarkdownSplitter + definitions + cross-refs", ours_ingest),
+        (
+            "StructuredMarkdownSplitter(subclauses=False)",
+            lambda: StructuredMarkdownSplitter(subclauses=False).split_documents([doc]),
+        ),
         ("MarkdownHeaderTextSplitter + RecursiveCharacterTextSplitter", peer),
         ("default_text_splitter (512/50 tokens)", lambda: default.split_documents([doc])),
     ]

@@ -385,7 +385,7 @@ def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
     return None
 
 
-def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
+def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) -> list[Section]:
     """Parse ``text`` into its heading tree, flattened in document order.
 
     See the module docstring for the heading grammar and the id rules. Markdown headings
@@ -396,6 +396,8 @@ def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
     Args:
         text: Markdown or plain text.
         max_level: Deepest markdown heading level recognized, 1 to 6.
+        subclauses: Whether ``(a)``/``(1)`` sub-clauses are sections; with ``False`` they stay
+            in their numbered section's text (fewer, larger chunks; ids stop at ``203``).
 
     Returns:
         The sections, tiling ``text``; a preamble section (level 0, title ``""``) holds
@@ -471,7 +473,8 @@ def parse_sections(text: str, *, max_level: int = 6) -> list[Section]:
         elif opens_paragraph and (plain := _plain_heading(line, next_line)):
             candidate = _Candidate(plain.rank, plain.title, plain.section_id, offsets[i + 1])
         elif (
-            clause_base
+            subclauses
+            and clause_base
             and (opens_paragraph or prev_line.rstrip().endswith((".", ";", ":")))
             and (clause := _SUBCLAUSE.match(line))
         ):

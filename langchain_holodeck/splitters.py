@@ -118,6 +118,9 @@ class StructuredMarkdownSplitter(TextSplitter):
             ``length_function`` (default: ``cl100k_base`` tokens).
         max_level: Deepest markdown heading level (``#`` count) treated as a heading; numbered
             headings and sub-clauses are always recognized.
+        subclauses: Whether ``(a)``/``(1)`` sub-clauses get their own chunks (default, exact
+            ids like ``203(a)(1)``); ``False`` keeps them in their section's chunks (fewer,
+            larger chunks).
 
     Instantiate:
         ```python
@@ -136,6 +139,7 @@ class StructuredMarkdownSplitter(TextSplitter):
         *,
         max_chunk_tokens: int = 800,
         max_level: int = 6,
+        subclauses: bool = True,
         length_function: Callable[[str], int] = count_tokens,
         **kwargs: Any,
     ) -> None:
@@ -160,6 +164,7 @@ class StructuredMarkdownSplitter(TextSplitter):
             msg = f"max_level must be between 1 and 6, got {max_level}."
             raise ValueError(msg)
         self._max_level = max_level
+        self._subclauses = subclauses
 
     def split_text(self, text: str) -> list[str]:
         return [chunk.text for chunk in self._chunks(text)]
@@ -184,7 +189,7 @@ class StructuredMarkdownSplitter(TextSplitter):
         return documents
 
     def _chunks(self, text: str) -> list[_Chunk]:
-        sections = parse_sections(text, max_level=self._max_level)
+        sections = parse_sections(text, max_level=self._max_level, subclauses=self._subclauses)
         if not sections:
             sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
         packer = Packer(self._length_function, self._chunk_size)

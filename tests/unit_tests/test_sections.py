@@ -182,3 +182,8 @@ def test_references_to_self_are_dropped() -> None:
 
 def test_plain_words_are_not_references() -> None:
     assert find_section_refs("This section describes the second part of the article.") == []
+
+
+def test_subclauses_can_be_turned_off() -> None:
+    text = "Section 2 Rules\n\n(a) first rule.\n\n(b) second rule.\n"
+    assert [s.section_id for s in parse_sections(text, subclauses=False)] == ["2"]

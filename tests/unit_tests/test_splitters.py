@@ -165,3 +165,12 @@ def test_structured_splitter_rejects_conflicting_sizes() -> None:
 def test_structured_splitter_rejects_bad_max_level() -> None:
     with pytest.raises(ValueError, match="max_level must be between 1 and 6, got 0"):
         StructuredMarkdownSplitter(max_level=0)
+
+
+def test_subclauses_can_stay_in_their_section(act_text: str) -> None:
+    docs = StructuredMarkdownSplitter(subclauses=False).create_documents([act_text])
+    ids = [d.metadata["section_id"] for d in docs]
+    assert "203(a)(1)" not in ids
+    records = docs[ids.index("203")]
+    assert "(1) The log must record" in records.page_content
+    assert records.metadata["chunk_type"] == "requirement"
