@@ -126,8 +126,8 @@ class HybridRetriever(BaseRetriever):
     k: int = Field(default=10, ge=1, le=100)
     """Number of results (before expansion)."""
     fetch_k: int = Field(default=50, ge=1, le=1000)
-    """Candidates each leg contributes to fusion."""
-    weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    """Candidates each leg contributes to fusion (at least ``2 * k``: fusion needs depth)."""
+    weights: tuple[float, float, float] = (0.5, 0.5, 0.2)
     """Fusion weights of the (semantic, keyword, exact) rankings; also accepts a mapping or
     an object with ``semantic``/``keyword``/``exact`` (such as ``config.SearchWeights``)."""
     rrf_k: int = Field(default=60, ge=0)
@@ -190,14 +190,15 @@ class HybridRetriever(BaseRetriever):
         k = self._check_k(k)
         if not query.strip():
             return []
-        with _span("holodeck.hybrid_search", k=k, fetch_k=self.fetch_k):
+        fetch = max(self.fetch_k, 2 * k)
+        with _span("holodeck.hybrid_search", k=k, fetch_k=fetch):
             legs = _Legs()
             futures: dict[str, Future[Any]] = {}
-            for name, fn in self._side_legs(query).items():
+            for name, fn in self._side_legs(query, fetch).items():
                 ctx = contextvars.copy_context()
                 futures[name] = _pool().submit(ctx.run, fn)
             try:
-                legs.dense = self._dense(query)
+                legs.dense = self._dense(query, fetch)
             except Exception as e:
                 legs.errors["semantic"] = e
             for name, fut in futures.items():
@@ -224,10 +225,11 @@ class HybridRetriever(BaseRetriever):
         k = self._check_k(k)
         if not query.strip():
             return []
-        with _span("holodeck.hybrid_search", k=k, fetch_k=self.fetch_k):
-            names = ["dense", *self._side_legs(query)]
-            coros: list[Awaitable[Any]] = [self._adense(query)]
-            coros += [self._aside(name, query) for name in names[1:]]
+        fetch = max(self.fetch_k, 2 * k)
+        with _span("holodeck.hybrid_search", k=k, fetch_k=fetch):
+            names = ["dense", *self._side_legs(query, fetch)]
+            coros: list[Awaitable[Any]] = [self._adense(query, fetch)]
+            coros += [self._aside(name, query, fetch) for name in names[1:]]
             outcomes = await asyncio.gather(*coros, return_exceptions=True)
             legs = _Legs()
             for name, outcome in zip(names, outcomes, strict=True):
@@ -258,48 +260,48 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(msg)
         return k
 
-    def _side_legs(self, query: str) -> dict[str, Callable[[], list[KeywordHit]]]:
+    def _side_legs(self, query: str, fetch: int) -> dict[str, Callable[[], list[KeywordHit]]]:
         legs: dict[str, Callable[[], list[KeywordHit]]] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
         if keyword_index is not None and self.weights[1] > 0:
 
             def keyword() -> list[KeywordHit]:
-                with _span("holodeck.keyword_search", fetch_k=self.fetch_k):
-                    return list(keyword_index.search(query, self.fetch_k))
+                with _span("holodeck.keyword_search", fetch_k=fetch):
+                    return list(keyword_index.search(query, fetch))
 
             legs["keyword"] = keyword
         if exact_index is not None and self.weights[2] > 0:
 
             def exact() -> list[KeywordHit]:
-                return exact_index.search(query, self.fetch_k)
+                return exact_index.search(query, fetch)
 
             legs["exact"] = exact
         return legs
 
-    async def _aside(self, name: str, query: str) -> list[KeywordHit]:
+    async def _aside(self, name: str, query: str, fetch: int) -> list[KeywordHit]:
         index = self.keyword_index if name == "keyword" else self.exact_index
         asearch = getattr(index, "asearch", None)
         if name == "keyword" and asearch is not None:
-            with _span("holodeck.keyword_search", fetch_k=self.fetch_k):
-                return list(await asearch(query, self.fetch_k))
-        fn = self._side_legs(query)[name]
+            with _span("holodeck.keyword_search", fetch_k=fetch):
+                return list(await asearch(query, fetch))
+        fn = self._side_legs(query, fetch)[name]
         ctx = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(_pool(), ctx.run, fn)
 
-    def _dense(self, query: str) -> list[tuple[Document, float]] | None:
+    def _dense(self, query: str, fetch: int) -> list[tuple[Document, float]] | None:
         if self.weights[0] == 0:
             return None
-        with _span("holodeck.semantic_search", fetch_k=self.fetch_k):
+        with _span("holodeck.semantic_search", fetch_k=fetch):
             return self.vector_store.similarity_search_with_relevance_scores(
-                query, k=self.fetch_k, **self.search_kwargs
+                query, k=fetch, **self.search_kwargs
             )
 
-    async def _adense(self, query: str) -> list[tuple[Document, float]] | None:
+    async def _adense(self, query: str, fetch: int) -> list[tuple[Document, float]] | None:
         if self.weights[0] == 0:
             return None
-        with _span("holodeck.semantic_search", fetch_k=self.fetch_k):
+        with _span("holodeck.semantic_search", fetch_k=fetch):
             return await self.vector_store.asimilarity_search_with_relevance_scores(
-                query, k=self.fetch_k, **self.search_kwargs
+                query, k=fetch, **self.search_kwargs
             )
 
     # -- fusion (pure) ------------------------------------------------------------------
