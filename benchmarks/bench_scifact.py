@@ -23,12 +23,12 @@ from langchain_core.embeddings import Embeddings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ir_metrics import mean, ndcg_at_k, recall_at_k  # noqa: E402
+from ir_metrics import mean, ndcg_at_k, recall_at_k
 
-from langchain_holodeck.fusion import reciprocal_rank_fusion  # noqa: E402
-from langchain_holodeck.keyword_index import BM25KeywordIndex  # noqa: E402
-from langchain_holodeck.retrievers import HybridRetriever  # noqa: E402
-from langchain_holodeck.vectorstores import MatrixVectorStore  # noqa: E402
+from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.vectorstores import MatrixVectorStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
@@ -122,9 +122,7 @@ def main() -> None:
             from langchain_community.retrievers import BM25Retriever
             from langchain_core.vectorstores import InMemoryVectorStore
         except ImportError:
-            print(
-                "(EnsembleRetriever peer skipped: pip install langchain-classic langchain-community)"
-            )
+            print("(peer skipped: pip install langchain-classic langchain-community)")
         else:
             by_text = {d.page_content: d.id for d in docs}
             peer_store = InMemoryVectorStore(emb)
