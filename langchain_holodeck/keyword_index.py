@@ -9,5 +9,14 @@ from __future__ import annotations
 
 from langchain_holodeck._bm25 import BM25KeywordIndex, Tokenizer
 from langchain_holodeck._keyword_common import KeywordHit, KeywordIndex
+from langchain_holodeck._opensearch import OpenSearchKeywordIndex
+from langchain_holodeck._redis_keyword import RedisKeywordIndex
 
-__all__ = ["BM25KeywordIndex", "KeywordHit", "KeywordIndex", "Tokenizer"]
+__all__ = [
+    "BM25KeywordIndex",
+    "KeywordHit",
+    "KeywordIndex",
+    "OpenSearchKeywordIndex",
+    "RedisKeywordIndex",
+    "Tokenizer",
+]

@@ -1,0 +1,132 @@
+"""RedisKeywordIndex against Redis Stack: BM25 on the vector index, no injection, hybrid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_holodeck._redis_store import build_redis_store
+from langchain_holodeck.keyword_index import KeywordIndex, RedisKeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
+from langchain_holodeck.sync import stable_id
+
+pytestmark = pytest.mark.redis
+ACT = "legal/holodeck_act.md"
+
+
+def act_chunks(data_dir: Path, namespace: str) -> list[Document]:
+    text = (data_dir / "legal" / "holodeck_act.md").read_text(encoding="utf-8")
+    doc = Document(page_content=text, metadata={"source_path": ACT, "namespace": namespace})
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    return [
+        c.model_copy(
+            update={"id": stable_id(namespace, f"{ACT}_chunk_{c.metadata['chunk_index']}")}
+        )
+        for c in chunks
+    ]
+
+
+@pytest.fixture
+def store(redis_url, redis_index_name, embeddings):
+    return build_redis_store(
+        embeddings,
+        url=redis_url,
+        index_name=redis_index_name,
+        algorithm="FLAT",
+        metric="COSINE",
+        connect_timeout=2.0,
+    )
+
+
+@pytest.fixture
+def chunks(store, data_dir) -> list[Document]:
+    docs = act_chunks(data_dir, "legal")
+    store.add_documents(docs)
+    store.add_documents(act_chunks(data_dir, "other"))  # same text, another namespace
+    return docs
+
+
+def test_bm25_search_on_the_vector_index(store, chunks) -> None:
+    index = RedisKeywordIndex(store, namespace="legal")
+    assert isinstance(index, KeywordIndex)
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    hits = index.search("arch controls", k=5)
+    assert hits[0].id == by_sid["202(a)"]
+    assert all(h.score > 0 for h in hits)
+    assert {h.id for h in hits} <= {c.id for c in chunks}  # namespace filter held
+
+
+def test_without_namespace_both_copies_match(store, chunks) -> None:
+    hits = RedisKeywordIndex(store).search("arch controls", k=10)
+    assert len({h.id for h in hits}) == 2
+
+
+def test_index_follows_the_store(store, chunks) -> None:
+    index = RedisKeywordIndex(store, namespace="legal")
+    target = next(c for c in chunks if c.metadata["section_id"] == "202(a)")
+    store.delete([target.id])
+    assert target.id not in {h.id for h in index.search("arch controls", k=10)}
+    store.add_documents([target.model_copy(update={"page_content": "Replicator quartermaster"})])
+    assert [h.id for h in index.search("quartermaster", k=3)] == [target.id]
+    assert index.rebuild_from_store(store) == 2 * len(chunks)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '@text:(*) | -foo {bar} [baz] "qu\'ote" ~x %y% : ; , . < > ! $ & = ^ \\ /',
+        "*",
+        "-",
+        "@namespace:{other}",
+        "arch) | @namespace:{other} (controls",
+        "\x00\x01\x1b[31m arch \x7f controls",
+        "",
+        "   ",
+        "the and of",
+        "arch " * 20_000,  # 100 KB
+    ],
+)
+def test_query_syntax_is_never_injected(store, chunks, query) -> None:
+    index = RedisKeywordIndex(store, namespace="legal")
+    hits = index.search(query, k=10)
+    allowed = {c.id for c in chunks}
+    assert {h.id for h in hits} <= allowed  # the namespace filter cannot be escaped
+
+
+def test_hybrid_retriever_over_redis(store, chunks) -> None:
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    r = HybridRetriever(
+        vector_store=store, keyword_index=RedisKeywordIndex(store, namespace="legal"), k=3
+    )
+    docs = r.invoke("second officer arch controls")
+    assert by_sid["202(a)"] in {d.id for d in docs}
+    assert any(d.metadata["keyword_rank"] == 1 for d in docs)
+
+
+async def test_async_search(store, chunks) -> None:
+    index = RedisKeywordIndex(store, namespace="legal")
+    assert await index.asearch("arch controls", 3) == index.search("arch controls", 3)
+
+
+def test_single_round_trip_hybrid(store, chunks, embeddings) -> None:
+    index = RedisKeywordIndex(store, namespace="legal")
+    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
+    query = "second officer arch controls"
+    results = index.hybrid_search(query, 3, vector=embeddings.embed_query(query), alpha=0.5)
+    assert results[0][0].id == by_sid["202(a)"]
+    assert results[0][0].metadata["section_id"] == "202(a)"
+    assert [s for _, s in results] == sorted((s for _, s in results), reverse=True)
+    assert index.hybrid_search("the of", 3, vector=embeddings.embed_query("x")) == []
+    assert index.server_supports_ft_hybrid() in (True, False)
+
+
+def test_bad_arguments(store) -> None:
+    with pytest.raises(ValueError, match="scorer must be 'BM25STD' or 'BM25', got 'TFIDF'"):
+        RedisKeywordIndex(store, scorer="TFIDF")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="needs a langchain-redis RedisVectorStore"):
+        RedisKeywordIndex(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        RedisKeywordIndex(store).search("x", 0)
