@@ -1,0 +1,425 @@
+"""Agent tools: a configured corpus, ingested idempotently and searched, exposed to a model."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.stores import ByteStore, InMemoryByteStore
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.vectorstores import VectorStore
+from langchain_text_splitters import TextSplitter
+from pydantic import BaseModel, Field
+
+from langchain_holodeck.config import (
+    DatabaseConfig,
+    HierarchicalDocumentToolConfig,
+    VectorStoreToolConfig,
+    resolve_database_config,
+)
+from langchain_holodeck.ingestion import IngestionPipeline
+from langchain_holodeck.sync import SyncResult, sanitize_error
+
+if TYPE_CHECKING:
+    from langchain_holodeck.ingestion import ChunkEnricher
+    from langchain_holodeck.sync import KeywordIndexLike
+
+logger = logging.getLogger(__name__)
+
+BREADCRUMB_SEPARATOR = " \u203a "
+RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
+
+
+class SearchInput(BaseModel):
+    """The single argument a model passes to a search tool."""
+
+    query: str = Field(
+        description="What to look for, in natural language; keywords, identifiers and "
+        "section numbers (e.g. 'Section 4.2') also work."
+    )
+
+
+def shown_text(document: Document) -> str:
+    """The text users and agents see: the original chunk, without any LLM context."""
+    return str(document.metadata.get("original_content", document.page_content))
+
+
+def result_score(document: Document) -> float:
+    """The score a tool shows: rerank score, else fused score, else dense similarity."""
+    for key in ("relevance_score", "fused_score", "semantic_score"):
+        value = document.metadata.get(key)
+        if value is not None:
+            return float(value)
+    return 0.0
+
+
+def format_results(documents: Sequence[Document], *, header_extra: bool = False) -> str:
+    """The tool contract's output: ``Found N result(s):`` then one numbered block per result."""
+    blocks = [f"Found {len(documents)} result(s):"]
+    for rank, doc in enumerate(documents, start=1):
+        source = doc.metadata.get("source_path", doc.metadata.get("source", "unknown"))
+        line = f"[{rank}] Score: {result_score(doc):.2f} | Source: {source}"
+        if header_extra:
+            breadcrumb = section_breadcrumb(doc)
+            if breadcrumb:
+                line += f" | Section: {breadcrumb}"
+        blocks.append(f"{line}\n{shown_text(doc)}")
+    return "\n\n".join(blocks)
+
+
+def section_breadcrumb(document: Document) -> str:
+    """``Title I > Section 201 > 201(a)`` (with a U+203A separator): parents, then the id."""
+    parts = [str(p) for p in document.metadata.get("parent_chain") or []]
+    section_id = document.metadata.get("section_id")
+    if section_id and (not parts or section_id not in parts[-1]):
+        parts.append(str(section_id))
+    return BREADCRUMB_SEPARATOR.join(parts)
+
+
+class _DocumentTool:
+    """Shared life cycle of the tools: build store and pipeline, initialize, search, expose."""
+
+    _config: VectorStoreToolConfig | HierarchicalDocumentToolConfig
+
+    def __init__(
+        self,
+        config: VectorStoreToolConfig | HierarchicalDocumentToolConfig,
+        *,
+        embeddings: Embeddings | None = None,
+        vector_store: VectorStore | None = None,
+        project_dir: str | Path | None = None,
+        home_dir: str | Path | None = None,
+        base_dir: str | Path | None = None,
+        store_dir: str | Path | None = None,
+    ) -> None:
+        self._config = config
+        self._embeddings = embeddings
+        self._vector_store = vector_store
+        self._project_dir = Path(project_dir) if project_dir is not None else None
+        self._home_dir = Path(home_dir) if home_dir is not None else None
+        self._base_dir = Path(base_dir) if base_dir is not None else None
+        self._store_dir = Path(store_dir) if store_dir is not None else None
+        self._retriever: BaseRetriever | None = None
+        self._cache: ByteStore | None = None
+        self._model_id: str | None = None
+        self.is_initialized = False
+        self.document_count = 0
+        self.last_ingest_time: datetime | None = None
+        self.last_sync_result: SyncResult | None = None
+        self.backend = "unset"
+        """Where the vectors live: ``in-memory`` or ``redis``."""
+        self.fallback_reason: str | None = None
+        """Why the configured database was not used (unreachable Redis), or None."""
+
+    @property
+    def config(self) -> VectorStoreToolConfig | HierarchicalDocumentToolConfig:
+        """The tool's configuration."""
+        return self._config
+
+    @property
+    def name(self) -> str:
+        """The tool name a model calls."""
+        return self._config.name
+
+    # -- building -----------------------------------------------------------------------
+    def _resolve_store(self) -> VectorStore:
+        """The store to sync into: the one given, else the configured one (with fallback).
+
+        Embeddings are wrapped in a ``CachedEmbeddings`` keyed by text, so a chunk whose key
+        shifted (a paragraph inserted above it) is rewritten without a model call. The cache
+        lives next to the vectors: in ``store_dir`` for the persisted in-memory store, in Redis
+        for Redis, in memory otherwise.
+        """
+        from langchain_holodeck.embeddings import (
+            CachedEmbeddings,
+            embedding_model_id,
+            resolve_embeddings,
+        )
+        from langchain_holodeck.vectorstores import (
+            MatrixVectorStore,
+            create_vector_store_with_status,
+        )
+
+        base = self._embeddings or resolve_embeddings(self._config.embedding_model)
+        self._model_id = embedding_model_id(base)
+        if self._vector_store is not None:
+            self.backend = type(self._vector_store).__name__
+            self._embeddings = base
+            return self._vector_store
+        database = resolve_database_config(
+            self._config, project_dir=self._project_dir, home_dir=self._home_dir
+        )
+        self._cache = self._embedding_cache(database)
+        embeddings = CachedEmbeddings(base, self._cache, model_id=self._model_id)
+        handle = create_vector_store_with_status(database, embeddings)
+        self.backend = handle.backend
+        self.fallback_reason = handle.reason if handle.fell_back else None
+        store = handle.store
+        saved = self._store_dir is not None and (self._store_dir / "manifest.json").exists()
+        if isinstance(store, MatrixVectorStore) and saved:
+            store = MatrixVectorStore.load(self._store_dir, embeddings)  # type: ignore[arg-type]  # saved implies a dir
+        self._embeddings = embeddings
+        self._vector_store = store
+        return store
+
+    def _embedding_cache(self, database: DatabaseConfig | None) -> ByteStore:
+        if database is not None and database.provider == "redis":
+            try:
+                import redis
+
+                from langchain_holodeck.embeddings import RedisByteStore
+
+                url = database.connection_string.get_secret_value()  # type: ignore[union-attr]  # validated: redis needs one
+                return RedisByteStore(
+                    redis.Redis.from_url(url), prefix=f"holodeck:embcache:{self.name}:"
+                )
+            except ImportError:
+                pass
+        if self._store_dir is not None:
+            from langchain_holodeck.embeddings import LocalFileByteStore
+
+            return LocalFileByteStore(self._store_dir / "embedding_cache")
+        return InMemoryByteStore()
+
+    def _splitter(self) -> TextSplitter | None:
+        return None
+
+    def _enricher(self) -> ChunkEnricher | None:
+        return None
+
+    def _keyword_index(self, store: VectorStore) -> KeywordIndexLike | None:
+        return None
+
+    def _build_retriever(self, store: VectorStore) -> BaseRetriever:
+        raise NotImplementedError
+
+    # -- life cycle ---------------------------------------------------------------------
+    async def initialize(self, *, force_ingest: bool = False) -> SyncResult:
+        """Ingest the source into the store (idempotent) and get ready to search.
+
+        Returns:
+            The ``SyncResult`` of the ingestion.
+
+        Raises:
+            FileNotFoundError: When the source does not exist or holds no supported file.
+            EmbeddingModelMismatchError: When the store holds another model's vectors and
+                ``force_ingest`` is False.
+        """
+        return await asyncio.to_thread(self.initialize_sync, force_ingest=force_ingest)
+
+    def initialize_sync(self, *, force_ingest: bool = False) -> SyncResult:
+        """Blocking twin of ``initialize``, for scripts and the CLI."""
+        store = self._resolve_store()
+        self._warn_about_rerank_top_n()
+        if force_ingest and self._cache is not None:
+            self._cache.mdelete(list(self._cache.yield_keys()))  # re-embed means re-embed
+        pipeline = IngestionPipeline(
+            store,
+            namespace=self._config.name,
+            splitter=self._splitter(),
+            enricher=self._enricher(),
+            keyword_index=self._keyword_index(store),
+            embedding_model=self._model_id,
+            base_dir=self._config.base_dir if self._base_dir is None else self._base_dir,
+        )
+        result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
+        self._after_ingest(store)
+        self.last_sync_result = result
+        self.document_count = result.added + result.updated + result.skipped
+        self.last_ingest_time = datetime.now(timezone.utc)
+        self._retriever = self._build_retriever(store)
+        self.is_initialized = True
+        logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
+        return result
+
+    def _after_ingest(self, store: VectorStore) -> None:
+        from langchain_holodeck.vectorstores import MatrixVectorStore
+
+        if self._store_dir is not None and isinstance(store, MatrixVectorStore):
+            store.dump(self._store_dir)
+
+    def _warn_about_rerank_top_n(self) -> None:
+        top_n = self._config.rerank_top_n
+        if self._config.rerank and top_n is not None and top_n < self._config.top_k:
+            logger.warning(RERANK_TOP_N_WARNING)
+
+    # -- search -------------------------------------------------------------------------
+    def as_retriever(self) -> BaseRetriever:
+        """The retriever ``search`` uses, for LCEL chains (``retriever | format | llm``)."""
+        if self._retriever is None:
+            msg = f"{type(self).__name__} must be initialized before search"
+            raise RuntimeError(msg)
+        return self._retriever
+
+    def _check_query(self, query: str) -> BaseRetriever:
+        if not self.is_initialized or self._retriever is None:
+            msg = f"{type(self).__name__} must be initialized before search"
+            raise RuntimeError(msg)
+        if not query or not query.strip():
+            msg = "Search query cannot be empty"
+            raise ValueError(msg)
+        return self._retriever
+
+    async def search(self, query: str) -> str:
+        """Search and format the results for a model (the tool contract's output).
+
+        Raises:
+            RuntimeError: Before ``initialize``, or when embedding the query fails (with cause).
+            ValueError: When ``query`` is empty or whitespace.
+        """
+        retriever = self._check_query(query)
+        try:
+            documents = await retriever.ainvoke(query)
+        except Exception as error:
+            msg = f"Search failed: {sanitize_error(error)}"
+            raise RuntimeError(msg) from error
+        return await asyncio.to_thread(self._format, query, documents)
+
+    def search_sync(self, query: str) -> str:
+        """Blocking twin of ``search``."""
+        retriever = self._check_query(query)
+        try:
+            documents = retriever.invoke(query)
+        except Exception as error:
+            msg = f"Search failed: {sanitize_error(error)}"
+            raise RuntimeError(msg) from error
+        return self._format(query, documents)
+
+    def _format(self, query: str, documents: list[Document]) -> str:
+        if documents:
+            return format_results(documents, header_extra=self._shows_sections)
+        threshold = self._config.min_similarity_score
+        if threshold is not None and self._has_unfiltered_results(query):
+            return f"No results above similarity threshold {threshold}"
+        return f"No relevant results found for query: {query}"
+
+    _shows_sections = False
+
+    def _has_unfiltered_results(self, query: str) -> bool:
+        store = self._vector_store
+        return store is not None and bool(store.similarity_search(query, k=1))
+
+    def as_tool(self) -> BaseTool:
+        """A LangChain tool named after the config, taking one required ``query`` string."""
+        return StructuredTool.from_function(
+            func=self.search_sync,
+            coroutine=self.search,
+            name=self._config.name,
+            description=self._config.description,
+            args_schema=SearchInput,
+        )
+
+
+class VectorStoreTool(_DocumentTool):
+    """Semantic search over a folder of documents, as an agent tool.
+
+    Key init args:
+        config: A ``VectorStoreToolConfig`` (from ``agent.yaml`` via ``load_agent_config``).
+        embeddings: Overrides the config's ``embedding_model``.
+        vector_store: Overrides the config's ``database``.
+
+    Instantiate:
+        ```python
+        tool = VectorStoreTool(VectorStoreToolConfig(type="vectorstore", name="kb",
+                                                     description="Docs", source="docs/"))
+        await tool.initialize()
+        print(await tool.search("how do I revoke a token?"))
+        ```
+    """
+
+    _config: VectorStoreToolConfig
+
+    def __init__(
+        self,
+        config: VectorStoreToolConfig,
+        *,
+        embeddings: Embeddings | None = None,
+        vector_store: VectorStore | None = None,
+        project_dir: str | Path | None = None,
+        home_dir: str | Path | None = None,
+        base_dir: str | Path | None = None,
+        store_dir: str | Path | None = None,
+    ) -> None:
+        super().__init__(
+            config,
+            embeddings=embeddings,
+            vector_store=vector_store,
+            project_dir=project_dir,
+            home_dir=home_dir,
+            base_dir=base_dir,
+            store_dir=store_dir,
+        )
+
+    def _build_retriever(self, store: VectorStore) -> BaseRetriever:
+        from langchain_holodeck.retrievers import HybridRetriever
+
+        retriever: BaseRetriever = HybridRetriever(
+            vector_store=store,
+            k=self._config.top_k,
+            min_similarity_score=self._config.min_similarity_score,
+        )
+        return _with_reranker(retriever, self._config)
+
+
+def _with_reranker(
+    retriever: BaseRetriever, config: VectorStoreToolConfig | HierarchicalDocumentToolConfig
+) -> BaseRetriever:
+    if not config.rerank or config.reranker is None:
+        return retriever
+    from langchain_holodeck.rerankers import RerankRetriever, create_reranker
+
+    return RerankRetriever(
+        retriever=retriever,
+        reranker=create_reranker(
+            config.reranker, use_contextualized=config.rerank_on == "contextualized"
+        ),
+        fetch_k=config.rerank_top_n or config.top_k * 3,
+        k=config.top_k,
+    )
+
+
+def load_tools(
+    agent_yaml: str | Path,
+    *,
+    project_dir: str | Path | None = None,
+    home_dir: str | Path | None = None,
+    embeddings: Embeddings | None = None,
+    **kwargs: Any,
+) -> list[_DocumentTool]:
+    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
+    from langchain_holodeck.config import load_agent_config
+
+    path = Path(agent_yaml)
+    config = load_agent_config(path)
+    tools: list[_DocumentTool] = []
+    for tool_config in config.tools:
+        cls = (
+            HierarchicalDocumentTool
+            if isinstance(tool_config, HierarchicalDocumentToolConfig)
+            else VectorStoreTool
+        )
+        tools.append(
+            cls(
+                tool_config,  # type: ignore[arg-type]  # the isinstance above picks the class
+                embeddings=embeddings,
+                project_dir=project_dir,
+                home_dir=home_dir,
+                base_dir=path.parent,
+                **kwargs,
+            )
+        )
+    return tools
+
+
+class HierarchicalDocumentTool(_DocumentTool):
+    """Hybrid (dense + BM25 + exact section) search over structured documents, as a tool."""
+
+    _config: HierarchicalDocumentToolConfig
+    _shows_sections = True

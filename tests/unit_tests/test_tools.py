@@ -1,0 +1,230 @@
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+
+from langchain_holodeck.config import VectorStoreToolConfig
+from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
+from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import DATA_DIR, HashingEmbeddings
+
+RESULT_HEADER = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)$", re.M)
+
+
+def make_config(source: Path, **overrides: Any) -> VectorStoreToolConfig:
+    fields: dict[str, Any] = {
+        "type": "vectorstore",
+        "name": "knowledge_base",
+        "description": "Search the holodeck documentation.",
+        "source": str(source),
+        "top_k": 3,
+    }
+    return VectorStoreToolConfig(**{**fields, **overrides})
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    target = tmp_path / "docs"
+    shutil.copytree(DATA_DIR / "docs", target)
+    return target
+
+
+@pytest.fixture
+def tool(docs: Path, embeddings: HashingEmbeddings, tmp_path: Path) -> VectorStoreTool:
+    return VectorStoreTool(
+        make_config(docs), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+
+
+async def test_initialize_ingests_every_file(tool: VectorStoreTool) -> None:
+    result = await tool.initialize()
+    assert tool.is_initialized
+    assert result.added == tool.document_count > 0
+    assert result.failed == 0
+    assert tool.last_ingest_time is not None
+    assert tool.backend == "in-memory"
+    assert tool.fallback_reason is None
+
+
+async def test_search_output_follows_the_contract(tool: VectorStoreTool) -> None:
+    await tool.initialize()
+    output = await tool.search("which endpoint accepts GET and POST requests for users")
+    assert output.startswith("Found 3 result(s):\n\n[1] Score: ")
+    headers = RESULT_HEADER.findall(output)
+    assert [int(rank) for rank, _, _ in headers] == [1, 2, 3]
+    scores = [float(score) for _, score, _ in headers]
+    assert scores == sorted(scores, reverse=True)
+    assert headers[0][2].endswith("docs/api.md")
+    assert "The API endpoint /users accepts GET and POST requests" in output
+
+
+async def test_second_initialize_skips_everything_without_embedding(
+    tool: VectorStoreTool, embeddings: HashingEmbeddings
+) -> None:
+    first = await tool.initialize()
+    calls = embeddings.texts_embedded
+    second = await tool.initialize()
+    assert (second.added, second.updated, second.skipped) == (0, 0, first.added)
+    assert embeddings.texts_embedded == calls
+
+
+async def test_modified_file_is_updated_and_deleted_file_cleaned(
+    tool: VectorStoreTool, docs: Path
+) -> None:
+    await tool.initialize()
+    api = docs / "api.md"
+    api.write_text(api.read_text() + "\nThe endpoint /decks lists every deck.\n")
+    os.utime(api, (1, 1))  # a new mtime even on coarse clocks
+    (docs / "auth.md").unlink()
+    result = await tool.initialize()
+    assert result.updated + result.added >= 1
+    assert result.deleted >= 1
+    output = await tool.search("revoke tokens DELETE")
+    assert "auth.md" not in output
+    assert "/decks" in await tool.search("endpoint decks lists every deck")
+
+
+async def test_force_ingest_reembeds_everything(
+    tool: VectorStoreTool, embeddings: HashingEmbeddings
+) -> None:
+    first = await tool.initialize()
+    calls = embeddings.texts_embedded
+    forced = await tool.initialize(force_ingest=True)
+    assert forced.updated == first.added
+    assert embeddings.texts_embedded == calls + first.added
+
+
+async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
+    with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
+        await tool.search("anything")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+async def test_empty_query_is_rejected(tool: VectorStoreTool, query: str) -> None:
+    await tool.initialize()
+    with pytest.raises(ValueError, match=r"^Search query cannot be empty$"):
+        await tool.search(query)
+
+
+async def test_threshold_message_when_all_results_are_below(
+    docs: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    config = make_config(docs, min_similarity_score=0.99)
+    tool = VectorStoreTool(config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path)
+    await tool.initialize()
+    assert await tool.search("zebra quantum") == "No results above similarity threshold 0.99"
+
+
+async def test_no_results_message_on_an_empty_store(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    store = MatrixVectorStore(embeddings)
+    tool = VectorStoreTool(make_config(docs), vector_store=store)
+    await tool.initialize()
+    store.clear()
+    assert await tool.search("holodeck") == "No relevant results found for query: holodeck"
+
+
+async def test_embedding_failure_is_a_runtime_error_with_cause(docs: Path, tmp_path: Path) -> None:
+    class QueryFails(HashingEmbeddings):
+        def embed_query(self, text: str) -> list[float]:
+            msg = "model server unavailable"
+            raise ConnectionError(msg)
+
+    tool = VectorStoreTool(
+        make_config(docs), embeddings=QueryFails(), project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    with pytest.raises(RuntimeError, match="model server unavailable") as info:
+        await tool.search("holodeck")
+    assert isinstance(info.value.__cause__, ConnectionError)
+
+
+async def test_store_dir_persists_across_instances(
+    docs: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    store_dir = tmp_path / "store"
+    first = VectorStoreTool(
+        make_config(docs), embeddings=embeddings, store_dir=store_dir, home_dir=tmp_path
+    )
+    added = (await first.initialize()).added
+    calls = embeddings.texts_embedded
+    second = VectorStoreTool(
+        make_config(docs), embeddings=embeddings, store_dir=store_dir, home_dir=tmp_path
+    )
+    result = await second.initialize()
+    assert (result.added, result.skipped) == (0, added)
+    assert embeddings.texts_embedded == calls
+    assert "Found 3 result(s)" in await second.search("safety protocols")
+
+
+async def test_as_tool_is_a_langchain_tool(tool: VectorStoreTool) -> None:
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    assert isinstance(lc_tool, BaseTool)
+    assert lc_tool.name == "knowledge_base"
+    assert lc_tool.description == "Search the holodeck documentation."
+    schema = lc_tool.get_input_schema().model_json_schema()
+    assert schema["required"] == ["query"]
+    assert schema["properties"]["query"]["type"] == "string"
+    assert lc_tool.invoke({"query": "rate limits"}).startswith("Found 3 result(s)")
+    assert (await lc_tool.ainvoke({"query": "rate limits"})).startswith("Found 3 result(s)")
+
+
+async def test_agent_tool_call_round_trips_through_as_tool(tool: VectorStoreTool) -> None:
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    call = {"name": "knowledge_base", "args": {"query": "safety protocols"}, "id": "call-1"}
+    model = FakeMessagesListChatModel(
+        responses=[AIMessage(content="", tool_calls=[call]), AIMessage(content="Two officers.")]
+    )
+    messages: list[Any] = [HumanMessage("Who can disable safety protocols?")]
+    ai = model.invoke(messages)
+    assert ai.tool_calls[0]["name"] == lc_tool.name
+    tool_message = await lc_tool.ainvoke(ai.tool_calls[0])
+    assert isinstance(tool_message, ToolMessage)
+    assert tool_message.tool_call_id == "call-1"
+    assert "two senior" in tool_message.content
+    final = model.invoke([*messages, ai, tool_message])
+    assert final.content == "Two officers."
+
+
+async def test_as_retriever_composes_in_lcel(tool: VectorStoreTool) -> None:
+    await tool.initialize()
+    chain = tool.as_retriever() | (lambda docs: [d.metadata["source_path"] for d in docs])
+    sources = await chain.ainvoke("bearer token Authorization header")
+    assert sources[0].endswith("auth.md")
+
+
+def test_format_results_numbers_blocks_and_shows_original_text() -> None:
+    from langchain_core.documents import Document
+
+    doc = Document(
+        page_content="CONTEXT\n\nbody",
+        metadata={"source_path": "a.md", "original_content": "body", "semantic_score": 0.891},
+    )
+    assert format_results([doc]) == "Found 1 result(s):\n\n[1] Score: 0.89 | Source: a.md\nbody"
+
+
+def test_load_tools_builds_each_tool_of_the_agent_yaml(tmp_path: Path) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools:\n"
+        "  - type: vectorstore\n    name: kb\n    description: Docs\n    source: docs/\n"
+        "  - type: vectorstore\n    name: kb2\n    description: Docs again\n"
+        "    source: docs/api.md\n"
+    )
+    tools = load_tools(
+        agent, project_dir=tmp_path, home_dir=tmp_path, embeddings=HashingEmbeddings()
+    )
+    assert [t.name for t in tools] == ["kb", "kb2"]
+    assert all(isinstance(t, VectorStoreTool) for t in tools)
