@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import ByteStore, InMemoryByteStore
 from langchain_core.tools import BaseTool, StructuredTool
@@ -24,7 +25,10 @@ from langchain_holodeck.config import (
     VectorStoreToolConfig,
     resolve_database_config,
 )
+from langchain_holodeck.definitions import Definition
+from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline
+from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
 from langchain_holodeck.sync import SyncResult, sanitize_error
 
 if TYPE_CHECKING:
@@ -65,7 +69,8 @@ def format_results(documents: Sequence[Document], *, header_extra: bool = False)
     blocks = [f"Found {len(documents)} result(s):"]
     for rank, doc in enumerate(documents, start=1):
         source = doc.metadata.get("source_path", doc.metadata.get("source", "unknown"))
-        line = f"[{rank}] Score: {result_score(doc):.2f} | Source: {source}"
+        digits = 4 if header_extra else 2  # fused RRF scores are small numbers
+        line = f"[{rank}] Score: {result_score(doc):.{digits}f} | Source: {source}"
         if header_extra:
             breadcrumb = section_breadcrumb(doc)
             if breadcrumb:
@@ -364,6 +369,7 @@ class VectorStoreTool(_DocumentTool):
             vector_store=store,
             k=self._config.top_k,
             min_similarity_score=self._config.min_similarity_score,
+            search_kwargs=_namespace_filter(store, self.name),
         )
         return _with_reranker(retriever, self._config)
 
@@ -419,7 +425,206 @@ def load_tools(
 
 
 class HierarchicalDocumentTool(_DocumentTool):
-    """Hybrid (dense + BM25 + exact section) search over structured documents, as a tool."""
+    """Hybrid search (dense + BM25 + exact section) over structured documents, as a tool.
+
+    Documents are split along their structure (``StructuredMarkdownSplitter``), optionally
+    given an LLM-written context (``ContextualChunkEnricher``), synced idempotently, and
+    searched by a ``HybridRetriever``: a query naming "Section 203(a)" gets that section
+    first, a defined term brings its definition, cross-references can be followed.
+
+    Key init args:
+        config: A ``HierarchicalDocumentToolConfig``.
+        llm: The chat model that writes chunk contexts; overrides ``context_model``.
+
+    Instantiate:
+        ```python
+        tool = HierarchicalDocumentTool(config, embeddings=embeddings)
+        await tool.initialize()
+        print(await tool.search("What does Section 203(a) require?"))
+        ```
+    """
 
     _config: HierarchicalDocumentToolConfig
     _shows_sections = True
+
+    def __init__(
+        self,
+        config: HierarchicalDocumentToolConfig,
+        *,
+        embeddings: Embeddings | None = None,
+        vector_store: VectorStore | None = None,
+        llm: BaseChatModel | None = None,
+        project_dir: str | Path | None = None,
+        home_dir: str | Path | None = None,
+        base_dir: str | Path | None = None,
+        store_dir: str | Path | None = None,
+    ) -> None:
+        super().__init__(
+            config,
+            embeddings=embeddings,
+            vector_store=vector_store,
+            project_dir=project_dir,
+            home_dir=home_dir,
+            base_dir=base_dir,
+            store_dir=store_dir,
+        )
+        self._llm = llm
+        self._keywords: KeywordIndex | None = None
+        self._exact = ExactMatchIndex()
+        self._exact_loaded = False
+        self.definitions: dict[str, Definition] = {}
+        """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
+
+    def _splitter(self) -> TextSplitter:
+        from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+        return StructuredMarkdownSplitter(max_chunk_tokens=self._config.max_chunk_tokens)
+
+    def _enricher(self) -> ChunkEnricher | None:
+        if not self._config.contextual_embeddings:
+            return None
+        from langchain_holodeck.contextual import ContextualChunkEnricher
+
+        llm = self._llm or _chat_model(self._config)
+        return ContextualChunkEnricher(
+            llm,
+            concurrency=self._config.context_concurrency,
+            max_context_tokens=self._config.context_max_tokens,
+        )
+
+    def _keyword_index(self, store: VectorStore) -> KeywordIndexLike:
+        """BM25 (in memory, Redis or OpenSearch) and the exact index, kept in step by sync."""
+        if self._keywords is None:
+            self._keywords = _build_keyword_index(self._config, store)
+            if isinstance(self._keywords, BM25KeywordIndex):
+                self._keywords = self._load_or_rebuild_bm25(store)
+        if not self._exact_loaded:
+            self._exact.rebuild_from_store(store, namespace=self.name)
+            self._exact_loaded = True
+        return _IndexFanOut((self._keywords, self._exact))
+
+    def _load_or_rebuild_bm25(self, store: VectorStore) -> BM25KeywordIndex:
+        saved = self._store_dir / "bm25" if self._store_dir is not None else None
+        if saved is not None and saved.exists():
+            return BM25KeywordIndex.load(saved)
+        index = BM25KeywordIndex()
+        index.rebuild_from_store(store, namespace=self.name)
+        return index
+
+    def _after_ingest(self, store: VectorStore) -> None:
+        from langchain_holodeck.definitions import DefinitionExtractor
+        from langchain_holodeck.vectorstores import scan_documents
+
+        super()._after_ingest(store)
+        if self._store_dir is not None and isinstance(self._keywords, BM25KeywordIndex):
+            self._keywords.save(self._store_dir / "bm25")
+        chunks = list(scan_documents(store, namespace=self.name))
+        self.definitions = DefinitionExtractor().extract(chunks)
+
+    def _build_retriever(self, store: VectorStore) -> BaseRetriever:
+        from langchain_holodeck.retrievers import HybridRetriever
+
+        config = self._config
+        retriever = HybridRetriever(
+            vector_store=store,
+            keyword_index=self._keywords,
+            exact_index=self._exact,
+            k=config.top_k,
+            weights=config.search_weights,
+            min_similarity_score=config.min_similarity_score,
+            definitions=self.definitions,
+            expand_hops=config.expand_hops,
+            expand_direction=config.expand_direction,
+            search_kwargs=_namespace_filter(store, self.name),
+        )
+        return _with_reranker(retriever, config)
+
+
+class _IndexFanOut:
+    """Keeps several indexes in step with one sync."""
+
+    def __init__(self, indexes: Sequence[KeywordIndexLike]) -> None:
+        self.indexes = indexes
+
+    def upsert(self, documents: Sequence[Document]) -> None:
+        for index in self.indexes:
+            index.upsert(documents)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for index in self.indexes:
+            index.delete(ids)
+
+
+def _build_keyword_index(
+    config: HierarchicalDocumentToolConfig, store: VectorStore
+) -> KeywordIndex:
+    keyword = config.keyword_index
+    if keyword.provider == "redis":
+        from langchain_holodeck.keyword_index import RedisKeywordIndex
+
+        try:
+            return RedisKeywordIndex(store, namespace=config.name)
+        except TypeError:
+            logger.warning(
+                "%s: keyword_index redis needs the Redis vector store, which is not in use "
+                "(fallback?); using the in-memory BM25 index.",
+                config.name,
+            )
+            return BM25KeywordIndex()
+    if keyword.provider == "opensearch":
+        from langchain_holodeck.keyword_index import OpenSearchKeywordIndex
+
+        return OpenSearchKeywordIndex(
+            keyword.endpoint,  # type: ignore[arg-type]  # validated: opensearch needs one
+            index_name=keyword.index_name,
+            username=keyword.username,
+            password=keyword.password,
+            api_key=keyword.api_key,
+            verify_certs=keyword.verify_certs,
+            timeout=keyword.timeout,
+            namespace=config.name,
+        )
+    return BM25KeywordIndex()
+
+
+def _namespace_filter(store: VectorStore, namespace: str) -> dict[str, Any]:
+    """Dense search restricted to the tool's namespace, in the store's own filter syntax."""
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+
+    if isinstance(store, MatrixVectorStore):
+        return {"filter": lambda doc: doc.metadata.get("namespace") == namespace}
+    if type(store).__name__ == "HolodeckRedisVectorStore":
+        from redisvl.query.filter import Tag
+
+        return {"filter": Tag("namespace") == namespace}
+    return {}
+
+
+def _chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
+    """The chat model ``context_model`` names (``openai`` or ``anthropic``)."""
+    spec = config.context_model
+    if spec is None:
+        msg = "contextual_embeddings is true but context_model is not set; set it or pass llm=."
+        raise ValueError(msg)
+    key = spec.api_key.get_secret_value() if spec.api_key is not None else None
+    if spec.provider == "openai":
+        try:
+            from langchain_openai import ChatOpenAI
+        except ImportError as error:
+            msg = 'context_model provider openai needs: pip install "langchain-holodeck[openai]"'
+            raise ImportError(msg) from error
+        return ChatOpenAI(
+            model=spec.name, temperature=spec.temperature, api_key=key, base_url=spec.base_url
+        )
+    if spec.provider == "anthropic":
+        try:
+            from langchain_anthropic import ChatAnthropic  # type: ignore[import-not-found]
+        except ImportError as error:
+            msg = "context_model provider anthropic needs: pip install langchain-anthropic"
+            raise ImportError(msg) from error
+        return ChatAnthropic(model=spec.name, temperature=spec.temperature, api_key=key)
+    msg = (
+        f"context_model.provider must be 'openai' or 'anthropic', got {spec.provider!r}; "
+        "or pass any chat model as llm=."
+    )
+    raise ValueError(msg)

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from langchain_holodeck.config import HierarchicalDocumentToolConfig
+from langchain_holodeck.tools import HierarchicalDocumentTool
+from tests.helpers import DATA_DIR, HashingEmbeddings
+
+
+def make_config(source: Path, **overrides: Any) -> HierarchicalDocumentToolConfig:
+    fields: dict[str, Any] = {
+        "type": "hierarchical_document",
+        "name": "legal_docs",
+        "description": "Search the Holodeck Safety Act.",
+        "source": str(source),
+        "top_k": 3,
+    }
+    return HierarchicalDocumentToolConfig(**{**fields, **overrides})
+
+
+@pytest.fixture
+def legal(tmp_path: Path) -> Path:
+    target = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", target)
+    return target
+
+
+@pytest.fixture
+def tool(legal: Path, embeddings: HashingEmbeddings, tmp_path: Path) -> HierarchicalDocumentTool:
+    return HierarchicalDocumentTool(
+        make_config(legal), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "section_id"),
+    [
+        ("Section 203(a)(1)", "203(a)(1)"),
+        ("what does § 202 say", "202"),
+        ("section 201(b)", "201(b)"),
+        ("Section 102", "102"),
+    ],
+)
+async def test_exact_section_lookup_is_the_top_result(
+    tool: HierarchicalDocumentTool, query: str, section_id: str
+) -> None:
+    await tool.initialize()
+    docs = await tool.as_retriever().ainvoke(query)
+    assert docs[0].metadata["section_id"] == section_id
+    assert docs[0].metadata["exact_match"] is True
+
+
+async def test_output_shows_rank_score_source_breadcrumb_and_text(
+    tool: HierarchicalDocumentTool,
+) -> None:
+    await tool.initialize()
+    output = await tool.search("Section 201(a)")
+    first = output.split("\n\n")[1]
+    header, text = first.split("\n", 1)
+    assert header.startswith("[1] Score: 0.")
+    assert "| Source: " in header
+    assert header.endswith("Section 201. Starting a simulation \u203a 201(a)")
+    assert text.startswith("(a) The Operator shall confirm")
+
+
+async def test_definitions_are_attached_when_the_query_names_a_term(
+    tool: HierarchicalDocumentTool,
+) -> None:
+    await tool.initialize()
+    assert "safety interlock" in tool.definitions
+    docs = await tool.as_retriever().ainvoke("what is the safety interlock")
+    definitions = docs[0].metadata.get("definitions") or []
+    assert any(d["term"].lower() == "safety interlock" for d in definitions)
+
+
+async def test_reinitialize_is_idempotent(
+    tool: HierarchicalDocumentTool, embeddings: HashingEmbeddings
+) -> None:
+    first = await tool.initialize()
+    calls = embeddings.texts_embedded
+    second = await tool.initialize()
+    assert (second.added, second.updated, second.skipped) == (0, 0, first.added)
+    assert embeddings.texts_embedded == calls
+    docs = await tool.as_retriever().ainvoke("Section 203(a)(1)")
+    assert docs[0].metadata["section_id"] == "203(a)(1)"
+
+
+async def test_keyword_index_rebuilds_from_the_persisted_store(
+    legal: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    store_dir = tmp_path / "store"
+    first = HierarchicalDocumentTool(
+        make_config(legal), embeddings=embeddings, store_dir=store_dir, home_dir=tmp_path
+    )
+    await first.initialize()
+    second = HierarchicalDocumentTool(
+        make_config(legal), embeddings=embeddings, store_dir=store_dir, home_dir=tmp_path
+    )
+    result = await second.initialize()
+    assert result.added == 0
+    hits = await second.as_retriever().ainvoke("arch controls supervising officer")
+    assert hits[0].metadata["keyword_rank"] is not None
+    assert hits[0].metadata["section_id"].startswith("202")
+
+
+class CountingChat(GenericFakeChatModel):
+    calls: int = 0
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return super()._generate(*args, **kwargs)
+
+
+async def test_contextual_enrichment_is_indexed_but_not_shown(
+    legal: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    llm = CountingChat(
+        messages=iter(AIMessage(content="From the Holodeck Safety Act.") for _ in range(500))
+    )
+    config = make_config(
+        legal,
+        contextual_embeddings=True,
+        context_model={"provider": "openai", "name": "unused"},
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, llm=llm, project_dir=tmp_path, home_dir=tmp_path
+    )
+    result = await tool.initialize()
+    assert llm.calls == result.added
+    docs = await tool.as_retriever().ainvoke("Section 201(a)")
+    assert docs[0].page_content.startswith("From the Holodeck Safety Act.\n\n")
+    assert docs[0].metadata["context"] == "From the Holodeck Safety Act."
+    output = await tool.search("Section 201(a)")
+    assert "From the Holodeck Safety Act." not in output
+    await tool.initialize()
+    assert llm.calls == result.added  # unchanged files: no LLM call
+
+
+async def test_as_tool_output_for_an_agent(tool: HierarchicalDocumentTool) -> None:
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    assert lc_tool.name == "legal_docs"
+    output = await lc_tool.ainvoke({"query": "who must be present for a program rated 5"})
+    assert output.startswith("Found 3 result(s):")
