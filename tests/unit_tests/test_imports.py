@@ -1,0 +1,104 @@
+import langchain_holodeck
+
+EXPECTED_ALL = {
+    "AgentConfig",
+    "BM25KeywordIndex",
+    "CachedEmbeddings",
+    "ChunkIndexedTextSplitter",
+    "CohereReranker",
+    "CohereRerankerConfig",
+    "ConfigError",
+    "ContextModelConfig",
+    "ContextualChunkEnricher",
+    "CostEstimate",
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_PROMPT",
+    "DatabaseConfig",
+    "Definition",
+    "DefinitionExtractor",
+    "DocumentLoadError",
+    "DocumentSync",
+    "EmbeddingModelMismatchError",
+    "EnrichmentResult",
+    "EnrichmentStats",
+    "ExactMatchIndex",
+    "HierarchicalDocumentTool",
+    "HierarchicalDocumentToolConfig",
+    "HolodeckError",
+    "HybridRetriever",
+    "IndexNotBuiltError",
+    "IngestProgress",
+    "IngestionPipeline",
+    "KeywordHit",
+    "KeywordIndex",
+    "KeywordIndexConfig",
+    "LocalEmbeddings",
+    "LocalFileByteStore",
+    "MatrixVectorStore",
+    "NoSupportedFilesError",
+    "OpenSearchKeywordIndex",
+    "RedisByteStore",
+    "RedisKeywordIndex",
+    "RerankRetriever",
+    "RerankerConfig",
+    "ResolvedReference",
+    "SUPPORTED_FILE_TYPES",
+    "SearchWeights",
+    "Section",
+    "SourceFile",
+    "SourceLoader",
+    "StructuredMarkdownSplitter",
+    "SyncPlan",
+    "SyncResult",
+    "ToolConfig",
+    "VLLMReranker",
+    "VLLMRerankerConfig",
+    "VectorStoreHandle",
+    "VectorStoreTool",
+    "VectorStoreToolConfig",
+    "config_reference_markdown",
+    "content_hash",
+    "create_reranker",
+    "create_vector_store",
+    "create_vector_store_with_status",
+    "default_text_splitter",
+    "embedding_model_id",
+    "find_section_refs",
+    "load_agent_config",
+    "load_project_database_config",
+    "load_tools",
+    "normalize_section_ref",
+    "normalize_term",
+    "parse_sections",
+    "plan_sync",
+    "reciprocal_rank_fusion",
+    "resolve_cross_references",
+    "resolve_database_config",
+    "resolve_embeddings",
+    "scan_documents",
+    "stable_id",
+    "sync_documents",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(langchain_holodeck.__all__) == EXPECTED_ALL
+
+
+def test_every_name_in_all_resolves_and_none_is_private() -> None:
+    for name in langchain_holodeck.__all__:
+        assert not name.startswith("_")
+        assert getattr(langchain_holodeck, name) is not None
+
+
+def test_importing_the_package_loads_no_heavy_optional_dependency() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, langchain_holodeck; "
+        "print(','.join(m for m in ('torch', 'markitdown', 'sentence_transformers', 'redis', "
+        "'cohere', 'opensearchpy', 'openai') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
