@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import subprocess
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import redis
@@ -224,28 +222,20 @@ def test_embedding_cache_in_redis(redis_url: str, embeddings: HashingEmbeddings)
         client.close()
 
 
-def test_client_reconnects_after_server_restart(
-    tmp_path: Path, embeddings: HashingEmbeddings
-) -> None:
+def test_client_reconnects_after_server_restart(embeddings: HashingEmbeddings) -> None:
     """A private Redis on another port is restarted under a live store; the store recovers."""
-    script = Path(__file__).parents[3] / "shared" / "scripts" / "redis-stack.sh"
-    if not script.is_file():
-        script = Path("/work/shared/scripts/redis-stack.sh")
-    port = "6397"
-    subprocess.run(["bash", str(script), "start", port], check=True, capture_output=True)
-    try:
-        url = f"redis://127.0.0.1:{port}"
-        store = open_store(url, "holodeck_restart", embeddings)
+    from tests.reliability.redis_control import private_redis
+
+    with private_redis(6397) as server:
+        store = open_store(server.url, "holodeck_restart", embeddings)
         store.add_documents(docs())
-        subprocess.run(["bash", str(script), "stop", port], check=True, capture_output=True)
-        subprocess.run(["bash", str(script), "start", port], check=True, capture_output=True)
+        server.stop()
+        server.start()
         # the server lost its data (no persistence): the same store object reconnects,
         # re-creates the index and serves again
         assert store.similarity_search("safety", k=2) == []
         store.add_documents(docs())
         assert [d.id for d in store.similarity_search("tea earl grey", k=1)] == ["kb-b"]
-    finally:
-        subprocess.run(["bash", str(script), "stop", port], check=False, capture_output=True)
 
 
 class TestHolodeckRedisVectorStoreStandard(VectorStoreIntegrationTests):
