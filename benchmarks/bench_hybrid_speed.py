@@ -1,0 +1,281 @@
+"""Hybrid retrieval speed: ours vs LangChain's EnsembleRetriever vs a bare numpy+bm25s floor.
+
+    python benchmarks/bench_hybrid_speed.py                 # 10k and 100k chunks
+    python benchmarks/bench_hybrid_speed.py --sizes 10000   # quicker
+
+Synthetic chunks of ~120 Zipf-distributed words and random unit 384-dim vectors (cached in
+benchmarks/.cache/). The query embedding is excluded: every system gets an Embeddings that
+looks the precomputed query vector up. Each (system, size) runs in its own process, so peak
+RSS is per system (it includes the ~same input data for all: see the "inputs only" row).
+Ours: MatrixVectorStore + BM25KeywordIndex + HybridRetriever(k=10, fetch_k=50).
+Peer: EnsembleRetriever([BM25Retriever(k=50), InMemoryVectorStore.as_retriever(k=50)]),
+langchain-classic + langchain-community installed as benchmark peers only.
+Floor: numpy matmul + argpartition, bm25s (stop words + stemming) retrieve, a 20-line RRF.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(__file__).resolve().parent / ".cache"
+DIM = 384
+WORDS_PER_CHUNK = 120
+VOCAB = 30_000
+N_QUERIES = {"ours": 200, "floor": 200, "ensemble": 20, "inputs": 0}
+ENSEMBLE_QUERIES_100K = 5
+
+
+def corpus(n: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    """(texts, vectors, queries, query vectors), generated once and cached."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"speed_{n}.npz"
+    if not path.exists():
+        rng = np.random.default_rng(7)
+        syll = [
+            "ka",
+            "to",
+            "ri",
+            "mu",
+            "sen",
+            "bel",
+            "qua",
+            "dor",
+            "lin",
+            "pha",
+            "zer",
+            "mon",
+            "tic",
+            "vas",
+            "rel",
+            "gor",
+            "nim",
+            "shu",
+            "pra",
+            "ell",
+        ]
+        words: list[str] = []
+        seen: set[str] = set()
+        while len(words) < VOCAB:
+            w = "".join(rng.choice(syll, size=int(rng.integers(2, 5))))
+            if w not in seen:
+                seen.add(w)
+                words.append(w)
+        vocab = np.array(words)
+        p = 1 / np.arange(1, VOCAB + 1) ** 1.07
+        p /= p.sum()
+        idx = rng.choice(VOCAB, size=(n, WORDS_PER_CHUNK), p=p)
+        texts = np.array([" ".join(row) for row in vocab[idx]])
+        vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        qidx = rng.choice(VOCAB // 10, size=(200, 5))
+        queries = np.array([" ".join(row) for row in vocab[qidx]])
+        qvecs = rng.standard_normal((200, DIM)).astype(np.float32)
+        qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+        np.savez(path, texts=texts, vecs=vecs, queries=queries, qvecs=qvecs)
+    data = np.load(path)
+    return list(data["texts"]), data["vecs"], list(data["queries"]), data["qvecs"]
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(system: str, n: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+
+    texts, vecs, queries, qvecs = corpus(n)
+    queries = queries[
+        : N_QUERIES[system]
+        if not (system == "ensemble" and n >= 100_000)
+        else ENSEMBLE_QUERIES_100K
+    ]
+    base_rss = rss_mb()
+
+    class Lookup(Embeddings):
+        """Precomputed vectors: the embedding model is not what we measure."""
+
+        def __init__(self) -> None:
+            self.q = {q: qvecs[i] for i, q in enumerate(queries)}
+            self.d = None
+
+        def embed_documents(self, batch: list[str]) -> list[list[float]]:
+            if self.d is None:
+                self.d = {t: i for i, t in enumerate(texts)}
+            return [vecs[self.d[t]].tolist() for t in batch]
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.q[text].tolist()
+
+    emb = Lookup()
+    latencies: list[float] = []
+    if system == "inputs":
+        return {"build_s": 0.0, "rss_mb": rss_mb(), "base_rss_mb": base_rss, "lat": [0.0]}
+    t0 = time.perf_counter()
+    if system == "ours":
+        from langchain_holodeck.keyword_index import BM25KeywordIndex
+        from langchain_holodeck.retrievers import HybridRetriever
+        from langchain_holodeck.vectorstores import MatrixVectorStore
+
+        docs = [Document(id=str(i), page_content=t) for i, t in enumerate(texts)]
+        store = MatrixVectorStore(emb)
+        store.add_vectors(docs, vecs)
+        bm25 = BM25KeywordIndex()
+        bm25.upsert(docs)
+        bm25.search("warmup", 1)  # the first search builds the matrix: part of build time
+        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10, fetch_k=50)
+        build = time.perf_counter() - t0
+        retriever.invoke(queries[0])
+        for q in queries:
+            t = time.perf_counter()
+            out = retriever.invoke(q)
+            latencies.append(time.perf_counter() - t)
+        assert len(out) == 10
+        # incremental update cost: 1% of the corpus re-upserted, then one search
+        t = time.perf_counter()
+        bm25.upsert(docs[: n // 100])
+        bm25.search(queries[0], 10)
+        extra = {"delta_1pct_s": time.perf_counter() - t, "full_builds": bm25.full_builds}
+        t = time.perf_counter()
+        bm25.upsert(docs[: n // 5])
+        bm25.search(queries[0], 10)
+        extra["rebuild_20pct_s"] = time.perf_counter() - t
+    elif system == "floor":
+        import bm25s
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer("english")
+        matrix = np.ascontiguousarray(vecs)
+        index = bm25s.BM25()
+        index.index(
+            bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+            show_progress=False,
+        )
+        build = time.perf_counter() - t0
+        qv = {q: qvecs[i] for i, q in enumerate(queries)}
+
+        def rrf(lists: list[list[int]], c: int = 60) -> list[int]:
+            scores: dict[int, float] = {}
+            for ranking in lists:
+                for rank, doc in enumerate(ranking, start=1):
+                    scores[doc] = scores.get(doc, 0.0) + 1.0 / (c + rank)
+            return sorted(scores, key=scores.__getitem__, reverse=True)[:10]
+
+        # queries tokenized ahead (precomputed tokenization: the floor is the bare engines)
+        q_tokens = {
+            q: bm25s.tokenize(
+                [q], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
+            )
+            for q in queries
+        }
+        for q in queries:
+            t = time.perf_counter()
+            sims = matrix @ qv[q]
+            top = np.argpartition(-sims, 50)[:50]
+            dense = top[np.argsort(-sims[top])].tolist()
+            ids, _ = index.retrieve(q_tokens[q], k=50, show_progress=False, n_threads=0)
+            out = rrf([dense, ids[0].tolist()])
+            latencies.append(time.perf_counter() - t)
+        extra = {}
+    else:
+        from langchain_classic.retrievers import EnsembleRetriever
+        from langchain_community.retrievers import BM25Retriever
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        docs = [Document(id=str(i), page_content=t) for i, t in enumerate(texts)]
+        store = InMemoryVectorStore(emb)
+        store.add_documents(docs)
+        bm25r = BM25Retriever.from_documents(docs, k=50)
+        ens = EnsembleRetriever(
+            retrievers=[bm25r, store.as_retriever(search_kwargs={"k": 50})], weights=[0.5, 0.5]
+        )
+        build = time.perf_counter() - t0
+        for q in queries:
+            t = time.perf_counter()
+            out = ens.invoke(q)
+            latencies.append(time.perf_counter() - t)
+        extra = {"returned": len(out)}
+    return {
+        "build_s": build,
+        "rss_mb": rss_mb(),
+        "base_rss_mb": base_rss,
+        "lat": latencies,
+        **extra,
+    }
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--systems", nargs="+", default=["inputs", "floor", "ours", "ensemble"])
+    parser.add_argument("--worker", nargs=2, metavar=("SYSTEM", "N"))
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], int(args.worker[1]))))
+        return
+    rows = []
+    for n in args.sizes:
+        corpus(n)
+        for system in args.systems:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker", system, str(n)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                print(f"{system} @ {n}: failed\n{proc.stderr[-2000:]}")
+                continue
+            res = json.loads(proc.stdout.strip().splitlines()[-1])
+            rows.append((n, system, res))
+            print(f"done: {system} @ {n}", file=sys.stderr)
+    names = {
+        "inputs": "inputs only (texts + vectors loaded)",
+        "floor": "bare floor",
+        "ours": "**HybridRetriever (ours)**",
+        "ensemble": "EnsembleRetriever (LangChain)",
+    }
+    print("\n| chunks | system | queries | p50 ms | p95 ms | build s | peak RSS MB |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for n, system, res in rows:
+        lat = [x * 1000 for x in res["lat"]]
+        if system == "inputs":
+            print(f"| {n:,} | {names[system]} | - | - | - | - | {res['rss_mb']:.0f} |")
+            continue
+        print(
+            f"| {n:,} | {names[system]} | {len(lat)} | {statistics.median(lat):.1f} | "
+            f"{pct(lat, 0.95):.1f} | {res['build_s']:.1f} | {res['rss_mb']:.0f} |"
+        )
+    for n, system, res in rows:
+        if system == "ours":
+            print(
+                f"\nours @ {n:,}: re-upsert 1% + search {res['delta_1pct_s'] * 1000:.0f} ms "
+                f"(delta segment, no full rebuild); 20% + search {res['rebuild_20pct_s']:.2f} s "
+                f"(compaction: full rebuild)"
+            )
+    by = {(n, s): r for n, s, r in rows}
+    for n in args.sizes:
+        if (n, "ours") in by and (n, "ensemble") in by:
+            ours = statistics.median(by[(n, "ours")]["lat"])
+            ens = statistics.median(by[(n, "ensemble")]["lat"])
+            print(f"speed-up vs EnsembleRetriever @ {n:,}: {ens / ours:.0f}x (p50)")
+
+
+if __name__ == "__main__":
+    main()
