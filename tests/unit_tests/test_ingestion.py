@@ -1,0 +1,358 @@
+"""IngestionPipeline: mtime fast path, force_ingest, cleanup, tails, the embedding cache."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import InMemoryByteStore
+from langchain_core.vectorstores import VectorStore
+
+from langchain_holodeck.embeddings import CachedEmbeddings
+from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
+from langchain_holodeck.loaders import SourceFile, SourceLoader
+from langchain_holodeck.splitters import default_text_splitter
+from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+from tests.helpers import DATA_DIR, HashingEmbeddings
+
+NAMESPACE = "kb"
+WORDS = (
+    "holodeck",
+    "safety",
+    "protocol",
+    "arch",
+    "program",
+    "crew",
+    "shift",
+    "officer",
+    "replicator",
+    "deck",
+    "sensor",
+    "power",
+    "grid",
+    "matrix",
+    "subroutine",
+)
+INSERTED = "A newly inserted paragraph on holodeck arch rules."
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A private copy of tests/data/docs at ``root/docs``; source paths are ``docs/...``."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    return tmp_path
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts SourceLoader.load_file calls per source path: what the fast path avoided."""
+    counter: Counter[str] = Counter()
+    original = SourceLoader.load_file
+
+    def counting(self: SourceLoader, file: SourceFile) -> Document | None:
+        counter[file.source_path] += 1
+        return original(self, file)
+
+    monkeypatch.setattr(SourceLoader, "load_file", counting)
+    return counter
+
+
+def make_pipeline(
+    root: Path, embeddings: Embeddings, *, store: VectorStore | None = None, **kwargs: Any
+) -> IngestionPipeline:
+    return IngestionPipeline(
+        store if store is not None else MatrixVectorStore(embeddings),
+        namespace=NAMESPACE,
+        base_dir=root,
+        **kwargs,
+    )
+
+
+def stored_by_source(store: VectorStore) -> dict[str, list[str]]:
+    """source_path -> chunk texts in chunk_index order."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for doc in scan_documents(store, namespace=NAMESPACE):
+        meta = doc.metadata
+        out.setdefault(meta["source_path"], []).append((meta["chunk_index"], doc.page_content))
+    return {source: [text for _, text in sorted(chunks)] for source, chunks in out.items()}
+
+
+def long_text(paragraphs: int, *, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        f"Paragraph {i}. " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(25, 70))) + "."
+        for i in range(paragraphs)
+    ]
+
+
+def replace_keeping_stat(path: Path, text: str) -> None:
+    """Write same-length content and restore the file's mtime to the nanosecond."""
+    before = path.stat()
+    assert len(text.encode()) == before.st_size
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_first_ingest_adds_and_embeds_every_chunk(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    pipeline = make_pipeline(root, embeddings)
+    result = pipeline.invoke("docs")
+    stored = stored_by_source(pipeline.vector_store)
+    assert set(stored) == {
+        "docs/api.md",
+        "docs/auth.md",
+        "docs/crew.json",
+        "docs/guide/shifts.txt",
+        "docs/maintenance.csv",
+    }
+    assert result.added == sum(len(v) for v in stored.values()) == embeddings.texts_embedded
+    assert (result.updated, result.skipped, result.failed, result.deleted) == (0, 0, 0, 0)
+
+
+def test_unchanged_files_are_neither_loaded_nor_embedded(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    pipeline = make_pipeline(root, embeddings)
+    first = pipeline.invoke("docs")
+    assert sum(loads.values()) == 5
+    loads.clear()
+    calls = embeddings.calls
+
+    second = pipeline.invoke("docs")
+
+    assert sum(loads.values()) == 0
+    assert embeddings.calls == calls
+    assert (second.added, second.updated, second.skipped) == (0, 0, first.added)
+    assert second.deleted == 0
+
+
+def test_fast_path_trusts_mtime_and_size_by_design(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    """The trade-off: same mtime and size means unchanged, without reading the file.
+
+    Editors and ``git checkout`` move the mtime, so real edits are seen; a rewrite that keeps
+    both (only possible on purpose, as here) goes unnoticed until the mtime moves or
+    ``force_ingest=True``.
+    """
+    pipeline = make_pipeline(root, embeddings)
+    pipeline.invoke("docs")
+    api = root / "docs" / "api.md"
+    original = api.read_text(encoding="utf-8")
+    forged = original.replace("accepts", "ACCEPTS")
+    replace_keeping_stat(api, forged)
+    loads.clear()
+
+    result = pipeline.invoke("docs")
+
+    assert loads["docs/api.md"] == 0
+    assert result.updated == 0
+    assert stored_by_source(pipeline.vector_store)["docs/api.md"] == [original.strip()]
+
+    os.utime(api, ns=(api.stat().st_atime_ns, api.stat().st_mtime_ns + 1_000_000_000))
+    result = pipeline.invoke("docs")
+
+    assert loads["docs/api.md"] == 1
+    assert result.updated == 1
+    assert "ACCEPTS" in stored_by_source(pipeline.vector_store)["docs/api.md"][0]
+
+
+def test_force_ingest_reloads_and_reembeds_everything(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    pipeline = make_pipeline(root, embeddings)
+    first = pipeline.invoke("docs")
+    loads.clear()
+    before = embeddings.texts_embedded
+
+    result = pipeline.invoke("docs", force_ingest=True)
+
+    assert sum(loads.values()) == 5
+    assert (result.added, result.updated, result.skipped) == (0, first.added, 0)
+    assert embeddings.texts_embedded - before == first.added
+
+
+def test_changed_splitter_settings_invalidate_the_fast_path(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    store = MatrixVectorStore(embeddings)
+    make_pipeline(root, embeddings, store=store).invoke("docs")
+    resplit = make_pipeline(
+        root, embeddings, store=store, splitter=default_text_splitter(chunk_size=64)
+    )
+    loads.clear()
+
+    resplit.invoke("docs")
+    assert sum(loads.values()) == 5  # every file re-read and re-split
+    loads.clear()
+
+    again = resplit.invoke("docs")
+    assert sum(loads.values()) == 0  # the new settings are recorded: fast again
+    assert again.added == again.updated == 0
+
+
+def test_deleted_file_chunks_are_cleaned_up(root: Path, embeddings: HashingEmbeddings) -> None:
+    pipeline = make_pipeline(root, embeddings)
+    pipeline.invoke("docs")
+    (root / "docs" / "auth.md").unlink()
+
+    result = pipeline.invoke("docs")
+
+    assert result.deleted == 1
+    assert "docs/auth.md" not in stored_by_source(pipeline.vector_store)
+    assert len(stored_by_source(pipeline.vector_store)) == 4
+
+
+def test_without_cleanup_a_deleted_file_stays(root: Path, embeddings: HashingEmbeddings) -> None:
+    pipeline = make_pipeline(root, embeddings, cleanup=False)
+    pipeline.invoke("docs")
+    (root / "docs" / "auth.md").unlink()
+
+    result = pipeline.invoke("docs")
+
+    assert result.deleted == 0
+    assert "docs/auth.md" in stored_by_source(pipeline.vector_store)
+
+
+def test_shrinking_file_loses_its_tail(root: Path, embeddings: HashingEmbeddings) -> None:
+    paragraphs = long_text(40)
+    long_md = root / "docs" / "long.md"
+    long_md.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    pipeline = make_pipeline(root, embeddings, splitter=default_text_splitter(chunk_size=128))
+    pipeline.invoke("docs")
+    before = len(stored_by_source(pipeline.vector_store)["docs/long.md"])
+
+    long_md.write_text("\n\n".join(paragraphs[:10]), encoding="utf-8")
+    result = pipeline.invoke("docs")
+
+    after = stored_by_source(pipeline.vector_store)["docs/long.md"]
+    assert before > len(after) > 0
+    assert result.deleted == before - len(after)
+    assert "Paragraph 39." not in " ".join(after)
+    chunk_counts = {
+        d.metadata["chunk_count"]
+        for d in scan_documents(pipeline.vector_store, namespace=NAMESPACE)
+        if d.metadata["source_path"] == "docs/long.md" and d.metadata["chunk_index"] == 0
+    }
+    assert chunk_counts == {len(after)}
+
+
+def test_new_file_is_added_and_only_it_is_loaded(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    pipeline = make_pipeline(root, embeddings)
+    first = pipeline.invoke("docs")
+    (root / "docs" / "guide" / "replicators.md").write_text(
+        "# Replicators\n\nReplicators on deck 4 are rationed during night shifts.\n",
+        encoding="utf-8",
+    )
+    loads.clear()
+
+    result = pipeline.invoke("docs")
+
+    assert dict(loads) == {"docs/guide/replicators.md": 1}
+    assert (result.added, result.updated, result.skipped) == (1, 0, first.added)
+
+
+def test_touched_but_unchanged_file_is_reread_not_reembedded_with_the_cache(
+    root: Path, loads: Counter[str]
+) -> None:
+    counting = HashingEmbeddings()
+    cached = CachedEmbeddings(counting, InMemoryByteStore())
+    pipeline = make_pipeline(root, cached)
+    first = pipeline.invoke("docs")
+    api = root / "docs" / "api.md"
+    os.utime(api, ns=(api.stat().st_atime_ns, api.stat().st_mtime_ns + 1_000_000_000))
+    loads.clear()
+    before = counting.texts_embedded
+
+    result = pipeline.invoke("docs")
+
+    assert dict(loads) == {"docs/api.md": 1}
+    assert (result.added, result.updated, result.skipped) == (0, 0, first.added)
+    assert counting.texts_embedded == before  # the rewritten file record hit the cache
+    third = pipeline.invoke("docs")
+    assert third.skipped == first.added
+    assert sum(loads.values()) == 1  # the new mtime was recorded
+
+
+def test_paragraph_inserted_near_the_top_embeds_only_the_new_chunk_texts(root: Path) -> None:
+    """Positional keys shift, so most chunks are *updated*; the cache makes that free."""
+    splitter = default_text_splitter(chunk_size=128, chunk_overlap=20)
+    paragraphs = long_text(120)
+    long_md = root / "docs" / "long.md"
+    long_md.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    counting = HashingEmbeddings()
+    pipeline = make_pipeline(
+        root, CachedEmbeddings(counting, InMemoryByteStore()), splitter=splitter
+    )
+    pipeline.invoke("docs")
+    old_texts = set(splitter.split_text(long_md.read_text(encoding="utf-8")))
+    edited = [
+        *paragraphs[:2],
+        "A newly inserted paragraph on holodeck arch rules.",
+        *paragraphs[2:],
+    ]
+    long_md.write_text("\n\n".join(edited), encoding="utf-8")
+    new_chunks = splitter.split_text(long_md.read_text(encoding="utf-8"))
+    genuinely_new = set(new_chunks) - old_texts
+    before = counting.texts_embedded
+
+    result = pipeline.invoke("docs")
+
+    assert counting.texts_embedded - before == len(genuinely_new)
+    assert 0 < len(genuinely_new) <= 5
+    assert result.added + result.updated > 3 * len(genuinely_new)  # keys did shift
+    assert stored_by_source(pipeline.vector_store)["docs/long.md"] == new_chunks
+
+
+def test_without_the_cache_the_shifted_chunks_are_reembedded(root: Path) -> None:
+    """The baseline the cache is measured against (benchmarks/bench_insert_paragraph.py)."""
+    splitter = default_text_splitter(chunk_size=128, chunk_overlap=20)
+    paragraphs = long_text(120)
+    long_md = root / "docs" / "long.md"
+    long_md.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    plain = HashingEmbeddings()
+    pipeline = make_pipeline(root, plain, splitter=splitter)
+    pipeline.invoke("docs")
+    edited = [
+        *paragraphs[:2],
+        "A newly inserted paragraph on holodeck arch rules.",
+        *paragraphs[2:],
+    ]
+    long_md.write_text("\n\n".join(edited), encoding="utf-8")
+    before = plain.texts_embedded
+
+    result = pipeline.invoke("docs")
+
+    assert plain.texts_embedded - before == result.added + result.updated > 10
+
+
+def test_progress_events_cover_files_chunks_and_writes(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    events: list[IngestProgress] = []
+    pipeline = make_pipeline(root, embeddings, on_progress=events.append, batch_size=2)
+    result = pipeline.invoke("docs")
+
+    files = [e for e in events if e.stage == "files"]
+    assert [e.advance for e in files] == [1] * 5
+    assert {e.total for e in files} == {5}
+    (chunks,) = [e for e in events if e.stage == "chunks"]
+    assert chunks.advance == chunks.total == result.added
+    writes = [e for e in events if e.stage == "embeddings"]
+    assert sum(e.advance for e in writes) == result.added
+    assert all(e.advance <= 2 and e.total == result.added for e in writes)
+
+    events.clear()
+    pipeline.invoke("docs")
+    assert [e.stage for e in events] == ["files"] * 5 + ["chunks"]
+    assert events[-1].advance == 0
