@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from langchain_holodeck.config import (
 )
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.exact import ExactMatchIndex
-from langchain_holodeck.ingestion import IngestionPipeline
+from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
 from langchain_holodeck.sync import SyncResult, sanitize_error
 
@@ -166,6 +166,9 @@ class _DocumentTool:
         handle = create_vector_store_with_status(database, embeddings)
         self.backend = handle.backend
         self.fallback_reason = handle.reason if handle.fell_back else None
+        if handle.fell_back:  # the cache must not live on the Redis that is down
+            self._cache = self._embedding_cache(None)
+            embeddings.store = self._cache
         store = handle.store
         saved = self._store_dir is not None and (self._store_dir / "manifest.json").exists()
         if isinstance(store, MatrixVectorStore) and saved:
@@ -206,8 +209,18 @@ class _DocumentTool:
         raise NotImplementedError
 
     # -- life cycle ---------------------------------------------------------------------
-    async def initialize(self, *, force_ingest: bool = False) -> SyncResult:
+    async def initialize(
+        self,
+        *,
+        force_ingest: bool = False,
+        on_progress: Callable[[IngestProgress], None] | None = None,
+    ) -> SyncResult:
         """Ingest the source into the store (idempotent) and get ready to search.
+
+        Args:
+            force_ingest: Re-embed and rewrite every chunk, even unchanged ones.
+            on_progress: Called with an ``IngestProgress`` per step (files, chunks,
+                embeddings), e.g. to drive progress bars.
 
         Returns:
             The ``SyncResult`` of the ingestion.
@@ -217,9 +230,16 @@ class _DocumentTool:
             EmbeddingModelMismatchError: When the store holds another model's vectors and
                 ``force_ingest`` is False.
         """
-        return await asyncio.to_thread(self.initialize_sync, force_ingest=force_ingest)
+        return await asyncio.to_thread(
+            self.initialize_sync, force_ingest=force_ingest, on_progress=on_progress
+        )
 
-    def initialize_sync(self, *, force_ingest: bool = False) -> SyncResult:
+    def initialize_sync(
+        self,
+        *,
+        force_ingest: bool = False,
+        on_progress: Callable[[IngestProgress], None] | None = None,
+    ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
         store = self._resolve_store()
         self._warn_about_rerank_top_n()
@@ -233,6 +253,7 @@ class _DocumentTool:
             keyword_index=self._keyword_index(store),
             embedding_model=self._model_id,
             base_dir=self._config.base_dir if self._base_dir is None else self._base_dir,
+            on_progress=on_progress,
         )
         result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
         self._after_ingest(store)
