@@ -87,6 +87,8 @@ class _Chunk:
     text: str
     start: int
     section: Section
+    opens: tuple[str, ...] = ()
+    """Ids of bare parent sections whose headings this chunk carries (see ``_is_bare_parent``)."""
 
 
 class StructuredMarkdownSplitter(TextSplitter):
@@ -105,6 +107,9 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     Emits metadata (besides the input document's):
         ``chunk_index`` (int, 0-based per input document), ``section_id`` (``""`` when none),
+        ``opens_sections`` (ids of bare parent sections — a heading directly followed by its
+        first sub-section — whose heading lines open this chunk; such headings never stand
+        alone),
         ``heading`` (the section's title, ``""`` before the first heading), ``parent_chain``
         (list of the enclosing headings' titles, root first, excluding ``heading``),
         ``chunk_type`` (``header``: a heading with no body; ``definition``: in a definitions
@@ -194,15 +199,52 @@ class StructuredMarkdownSplitter(TextSplitter):
             sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
         packer = Packer(self._length_function, self._chunk_size)
         chunks: list[_Chunk] = []
-        for section in sections:
+        carry: int | None = None  # start of bare headings waiting for their first child
+        carried: tuple[str, ...] = ()  # and their section ids
+        for position, section in enumerate(sections):
             body_start = section.body_start if section.start < section.body_start else None
-            for start, end in packer.fit(text, section.start, section.end, body_start=body_start):
+            spans = list(packer.fit(text, section.start, section.end, body_start=body_start))
+            opens: tuple[str, ...] = ()
+            if carry is not None and spans:
+                merged = (carry, spans[0][1])
+                if self._length_function(text[merged[0] : merged[1]]) <= self._chunk_size:
+                    spans[0], opens = merged, carried
+                else:
+                    spans.insert(0, (carry, section.start))
+                carry, carried = None, ()
+            if self._is_bare_parent(text, section, spans, sections[position + 1 :]):
+                carry = spans[0][0]
+                carried = (*opens, section.section_id) if section.section_id else opens
+                continue
+            for number, (start, end) in enumerate(spans):
                 piece = text[start:end]
                 stripped = piece.strip()
                 if stripped:
                     offset = start + len(piece) - len(piece.lstrip())
-                    chunks.append(_Chunk(stripped, offset, section))
+                    chunk_opens = opens if number == 0 else ()
+                    chunks.append(_Chunk(stripped, offset, section, chunk_opens))
         return chunks
+
+    @staticmethod
+    def _is_bare_parent(
+        text: str, section: Section, spans: list[tuple[int, int]], following: list[Section]
+    ) -> bool:
+        """A heading with no body of its own, directly followed by its first sub-section.
+
+        Such a heading joins the sub-section's first chunk ("### Section 203. Records" then
+        "(a) Every simulation shall be logged."), so no chunk is a heading alone and the
+        sub-clause carries its parent's title for dense and keyword search.
+        """
+        if len(spans) != 1 or not following or section.body_start <= section.start:
+            return False
+        if text[section.body_start : section.end].strip():
+            return False
+        child = following[0]
+        return (
+            child.start >= section.end
+            and not text[section.end : child.start].strip()
+            and (child.level > section.level)
+        )
 
     @staticmethod
     def _structure(chunk: _Chunk) -> dict[str, Any]:
@@ -210,11 +252,9 @@ class StructuredMarkdownSplitter(TextSplitter):
         titles = [*section.parent_chain, section.title]
         in_definitions = any(is_definitions_heading(title) for title in titles if title)
         definitions = find_definitions(chunk.text, in_definitions_section=in_definitions)
-        heading_only = section.body_start > section.start and chunk.start < section.body_start
-        body = chunk.text
-        if heading_only:
-            body = chunk.text[section.body_start - chunk.start :].strip()
-        if heading_only and not body:
+        # the chunk's own text, without heading lines (its own, or a bare parent's it carries)
+        body = chunk.text[max(0, section.body_start - chunk.start) :].strip()
+        if not body:
             chunk_type = "header"
         elif in_definitions or definitions:
             chunk_type = "definition"
@@ -224,6 +264,7 @@ class StructuredMarkdownSplitter(TextSplitter):
             chunk_type = "content"
         return {
             "section_id": section.section_id,
+            "opens_sections": [sid for sid in chunk.opens if sid != section.section_id],
             "heading": section.title,
             "parent_chain": list(section.parent_chain),
             "chunk_type": chunk_type,

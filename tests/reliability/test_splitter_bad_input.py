@@ -184,5 +184,8 @@ def test_unbalanced_fence_swallows_the_rest() -> None:
 def test_headings_only_document() -> None:
     text = "# A\n## B\n### C\n"
     docs = StructuredMarkdownSplitter().create_documents([text])
-    assert [d.metadata["chunk_type"] for d in docs] == ["header"] * 3
-    assert [d.metadata["parent_chain"] for d in docs] == [[], ["A"], ["A", "B"]]
+    # bare parents join their first child: one chunk, a heading chain with no body
+    assert [d.page_content for d in docs] == ["# A\n## B\n### C"]
+    assert docs[0].metadata["chunk_type"] == "header"
+    assert docs[0].metadata["parent_chain"] == ["A", "B"]
+    assert docs[0].metadata["heading"] == "C"

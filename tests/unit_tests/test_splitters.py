@@ -76,8 +76,14 @@ def test_structured_metadata_on_legal_fixture(act_text: str) -> None:
     assert by_id["102(a)"].metadata["chunk_type"] == "definition"
     assert by_id["201(b)"].metadata["cross_references"] == ["202"]
     assert by_id["203(a)(2)"].metadata["cross_references"] == ["203(a)"]
-    assert by_id["203"].metadata["chunk_type"] == "header"
-    assert by_id["203"].page_content == "### Section 203. Records"
+    # a bare heading joins its first sub-section: no chunk is a heading alone
+    assert "203" not in by_id
+    assert by_id["203(a)"].page_content == (
+        "### Section 203. Records\n\n(a) Every simulation shall be logged."
+    )
+    assert by_id["203(a)"].metadata["chunk_type"] == "requirement"
+    assert by_id["101"].page_content.startswith("# Holodeck Safety Act\n\n## Title I")
+    assert all(d.metadata["chunk_type"] != "header" for d in docs)
     assert [d.metadata["chunk_index"] for d in docs] == list(range(len(docs)))
 
 
@@ -174,3 +180,17 @@ def test_subclauses_can_stay_in_their_section(act_text: str) -> None:
     records = docs[ids.index("203")]
     assert "(1) The log must record" in records.page_content
     assert records.metadata["chunk_type"] == "requirement"
+
+
+def test_bare_heading_stays_alone_when_followed_by_a_sibling() -> None:
+    text = "## One\n\n## Two\n\nBody of two.\n"
+    docs = StructuredMarkdownSplitter().create_documents([text])
+    assert [d.page_content for d in docs] == ["## One", "## Two\n\nBody of two."]
+    assert docs[0].metadata["chunk_type"] == "header"
+
+
+def test_bare_heading_is_not_merged_past_the_token_limit() -> None:
+    text = "## Parent\n\n### Child\n\n" + "word " * 60
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=40).create_documents([text])
+    assert docs[0].page_content.startswith("## Parent")
+    assert all(len(d.page_content.split()) <= 40 for d in docs)
