@@ -72,6 +72,12 @@ class _Chunk:
     chunk_index: int
     cross_references: tuple[str, ...]
     text: str  # lowercased, whitespace-collapsed original text (for phrases)
+    opens: tuple[str, ...] = ()  # bare parent sections whose headings open the chunk
+
+    @property
+    def section_ids(self) -> tuple[str, ...]:
+        """Every section this chunk answers for exactly: its own, then those it opens."""
+        return (self.section_id, *self.opens) if self.section_id else self.opens
 
 
 class ExactMatchIndex:
@@ -79,8 +85,10 @@ class ExactMatchIndex:
 
     ``search("what does Section 203(a)(1) require?", k)`` returns the chunks whose
     ``section_id`` is ``203(a)(1)`` (score 2.0) first, then chunks of its sub-sections
-    (``203(a)(1)(A)``, score 0.5); quoted phrases (``"safety interlock"``) add 2.0 to chunks
-    containing every phrase (case-insensitive, in the original text). Within a score, hits
+    (``203(a)(1)(A)``, score 0.5). When a file has no chunk of its own for the section (the
+    splitter merged a bare heading into the first sub-clause), that file's first sub-section
+    chunk starts the section and scores 2.0. Quoted phrases (``"safety interlock"``) add 2.0
+    to chunks containing every phrase (case-insensitive, in the original text). Within a score, hits
     follow the order of mention, then (source_path, chunk_index). Sections of every document
     match, so ``Section 2`` of two files gives both.
 
@@ -121,8 +129,8 @@ class ExactMatchIndex:
             for doc_id, entry in zip(ids, entries, strict=True):
                 self._remove(doc_id)
                 self._chunks[doc_id] = entry
-                if entry.section_id:
-                    self._by_section.setdefault(entry.section_id, set()).add(doc_id)
+                for section_id in entry.section_ids:
+                    self._by_section.setdefault(section_id, set()).add(doc_id)
                 for target in entry.cross_references:
                     self._referrers.setdefault((entry.source_path, target), set()).add(doc_id)
 
@@ -150,12 +158,14 @@ class ExactMatchIndex:
     def _entry(self, doc: Document) -> _Chunk:
         meta = doc.metadata
         refs = meta.get("cross_references") or ()
+        opens = meta.get("opens_sections") or ()
         index = meta.get("chunk_index")
         return _Chunk(
             source_path=str(meta.get("source_path", meta.get("source", ""))),
             section_id=str(meta.get("section_id") or ""),
             chunk_index=index if isinstance(index, int) else 0,
             cross_references=tuple(str(r) for r in refs) if isinstance(refs, list) else (),
+            opens=tuple(str(o) for o in opens) if isinstance(opens, list) else (),
             text=_norm_text(str(meta.get("original_content", doc.page_content)))
             if self.phrases
             else "",
@@ -165,7 +175,7 @@ class ExactMatchIndex:
         old = self._chunks.pop(doc_id, None)
         if old is None:
             return
-        keyed: list[tuple[dict, object]] = [(self._by_section, old.section_id)]
+        keyed: list[tuple[dict, object]] = [(self._by_section, sid) for sid in old.section_ids]
         keyed += [(self._referrers, (old.source_path, t)) for t in old.cross_references]
         for mapping, key in keyed:
             bucket = mapping.get(key)
@@ -189,15 +199,30 @@ class ExactMatchIndex:
             scores: dict[str, float] = {}
             mention: dict[str, int] = {}
             for order, sid in enumerate(parsed.section_ids):
-                for doc_id in self._by_section.get(sid, ()):
+                own = self._by_section.get(sid, set())
+                for doc_id in own:
                     scores[doc_id] = max(scores.get(doc_id, 0.0), SECTION_SCORE)
                     mention.setdefault(doc_id, order)
                 prefix = sid + "("
+                starts: dict[str, str] = {}  # file without an own chunk -> its first sub-chunk
+                files_with_own = {self._chunks[i].source_path for i in own}
                 for other, ids in self._by_section.items():
                     if other.startswith(prefix):
                         for doc_id in ids:
                             scores.setdefault(doc_id, DESCENDANT_SCORE)
                             mention.setdefault(doc_id, order)
+                            c = self._chunks[doc_id]
+                            if c.source_path in files_with_own:
+                                continue
+                            first = starts.get(c.source_path)
+                            if first is None or (c.chunk_index, doc_id) < (
+                                self._chunks[first].chunk_index,
+                                first,
+                            ):
+                                starts[c.source_path] = doc_id
+                # a heading merged into its first sub-clause chunk: that chunk starts the section
+                for doc_id in starts.values():
+                    scores[doc_id] = max(scores[doc_id], SECTION_SCORE)
             if parsed.phrases and self.phrases:
                 pool: Iterable[str] = scores if parsed.section_ids else self._chunks
                 for doc_id in list(pool):
