@@ -6,6 +6,7 @@ import functools
 import re
 
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 
@@ -93,7 +94,7 @@ class TestHierarchicalDocumentToolIntegration(ToolsIntegrationTests):
 
 
 def test_vector_store_tool_schema_has_one_required_query_string() -> None:
-    schema = vector_store_tool().tool_call_schema.model_json_schema()
+    schema = convert_to_openai_tool(vector_store_tool())["function"]["parameters"]
     assert schema["required"] == ["query"]
     assert list(schema["properties"]) == ["query"]
     assert schema["properties"]["query"]["type"] == "string"
