@@ -103,9 +103,15 @@ def test_alias_bombs_fail_fast_and_cleanly(tmp_path: Path, name: str, text: str)
         ("a: &a [*a]\ntools: []\n", "refers to itself"),
         ("a: &a {b: *a}\ntools: []\n", "refers to itself"),
         ("tools: *missing\n", "undefined alias"),
-        ("tools: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
-        ("tools:\n" + "".join("  " * i + "-\n" for i in range(1, 120)), "deeper than 50"),
-        ("tools: " + "[" * 60 + "]" * 60 + "\n", "deeper than 50"),
+        pytest.param(
+            "tools: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply", id="5000-deep"
+        ),
+        pytest.param(
+            "tools:\n" + "".join("  " * i + "-\n" for i in range(1, 120)),
+            "deeper than 50",
+            id="119-deep-block",
+        ),
+        pytest.param("tools: " + "[" * 60 + "]" * 60 + "\n", "deeper than 50", id="60-deep-flow"),
         ("tools: !!python/object/apply:os.system ['echo pwned']\n", "could not determine a"),
         ("tools: !!python/name:os.system\n", "could not determine a constructor"),
         ("null\n", "got a single value"),
