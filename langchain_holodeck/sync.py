@@ -382,15 +382,21 @@ def sync_documents(
     counts: dict[str, int] = defaultdict(int)
     for chunk in chunks:
         counts[chunk.metadata["source_path"]] += 1
-    stale = [
-        i
-        for source, count in counts.items()
-        for i in _stale_tail_ids(
-            vector_store, namespace, source, count, _known_count(stored, namespace, source)
-        )
-    ]
-    if cleanup:
-        stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
+    try:
+        stale = [
+            i
+            for source, count in counts.items()
+            for i in _stale_tail_ids(
+                vector_store, namespace, source, count, _known_count(stored, namespace, source)
+            )
+        ]
+        if cleanup:
+            stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
+    except Exception as error:  # the store failed mid-sync: reported, re-running converges
+        line = f"looking for stale chunks: {sanitize_error(error)}"
+        logger.warning("sync: %s", line)
+        errors.append(line)
+        stale = []
     deleted, delete_errors = _delete(vector_store, stale)
 
     if keyword_index is not None:
