@@ -26,7 +26,10 @@ from langchain_holodeck._keyword_common import KeywordHit, KeywordIndex
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
 from langchain_holodeck.fusion import reciprocal_rank_fusion
 
-__all__ = ["HybridRetriever"]
+__all__ = ["EXACT_BOOST", "HybridRetriever"]
+
+EXACT_BOOST = 1.0
+"""Added to the fused score of exact section hits: RRF sums stay far below it."""
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,7 +85,8 @@ class HybridRetriever(BaseRetriever):
     ``ainvoke``); each returns ``fetch_k`` candidates, fused with
     ``score(d) = sum_i w_i / (rrf_k + rank_i(d))``. Exact hits — chunks whose ``section_id`` is
     a section the query names ("Section 203(a)(1)", "§ 4.2") or that contain every quoted
-    phrase — are placed first (in exact-index order) when ``exact_first``, then the rest by
+    phrase — are placed first when ``exact_first``: their ``fused_score`` gets ``EXACT_BOOST``
+    (1.0, above any RRF sum), so results stay in descending score; then the rest by
     fused score. The result is cut to ``k``. Keyword- and exact-only hits are read with
     ``vector_store.get_by_ids``; ids the store no longer has are skipped.
 
@@ -353,9 +357,11 @@ class HybridRetriever(BaseRetriever):
                     entry["exact_match"] = True
         order = [doc_id for doc_id, _ in fused]
         if self.exact_first and exact:
-            pinned = [h.id for h in exact if h.score >= SECTION_SCORE and h.id in meta]
-            pinned_set = set(pinned)
-            order = pinned + [i for i in order if i not in pinned_set]
+            pinned = {h.id for h in exact if h.score >= SECTION_SCORE and h.id in meta}
+            for doc_id in pinned:
+                meta[doc_id]["fused_score"] += EXACT_BOOST
+            # fused is sorted best first, so this stable sort keeps fused order within each group
+            order.sort(key=lambda doc_id: doc_id not in pinned)
         return _Plan(order, meta, known)
 
     def _fetch(

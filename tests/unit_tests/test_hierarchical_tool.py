@@ -42,7 +42,7 @@ def tool(legal: Path, embeddings: HashingEmbeddings, tmp_path: Path) -> Hierarch
     ("query", "section_id"),
     [
         ("Section 203(a)(1)", "203(a)(1)"),
-        ("what does § 202 say", "202"),
+        ("what does § 202 say", "202(a)"),  # 202's bare heading opens the 202(a) chunk
         ("section 201(b)", "201(b)"),
         ("Section 102", "102"),
     ],
@@ -61,12 +61,15 @@ async def test_output_shows_rank_score_source_breadcrumb_and_text(
 ) -> None:
     await tool.initialize()
     output = await tool.search("Section 201(a)")
-    first = output.split("\n\n")[1]
+    first = output.split("\n\n[2] ")[0].split("\n\n", 1)[1]
     header, text = first.split("\n", 1)
-    assert header.startswith("[1] Score: 0.")
+    assert header.startswith("[1] Score: 1.")  # exact hits carry EXACT_BOOST
     assert "| Source: " in header
     assert header.endswith("Section 201. Starting a simulation \u203a 201(a)")
-    assert text.startswith("(a) The Operator shall confirm")
+    assert text.startswith("## Title II — Operation\n\n### Section 201. Starting a simulation")
+    assert "(a) The Operator shall confirm" in text
+    scores = [float(line.split()[2]) for line in output.splitlines() if line.startswith("[")]
+    assert scores == sorted(scores, reverse=True)
 
 
 async def test_definitions_are_attached_when_the_query_names_a_term(
