@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
@@ -25,6 +26,10 @@ from langchain_holodeck.sync import (
 )
 
 logger = logging.getLogger(__name__)
+
+CONTEXT_MISSING = "context_missing"
+"""Metadata key on a file's chunk 0: how many of its chunks the enricher left without context
+(absent when none). A file so marked is re-read and re-enriched by the next run."""
 
 
 class ChunkEnricher(Protocol):
@@ -121,12 +126,13 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         files = list(loader.iter_files())
         unchanged = {} if force_ingest else self._unchanged_files(files)
         chunks: list[Document] = []
+        gaps: dict[str, str] = {}
         for file in files:
             if file.source_path not in unchanged:
-                chunks.extend(self._chunks_of(loader, file))
+                chunks.extend(self._chunks_of(loader, file, gaps))
             self._progress("files", 1, len(files))
         self._progress("chunks", len(chunks), len(chunks))
-        return sync_documents(
+        result = sync_documents(
             chunks,
             self.vector_store,
             namespace=self.namespace,
@@ -139,8 +145,14 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             unchanged_sources=unchanged,
             on_batch=lambda n: self._progress("embeddings", n, len(chunks)),
         )
+        if gaps:
+            lines = tuple(f"{source}: {gap}" for source, gap in gaps.items())
+            result = dataclasses.replace(result, errors=result.errors + lines)
+        return result
 
-    def _chunks_of(self, loader: SourceLoader, file: SourceFile) -> list[Document]:
+    def _chunks_of(
+        self, loader: SourceLoader, file: SourceFile, gaps: dict[str, str]
+    ) -> list[Document]:
         document = loader.load_file(file)
         if document is None:
             return []
@@ -148,7 +160,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         for index, chunk in enumerate(chunks):
             chunk.metadata.setdefault("chunk_index", index)
         if self.enricher is not None and chunks:
-            chunks = self.enricher.enrich(document, chunks)
+            chunks = _enrich(self.enricher, document, chunks, gaps)
         return chunks
 
     def _unchanged_files(self, files: Sequence[SourceFile]) -> dict[str, int]:
@@ -163,6 +175,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
                 meta.get("mtime") == file.mtime
                 and meta.get("size_bytes") == file.size_bytes
                 and meta.get("pipeline") == self.fingerprint
+                and not meta.get(CONTEXT_MISSING)
                 and (
                     self.embedding_model is None
                     or meta.get("embedding_model") == self.embedding_model
@@ -174,3 +187,28 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
         if self.on_progress is not None:
             self.on_progress(IngestProgress(stage=stage, advance=advance, total=total))
+
+
+def _enrich(
+    enricher: ChunkEnricher, document: Document, chunks: list[Document], gaps: dict[str, str]
+) -> list[Document]:
+    """Enrich; chunks left without context mark their file record for a redo."""
+    with_stats = getattr(enricher, "enrich_with_stats", None)
+    if with_stats is None:
+        return enricher.enrich(document, chunks)
+    result = with_stats(document, chunks)
+    failed = int(result.stats.failed)
+    if not failed:
+        return list(result.chunks)
+    source = str(chunks[0].metadata.get("source_path", ""))
+    gaps[source] = (
+        f"{failed} of {len(chunks)} chunks were indexed without context (the context "
+        "model failed); the file is enriched again on the next run."
+    )
+    # chunk 0 is the file record the mtime fast path trusts: the mark makes it redo the file
+    return [
+        c.model_copy(update={"metadata": {**c.metadata, CONTEXT_MISSING: failed}})
+        if c.metadata.get("chunk_index") == 0
+        else c
+        for c in result.chunks
+    ]
