@@ -493,6 +493,8 @@ class HierarchicalDocumentTool(_DocumentTool):
         self._keywords: KeywordIndex | None = None
         self._exact = ExactMatchIndex()
         self._exact_loaded = False
+        self._fan_out: _IndexFanOut | None = None
+        self._keywords_stale = False
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -519,10 +521,21 @@ class HierarchicalDocumentTool(_DocumentTool):
             self._keywords = _build_keyword_index(self._config, store)
             if isinstance(self._keywords, BM25KeywordIndex):
                 self._keywords = self._load_or_rebuild_bm25(store)
+        if self._keywords_stale:  # a sync could not write to it: rebuild it from the store
+            try:
+                self._keywords.rebuild_from_store(store, namespace=self.name)
+                self._keywords_stale = False
+            except Exception as error:  # still down: the keyword leg degrades at search
+                logger.warning(
+                    "%s: keyword index rebuild failed (%s); retrying at the next initialize.",
+                    self.name,
+                    sanitize_error(error),
+                )
         if not self._exact_loaded:
             self._exact.rebuild_from_store(store, namespace=self.name)
             self._exact_loaded = True
-        return _IndexFanOut((self._keywords, self._exact))
+        self._fan_out = _IndexFanOut((self._keywords, self._exact))
+        return self._fan_out
 
     def _load_or_rebuild_bm25(self, store: VectorStore) -> BM25KeywordIndex:
         saved = self._store_dir / "bm25" if self._store_dir is not None else None
@@ -537,6 +550,8 @@ class HierarchicalDocumentTool(_DocumentTool):
         from langchain_holodeck.vectorstores import scan_documents
 
         super()._after_ingest(store)
+        if self._fan_out is not None and self._keywords in self._fan_out.failed:
+            self._keywords_stale = True
         if self._store_dir is not None and isinstance(self._keywords, BM25KeywordIndex):
             self._keywords.save(self._store_dir / "bm25")
         chunks = list(scan_documents(store, namespace=self.name))
@@ -562,18 +577,32 @@ class HierarchicalDocumentTool(_DocumentTool):
 
 
 class _IndexFanOut:
-    """Keeps several indexes in step with one sync."""
+    """Keeps several indexes in step with one sync; one failing index never starves the rest.
+
+    The indexes that failed are listed in ``failed``; the first error is raised after every
+    index had its turn (sync logs it).
+    """
 
     def __init__(self, indexes: Sequence[KeywordIndexLike]) -> None:
         self.indexes = indexes
+        self.failed: list[KeywordIndexLike] = []
 
     def upsert(self, documents: Sequence[Document]) -> None:
-        for index in self.indexes:
-            index.upsert(documents)
+        self._each(lambda index: index.upsert(documents))
 
     def delete(self, ids: Sequence[str]) -> None:
+        self._each(lambda index: index.delete(ids))
+
+    def _each(self, call: Callable[[KeywordIndexLike], None]) -> None:
+        first: Exception | None = None
         for index in self.indexes:
-            index.delete(ids)
+            try:
+                call(index)
+            except Exception as error:  # raised below, after the other indexes
+                self.failed.append(index)
+                first = first or error
+        if first is not None:
+            raise first
 
 
 def _build_keyword_index(
