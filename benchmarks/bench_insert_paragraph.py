@@ -33,6 +33,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -150,7 +151,11 @@ class Row:
 def run_tool(kind: str, directory: Path, original: list[str]) -> Row:
     write(directory, original)
     emb = CountingEmbeddings()
-    common = {"name": "manual", "description": "The manual.", "source": str(directory)}
+    common: dict[str, Any] = {
+        "name": "manual",
+        "description": "The manual.",
+        "source": str(directory),
+    }
     tool: VectorStoreTool | HierarchicalDocumentTool
     if kind == "vector":
         tool = VectorStoreTool(
