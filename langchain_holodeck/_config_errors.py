@@ -13,11 +13,11 @@ from typing import Annotated, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from langchain_holodeck._redact import mask_url_password, scrub, url_passwords
 from langchain_holodeck._yaml import JSONish, join_path
 
 _SECRET_KEY = re.compile(r"(api_?key|password|passwd|secret|token)$", re.IGNORECASE)
 _SECRET_VARIABLE = re.compile(r"KEY|PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(?P<user>[^\s:/@]*):(?P<password>[^\s@/]+)@")
 _MIN_SCRUB = 4  # shorter "secrets" would blank out ordinary words in the message
 
 _TEMPLATES = {
@@ -46,11 +46,6 @@ _TEMPLATES = {
 }
 
 
-def mask_url_password(text: str) -> str:
-    """Mask the password of ``scheme://user:password@host`` forms: ``redis://:***@host:6379``."""
-    return _URL_PASSWORD.sub(lambda m: f"{m['user']}:***@", text)
-
-
 def is_secret_key(key: str) -> bool:
     """Whether a configuration key names a secret whose value must never be shown."""
     return bool(_SECRET_KEY.search(key))
@@ -70,7 +65,7 @@ def collect_secrets(data: JSONish) -> set[str]:
         elif isinstance(value, str):
             if is_secret_key(key):
                 found.add(value)
-            found.update(m["password"] for m in _URL_PASSWORD.finditer(value))
+            found.update(url_passwords(value))
 
     walk(data, "")
     return {secret for secret in found if len(secret) >= _MIN_SCRUB}
@@ -86,13 +81,6 @@ def secret_variable_values(used: Mapping[str, str]) -> set[str]:
         for name, value in used.items()
         if _SECRET_VARIABLE.search(name) and len(value) >= _MIN_SCRUB
     }
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of each secret (longest first) by ``***``, and URL passwords."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return mask_url_password(text)
 
 
 def format_validation_error(

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from langchain_holodeck._config_errors import mask_url_password
+from langchain_holodeck._redact import mask_url_password
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Shared by every configuration model: unknown keys are errors, instances are immutable."""

@@ -19,6 +19,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_holodeck._redact import scrub
+
 # Warnings come from the public module's logger, the one users configure.
 logger = logging.getLogger("langchain_holodeck.rerankers")
 
@@ -129,15 +131,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _scrub(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    if len(text) > _MAX_CAUSE_CHARS:
-        text = text[:_MAX_CAUSE_CHARS] + "..."
-    return text
-
-
 class _RerankCompressor(BaseDocumentCompressor):
     """Shared behaviour of every reranker; each backend only implements ``_rank``."""
 
@@ -243,7 +236,7 @@ class _RerankCompressor(BaseDocumentCompressor):
 
     def _fallback(self, documents: Sequence[Document], exc: BaseException) -> list[Document]:
         opened = self._breaker.record_failure(self.failure_threshold)
-        cause = _scrub(self._describe(exc), self._secrets())
+        cause = scrub(self._describe(exc), self._secrets(), max_chars=_MAX_CAUSE_CHARS)
         breaker = (
             f"; skipping it for {self.cooldown:g} s after "
             f"{self.failure_threshold} consecutive failures"

@@ -12,7 +12,6 @@ import hashlib
 import inspect
 import json
 import logging
-import re
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -23,6 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._redact import one_line
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
 logger = logging.getLogger(__name__)
@@ -36,8 +36,6 @@ VOLATILE_METADATA_KEYS = frozenset({"mtime", "size_bytes"}) | SYNC_METADATA_KEYS
 """Metadata keys left out of ``content_hash``: file stats and sync bookkeeping."""
 
 _PROBE_WINDOW = 64
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]*@", re.I)
-_BEARER = re.compile(r"(?i)(bearer\s+|api[_-]?key[=:\s]+)\S+")
 
 
 class KeywordIndexLike(Protocol):
@@ -108,12 +106,7 @@ def content_hash(document: Document) -> str:
 
 def sanitize_error(error: BaseException) -> str:
     """One line, no traceback, no credentials: safe to store in ``SyncResult.errors``."""
-    text = " ".join(str(error).split()) or "(no message)"
-    text = _URL_CREDENTIALS.sub(r"\g<scheme>***@", text)
-    text = _BEARER.sub(r"\g<1>***", text)
-    if len(text) > 300:
-        text = text[:297] + "..."
-    return f"{type(error).__name__}: {text}"
+    return one_line(error)
 
 
 def check_store_capabilities(vector_store: VectorStore) -> None:

@@ -19,6 +19,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck._matrix_store import DocumentFilter, MatrixVectorStore, copy_metadata
+from langchain_holodeck._redact import one_line
 from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def create_vector_store_with_status(
         )
     except (redis.RedisError, OSError) as e:
         masked = _redis_store.mask_url(str(url))
-        reason = f"Redis at {masked} is unavailable ({type(e).__name__}: {_one_line(e, url)})"
+        reason = f"Redis at {masked} is unavailable ({one_line(e, [url])})"
         if not fallback:
             raise
         logger.warning("%s; falling back to the in-memory vector store.", reason)
@@ -218,8 +219,3 @@ def _choice(config: Any, name: str, allowed: tuple[str, ...]) -> Any:
         msg = f"database.{name} must be one of {', '.join(allowed)}, got {value!r}."
         raise ConfigError(msg)
     return value
-
-
-def _one_line(error: BaseException, secret: str) -> str:
-    text = " ".join(str(error).split()) or "no detail"
-    return text.replace(secret, "***") if secret else text
