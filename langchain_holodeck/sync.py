@@ -8,6 +8,7 @@ call, and a file that now yields fewer chunks loses its old tail.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -87,7 +88,12 @@ class SyncPlan:
 
 def stable_id(namespace: str, chunk_key: str) -> str:
     """UUIDv5 of (namespace, chunk key): same chunk, same id; other namespaces never collide."""
-    return str(uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_URL, namespace), chunk_key))
+    return str(uuid.uuid5(_namespace_uuid(namespace), chunk_key))
+
+
+@functools.lru_cache(maxsize=256)
+def _namespace_uuid(namespace: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, namespace)
 
 
 def make_chunk_key(source_path: str, chunk_index: int) -> str:
