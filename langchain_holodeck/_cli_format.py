@@ -1,0 +1,181 @@
+"""What ``holodeck-rag`` shows: search results (plain, explained, JSON), summaries, progress.
+
+Private to the CLI: pure functions returning strings, and tqdm progress bars on a stream.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from langchain_core.documents import Document
+
+from langchain_holodeck.tools import result_score, section_breadcrumb, shown_text
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from langchain_holodeck.ingestion import IngestProgress
+    from langchain_holodeck.sync import SyncResult
+
+JSON_KEYS = (
+    "rank",
+    "id",
+    "score",
+    "source_path",
+    "section_id",
+    "heading",
+    "parent_chain",
+    "text",
+    "fused_score",
+    "semantic_score",
+    "semantic_rank",
+    "keyword_score",
+    "keyword_rank",
+    "exact_match",
+    "exact_rank",
+    "relevance_score",
+)
+"""Keys of each object ``search --json`` prints, always all present (``null`` when unknown)."""
+
+_STAGES = {"files": ("files", "file"), "chunks": ("chunks", "chunk")}
+_DEFAULT_STAGE = ("embeddings", "chunk")
+
+
+def result_record(rank: int, document: Document) -> dict[str, Any]:
+    """One ``search --json`` object: the keys of ``JSON_KEYS``, JSON-serializable values."""
+    meta = document.metadata
+    source = meta.get("source_path", meta.get("source"))
+    return {
+        "rank": rank,
+        "id": document.id,
+        "score": _finite(result_score(document)),
+        "source_path": source,
+        "section_id": meta.get("section_id") or None,
+        "heading": meta.get("heading") or None,
+        "parent_chain": [str(p) for p in meta.get("parent_chain") or []],
+        "text": shown_text(document),
+        "fused_score": _finite(meta.get("fused_score")),
+        "semantic_score": _finite(meta.get("semantic_score")),
+        "semantic_rank": meta.get("semantic_rank"),
+        "keyword_score": _finite(meta.get("keyword_score")),
+        "keyword_rank": meta.get("keyword_rank"),
+        "exact_match": bool(meta.get("exact_match", False)),
+        "exact_rank": meta.get("exact_rank"),
+        "relevance_score": _finite(meta.get("relevance_score")),
+    }
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def explain_line(document: Document) -> str:
+    """``fused 0.0131 | semantic #1 0.6753 | keyword #1 2.4440 | exact -``: why it ranked."""
+    meta = document.metadata
+    parts = [f"fused {_num(meta.get('fused_score'))}"]
+    for name in ("semantic", "keyword"):
+        rank = meta.get(f"{name}_rank")
+        score = meta.get(f"{name}_score")
+        parts.append(f"{name} #{rank} {_num(score)}" if rank is not None else f"{name} -")
+    exact_rank = meta.get("exact_rank")
+    if meta.get("exact_match"):
+        parts.append(f"exact #{exact_rank}" if exact_rank is not None else "exact yes")
+    else:
+        parts.append("exact -")
+    if meta.get("relevance_score") is not None:
+        parts.append(f"rerank {_num(meta['relevance_score'])}")
+    return " | ".join(parts)
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.4f}"
+
+
+def format_explained(documents: Sequence[Document], *, show_sections: bool) -> str:
+    """The tool's result format with an ``explain:`` line under each result's header."""
+    blocks = [f"Found {len(documents)} result(s):"]
+    for rank, doc in enumerate(documents, start=1):
+        source = doc.metadata.get("source_path", doc.metadata.get("source", "unknown"))
+        digits = 4 if show_sections else 2
+        header = f"[{rank}] Score: {result_score(doc):.{digits}f} | Source: {source}"
+        breadcrumb = section_breadcrumb(doc) if show_sections else ""
+        if breadcrumb:
+            header += f" | Section: {breadcrumb}"
+        blocks.append(f"{header}\n    explain: {explain_line(doc)}\n{shown_text(doc)}")
+    return "\n\n".join(blocks)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What the closing line of ``ingest`` says."""
+
+    tool: str
+    source: str
+    where: str
+    result: SyncResult
+    seconds: float
+
+
+def format_summary(report: IngestReport) -> str:
+    """One line: counts, time and throughput of an ingest."""
+    result = report.result
+    rate = result.total / report.seconds if report.seconds > 0 else 0.0
+    return (
+        f"ingested {report.source} into {report.tool!r} ({report.where}): "
+        f"{result.added} added, {result.updated} updated, {result.skipped} skipped, "
+        f"{result.failed} failed, {result.deleted} deleted; "
+        f"{result.total} chunks in {report.seconds:.2f} s ({rate:.1f} chunks/s)"
+    )
+
+
+class ProgressBars:
+    """One tqdm bar per ingest stage (files, chunks, embeddings), drawn on ``stream``.
+
+    Stages run one after the other, so a bar is opened at its stage's first event and the
+    previous one closed. Pass an instance as ``on_progress``.
+    """
+
+    def __init__(self, *, enabled: bool, stream: TextIO) -> None:
+        self.enabled = enabled
+        self.stream = stream
+        self._bars: dict[str, tqdm[Any]] = {}
+        self._current: tqdm[Any] | None = None
+
+    def __call__(self, event: IngestProgress) -> None:
+        if not self.enabled:
+            return
+        bar = self._bars.get(event.stage) or self._open(event.stage, event.total)
+        if event.total is not None and bar.total != event.total:
+            bar.total = event.total
+        bar.update(event.advance)
+        if event.stage == "chunks" and event.total:
+            # Embedding starts next (and may first load a model): show its bar already.
+            self._open("embeddings", event.total)
+
+    def _open(self, stage: str, total: int | None) -> tqdm[Any]:
+        from tqdm import tqdm
+
+        if self._current is not None:
+            self._current.close()
+        label, unit = _STAGES.get(stage, _DEFAULT_STAGE)
+        bar = tqdm(total=total, desc=f"{label:<10}", unit=unit, file=self.stream, leave=True)
+        self._bars[stage] = self._current = bar
+        return bar
+
+    def close(self) -> None:
+        """Close every bar (idempotent)."""
+        for bar in self._bars.values():
+            bar.close()
+        self._current = None
+
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

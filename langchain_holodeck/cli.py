@@ -1,0 +1,661 @@
+"""``holodeck-rag``: ingest a folder, search it, list an agent's tools.
+
+```
+holodeck-rag ingest docs/                 # the default hybrid tool, saved in .holodeck/store/
+holodeck-rag search "revoke a token"      # searches what the last ingest built
+holodeck-rag tools --config agent.yaml    # the tools an agent.yaml defines, and their data
+```
+
+``ingest`` writes ``<store>/ingest.json`` (tool type and name, source, config file, embedding
+model), so ``search`` rebuilds the same tool without being told again. Errors the user can fix
+(``HolodeckError``, a missing source) print one ``error: ...`` line on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_holodeck.errors import ConfigError, HolodeckError
+
+if TYPE_CHECKING:
+    from langchain_holodeck.config import (
+        HierarchicalDocumentToolConfig,
+        VectorStoreToolConfig,
+    )
+    from langchain_holodeck.tools import _DocumentTool
+
+    AnyToolConfig = VectorStoreToolConfig | HierarchicalDocumentToolConfig
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORE = Path(".holodeck") / "store"
+"""Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
+DEFAULT_TOOL_NAME = "default"
+"""Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
+MANIFEST_NAME = "ingest.json"
+MANIFEST_FORMAT = 1
+
+_DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own documents."
+_INGEST_HELP = """\
+Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
+'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
+BM25 keywords; exact section lookup; fused by reciprocal rank fusion). Its vectors and keyword
+index are saved under STORE/default/ so that `search` works in a later run, no server needed.
+A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
+
+With --config, the tool named --tool (default: the first tool of the file) is ingested into
+its configured database (Redis: falls back to memory with a warning when unreachable; the
+in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
+configured source (resolved against the working directory); otherwise the configured source
+is used (resolved against the agent.yaml's directory).
+
+Re-running is cheap: files whose mtime and size did not change are neither read nor
+embedded. Files deleted from SOURCE have their chunks removed. Exit status: 0 on success, 1
+on an error or when some chunks failed to sync (listed as warnings)."""
+_SEARCH_HELP = """\
+Searches the tool the last `ingest` into STORE built (recorded in STORE/ingest.json), or the
+--config/--tool given. Before searching, the source is re-checked: unchanged files cost a
+stat each; files changed since the ingest are synced first (a note says so).
+
+Output: the tool's own format (`Found N result(s):`, then `[rank] Score: ... | Source: ...`
+and the text). --explain adds, under each header, the per-modality evidence:
+`explain: fused F | semantic #R S | keyword #R S | exact #R` (`-` when a modality did not
+return the chunk; keyword scores are raw BM25; `rerank S` when a reranker ran).
+
+--json prints a JSON list, one object per result, with always these keys (null when
+unknown): rank, id, score (the displayed score), source_path, section_id, heading,
+parent_chain (list), text, fused_score, semantic_score, semantic_rank, keyword_score,
+keyword_rank, exact_match (bool), exact_rank, relevance_score."""
+_TOOLS_HELP = """\
+Lists each tool of the agent.yaml: name, type, source, and where its data lives (vectors:
+in-memory store directory or Redis URL with the password masked and index name; keywords:
+in-memory BM25, Redis full-text or OpenSearch). Nothing is connected to. Without --config,
+describes the tool the last `ingest` into STORE built."""
+
+
+# -- entry point ----------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``holodeck-rag`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the local model never downloads
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error argparse already printed
+        return exit_.code if isinstance(exit_.code, int) else 1
+    with _cli_logging(verbose=args.verbose, quiet=args.quiet):
+        try:
+            return int(args.run(args))
+        except (HolodeckError, OSError) as error:
+            logger.debug("%s", type(error).__name__, exc_info=True)
+            print(f"error: {_one_line(error)}", file=sys.stderr)
+            return 1
+        except ImportError as error:
+            if "pip install" not in str(error):
+                raise
+            print(f"error: {_one_line(error)}", file=sys.stderr)
+            return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``holodeck-rag`` argument parser (``-v``/``-q``/``--store`` before or after the verb)."""
+    parser = argparse.ArgumentParser(
+        prog="holodeck-rag", description=_DESCRIPTION, parents=[_common_options()]
+    )
+    parser.set_defaults(verbose=0, quiet=False, store=DEFAULT_STORE)
+    # Each verb gets its own copy of the options, defaulting to SUPPRESS, so that an option
+    # given before the verb is not reset by the verb's parser (argparse shares parent actions).
+    common = _common_options()
+    verbs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    ingest = verbs.add_parser(
+        "ingest",
+        parents=[common],
+        help="load, split, embed and sync a folder (idempotent)",
+        description=_INGEST_HELP,
+        formatter_class=fmt,
+    )
+    ingest.add_argument(
+        "source",
+        nargs="?",
+        metavar="SOURCE",
+        help="file or directory to index (required without --config)",
+    )
+    _config_options(ingest)
+    ingest.add_argument(
+        "--force-ingest",
+        action="store_true",
+        help="re-read, re-embed and rewrite every file, even unchanged ones",
+    )
+    ingest.add_argument(
+        "--embedding-model",
+        metavar="NAME",
+        help="default tool only: 'sentence-transformers/<name>' (must be in the local "
+        "Hugging Face cache) or an OpenAI model name; default: all-MiniLM-L6-v2",
+    )
+    ingest.set_defaults(run=_run_ingest)
+
+    search = verbs.add_parser(
+        "search",
+        parents=[common],
+        help="hybrid search of what was ingested",
+        description=_SEARCH_HELP,
+        formatter_class=fmt,
+    )
+    search.add_argument("query", metavar="QUERY", help="what to look for")
+    search.add_argument(
+        "-k",
+        "--top-k",
+        type=_top_k,
+        metavar="N",
+        help="number of results, 1-100 (default: the tool's top_k)",
+    )
+    shown = search.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print a JSON list (keys above)")
+    shown.add_argument("--explain", action="store_true", help="show per-modality ranks and scores")
+    _config_options(search)
+    search.set_defaults(run=_run_search)
+
+    tools = verbs.add_parser(
+        "tools",
+        parents=[common],
+        help="list the tools an agent.yaml defines and where their data lives",
+        description=_TOOLS_HELP,
+        formatter_class=fmt,
+    )
+    tools.add_argument("--config", type=Path, metavar="AGENT_YAML", help="the agent.yaml")
+    tools.set_defaults(run=_run_tools)
+    return parser
+
+
+def _common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="debug logs of this package (-vv: of every library)",
+    )
+    common.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars, notes or warnings on stderr (errors still shown)",
+    )
+    common.add_argument(
+        "--store",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help=f"directory of the saved store and ingest.json (default: {DEFAULT_STORE}/)",
+    )
+    return common
+
+
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", type=Path, metavar="AGENT_YAML", help="use a tool of this agent.yaml"
+    )
+    parser.add_argument(
+        "--tool", metavar="NAME", help="the tool of --config to use (default: the first)"
+    )
+
+
+def _top_k(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100:
+        msg = f"must be an integer from 1 to 100, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+# -- what a run works on --------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Manifest:
+    """``<store>/ingest.json``: enough to rebuild the tool that was ingested."""
+
+    tool: str
+    type: str
+    source: str
+    """The source as given or configured; relative ones resolve against ``base_dir``."""
+    base_dir: str
+    project_dir: str
+    """Working directory of the ingest: where ``.holodeck/config.yaml`` was looked up."""
+    config: str | None
+    """Absolute path of the agent.yaml, or None for the default tool."""
+    source_overridden: bool
+    embedding_model: str | None
+    """The ``embedding_model`` setting of the default tool (None: the local default)."""
+    embedding_model_id: str | None
+    backend: str
+    store_dir: str
+    ingested_at: str
+    format: int = MANIFEST_FORMAT
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Target:
+    """A tool configuration and the directories it resolves against."""
+
+    config: AnyToolConfig
+    base_dir: Path
+    project_dir: Path
+    config_path: Path | None
+    source_overridden: bool
+    embedding_model: str | None = None
+
+
+def _default_target(
+    source: str, *, embedding_model: str | None, base_dir: Path, project_dir: Path
+) -> _Target:
+    from langchain_holodeck.config import HierarchicalDocumentToolConfig
+
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name=DEFAULT_TOOL_NAME,
+        source=source,
+        embedding_model=embedding_model,
+    )
+    return _Target(
+        config=config,
+        base_dir=base_dir,
+        project_dir=project_dir,
+        config_path=None,
+        source_overridden=False,
+        embedding_model=embedding_model,
+    )
+
+
+def _config_target(
+    path: Path, tool: str | None, *, source: str | None, base_dir: Path | None, project_dir: Path
+) -> _Target:
+    from langchain_holodeck.config import load_agent_config
+
+    agent = load_agent_config(path)
+    names = [t.name for t in agent.tools]
+    if tool is None:
+        chosen = agent.tools[0]
+        if len(names) > 1:
+            logger.warning(
+                "%s defines %d tools (%s); using the first, %r. Pick one with --tool.",
+                path,
+                len(names),
+                ", ".join(names),
+                chosen.name,
+            )
+    else:
+        found = [t for t in agent.tools if t.name == tool]
+        if not found:
+            msg = f"{path}: --tool {tool!r} is not a tool of this file; its tools: " + ", ".join(
+                names
+            )
+            raise ConfigError(msg)
+        chosen = found[0]
+    if source is None:
+        return _config_tool_target(chosen, path, project_dir)
+    return _Target(
+        config=chosen.model_copy(update={"source": source}),
+        base_dir=base_dir or Path.cwd(),
+        project_dir=project_dir,
+        config_path=path,
+        source_overridden=True,
+    )
+
+
+def _config_tool_target(config: AnyToolConfig, path: Path, project_dir: Path) -> _Target:
+    """A tool of an agent.yaml as configured: its source resolves against the file's folder."""
+    return _Target(
+        config=config,
+        base_dir=config.base_dir or path.parent.absolute(),
+        project_dir=project_dir,
+        config_path=path,
+        source_overridden=False,
+    )
+
+
+def _tool_store_dir(store: Path, name: str) -> Path:
+    return store / name
+
+
+def _build_tool(target: _Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
+    from langchain_holodeck.config import HierarchicalDocumentToolConfig
+    from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
+
+    config = target.config
+    if top_k is not None:
+        config = config.model_copy(update={"top_k": top_k})
+    options: dict[str, Any] = {
+        "project_dir": target.project_dir,
+        "base_dir": target.base_dir,
+        "store_dir": _tool_store_dir(store, config.name),
+    }
+    if isinstance(config, HierarchicalDocumentToolConfig):
+        return HierarchicalDocumentTool(config, **options)
+    return VectorStoreTool(config, **options)
+
+
+def _read_manifest(store: Path) -> _Manifest:
+    path = store / MANIFEST_NAME
+    if not path.is_file():
+        msg = (
+            f"nothing ingested in {store} yet ({path} not found); run "
+            "`holodeck-rag ingest SOURCE` first, pass the --store DIR you ingested into, "
+            "or --config AGENT_YAML."
+        )
+        raise HolodeckError(msg)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != MANIFEST_FORMAT:
+            msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
+            raise ValueError(msg)
+        return _Manifest(**data)
+    except (ValueError, TypeError, AttributeError) as error:
+        msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
+        raise HolodeckError(msg) from error
+
+
+def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
+    manifest = _Manifest(
+        tool=tool.name,
+        type=target.config.type,
+        source=target.config.source,
+        base_dir=str(target.base_dir.absolute()),
+        project_dir=str(target.project_dir.absolute()),
+        config=str(target.config_path.absolute()) if target.config_path else None,
+        source_overridden=target.source_overridden,
+        embedding_model=target.embedding_model,
+        embedding_model_id=_model_id(target),
+        backend=tool.backend,
+        store_dir=str(_tool_store_dir(store, tool.name).absolute()),
+        ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = store / f".{MANIFEST_NAME}.tmp"
+    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(store / MANIFEST_NAME)
+
+
+def _model_id(target: _Target) -> str:
+    from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
+
+    return embedding_model_id(resolve_embeddings(target.config.embedding_model))
+
+
+def _target_from_manifest(manifest: _Manifest) -> _Target:
+    project_dir = Path(manifest.project_dir)
+    if manifest.config is None:
+        return _default_target(
+            manifest.source,
+            embedding_model=manifest.embedding_model,
+            base_dir=Path(manifest.base_dir),
+            project_dir=project_dir,
+        )
+    return _config_target(
+        Path(manifest.config),
+        manifest.tool,
+        source=manifest.source if manifest.source_overridden else None,
+        base_dir=Path(manifest.base_dir),
+        project_dir=project_dir,
+    )
+
+
+def _search_target(args: argparse.Namespace) -> _Target:
+    store: Path = args.store
+    if args.config is None:
+        if args.tool is not None:
+            msg = f"--tool {args.tool!r} needs --config AGENT_YAML."
+            raise ConfigError(msg)
+        return _target_from_manifest(_read_manifest(store))
+    target = _config_target(
+        args.config, args.tool, source=None, base_dir=None, project_dir=Path.cwd()
+    )
+    manifest_path = store / MANIFEST_NAME
+    if manifest_path.is_file():
+        manifest = _read_manifest(store)
+        same_file = manifest.config == str(args.config.absolute())
+        if same_file and manifest.tool == target.config.name and manifest.source_overridden:
+            return _target_from_manifest(manifest)  # keep the SOURCE given to ingest
+    return target
+
+
+# -- commands -------------------------------------------------------------------------------
+def _run_ingest(args: argparse.Namespace) -> int:
+    from langchain_holodeck._cli_format import IngestReport, ProgressBars, format_summary
+
+    target = _ingest_target(args)
+    tool = _build_tool(target, args.store)
+    bars = ProgressBars(enabled=not args.quiet and sys.stderr.isatty(), stream=sys.stderr)
+    start = time.perf_counter()
+    with bars, _logs_above_bars(enabled=bars.enabled):
+        result = tool.initialize_sync(force_ingest=args.force_ingest, on_progress=bars)
+    seconds = time.perf_counter() - start
+    _write_manifest(args.store, target, tool)
+    report = IngestReport(
+        tool=tool.name,
+        source=_shown_source(target),
+        where=_where(tool, target, args.store),
+        result=result,
+        seconds=seconds,
+    )
+    print(format_summary(report))
+    for line in result.errors:
+        logger.warning("%s", line)
+    return 1 if result.failed else 0
+
+
+def _ingest_target(args: argparse.Namespace) -> _Target:
+    if args.config is not None:
+        if args.embedding_model is not None:
+            msg = "--embedding-model applies to the default tool; with --config set the tool's "
+            msg += "embedding_model in the agent.yaml."
+            raise ConfigError(msg)
+        return _config_target(
+            args.config, args.tool, source=args.source, base_dir=Path.cwd(), project_dir=Path.cwd()
+        )
+    if args.tool is not None:
+        msg = f"--tool {args.tool!r} needs --config AGENT_YAML."
+        raise ConfigError(msg)
+    if args.source is None:
+        msg = "ingest needs SOURCE (a file or directory), or --config AGENT_YAML."
+        raise ConfigError(msg)
+    if args.embedding_model is not None:
+        _check_embedding_model(args.embedding_model)
+    return _default_target(
+        args.source,
+        embedding_model=args.embedding_model,
+        base_dir=Path.cwd(),
+        project_dir=Path.cwd(),
+    )
+
+
+def _check_embedding_model(name: str) -> None:
+    from langchain_holodeck.embeddings import resolve_embeddings
+
+    try:
+        resolve_embeddings(name)  # validates the name; local models load lazily
+    except (ValueError, TypeError) as error:
+        msg = f"--embedding-model: {error}"
+        raise ConfigError(msg) from error
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    from langchain_holodeck.tools import HierarchicalDocumentTool
+
+    query: str = args.query
+    if not query.strip():
+        msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    target = _search_target(args)
+    tool = _build_tool(target, args.store, top_k=args.top_k)
+    result = tool.initialize_sync()
+    if result.added or result.updated or result.deleted or result.failed:
+        logger.warning(
+            "note: %s changed since the last ingest; synced it first (%d added, %d updated, "
+            "%d deleted, %d failed).",
+            _shown_source(target),
+            result.added,
+            result.updated,
+            result.deleted,
+            result.failed,
+        )
+    if not (args.json or args.explain):
+        print(tool.search_sync(query))
+        return 0
+    from langchain_holodeck._cli_format import format_explained, result_record
+
+    documents = tool.as_retriever().invoke(query)
+    if args.json:
+        records = [result_record(rank, doc) for rank, doc in enumerate(documents, start=1)]
+        print(json.dumps(records, indent=2, ensure_ascii=False))
+    elif documents:
+        show_sections = isinstance(tool, HierarchicalDocumentTool)
+        print(format_explained(documents, show_sections=show_sections))
+    else:
+        print(f"No relevant results found for query: {query}")
+    return 0
+
+
+def _run_tools(args: argparse.Namespace) -> int:
+    if args.config is not None:
+        from langchain_holodeck.config import load_agent_config
+
+        agent = load_agent_config(args.config)
+        targets = [_config_tool_target(t, args.config, Path.cwd()) for t in agent.tools]
+    else:
+        targets = [_target_from_manifest(_read_manifest(args.store))]
+    blocks = [_describe(target, args.store) for target in targets]
+    print("\n\n".join(blocks))
+    return 0
+
+
+# -- descriptions ---------------------------------------------------------------------------
+def _shown_source(target: _Target) -> str:
+    return target.config.source
+
+
+def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
+    """Where the vectors went, as the summary line says it."""
+    if tool.backend == "in-memory":
+        saved = f"in-memory, saved in {_tool_store_dir(store, tool.name)}"
+        return f"{saved}; Redis unavailable" if tool.fallback_reason else saved
+    if tool.backend == "redis":
+        from langchain_holodeck.config import resolve_database_config
+
+        database = resolve_database_config(target.config, project_dir=target.project_dir)
+        if database is not None and database.connection_string is not None:
+            return f"redis {database.masked_connection_string}, index {database.index_name}"
+        return "redis"
+    return tool.backend
+
+
+def _describe(target: _Target, store: Path) -> str:
+    from langchain_holodeck.config import HierarchicalDocumentToolConfig, resolve_database_config
+
+    config = target.config
+    database = resolve_database_config(config, project_dir=target.project_dir)
+    store_dir = _tool_store_dir(store, config.name)
+    if database is None or database.provider == "in-memory":
+        vectors = f"in-memory, saved in {store_dir}"
+    else:
+        vectors = f"redis {database.masked_connection_string}, index {database.index_name}"
+    if not isinstance(config, HierarchicalDocumentToolConfig):
+        keywords = "none (dense search only)"
+    elif config.keyword_index.provider == "redis":
+        keywords = "redis full-text on the vector index"
+    elif config.keyword_index.provider == "opensearch":
+        from langchain_holodeck._config_errors import mask_url_password
+
+        endpoint = mask_url_password(config.keyword_index.endpoint or "")
+        keywords = f"opensearch {endpoint}, index {config.keyword_index.index_name}"
+    else:
+        keywords = f"in-memory BM25, saved in {store_dir / 'bm25'}"
+    source = str(config.resolved_source(target.base_dir))
+    lines = [
+        f"{config.name} ({config.type})",
+        f"  description: {config.description}",
+        f"  source:      {source}",
+        f"  vectors:     {vectors}",
+        f"  keywords:    {keywords}",
+        f"  embeddings:  {config.embedding_model or 'sentence-transformers/all-MiniLM-L6-v2'}",
+    ]
+    return "\n".join(lines)
+
+
+def _one_line(error: BaseException) -> str:
+    """The error message on one line: its lines joined, each ending in punctuation."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    head = [line if line.endswith((".", ";", ":")) else f"{line};" for line in lines[:-1]]
+    return " ".join([*head, *lines[-1:]]) or type(error).__name__
+
+
+# -- logging --------------------------------------------------------------------------------
+class _LineFormatter(logging.Formatter):
+    """``warning: message`` (or, verbose, ``DEBUG logger: message``), always one line."""
+
+    def __init__(self, *, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = " ".join(record.getMessage().split())
+        if self.verbose:
+            text = f"{record.levelname} {record.name}: {message}"
+            if record.exc_info:
+                text += "\n" + self.formatException(record.exc_info)
+            return text
+        if message.startswith("note: "):
+            return message
+        return f"{record.levelname.lower()}: {message}"
+
+
+@contextmanager
+def _cli_logging(*, verbose: int, quiet: bool) -> Iterator[None]:
+    """Log to the current stderr for the duration of one ``main`` call, then restore."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LineFormatter(verbose=verbose > 0))
+    handler.setLevel(logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING)
+    root = logging.getLogger()
+    package = logging.getLogger("langchain_holodeck")
+    saved = (root.level, package.level)
+    root.setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
+    package.setLevel(logging.DEBUG if verbose else logging.NOTSET)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        package.setLevel(saved[1])
+
+
+@contextmanager
+def _logs_above_bars(*, enabled: bool) -> Iterator[None]:
+    """While progress bars draw, route log lines through tqdm so they do not tear the bars."""
+    if not enabled:
+        yield
+        return
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    with logging_redirect_tqdm():
+        yield
+
+
+if __name__ == "__main__":
+    sys.exit(main())

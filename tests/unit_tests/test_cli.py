@@ -1,0 +1,348 @@
+"""``holodeck-rag``: ingest / search / tools through ``main(argv)``, on the tiny docs corpus.
+
+One module-scoped ingest with the real local model (all-MiniLM-L6-v2, offline) feeds the
+search tests; the rest never embeds anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from langchain_holodeck._cli_format import ProgressBars
+from langchain_holodeck.cli import main
+from langchain_holodeck.ingestion import IngestProgress
+from tests.helpers import DATA_DIR
+
+JSON_KEYS = {
+    "rank",
+    "id",
+    "score",
+    "source_path",
+    "section_id",
+    "heading",
+    "parent_chain",
+    "text",
+    "fused_score",
+    "semantic_score",
+    "semantic_rank",
+    "keyword_score",
+    "keyword_rank",
+    "exact_match",
+    "exact_rank",
+    "relevance_score",
+}
+SUMMARY = re.compile(
+    r"^ingested docs into 'default' \(in-memory, saved in (?P<dir>\S+)\): "
+    r"(?P<added>\d+) added, (?P<updated>\d+) updated, (?P<skipped>\d+) skipped, "
+    r"(?P<failed>\d+) failed, (?P<deleted>\d+) deleted; (?P<total>\d+) chunks in "
+    r"[\d.]+ s \([\d.]+ chunks/s\)$"
+)
+
+
+@dataclass(frozen=True)
+class Ingested:
+    workdir: Path
+    store: Path
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Ingested:
+    """``holodeck-rag ingest docs`` once, from a fresh directory holding a copy of the corpus."""
+    workdir = tmp_path_factory.mktemp("cli")
+    shutil.copytree(DATA_DIR / "docs", workdir / "docs")
+    shutil.copytree(DATA_DIR / "legal", workdir / "legal")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(workdir)
+        patch.setenv("HOME", str(workdir))
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["ingest", "docs"])
+    return Ingested(workdir, workdir / ".holodeck" / "store", code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(autouse=True)
+def _in_workdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs from a directory of its own, with HOME there (no user config leaks in)."""
+    workdir = tmp_path_factory.mktemp("run")
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("HOME", str(workdir))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- ingest ---------------------------------------------------------------------------------
+def test_ingest_prints_one_summary_line_and_writes_the_manifest(ingested: Ingested) -> None:
+    assert ingested.code == 0, ingested.err
+    match = SUMMARY.match(ingested.out.strip())
+    assert match, ingested.out
+    assert int(match["added"]) == int(match["total"]) > 0
+    assert (match["updated"], match["skipped"], match["failed"]) == ("0", "0", "0")
+    assert ingested.err == ""  # stderr is not a TTY: no progress bars, and no warning
+    manifest = json.loads((ingested.store / "ingest.json").read_text())
+    assert manifest["tool"] == "default"
+    assert manifest["type"] == "hierarchical_document"
+    assert manifest["source"] == "docs"
+    assert manifest["config"] is None
+    assert manifest["embedding_model_id"].endswith("all-MiniLM-L6-v2")
+    assert (ingested.store / "default" / "bm25").is_dir()
+
+
+def test_second_ingest_reports_everything_skipped(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ingested.workdir)
+    code, out, err = run(capsys, "-v", "ingest", "docs")
+    assert code == 0, err
+    match = SUMMARY.match(out.strip())
+    assert match, out
+    assert match["added"] == match["updated"] == match["deleted"] == "0"
+    assert int(match["skipped"]) == int(match["total"]) > 0
+    assert "INFO langchain_holodeck.tools: default: ingested docs" in err  # -v: debug logs
+
+
+def test_ingest_of_a_missing_source_is_one_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "ingest", "no_such_dir")
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("error: source 'no_such_dir' does not exist")
+
+
+def test_ingest_of_a_folder_without_supported_files_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "blobs").mkdir()
+    (tmp_path / "blobs" / "x.bin").write_bytes(b"\x00\x01")
+    code, _, err = run(capsys, "-q", "ingest", str(tmp_path / "blobs"))
+    assert code == 1
+    assert err.startswith("error: source ")
+    assert "has no supported file" in err
+    assert "warning" not in err  # -q hides the per-file warning
+
+
+def test_ingest_without_source_or_config_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "ingest")
+    assert code == 1
+    assert err == "error: ingest needs SOURCE (a file or directory), or --config AGENT_YAML.\n"
+
+
+def test_bad_config_names_file_field_and_value_on_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: vectorstore\n    name: kb\n    description: Docs\n"
+        "    source: docs\n    top_k: 0\n",
+    )
+    code, out, err = run(capsys, "ingest", "--config", str(agent))
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: {agent}: tools[0].top_k: ")
+    assert "got 0" in err
+
+
+def test_unknown_tool_name_lists_the_tools(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: hierarchical_document\n    name: legal\n    source: legal\n",
+    )
+    code, _, err = run(capsys, "ingest", "--config", str(agent), "--tool", "leagl")
+    assert code == 1
+    assert "--tool 'leagl' is not a tool of this file; its tools: legal" in err
+
+
+# -- search ---------------------------------------------------------------------------------
+def test_search_prints_the_tool_format(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "search", "revoke a token", "--store", str(ingested.store))
+    assert code == 0, err
+    assert re.match(
+        r"Found \d+ result\(s\):\n\n\[1\] Score: 0\.\d{4} \| Source: docs/auth\.md", out
+    )
+    first = out.split("\n\n[2]")[0]
+    assert "A token is revoked by sending DELETE to /tokens/{id}." in first
+    assert "explain:" not in out
+
+
+def test_search_json_is_a_list_with_the_documented_keys(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "search", "revoke a token", "--json", "--top-k", "3", "--store", str(ingested.store)
+    )
+    assert code == 0, err
+    records = json.loads(out)
+    assert [r["rank"] for r in records] == [1, 2, 3]  # --top-k respected
+    assert all(set(r) == JSON_KEYS for r in records)
+    top = records[0]
+    assert top["source_path"] == "docs/auth.md"
+    assert "revoked" in top["text"]
+    assert top["score"] == top["fused_score"] > 0
+    assert top["semantic_rank"] == 1
+    assert isinstance(top["parent_chain"], list)
+    assert isinstance(top["exact_match"], bool)
+
+
+def test_search_explain_shows_per_modality_ranks(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "search", "HTTP status 429", "--explain", "-k", "2", "--store", str(ingested.store)
+    )
+    assert code == 0, err
+    assert out.startswith("Found 2 result(s):")
+    explains = re.findall(r"^    explain: (.*)$", out, flags=re.MULTILINE)
+    assert len(explains) == 2
+    assert re.fullmatch(
+        r"fused 0\.\d{4} \| semantic (#\d+ 0\.\d{4}|-) \| keyword #1 \d+\.\d{4} \| exact -",
+        explains[0],
+    )
+    assert "Source: docs/api.md" in out.split("\n")[2]
+
+
+def test_search_top_k_limits_the_results(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "search", "holodeck", "-k", "1", "--store", str(ingested.store))
+    assert code == 0
+    assert out.startswith("Found 1 result(s):")
+    assert "[2]" not in out
+
+
+def test_search_before_any_ingest_is_an_error_with_a_hint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "search", "anything", "--store", str(tmp_path / "empty"))
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("error: nothing ingested in ")
+    assert "holodeck-rag ingest SOURCE" in err
+
+
+def test_search_with_an_empty_query_is_an_error(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "search", "  ", "--store", str(ingested.store))
+    assert code == 1
+    assert err.startswith("error: QUERY is empty")
+
+
+def test_ingest_and_search_a_config_tool(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(ingested.workdir / "legal", project / "legal")
+    agent = write(
+        project / "agent.yaml",
+        "tools:\n  - type: hierarchical_document\n    name: act\n    source: legal\n",
+    )
+    store = tmp_path / "store"
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(store))
+    assert code == 0, err
+    assert out.startswith(f"ingested legal into 'act' (in-memory, saved in {store / 'act'}): ")
+    # search finds the tool from the manifest; the section number wins the exact leg.
+    code, out, err = run(capsys, "search", "Section 202", "--explain", "--store", str(store))
+    assert code == 0, err
+    header, explain = out.split("\n")[2:4]
+    assert "Source: legal/holodeck_act.md" in header
+    assert "202" in header
+    assert explain.endswith("| exact #1")
+
+
+# -- tools ----------------------------------------------------------------------------------
+def test_tools_lists_each_tool_and_where_its_data_lives(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLI_TEST_REDIS", "redis://:s3cret@db.example:6379/0")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n"
+        "  - type: vectorstore\n    name: kb\n    description: Crew docs\n    source: docs\n"
+        "  - type: hierarchical_document\n    name: act\n    source: legal\n"
+        "    database:\n      provider: redis\n      connection_string: ${CLI_TEST_REDIS}\n"
+        "      index_name: act_vectors\n",
+    )
+    code, out, err = run(capsys, "tools", "--config", str(agent), "--store", "st")
+    assert code == 0, err
+    kb, act = out.strip().split("\n\n")
+    assert kb.splitlines()[0] == "kb (vectorstore)"
+    assert f"  source:      {tmp_path / 'docs'}" in kb
+    assert f"  vectors:     in-memory, saved in {Path('st') / 'kb'}" in kb
+    assert "  keywords:    none (dense search only)" in kb
+    assert act.splitlines()[0] == "act (hierarchical_document)"
+    assert "  vectors:     redis redis://:***@db.example:6379/0, index act_vectors" in act
+    assert "in-memory BM25" in act
+    assert "s3cret" not in out
+
+
+def test_tools_without_config_describes_the_last_ingest(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "tools", "--store", str(ingested.store))
+    assert code == 0
+    assert out.startswith("default (hierarchical_document)\n")
+    assert f"  source:      {ingested.workdir / 'docs'}" in out
+
+
+# -- help and progress ----------------------------------------------------------------------
+@pytest.mark.parametrize("command", [[], ["ingest"], ["search"], ["tools"]])
+def test_help_exits_zero(capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    code, out, _ = run(capsys, *command, "--help")
+    assert code == 0
+    assert out.startswith(" ".join(["usage: holodeck-rag", *command]))
+
+
+def test_usage_error_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "search", "x", "--top-k", "0")
+    assert code == 2
+    assert "--top-k: must be an integer from 1 to 100, got '0'" in err
+
+
+def test_progress_bars_draw_files_chunks_and_embeddings() -> None:
+    stream = io.StringIO()
+    with ProgressBars(enabled=True, stream=stream) as bars:
+        for _ in range(5):
+            bars(IngestProgress("files", 1, 5))
+        bars(IngestProgress("chunks", 9, 9))
+        bars(IngestProgress("embeddings", 4, 9))
+        bars(IngestProgress("embeddings", 5, 9))
+    text = stream.getvalue()
+    assert "files     : 100%" in text
+    assert "5/5" in text
+    assert "chunks    : 100%" in text
+    assert "embeddings: 100%" in text
+    assert "9/9" in text
+
+
+def test_progress_bars_disabled_draw_nothing() -> None:
+    stream = io.StringIO()
+    with ProgressBars(enabled=False, stream=stream) as bars:
+        bars(IngestProgress("files", 1, 1))
+    assert stream.getvalue() == ""
