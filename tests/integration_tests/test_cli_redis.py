@@ -1,0 +1,129 @@
+"""``holodeck-rag`` with an agent.yaml whose database is Redis (REDIS_URL), and a dead Redis."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from langchain_holodeck.cli import main
+from tests.helpers import DATA_DIR
+
+pytestmark = pytest.mark.redis
+
+AGENT_YAML = """\
+tools:
+  - type: hierarchical_document
+    name: {name}
+    source: docs
+    database:
+      provider: redis
+      connection_string: {url}
+      index_name: {index}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with a copy of the docs corpus; the working directory and HOME."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def embedding_cache_cleanup(redis_url: str, redis_index_name: str) -> Iterator[None]:
+    """The tool (named like the index) caches embeddings in Redis: drop them afterwards."""
+    yield
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for key in client.scan_iter(f"holodeck:embcache:{redis_index_name}:*"):
+            client.delete(key)
+    finally:
+        client.close()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.usefixtures("embedding_cache_cleanup")
+def test_ingest_and_search_on_redis(
+    project: Path,
+    redis_url: str,
+    redis_index_name: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    agent = project / "agent.yaml"
+    agent.write_text(
+        AGENT_YAML.format(name=redis_index_name, url="${REDIS_URL}", index=redis_index_name)
+    )
+    code, out, err = run(capsys, "ingest", "--config", str(agent))
+    assert code == 0, err
+    assert err == ""  # no fallback
+    head = f"ingested docs into '{redis_index_name}' (redis {redis_url}, index {redis_index_name})"
+    match = re.match(rf"{re.escape(head)}: (\d+) added", out)
+    assert match, out
+    added = int(match[1])
+    assert added > 0
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert len(list(client.scan_iter(f"{redis_index_name}*"))) >= added
+    finally:
+        client.close()
+
+    # A later run finds everything in Redis: nothing is embedded again.
+    code, out, err = run(capsys, "ingest", "--config", str(agent))
+    assert code == 0, err
+    assert f": 0 added, 0 updated, {added} skipped, 0 failed, 0 deleted;" in out
+
+    # search needs no --config: ingest.json remembers the agent.yaml and the tool.
+    code, out, err = run(capsys, "search", "revoke a token", "--json", "-k", "2")
+    assert code == 0, err
+    records = json.loads(out)
+    assert len(records) == 2
+    assert records[0]["source_path"] == "docs/auth.md"
+    assert "revoked" in records[0]["text"]
+
+    code, out, _ = run(capsys, "tools", "--config", str(agent))
+    assert code == 0
+    assert f"  vectors:     redis {redis_url}, index {redis_index_name}" in out
+
+
+def test_unreachable_redis_falls_back_with_one_warning_line(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = project / "agent.yaml"
+    agent.write_text(
+        AGENT_YAML.format(name="docs", url="redis://127.0.0.1:1", index="holodeck_unreachable")
+    )
+    code, out, err = run(capsys, "ingest", "--config", str(agent))
+    assert code == 0, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("warning: Redis at redis://127.0.0.1:1 is unavailable (")
+    assert lines[0].endswith("falling back to the in-memory vector store.")
+    assert re.match(
+        r"ingested docs into 'docs' \(in-memory, saved in \S+; Redis unavailable\): "
+        r"(\d+) added, 0 updated, 0 skipped, 0 failed",
+        out,
+    ), out
+
+    # Redis is still down: search falls back again and reads the saved in-memory store.
+    code, out, err = run(capsys, "search", "revoke a token", "-k", "1")
+    assert code == 0, err
+    assert len(err.splitlines()) == 1
+    assert err.startswith("warning: Redis at redis://127.0.0.1:1 is unavailable")
+    assert "note:" not in err  # nothing was re-ingested
+    assert out.startswith("Found 1 result(s):\n\n[1] Score: ")
+    assert "Source: docs/auth.md" in out
