@@ -43,6 +43,8 @@ DEFAULT_STORE = Path(".holodeck") / "store"
 """Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
 DEFAULT_TOOL_NAME = "default"
 """Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
+DEFAULT_TOP_K = 5
+"""Results ``search`` prints for the default tool unless ``--top-k`` is given."""
 MANIFEST_NAME = "ingest.json"
 MANIFEST_FORMAT = 1
 
@@ -50,8 +52,9 @@ _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own do
 _INGEST_HELP = """\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by reciprocal rank fusion). Its vectors and keyword
-index are saved under STORE/default/ so that `search` works in a later run, no server needed.
+BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results unless
+`search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
+`search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
@@ -272,6 +275,7 @@ def _default_target(
         name=DEFAULT_TOOL_NAME,
         source=source,
         embedding_model=embedding_model,
+        top_k=DEFAULT_TOP_K,
     )
     return _Target(
         config=config,
