@@ -23,6 +23,7 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.stores import ByteStore, InMemoryByteStore
 from pydantic import ConfigDict, Field, field_validator
 
+from langchain_holodeck._redact import scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
 __all__ = [
@@ -116,7 +117,7 @@ def _sha256(text: str) -> str:
 def _reason(answer: str | BaseException) -> str:
     if not isinstance(answer, BaseException):
         return "empty answer"
-    first_line = (str(answer).splitlines() or [""])[0][:200]
+    first_line = scrub((str(answer).splitlines() or [""])[0], max_chars=200)  # keys echoed
     return f"{type(answer).__name__}: {first_line}" if first_line else type(answer).__name__
 
 

@@ -23,6 +23,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from langchain_holodeck._expansion import Expansion, expand_references
 from langchain_holodeck._keyword_common import KeywordHit, KeywordIndex
+from langchain_holodeck._redact import one_line
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
 from langchain_holodeck.fusion import reciprocal_rank_fusion
 
@@ -312,10 +313,9 @@ class HybridRetriever(BaseRetriever):
     def _plan(self, query: str, k: int, legs: _Legs) -> _Plan:
         for name, error in legs.errors.items():
             logger.warning(
-                "HybridRetriever: the %s search failed (%s: %s); serving the other legs.",
+                "HybridRetriever: the %s search failed (%s); serving the other legs.",
                 name,
-                type(error).__name__,
-                error,
+                one_line(error),  # provider errors may echo keys or URLs with passwords
             )
         if "semantic" in legs.errors and legs.keyword is None and legs.exact is None:
             raise legs.errors["semantic"]
