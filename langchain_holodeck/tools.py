@@ -566,7 +566,11 @@ class HierarchicalDocumentTool(_DocumentTool):
             keyword_index=self._keywords,
             exact_index=self._exact,
             k=config.top_k,
-            weights=config.search_weights,
+            weights=(
+                config.search_weights.semantic,
+                config.search_weights.keyword,
+                config.search_weights.exact,
+            ),
             min_similarity_score=config.min_similarity_score,
             definitions=self.definitions,
             expand_hops=config.expand_hops,
@@ -656,7 +660,6 @@ def _chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
     if spec is None:
         msg = "contextual_embeddings is true but context_model is not set; set it or pass llm=."
         raise ValueError(msg)
-    key = spec.api_key.get_secret_value() if spec.api_key is not None else None
     if spec.provider == "openai":
         try:
             from langchain_openai import ChatOpenAI
@@ -664,7 +667,10 @@ def _chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
             msg = 'context_model provider openai needs: pip install "langchain-holodeck[openai]"'
             raise ImportError(msg) from error
         return ChatOpenAI(
-            model=spec.name, temperature=spec.temperature, api_key=key, base_url=spec.base_url
+            model=spec.name,
+            temperature=spec.temperature,
+            api_key=spec.api_key,
+            base_url=spec.base_url,
         )
     if spec.provider == "anthropic":
         try:
@@ -672,7 +678,7 @@ def _chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
         except ImportError as error:
             msg = "context_model provider anthropic needs: pip install langchain-anthropic"
             raise ImportError(msg) from error
-        return ChatAnthropic(model=spec.name, temperature=spec.temperature, api_key=key)
+        return ChatAnthropic(model=spec.name, temperature=spec.temperature, api_key=spec.api_key)
     msg = (
         f"context_model.provider must be 'openai' or 'anthropic', got {spec.provider!r}; "
         "or pass any chat model as llm=."
