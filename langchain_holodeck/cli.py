@@ -584,7 +584,7 @@ def _describe(target: _Target, store: Path) -> str:
     elif config.keyword_index.provider == "redis":
         keywords = "redis full-text on the vector index"
     elif config.keyword_index.provider == "opensearch":
-        from langchain_holodeck._config_errors import mask_url_password
+        from langchain_holodeck._redact import mask_url_password
 
         endpoint = mask_url_password(config.keyword_index.endpoint or "")
         keywords = f"opensearch {endpoint}, index {config.keyword_index.index_name}"
