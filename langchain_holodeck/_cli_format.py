@@ -6,13 +6,12 @@ Private to the CLI: pure functions returning strings, and tqdm progress bars on 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.documents import Document
 
-from langchain_holodeck.tools import result_score, section_breadcrumb, shown_text
+from langchain_holodeck.tools import result_score, shown_text
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -44,14 +43,14 @@ _STAGES = {"files": ("files", "file"), "chunks": ("chunks", "chunk")}
 _DEFAULT_STAGE = ("embeddings", "chunk")
 
 
-def result_record(rank: int, document: Document) -> dict[str, Any]:
+def result_record(rank: int, document: Document, *, hybrid: bool) -> dict[str, Any]:
     """One ``search --json`` object: the keys of ``JSON_KEYS``, JSON-serializable values."""
     meta = document.metadata
     source = meta.get("source_path", meta.get("source"))
     return {
         "rank": rank,
         "id": document.id,
-        "score": _finite(result_score(document)),
+        "score": _finite(result_score(document, hybrid=hybrid)),
         "source_path": source,
         "section_id": meta.get("section_id") or None,
         "heading": meta.get("heading") or None,
@@ -95,20 +94,6 @@ def explain_line(document: Document) -> str:
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{float(value):.4f}"
-
-
-def format_explained(documents: Sequence[Document], *, show_sections: bool) -> str:
-    """The tool's result format with an ``explain:`` line under each result's header."""
-    blocks = [f"Found {len(documents)} result(s):"]
-    for rank, doc in enumerate(documents, start=1):
-        source = doc.metadata.get("source_path", doc.metadata.get("source", "unknown"))
-        digits = 4 if show_sections else 2
-        header = f"[{rank}] Score: {result_score(doc):.{digits}f} | Source: {source}"
-        breadcrumb = section_breadcrumb(doc) if show_sections else ""
-        if breadcrumb:
-            header += f" | Section: {breadcrumb}"
-        blocks.append(f"{header}\n    explain: {explain_line(doc)}\n{shown_text(doc)}")
-    return "\n\n".join(blocks)
 
 
 @dataclass(frozen=True)

@@ -522,15 +522,18 @@ def _run_search(args: argparse.Namespace) -> int:
     if not (args.json or args.explain):
         print(tool.search_sync(query))
         return 0
-    from langchain_holodeck._cli_format import format_explained, result_record
+    from langchain_holodeck._cli_format import explain_line, result_record
+    from langchain_holodeck.tools import format_results
 
     documents = tool.as_retriever().invoke(query)
+    hybrid = isinstance(tool, HierarchicalDocumentTool)
     if args.json:
-        records = [result_record(rank, doc) for rank, doc in enumerate(documents, start=1)]
+        records = [
+            result_record(rank, doc, hybrid=hybrid) for rank, doc in enumerate(documents, start=1)
+        ]
         print(json.dumps(records, indent=2, ensure_ascii=False))
     elif documents:
-        show_sections = isinstance(tool, HierarchicalDocumentTool)
-        print(format_explained(documents, show_sections=show_sections))
+        print(format_results(documents, hybrid=hybrid, explain=explain_line))
     else:
         print(f"No relevant results found for query: {query}")
     return 0

@@ -55,27 +55,53 @@ def shown_text(document: Document) -> str:
     return str(document.metadata.get("original_content", document.page_content))
 
 
-def result_score(document: Document) -> float:
-    """The score a tool shows: rerank score, else fused score, else dense similarity."""
-    for key in ("relevance_score", "fused_score", "semantic_score"):
+def result_score(document: Document, *, hybrid: bool = False) -> float | None:
+    """The score a tool shows: the rerank score, else the fused (hybrid) or dense score.
+
+    ``None`` for a chunk reached by cross-reference expansion, which has no score of its own.
+    """
+    for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
         value = document.metadata.get(key)
         if value is not None:
             return float(value)
-    return 0.0
+    return None
 
 
-def format_results(documents: Sequence[Document], *, header_extra: bool = False) -> str:
-    """The tool contract's output: ``Found N result(s):`` then one numbered block per result."""
+def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str:
+    """``[1] Score: 0.89 | Source: docs/api.md`` (+ ``| Section: ...`` for hybrid results)."""
+    meta = document.metadata
+    source = meta.get("source_path", meta.get("source", "unknown"))
+    score = result_score(document, hybrid=hybrid)
+    if score is not None:
+        label = f"Score: {score:.4f}" if hybrid else f"Score: {score:.2f}"
+    else:
+        hops = meta.get("expansion_hops") or 0
+        label = f"Cross-reference ({hops} hop{'s' if hops != 1 else ''})" if hops else "Score: -"
+    line = f"[{rank}] {label} | Source: {source}"
+    breadcrumb = section_breadcrumb(document) if hybrid else ""
+    return f"{line} | Section: {breadcrumb}" if breadcrumb else line
+
+
+def format_results(
+    documents: Sequence[Document],
+    *,
+    hybrid: bool = False,
+    explain: Callable[[Document], str] | None = None,
+) -> str:
+    """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
+
+    Args:
+        documents: Results, best first.
+        hybrid: Show fused scores (4 decimals) and the section breadcrumb.
+        explain: Adds an indented ``explain:`` line under each header (the CLI's --explain).
+    """
     blocks = [f"Found {len(documents)} result(s):"]
     for rank, doc in enumerate(documents, start=1):
-        source = doc.metadata.get("source_path", doc.metadata.get("source", "unknown"))
-        digits = 4 if header_extra else 2  # fused RRF scores are small numbers
-        line = f"[{rank}] Score: {result_score(doc):.{digits}f} | Source: {source}"
-        if header_extra:
-            breadcrumb = section_breadcrumb(doc)
-            if breadcrumb:
-                line += f" | Section: {breadcrumb}"
-        blocks.append(f"{line}\n{shown_text(doc)}")
+        lines = [result_header(rank, doc, hybrid=hybrid)]
+        if explain is not None:
+            lines.append(f"    explain: {explain(doc)}")
+        lines.append(shown_text(doc))
+        blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
@@ -320,7 +346,7 @@ class _DocumentTool:
 
     def _format(self, query: str, documents: list[Document]) -> str:
         if documents:
-            return format_results(documents, header_extra=self._shows_sections)
+            return format_results(documents, hybrid=self._shows_sections)
         threshold = self._config.min_similarity_score
         if threshold is not None and self._has_unfiltered_results(query):
             return f"No results above similarity threshold {threshold}"

@@ -228,3 +228,30 @@ def test_load_tools_builds_each_tool_of_the_agent_yaml(tmp_path: Path) -> None:
     )
     assert [t.name for t in tools] == ["kb", "kb2"]
     assert all(isinstance(t, VectorStoreTool) for t in tools)
+
+
+def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> None:
+    from langchain_core.documents import Document
+
+    hit = Document(
+        page_content="(a) text",
+        metadata={
+            "source_path": "act.md",
+            "fused_score": 0.01639,
+            "semantic_score": 0.9,
+            "parent_chain": ["Act", "Section 201. Start"],
+            "section_id": "201(a)",
+        },
+    )
+    expanded = Document(
+        page_content="(b) other",
+        metadata={"source_path": "act.md", "expansion_hops": 1, "section_id": "202(b)"},
+    )
+    assert format_results([hit, expanded], hybrid=True) == (
+        "Found 2 result(s):\n\n"
+        "[1] Score: 0.0164 | Source: act.md | Section: Act \u203a Section 201. Start \u203a 201(a)\n"
+        "(a) text\n\n"
+        "[2] Cross-reference (1 hop) | Source: act.md | Section: 202(b)\n(b) other"
+    )
+    # the dense tool shows the similarity, not the fused score of its single leg
+    assert format_results([hit]).splitlines()[2] == "[1] Score: 0.90 | Source: act.md"
