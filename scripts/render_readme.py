@@ -1,0 +1,42 @@
+"""Regenerate the README's configuration reference from the pydantic models.
+
+    python scripts/render_readme.py          # rewrite README.md in place
+    python scripts/render_readme.py --check  # exit 1 if README.md is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from langchain_holodeck import config_reference_markdown
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
+
+
+def rendered(text: str) -> str:
+    """``text`` with the block between the markers replaced by the generated reference."""
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{config_reference_markdown().strip()}\n{END}{tail}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    current = README.read_text(encoding="utf-8")
+    wanted = rendered(current)
+    if args.check:
+        if current != wanted:
+            print("README.md is out of date: run python scripts/render_readme.py", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(wanted, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

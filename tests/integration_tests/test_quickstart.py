@@ -1,0 +1,33 @@
+"""The README's first command: the quick start runs offline with the real local model."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quickstart_ingests_twice_and_finds_the_section() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT.parent,  # any directory: paths resolve against the script
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "failed=0" in out
+    assert "again:  added=0 skipped=" in out
+    assert out.count("Found 3 result(s):") == 3
+    section = out.split(">>> Section 203(a)(1)")[1]
+    first = section.split("[1] ", 1)[1].split("\n", 1)[0]
+    assert "holodeck_act.md" in first
+    assert first.endswith("203(a)(1)")
+    revoke = out.split(">>> How do I revoke an access token?")[1].split("[2] ")[0]
+    assert "sample_docs/auth.md" in revoke
+    assert "DELETE to /tokens/{id}" in revoke
