@@ -129,7 +129,11 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         gaps: dict[str, str] = {}
         for file in files:
             if file.source_path not in unchanged:
-                chunks.extend(self._chunks_of(loader, file, gaps))
+                loaded = self._chunks_of(loader, file, gaps)
+                if loaded is None:  # unreadable now (the loader warned): keep what is stored
+                    unchanged[file.source_path] = 0
+                else:
+                    chunks.extend(loaded)
             self._progress("files", 1, len(files))
         self._progress("chunks", len(chunks), len(chunks))
         result = sync_documents(
@@ -152,10 +156,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
 
     def _chunks_of(
         self, loader: SourceLoader, file: SourceFile, gaps: dict[str, str]
-    ) -> list[Document]:
+    ) -> list[Document] | None:
         document = loader.load_file(file)
         if document is None:
-            return []
+            return None
         chunks = self.splitter.split_documents([document])
         for index, chunk in enumerate(chunks):
             chunk.metadata.setdefault("chunk_index", index)

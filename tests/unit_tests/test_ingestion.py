@@ -211,6 +211,20 @@ def test_deleted_file_chunks_are_cleaned_up(root: Path, embeddings: HashingEmbed
     assert len(stored_by_source(pipeline.vector_store)) == 4
 
 
+def test_a_file_that_stops_loading_keeps_its_chunks(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    pipeline = make_pipeline(root, embeddings)
+    pipeline.invoke("docs")
+    before = stored_by_source(pipeline.vector_store)["docs/auth.md"]
+    (root / "docs" / "auth.md").write_bytes(b"\x00\x01\x02 not text any more \xff" * 50)
+
+    result = pipeline.invoke("docs")
+
+    assert result.deleted == 0
+    assert stored_by_source(pipeline.vector_store)["docs/auth.md"] == before
+
+
 def test_without_cleanup_a_deleted_file_stays(root: Path, embeddings: HashingEmbeddings) -> None:
     pipeline = make_pipeline(root, embeddings, cleanup=False)
     pipeline.invoke("docs")
