@@ -1,15 +1,14 @@
-"""Load: 12 queries per second, open loop, held for ``HOLODECK_LOAD_SECONDS`` (default 10).
+"""Load: 12 queries per second, open loop, held for ``HOLODECK_LOAD_SECONDS`` (default 30).
 
 Queries are started on a fixed schedule (query ``i`` at ``t0 + i / RATE``) by an asyncio loop,
 whatever the previous ones are doing; at most ``MAX_IN_FLIGHT`` run at once (a bounded loop:
 past that, the schedule slips and the test fails because the rate was not held). Each query is
 an async hybrid search (dense + BM25 + fusion) through ``HybridRetriever.ainvoke`` over 1000
-chunks. Every
-answer must equal the answer of a sequential run of the same query. Latency is measured from
+chunks. Every answer must equal the answer of a sequential run of the same query. Latency is measured from
 the scheduled start, so queueing counts; p50/p95/max are printed (run with ``-s``).
 
-The issue asks for 30 s per backend: ``HOLODECK_LOAD_SECONDS=30 pytest tests/reliability/
-test_load.py -s``. The default of 10 s keeps the reliability suite short on 2 cores.
+The issue asks for 30 s per backend, the default (CI runs it); ``HOLODECK_LOAD_SECONDS=5``
+shortens it for local iterations.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from tests.helpers import HashingEmbeddings
 from tests.reliability import corpus
 
 RATE = 12.0  # queries per second
-SECONDS = float(os.environ.get("HOLODECK_LOAD_SECONDS", "10"))
+SECONDS = float(os.environ.get("HOLODECK_LOAD_SECONDS", "30"))
 MAX_IN_FLIGHT = 32
 QUERIES = [
     f"{a} {b}"
