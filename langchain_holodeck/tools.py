@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -114,14 +114,15 @@ def section_breadcrumb(document: Document) -> str:
     return BREADCRUMB_SEPARATOR.join(parts)
 
 
-class _DocumentTool:
-    """Shared life cycle of the tools: build store and pipeline, initialize, search, expose."""
+ConfigT = TypeVar("ConfigT", VectorStoreToolConfig, HierarchicalDocumentToolConfig)
 
-    _config: VectorStoreToolConfig | HierarchicalDocumentToolConfig
+
+class _DocumentTool(Generic[ConfigT]):
+    """Shared life cycle of the tools: build store and pipeline, initialize, search, expose."""
 
     def __init__(
         self,
-        config: VectorStoreToolConfig | HierarchicalDocumentToolConfig,
+        config: ConfigT,
         *,
         embeddings: Embeddings | None = None,
         vector_store: VectorStore | None = None,
@@ -130,7 +131,7 @@ class _DocumentTool:
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
     ) -> None:
-        self._config = config
+        self._config: ConfigT = config
         self._embeddings = embeddings
         self._vector_store = vector_store
         self._project_dir = Path(project_dir) if project_dir is not None else None
@@ -150,7 +151,7 @@ class _DocumentTool:
         """Why the configured database was not used (unreachable Redis), or None."""
 
     @property
-    def config(self) -> VectorStoreToolConfig | HierarchicalDocumentToolConfig:
+    def config(self) -> ConfigT:
         """The tool's configuration."""
         return self._config
 
@@ -369,7 +370,7 @@ class _DocumentTool:
         )
 
 
-class VectorStoreTool(_DocumentTool):
+class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
     """Semantic search over a folder of documents, as an agent tool.
 
     Key init args:
@@ -385,29 +386,6 @@ class VectorStoreTool(_DocumentTool):
         print(await tool.search("how do I revoke a token?"))
         ```
     """
-
-    _config: VectorStoreToolConfig
-
-    def __init__(
-        self,
-        config: VectorStoreToolConfig,
-        *,
-        embeddings: Embeddings | None = None,
-        vector_store: VectorStore | None = None,
-        project_dir: str | Path | None = None,
-        home_dir: str | Path | None = None,
-        base_dir: str | Path | None = None,
-        store_dir: str | Path | None = None,
-    ) -> None:
-        super().__init__(
-            config,
-            embeddings=embeddings,
-            vector_store=vector_store,
-            project_dir=project_dir,
-            home_dir=home_dir,
-            base_dir=base_dir,
-            store_dir=store_dir,
-        )
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         from langchain_holodeck.retrievers import HybridRetriever
@@ -445,13 +423,13 @@ def load_tools(
     home_dir: str | Path | None = None,
     embeddings: Embeddings | None = None,
     **kwargs: Any,
-) -> list[_DocumentTool]:
+) -> list[VectorStoreTool | HierarchicalDocumentTool]:
     """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
     from langchain_holodeck.config import load_agent_config
 
     path = Path(agent_yaml)
     config = load_agent_config(path)
-    tools: list[_DocumentTool] = []
+    tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
     for tool_config in config.tools:
         cls = (
             HierarchicalDocumentTool
@@ -471,7 +449,7 @@ def load_tools(
     return tools
 
 
-class HierarchicalDocumentTool(_DocumentTool):
+class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     """Hybrid search (dense + BM25 + exact section) over structured documents, as a tool.
 
     Documents are split along their structure (``StructuredMarkdownSplitter``), optionally
@@ -491,7 +469,6 @@ class HierarchicalDocumentTool(_DocumentTool):
         ```
     """
 
-    _config: HierarchicalDocumentToolConfig
     _shows_sections = True
 
     def __init__(
