@@ -140,13 +140,34 @@ class _Matrix:
 
 
 def _tf_pairs(token_arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(term, row, tf) for every distinct (term, row), sorted by term then row."""
+    """(term, row, tf) for every distinct (term, row), sorted by term then row.
+
+    Built in place where numpy allows: at 100k chunks of ~120 words the temporaries are the
+    largest memory cost of a full build, so each is dropped as soon as the next exists.
+    """
     n = len(token_arrays)
+    if n == 0:
+        empty = np.zeros(0, np.int32)
+        return empty, empty, np.zeros(0, np.float32)
     lengths = np.fromiter((len(a) for a in token_arrays), dtype=np.int64, count=n)
-    flat = np.concatenate(token_arrays).astype(np.int64) if n else np.zeros(0, np.int64)
-    rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    keys, tf = np.unique(flat * max(n, 1) + rows, return_counts=True)
-    return keys // max(n, 1), keys % max(n, 1), tf
+    keys = np.concatenate(token_arrays).astype(np.int64)
+    keys *= n
+    keys += np.repeat(np.arange(n, dtype=np.int64), lengths)
+    keys.sort()  # in place: np.unique would sort a copy
+    first = np.empty(len(keys), dtype=bool)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    total = len(keys)
+    keys = keys[first]  # the distinct (term, row) keys
+    starts = np.flatnonzero(first)
+    del first
+    tf = np.diff(starts, append=total).astype(np.float32)
+    del starts
+    terms = (keys // n).astype(np.int32)
+    keys %= n
+    rows = keys.astype(np.int32)
+    del keys
+    return terms, rows, tf
 
 
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
@@ -182,12 +203,19 @@ def _build_matrix(
         full_df[unseen] = own_df[unseen]  # a term only the delta has: its own df
         idf = _lucene_idf(full_df, max(n_docs, 1))
     avgdl = avgdl or 1.0
-    tf = tf.astype(np.float64)
-    tfc = tf / (tf + k1 * (1 - b + b * lengths[rows] / avgdl))
-    data = (idf[terms] * tfc).astype(np.float32)
+    # tfc = tf / (tf + k1 (1 - b + b |d| / avgdl)), computed in one float32 buffer
+    tfc = lengths.astype(np.float32)[rows]
+    tfc *= k1 * b / avgdl
+    tfc += k1 * (1 - b)
+    tfc += tf
+    np.divide(tf, tfc, out=tfc)
+    del tf
+    data = idf.astype(np.float32)[terms]
+    data *= tfc
+    del tfc
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(own_df, out=indptr[1:])
-    return _Matrix(data, rows.astype(np.int32), indptr, len(token_arrays)), own_df, own_avgdl
+    return _Matrix(data, rows, indptr, len(token_arrays)), own_df, own_avgdl
 
 
 @dataclass(frozen=True)

@@ -211,20 +211,25 @@ class MatrixVectorStore(VectorStore):
         Raises:
             ValueError: If the counts differ or a vector has the wrong dimension.
         """
-        matrix = np.array(vectors, dtype=np.float32, ndmin=2, copy=True)
+        # no copy here: rows are normalized once they are in the store's own matrix
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.ndim == 1:
+            matrix = matrix.reshape(1, -1)
         if len(documents) == 0:
             return []
         if matrix.shape[0] != len(documents):
             msg = f"got {matrix.shape[0]} vectors for {len(documents)} documents; pass one each."
             raise ValueError(msg)
         _check_lengths(len(documents), ids=list(ids) if ids is not None else None)
-        return self._upsert(_normalize(matrix), documents, ids)
+        return self._upsert(matrix, documents, ids, normalize=True)
 
     def _upsert(
         self,
         matrix: npt.NDArray[np.float32],
         documents: Sequence[Document],
         ids: Sequence[str | None] | None,
+        *,
+        normalize: bool,
     ) -> list[str]:
         id_source = ids if ids is not None else [d.id for d in documents]
         out_ids = [i if i else str(uuid.uuid4()) for i in id_source]
@@ -248,16 +253,25 @@ class MatrixVectorStore(VectorStore):
                     f"dimension {self._dim}; use the same embedding model (or a new store)."
                 )
                 raise ValueError(msg)
-            self._append(matrix[keep], stored)
+            rows = matrix if len(keep) == len(out_ids) else matrix[keep]
+            self._append(rows, stored, normalize=normalize)
         return out_ids
 
-    def _append(self, matrix: npt.NDArray[np.float32], docs: list[Document]) -> None:
-        """Append rows, tombstoning the previous rows of the same ids (lock held)."""
+    def _append(
+        self, matrix: npt.NDArray[np.float32], docs: list[Document], *, normalize: bool
+    ) -> None:
+        """Append rows, tombstoning the previous rows of the same ids (lock held).
+
+        Rows past ``self._size`` are invisible to published snapshots, so they can be written
+        and normalized in place before ``_publish``.
+        """
         assert self._dim is not None
         n = len(docs)
         self._reserve(self._size + n)
         start = self._size
         self._buffer[start : start + n] = matrix
+        if normalize:
+            _normalize(self._buffer[start : start + n])
         alive = self._alive.copy()
         alive[start : start + n] = True
         for offset, doc in enumerate(docs):
@@ -541,7 +555,8 @@ class MatrixVectorStore(VectorStore):
             store._dim = dim
             store._buffer = np.zeros((0, dim), dtype=np.float32)
         if docs:
-            store._upsert(np.array(vectors, dtype=np.float32, ndmin=2), docs, None)
+            # saved rows are already normalized: loading keeps them bit for bit
+            store._upsert(np.array(vectors, dtype=np.float32, ndmin=2), docs, None, normalize=False)
         return store
 
 

@@ -471,3 +471,18 @@ def test_relevance_fn_per_metric() -> None:
     assert relevance_fn("L2")(4.0) == 0.0
     with pytest.raises(ValueError, match="got 'HAMMING'"):
         relevance_fn("hamming")
+
+
+def test_add_vectors_normalizes_its_own_copy_never_the_callers_array() -> None:
+    import numpy as np
+    from langchain_core.documents import Document
+
+    vectors = np.array([[3.0, 4.0], [0.0, 2.0]], dtype=np.float32)
+    before = vectors.copy()
+    store = MatrixVectorStore(None)  # type: ignore[arg-type]  # vectors are given
+    store.add_vectors(
+        [Document(id="a", page_content="a"), Document(id="b", page_content="b")], vectors
+    )
+    assert np.array_equal(vectors, before)
+    hits = store.similarity_search_with_score_by_vector([1.0, 0.0], k=2)
+    assert [(d.id, round(s, 6)) for d, s in hits] == [("a", 0.6), ("b", 0.0)]
