@@ -25,65 +25,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from synthetic import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(__file__).resolve().parent / ".cache"
-DIM = 384
-WORDS_PER_CHUNK = 120
-VOCAB = 30_000
 N_QUERIES = {"ours": 200, "floor": 200, "ensemble": 20, "inputs": 0}
 ENSEMBLE_QUERIES_100K = 5
-
-
-def corpus(n: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
-    """(texts, vectors, queries, query vectors), generated once and cached."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"speed_{n}.npz"
-    if not path.exists():
-        rng = np.random.default_rng(7)
-        syll = [
-            "ka",
-            "to",
-            "ri",
-            "mu",
-            "sen",
-            "bel",
-            "qua",
-            "dor",
-            "lin",
-            "pha",
-            "zer",
-            "mon",
-            "tic",
-            "vas",
-            "rel",
-            "gor",
-            "nim",
-            "shu",
-            "pra",
-            "ell",
-        ]
-        words: list[str] = []
-        seen: set[str] = set()
-        while len(words) < VOCAB:
-            w = "".join(rng.choice(syll, size=int(rng.integers(2, 5))))
-            if w not in seen:
-                seen.add(w)
-                words.append(w)
-        vocab = np.array(words)
-        p = 1 / np.arange(1, VOCAB + 1) ** 1.07
-        p /= p.sum()
-        idx = rng.choice(VOCAB, size=(n, WORDS_PER_CHUNK), p=p)
-        texts = np.array([" ".join(row) for row in vocab[idx]])
-        vecs = rng.standard_normal((n, DIM)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        qidx = rng.choice(VOCAB // 10, size=(200, 5))
-        queries = np.array([" ".join(row) for row in vocab[qidx]])
-        qvecs = rng.standard_normal((200, DIM)).astype(np.float32)
-        qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
-        np.savez(path, texts=texts, vecs=vecs, queries=queries, qvecs=qvecs)
-    data = np.load(path)
-    return list(data["texts"]), data["vecs"], list(data["queries"]), data["qvecs"]
 
 
 def rss_mb() -> float:

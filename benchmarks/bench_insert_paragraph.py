@@ -43,6 +43,8 @@ from langchain_core.indexing import InMemoryRecordManager, index
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from synthetic import SHIP_WORDS as WORDS  # noqa: E402
+
 from langchain_holodeck.config import (  # noqa: E402
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
@@ -54,32 +56,6 @@ from langchain_holodeck.vectorstores import MatrixVectorStore  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 DIM = 384
-WORDS = (
-    "holodeck",
-    "safety",
-    "protocol",
-    "arch",
-    "program",
-    "crew",
-    "shift",
-    "officer",
-    "replicator",
-    "deck",
-    "sensor",
-    "power",
-    "grid",
-    "matrix",
-    "subroutine",
-    "emitter",
-    "interlock",
-    "transporter",
-    "bridge",
-    "console",
-    "ensign",
-    "diagnostic",
-    "calibration",
-    "routine",
-)
 SHORT = (
     "Inserted paragraph: from stardate 47634 every holodeck program must log its safety "
     "interlock state to the bridge console before the arch opens."

@@ -41,66 +41,15 @@ from langchain_core.embeddings import Embeddings
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from synthetic import DIM, corpus  # noqa: E402
+
 from langchain_holodeck.keyword_index import RedisKeywordIndex  # noqa: E402
 from langchain_holodeck.retrievers import HybridRetriever  # noqa: E402
 from langchain_holodeck.vectorstores import create_vector_store_with_status  # noqa: E402
 
-CACHE = Path(__file__).resolve().parent / ".cache"
-DIM = 384
-WORDS_PER_CHUNK = 120
-VOCAB = 30_000
 N_QUERIES = 200
 K, FETCH_K = 10, 50
 NAMESPACE = "bench"
-SYLLABLES = (
-    "ka",
-    "to",
-    "ri",
-    "mu",
-    "sen",
-    "bel",
-    "qua",
-    "dor",
-    "lin",
-    "pha",
-    "zer",
-    "mon",
-    "tic",
-    "vas",
-    "rel",
-    "gor",
-    "nim",
-    "shu",
-    "pra",
-    "ell",
-)
-
-
-def corpus(n: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
-    """(texts, vectors, queries, query vectors), generated once (seed 7) and cached."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"redis_hybrid_{n}.npz"
-    if not path.exists():
-        rng = np.random.default_rng(7)
-        words: list[str] = []
-        seen: set[str] = set()
-        while len(words) < VOCAB:
-            w = "".join(rng.choice(SYLLABLES, size=int(rng.integers(2, 5))))
-            if w not in seen:
-                seen.add(w)
-                words.append(w)
-        vocab = np.array(words)
-        p = 1 / np.arange(1, VOCAB + 1) ** 1.07
-        p /= p.sum()
-        texts = [" ".join(row) for row in vocab[rng.choice(VOCAB, size=(n, WORDS_PER_CHUNK), p=p)]]
-        vecs = rng.standard_normal((n, DIM)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        queries = [" ".join(row) for row in vocab[rng.choice(VOCAB // 10, size=(N_QUERIES, 5))]]
-        qvecs = rng.standard_normal((N_QUERIES, DIM)).astype(np.float32)
-        qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
-        np.savez(path, texts=np.array(texts), vecs=vecs, queries=np.array(queries), qvecs=qvecs)
-    data = np.load(path)
-    return list(data["texts"]), data["vecs"], list(data["queries"]), data["qvecs"]
 
 
 class Lookup(Embeddings):

@@ -42,6 +42,8 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from synthetic import SHIP_WORDS as WORDS  # noqa: E402
+
 from langchain_holodeck.ingestion import IngestionPipeline  # noqa: E402
 from langchain_holodeck.loaders import SourceLoader  # noqa: E402
 from langchain_holodeck.sync import sync_documents  # noqa: E402
@@ -50,37 +52,6 @@ from langchain_holodeck.vectorstores import MatrixVectorStore  # noqa: E402
 CACHE = Path(__file__).resolve().parent / ".cache"
 DIM = 384
 REPEATS = 3
-WORDS = (
-    "holodeck",
-    "safety",
-    "protocol",
-    "arch",
-    "program",
-    "crew",
-    "shift",
-    "officer",
-    "replicator",
-    "deck",
-    "sensor",
-    "power",
-    "grid",
-    "matrix",
-    "subroutine",
-    "emitter",
-    "interlock",
-    "transporter",
-    "warp",
-    "field",
-    "array",
-    "bridge",
-    "console",
-    "ensign",
-    "captain",
-    "engineering",
-    "diagnostic",
-    "calibration",
-    "routine",
-)
 
 
 class CountingEmbeddings(Embeddings):
