@@ -39,7 +39,11 @@ JSON_KEYS = (
 )
 """Keys of each object ``search --json`` prints, always all present (``null`` when unknown)."""
 
-_STAGES = {"files": ("files", "file"), "chunks": ("chunks", "chunk")}
+_STAGES = {
+    "files": ("files", "file"),
+    "contexts": ("contexts", "chunk"),
+    "chunks": ("chunks", "chunk"),
+}
 _DEFAULT_STAGE = ("embeddings", "chunk")
 
 

@@ -40,7 +40,7 @@ class ChunkEnricher(Protocol):
 
 @dataclass(frozen=True)
 class IngestProgress:
-    """One progress event: ``stage`` is ``files``, ``chunks`` or ``embeddings``."""
+    """One progress event: ``stage`` is ``files``, ``contexts``, ``chunks`` or ``embeddings``."""
 
     stage: str
     advance: int
@@ -125,16 +125,21 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         loader = self._loader(source)
         files = list(loader.iter_files())
         unchanged = {} if force_ingest else self._unchanged_files(files)
-        chunks: list[Document] = []
-        gaps: dict[str, str] = {}
+        split: list[tuple[Document, list[Document]]] = []
         for file in files:
             if file.source_path not in unchanged:
-                loaded = self._chunks_of(loader, file, gaps)
+                loaded = self._split(loader, file)
                 if loaded is None:  # unreadable now (the loader warned): keep what is stored
                     unchanged[file.source_path] = 0
                 else:
-                    chunks.extend(loaded)
+                    split.append(loaded)
             self._progress("files", 1, len(files))
+        gaps: dict[str, str] = {}
+        chunks = (
+            self._enriched(self.enricher, split, gaps)
+            if self.enricher is not None
+            else [chunk for _, file_chunks in split for chunk in file_chunks]
+        )
         self._progress("chunks", len(chunks), len(chunks))
         result = sync_documents(
             chunks,
@@ -154,18 +159,41 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             result = dataclasses.replace(result, errors=result.errors + lines)
         return result
 
-    def _chunks_of(
-        self, loader: SourceLoader, file: SourceFile, gaps: dict[str, str]
-    ) -> list[Document] | None:
+    def _split(
+        self, loader: SourceLoader, file: SourceFile
+    ) -> tuple[Document, list[Document]] | None:
         document = loader.load_file(file)
         if document is None:
             return None
         chunks = self.splitter.split_documents([document])
         for index, chunk in enumerate(chunks):
             chunk.metadata.setdefault("chunk_index", index)
-        if self.enricher is not None and chunks:
-            chunks = _enrich(self.enricher, document, chunks, gaps)
-        return chunks
+        return document, chunks
+
+    def _enriched(
+        self,
+        enricher: ChunkEnricher,
+        split: Sequence[tuple[Document, list[Document]]],
+        gaps: dict[str, str],
+    ) -> list[Document]:
+        """Contextualize every file's chunks, after logging what it will cost."""
+        estimate = getattr(enricher, "estimate_cost", None)
+        if estimate is not None and split:
+            cost = estimate([d for d, _ in split], [c for _, cs in split for c in cs])
+            logger.info(
+                "contextual enrichment: %d LLM calls (%d cached), ~%d input and <= %d output "
+                "tokens",
+                cost.calls,
+                cost.cached,
+                cost.input_tokens,
+                cost.output_tokens,
+            )
+        out: list[Document] = []
+        for document, chunks in split:
+            if chunks:
+                out.extend(_enrich(enricher, document, chunks, gaps))
+            self._progress("contexts", len(chunks), sum(len(cs) for _, cs in split))
+        return out
 
     def _unchanged_files(self, files: Sequence[SourceFile]) -> dict[str, int]:
         """Files whose stored record matches their stat and our settings: source -> chunks."""

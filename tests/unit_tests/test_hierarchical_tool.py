@@ -151,3 +151,24 @@ async def test_as_tool_output_for_an_agent(tool: HierarchicalDocumentTool) -> No
     assert lc_tool.name == "legal_docs"
     output = await lc_tool.ainvoke({"query": "who must be present for a program rated 5"})
     assert output.startswith("Found 3 result(s):")
+
+
+async def test_enrichment_cost_is_logged_before_any_llm_call(
+    legal: Path, embeddings: HashingEmbeddings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    llm = CountingChat(messages=iter(AIMessage(content="Context.") for _ in range(500)))
+    config = make_config(
+        legal, contextual_embeddings=True, context_model={"provider": "openai", "name": "unused"}
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, llm=llm, project_dir=tmp_path, home_dir=tmp_path
+    )
+    events: list[str] = []
+    with caplog.at_level(logging.INFO, logger="langchain_holodeck.ingestion"):
+        result = await tool.initialize(on_progress=lambda e: events.append(e.stage))
+    line = next(r.getMessage() for r in caplog.records if "contextual enrichment" in r.message)
+    assert line.startswith(f"contextual enrichment: {result.added} LLM calls (0 cached)")
+    assert llm.calls == result.added
+    assert events.index("contexts") < events.index("embeddings")
