@@ -381,21 +381,19 @@ def sync_documents(
     counts: dict[str, int] = defaultdict(int)
     for chunk in chunks:
         counts[chunk.metadata["source_path"]] += 1
+    stale: list[str] = []
     try:
-        stale = [
-            i
-            for source, count in counts.items()
-            for i in _stale_tail_ids(
-                vector_store, namespace, source, count, _known_count(stored, namespace, source)
-            )
-        ]
+        for source, count in counts.items():
+            known = _known_count(stored, namespace, source)
+            stale.extend(_stale_tail_ids(vector_store, namespace, source, count, known))
         if cleanup:
             stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
+    except TypeError as error:  # a store scan_documents cannot enumerate: say so, keep the tails
+        errors.append(f"cleanup of deleted files skipped: {error}")
+        logger.warning("sync: %s", errors[-1])
     except Exception as error:  # the store failed mid-sync: reported, re-running converges
-        line = f"looking for stale chunks: {sanitize_error(error)}"
-        logger.warning("sync: %s", line)
-        errors.append(line)
-        stale = []
+        errors.append(f"looking for stale chunks: {sanitize_error(error)}")
+        logger.warning("sync: %s", errors[-1])
     deleted, delete_errors = _delete(vector_store, stale)
 
     if keyword_index is not None:

@@ -243,3 +243,42 @@ async def test_document_sync_ainvoke(embeddings: HashingEmbeddings) -> None:
     store = InMemoryVectorStore(embeddings)
     result = await DocumentSync(store, namespace="kb").ainvoke(CORPUS)
     assert result.added == 5
+
+
+class _DictStore(VectorStore):
+    """A store with ids, get_by_ids and delete, but no way to list what it holds."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, Document] = {}
+
+    def add_texts(self, texts: Any, metadatas: Any = None, **kwargs: Any) -> list[str]:
+        ids = kwargs["ids"]
+        for text, meta, doc_id in zip(texts, metadatas, ids, strict=True):
+            self.docs[doc_id] = Document(id=doc_id, page_content=text, metadata=meta)
+        return list(ids)
+
+    def get_by_ids(self, ids: Any, /) -> list[Document]:
+        return [self.docs[i] for i in ids if i in self.docs]
+
+    def delete(self, ids: Any = None, **kwargs: Any) -> bool:
+        for i in ids or []:
+            self.docs.pop(i, None)
+        return True
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return []
+
+    @classmethod
+    def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None, **kwargs: Any) -> Any:
+        return cls()
+
+
+def test_cleanup_on_a_store_that_cannot_list_still_trims_tails_and_says_why() -> None:
+    store = _DictStore()
+    sync_documents(CORPUS, store, namespace="kb")
+    result = sync_documents(chunks("a.md", ["alpha one"]), store, namespace="kb", cleanup=True)
+    assert result.deleted == 2  # a.md's tail, found by id
+    assert len(store.docs) == 3  # b.md stays: deleted files cannot be found in this store
+    assert len(result.errors) == 1
+    assert result.errors[0].startswith("cleanup of deleted files skipped: ")
+    assert "_DictStore" in result.errors[0]
