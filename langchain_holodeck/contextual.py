@@ -333,7 +333,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
         return pairs
 
     def _jobs(self, pairs: Iterable[tuple[str, list[tuple[int, Document]]]]) -> list[_Job]:
-        model = self.model_id or self._default_model_id()
+        model = self.context_model_id
         prompt_hash = _sha256(self.prompt)
         jobs: list[_Job] = []
         for document_text, chunks in pairs:
@@ -350,7 +350,14 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                 jobs.append(_Job(position, chunk, original, prompt, f"holodeck-context:{key}"))
         return jobs
 
-    def _default_model_id(self) -> str:
+    @property
+    def context_model_id(self) -> str:
+        """``model_id``, else ``<llm type>:<model name>``.
+
+        Part of the cache key and of the ingestion fingerprint: another model, new contexts.
+        """
+        if self.model_id:
+            return self.model_id
         llm_type = getattr(self.llm, "_llm_type", type(self.llm).__name__)
         name = getattr(self.llm, "model_name", None) or getattr(self.llm, "model", None)
         return f"{llm_type}:{name or ''}"

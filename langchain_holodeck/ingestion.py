@@ -55,7 +55,8 @@ def pipeline_fingerprint(splitter: TextSplitter, enricher: object | None = None)
         str(getattr(splitter, "_chunk_overlap", "")),
     ]
     if enricher is not None:
-        parts.append(str(getattr(enricher, "model_id", type(enricher).__qualname__)))
+        model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
+        parts.append(str(model))
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
