@@ -111,6 +111,7 @@ class MatrixVectorStore(VectorStore):
 
     def __init__(self, embedding: Embeddings) -> None:
         self.embedding = embedding
+        self._version = 0
         self._lock = threading.RLock()
         self._buffer: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._docs: list[Document] = []
@@ -298,7 +299,13 @@ class MatrixVectorStore(VectorStore):
         alive[: self._size] = self._alive[: self._size]
         self._buffer, self._alive = buffer, alive  # old snapshots keep the old arrays
 
+    @property
+    def version(self) -> int:
+        """Incremented by every write (add, delete, clear): tells a caller whether to save."""
+        return self._version
+
     def _publish(self) -> None:
+        self._version += 1
         live = len(self._rows)
         dead = self._size - live
         if dead and dead * 2 >= self._size:

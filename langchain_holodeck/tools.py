@@ -140,6 +140,7 @@ class _DocumentTool(Generic[ConfigT]):
         self._store_dir = Path(store_dir) if store_dir is not None else None
         self._retriever: BaseRetriever | None = None
         self._cache: ByteStore | None = None
+        self._saved_version: int | None = None
         self._model_id: str | None = None
         self.is_initialized = False
         self.document_count = 0
@@ -200,6 +201,7 @@ class _DocumentTool(Generic[ConfigT]):
         saved = self._store_dir is not None and (self._store_dir / "manifest.json").exists()
         if isinstance(store, MatrixVectorStore) and saved:
             store = MatrixVectorStore.load(self._store_dir, embeddings)  # type: ignore[arg-type]  # saved implies a dir
+            self._saved_version = store.version
         self._embeddings = embeddings
         self._vector_store = store
         return store
@@ -292,11 +294,17 @@ class _DocumentTool(Generic[ConfigT]):
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
 
-    def _after_ingest(self, store: VectorStore) -> None:
+    def _after_ingest(self, store: VectorStore) -> bool:
+        """Save the in-memory store to ``store_dir`` if it changed; return whether it did."""
         from langchain_holodeck.vectorstores import MatrixVectorStore
 
-        if self._store_dir is not None and isinstance(store, MatrixVectorStore):
-            store.dump(self._store_dir)
+        if self._store_dir is None or not isinstance(store, MatrixVectorStore):
+            return False
+        if store.version == self._saved_version:  # nothing written: the saved copy is current
+            return False
+        store.dump(self._store_dir)
+        self._saved_version = store.version
+        return True
 
     def _warn_about_rerank_top_n(self) -> None:
         top_n = self._config.rerank_top_n
@@ -548,17 +556,21 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         index.rebuild_from_store(store, namespace=self.name)
         return index
 
-    def _after_ingest(self, store: VectorStore) -> None:
+    def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.definitions import DefinitionExtractor
         from langchain_holodeck.vectorstores import scan_documents
 
-        super()._after_ingest(store)
+        saved = super()._after_ingest(store)
         if self._fan_out is not None and self._keywords in self._fan_out.failed:
             self._keywords_stale = True
-        if self._store_dir is not None and isinstance(self._keywords, BM25KeywordIndex):
-            self._keywords.save(self._store_dir / "bm25")
+        bm25_dir = self._store_dir / "bm25" if self._store_dir is not None else None
+        # the keyword index follows the store: saved together, or when it was never saved
+        keywords = self._keywords
+        if isinstance(keywords, BM25KeywordIndex) and bm25_dir and (saved or not bm25_dir.exists()):
+            keywords.save(bm25_dir)
         chunks = list(scan_documents(store, namespace=self.name))
         self.definitions = DefinitionExtractor().extract(chunks)
+        return saved
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         from langchain_holodeck.retrievers import HybridRetriever

@@ -255,3 +255,20 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
     )
     # the dense tool shows the similarity, not the fused score of its single leg
     assert format_results([hit]).splitlines()[2] == "[1] Score: 0.90 | Source: act.md"
+
+
+async def test_an_unchanged_reingest_does_not_rewrite_the_saved_store(
+    docs: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    store_dir = tmp_path / "store"
+    config = make_config(docs)
+    await VectorStoreTool(config, embeddings=embeddings, store_dir=store_dir).initialize()
+    manifest = (store_dir / "manifest.json").read_bytes()
+    second = VectorStoreTool(config, embeddings=embeddings, store_dir=store_dir)
+    await second.initialize()
+    await second.initialize()
+    assert (store_dir / "manifest.json").read_bytes() == manifest  # same generation on disk
+    (docs / "api.md").write_text("# Holodeck API\n\nRewritten entirely.\n")
+    os.utime(docs / "api.md", (2, 2))
+    await second.initialize()
+    assert (store_dir / "manifest.json").read_bytes() != manifest
