@@ -145,15 +145,7 @@ class MatrixVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        texts = list(texts)
-        _check_lengths(len(texts), metadatas=metadatas, ids=ids)
-        metas = metadatas or [{} for _ in texts]
-        id_list: Sequence[str | None] = ids or [None] * len(texts)
-        docs = [
-            Document(id=i, page_content=t, metadata=m)
-            for t, m, i in zip(texts, metas, id_list, strict=True)
-        ]
-        return self.add_documents(docs)
+        return self.add_documents(_as_documents(texts, metadatas, ids))
 
     def add_documents(
         self, documents: list[Document], *, ids: list[str] | None = None, **kwargs: Any
@@ -182,15 +174,7 @@ class MatrixVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        texts = list(texts)
-        _check_lengths(len(texts), metadatas=metadatas, ids=ids)
-        metas = metadatas or [{} for _ in texts]
-        id_list: Sequence[str | None] = ids or [None] * len(texts)
-        docs = [
-            Document(id=i, page_content=t, metadata=m)
-            for t, m, i in zip(texts, metas, id_list, strict=True)
-        ]
-        return await self.aadd_documents(docs)
+        return await self.aadd_documents(_as_documents(texts, metadatas, ids))
 
     def add_vectors(
         self,
@@ -565,6 +549,20 @@ class MatrixVectorStore(VectorStore):
             # saved rows are already normalized: loading keeps them bit for bit
             store._upsert(np.array(vectors, dtype=np.float32, ndmin=2), docs, None, normalize=False)
         return store
+
+
+def _as_documents(
+    texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: list[str] | None
+) -> list[Document]:
+    """``add_texts`` arguments as Documents (ids and metadata matched by position)."""
+    texts = list(texts)
+    _check_lengths(len(texts), metadatas=metadatas, ids=ids)
+    metas = metadatas or [{} for _ in texts]
+    id_list: Sequence[str | None] = ids or [None] * len(texts)
+    return [
+        Document(id=i, page_content=t, metadata=m)
+        for t, m, i in zip(texts, metas, id_list, strict=True)
+    ]
 
 
 def _check_lengths(
