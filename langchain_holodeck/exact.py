@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from langchain_holodeck._keyword_common import KeywordHit, check_ids, check_k, scan_store
 from langchain_holodeck.definitions import find_section_refs
+from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document

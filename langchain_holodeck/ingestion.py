@@ -88,7 +88,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         base_dir: str | Path | None = None,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> None:
-        from langchain_holodeck.splitters import default_text_splitter
+        from langchain_holodeck.splitters.structured import default_text_splitter
 
         self.vector_store = vector_store
         self.namespace = namespace

@@ -1,7 +1,7 @@
 """Regenerate the README's configuration reference from the pydantic models.
 
-    python scripts/render_readme.py          # rewrite README.md in place
-    python scripts/render_readme.py --check  # exit 1 if README.md is out of date
+python scripts/render_readme.py          # rewrite README.md in place
+python scripts/render_readme.py --check  # exit 1 if README.md is out of date
 """
 
 from __future__ import annotations

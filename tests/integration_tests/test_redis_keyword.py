@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_holodeck._redis_store import build_redis_store
 from langchain_holodeck.keyword_index import KeywordIndex, RedisKeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.splitters import StructuredMarkdownSplitter
 from langchain_holodeck.sync import stable_id
+from langchain_holodeck.vectorstores.redis import build_redis_store
 
 pytestmark = pytest.mark.redis
 ACT = "legal/holodeck_act.md"

@@ -15,7 +15,6 @@ from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from pydantic import SecretStr
 from redisvl.query.filter import Num, Tag
 
-from langchain_holodeck._redis_store import HolodeckRedisVectorStore
 from langchain_holodeck.embeddings import CachedEmbeddings, RedisByteStore
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
@@ -23,6 +22,7 @@ from langchain_holodeck.vectorstores import (
     create_vector_store_with_status,
     scan_documents,
 )
+from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore
 from tests.helpers import HashingEmbeddings
 
 pytestmark = pytest.mark.redis

@@ -126,7 +126,7 @@ def test_indexes_never_crash(query) -> None:
 @settings(max_examples=150, deadline=None)
 @given(query=QUERIES)
 def test_redisearch_query_has_only_escaped_words(query) -> None:
-    from langchain_holodeck._redis_keyword import query_terms
+    from langchain_holodeck.keyword_index.redis import query_terms
 
     for term in query_terms(query):
         bare = re.sub(r"\\.", "", term, flags=re.S)  # drop escaped characters
@@ -136,8 +136,8 @@ def test_redisearch_query_has_only_escaped_words(query) -> None:
 
 @pytest.mark.redis
 def test_redis_keyword_search_survives_bad_queries(redis_url, redis_index_name) -> None:
-    from langchain_holodeck._redis_store import build_redis_store
     from langchain_holodeck.keyword_index import RedisKeywordIndex
+    from langchain_holodeck.vectorstores.redis import build_redis_store
 
     store = build_redis_store(
         HashingEmbeddings(),

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_holodeck._cli_format import ProgressBars
 from langchain_holodeck.cli import main
+from langchain_holodeck.cli._format import ProgressBars
 from langchain_holodeck.ingestion import IngestProgress
 from tests.helpers import DATA_DIR
 
@@ -117,7 +117,7 @@ def test_second_ingest_reports_everything_skipped(
     assert match, out
     assert match["added"] == match["updated"] == match["deleted"] == "0"
     assert int(match["skipped"]) == int(match["total"]) > 0
-    assert "INFO langchain_holodeck.tools: default: ingested docs" in err  # -v: debug logs
+    assert "INFO langchain_holodeck.tools.document: default: ingested docs" in err  # -v: debug logs
 
 
 def test_ingest_of_a_missing_source_is_one_error_line(

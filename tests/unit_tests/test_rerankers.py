@@ -13,16 +13,16 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import Field, ValidationError
 
-from langchain_holodeck._rerank_base import (
-    _checked_ranking,
-    _CircuitBreaker,
-    _RerankCompressor,
-)
 from langchain_holodeck.rerankers import (
     CohereReranker,
     RerankRetriever,
     VLLMReranker,
     create_reranker,
+)
+from langchain_holodeck.rerankers.base import (
+    _checked_ranking,
+    _CircuitBreaker,
+    _RerankCompressor,
 )
 from tests.helpers import HashingEmbeddings
 from tests.rerank_server import expected_order, lexical_score

@@ -454,7 +454,7 @@ def test_unreachable_redis_without_fallback_raises(embeddings: HashingEmbeddings
 
 
 def test_mask_url_hides_credentials() -> None:
-    from langchain_holodeck._redis_store import mask_url
+    from langchain_holodeck.vectorstores.redis import mask_url
 
     assert mask_url("redis://user:pw@host:6379/0") == "redis://***@host:6379/0"
     assert mask_url("rediss://:pw@host:6380") == "rediss://***@host:6380"
@@ -462,7 +462,7 @@ def test_mask_url_hides_credentials() -> None:
 
 
 def test_relevance_fn_per_metric() -> None:
-    from langchain_holodeck._redis_store import relevance_fn
+    from langchain_holodeck.vectorstores.redis import relevance_fn
 
     assert relevance_fn("COSINE")(0.2) == pytest.approx(0.8)
     assert relevance_fn("COSINE")(1.5) == 0.0

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
-    from langchain_holodeck.config import (
+    from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
     )
-    from langchain_holodeck.tools import _DocumentTool
+    from langchain_holodeck.tools.document import _DocumentTool
 
     AnyToolConfig = VectorStoreToolConfig | HierarchicalDocumentToolConfig
 
@@ -268,7 +268,7 @@ class _Target:
 def _default_target(
     source: str, *, embedding_model: str | None, base_dir: Path, project_dir: Path
 ) -> _Target:
-    from langchain_holodeck.config import HierarchicalDocumentToolConfig
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 
     config = HierarchicalDocumentToolConfig(
         type="hierarchical_document",
@@ -290,7 +290,7 @@ def _default_target(
 def _config_target(
     path: Path, tool: str | None, *, source: str | None, base_dir: Path | None, project_dir: Path
 ) -> _Target:
-    from langchain_holodeck.config import load_agent_config
+    from langchain_holodeck.config.models import load_agent_config
 
     agent = load_agent_config(path)
     names = [t.name for t in agent.tools]
@@ -339,8 +339,8 @@ def _tool_store_dir(store: Path, name: str) -> Path:
 
 
 def _build_tool(target: _Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
-    from langchain_holodeck.config import HierarchicalDocumentToolConfig
-    from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
 
     config = target.config
     if top_k is not None:
@@ -441,7 +441,7 @@ def _search_target(args: argparse.Namespace) -> _Target:
 
 # -- commands -------------------------------------------------------------------------------
 def _run_ingest(args: argparse.Namespace) -> int:
-    from langchain_holodeck._cli_format import IngestReport, ProgressBars, format_summary
+    from langchain_holodeck.cli._format import IngestReport, ProgressBars, format_summary
 
     target = _ingest_target(args)
     tool = _build_tool(target, args.store)
@@ -500,7 +500,7 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools import HierarchicalDocumentTool
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool
 
     query: str = args.query
     if not query.strip():
@@ -522,8 +522,8 @@ def _run_search(args: argparse.Namespace) -> int:
     if not (args.json or args.explain):
         print(tool.search_sync(query))
         return 0
-    from langchain_holodeck._cli_format import explain_line, result_record
-    from langchain_holodeck.tools import format_results
+    from langchain_holodeck.cli._format import explain_line, result_record
+    from langchain_holodeck.tools.document import format_results
 
     documents = tool.as_retriever().invoke(query)
     hybrid = isinstance(tool, HierarchicalDocumentTool)
@@ -541,7 +541,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
 def _run_tools(args: argparse.Namespace) -> int:
     if args.config is not None:
-        from langchain_holodeck.config import load_agent_config
+        from langchain_holodeck.config.models import load_agent_config
 
         agent = load_agent_config(args.config)
         targets = [_config_tool_target(t, args.config, Path.cwd()) for t in agent.tools]
@@ -563,7 +563,7 @@ def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
         saved = f"in-memory, saved in {_tool_store_dir(store, tool.name)}"
         return f"{saved}; Redis unavailable" if tool.fallback_reason else saved
     if tool.backend == "redis":
-        from langchain_holodeck.config import resolve_database_config
+        from langchain_holodeck.config.models import resolve_database_config
 
         database = resolve_database_config(target.config, project_dir=target.project_dir)
         if database is not None and database.connection_string is not None:
@@ -573,7 +573,10 @@ def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
 
 
 def _describe(target: _Target, store: Path) -> str:
-    from langchain_holodeck.config import HierarchicalDocumentToolConfig, resolve_database_config
+    from langchain_holodeck.config.models import (
+        HierarchicalDocumentToolConfig,
+        resolve_database_config,
+    )
 
     config = target.config
     database = resolve_database_config(config, project_dir=target.project_dir)

@@ -21,11 +21,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from langchain_holodeck._expansion import Expansion, expand_references
-from langchain_holodeck._keyword_common import KeywordHit, KeywordIndex
 from langchain_holodeck._redact import one_line
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
 from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
+from langchain_holodeck.retrievers._expansion import Expansion, expand_references
 
 __all__ = ["EXACT_BOOST", "HybridRetriever"]
 

@@ -1,7 +1,7 @@
 """The reranker base: validation, fallback and circuit-breaker shared by every backend.
 
 Backends subclass ``_RerankCompressor`` and implement ``_rank`` (and ``_arank`` for a real async
-client); see ``langchain_holodeck.rerankers`` for the public classes.
+client); see ``langchain_holodeck.rerankers.cohere`` for the public classes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from langchain_holodeck._redact import scrub
 
 # Warnings come from the public module's logger, the one users configure.
-logger = logging.getLogger("langchain_holodeck.rerankers")
+logger = logging.getLogger("langchain_holodeck.rerankers.cohere")
 
 _MAX_CAUSE_CHARS = 300
 

@@ -19,7 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
-from langchain_holodeck.config import (
+from langchain_holodeck.config.models import (
     DatabaseConfig,
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
@@ -30,6 +30,7 @@ from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
 from langchain_holodeck.sync import SyncResult, sanitize_error
+from langchain_holodeck.tools.formatting import format_results
 
 if TYPE_CHECKING:
     from langchain_holodeck.ingestion import ChunkEnricher
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BREADCRUMB_SEPARATOR = " \u203a "
 RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
 
 
@@ -48,70 +48,6 @@ class SearchInput(BaseModel):
         description="What to look for, in natural language; keywords, identifiers and "
         "section numbers (e.g. 'Section 4.2') also work."
     )
-
-
-def shown_text(document: Document) -> str:
-    """The text users and agents see: the original chunk, without any LLM context."""
-    return str(document.metadata.get("original_content", document.page_content))
-
-
-def result_score(document: Document, *, hybrid: bool = False) -> float | None:
-    """The score a tool shows: the rerank score, else the fused (hybrid) or dense score.
-
-    ``None`` for a chunk reached by cross-reference expansion, which has no score of its own.
-    """
-    for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
-        value = document.metadata.get(key)
-        if value is not None:
-            return float(value)
-    return None
-
-
-def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str:
-    """``[1] Score: 0.89 | Source: docs/api.md`` (+ ``| Section: ...`` for hybrid results)."""
-    meta = document.metadata
-    source = meta.get("source_path", meta.get("source", "unknown"))
-    score = result_score(document, hybrid=hybrid)
-    if score is not None:
-        label = f"Score: {score:.4f}" if hybrid else f"Score: {score:.2f}"
-    else:
-        hops = meta.get("expansion_hops") or 0
-        label = f"Cross-reference ({hops} hop{'s' if hops != 1 else ''})" if hops else "Score: -"
-    line = f"[{rank}] {label} | Source: {source}"
-    breadcrumb = section_breadcrumb(document) if hybrid else ""
-    return f"{line} | Section: {breadcrumb}" if breadcrumb else line
-
-
-def format_results(
-    documents: Sequence[Document],
-    *,
-    hybrid: bool = False,
-    explain: Callable[[Document], str] | None = None,
-) -> str:
-    """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
-
-    Args:
-        documents: Results, best first.
-        hybrid: Show fused scores (4 decimals) and the section breadcrumb.
-        explain: Adds an indented ``explain:`` line under each header (the CLI's --explain).
-    """
-    blocks = [f"Found {len(documents)} result(s):"]
-    for rank, doc in enumerate(documents, start=1):
-        lines = [result_header(rank, doc, hybrid=hybrid)]
-        if explain is not None:
-            lines.append(f"    explain: {explain(doc)}")
-        lines.append(shown_text(doc))
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def section_breadcrumb(document: Document) -> str:
-    """``Title I > Section 201 > 201(a)`` (with a U+203A separator): parents, then the id."""
-    parts = [str(p) for p in document.metadata.get("parent_chain") or []]
-    section_id = document.metadata.get("section_id")
-    if section_id and (not parts or section_id not in parts[-1]):
-        parts.append(str(section_id))
-    return BREADCRUMB_SEPARATOR.join(parts)
 
 
 ConfigT = TypeVar("ConfigT", VectorStoreToolConfig, HierarchicalDocumentToolConfig)
@@ -396,7 +332,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
     """
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
-        from langchain_holodeck.retrievers import HybridRetriever
+        from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
         retriever: BaseRetriever = HybridRetriever(
             vector_store=store,
@@ -412,7 +348,7 @@ def _with_reranker(
 ) -> BaseRetriever:
     if not config.rerank or config.reranker is None:
         return retriever
-    from langchain_holodeck.rerankers import RerankRetriever, create_reranker
+    from langchain_holodeck.rerankers.cohere import RerankRetriever, create_reranker
 
     return RerankRetriever(
         retriever=retriever,
@@ -433,7 +369,7 @@ def load_tools(
     **kwargs: Any,
 ) -> list[VectorStoreTool | HierarchicalDocumentTool]:
     """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
-    from langchain_holodeck.config import load_agent_config
+    from langchain_holodeck.config.models import load_agent_config
 
     path = Path(agent_yaml)
     config = load_agent_config(path)
@@ -510,7 +446,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
     def _splitter(self) -> TextSplitter:
-        from langchain_holodeck.splitters import StructuredMarkdownSplitter
+        from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
 
         return StructuredMarkdownSplitter(max_chunk_tokens=self._config.max_chunk_tokens)
 
@@ -573,7 +509,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         return saved
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
-        from langchain_holodeck.retrievers import HybridRetriever
+        from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
         config = self._config
         retriever = HybridRetriever(

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from langchain_holodeck import _matrix_io
+from langchain_holodeck.vectorstores import _matrix_io
 
 DocumentFilter = Callable[[Document], bool]
 """A metadata filter: keep the documents for which it returns ``True``."""

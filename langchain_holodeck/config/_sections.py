@@ -1,6 +1,6 @@
 """Section models of the configuration: database, rerankers, context model, fusion, keyword index.
 
-Private: import them from ``langchain_holodeck.config``, which re-exports them.
+Private: import them from ``langchain_holodeck.config.models``, which re-exports them.
 """
 
 from __future__ import annotations

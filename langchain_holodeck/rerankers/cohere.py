@@ -34,12 +34,12 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
-from langchain_holodeck._rerank_base import _describe, _MalformedRankingError, _RerankCompressor
+from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
 
 if TYPE_CHECKING:
     import cohere
 
-    from langchain_holodeck.config import CohereRerankerConfig, VLLMRerankerConfig
+    from langchain_holodeck.config.models import CohereRerankerConfig, VLLMRerankerConfig
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from langchain_holodeck._redact import mask_url_password, scrub, url_passwords
-from langchain_holodeck._yaml import JSONish, join_path
+from langchain_holodeck.config._yaml import JSONish, join_path
 
 _SECRET_KEY = re.compile(r"(api_?key|password|passwd|secret|token)$", re.IGNORECASE)
 _SECRET_VARIABLE = re.compile(r"KEY|PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL", re.IGNORECASE)

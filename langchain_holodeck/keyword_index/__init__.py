@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-from langchain_holodeck._bm25 import BM25KeywordIndex, Tokenizer
-from langchain_holodeck._keyword_common import KeywordHit, KeywordIndex
-from langchain_holodeck._opensearch import OpenSearchKeywordIndex
-from langchain_holodeck._redis_keyword import RedisKeywordIndex
+from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
+from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex, Tokenizer
+from langchain_holodeck.keyword_index.opensearch import OpenSearchKeywordIndex
+from langchain_holodeck.keyword_index.redis import RedisKeywordIndex
 
 __all__ = [
     "BM25KeywordIndex",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.documents import Document
 
-from langchain_holodeck.tools import result_score, shown_text
+from langchain_holodeck.tools.formatting import result_score, shown_text
 
 if TYPE_CHECKING:
     from tqdm import tqdm

@@ -18,12 +18,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from langchain_holodeck._matrix_store import DocumentFilter, MatrixVectorStore, copy_metadata
 from langchain_holodeck._redact import one_line
 from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.vectorstores.matrix import DocumentFilter, MatrixVectorStore, copy_metadata
 
 if TYPE_CHECKING:
-    from langchain_holodeck._redis_store import HolodeckRedisVectorStore
+    from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore
 
 __all__ = [
     "DocumentFilter",
@@ -43,7 +43,7 @@ Backend = Literal["in-memory", "redis"]
 def __getattr__(name: str) -> Any:
     """Import the Redis store lazily: it needs the optional ``redis`` extra."""
     if name == "HolodeckRedisVectorStore":
-        from langchain_holodeck._redis_store import HolodeckRedisVectorStore
+        from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore
 
         return HolodeckRedisVectorStore
     msg = f"module {__name__!r} has no attribute {name!r}"
@@ -135,7 +135,7 @@ def create_vector_store_with_status(
     try:
         import redis
 
-        from langchain_holodeck import _redis_store
+        from langchain_holodeck.vectorstores import redis as _redis_store
     except ImportError as e:
         msg = (
             "database.provider 'redis' needs langchain-redis: "
@@ -196,7 +196,7 @@ def scan_documents(
     if "langchain_redis" in sys.modules:
         from langchain_redis import RedisVectorStore
 
-        from langchain_holodeck._redis_store import scan_redis
+        from langchain_holodeck.vectorstores.redis import scan_redis
 
         if isinstance(store, RedisVectorStore):
             return scan_redis(store, namespace=namespace, batch_size=batch_size)

@@ -24,14 +24,14 @@ from pydantic import (
     model_validator,
 )
 
-from langchain_holodeck._config_errors import (
+from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
     is_secret_key,
     secret_variable_values,
 )
-from langchain_holodeck._config_reference import render_models_markdown
-from langchain_holodeck._config_sections import (
+from langchain_holodeck.config._reference import render_models_markdown
+from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
@@ -41,7 +41,7 @@ from langchain_holodeck._config_sections import (
     SearchWeights,
     VLLMRerankerConfig,
 )
-from langchain_holodeck._yaml import (
+from langchain_holodeck.config._yaml import (
     JSONish,
     has_reference,
     join_path,

@@ -27,7 +27,7 @@ from redisvl.query.filter import FilterExpression
 from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
-from langchain_holodeck._matrix_store import _mmr, copy_metadata
+from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
 
 logger = logging.getLogger(__name__)
 

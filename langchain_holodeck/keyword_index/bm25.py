@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from langchain_holodeck._keyword_common import KeywordHit, check_ids, check_k, scan_store
+from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document

@@ -11,10 +11,10 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
-from langchain_holodeck._markdown import Packer
 from langchain_holodeck._sections import Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
+from langchain_holodeck.splitters._markdown import Packer
 
 __all__ = [
     "ChunkIndexedTextSplitter",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
 
-from langchain_holodeck._keyword_common import KeywordHit, check_k
+from langchain_holodeck.keyword_index.base import KeywordHit, check_k
 
 if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
@@ -231,7 +231,7 @@ class RedisKeywordIndex:
         from redisvl.query import AggregateHybridQuery
         from redisvl.query.filter import Tag
 
-        from langchain_holodeck._redis_store import EMBEDDING_FIELD, METADATA_FIELD, _meta
+        from langchain_holodeck.vectorstores.redis import EMBEDDING_FIELD, METADATA_FIELD, _meta
 
         flt = Tag(self.namespace_field) == self.namespace if self.namespace is not None else None
         agg = AggregateHybridQuery(

@@ -1,0 +1,73 @@
+"""The tool's text contract: how results read for people and models (tools and CLI share it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from langchain_core.documents import Document
+
+BREADCRUMB_SEPARATOR = " \u203a "
+
+
+def shown_text(document: Document) -> str:
+    """The text users and agents see: the original chunk, without any LLM context."""
+    return str(document.metadata.get("original_content", document.page_content))
+
+
+def result_score(document: Document, *, hybrid: bool = False) -> float | None:
+    """The score a tool shows: the rerank score, else the fused (hybrid) or dense score.
+
+    ``None`` for a chunk reached by cross-reference expansion, which has no score of its own.
+    """
+    for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
+        value = document.metadata.get(key)
+        if value is not None:
+            return float(value)
+    return None
+
+
+def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str:
+    """``[1] Score: 0.89 | Source: docs/api.md`` (+ ``| Section: ...`` for hybrid results)."""
+    meta = document.metadata
+    source = meta.get("source_path", meta.get("source", "unknown"))
+    score = result_score(document, hybrid=hybrid)
+    if score is not None:
+        label = f"Score: {score:.4f}" if hybrid else f"Score: {score:.2f}"
+    else:
+        hops = meta.get("expansion_hops") or 0
+        label = f"Cross-reference ({hops} hop{'s' if hops != 1 else ''})" if hops else "Score: -"
+    line = f"[{rank}] {label} | Source: {source}"
+    breadcrumb = section_breadcrumb(document) if hybrid else ""
+    return f"{line} | Section: {breadcrumb}" if breadcrumb else line
+
+
+def format_results(
+    documents: Sequence[Document],
+    *,
+    hybrid: bool = False,
+    explain: Callable[[Document], str] | None = None,
+) -> str:
+    """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
+
+    Args:
+        documents: Results, best first.
+        hybrid: Show fused scores (4 decimals) and the section breadcrumb.
+        explain: Adds an indented ``explain:`` line under each header (the CLI's --explain).
+    """
+    blocks = [f"Found {len(documents)} result(s):"]
+    for rank, doc in enumerate(documents, start=1):
+        lines = [result_header(rank, doc, hybrid=hybrid)]
+        if explain is not None:
+            lines.append(f"    explain: {explain(doc)}")
+        lines.append(shown_text(doc))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def section_breadcrumb(document: Document) -> str:
+    """``Title I > Section 201 > 201(a)`` (with a U+203A separator): parents, then the id."""
+    parts = [str(p) for p in document.metadata.get("parent_chain") or []]
+    section_id = document.metadata.get("section_id")
+    if section_id and (not parts or section_id not in parts[-1]):
+        parts.append(str(section_id))
+    return BREADCRUMB_SEPARATOR.join(parts)
