@@ -1,6 +1,6 @@
 r"""Heading grammar: parse a document into sections, normalize and find section references.
 
-Pure functions over strings; no LangChain. Public through ``langchain_holodeck.splitters.structured``
+Pure functions over strings; no LangChain. Public through ``langchain_holodeck.splitters``
 (``parse_sections``, ``Section``) and ``langchain_holodeck.definitions``
 (``normalize_section_ref``, ``find_section_refs``).
 
