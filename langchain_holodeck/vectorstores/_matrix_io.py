@@ -41,8 +41,12 @@ def write(
     docs: Sequence[Document],
     *,
     dimension: int | None,
+    codebook: bytes | None = None,
 ) -> None:
-    """Write one generation, then point the manifest at it, then drop older generations."""
+    """Write one generation, then point the manifest at it, then drop older generations.
+
+    ``codebook`` (a serialized quantization codebook) is saved as ``codebook-<gen>.faiss``.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     gen = uuid.uuid4().hex[:12]
     vectors_name, docs_name = f"vectors-{gen}.npy", f"documents-{gen}.jsonl"
@@ -63,14 +67,19 @@ def write(
         "vectors": vectors_name,
         "documents": docs_name,
     }
+    codebook_name = f"codebook-{gen}.faiss"
+    if codebook is not None:
+        atomic_write(directory / codebook_name, lambda f: f.write(codebook))
+        manifest["codebook"] = codebook_name
     manifest_bytes = json.dumps(manifest, indent=2).encode()
 
     def write_manifest(f: IO[bytes]) -> None:
         f.write(manifest_bytes)
 
     atomic_write(directory / MANIFEST, write_manifest)
-    for old in [*directory.glob("vectors-*.npy"), *directory.glob("documents-*.jsonl")]:
-        if old.name not in (vectors_name, docs_name):
+    generations = ("vectors-*.npy", "documents-*.jsonl", "codebook-*.faiss")
+    for old in [p for pattern in generations for p in directory.glob(pattern)]:
+        if old.name not in (vectors_name, docs_name, codebook_name):
             with contextlib.suppress(FileNotFoundError):
                 old.unlink()
 
@@ -115,3 +124,10 @@ def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int 
         msg = f"{manifest['vectors']} must hold a 2-D matrix, got shape {vectors.shape}."
         raise ValueError(msg)
     return vectors.astype(np.float32, copy=False), docs, dim if isinstance(dim, int) else None
+
+
+def read_codebook(directory: Path) -> bytes | None:
+    """The quantization codebook the manifest names, or ``None`` when it names none."""
+    manifest: dict[str, Any] = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    name = manifest.get("codebook")
+    return (directory / name).read_bytes() if isinstance(name, str) else None
