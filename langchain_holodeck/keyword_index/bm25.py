@@ -145,13 +145,14 @@ class _Matrix:
         """Rows (ascending) that include every row of the exhaustive top ``k``, exactly scored.
 
         MaxScore over the term columns: columns are taken in descending order of their
-        upper bound (``col_max * count``); rows are accumulated from whole columns only
-        until the k-th best partial score exceeds the sum of the remaining columns' bounds
-        (then no unseen row can reach the top ``k``). The remaining, long columns are only
-        probed for the surviving candidates (binary search in their sorted rows), and
-        candidates whose partial score plus the remaining bounds fall below the k-th best
-        are dropped. The survivors are re-scored in the same order and precision as
-        :meth:`scores`, so their scores are bit-identical to it.
+        upper bound (``col_max * count``) and added whole into an accumulator until a lower
+        bound of the k-th best score (the k-th best accumulated score among the rows of one
+        column) exceeds the sum of the remaining columns' bounds: then no unseen row can
+        reach the top ``k``. The remaining, long columns are only probed for the candidates
+        (binary search in their sorted rows), and candidates whose accumulated score plus
+        the remaining bounds fall below that k-th best are dropped. The few survivors are
+        re-scored in the same order and precision as :meth:`scores`, so their scores are
+        bit-identical to it.
         """
         n_terms = len(self.indptr) - 1
         terms = [
@@ -164,26 +165,34 @@ class _Matrix:
         bounds = np.array([float(self.col_max[t]) * c for t, c in terms])
         order = np.argsort(-bounds, kind="stable")
         rest = np.concatenate([np.cumsum(bounds[order][::-1])[::-1], [0.0]])
-        rows = np.zeros(0, np.int64)
-        partial = np.zeros(0, np.float64)
-        step = 0
+        acc = np.zeros(self.n_rows, dtype=np.float32)
+        touched: list[np.ndarray] = []
+        theta, step = 0.0, 0
         while step < len(order):  # whole columns, until no unseen row can enter the top k
             tid, count = terms[order[step]]
-            col_rows, col_vals = self._column(tid)
-            if live is not None:
-                keep = live[col_rows] > 0
-                col_rows, col_vals = col_rows[keep], col_vals[keep]
-            merged = np.concatenate([rows, col_rows])
-            rows, inverse = np.unique(merged, return_inverse=True)
-            weights = np.concatenate([partial, col_vals.astype(np.float64) * count])
-            partial = np.bincount(inverse, weights=weights, minlength=len(rows))
+            start, end = self.indptr[tid], self.indptr[tid + 1]
+            col = self.indices[start:end]
+            acc[col] += self.data[start:end] * count
+            touched.append(col)
             step += 1
-            if _kth(partial, k) * _SAFE > rest[step]:
+            # the rows of one column are distinct: their k-th best bounds the final k-th
+            theta = max(theta, _kth(acc[col] if live is None else acc[col] * live[col], k))
+            if theta * _SAFE > rest[step]:
                 break
-        while step < len(order) and len(rows):  # probe the long columns for candidates only
-            theta = _kth(partial, k) * _SAFE
-            keep = partial + rest[step] >= theta
+        n_touched = sum(len(c) for c in touched)
+        if n_touched * 8 < self.n_rows:
+            rows = np.unique(np.concatenate(touched)).astype(np.int64)
+        else:
+            rows = np.flatnonzero(acc)
+        if live is not None:
+            rows = rows[live[rows] > 0]
+        partial = acc[rows].astype(np.float64)
+        while True:  # probe the long columns for candidates only; prune on the way
+            theta = max(theta, _kth(partial, k))
+            keep = partial + rest[step] >= theta * _SAFE
             rows, partial = rows[keep], partial[keep]
+            if step == len(order) or not len(rows):
+                break
             tid, count = terms[order[step]]
             hit, pos = self._probe(tid, rows)
             partial[hit] += self.data[pos[hit]].astype(np.float64) * count

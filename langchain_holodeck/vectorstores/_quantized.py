@@ -133,16 +133,19 @@ def extend(index: QuantizedIndex, buffer: npt.NDArray[np.float32], size: int) ->
 def candidate_rows(
     index: QuantizedIndex,
     query: npt.NDArray[np.float32],
-    per_segment: int,
+    candidates: int,
     alive: npt.NDArray[np.bool_] | None,
+    *,
+    min_per_segment: int,
 ) -> npt.NDArray[np.int64]:
-    """Live rows whose codes score best for ``query`` (about ``per_segment`` per segment).
+    """Live rows whose codes score best for ``query``: about ``candidates`` in all.
 
-    Each segment over-fetches in proportion to its deleted rows, so that about
-    ``per_segment`` live rows remain. The result is sorted by row.
+    Each segment contributes in proportion to its rows (at least ``min_per_segment``), and
+    over-fetches in proportion to its deleted rows. The result is sorted by row.
     """
     q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
     found: list[npt.NDArray[np.int64]] = []
+    coded = index.sealed
     for seg in index.segments:
         n = seg.stop - seg.start
         if n == 0:
@@ -150,7 +153,9 @@ def candidate_rows(
         live = n if alive is None else int(np.count_nonzero(alive[seg.start : seg.stop]))
         if live == 0:
             continue
-        want = min(n, math.ceil(per_segment * n / live))
+        # a segment's share of the candidates follows its share of the rows
+        share = max(math.ceil(candidates * n / coded), min_per_segment)
+        want = min(n, math.ceil(share * n / live))
         _, ids = seg.index.search(q, want)
         rows = ids[0][ids[0] >= 0].astype(np.int64) + seg.start
         if alive is not None:

@@ -113,7 +113,7 @@ class MatrixVectorStore(VectorStore):
         embedding: The ``Embeddings`` used for documents and queries.
         search_mode: ``"auto"``, ``"exact"`` or ``"quantized"`` (see Search modes).
         quantize_min_rows: Rows from which ``"auto"`` builds the quantized codes.
-        rescore_candidates: Candidates per code segment re-scored exactly per query.
+        rescore_candidates: Candidates re-scored exactly per query (more: better recall).
 
     Instantiate:
         ```python
@@ -169,7 +169,7 @@ class MatrixVectorStore(VectorStore):
         self.quantize_min_rows = quantize_min_rows
         """Rows from which ``search_mode="auto"`` builds the quantized codes."""
         self.rescore_candidates = rescore_candidates
-        """Candidates per code segment that a quantized query re-scores exactly."""
+        """Candidates that a quantized query re-scores exactly."""
         self._quantized: _quantized.QuantizedIndex | None = None
         self._codebook: Any = None  # a trained faiss codebook, kept across compactions
         self._version = 0
@@ -579,9 +579,9 @@ class MatrixVectorStore(VectorStore):
         else:
             tail = tail[snap.alive[index.sealed : snap.size]]
             tail_scores = snap.vectors[tail] @ unit
-        per_segment = max(self.rescore_candidates, 4 * k)
+        pool = max(self.rescore_candidates, 4 * k)
         while True:
-            coded = _quantized.candidate_rows(index, unit, per_segment, snap.alive)
+            coded = _quantized.candidate_rows(index, unit, pool, snap.alive, min_per_segment=2 * k)
             rows = np.concatenate([coded, tail])
             scores = np.concatenate([snap.vectors[coded] @ unit, tail_scores]).astype(np.float32)
             if doc_filter is None:
@@ -595,8 +595,8 @@ class MatrixVectorStore(VectorStore):
                     hits.append(n)
                     if len(hits) == k:
                         return rows[hits].tolist(), scores[hits].tolist()
-            per_segment *= 8
-            if per_segment * 4 > snap.size:
+            pool *= 8
+            if pool * 4 > snap.size:
                 return None
 
     def max_marginal_relevance_search(
