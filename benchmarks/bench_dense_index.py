@@ -47,7 +47,9 @@ def main() -> None:
             cand = cand[cand >= 0]
             found.append(cand[np.argsort(-(x[cand] @ q[i]))][:50])
         ms = (time.perf_counter() - t) / len(q) * 1000
-        r10 = np.mean([len(set(f[:10]) & set(e[:10])) / 10 for f, e in zip(found, exact, strict=True)])
+        r10 = np.mean(
+            [len(set(f[:10]) & set(e[:10])) / 10 for f, e in zip(found, exact, strict=True)]
+        )
         r50 = np.mean([len(set(f) & set(e)) / 50 for f, e in zip(found, exact, strict=True)])
         rows.append((name, setting, build_s, ms, float(r10), float(r50)))
         print(rows[-1], flush=True)

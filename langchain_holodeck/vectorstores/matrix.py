@@ -91,10 +91,10 @@ class MatrixVectorStore(VectorStore):
     the memory an exact scan reads. Rows written since the codes were last extended (up to
     16,384) are always scored exactly. ``"auto"`` (default) is exact below
     ``quantize_min_rows`` rows or when faiss is not installed, quantized above. With a
-    ``filter``, candidates are filtered after re-scoring; when fewer than ``k`` pass, the
-    candidate pool grows eightfold, and past a quarter of the store the query falls back to
-    the exact scan, so a selective filter (a small corpus among many) still gets its exact
-    top ``k``. ``exact=True`` on any search forces the exact scan.
+    ``filter``, candidates are filtered after re-scoring; unless ``20 * k`` of them (or half
+    the pool) pass, the candidate pool grows eightfold, and past a quarter of the store the
+    query falls back to the exact scan, so a selective filter (a small corpus among many)
+    gets its exact top ``k``. ``exact=True`` on any search forces the exact scan.
 
     Scores: ``similarity_search_with_score`` returns the cosine similarity (-1..1);
     ``similarity_search_with_relevance_scores`` returns it clipped to [0, 1] (negative
@@ -191,6 +191,12 @@ class MatrixVectorStore(VectorStore):
     def embedding_dimension(self) -> int | None:
         """Dimension of the stored vectors; ``None`` until the first write or load."""
         return self._dim
+
+    @property
+    def quantized_rows(self) -> int:
+        """Rows covered by quantized codes; 0 when queries scan every row exactly."""
+        index = self._snapshot.quantized
+        return 0 if index is None else index.sealed
 
     @property
     def document_count(self) -> int:
@@ -589,12 +595,14 @@ class MatrixVectorStore(VectorStore):
                     return None
                 top = _top_k(scores, want)
                 return rows[top].tolist(), scores[top].tolist()
-            hits: list[int] = []
-            for n in _top_k(scores, len(rows)).tolist():
-                if doc_filter(snap.docs[int(rows[n])]):
-                    hits.append(n)
-                    if len(hits) == k:
-                        return rows[hits].tolist(), scores[hits].tolist()
+            # enough candidates must pass for their best k to be as good as an unfiltered
+            # top k: 20 per result (half the pool at most), else the pool grows
+            needed = max(k, min(20 * k, pool // 2))
+            hits = [
+                n for n in _top_k(scores, len(rows)).tolist() if doc_filter(snap.docs[int(rows[n])])
+            ]
+            if len(hits) >= needed:
+                return rows[hits[:k]].tolist(), scores[hits[:k]].tolist()
             pool *= 8
             if pool * 4 > snap.size:
                 return None
