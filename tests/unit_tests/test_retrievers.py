@@ -457,26 +457,3 @@ def test_in_expansion_finds_referrers(parts, by_sid) -> None:
 
 def test_no_expansion_keys_when_off(retriever) -> None:
     assert "expansion_hops" not in retriever.invoke("Section 201", k=1)[0].metadata
-
-
-def test_spans_are_emitted_when_opentelemetry_is_present(retriever, monkeypatch) -> None:
-    from opentelemetry import trace
-
-    names: list[str] = []
-    real = trace.get_tracer
-
-    def recording_tracer(*args, **kwargs):
-        tracer = real(*args, **kwargs)
-
-        class Recorder:
-            def start_as_current_span(self, name, *a, **kw):
-                names.append(name)
-                return tracer.start_as_current_span(name, *a, **kw)
-
-        return Recorder()
-
-    monkeypatch.setattr(trace, "get_tracer", recording_tracer)
-    retriever.invoke("arch controls")
-    assert {"holodeck.hybrid_search", "holodeck.semantic_search", "holodeck.keyword_search"} <= set(
-        names
-    )
