@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_holodeck._tracing import span
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import Backend, BackendCapabilities, KeywordIndexProvider
 from langchain_holodeck.config._backends import InMemoryDatabaseConfig, InMemoryKeywordIndexConfig
@@ -102,11 +103,22 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
         saved = self._directory(store_dir, namespace)
         if saved is not None and saved.exists():
             try:
-                return BM25KeywordIndex.load(saved)
+                with span(
+                    "holodeck.index_build", {"index.kind": "keyword", "index.source": "disk"}
+                ):
+                    return BM25KeywordIndex.load(saved)
             except (OSError, ValueError) as error:  # rebuilt below: the store is the truth
                 logger.warning("BM25 index in %s unreadable (%s); rebuilding it.", saved, error)
         index = BM25KeywordIndex()
-        index.rebuild_from_store(store, namespace=namespace)
+        attributes = {
+            "index.kind": "keyword",
+            "index.provider": type(index).__name__,
+            "index.source": "store",
+        }
+        with span("holodeck.index_build", attributes) as current:
+            current.set_attribute(
+                "index.document_count", index.rebuild_from_store(store, namespace=namespace)
+            )
         return index
 
     def save(

@@ -19,6 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
+from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
     backend_for_store,
@@ -389,6 +390,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
             k=self._config.top_k,
             min_similarity_score=self._config.min_similarity_score,
             search_kwargs=search_kwargs,
+            provider=self.backend,
         )
         return _with_reranker(retriever, self._config)
 
@@ -524,7 +526,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             )
         if self._keywords_stale:  # a sync could not write to it: rebuild it from the store
             try:
-                self._keywords.rebuild_from_store(store, namespace=self.namespace)
+                _rebuild_index("keyword", self._keywords, store, self.namespace)
                 self._keywords_stale = False
             except Exception as error:  # still down: the keyword leg degrades at search
                 logger.warning(
@@ -533,7 +535,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     sanitize_error(error),
                 )
         if not self._exact_loaded:
-            self._exact.rebuild_from_store(store, namespace=self.namespace)
+            _rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
         self._fan_out = _IndexFanOut((self._keywords, self._exact))
         return self._fan_out
@@ -549,8 +551,11 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             get_keyword_index_provider(self._config.keyword_index).save(
                 self._keywords, self._store_dir, namespace=self.namespace, store_saved=saved
             )
-        chunks = list(scan_documents(store, namespace=self.namespace))
-        self.definitions = DefinitionExtractor().extract(chunks)
+        with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
+            chunks = list(scan_documents(store, namespace=self.namespace))
+            self.definitions = DefinitionExtractor().extract(chunks)
+            current.set_attribute("index.document_count", len(chunks))
+            current.set_attribute("index.term_count", len(self.definitions))
         return saved
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
@@ -573,8 +578,24 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             expand_hops=config.expand_hops,
             expand_direction=config.expand_direction,
             search_kwargs=search_kwargs,
+            provider=self.backend,
         )
         return _with_reranker(retriever, config)
+
+
+def _rebuild_index(
+    kind: str, index: KeywordIndex | ExactMatchIndex, store: VectorStore, namespace: str
+) -> int:
+    """``index.rebuild_from_store`` inside a ``holodeck.index_build`` span."""
+    attributes = {
+        "index.kind": kind,
+        "index.provider": type(index).__name__,
+        "index.source": "store",
+    }
+    with span("holodeck.index_build", attributes) as current:
+        count = index.rebuild_from_store(store, namespace=namespace)
+        current.set_attribute("index.document_count", count)
+        return count
 
 
 class _IndexFanOut:
