@@ -523,14 +523,16 @@ class MatrixVectorStore(VectorStore):
         k: int,
         *,
         filter: DocumentFilter | None = None,
+        exact: bool = False,
     ) -> list[tuple[str, float]]:
         """Ids and relevance scores (cosine clipped to [0, 1]) of the ``k`` nearest, best first.
 
         The search of ``similarity_search_with_relevance_scores`` without copying a
         ``Document``: what a retriever needs to rank before it reads the few it returns.
+        ``exact=True`` scores every row even when quantized codes exist.
         """
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, k, filter)
+        rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
         return [(str(snap.docs[r].id), _clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
 
     def similarity_by_ids(

@@ -138,3 +138,11 @@ def test_bad_settings_are_rejected(
 ) -> None:
     with pytest.raises(error, match=match):
         MatrixVectorStore(FakeEmbeddings(size=DIM), **kwargs)  # type: ignore[arg-type]  # bad values under test
+
+
+def test_id_search_takes_the_same_quantized_path_and_exact_option() -> None:
+    store = _store()
+    for q in QUERIES[:5]:
+        assert [i for i, _ in store.search_ids_by_vector(q, 10)] == _ids(store, q, 10)
+        exact = [i for i, _ in store.search_ids_by_vector(q, 10, exact=True)]
+        assert exact == _ids(store, q, 10, exact=True)
