@@ -131,6 +131,8 @@ def test_search_on_a_redis_cluster_answers_from_one_shard_only(servers: _Servers
         for port in CLUSTER_PORTS
     ]
     servers.cli("--cluster", "create", *[f"127.0.0.1:{p}" for p in CLUSTER_PORTS], "--cluster-yes")
+    modules = {m["name"]: m["ver"] for m in nodes[0].module_list()}
+    assert str(modules["search"]).startswith("210")  # RediSearch 2.10, as the README says
     cluster = RedisCluster(host="127.0.0.1", port=CLUSTER_PORTS[0], decode_responses=True)
     for _ in range(100):  # every node must know the whole slot map before writes route
         if all(n.execute_command("CLUSTER", "INFO").find("cluster_state:ok") >= 0 for n in nodes):
@@ -174,5 +176,6 @@ def test_a_replica_serves_the_same_search_as_its_primary(servers: _Servers) -> N
     assert _count(primary) == N_DOCS
     # the index definition and the documents replicate: the replica answers the same query
     assert _wait_for_indexing(replica, N_DOCS) == N_DOCS
+    assert replica.dbsize() == primary.dbsize() == N_DOCS  # a full copy: no extra room
     with pytest.raises(redis.ReadOnlyError):
         replica.hset("doc:extra", mapping={"body": "holodeck"})  # writes go to the primary
