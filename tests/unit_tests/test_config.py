@@ -82,6 +82,19 @@ def test_minimal_vectorstore_gets_documented_defaults(tmp_path: Path) -> None:
     )
 
 
+def test_contract_minimal_tool_type_name_source_gets_a_description(tmp_path: Path) -> None:
+    minimal = [
+        {"type": "vectorstore", "name": "kb", "source": "docs/"},
+        {"type": "hierarchical_document", "name": "legal", "source": "./legal"},
+    ]
+    vector, legal = load_tools(tmp_path, *minimal).tools
+    assert vector.description == "Search the documents in docs/ by meaning."
+    assert legal.description == (
+        "Search the structured documents in ./legal by meaning, keyword or section number."
+    )
+    assert load_tools(tmp_path, vectorstore(description="mine")).tools[0].description == "mine"
+
+
 def test_minimal_hierarchical_gets_documented_defaults(tmp_path: Path) -> None:
     (tool,) = load_tools(tmp_path, hierarchical()).tools
     assert isinstance(tool, HierarchicalDocumentToolConfig)
@@ -187,7 +200,7 @@ RULES = [
     (vectorstore(name="bad name"), "tools[0].name", "got 'bad name'"),
     (vectorstore(name="x" * 65), "tools[0].name", "at most 64"),
     (vectorstore(name=_DROP), "tools[0].name", "required"),
-    (vectorstore(description=_DROP), "tools[0].description", "required"),
+    (vectorstore(description=""), "tools[0].description", "must not be empty, got ''"),
     (vectorstore(source=""), "tools[0].source", "must not be empty, got ''"),
     (vectorstore(top_k=0), "tools[0].top_k", "must be >= 1, got 0"),
     (vectorstore(top_k=500), "tools[0].top_k", "must be <= 100, got 500"),
