@@ -176,8 +176,8 @@ class _DocumentTool(Generic[ConfigT]):
     # -- life cycle ---------------------------------------------------------------------
     async def initialize(
         self,
+        force_ingest: bool = False,  # noqa: FBT001, FBT002  # the contract: initialize(True)
         *,
-        force_ingest: bool = False,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Ingest the source into the store (idempotent) and get ready to search.
@@ -201,8 +201,8 @@ class _DocumentTool(Generic[ConfigT]):
 
     def initialize_sync(
         self,
+        force_ingest: bool = False,  # noqa: FBT001, FBT002  # twin of initialize(True)
         *,
-        force_ingest: bool = False,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""

@@ -102,6 +102,17 @@ async def test_force_ingest_reembeds_everything(
     assert embeddings.texts_embedded == calls + first.added
 
 
+async def test_initialize_takes_force_ingest_positionally(
+    tool: VectorStoreTool, embeddings: HashingEmbeddings
+) -> None:
+    first = await tool.initialize()
+    before = embeddings.texts_embedded
+    forced = await tool.initialize(True)
+    assert forced.updated == first.added > 0
+    assert embeddings.texts_embedded - before == first.added
+    assert tool.initialize_sync(False).skipped == first.added
+
+
 async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
     with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
         await tool.search("anything")
@@ -249,7 +260,8 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
     )
     assert format_results([hit, expanded], hybrid=True) == (
         "Found 2 result(s):\n\n"
-        "[1] Score: 0.0164 | Source: act.md | Section: Act \u203a Section 201. Start \u203a 201(a)\n"
+        "[1] Score: 0.0164 | Source: act.md | "
+        "Section: Act \u203a Section 201. Start \u203a 201(a)\n"
         "(a) text\n\n"
         "[2] Cross-reference (1 hop) | Source: act.md | Section: 202(b)\n(b) other"
     )
