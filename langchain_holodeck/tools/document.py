@@ -586,7 +586,7 @@ def _build_keyword_index(
             password=keyword.password,
             api_key=keyword.api_key,
             verify_certs=keyword.verify_certs,
-            timeout=keyword.timeout,
+            timeout=keyword.timeout_seconds,
             namespace=config.name,
         )
     return BM25KeywordIndex()

@@ -95,6 +95,15 @@ def test_contract_minimal_tool_type_name_source_gets_a_description(tmp_path: Pat
     assert load_tools(tmp_path, vectorstore(description="mine")).tools[0].description == "mine"
 
 
+@pytest.mark.parametrize("key", ["timeout_seconds", "timeout"])
+def test_keyword_index_timeout_seconds_and_its_alias(tmp_path: Path, key: str) -> None:
+    keyword = {"provider": "opensearch", "endpoint": "http://h", key: 120}
+    (tool,) = load_tools(tmp_path, hierarchical(keyword_index=keyword)).tools
+    assert isinstance(tool, HierarchicalDocumentToolConfig)
+    assert tool.keyword_index.timeout_seconds == tool.keyword_index.timeout == 120
+    assert KeywordIndexConfig().timeout_seconds == 10
+
+
 def test_minimal_hierarchical_gets_documented_defaults(tmp_path: Path) -> None:
     (tool,) = load_tools(tmp_path, hierarchical()).tools
     assert isinstance(tool, HierarchicalDocumentToolConfig)
@@ -381,7 +390,26 @@ RULES = [
             keyword_index={"provider": "opensearch", "endpoint": "http://h", "timeout": 0}
         ),
         "tools[0].keyword_index.timeout",
-        "must be > 0, got 0",
+        "must be >= 1, got 0",
+    ),
+    (
+        hierarchical(
+            keyword_index={"provider": "opensearch", "endpoint": "http://h", "timeout_seconds": 121}
+        ),
+        "tools[0].keyword_index.timeout_seconds",
+        "must be <= 120, got 121",
+    ),
+    (
+        hierarchical(
+            keyword_index={
+                "provider": "opensearch",
+                "endpoint": "http://h",
+                "timeout": 5,
+                "timeout_seconds": 5,
+            }
+        ),
+        "tools[0].keyword_index",
+        "timeout is an alias of timeout_seconds",
     ),
     (
         hierarchical(
