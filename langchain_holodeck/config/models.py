@@ -195,6 +195,8 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+    expand_limit: int = Field(default=10, ge=1, le=100)
+    """At most this many chunks reached by expansion (the nearest) follow the hits."""
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:

@@ -526,6 +526,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             definitions=self.definitions,
             expand_hops=config.expand_hops,
             expand_direction=config.expand_direction,
+            expand_limit=config.expand_limit,
             search_kwargs=_namespace_filter(store, self.name),
         )
         return _with_reranker(retriever, config)

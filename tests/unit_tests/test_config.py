@@ -329,6 +329,8 @@ RULES = [
     (hierarchical(context_concurrency=-1), "tools[0].context_concurrency", "got -1"),
     (hierarchical(max_chunk_tokens=10), "tools[0].max_chunk_tokens", "must be >= 50, got 10"),
     (hierarchical(expand_hops=4), "tools[0].expand_hops", "must be <= 3, got 4"),
+    (hierarchical(expand_limit=0), "tools[0].expand_limit", "must be >= 1, got 0"),
+    (hierarchical(expand_limit=101), "tools[0].expand_limit", "must be <= 100, got 101"),
     (hierarchical(expand_direction="up"), "tools[0].expand_direction", "got 'up'"),
     (
         hierarchical(search_weights={"semantic": -1}),
