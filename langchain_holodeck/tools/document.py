@@ -300,8 +300,12 @@ class _DocumentTool(Generic[ConfigT]):
     _shows_sections = False
 
     def _has_unfiltered_results(self, query: str) -> bool:
+        """Whether the tool's own chunks (its namespace, not the whole store) match at all."""
         store = self._vector_store
-        return store is not None and bool(store.similarity_search(query, k=1))
+        if store is None:
+            return False
+        hits = store.similarity_search(query, k=1, **_namespace_filter(store, self.name))
+        return any(doc.metadata.get("namespace") == self.name for doc in hits)
 
     def as_tool(self) -> BaseTool:
         """A LangChain tool named after the config, taking one required ``query`` string."""

@@ -134,6 +134,24 @@ async def test_threshold_message_when_all_results_are_below(
     assert await tool.search("zebra quantum") == "No results above similarity threshold 0.99"
 
 
+async def test_threshold_message_only_when_the_tools_own_chunks_match(
+    docs: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    store = MatrixVectorStore(embeddings)
+    strict = VectorStoreTool(
+        make_config(docs, name="strict", min_similarity_score=0.99), vector_store=store
+    )
+    other = VectorStoreTool(make_config(docs, name="other"), vector_store=store)
+    await strict.initialize()
+    await other.initialize()
+    assert await strict.search("zebra quantum") == "No results above similarity threshold 0.99"
+    store.delete([d.id for d in store.iter_documents() if d.metadata["namespace"] == "strict"])
+    assert store.document_count > 0  # only the other tool's chunks are left
+    assert (
+        await strict.search("zebra quantum") == "No relevant results found for query: zebra quantum"
+    )
+
+
 async def test_no_results_message_on_an_empty_store(
     docs: Path, embeddings: HashingEmbeddings
 ) -> None:
