@@ -27,7 +27,10 @@ from langchain_holodeck.fusion import reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
 
-__all__ = ["EXACT_BOOST", "HybridRetriever"]
+__all__ = ["EXACT_BOOST", "MAX_K", "HybridRetriever"]
+
+MAX_K = 1000
+"""Largest ``k`` per call: a reranker's candidate pool (``rerank_top_n`` goes up to 1000)."""
 
 EXACT_BOOST = 1.0
 """Added to the fused score of exact section hits: RRF sums stay far below it."""
@@ -260,8 +263,8 @@ class HybridRetriever(BaseRetriever):
     def _check_k(self, k: int | None) -> int:
         if k is None:
             return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
-            msg = f"k must be an integer between 1 and 100, got {k!r}."
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}."
             raise ValueError(msg)
         return k
 

@@ -15,6 +15,7 @@ from langchain_holodeck.config import VectorStoreToolConfig
 from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.rerank_server import RerankServer
 
 RESULT_HEADER = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)$", re.M)
 
@@ -111,6 +112,28 @@ async def test_initialize_takes_force_ingest_positionally(
     assert forced.updated == first.added > 0
     assert embeddings.texts_embedded - before == first.added
     assert tool.initialize_sync(False).skipped == first.added
+
+
+@pytest.mark.parametrize(
+    ("overrides", "candidates"),
+    [({"top_k": 34}, 102), ({"top_k": 5, "rerank_top_n": 1000}, 150)],
+)
+async def test_rerank_candidate_pools_above_100_reach_the_reranker(
+    tmp_path: Path, embeddings: HashingEmbeddings, overrides: dict[str, Any], candidates: int
+) -> None:
+    corpus = tmp_path / "many"
+    corpus.mkdir()
+    for n in range(150):  # one chunk each: 150 candidates in all
+        (corpus / f"note_{n:03}.txt").write_text(f"Holodeck note {n} about deck {n % 7}.\n")
+    with RerankServer() as server:
+        reranker = {"provider": "vllm", "url": server.url, "model": "m"}
+        config = make_config(corpus, rerank=True, reranker=reranker, **overrides)
+        tool = VectorStoreTool(config, embeddings=embeddings, project_dir=tmp_path)
+        await tool.initialize()
+        output = await tool.search("holodeck note about deck 3")
+    assert output.startswith(f"Found {overrides['top_k']} result(s)")
+    (request,) = server.requests
+    assert len(request.documents) == candidates
 
 
 async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
