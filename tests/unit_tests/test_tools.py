@@ -195,9 +195,84 @@ async def test_embedding_failure_is_a_runtime_error_with_cause(docs: Path, tmp_p
         make_config(docs), embeddings=QueryFails(), project_dir=tmp_path, home_dir=tmp_path
     )
     await tool.initialize()
-    with pytest.raises(RuntimeError, match="model server unavailable") as info:
+    expected = r"^Failed to generate query embedding: ConnectionError: model server unavailable$"
+    with pytest.raises(RuntimeError, match=expected) as info:
         await tool.search("holodeck")
     assert isinstance(info.value.__cause__, ConnectionError)
+    with pytest.raises(RuntimeError, match=expected):
+        tool.search_sync("holodeck")
+
+
+class _SearchFails(MatrixVectorStore):
+    def similarity_search_with_score_by_vector(self, *args: Any, **kwargs: Any) -> Any:
+        msg = "index went away"
+        raise OSError(msg)
+
+
+async def test_a_failing_store_is_a_search_failure_not_an_embedding_failure(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    tool = VectorStoreTool(make_config(docs), vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
+        await tool.search("holodeck")
+
+
+class _ModelDown(HashingEmbeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        msg = "embedding service unavailable"
+        raise ConnectionError(msg)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+async def test_initialize_fails_fast_when_no_chunk_can_be_embedded(
+    docs: Path, tmp_path: Path
+) -> None:
+    tool = VectorStoreTool(
+        make_config(docs), embeddings=_ModelDown(), project_dir=tmp_path, home_dir=tmp_path
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=r"^Failed to generate embeddings: ConnectionError: embedding service unavailable ",
+    ) as info:
+        await tool.initialize()
+    assert isinstance(info.value.__cause__, ConnectionError)
+    assert not tool.is_initialized
+    assert tool.last_sync_result is not None
+    assert tool.last_sync_result.failed > 0
+    assert tool.last_sync_result.added == 0
+
+
+async def test_partial_embedding_failures_are_counted_not_raised(tmp_path: Path) -> None:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    for n in range(60):  # one chunk each: a batch of 50, then a batch of 10
+        marker = " POISON" if n == 59 else ""
+        (corpus / f"note_{n:02}.txt").write_text(f"Holodeck note {n}.{marker}\n")
+    embeddings = HashingEmbeddings(fail_on="POISON")  # the model refuses the second batch
+    tool = VectorStoreTool(
+        make_config(corpus), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    result = await tool.initialize()
+    assert (result.added, result.failed) == (50, 10)
+    assert tool.is_initialized
+
+
+async def test_a_failing_store_write_is_counted_not_blamed_on_the_model(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    class WriteFails(MatrixVectorStore):
+        def add_vectors(self, *args: Any, **kwargs: Any) -> list[str]:
+            msg = "disk full"
+            raise OSError(msg)
+
+    tool = VectorStoreTool(make_config(docs), vector_store=WriteFails(embeddings))
+    result = await tool.initialize()  # the model answers the probe: the store is to blame
+    assert result.failed > 0
+    assert result.added == 0
+    assert "OSError: disk full" in result.errors[0]
 
 
 async def test_store_dir_persists_across_instances(
