@@ -79,6 +79,7 @@ class _DocumentTool(Generic[ConfigT]):
         self._cache: ByteStore | None = None
         self._saved_version: int | None = None
         self._model_id: str | None = None
+        self._dimension: int | None = None
         self.is_initialized = False
         self.document_count = 0
         self.last_ingest_time: datetime | None = None
@@ -218,6 +219,7 @@ class _DocumentTool(Generic[ConfigT]):
                 raise RuntimeError(msg) from error
             raise
         self._warn_about_rerank_top_n()
+        self._match_dimension(store, force_ingest=force_ingest)
         if force_ingest and self._cache is not None:
             self._cache.mdelete(list(self._cache.yield_keys()))  # re-embed means re-embed
         pipeline = IngestionPipeline(
@@ -241,6 +243,44 @@ class _DocumentTool(Generic[ConfigT]):
         self.is_initialized = True
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
+
+    def _match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
+
+        Raises:
+            EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
+                or the store is shared with corpora of the old width.
+        """
+        from langchain_holodeck.errors import EmbeddingModelMismatchError
+        from langchain_holodeck.vectorstores.dimensions import (
+            embedding_dimension,
+            rebuild_for_dimension,
+            stored_dimension,
+        )
+
+        have = stored_dimension(store)
+        if have is None:
+            return
+        if self._dimension is None:
+            # the store's own embeddings write the vectors (a given store brings its own)
+            self._dimension = embedding_dimension(store.embeddings or self._embeddings)  # type: ignore[arg-type]  # _resolve_store sets one
+        if have == self._dimension:
+            return
+        if not force_ingest:
+            msg = (
+                f"{self.name}: the vector store ({self.backend}) holds {have}-dimensional "
+                f"vectors but the embedding model {self._model_id!r} makes "
+                f"{self._dimension}-dimensional ones; re-run with force_ingest=True "
+                "(CLI: --force-ingest) to rebuild this corpus's vectors."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        logger.warning(
+            "%s: rebuilding the vector store for %d-dimensional vectors (was %d).",
+            self.name,
+            self._dimension,
+            have,
+        )
+        rebuild_for_dimension(store, namespace=self.name, dimension=self._dimension)
 
     def _after_ingest(self, store: VectorStore) -> bool:
         """Save the in-memory store to ``store_dir`` if it changed; return whether it did."""

@@ -161,10 +161,11 @@ async def test_threshold_message_only_when_the_tools_own_chunks_match(
     docs: Path, embeddings: HashingEmbeddings, tmp_path: Path
 ) -> None:
     store = MatrixVectorStore(embeddings)
-    strict = VectorStoreTool(
-        make_config(docs, name="strict", min_similarity_score=0.99), vector_store=store
+    config = make_config(docs, name="strict", min_similarity_score=0.99)
+    strict = VectorStoreTool(config, embeddings=embeddings, vector_store=store)
+    other = VectorStoreTool(
+        make_config(docs, name="other"), embeddings=embeddings, vector_store=store
     )
-    other = VectorStoreTool(make_config(docs, name="other"), vector_store=store)
     await strict.initialize()
     await other.initialize()
     assert await strict.search("zebra quantum") == "No results above similarity threshold 0.99"
