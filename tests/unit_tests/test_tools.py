@@ -205,9 +205,11 @@ async def test_embedding_failure_is_a_runtime_error_with_cause(docs: Path, tmp_p
 
 
 class _SearchFails(MatrixVectorStore):
-    def similarity_search_with_score_by_vector(self, *args: Any, **kwargs: Any) -> Any:
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
         msg = "index went away"
         raise OSError(msg)
+
+    search_ids_by_vector = similarity_search_with_score_by_vector = _fail
 
 
 async def test_a_failing_store_is_a_search_failure_not_an_embedding_failure(
@@ -365,7 +367,7 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
         page_content="(a) text",
         metadata={
             "source_path": "act.md",
-            "fused_score": 0.01639,
+            "fused_score": 0.8125,
             "semantic_score": 0.9,
             "parent_chain": ["Act", "Section 201. Start"],
             "section_id": "201(a)",
@@ -377,7 +379,7 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
     )
     assert format_results([hit, expanded], hybrid=True) == (
         "Found 2 result(s):\n\n"
-        "[1] Score: 0.0164 | Source: act.md | "
+        "[1] Score: 0.81 | Source: act.md | "
         "Section: Act \u203a Section 201. Start \u203a 201(a)\n"
         "(a) text\n\n"
         "[2] Cross-reference (1 hop) | Source: act.md | Section: 202(b)\n(b) other"
