@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.stores import InMemoryByteStore
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
+from langchain_holodeck.embeddings import CachedEmbeddings, LocalEmbeddings
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -119,3 +121,5 @@ def test_embedding_dimension_reads_settings_before_probing() -> None:
 
     assert embedding_dimension(HashingEmbeddings(12)) == 12
     assert embedding_dimension(Probed()) == 7
+    assert embedding_dimension(LocalEmbeddings()) == 384  # the default: no model load
+    assert embedding_dimension(CachedEmbeddings(HashingEmbeddings(5), InMemoryByteStore())) == 5
