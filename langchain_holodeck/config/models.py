@@ -21,9 +21,23 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
+from langchain_holodeck.config._backends import (
+    DatabaseConfig,
+    DatabaseProviderConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    KeywordIndexConfig,
+    KeywordIndexProviderConfig,
+    OpenSearchKeywordIndexConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
+    default_keyword_index,
+    default_keyword_provider,
+)
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -35,8 +49,6 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
-    KeywordIndexConfig,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
@@ -55,8 +67,15 @@ __all__ = [
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
+    "DatabaseProviderConfig",
     "HierarchicalDocumentToolConfig",
+    "InMemoryDatabaseConfig",
+    "InMemoryKeywordIndexConfig",
     "KeywordIndexConfig",
+    "KeywordIndexProviderConfig",
+    "OpenSearchKeywordIndexConfig",
+    "RedisDatabaseConfig",
+    "RedisKeywordIndexConfig",
     "RerankerConfig",
     "SearchWeights",
     "ToolConfig",
@@ -91,6 +110,10 @@ class _SearchToolConfig(BaseModel):
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
+    corpus_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
+    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
@@ -189,14 +212,18 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
-    """Keyword index backend."""
+    keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
+    """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
     expand_limit: int = Field(default=10, ge=1, le=100)
     """At most this many chunks reached by expansion (the nearest) follow the hits."""
+
+    _keyword_provider_default = field_validator("keyword_index", mode="before")(
+        default_keyword_provider
+    )
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
@@ -247,6 +274,14 @@ class AgentConfig(BaseModel):
                 raise ValueError(msg)
             first[tool.name] = index
         return self
+
+
+class _VectorstoreSection(BaseModel):
+    """The ``vectorstore:`` section of ``.holodeck/config.yaml`` (errors name ``vectorstore.*``)."""
+
+    model_config = MODEL_CONFIG
+
+    vectorstore: DatabaseConfig
 
 
 def load_agent_config(
@@ -306,7 +341,8 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
-    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore", used=used)
+    wrapped = {"vectorstore": data}
+    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
 
 
 def resolve_database_config(
@@ -353,12 +389,15 @@ def config_reference_markdown() -> str:
             AgentConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
-            DatabaseConfig,
+            InMemoryDatabaseConfig,
+            RedisDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
             SearchWeights,
-            KeywordIndexConfig,
+            InMemoryKeywordIndexConfig,
+            RedisKeywordIndexConfig,
+            OpenSearchKeywordIndexConfig,
         ]
     )
 

@@ -169,7 +169,8 @@ async def test_threshold_message_only_when_the_tools_own_chunks_match(
     await strict.initialize()
     await other.initialize()
     assert await strict.search("zebra quantum") == "No results above similarity threshold 0.99"
-    store.delete([d.id for d in store.iter_documents() if d.metadata["namespace"] == "strict"])
+    mine = strict.namespace
+    store.delete([d.id for d in store.iter_documents() if d.metadata["namespace"] == mine])
     assert store.document_count > 0  # only the other tool's chunks are left
     assert (
         await strict.search("zebra quantum") == "No relevant results found for query: zebra quantum"
