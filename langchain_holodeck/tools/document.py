@@ -261,14 +261,11 @@ class _DocumentTool(Generic[ConfigT]):
             EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
                 or the store is shared with corpora of the old width.
         """
+        from langchain_holodeck.embeddings import embedding_dimension
         from langchain_holodeck.errors import EmbeddingModelMismatchError
-        from langchain_holodeck.vectorstores.dimensions import (
-            embedding_dimension,
-            rebuild_for_dimension,
-            stored_dimension,
-        )
 
-        have = stored_dimension(store)
+        backend = self._backend or backend_for_store(store)
+        have = backend.vector_dimension(store)
         if have is None:
             return
         if self._dimension is None:
@@ -290,7 +287,7 @@ class _DocumentTool(Generic[ConfigT]):
             self._dimension,
             have,
         )
-        rebuild_for_dimension(store, namespace=self.namespace, dimension=self._dimension)
+        backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self._dimension)
 
     def _after_ingest(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""

@@ -11,16 +11,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryByteStore
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from langchain_holodeck.backends import MemoryBackend
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
-from langchain_holodeck.embeddings import CachedEmbeddings, LocalEmbeddings
+from langchain_holodeck.embeddings import CachedEmbeddings, LocalEmbeddings, embedding_dimension
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
-from langchain_holodeck.vectorstores.dimensions import (
-    embedding_dimension,
-    rebuild_for_dimension,
-    stored_dimension,
-)
 from tests.helpers import DATA_DIR, HashingEmbeddings
 
 FIX = r"force_ingest=True"
@@ -56,7 +52,7 @@ async def test_saved_in_memory_store_of_another_dimension_is_refused_then_rebuil
     assert "docs/api.md" in await changed.search("endpoint users GET POST requests")
     reloaded = vector_tool(docs, tmp_path, 32)  # the rebuilt store was saved at 32
     assert (await reloaded.initialize()).skipped == first.added
-    assert stored_dimension(reloaded._vector_store) == 32  # type: ignore[arg-type]
+    assert MemoryBackend().vector_dimension(reloaded.as_retriever().vector_store) == 32  # type: ignore[attr-defined]
 
 
 async def test_hierarchical_tool_recovers_too(tmp_path: Path) -> None:
@@ -107,7 +103,7 @@ def test_a_store_shared_with_another_corpus_is_not_rebuilt() -> None:
         ]
     )
     with pytest.raises(EmbeddingModelMismatchError, match=r"also holds chunks of 'other'"):
-        rebuild_for_dimension(store, namespace="kb", dimension=4)
+        MemoryBackend().rebuild_for_dimension(store, namespace="kb", dimension=4)
     assert (store.document_count, store.embedding_dimension) == (2, 8)
 
 
