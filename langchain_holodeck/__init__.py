@@ -4,7 +4,8 @@ Load a folder (``SourceLoader``), split it along its structure (``StructuredMark
 optionally contextualize each chunk (``ContextualChunkEnricher``), sync it idempotently into any
 vector store (``sync_documents``), and search it by meaning, keyword and section number
 (``HybridRetriever``), reranked (``create_reranker``) and exposed to agents (``VectorStoreTool``,
-``HierarchicalDocumentTool``).
+``HierarchicalDocumentTool``), with the few tools that matter chosen per model call by the same
+hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 """
 
 from langchain_holodeck.config import (
@@ -17,6 +18,7 @@ from langchain_holodeck.config import (
     RerankerConfig,
     SearchWeights,
     ToolConfig,
+    ToolSelectionConfig,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
     config_reference_markdown,
@@ -68,6 +70,10 @@ from langchain_holodeck.keyword_index import (
     RedisKeywordIndex,
 )
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
+from langchain_holodeck.middleware import (
+    HybridToolSelectorMiddleware,
+    build_tool_selector_middleware,
+)
 from langchain_holodeck.rerankers import (
     CohereReranker,
     RerankRetriever,
@@ -91,6 +97,7 @@ from langchain_holodeck.sync import (
     stable_id,
     sync_documents,
 )
+from langchain_holodeck.tool_selection import ToolMatch, ToolSelector, find_tool_mentions, tool_text
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool, load_tools
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
@@ -127,6 +134,7 @@ __all__ = [
     "HierarchicalDocumentToolConfig",
     "HolodeckError",
     "HybridRetriever",
+    "HybridToolSelectorMiddleware",
     "IndexNotBuiltError",
     "IngestProgress",
     "IngestionPipeline",
@@ -151,11 +159,15 @@ __all__ = [
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
+    "ToolMatch",
+    "ToolSelectionConfig",
+    "ToolSelector",
     "VLLMReranker",
     "VLLMRerankerConfig",
     "VectorStoreHandle",
     "VectorStoreTool",
     "VectorStoreToolConfig",
+    "build_tool_selector_middleware",
     "config_reference_markdown",
     "content_hash",
     "create_reranker",
@@ -164,6 +176,7 @@ __all__ = [
     "default_text_splitter",
     "embedding_model_id",
     "find_section_refs",
+    "find_tool_mentions",
     "load_agent_config",
     "load_project_database_config",
     "load_tools",
@@ -178,4 +191,5 @@ __all__ = [
     "scan_documents",
     "stable_id",
     "sync_documents",
+    "tool_text",
 ]

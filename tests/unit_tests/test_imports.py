@@ -1,6 +1,13 @@
 import langchain_holodeck
 
 EXPECTED_ALL = {
+    "tool_text",
+    "find_tool_mentions",
+    "ToolSelector",
+    "ToolMatch",
+    "build_tool_selector_middleware",
+    "HybridToolSelectorMiddleware",
+    "ToolSelectionConfig",
     "AgentConfig",
     "BM25KeywordIndex",
     "CachedEmbeddings",
