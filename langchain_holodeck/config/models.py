@@ -207,16 +207,18 @@ class ToolSelectionConfig(BaseModel):
 
     max_tools: int = Field(default=5, ge=1, le=128)
     """Tools selected per model call, besides ``always_include``."""
-    always_include: list[str] = Field(default_factory=list)
+    always_include: list[str] = []
     """Tool names always shown to the model; each must be one of the agent's tools."""
     history_turns: int = Field(default=0, ge=0, le=20)
     """Earlier user messages added to the selection query (0: the latest only)."""
     fetch_k: int = Field(default=20, ge=1, le=1000)
     """Candidates each leg (dense, BM25) contributes to the fusion."""
-    weights: tuple[float, float] = (0.5, 0.5)
-    """``[semantic, keyword]`` fusion weights."""
+    weights: tuple[float, float] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    )
+    """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
     mentions: bool = True
-    """Always select a tool the user names (``use `search_tickets```)."""
+    """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
 

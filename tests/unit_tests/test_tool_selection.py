@@ -95,7 +95,7 @@ def test_tool_text_has_name_words_description_and_argument_descriptions() -> Non
 
 def test_tool_text_splits_camel_case_names() -> None:
     @tool
-    def FinanceTool(ticker: str) -> str:  # noqa: N802 - MetaTool-style name
+    def FinanceTool(ticker: str) -> str:
         """Stock quotes."""
         return ticker
 
