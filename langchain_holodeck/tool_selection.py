@@ -173,6 +173,7 @@ class ToolSelector:
         self._keyword = BM25KeywordIndex()
         self._dense = MatrixVectorStore(self.embeddings)
         self._texts: dict[str, str] = {}  # tool name -> indexed text
+        self._known: dict[str, tuple[BaseTool, str]] = {}  # name -> (tool, its description)
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -190,38 +191,43 @@ class ToolSelector:
     def add_tools(self, tools: Sequence[BaseTool]) -> int:
         """Index ``tools``, replacing any tool of the same name; return how many were (re)indexed.
 
-        A tool whose text is unchanged is skipped (no embedding, no index write).
+        A tool whose text is unchanged is skipped (no embedding, no index write); the very
+        tool object added before, with the same description, is skipped without even
+        rendering its text, so calling this before every selection is cheap.
 
         Raises:
             TypeError: When an entry is not a ``BaseTool``.
             ValueError: When two entries share a name.
         """
-        docs = self._changed(tools)
-        if docs:
-            vectors = self.embeddings.embed_documents([d.page_content for d in docs])
-            self._write(docs, vectors)
-        return len(docs)
+        changed = self._changed(tools)
+        if changed:
+            vectors = self.embeddings.embed_documents([d.page_content for _, d in changed])
+            self._write(changed, vectors)
+        return len(changed)
 
     async def aadd_tools(self, tools: Sequence[BaseTool]) -> int:
         """Async :meth:`add_tools`: embeds with ``aembed_documents``."""
-        docs = self._changed(tools)
-        if docs:
-            vectors = await self.embeddings.aembed_documents([d.page_content for d in docs])
-            self._write(docs, vectors)
-        return len(docs)
+        changed = self._changed(tools)
+        if changed:
+            texts = [d.page_content for _, d in changed]
+            vectors = await self.embeddings.aembed_documents(texts)
+            self._write(changed, vectors)
+        return len(changed)
 
     def remove_tools(self, names: Iterable[str]) -> int:
         """Remove tools by name; unknown names are ignored. Return how many were removed."""
         with self._lock:
             gone = [n for n in dict.fromkeys(names) if self._texts.pop(n, None) is not None]
+            for name in gone:
+                self._known.pop(name, None)
             if gone:
                 self._keyword.delete(gone)
                 self._dense.delete(gone)
         return len(gone)
 
-    def _changed(self, tools: Sequence[BaseTool]) -> list[Document]:
+    def _changed(self, tools: Sequence[BaseTool]) -> list[tuple[BaseTool, Document]]:
         seen: dict[str, int] = {}
-        docs = []
+        changed: list[tuple[BaseTool, Document]] = []
         for i, tool in enumerate(tools):
             if not isinstance(tool, BaseTool):
                 msg = (
@@ -236,17 +242,24 @@ class ToolSelector:
                 )
                 raise ValueError(msg)
             seen[tool.name] = i
+            known = self._known.get(tool.name)
+            if known is not None and known[0] is tool and known[1] == tool.description:
+                continue  # the very tool indexed before: skip rendering its schema again
             text = tool_text(tool)
-            if self._texts.get(tool.name) != text:
-                docs.append(Document(id=tool.name, page_content=text))
-        return docs
+            if self._texts.get(tool.name) == text:
+                self._known[tool.name] = (tool, tool.description)
+            else:  # remembered once written (a failed embedding call must not hide it)
+                changed.append((tool, Document(id=tool.name, page_content=text)))
+        return changed
 
-    def _write(self, docs: list[Document], vectors: list[list[float]]) -> None:
+    def _write(self, changed: list[tuple[BaseTool, Document]], vectors: list[list[float]]) -> None:
+        docs = [doc for _, doc in changed]
         with self._lock:
             self._dense.add_vectors(docs, vectors)
             self._keyword.upsert(docs)
-            for doc in docs:
-                self._texts[doc.id] = doc.page_content  # type: ignore[index]  # ids set above
+            for tool, doc in changed:
+                self._texts[tool.name] = doc.page_content
+                self._known[tool.name] = (tool, tool.description)
         logger.debug("ToolSelector: indexed %d tool(s), %d in total", len(docs), len(self))
 
     # -- search -------------------------------------------------------------------------

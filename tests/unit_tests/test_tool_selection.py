@@ -279,3 +279,27 @@ def test_bad_arguments_name_the_value(selector: ToolSelector) -> None:
 def test_tool_match_is_a_value() -> None:
     a = ToolMatch("t", 0.1, 0.5, None, mentioned=False)
     assert a == ToolMatch("t", 0.1, 0.5, None, mentioned=False)
+
+
+def test_a_failed_embedding_call_indexes_nothing_and_is_retried() -> None:
+    embeddings = HashingEmbeddings(size=256, fail_on="helpdesk")
+    selector = ToolSelector(embeddings)
+    with pytest.raises(RuntimeError, match="helpdesk"):
+        selector.add_tools(TOOLS)
+    assert len(selector) == 0
+    embeddings.fail_on = None
+    assert selector.add_tools(TOOLS) == len(TOOLS)
+    assert selector.select("support tickets helpdesk", k=1)[0].name == "search_tickets"
+
+
+def test_a_tool_whose_description_changed_in_place_is_re_indexed() -> None:
+    @tool
+    def lookup(term: str) -> str:
+        """Dictionary definitions of words."""
+        return term
+
+    selector = ToolSelector(HashingEmbeddings(size=256))
+    selector.add_tools([lookup, get_weather])
+    lookup.description = "Train timetables and railway departures."
+    assert selector.add_tools([lookup, get_weather]) == 1
+    assert selector.select("railway timetables", k=1)[0].name == "lookup"
