@@ -35,10 +35,15 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     """Replays ``responses``; records the tool names bound before each model call."""
 
     bound: list[list[str]] = Field(default_factory=list)
+    calls: int = 0
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
         self.bound.append([t.name if isinstance(t, BaseTool) else t["name"] for t in tools])
         return self
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return super()._generate(*args, **kwargs)
 
 
 def answer(text: str = "done") -> AIMessage:
@@ -66,6 +71,12 @@ def test_only_the_selected_tools_reach_the_model() -> None:
     assert len(model.bound) == 1
     assert len(model.bound[0]) == 2
     assert "get_weather" in model.bound[0]
+
+
+def test_the_selection_itself_makes_no_model_call() -> None:
+    model = ScriptedChatModel(responses=[answer()])
+    run(model, middleware(max_tools=2), HumanMessage("translate a text into Italian"))
+    assert model.calls == 1  # the agent's own call; LLMToolSelectorMiddleware would make 2
 
 
 def test_selection_runs_before_every_model_call_and_tools_run() -> None:
