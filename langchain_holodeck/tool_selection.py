@@ -277,7 +277,7 @@ class ToolSelector:
 
         Returns:
             Up to ``max(k, mentions)`` matches; fewer when fewer tools are indexed (or
-            allowed). An empty or whitespace query returns mentions only, i.e. ``[]``.
+            allowed). An empty or whitespace query returns ``[]``.
 
         Raises:
             ValueError: When ``k`` is not a positive integer.

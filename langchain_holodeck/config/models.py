@@ -374,6 +374,7 @@ def config_reference_markdown() -> str:
     return render_models_markdown(
         [
             AgentConfig,
+            ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
             DatabaseConfig,
@@ -382,7 +383,6 @@ def config_reference_markdown() -> str:
             ContextModelConfig,
             SearchWeights,
             KeywordIndexConfig,
-            ToolSelectionConfig,
         ]
     )
 
