@@ -227,7 +227,7 @@ def retained_mb(build: Callable[[], object]) -> tuple[object, float, float, floa
 
 
 def speed(
-    tools: Sequence[BaseTool], queries: Sequence[str], model: LocalEmbeddings, *, cold: bool
+    tools: Sequence[BaseTool], queries: Sequence[str], model: LocalEmbeddings, *, cold_max: int
 ) -> None:
     synthetic = synthetic_tools(tools, max(SIZES) - len(tools))
     sets = {n: list(tools[:n]) if n <= len(tools) else [*tools, *synthetic][:n] for n in SIZES}
@@ -243,7 +243,7 @@ def speed(
     for n, toolset in sets.items():
         selector, seconds, kept, peak = retained_mb(lambda ts=toolset: _built(disk, ts))
         cold_s = None
-        if cold:
+        if n <= cold_max:
             start = time.perf_counter()
             ToolSelector(model, cache=InMemoryByteStore()).add_tools(toolset)
             cold_s = time.perf_counter() - start
@@ -311,7 +311,9 @@ def main() -> None:
     parser.add_argument("--metatool-dir", default=os.environ.get("METATOOL_DIR"))
     parser.add_argument("--queries", type=int, default=0, help="subsample (0: all 20,614)")
     parser.add_argument("--latency-queries", type=int, default=200)
-    parser.add_argument("--skip-cold", action="store_true", help="skip the cold-build column")
+    parser.add_argument(
+        "--cold-max", type=int, default=500, help="largest tool count to build cold (0: none)"
+    )
     parser.add_argument("--only", choices=["quality", "speed"], default=None)
     args = parser.parse_args()
     if not args.metatool_dir:
@@ -360,7 +362,7 @@ def main() -> None:
         quality(single, multi, systems, lambda q: any(m.mentioned for m in hybrid.select(q, k=1)))
     if args.only != "quality":
         sample = [q for q, _ in rng.sample(single, args.latency_queries)]
-        speed(tools, sample, model, cold=not args.skip_cold)
+        speed(tools, sample, model, cold_max=args.cold_max)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ vector store (``sync_documents``), and search it by meaning, keyword and section
 hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 """
 
+from typing import TYPE_CHECKING
+
 from langchain_holodeck.config import (
     AgentConfig,
     CohereRerankerConfig,
@@ -70,10 +72,6 @@ from langchain_holodeck.keyword_index import (
     RedisKeywordIndex,
 )
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
-from langchain_holodeck.middleware import (
-    HybridToolSelectorMiddleware,
-    build_tool_selector_middleware,
-)
 from langchain_holodeck.rerankers import (
     CohereReranker,
     RerankRetriever,
@@ -106,6 +104,12 @@ from langchain_holodeck.vectorstores import (
     create_vector_store_with_status,
     scan_documents,
 )
+
+if TYPE_CHECKING:
+    from langchain_holodeck.middleware import (
+        HybridToolSelectorMiddleware,
+        build_tool_selector_middleware,
+    )
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -193,3 +197,14 @@ __all__ = [
     "sync_documents",
     "tool_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The middleware subclasses langchain's AgentMiddleware, and importing langchain.agents
+    # loads langgraph (about a second): it is imported on first use, not with the package.
+    if name in ("HybridToolSelectorMiddleware", "build_tool_selector_middleware"):
+        from langchain_holodeck import middleware
+
+        return getattr(middleware, name)
+    msg = f"module 'langchain_holodeck' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -105,7 +105,7 @@ def test_importing_the_package_loads_no_heavy_optional_dependency() -> None:
     code = (
         "import sys, langchain_holodeck; "
         "print(','.join(m for m in ('torch', 'markitdown', 'sentence_transformers', 'redis', "
-        "'cohere', 'opensearchpy', 'openai') if m in sys.modules))"
+        "'cohere', 'opensearchpy', 'openai', 'langchain', 'langgraph') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
