@@ -36,3 +36,25 @@ def test_every_error_table_row_names_a_test_that_exists() -> None:
         path, name = node
         source = (ROOT / path).read_text(encoding="utf-8")
         assert re.search(rf"^(async )?def {name}\(", source, flags=re.M), f"{path}::{name}"
+
+
+def test_tool_selection_example_runs_and_its_results_hold() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    class Model(FakeMessagesListChatModel):
+        bound: list = []  # noqa: RUF012 - one instance per test
+
+        def bind_tools(self, tools, **kwargs):
+            self.bound.append([t.name for t in tools])
+            return self
+
+    section = README.split("## Tool selection for agents", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)\n```", section, flags=re.S)
+    checked = re.sub(r"^(.+?)  # -> (.+)$", r"assert (\1) == \2", code, flags=re.M)
+    assert checked.count("assert (") == 2
+    model = Model(responses=[AIMessage("It will rain.")])
+    namespace: dict = {"model": model}
+    exec(compile(checked, "README.md", "exec"), namespace)
+    namespace["agent"].invoke({"messages": [{"role": "user", "content": "rain in Oslo?"}]})
+    assert model.bound == [["get_weather"]]
