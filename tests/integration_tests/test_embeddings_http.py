@@ -86,3 +86,20 @@ async def test_embedding_api_down_at_query_time(
         await tool.search("which endpoint accepts GET")
     with pytest.raises(RuntimeError, match=expected):
         tool.search_sync("which endpoint accepts GET")
+
+
+@pytest.mark.redis
+async def test_embedding_api_down_when_a_new_redis_index_needs_its_dimension(
+    server: EmbeddingServer, docs: Path, tmp_path: Path, redis_url: str, redis_index_name: str
+) -> None:
+    server.mode = "error_500"
+    database = {"provider": "redis", "connection_string": redis_url, "index_name": redis_index_name}
+    config = VectorStoreToolConfig(
+        type="vectorstore", name="kb", source=str(docs), top_k=3, database=database
+    )
+    tool = VectorStoreTool(
+        config, embeddings=openai_embeddings(server), project_dir=tmp_path, home_dir=tmp_path
+    )
+    with pytest.raises(RuntimeError, match=r"^Failed to generate embeddings: InternalServerError"):
+        await tool.initialize()
+    assert not tool.is_initialized
