@@ -4,8 +4,11 @@ Load a folder (``SourceLoader``), split it along its structure (``StructuredMark
 optionally contextualize each chunk (``ContextualChunkEnricher``), sync it idempotently into any
 vector store (``sync_documents``), and search it by meaning, keyword and section number
 (``HybridRetriever``), reranked (``create_reranker``) and exposed to agents (``VectorStoreTool``,
-``HierarchicalDocumentTool``).
+``HierarchicalDocumentTool``), with the few tools that matter chosen per model call by the same
+hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 """
+
+from typing import TYPE_CHECKING
 
 from langchain_holodeck.backends import (
     Backend,
@@ -34,6 +37,7 @@ from langchain_holodeck.config import (
     RerankerConfig,
     SearchWeights,
     ToolConfig,
+    ToolSelectionConfig,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
     config_reference_markdown,
@@ -109,6 +113,7 @@ from langchain_holodeck.sync import (
     stable_id,
     sync_documents,
 )
+from langchain_holodeck.tool_selection import ToolMatch, ToolSelector, find_tool_mentions, tool_text
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool, load_tools
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
@@ -117,6 +122,12 @@ from langchain_holodeck.vectorstores import (
     create_vector_store_with_status,
     scan_documents,
 )
+
+if TYPE_CHECKING:
+    from langchain_holodeck.middleware import (
+        HybridToolSelectorMiddleware,
+        build_tool_selector_middleware,
+    )
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -148,6 +159,7 @@ __all__ = [
     "HierarchicalDocumentToolConfig",
     "HolodeckError",
     "HybridRetriever",
+    "HybridToolSelectorMiddleware",
     "InMemoryDatabaseConfig",
     "InMemoryKeywordIndexConfig",
     "IndexNotBuiltError",
@@ -179,12 +191,16 @@ __all__ = [
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
+    "ToolMatch",
+    "ToolSelectionConfig",
+    "ToolSelector",
     "VLLMReranker",
     "VLLMRerankerConfig",
     "VectorStoreHandle",
     "VectorStoreTool",
     "VectorStoreToolConfig",
     "backend_for_store",
+    "build_tool_selector_middleware",
     "config_reference_markdown",
     "content_hash",
     "corpus_namespace",
@@ -194,6 +210,7 @@ __all__ = [
     "default_text_splitter",
     "embedding_model_id",
     "find_section_refs",
+    "find_tool_mentions",
     "get_backend",
     "load_agent_config",
     "load_project_database_config",
@@ -212,4 +229,16 @@ __all__ = [
     "scan_documents",
     "stable_id",
     "sync_documents",
+    "tool_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The middleware subclasses langchain's AgentMiddleware, and importing langchain.agents
+    # loads langgraph (about a second): it is imported on first use, not with the package.
+    if name in ("HybridToolSelectorMiddleware", "build_tool_selector_middleware"):
+        from langchain_holodeck import middleware
+
+        return getattr(middleware, name)
+    msg = f"module 'langchain_holodeck' has no attribute {name!r}"
+    raise AttributeError(msg)

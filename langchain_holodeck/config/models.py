@@ -79,6 +79,7 @@ __all__ = [
     "RerankerConfig",
     "SearchWeights",
     "ToolConfig",
+    "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
     "config_reference_markdown",
@@ -223,6 +224,45 @@ ToolConfig: TypeAlias = Annotated[
 """Any tool of ``agent.yaml``, selected by its ``type`` key."""
 
 
+class ToolSelectionConfig(BaseModel):
+    """How ``HybridToolSelectorMiddleware`` picks the tools shown per model call (hybrid search).
+
+    Applies to every tool the agent is given: this file's tools and any others passed in.
+    """
+
+    model_config = MODEL_CONFIG
+
+    max_tools: int = Field(default=5, ge=1, le=128)
+    """Tools selected per model call, besides ``always_include``."""
+    always_include: list[str] = []
+    """Tool names always shown to the model; each must be one of the agent's tools."""
+    history_turns: int = Field(default=0, ge=0, le=20)
+    """Earlier user messages added to the selection query (0: the latest only)."""
+    fetch_k: int = Field(default=20, ge=1, le=1000)
+    """Candidates each leg (dense, BM25) contributes to the fusion."""
+    weights: tuple[float, float] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    )
+    """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
+    mentions: bool = True
+    """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+
+    @model_validator(mode="after")
+    def _valid_names_and_weights(self) -> ToolSelectionConfig:
+        seen: set[str] = set()
+        for name in self.always_include:
+            if name in seen:
+                msg = f"always_include lists {name!r} twice; list each tool once"
+                raise ValueError(msg)
+            seen.add(name)
+        if any(w < 0 for w in self.weights) or not any(w > 0 for w in self.weights):
+            msg = f"weights must be two numbers >= 0, at least one > 0, got {list(self.weights)}"
+            raise ValueError(msg)
+        return self
+
+
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
@@ -242,6 +282,8 @@ class AgentConfig(BaseModel):
     """Agent model section (free-form, not used by this package; hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
     """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    tool_selection: ToolSelectionConfig | None = None
+    """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -368,6 +410,7 @@ def config_reference_markdown() -> str:
     return render_models_markdown(
         [
             AgentConfig,
+            ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
             InMemoryDatabaseConfig,

@@ -1,6 +1,13 @@
 import langchain_holodeck
 
 EXPECTED_ALL = {
+    "tool_text",
+    "find_tool_mentions",
+    "ToolSelector",
+    "ToolMatch",
+    "build_tool_selector_middleware",
+    "HybridToolSelectorMiddleware",
+    "ToolSelectionConfig",
     "AgentConfig",
     "BM25KeywordIndex",
     "Backend",
@@ -114,7 +121,7 @@ def test_importing_the_package_loads_no_heavy_optional_dependency() -> None:
     code = (
         "import sys, langchain_holodeck; "
         "print(','.join(m for m in ('torch', 'markitdown', 'sentence_transformers', 'redis', "
-        "'cohere', 'opensearchpy', 'openai') if m in sys.modules))"
+        "'cohere', 'opensearchpy', 'openai', 'langchain', 'langgraph') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
