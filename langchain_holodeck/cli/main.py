@@ -407,10 +407,11 @@ def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
         store_dir=str(_tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    from langchain_holodeck._persist import atomic_write_bytes
+
     store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".{MANIFEST_NAME}.tmp"
-    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(store / MANIFEST_NAME)
+    text = json.dumps(asdict(manifest), indent=2) + "\n"
+    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
 
 
 def _model_id(target: _Target) -> str:
