@@ -362,6 +362,24 @@ def _id_from_title(title: str) -> str:
     return ""
 
 
+_BOX_EDGE = re.compile(r"^[ \t]*\*{10,}[ \t]*$")
+_BOX_LINE = re.compile(r"^[ \t]*\*(?:[ \t](?P<inner>.*?))?[ \t]*\*[ \t]*$")
+
+
+def _unboxed(raw: str) -> str:
+    """A line without the frame of a comment box (``*  6. Disclaimer  *``; ``****`` is blank).
+
+    MPL-2.0 boxes its sections 6 and 7 this way; their headings are headings all the same.
+    """
+    line = raw.rstrip()
+    if len(line) < 20:
+        return line
+    if _BOX_EDGE.match(line):
+        return ""
+    boxed = _BOX_LINE.match(line)
+    return (boxed["inner"] or "").strip() if boxed else line
+
+
 def _run_in_title(rest: str) -> int:
     """Where the body starts in ``Grant of Copyright License. Subject to ...``; 0 if not so.
 
@@ -463,7 +481,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
     prev_line = ""
     i = 0
     while i < len(lines):
-        line = lines[i].rstrip()
+        line = _unboxed(lines[i])
         start = offsets[i]
         if fence is not None:
             closing = _FENCE_OPEN.match(line)
@@ -486,7 +504,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
             continue
 
         opens_paragraph = prev_blank or prev_heading
-        next_line = lines[i + 1].rstrip() if i + 1 < len(lines) else None
+        next_line = _unboxed(lines[i + 1]) if i + 1 < len(lines) else None
         candidate: _Candidate | None = None
         consumed = 1
         atx = _ATX.match(line)
@@ -561,7 +579,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
                     clause_stack.append((_label_kind(label, clause_stack), label))
         prev_blank = False
         prev_heading = is_heading
-        prev_line = lines[i + consumed - 1].rstrip()
+        prev_line = _unboxed(lines[i + consumed - 1])
         i += consumed
 
     sections: list[Section] = []

@@ -225,3 +225,15 @@ def test_numbered_heading_underlined_like_setext_consumes_the_underline() -> Non
 def test_headings_with_this_in_their_title() -> None:
     text = "14. Revised Versions of this License.\n\nThe Foundation may publish versions.\n"
     assert [s.section_id for s in parse_sections(text)] == ["14"]
+
+
+def test_headings_inside_a_comment_box() -> None:
+    text = (
+        "5.3. End\n\nText.\n\n" + "*" * 40 + "\n*" + " " * 38 + "*\n"
+        "*  6. Disclaimer of Warranty            *\n"
+        "*  -------------------------            *\n"
+        "*  Covered Software is provided as is.  *\n" + "*" * 40 + "\n"
+    )
+    sections = parse_sections(text)
+    assert [s.section_id for s in sections] == ["5.3", "6"]
+    assert sections[1].title == "6. Disclaimer of Warranty"
