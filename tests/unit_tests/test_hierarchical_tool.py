@@ -172,3 +172,42 @@ async def test_enrichment_cost_is_logged_before_any_llm_call(
     assert line.startswith(f"contextual enrichment: {result.added} LLM calls (0 cached)")
     assert llm.calls == result.added
     assert events.index("contexts") < events.index("embeddings")
+
+
+LICENSES = Path("/usr/share/common-licenses")
+
+
+@pytest.mark.parametrize(
+    "query", ["what does Operator mean?", "define Operator", "Operator definition"]
+)
+async def test_definition_question_returns_the_defining_chunk_and_shows_the_term(
+    tool: HierarchicalDocumentTool, query: str
+) -> None:
+    await tool.initialize()
+    docs = await tool.as_retriever().ainvoke(query)
+    assert "operator" in [t.lower() for t in docs[0].metadata["defined_terms"]]
+    text = await tool.search(query)
+    terms = text.split("\n\nDefined terms:\n", 1)[1]
+    assert terms.startswith('- "Operator" (')
+    assert "the crew member who starts a simulation" in terms
+
+
+@pytest.mark.skipif(not (LICENSES / "MPL-2.0").exists(), reason="needs Debian's common-licenses")
+async def test_mpl_sections_and_definitions_are_found(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    source = tmp_path / "licenses"
+    source.mkdir()
+    shutil.copy(LICENSES / "MPL-2.0", source / "MPL-2.0.txt")
+    tool = HierarchicalDocumentTool(
+        make_config(source), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    retriever = tool.as_retriever()
+    top = retriever.invoke("Section 3.1")[0]
+    assert top.metadata["section_id"] == "3.1"
+    assert top.page_content.lstrip("-\n ").startswith(("3. Responsibilities", "3.1."))
+    top = retriever.invoke("what does Larger Work mean?")[0]
+    assert top.metadata["section_id"] == "1.7"
+    assert top.metadata["chunk_type"] == "definition"
+    assert "requirement" in {d.metadata["chunk_type"] for d in retriever.invoke("You must", k=10)}
