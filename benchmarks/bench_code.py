@@ -84,25 +84,32 @@ def ours(
     secs = time.perf_counter() - started
     if sweep:
         print("\nSweep over the tool's own indexes (dev only):\n")
-        print("| weights (sem, kw, exact) | rrf_k | Pass@5 | Pass@10 | Pass@20 | nDCG@10 |")
-        print("|---|---:|---:|---:|---:|---:|")
         base = retriever
-        for weights, rrf_k in [
-            ((0.5, 0.5, 0.2), 60),
-            ((0.5, 0.5, 0.0), 60),
-            ((0.6, 0.4, 0.2), 60),
-            ((0.7, 0.3, 0.2), 60),
-            ((0.5, 0.5, 0.2), 20),
-            ((0.6, 0.4, 0.2), 20),
+        print(
+            "| weights (sem, kw, exact) | rrf_k | fetch_k | Pass@5 | Pass@10 | Pass@20 | nDCG@10 |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for weights, rrf_k, fetch_k in [
+            ((0.5, 0.5, 0.2), 60, 50),
+            ((0.5, 0.5, 0.0), 60, 50),
+            ((0.6, 0.4, 0.2), 60, 50),
+            ((0.7, 0.3, 0.2), 60, 50),
+            ((0.5, 0.5, 0.2), 20, 50),
+            ((0.6, 0.4, 0.2), 20, 50),
+            ((0.5, 0.5, 0.2), 60, 200),
+            ((0.6, 0.4, 0.2), 20, 200),
         ]:
-            variant = base.model_copy(update={"weights": weights, "rrf_k": rrf_k})
+            variant = base.model_copy(
+                update={"weights": weights, "rrf_k": rrf_k, "fetch_k": fetch_k}
+            )
 
             def search_variant(query: str, variant=variant) -> list[str]:
                 ranked = [by_file[d.metadata["source_path"]] for d in variant.invoke(query, k=50)]
                 return list(dict.fromkeys(ranked))
 
             values = scores(run_all(pairs, search_variant), pairs)
-            print(f"| {weights} | {rrf_k} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+            cells = " | ".join(f"{v:.3f}" for v in values)
+            print(f"| {weights} | {rrf_k} | {fetch_k} | {cells} |")
     return runs, secs
 
 
