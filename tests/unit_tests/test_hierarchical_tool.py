@@ -44,7 +44,7 @@ def tool(legal: Path, embeddings: HashingEmbeddings, tmp_path: Path) -> Hierarch
         ("Section 203(a)(1)", "203(a)(1)"),
         ("what does § 202 say", "202(a)"),  # 202's bare heading opens the 202(a) chunk
         ("section 201(b)", "201(b)"),
-        ("Section 102", "102"),
+        ("Section 102", "102(a)"),  # 102's heading and "In this Act:" open the 102(a) chunk
     ],
 )
 async def test_exact_section_lookup_is_the_top_result(
