@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import source_path
 from langchain_holodeck.tools.formatting import result_score, shown_text
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ _DEFAULT_STAGE = ("embeddings", "chunk")
 def result_record(rank: int, document: Document, *, hybrid: bool) -> dict[str, Any]:
     """One ``search --json`` object: the keys of ``JSON_KEYS``, JSON-serializable values."""
     meta = document.metadata
-    source = meta.get("source_path", meta.get("source"))
+    source = source_path(meta) or None
     return {
         "rank": rank,
         "id": document.id,
