@@ -58,8 +58,8 @@ BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results 
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
-its configured database (Redis: falls back to memory with a warning when unreachable; the
-in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
+its configured database (Redis: falls back to memory with a warning when unreachable, or
+fails with `fallback_to_memory: false`; the in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
 configured source (resolved against the working directory); otherwise the configured source
 is used (resolved against the agent.yaml's directory).
 
