@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from langchain_holodeck._persist import (
+    atomic_write,
+    atomic_write_bytes,
+    generation_name,
+    remove_other_generations,
+)
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -491,6 +497,10 @@ class BM25KeywordIndex:
     def save(self, directory: str | Path) -> Path:
         """Write the index (term ids per chunk, vocabulary, settings) under ``directory``.
 
+        Atomic: the token arrays go to a new ``bm25_tokens-<gen>.npz``, then
+        ``bm25_index.json`` (which names it) is replaced; a process killed in between leaves
+        the previous save loadable and consistent.
+
         Returns:
             The directory written to. Loading rebuilds the score matrix (about a second per
             100k chunks), so the files stay small and engine-independent; no pickle is used.
@@ -513,8 +523,16 @@ class BM25KeywordIndex:
             }
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
         flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        np.savez(path / _TOKENS_FILE, tokens=flat.astype(np.int32), lengths=lengths)
-        (path / _META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+        # the tokens go to a new generation file; the JSON names it and is replaced last, so a
+        # kill in between leaves the previous save whole
+        tokens_name = generation_name(_TOKENS_FILE.removesuffix(".npz"), ".npz")
+        atomic_write(
+            path / tokens_name,
+            lambda f: np.savez(f, tokens=flat.astype(np.int32), lengths=lengths),
+        )
+        meta["tokens_file"] = tokens_name
+        atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
+        remove_other_generations(path, "bm25_tokens*.npz", keep={tokens_name})
         return path
 
     @classmethod
@@ -534,7 +552,7 @@ class BM25KeywordIndex:
         if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
             msg = f"{str(meta_file)!r} is not a saved BM25KeywordIndex (format {_FORMAT!r})."
             raise ValueError(msg)
-        with np.load(path / _TOKENS_FILE, allow_pickle=False) as npz:
+        with np.load(path / meta.get("tokens_file", _TOKENS_FILE), allow_pickle=False) as npz:
             flat, lengths = npz["tokens"], npz["lengths"]
         index = cls(
             engine=meta["engine"],

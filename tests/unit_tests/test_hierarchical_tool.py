@@ -174,6 +174,19 @@ async def test_enrichment_cost_is_logged_before_any_llm_call(
     assert events.index("contexts") < events.index("embeddings")
 
 
+@pytest.mark.parametrize(("expand_limit", "expanded"), [(1, 1), (2, 2), (100, 5)])
+async def test_expand_limit_from_the_config_caps_the_expanded_chunks(
+    legal: Path, embeddings: HashingEmbeddings, tmp_path: Path, expand_limit: int, expanded: int
+) -> None:
+    config = make_config(legal, expand_hops=3, expand_direction="both", expand_limit=expand_limit)
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    docs = await tool.as_retriever().ainvoke("operator shall")
+    assert sum(1 for d in docs if d.metadata["expansion_hops"]) == expanded
+
+
 LICENSES = Path("/usr/share/common-licenses")
 
 

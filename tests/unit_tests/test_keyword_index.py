@@ -158,6 +158,29 @@ def test_save_and_load_round_trip(index: BM25KeywordIndex, tmp_path) -> None:
     assert "later" in {h.id for h in loaded.search("replicator", k=5)}
 
 
+def test_save_killed_between_its_two_files_leaves_the_previous_save(
+    index: BM25KeywordIndex, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import langchain_holodeck.keyword_index.bm25 as bm25_module
+
+    index.save(tmp_path / "kw")
+    before = [h.id for h in index.search("officer program", k=10)]
+    index.upsert([Document(id="new", page_content="officer program officer program")])
+
+    def killed(*_args: object) -> None:
+        raise KeyboardInterrupt  # the tokens file is written, the JSON never is
+
+    monkeypatch.setattr(bm25_module, "atomic_write_bytes", killed)
+    with pytest.raises(KeyboardInterrupt):
+        index.save(tmp_path / "kw")
+    monkeypatch.undo()
+    loaded = BM25KeywordIndex.load(tmp_path / "kw")
+    assert [h.id for h in loaded.search("officer program", k=10)] == before
+    index.save(tmp_path / "kw")  # the next save completes and leaves one generation
+    assert len(list((tmp_path / "kw").glob("bm25_tokens*.npz"))) == 1
+    assert "new" in {h.id for h in BM25KeywordIndex.load(tmp_path / "kw").search("officer", k=10)}
+
+
 def test_load_errors(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="no saved BM25KeywordIndex"):
         BM25KeywordIndex.load(tmp_path)
