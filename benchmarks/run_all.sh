@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
-for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups code rerank; do
+for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups symbols code rerank; do
   echo "### bench_$bench"
   python "benchmarks/bench_$bench.py"
   echo
