@@ -4,19 +4,40 @@ Load a folder (``SourceLoader``), split it along its structure (``StructuredMark
 optionally contextualize each chunk (``ContextualChunkEnricher``), sync it idempotently into any
 vector store (``sync_documents``), and search it by meaning, keyword and section number
 (``HybridRetriever``), reranked (``create_reranker``) and exposed to agents (``VectorStoreTool``,
-``HierarchicalDocumentTool``).
+``HierarchicalDocumentTool``), with the few tools that matter chosen per model call by the same
+hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 """
 
+from typing import TYPE_CHECKING
+
+from langchain_holodeck.backends import (
+    Backend,
+    BackendCapabilities,
+    BackendUnavailableError,
+    KeywordIndexProvider,
+    NamespaceFilteredStore,
+    backend_for_store,
+    get_backend,
+    open_vector_store,
+    register_backend,
+    register_keyword_index,
+)
 from langchain_holodeck.config import (
     AgentConfig,
     CohereRerankerConfig,
     ContextModelConfig,
     DatabaseConfig,
     HierarchicalDocumentToolConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
     KeywordIndexConfig,
+    OpenSearchKeywordIndexConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
     RerankerConfig,
     SearchWeights,
     ToolConfig,
+    ToolSelectionConfig,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
     config_reference_markdown,
@@ -31,6 +52,7 @@ from langchain_holodeck.contextual import (
     EnrichmentResult,
     EnrichmentStats,
 )
+from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.definitions import (
     Definition,
     DefinitionExtractor,
@@ -91,6 +113,7 @@ from langchain_holodeck.sync import (
     stable_id,
     sync_documents,
 )
+from langchain_holodeck.tool_selection import ToolMatch, ToolSelector, find_tool_mentions, tool_text
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool, load_tools
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
@@ -100,12 +123,21 @@ from langchain_holodeck.vectorstores import (
     scan_documents,
 )
 
+if TYPE_CHECKING:
+    from langchain_holodeck.middleware import (
+        HybridToolSelectorMiddleware,
+        build_tool_selector_middleware,
+    )
+
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_PROMPT",
     "SUPPORTED_FILE_TYPES",
     "AgentConfig",
     "BM25KeywordIndex",
+    "Backend",
+    "BackendCapabilities",
+    "BackendUnavailableError",
     "CachedEmbeddings",
     "ChunkIndexedTextSplitter",
     "CohereReranker",
@@ -127,19 +159,27 @@ __all__ = [
     "HierarchicalDocumentToolConfig",
     "HolodeckError",
     "HybridRetriever",
+    "HybridToolSelectorMiddleware",
+    "InMemoryDatabaseConfig",
+    "InMemoryKeywordIndexConfig",
     "IndexNotBuiltError",
     "IngestProgress",
     "IngestionPipeline",
     "KeywordHit",
     "KeywordIndex",
     "KeywordIndexConfig",
+    "KeywordIndexProvider",
     "LocalEmbeddings",
     "LocalFileByteStore",
     "MatrixVectorStore",
+    "NamespaceFilteredStore",
     "NoSupportedFilesError",
     "OpenSearchKeywordIndex",
+    "OpenSearchKeywordIndexConfig",
     "RedisByteStore",
+    "RedisDatabaseConfig",
     "RedisKeywordIndex",
+    "RedisKeywordIndexConfig",
     "RerankRetriever",
     "RerankerConfig",
     "ResolvedReference",
@@ -151,31 +191,54 @@ __all__ = [
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
+    "ToolMatch",
+    "ToolSelectionConfig",
+    "ToolSelector",
     "VLLMReranker",
     "VLLMRerankerConfig",
     "VectorStoreHandle",
     "VectorStoreTool",
     "VectorStoreToolConfig",
+    "backend_for_store",
+    "build_tool_selector_middleware",
     "config_reference_markdown",
     "content_hash",
+    "corpus_namespace",
     "create_reranker",
     "create_vector_store",
     "create_vector_store_with_status",
     "default_text_splitter",
     "embedding_model_id",
     "find_section_refs",
+    "find_tool_mentions",
+    "get_backend",
     "load_agent_config",
     "load_project_database_config",
     "load_tools",
     "normalize_section_ref",
     "normalize_term",
+    "open_vector_store",
     "parse_sections",
     "plan_sync",
     "reciprocal_rank_fusion",
+    "register_backend",
+    "register_keyword_index",
     "resolve_cross_references",
     "resolve_database_config",
     "resolve_embeddings",
     "scan_documents",
     "stable_id",
     "sync_documents",
+    "tool_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The middleware subclasses langchain's AgentMiddleware, and importing langchain.agents
+    # loads langgraph (about a second): it is imported on first use, not with the package.
+    if name in ("HybridToolSelectorMiddleware", "build_tool_selector_middleware"):
+        from langchain_holodeck import middleware
+
+        return getattr(middleware, name)
+    msg = f"module 'langchain_holodeck' has no attribute {name!r}"
+    raise AttributeError(msg)

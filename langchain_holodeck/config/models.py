@@ -21,9 +21,23 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
+from langchain_holodeck.config._backends import (
+    DatabaseConfig,
+    DatabaseProviderConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    KeywordIndexConfig,
+    KeywordIndexProviderConfig,
+    OpenSearchKeywordIndexConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
+    default_keyword_index,
+    default_keyword_provider,
+)
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -35,8 +49,6 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
-    KeywordIndexConfig,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
@@ -55,11 +67,19 @@ __all__ = [
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
+    "DatabaseProviderConfig",
     "HierarchicalDocumentToolConfig",
+    "InMemoryDatabaseConfig",
+    "InMemoryKeywordIndexConfig",
     "KeywordIndexConfig",
+    "KeywordIndexProviderConfig",
+    "OpenSearchKeywordIndexConfig",
+    "RedisDatabaseConfig",
+    "RedisKeywordIndexConfig",
     "RerankerConfig",
     "SearchWeights",
     "ToolConfig",
+    "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
     "config_reference_markdown",
@@ -89,6 +109,10 @@ class _SearchToolConfig(BaseModel):
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
+    corpus_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
+    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
@@ -179,12 +203,16 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     fusion: Literal["rrf", "convex"] = "rrf"
     """``rrf``: weighted reciprocal rank fusion (k=60); ``convex``: weighted sum of each
     leg's normalized scores (Bruch et al., 2023)."""
-    keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
-    """Keyword index backend."""
+    keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
+    """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+
+    _keyword_provider_default = field_validator("keyword_index", mode="before")(
+        default_keyword_provider
+    )
 
     @model_validator(mode="after")
     def _fetch_k_covers_top_k(self) -> HierarchicalDocumentToolConfig:
@@ -213,6 +241,45 @@ ToolConfig: TypeAlias = Annotated[
 """Any tool of ``agent.yaml``, selected by its ``type`` key."""
 
 
+class ToolSelectionConfig(BaseModel):
+    """How ``HybridToolSelectorMiddleware`` picks the tools shown per model call (hybrid search).
+
+    Applies to every tool the agent is given: this file's tools and any others passed in.
+    """
+
+    model_config = MODEL_CONFIG
+
+    max_tools: int = Field(default=5, ge=1, le=128)
+    """Tools selected per model call, besides ``always_include``."""
+    always_include: list[str] = []
+    """Tool names always shown to the model; each must be one of the agent's tools."""
+    history_turns: int = Field(default=0, ge=0, le=20)
+    """Earlier user messages added to the selection query (0: the latest only)."""
+    fetch_k: int = Field(default=20, ge=1, le=1000)
+    """Candidates each leg (dense, BM25) contributes to the fusion."""
+    weights: tuple[float, float] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    )
+    """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
+    mentions: bool = True
+    """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+
+    @model_validator(mode="after")
+    def _valid_names_and_weights(self) -> ToolSelectionConfig:
+        seen: set[str] = set()
+        for name in self.always_include:
+            if name in seen:
+                msg = f"always_include lists {name!r} twice; list each tool once"
+                raise ValueError(msg)
+            seen.add(name)
+        if any(w < 0 for w in self.weights) or not any(w > 0 for w in self.weights):
+            msg = f"weights must be two numbers >= 0, at least one > 0, got {list(self.weights)}"
+            raise ValueError(msg)
+        return self
+
+
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
@@ -232,6 +299,8 @@ class AgentConfig(BaseModel):
     """Agent model section (free-form, not used by this package; hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
     """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    tool_selection: ToolSelectionConfig | None = None
+    """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -245,6 +314,14 @@ class AgentConfig(BaseModel):
                 raise ValueError(msg)
             first[tool.name] = index
         return self
+
+
+class _VectorstoreSection(BaseModel):
+    """The ``vectorstore:`` section of ``.holodeck/config.yaml`` (errors name ``vectorstore.*``)."""
+
+    model_config = MODEL_CONFIG
+
+    vectorstore: DatabaseConfig
 
 
 def load_agent_config(
@@ -304,7 +381,8 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
-    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore", used=used)
+    wrapped = {"vectorstore": data}
+    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
 
 
 def resolve_database_config(
@@ -349,14 +427,18 @@ def config_reference_markdown() -> str:
     return render_models_markdown(
         [
             AgentConfig,
+            ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
-            DatabaseConfig,
+            InMemoryDatabaseConfig,
+            RedisDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
             SearchWeights,
-            KeywordIndexConfig,
+            InMemoryKeywordIndexConfig,
+            RedisKeywordIndexConfig,
+            OpenSearchKeywordIndexConfig,
         ]
     )
 

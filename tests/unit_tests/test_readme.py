@@ -25,3 +25,25 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second() -> None:
     assert commands[0].startswith('pip install -e ".[local]" && python examples/quickstart.py')
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1].replace('"', "") in ci.replace('"', "").replace("-q ", "")
+
+
+def test_tool_selection_example_runs_and_its_results_hold() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    class Model(FakeMessagesListChatModel):
+        bound: list = []  # noqa: RUF012 - one instance per test
+
+        def bind_tools(self, tools, **kwargs):
+            self.bound.append([t.name for t in tools])
+            return self
+
+    section = README.split("## Tool selection for agents", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)\n```", section, flags=re.S)
+    checked = re.sub(r"^(.+?)  # -> (.+)$", r"assert (\1) == \2", code, flags=re.M)
+    assert checked.count("assert (") == 2
+    model = Model(responses=[AIMessage("It will rain.")])
+    namespace: dict = {"model": model}
+    exec(compile(checked, "README.md", "exec"), namespace)
+    namespace["agent"].invoke({"messages": [{"role": "user", "content": "rain in Oslo?"}]})
+    assert model.bound == [["get_weather"]]
