@@ -98,10 +98,14 @@ from langchain_holodeck.rerankers import (
 )
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.splitters import (
+    CODE_LANGUAGES,
     ChunkIndexedTextSplitter,
     Section,
+    SourceCodeSplitter,
     StructuredMarkdownSplitter,
+    Symbol,
     default_text_splitter,
+    find_symbols,
     parse_sections,
 )
 from langchain_holodeck.sync import (
@@ -130,6 +134,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CODE_LANGUAGES",
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_PROMPT",
     "SUPPORTED_FILE_TYPES",
@@ -185,9 +190,11 @@ __all__ = [
     "ResolvedReference",
     "SearchWeights",
     "Section",
+    "SourceCodeSplitter",
     "SourceFile",
     "SourceLoader",
     "StructuredMarkdownSplitter",
+    "Symbol",
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
@@ -210,6 +217,7 @@ __all__ = [
     "default_text_splitter",
     "embedding_model_id",
     "find_section_refs",
+    "find_symbols",
     "find_tool_mentions",
     "get_backend",
     "load_agent_config",

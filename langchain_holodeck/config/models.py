@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -101,7 +101,9 @@ class _SearchToolConfig(BaseModel):
     """Selects the tool kind."""
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
-    description: str = Field(min_length=1)
+    description: str = Field(
+        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+    )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
@@ -130,6 +132,18 @@ class _SearchToolConfig(BaseModel):
     """Text the reranker reads: the chunk as written, or with its generated context."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
+
+    _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
+
+    @model_validator(mode="before")
+    @classmethod
+    def _describe_source_by_default(cls, data: object) -> object:
+        # the contract's minimal tool is type, name and source: describe what it searches
+        if isinstance(data, Mapping) and "description" not in data:
+            source = data.get("source")
+            if isinstance(source, str) and source.strip():
+                return {**data, "description": cls._default_description.format(source=source)}
+        return data
 
     @model_validator(mode="after")
     def _reranker_when_rerank(self) -> _SearchToolConfig:
@@ -176,9 +190,12 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
 
     type: Literal["hierarchical_document"]
     """Selects this tool."""
+    _default_description: ClassVar[str] = (
+        "Search the structured documents in {source} by meaning, keyword or section number."
+    )
     description: str = Field(
-        default="Search structured documents by meaning, keyword or section number.",
         min_length=1,
+        json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     top_k: int = Field(default=10, ge=1, le=100)
@@ -209,6 +226,8 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+    expand_limit: int = Field(default=10, ge=1, le=100)
+    """At most this many chunks reached by expansion (the nearest) follow the hits."""
 
     _keyword_provider_default = field_validator("keyword_index", mode="before")(
         default_keyword_provider
