@@ -7,6 +7,7 @@ vector store (``sync_documents``), and search it by meaning, keyword and section
 ``HierarchicalDocumentTool``).
 """
 
+from langchain_holodeck._version import __version__ as __version__
 from langchain_holodeck.config import (
     AgentConfig,
     CohereRerankerConfig,
@@ -45,6 +46,7 @@ from langchain_holodeck.embeddings import (
     CachedEmbeddings,
     LocalEmbeddings,
     LocalFileByteStore,
+    OnnxEmbeddings,
     RedisByteStore,
     embedding_model_id,
     resolve_embeddings,
@@ -137,6 +139,7 @@ __all__ = [
     "LocalFileByteStore",
     "MatrixVectorStore",
     "NoSupportedFilesError",
+    "OnnxEmbeddings",
     "OpenSearchKeywordIndex",
     "RedisByteStore",
     "RedisKeywordIndex",

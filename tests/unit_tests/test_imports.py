@@ -33,6 +33,7 @@ EXPECTED_ALL = {
     "KeywordIndex",
     "KeywordIndexConfig",
     "LocalEmbeddings",
+    "OnnxEmbeddings",
     "LocalFileByteStore",
     "MatrixVectorStore",
     "NoSupportedFilesError",
