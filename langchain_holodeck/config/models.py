@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -52,16 +53,19 @@ from langchain_holodeck.errors import ConfigError
 
 __all__ = [
     "AgentConfig",
+    "ChatModelConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
     "HierarchicalDocumentToolConfig",
     "KeywordIndexConfig",
     "RerankerConfig",
+    "RetrievalTestCase",
     "SearchWeights",
     "ToolConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
+    "chat_model_config",
     "config_reference_markdown",
     "load_agent_config",
     "load_project_database_config",
@@ -199,8 +203,10 @@ ToolConfig: TypeAlias = Annotated[
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
-    ``name``, ``description``, ``model`` and ``instructions`` are accepted (agent files often carry
-    them) but not interpreted by this package; any other top-level key is an error.
+    ``name``, ``description`` and ``instructions`` are accepted (agent files often carry them);
+    ``model`` is free-form for other programs, and ``holodeck-rag chat`` reads it as a
+    ``ChatModelConfig`` when present; ``tests`` are ``holodeck-rag test``'s retrieval cases. Any
+    other top-level key is an error.
     """
 
     model_config = MODEL_CONFIG
@@ -212,9 +218,11 @@ class AgentConfig(BaseModel):
     description: str | None = None
     """Agent description (free-form, not used by this package)."""
     model: JsonValue = Field(default=None, repr=False)
-    """Agent model section (free-form, not used by this package; hidden from repr)."""
+    """Agent model; ``holodeck-rag chat`` reads it as a ChatModelConfig (hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
-    """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    """Agent instructions; ``holodeck-rag chat`` uses a string as the system prompt."""
+    tests: list[RetrievalTestCase] = Field(default_factory=list)
+    """Retrieval regression cases run by ``holodeck-rag test``."""
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -227,6 +235,18 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
             first[tool.name] = index
+        return self
+
+    @model_validator(mode="after")
+    def _tests_name_known_tools(self) -> AgentConfig:
+        names = [tool.name for tool in self.tools]
+        for index, case in enumerate(self.tests):
+            if case.tool is not None and case.tool not in names:
+                msg = (
+                    f"tests[{index}].tool is {case.tool!r}, which is not a tool of this file; "
+                    f"its tools: {', '.join(names)}"
+                )
+                raise ValueError(msg)
         return self
 
 
@@ -259,6 +279,18 @@ def load_agent_config(
     used: dict[str, str] = {}
     data = substitute_env(raw, env, display=display, used=used)
     return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used)
+
+
+def chat_model_config(agent: AgentConfig, *, display: str = "agent.yaml") -> ChatModelConfig | None:
+    """The agent's ``model:`` section as a ``ChatModelConfig``; ``None`` when there is none.
+
+    Raises:
+        ConfigError: When the section is not a valid ``ChatModelConfig`` (naming ``display``,
+            the field and the bad value, secrets masked).
+    """
+    if agent.model is None:
+        return None
+    return _validate(ChatModelConfig, agent.model, display=display, prefix="model", used={})
 
 
 def load_project_database_config(
@@ -340,6 +372,8 @@ def config_reference_markdown() -> str:
             ContextModelConfig,
             SearchWeights,
             KeywordIndexConfig,
+            ChatModelConfig,
+            RetrievalTestCase,
         ]
     )
 

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-
 from langchain_tests.integration_tests import BaseStoreAsyncTests, BaseStoreSyncTests
 
 from langchain_holodeck.embeddings import RedisByteStore

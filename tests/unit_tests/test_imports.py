@@ -2,6 +2,7 @@ import langchain_holodeck
 
 EXPECTED_ALL = {
     "AgentConfig",
+    "ChatModelConfig",
     "BM25KeywordIndex",
     "CachedEmbeddings",
     "ChunkIndexedTextSplitter",
@@ -42,6 +43,7 @@ EXPECTED_ALL = {
     "RedisKeywordIndex",
     "RerankRetriever",
     "RerankerConfig",
+    "RetrievalTestCase",
     "ResolvedReference",
     "SUPPORTED_FILE_TYPES",
     "SearchWeights",
