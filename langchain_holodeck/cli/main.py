@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._version import __version__
-from langchain_holodeck.cli.chat import add_chat_parser, positive_int, search_text
+from langchain_holodeck.cli.chat import (
+    add_chat_parser,
+    one_blas_thread,
+    positive_int,
+    search_text,
+)
 from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
@@ -102,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error argparse already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    with _cli_logging(verbose=args.verbose, quiet=args.quiet):
+    with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
         try:
             return int(args.run(args))
         except BrokenPipeError:  # `holodeck-rag search ... | head`: the reader has had enough
