@@ -237,3 +237,11 @@ def test_progress_chunks_bar_times_from_the_start_of_splitting() -> None:
         bars(IngestProgress("chunks", 9, 9))
         assert bars._bars["chunks"].start_t == files.start_t
         assert bars._bars["embeddings"].start_t >= files.start_t
+
+
+def test_the_example_agent_yaml_declares_retrieval_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REDIS_URL", "COHERE_API_KEY"):
+        monkeypatch.setenv(name, "redis://127.0.0.1:1" if name == "REDIS_URL" else "k")
+    agent = load_agent_config(ROOT / "examples" / "agent.yaml")
+    assert [(c.tool, c.k) for c in agent.tests] == [("knowledge_base", 3), ("legal_docs", 1)]
+    assert isinstance(agent.instructions, str)
