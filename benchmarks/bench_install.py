@@ -71,7 +71,6 @@ def main() -> None:
         ignore = shutil.ignore_patterns(".git", ".holodeck", ".cache", "__pycache__", "*.egg-info")
         shutil.copytree(ROOT, repo, ignore=ignore)
     venv = base / "venv"
-    py = venv / "bin" / "python"
     if not args.timings_only:
         install(base, repo, venv)
     start_up(base, repo, venv)
