@@ -186,7 +186,7 @@ def chat_model(config: ChatModelConfig) -> Any:
     try:
         from langchain.chat_models import init_chat_model
     except ImportError as error:
-        msg = 'chat with a model: needs langchain: pip install "langchain-holodeck[chat]"'
+        msg = 'chat with a model: needs langchain: pip install "langchain-holodeck[agents]"'
         raise ImportError(msg) from error
     options: dict[str, Any] = {"temperature": config.temperature}
     if config.base_url is not None:
@@ -197,7 +197,9 @@ def chat_model(config: ChatModelConfig) -> Any:
         return init_chat_model(config.name, model_provider=config.provider, **options)
     except ImportError as error:
         msg = f"model.provider {config.provider!r} needs its LangChain package: {error}"
-        raise ImportError(msg + ' (pip install "langchain-holodeck[chat]" for openai)') from error
+        raise ImportError(
+            msg + ' (pip install "langchain-holodeck[agents,openai]" for openai)'
+        ) from error
     except ValueError as error:
         msg = f"model: init_chat_model refused provider {config.provider!r}: {error}"
         raise ConfigError(msg) from error

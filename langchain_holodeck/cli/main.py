@@ -96,6 +96,13 @@ in-memory store directory or Redis URL with the password masked and index name; 
 in-memory BM25, Redis full-text or OpenSearch). Nothing is connected to. Without --config,
 describes the tool the last `ingest` into STORE built."""
 
+_PURGE_HELP = """\
+Versions before corpus identity stored chunks under the tool's name as namespace. They are no
+longer searched (initialize warns about them). This deletes exactly those chunks from the
+tool's store (the tool the last `ingest` into STORE built, or --config/--tool); the tool's own
+corpus and every other namespace are untouched. To keep using them instead, set
+`corpus_id: <tool name>` in the tool's config."""
+
 
 # -- entry point ----------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,6 +218,16 @@ def build_parser() -> argparse.ArgumentParser:
     tools.set_defaults(run=_run_tools)
     add_chat_parser(verbs, common)
     add_test_parser(verbs, common)
+
+    purge = verbs.add_parser(
+        "purge-legacy",
+        parents=[common],
+        help="delete the chunks an older version stored under the tool's name",
+        description=_PURGE_HELP,
+        formatter_class=fmt,
+    )
+    _config_options(purge)
+    purge.set_defaults(run=_run_purge_legacy)
     return parser
 
 
@@ -421,10 +438,11 @@ def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
         store_dir=str(_tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    from langchain_holodeck._persist import atomic_write_bytes
+
     store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".{MANIFEST_NAME}.tmp"
-    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(store / MANIFEST_NAME)
+    text = json.dumps(asdict(manifest), indent=2) + "\n"
+    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
 
 
 def _model_id(target: _Target) -> str:
@@ -590,6 +608,15 @@ def _run_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_purge_legacy(args: argparse.Namespace) -> int:
+    target = _search_target(args)
+    tool = _build_tool(target, args.store)
+    deleted = tool.purge_legacy_chunks()
+    where = _where(tool, target, args.store)
+    print(f"deleted {deleted} legacy chunk(s) of namespace {tool.name!r} from {where}")
+    return 0
+
+
 # -- descriptions ---------------------------------------------------------------------------
 def _shown_source(target: _Target) -> str:
     return target.config.source
@@ -597,20 +624,12 @@ def _shown_source(target: _Target) -> str:
 
 def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
     """Where the vectors went, as the summary line says it."""
-    if tool.backend == "in-memory":
-        saved = f"in-memory, saved in {_tool_store_dir(store, tool.name)}"
-        return f"{saved}; Redis unavailable" if tool.fallback_reason else saved
-    if tool.backend == "redis":
-        from langchain_holodeck.config.models import resolve_database_config
-
-        database = resolve_database_config(target.config, project_dir=target.project_dir)
-        if database is not None and database.connection_string is not None:
-            return f"redis {database.masked_connection_string}, index {database.index_name}"
-        return "redis"
-    return tool.backend
+    where = tool.describe_storage()
+    return f"{where}; {tool.requested_backend} unavailable" if tool.fallback_reason else where
 
 
 def _describe(target: _Target, store: Path) -> str:
+    from langchain_holodeck.backends import get_backend, get_keyword_index_provider
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         resolve_database_config,
@@ -619,21 +638,12 @@ def _describe(target: _Target, store: Path) -> str:
     config = target.config
     database = resolve_database_config(config, project_dir=target.project_dir)
     store_dir = _tool_store_dir(store, config.name)
-    if database is None or database.provider == "in-memory":
-        vectors = f"in-memory, saved in {store_dir}"
-    else:
-        vectors = f"redis {database.masked_connection_string}, index {database.index_name}"
+    vectors = get_backend(database).describe(store_dir=store_dir)
     if not isinstance(config, HierarchicalDocumentToolConfig):
         keywords = "none (dense search only)"
-    elif config.keyword_index.provider == "redis":
-        keywords = "redis full-text on the vector index"
-    elif config.keyword_index.provider == "opensearch":
-        from langchain_holodeck._redact import mask_url_password
-
-        endpoint = mask_url_password(config.keyword_index.endpoint or "")
-        keywords = f"opensearch {endpoint}, index {config.keyword_index.index_name}"
     else:
-        keywords = f"in-memory BM25, saved in {store_dir / 'bm25'}"
+        provider = get_keyword_index_provider(config.keyword_index)
+        keywords = provider.describe(store_dir=store_dir)
     source = str(config.resolved_source(target.base_dir))
     lines = [
         f"{config.name} ({config.type})",

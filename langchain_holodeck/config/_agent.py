@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field, SecretStr, field_validator, model_validat
 
 from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
-    _check_http_url,
     _check_secret_not_blank,
+    check_http_url,
 )
 
 
@@ -32,7 +32,7 @@ class ChatModelConfig(BaseModel):
     max_tool_calls: int = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""
 
-    _base_url_is_http = field_validator("base_url")(_check_http_url)
+    _base_url_is_http = field_validator("base_url")(check_http_url)
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
 
 

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -21,10 +21,24 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
 from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
+from langchain_holodeck.config._backends import (
+    DatabaseConfig,
+    DatabaseProviderConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    KeywordIndexConfig,
+    KeywordIndexProviderConfig,
+    OpenSearchKeywordIndexConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
+    default_keyword_index,
+    default_keyword_provider,
+)
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -36,8 +50,6 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
-    KeywordIndexConfig,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
@@ -57,12 +69,20 @@ __all__ = [
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
+    "DatabaseProviderConfig",
     "HierarchicalDocumentToolConfig",
+    "InMemoryDatabaseConfig",
+    "InMemoryKeywordIndexConfig",
     "KeywordIndexConfig",
+    "KeywordIndexProviderConfig",
+    "OpenSearchKeywordIndexConfig",
+    "RedisDatabaseConfig",
+    "RedisKeywordIndexConfig",
     "RerankerConfig",
     "RetrievalTestCase",
     "SearchWeights",
     "ToolConfig",
+    "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
     "chat_model_config",
@@ -85,7 +105,9 @@ class _SearchToolConfig(BaseModel):
     """Selects the tool kind."""
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
-    description: str = Field(min_length=1)
+    description: str = Field(
+        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+    )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
@@ -93,6 +115,10 @@ class _SearchToolConfig(BaseModel):
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
+    corpus_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
+    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
@@ -109,6 +135,18 @@ class _SearchToolConfig(BaseModel):
     """Text the reranker reads: the chunk as written, or with its generated context."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
+
+    _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
+
+    @model_validator(mode="before")
+    @classmethod
+    def _describe_source_by_default(cls, data: object) -> object:
+        # the contract's minimal tool is type, name and source: describe what it searches
+        if isinstance(data, Mapping) and "description" not in data:
+            source = data.get("source")
+            if isinstance(source, str) and source.strip():
+                return {**data, "description": cls._default_description.format(source=source)}
+        return data
 
     @model_validator(mode="after")
     def _reranker_when_rerank(self) -> _SearchToolConfig:
@@ -155,9 +193,12 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
 
     type: Literal["hierarchical_document"]
     """Selects this tool."""
+    _default_description: ClassVar[str] = (
+        "Search the structured documents in {source} by meaning, keyword or section number."
+    )
     description: str = Field(
-        default="Search structured documents by meaning, keyword or section number.",
         min_length=1,
+        json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     top_k: int = Field(default=10, ge=1, le=100)
@@ -176,12 +217,18 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
-    """Keyword index backend."""
+    keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
+    """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+    expand_limit: int = Field(default=10, ge=1, le=100)
+    """At most this many chunks reached by expansion (the nearest) follow the hits."""
+
+    _keyword_provider_default = field_validator("keyword_index", mode="before")(
+        default_keyword_provider
+    )
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
@@ -198,6 +245,45 @@ ToolConfig: TypeAlias = Annotated[
     VectorStoreToolConfig | HierarchicalDocumentToolConfig, Field(discriminator="type")
 ]
 """Any tool of ``agent.yaml``, selected by its ``type`` key."""
+
+
+class ToolSelectionConfig(BaseModel):
+    """How ``HybridToolSelectorMiddleware`` picks the tools shown per model call (hybrid search).
+
+    Applies to every tool the agent is given: this file's tools and any others passed in.
+    """
+
+    model_config = MODEL_CONFIG
+
+    max_tools: int = Field(default=5, ge=1, le=128)
+    """Tools selected per model call, besides ``always_include``."""
+    always_include: list[str] = []
+    """Tool names always shown to the model; each must be one of the agent's tools."""
+    history_turns: int = Field(default=0, ge=0, le=20)
+    """Earlier user messages added to the selection query (0: the latest only)."""
+    fetch_k: int = Field(default=20, ge=1, le=1000)
+    """Candidates each leg (dense, BM25) contributes to the fusion."""
+    weights: tuple[float, float] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    )
+    """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
+    mentions: bool = True
+    """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+
+    @model_validator(mode="after")
+    def _valid_names_and_weights(self) -> ToolSelectionConfig:
+        seen: set[str] = set()
+        for name in self.always_include:
+            if name in seen:
+                msg = f"always_include lists {name!r} twice; list each tool once"
+                raise ValueError(msg)
+            seen.add(name)
+        if any(w < 0 for w in self.weights) or not any(w > 0 for w in self.weights):
+            msg = f"weights must be two numbers >= 0, at least one > 0, got {list(self.weights)}"
+            raise ValueError(msg)
+        return self
 
 
 class AgentConfig(BaseModel):
@@ -223,6 +309,8 @@ class AgentConfig(BaseModel):
     """Agent instructions; ``holodeck-rag chat`` uses a string as the system prompt."""
     tests: list[RetrievalTestCase] = Field(default_factory=list)
     """Retrieval regression cases run by ``holodeck-rag test``."""
+    tool_selection: ToolSelectionConfig | None = None
+    """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -248,6 +336,14 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
         return self
+
+
+class _VectorstoreSection(BaseModel):
+    """The ``vectorstore:`` section of ``.holodeck/config.yaml`` (errors name ``vectorstore.*``)."""
+
+    model_config = MODEL_CONFIG
+
+    vectorstore: DatabaseConfig
 
 
 def load_agent_config(
@@ -319,7 +415,8 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
-    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore", used=used)
+    wrapped = {"vectorstore": data}
+    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
 
 
 def resolve_database_config(
@@ -364,14 +461,18 @@ def config_reference_markdown() -> str:
     return render_models_markdown(
         [
             AgentConfig,
+            ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
-            DatabaseConfig,
+            InMemoryDatabaseConfig,
+            RedisDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
             SearchWeights,
-            KeywordIndexConfig,
+            InMemoryKeywordIndexConfig,
+            RedisKeywordIndexConfig,
+            OpenSearchKeywordIndexConfig,
             ChatModelConfig,
             RetrievalTestCase,
         ]

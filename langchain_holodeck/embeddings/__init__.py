@@ -3,7 +3,8 @@
 - ``resolve_embeddings(None)`` is the embedded default: all-MiniLM-L6-v2 (384 dimensions) on
   onnxruntime (``OnnxEmbeddings``), torch-free and offline.
 - ``LocalEmbeddings`` runs any other ``sentence-transformers/<name>`` (extra ``local``).
-- ``embedding_model_id(embeddings)`` is the string sync stores to detect a model change.
+- ``embedding_model_id(embeddings)`` is the string sync stores to detect a model change;
+  ``embedding_dimension(embeddings)`` the width of its vectors (a change the store must follow).
 - ``CachedEmbeddings`` wraps any ``Embeddings`` with a content-addressed cache over a
   LangChain ``ByteStore`` (``InMemoryByteStore``, ``LocalFileByteStore``, ``RedisByteStore``).
 """
@@ -15,6 +16,7 @@ from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
 from langchain_holodeck.embeddings.resolve import (
     DEFAULT_EMBEDDING_MODEL,
     OPENAI_EMBEDDING_MODELS,
+    embedding_dimension,
     embedding_model_id,
     resolve_embeddings,
 )
@@ -29,6 +31,7 @@ __all__ = [
     "OnnxEmbeddings",
     "RedisByteStore",
     "combine_windows",
+    "embedding_dimension",
     "embedding_model_id",
     "resolve_embeddings",
     "token_windows",

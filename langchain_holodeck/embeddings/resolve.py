@@ -124,3 +124,44 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if isinstance(long_text, str) and long_text != "mean":
         parts.append(f"long_text={long_text}")
     return ":".join(parts)
+
+
+_PROBE = "dimension probe"
+_OPENAI_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+"""OpenAI's published widths, used only against OpenAI's own API (no ``base_url``)."""
+_DEFAULT_LOCAL_DIMENSION = 384
+"""all-MiniLM-L6-v2: known without loading the model."""
+
+
+def embedding_dimension(embeddings: Embeddings) -> int:
+    """Dimension of the vectors ``embeddings`` makes, without a model call when possible.
+
+    Read from its settings when it states one (``dimensions``, ``size``), known for the local
+    default (``OnnxEmbeddings`` with its packaged weights, or ``LocalEmbeddings`` of
+    all-MiniLM-L6-v2) and OpenAI's models on OpenAI's API, a local model's ``dimension`` (it
+    loads the model), else measured with one ``embed_query`` call.
+    """
+    from langchain_holodeck.embeddings.cached import CachedEmbeddings
+
+    base = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
+    for attr in ("dimensions", "size"):
+        value = getattr(base, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    if isinstance(base, OnnxEmbeddings) and base.model_path is None:
+        return _DEFAULT_LOCAL_DIMENSION
+    if isinstance(base, LocalEmbeddings):
+        if base.model_name == DEFAULT_EMBEDDING_MODEL:
+            return _DEFAULT_LOCAL_DIMENSION
+        return base.dimension
+    model = getattr(base, "model", None)
+    openai_api = type(base).__name__ == "OpenAIEmbeddings" and not getattr(
+        base, "openai_api_base", None
+    )
+    if openai_api and model in _OPENAI_DIMENSIONS:
+        return _OPENAI_DIMENSIONS[str(model)]
+    return len(embeddings.embed_query(_PROBE))

@@ -15,9 +15,14 @@ def shown_text(document: Document) -> str:
 
 
 def result_score(document: Document, *, hybrid: bool = False) -> float | None:
-    """The score a tool shows: the rerank score, else the fused (hybrid) or dense score.
+    """The score a tool shows, in [0, 1]: the rerank score, else the fused or dense score.
 
-    ``None`` for a chunk reached by cross-reference expansion, which has no score of its own.
+    Hybrid results show ``fused_score``: the fused value divided by the best attainable one
+    (a chunk ranked first by every leg that returned something scores 1.0; a pinned exact
+    section hit scores 1.0). Dense results show ``semantic_score``: the cosine similarity
+    clipped to [0, 1]. ``None`` for a chunk reached by cross-reference expansion, which has
+    no score of its own. The raw per-leg scores stay in the metadata (``semantic_score``,
+    ``keyword_score``) and in the CLI's ``--json``.
     """
     for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
         value = document.metadata.get(key)
@@ -32,7 +37,7 @@ def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str
     source = meta.get("source_path", meta.get("source", "unknown"))
     score = result_score(document, hybrid=hybrid)
     if score is not None:
-        label = f"Score: {score:.4f}" if hybrid else f"Score: {score:.2f}"
+        label = f"Score: {score:.2f}"
     else:
         hops = meta.get("expansion_hops") or 0
         label = f"Cross-reference ({hops} hop{'s' if hops != 1 else ''})" if hops else "Score: -"
@@ -50,9 +55,13 @@ def format_results(
 ) -> str:
     """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
 
+    When the query names defined terms (the retriever's ``definitions`` metadata), a
+    ``Defined terms:`` block follows the results, one line per term:
+    ``- "Derivative Works" (LICENSE.txt, section 1): any work, whether in Source ...``.
+
     Args:
         documents: Results, best first.
-        hybrid: Show fused scores (4 decimals) and the section breadcrumb.
+        hybrid: Show fused scores (in [0, 1], see ``result_score``) and the section breadcrumb.
         explain: Adds an indented ``explain:`` line under each header (the CLI's --explain).
         max_chars: Show at most this many characters of each text (``snippet``); ``None``: all.
 
@@ -70,6 +79,9 @@ def format_results(
         text = shown_text(doc)
         lines.append(text if max_chars is None else snippet(text, max_chars))
         blocks.append("\n".join(lines))
+    terms = defined_terms_block(documents)
+    if terms:
+        blocks.append(terms)
     return "\n\n".join(blocks)
 
 
@@ -85,6 +97,23 @@ def snippet(text: str, max_chars: int) -> str:
     if space > max_chars // 2:
         cut = cut[:space].rstrip()
     return f"{cut}… [{len(text) - len(cut)} more characters]"
+
+
+def defined_terms_block(documents: Sequence[Document]) -> str:
+    """``Defined terms:`` and one line per term the query names; ``""`` when none."""
+    seen: dict[str, str] = {}
+    for doc in documents:
+        for entry in doc.metadata.get("definitions") or []:
+            term = str(entry.get("term", ""))
+            if not term or term in seen:
+                continue
+            where = [str(entry.get("source_path") or "")]
+            if entry.get("section_id"):
+                where.append(f"section {entry['section_id']}")
+            place = ", ".join(w for w in where if w)
+            seen[term] = f'- "{term}"' + (f" ({place})" if place else "")
+            seen[term] += f": {entry.get('definition', '')}"
+    return "\n".join(["Defined terms:", *seen.values()]) if seen else ""
 
 
 def section_breadcrumb(document: Document) -> str:

@@ -5,6 +5,8 @@ Imported lazily: it needs the ``redis`` extra (``pip install "langchain-holodeck
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import json
 import logging
 import math
@@ -42,6 +44,52 @@ METADATA_FIELD = "_metadata_json"
 TAG_SEPARATOR = "|"
 TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
 NUMERIC_FIELDS = ("chunk_index",)
+
+
+TESTED_LANGCHAIN_REDIS = "0.2"
+"""The langchain-redis minor version whose internals ``search_index`` was checked against."""
+
+
+def search_index(store: RedisVectorStore) -> SearchIndex:
+    """The redisvl ``SearchIndex`` behind a langchain-redis store.
+
+    The one place this package reaches into langchain-redis: everything else (queries, the
+    client, full-text search) goes through the index this returns. It uses the store's
+    ``index`` property (langchain-redis 0.2); other versions log one WARNING.
+
+    Raises:
+        TypeError: When ``store`` has no redisvl ``SearchIndex`` (an incompatible version).
+    """
+    _check_langchain_redis_version()
+    index = getattr(store, "index", None)
+    if not isinstance(index, SearchIndex):
+        msg = (
+            f"{type(store).__name__} has no redisvl SearchIndex at .index (got "
+            f"{type(index).__name__}); langchain-redis {_installed_langchain_redis()} is not "
+            f'compatible, install the tested one: pip install "langchain-redis~='
+            f'{TESTED_LANGCHAIN_REDIS}.0".'
+        )
+        raise TypeError(msg)
+    return index
+
+
+def _installed_langchain_redis() -> str:
+    try:
+        return importlib.metadata.version("langchain-redis")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.cache
+def _check_langchain_redis_version() -> None:
+    installed = _installed_langchain_redis()
+    if installed.split(".")[:2] != TESTED_LANGCHAIN_REDIS.split("."):
+        logger.warning(
+            "langchain-redis %s is untested with langchain-holodeck (tested: %s.x); "
+            "HolodeckRedisVectorStore relies on RedisVectorStore.index.",
+            installed,
+            TESTED_LANGCHAIN_REDIS,
+        )
 
 
 def mask_url(url: str) -> str:
@@ -155,8 +203,8 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         out_ids = [i or str(uuid.uuid4()) for i in given]
         metas = metadatas or [{} for _ in texts]
         records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
-        vectors = self._embeddings.embed_documents(texts)
-        client = self._index.client
+        vectors = self.embeddings.embed_documents(texts)
+        client = search_index(self).client
         self._ensure_index()
         for start in range(0, len(texts), batch_size):
             with client.pipeline(transaction=True) as pipe:
@@ -190,11 +238,40 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 record[name] = value
         return record
 
+    @property
+    def vector_dimension(self) -> int | None:
+        """Dimension of the index's vector field (what a query or document vector must have)."""
+        field = self._index.schema.fields.get(EMBEDDING_FIELD)
+        dims = getattr(getattr(field, "attrs", None), "dims", None)
+        return int(dims) if dims else None
+
+    def rebuild_index(self, dimension: int) -> None:
+        """Re-create the RediSearch index with a vector field of ``dimension``.
+
+        The index definition is dropped (``FT.DROPINDEX`` without ``DD``: no document is
+        deleted) and created again with the same fields, algorithm and metric; documents whose
+        vectors have another dimension stay unindexed until they are rewritten.
+        """
+        data = self._index.schema.to_dict()
+        for field in data["fields"]:
+            if field["name"] == EMBEDDING_FIELD:
+                field["attrs"]["dims"] = dimension
+        schema = IndexSchema.from_dict(data)
+        client = self._index.client
+        if self._index.exists():
+            self._index.delete(drop=False)
+        index = SearchIndex(schema=schema, redis_client=client)
+        index.create(overwrite=False)
+        logger.info("Redis index %r re-created for %d-dimensional vectors.", index.name, dimension)
+        self._index = index
+        self.config.embedding_dimensions = dimension
+        self.config.index_schema = schema
+
     def _ensure_index(self) -> None:
         """Re-create the index if it vanished (e.g. a Redis restart without persistence)."""
-        if not self._index.exists():
+        if not search_index(self).exists():
             logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
-            self._index.create(overwrite=False)
+            search_index(self).create(overwrite=False)
 
     def _key(self, doc_id: str) -> str:
         return f"{self.config.key_prefix}:{doc_id}"
@@ -207,7 +284,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """Documents of ``ids`` in input order; unknown ids are skipped."""
         if not ids:
             return []
-        with self._index.client.pipeline(transaction=False) as pipe:
+        with search_index(self).client.pipeline(transaction=False) as pipe:
             for doc_id in ids:
                 pipe.hmget(self._key(doc_id), [CONTENT_FIELD, METADATA_FIELD])
             rows = pipe.execute()
@@ -226,7 +303,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """
         if not ids:
             return False
-        return bool(self._index.client.delete(*(self._key(i) for i in ids)))
+        return bool(search_index(self).client.delete(*(self._key(i) for i in ids)))
 
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -250,13 +327,22 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         )
         if with_vectors:
             query.return_field(EMBEDDING_FIELD, decode_field=False)
+        dims = self.vector_dimension
+        if dims is not None and len(embedding) != dims:
+            msg = (
+                f"the query vector has dimension {len(embedding)} but the Redis index "
+                f"{self.config.index_name!r} holds dimension {dims}: the embedding model "
+                "changed. Re-ingest with force_ingest=True (CLI: --force-ingest) to rebuild "
+                "the corpus's vectors and the index schema."
+            )
+            raise ValueError(msg)
         try:
-            results = self._index.query(query)
+            results = search_index(self).query(query)
         except RedisSearchError as e:
-            if "index" not in str(e).lower() or self._index.exists():
+            if "index" not in str(e).lower() or search_index(self).exists():
                 raise
             self._ensure_index()  # the server lost it: it is empty now, and usable again
-            results = self._index.query(query)
+            results = search_index(self).query(query)
         out = []
         for res in results:
             doc = Document(
@@ -268,6 +354,68 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             if with_vectors and res.get(EMBEDDING_FIELD) is not None:
                 vector = buffer_to_array(res[EMBEDDING_FIELD], "float32")
             out.append((doc, float(res.get("vector_distance", 0.0)), vector))
+        return out
+
+    def search_ids_by_vector(
+        self,
+        embedding: Sequence[float],
+        k: int,
+        *,
+        filter: FilterExpression | str | None = None,
+    ) -> list[tuple[str, float]]:
+        """Ids and relevance scores in [0, 1] of the ``k`` nearest, best first.
+
+        One KNN query returning only each hit's key and distance (no text, no metadata):
+        what a retriever needs to rank before it reads the few it returns.
+        """
+        query = VectorQuery(
+            vector=list(embedding),
+            vector_field_name=EMBEDDING_FIELD,
+            filter_expression=filter,
+            num_results=k,
+        )
+        try:
+            results = self._index.query(query)
+        except RedisSearchError as e:
+            if "index" not in str(e).lower() or self._index.exists():
+                raise
+            self._ensure_index()
+            results = self._index.query(query)
+        relevance = self._select_relevance_score_fn()
+        return [
+            (self._id_from_key(res["id"]), relevance(float(res.get("vector_distance", 0.0))))
+            for res in results
+        ]
+
+    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Relevance scores in [0, 1] of the stored ``ids`` for ``embedding`` (one pipeline).
+
+        The distance is computed here with the index's metric from the stored vectors, and
+        mapped to [0, 1] as in ``similarity_search_with_relevance_scores``. Unknown ids are
+        absent from the result.
+        """
+        if not ids:
+            return {}
+        with self._index.client.pipeline(transaction=False) as pipe:
+            for doc_id in ids:
+                pipe.hget(self._key(doc_id), EMBEDDING_FIELD)
+            blobs = pipe.execute()
+        query = np.asarray(embedding, dtype=np.float32)
+        metric = str(self.config.distance_metric).upper()
+        relevance = self._select_relevance_score_fn()
+        out: dict[str, float] = {}
+        for doc_id, blob in zip(ids, blobs, strict=True):
+            if blob is None:
+                continue
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if metric == "L2":
+                distance = float(np.sum((vector - query) ** 2))
+            elif metric == "IP":
+                distance = 1.0 - float(vector @ query)
+            else:
+                norms = float(np.linalg.norm(vector) * np.linalg.norm(query))
+                distance = 1.0 - (float(vector @ query) / norms if norms > 0 else 0.0)
+            out[doc_id] = relevance(distance)
         return out
 
     def similarity_search_with_score_by_vector(  # type: ignore[override]
@@ -289,7 +437,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        embedding = self._embeddings.embed_query(query)
+        embedding = self.embeddings.embed_query(query)
         return self.similarity_search_with_score_by_vector(embedding, k, filter)
 
     def similarity_search_by_vector(
@@ -310,7 +458,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        embedding = self._embeddings.embed_query(query)
+        embedding = self.embeddings.embed_query(query)
         return self.similarity_search_by_vector(embedding, k, filter)
 
     def max_marginal_relevance_search_by_vector(
@@ -347,7 +495,7 @@ def scan_redis(
     SCAN returns each key present for the whole scan at least once; duplicates are
     dropped here. Documents written during the scan may or may not appear.
     """
-    client = store.index.client
+    client = search_index(store).client
     prefix = f"{store.config.key_prefix}:"
     content_field = store.config.content_field
     seen: set[bytes] = set()
