@@ -30,8 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ir_metrics import mean, ndcg_at_k, recall_at_k
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.embeddings import OnnxEmbeddings, combine_windows
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.vectorstores import MatrixVectorStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
@@ -100,18 +105,109 @@ def throughput(texts: list[str]) -> None:
     print(f"| OnnxEmbeddings (int8), windows, mean (default) | {windowed_rate:.1f} |")
 
 
+class LookupEmbeddings(Embeddings):
+    """Precomputed vectors by exact text (the model is not what the hybrid rows vary)."""
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text].tolist()
+
+
+def hybrid(data, texts, ids, emb, onnx_docs, ref_docs, ref_queries) -> None:
+    """The default HybridRetriever (BM25 + dense, RRF) with each set of document vectors."""
+    docs = [Document(id=i, page_content=t) for i, t in zip(ids, texts, strict=True)]
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    print("\n### Default hybrid retriever (BM25 + dense, RRF), nDCG@10 / R@100\n")
+    print("| document vectors | train nDCG@10 | train R@100 | test nDCG@10 | test R@100 |")
+    print("|---|---|---|---|---|")
+    rows: dict[str, list[str]] = {}
+    for split in ("train", "test"):
+        queries, qrels = load_split(data, split)
+        qtexts = [q["text"] for q in queries]
+        qv = np.asarray(emb.embed_documents(qtexts), dtype=np.float32)
+        sets = {f"OnnxEmbeddings, {k}": (v, qv) for k, v in onnx_docs.items()}
+        if split == "test":
+            all_test = [json.loads(line) for line in (data / "queries.jsonl").open()]
+            index = {q["_id"]: i for i, q in enumerate(all_test)}
+            sets = {
+                "torch model (cached)": (ref_docs, ref_queries[[index[q["_id"]] for q in queries]]),
+                **sets,
+            }
+        for name, (dv, qvecs) in sets.items():
+            table = dict(zip(texts, dv, strict=True)) | dict(zip(qtexts, qvecs, strict=True))
+            store = MatrixVectorStore(LookupEmbeddings(table))
+            store.add_documents(docs)
+            retriever = HybridRetriever(vector_store=store, keyword_index=bm25)
+            run = {q["_id"]: [d.id for d in retriever.invoke(q["text"], k=100)] for q in queries}
+            nd = mean([ndcg_at_k(run[q], qrels[q], 10) for q in run])
+            rc = mean([recall_at_k(run[q], qrels[q], 100) for q in run])
+            rows.setdefault(name, []).extend([f"{nd:.4f}", f"{rc:.4f}"])
+    for name, cells in rows.items():
+        cells = cells if len(cells) == 4 else ["-", "-", *cells]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def sample_docs() -> None:
+    """examples/sample_docs: chunks longer than the window, and whether their tails are found."""
+    from langchain_holodeck import SourceLoader
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "sample_docs"
+    docs = SourceLoader(root).load()
+    modes = {"first": OnnxEmbeddings(long_text="first"), "mean": OnnxEmbeddings()}
+    print("\n### examples/sample_docs: chunks longer than the model window (254 word pieces)\n")
+    print(
+        "| splitter | chunks | longest (word pieces) | longer than the window | "
+        "tail query: rank of its chunk, truncated -> mean |"
+    )
+    print("|---|---|---|---|---|")
+    splitters = {
+        "default (512 tiktoken tokens)": default_text_splitter(),
+        "structured (800, the hierarchical tool's)": StructuredMarkdownSplitter(),
+    }
+    for label, splitter in splitters.items():
+        chunks = [c.page_content for c in splitter.split_documents(docs)]
+        lengths = [modes["mean"].count_tokens(c) for c in chunks]
+        long = [i for i, n in enumerate(lengths) if n > 254]
+        ranks = []
+        for i in long:
+            tail = chunks[i].strip().splitlines()[-1]  # the last line: past the window
+            found = []
+            for emb in modes.values():
+                vecs = np.asarray(emb.embed_documents(chunks))
+                order = np.argsort(-(vecs @ np.asarray(emb.embed_query(tail))))
+                found.append(int(np.where(order == i)[0][0]) + 1)
+            ranks.append(f"{found[0]} -> {found[1]}")
+        print(
+            f"| {label} | {len(chunks)} | {max(lengths)} | {len(long)} | "
+            f"{', '.join(ranks) or '-'} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/holodeck-bench-cache"))
     parser.add_argument("--throughput", type=int, default=256, help="texts; 0 skips it")
+    parser.add_argument("--only-throughput", action="store_true")
     args = parser.parse_args()
+    if args.only_throughput:
+        corpus = [json.loads(line) for line in (args.data / "corpus.jsonl").open(encoding="utf-8")]
+        throughput([(c["title"] + " " + c["text"]).strip() for c in corpus][: args.throughput])
+        return
     corpus = [json.loads(line) for line in (args.data / "corpus.jsonl").open(encoding="utf-8")]
     texts = [(c["title"] + " " + c["text"]).strip() for c in corpus]
     ids = [c["_id"] for c in corpus]
     ref_docs = np.load(args.data / "emb_minilm_l6_v2_docs.npy")
     ref_queries = np.load(args.data / "emb_minilm_l6_v2_queries.npy")
     print(f"threads: {os.cpu_count()} cores; shared machine\n")
+    sample_docs()
 
     emb = OnnxEmbeddings()
     windows = corpus_windows(emb, texts, args.cache)
@@ -157,6 +253,7 @@ def main() -> None:
     for name, cells in rows.items():
         cells = cells if len(cells) == 4 else ["-", "-", *cells]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    hybrid(args.data, texts, ids, emb, {"first": first, "mean": mean_vecs}, ref_docs, ref_queries)
     if args.throughput:
         throughput(texts[: args.throughput])
 
