@@ -7,11 +7,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
-for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups symbols code rerank; do
+for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups symbols code rerank \
+  embeddings chat; do
   echo "### bench_$bench"
   python "benchmarks/bench_$bench.py"
   echo
 done
+echo "### bench_install (a fresh venv from PyPI: minutes, and network to the package index)"
+python benchmarks/bench_install.py
+echo
 if [ -n "${REDIS_URL:-}" ]; then
   echo "### bench_redis_hybrid"
   python benchmarks/bench_redis_hybrid.py

@@ -128,7 +128,9 @@ class ProgressBars:
     """One tqdm bar per ingest stage (files, chunks, embeddings), drawn on ``stream``.
 
     Stages run one after the other, so a bar is opened at its stage's first event and the
-    previous one closed. Pass an instance as ``on_progress``.
+    previous one closed. Pass an instance as ``on_progress``. Chunks are counted as files are
+    split but reported in one event when splitting ends, so the "chunks" bar's clock starts
+    with the "files" bar: its rate is chunks split per second, not one event per instant.
     """
 
     def __init__(self, *, enabled: bool, stream: TextIO) -> None:
@@ -155,6 +157,9 @@ class ProgressBars:
             self._current.close()
         label, unit = _STAGES.get(stage, _DEFAULT_STAGE)
         bar = tqdm(total=total, desc=f"{label:<10}", unit=unit, file=self.stream, leave=True)
+        files = self._bars.get("files")
+        if stage in ("chunks", "contexts") and files is not None:
+            bar.start_t = bar.last_print_t = files.start_t  # splitting began with the files
         self._bars[stage] = self._current = bar
         return bar
 

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
     DatabaseConfig,
     DatabaseProviderConfig,
@@ -64,6 +65,7 @@ from langchain_holodeck.errors import ConfigError
 
 __all__ = [
     "AgentConfig",
+    "ChatModelConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
@@ -77,11 +79,13 @@ __all__ = [
     "RedisDatabaseConfig",
     "RedisKeywordIndexConfig",
     "RerankerConfig",
+    "RetrievalTestCase",
     "SearchWeights",
     "ToolConfig",
     "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
+    "chat_model_config",
     "config_reference_markdown",
     "load_agent_config",
     "load_project_database_config",
@@ -302,8 +306,10 @@ class ToolSelectionConfig(BaseModel):
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
-    ``name``, ``description``, ``model`` and ``instructions`` are accepted (agent files often carry
-    them) but not interpreted by this package; any other top-level key is an error.
+    ``name``, ``description`` and ``instructions`` are accepted (agent files often carry them);
+    ``model`` is free-form for other programs, and ``holodeck-rag chat`` reads it as a
+    ``ChatModelConfig`` when present; ``tests`` are ``holodeck-rag test``'s retrieval cases. Any
+    other top-level key is an error.
     """
 
     model_config = MODEL_CONFIG
@@ -315,9 +321,11 @@ class AgentConfig(BaseModel):
     description: str | None = None
     """Agent description (free-form, not used by this package)."""
     model: JsonValue = Field(default=None, repr=False)
-    """Agent model section (free-form, not used by this package; hidden from repr)."""
+    """Agent model; ``holodeck-rag chat`` reads it as a ChatModelConfig (hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
-    """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    """Agent instructions; ``holodeck-rag chat`` uses a string as the system prompt."""
+    tests: list[RetrievalTestCase] = Field(default_factory=list)
+    """Retrieval regression cases run by ``holodeck-rag test``."""
     tool_selection: ToolSelectionConfig | None = None
     """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
@@ -332,6 +340,18 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
             first[tool.name] = index
+        return self
+
+    @model_validator(mode="after")
+    def _tests_name_known_tools(self) -> AgentConfig:
+        names = [tool.name for tool in self.tools]
+        for index, case in enumerate(self.tests):
+            if case.tool is not None and case.tool not in names:
+                msg = (
+                    f"tests[{index}].tool is {case.tool!r}, which is not a tool of this file; "
+                    f"its tools: {', '.join(names)}"
+                )
+                raise ValueError(msg)
         return self
 
 
@@ -372,6 +392,18 @@ def load_agent_config(
     used: dict[str, str] = {}
     data = substitute_env(raw, env, display=display, used=used)
     return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used)
+
+
+def chat_model_config(agent: AgentConfig, *, display: str = "agent.yaml") -> ChatModelConfig | None:
+    """The agent's ``model:`` section as a ``ChatModelConfig``; ``None`` when there is none.
+
+    Raises:
+        ConfigError: When the section is not a valid ``ChatModelConfig`` (naming ``display``,
+            the field and the bad value, secrets masked).
+    """
+    if agent.model is None:
+        return None
+    return _validate(ChatModelConfig, agent.model, display=display, prefix="model", used={})
 
 
 def load_project_database_config(
@@ -458,6 +490,8 @@ def config_reference_markdown() -> str:
             InMemoryKeywordIndexConfig,
             RedisKeywordIndexConfig,
             OpenSearchKeywordIndexConfig,
+            ChatModelConfig,
+            RetrievalTestCase,
         ]
     )
 
