@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck.backends.qdrant import QdrantDatabaseConfig
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -52,6 +53,7 @@ from langchain_holodeck.errors import ConfigError
 
 __all__ = [
     "AgentConfig",
+    "AnyDatabaseConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
@@ -71,6 +73,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
 
+AnyDatabaseConfig: TypeAlias = Annotated[
+    DatabaseConfig | QdrantDatabaseConfig, Field(discriminator="provider")
+]
+"""A vector store backend, selected by its ``provider`` key."""
+
 
 class _SearchToolConfig(BaseModel):
     """Fields shared by the search tools."""
@@ -87,7 +94,7 @@ class _SearchToolConfig(BaseModel):
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
-    database: DatabaseConfig | None = None
+    database: AnyDatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
@@ -263,7 +270,7 @@ def load_agent_config(
 
 def load_project_database_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
-) -> DatabaseConfig | None:
+) -> AnyDatabaseConfig | None:
     """Read the ``vectorstore:`` section of a ``.holodeck/config.yaml``.
 
     Other sections of the file are left alone (not validated, no ``${VAR}`` substitution).
@@ -287,7 +294,10 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
-    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore", used=used)
+    model: type[DatabaseConfig | QdrantDatabaseConfig] = DatabaseConfig
+    if isinstance(data, dict) and data.get("provider") == "qdrant":
+        model = QdrantDatabaseConfig
+    return _validate(model, data, display=display, prefix="vectorstore", used=used)
 
 
 def resolve_database_config(
@@ -296,7 +306,7 @@ def resolve_database_config(
     project_dir: str | os.PathLike[str] | None = None,
     home_dir: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
-) -> DatabaseConfig | None:
+) -> AnyDatabaseConfig | None:
     """The database a tool uses: the first of these that is set.
 
     1. the tool's own ``database``;
@@ -335,6 +345,7 @@ def config_reference_markdown() -> str:
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
             DatabaseConfig,
+            QdrantDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,

@@ -57,6 +57,7 @@ class Tokenizer:
         self.terms: list[str] = []  # term id -> term
         self.term_ids: dict[str, int] = {}  # term -> term id
         self._word_ids: dict[str, int] = {}  # raw lowercase word -> term id, or -1 (stop word)
+        self._word_terms: dict[str, str | None] = {}  # raw lowercase word -> term (None: stop)
 
     def _term_of(self, word: str) -> str | None:
         if word in self.stopwords:
@@ -83,6 +84,22 @@ class Tokenizer:
             ids = list(map(cache.__getitem__, words))
         arr = np.fromiter(ids, dtype=np.int32, count=len(ids))
         return arr[arr >= 0] if len(self.stopwords) else arr
+
+    def split_terms(self, text: str) -> list[str]:
+        """The terms of ``text`` (lowercased, stop words dropped, stemmed), in order.
+
+        Pure: the vocabulary is neither read nor grown, so the same text gives the same terms in
+        every process (what a store that hashes terms to sparse-vector indices needs).
+        """
+        cache = self._word_terms
+        out = []
+        for word in self._split(text.lower()):
+            if word not in cache:
+                cache[word] = self._term_of(word)
+            term = cache[word]
+            if term is not None:
+                out.append(term)
+        return out
 
     def encode_query(self, text: str) -> dict[int, int]:
         """Known term ids of ``text`` with their counts; never grows the vocabulary."""

@@ -598,6 +598,9 @@ def _namespace_filter(store: VectorStore, namespace: str) -> dict[str, Any]:
 
     if isinstance(store, MatrixVectorStore):
         return {"filter": lambda doc: doc.metadata.get("namespace") == namespace}
+    namespace_filter = getattr(store, "namespace_filter", None)
+    if callable(namespace_filter):  # a store that states its own filter syntax
+        return {"filter": namespace_filter(namespace)}
     if type(store).__name__ == "HolodeckRedisVectorStore":
         from redisvl.query.filter import Tag
 

@@ -8,6 +8,7 @@ config or ``provider: in-memory``, and a Redis store (langchain-redis, extra ``r
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-Backend = Literal["in-memory", "redis"]
+Backend = Literal["in-memory", "redis", "qdrant"]
 
 
 def __getattr__(name: str) -> Any:
@@ -57,7 +58,7 @@ class VectorStoreHandle:
     store: VectorStore
     """The vector store to use."""
     backend: Backend
-    """The backend actually in use: ``"in-memory"`` or ``"redis"``."""
+    """The backend actually in use: ``"in-memory"``, ``"redis"`` or ``"qdrant"``."""
     requested: Backend
     """The backend the configuration asked for."""
     fell_back: bool
@@ -124,8 +125,15 @@ def create_vector_store_with_status(
         return VectorStoreHandle(
             MatrixVectorStore(embeddings), "in-memory", "in-memory", fell_back=False
         )
+    if provider == "qdrant":
+        from langchain_holodeck.backends.qdrant import QdrantDatabaseConfig, build_qdrant_store
+
+        config = QdrantDatabaseConfig.model_validate(database_config)
+        return VectorStoreHandle(
+            build_qdrant_store(config, embeddings), "qdrant", "qdrant", fell_back=False
+        )
     if provider != "redis":
-        msg = f"database.provider must be 'redis' or 'in-memory', got {provider!r}."
+        msg = f"database.provider must be 'redis', 'qdrant' or 'in-memory', got {provider!r}."
         raise ConfigError(msg)
     secret = _attr(database_config, "connection_string")
     url = secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret
@@ -193,6 +201,9 @@ def scan_documents(
             for r in items
             if wanted(r["metadata"])
         )
+    iter_documents = getattr(store, "iter_documents", None)
+    if callable(iter_documents) and "namespace" in inspect.signature(iter_documents).parameters:
+        return iter_documents(namespace=namespace, batch_size=batch_size)  # type: ignore[no-any-return]  # the store's own scan
     if "langchain_redis" in sys.modules:
         from langchain_redis import RedisVectorStore
 

@@ -1,0 +1,1 @@
+"""Vector store backends; each module holds all that its backend knows."""
