@@ -10,6 +10,7 @@ Setup:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import uuid
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
@@ -26,6 +28,7 @@ from pydantic import BaseModel, Field, SecretStr, model_validator
 
 from langchain_holodeck.config._sections import MODEL_CONFIG
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
+from langchain_holodeck.search_strategy import NativeHit
 
 try:
     from langchain_qdrant import QdrantVectorStore as _Base
@@ -178,7 +181,8 @@ class HolodeckQdrantVectorStore(_Base):
 
         store = HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "docs", embeddings)
         store.add_documents([Document(id="a", page_content="arch controls")])
-        store.hybrid_search("arch controls", k=1)  # -> [(Document(id='a', ...), 0.5)]
+        store.native_hybrid_search("arch controls", k=1, fetch_k=10)
+        # -> [NativeHit(document=Document(id='a', ...), score=0.5, similarity=0.9)]
         ```
     """
 
@@ -361,25 +365,27 @@ class HolodeckQdrantVectorStore(_Base):
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return _clip_unit
 
-    def hybrid_search(
+    def native_hybrid_search(
         self,
         query: str,
         *,
         k: int = 4,
         fetch_k: int = 50,
-        namespace: str | None = None,
-        min_similarity_score: float | None = None,
         weights: tuple[float, float] = (0.5, 0.5),
         rrf_k: int = 60,
+        min_similarity_score: float | None = None,
+        filter: models.Filter | None = None,  # as in similarity_search
         embedding: Sequence[float] | None = None,
-    ) -> list[tuple[Document, float]]:
-        """Dense + BM25 fused by Qdrant's RRF in one Query API request; ``(doc, rrf score)``.
+    ) -> list[NativeHit]:
+        """Dense + BM25 fused by Qdrant's RRF in one Query API request.
 
-        Each leg prefetches ``fetch_k`` points (the dense leg only those with cosine similarity
-        >= ``min_similarity_score``; both legs only ``namespace``'s points); Qdrant fuses them
-        with weighted RRF (``weights`` = (dense, keyword), constant ``rrf_k``) and returns the
-        best ``k`` with their payloads: documents are read for those ``k`` only. A query with no
-        keyword term runs the dense leg alone.
+        Each leg prefetches ``fetch_k`` points matching ``filter`` (the dense leg only those
+        with cosine similarity >= ``min_similarity_score``); Qdrant fuses them with weighted
+        RRF (``weights`` = (dense, keyword), constant ``rrf_k``; Qdrant's weighted form is
+        ``1 / (rank / w + rrf_k - 1)``) and returns the best points with their payloads and
+        dense vectors, so each hit's dense similarity is known (and a keyword-only hit below
+        ``min_similarity_score`` is dropped too). Documents are read for the returned points
+        only. A query with no keyword term runs the dense leg alone.
 
         Raises:
             ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
@@ -393,15 +399,17 @@ class HolodeckQdrantVectorStore(_Base):
             raise ValueError(msg)
         if not self._collection_ready():
             return []
-        flt = self.namespace_filter(namespace)
+        vector = np.asarray(
+            embedding if embedding is not None else self.embeddings.embed_query(query),
+            dtype=np.float32,
+        )
         prefetch, legs = [], []
         if weights[0] > 0:
-            vector = embedding if embedding is not None else self.embeddings.embed_query(query)
             prefetch.append(
                 _models.Prefetch(
-                    query=list(vector),
+                    query=vector.tolist(),
                     using=DENSE_VECTOR,
-                    filter=flt,
+                    filter=filter,
                     limit=fetch_k,
                     score_threshold=min_similarity_score or None,
                 )
@@ -413,29 +421,40 @@ class HolodeckQdrantVectorStore(_Base):
                 _models.Prefetch(
                     query=_models.SparseVector(indices=indices, values=values),
                     using=SPARSE_VECTOR,
-                    filter=flt,
+                    filter=filter,
                     limit=fetch_k,
                 )
             )
             legs.append(weights[1])
         if not prefetch:
             return []
-        fusion = _models.RrfQuery(rrf=_models.Rrf(k=rrf_k, weights=legs))
         points = self.client.query_points(
             self.collection_name,
             prefetch=prefetch,
-            query=fusion,
-            query_filter=flt,
-            limit=k,
+            query=_models.RrfQuery(rrf=_models.Rrf(k=rrf_k, weights=legs)),
+            query_filter=filter,
+            limit=k if min_similarity_score is None else max(k, fetch_k),
             with_payload=True,
+            with_vectors=[DENSE_VECTOR],
         ).points
-        return [(self._to_document(p), float(p.score)) for p in points]
+        unit = vector / (float(np.linalg.norm(vector)) or 1.0)
+        hits = []
+        for point in points:
+            stored = (
+                (point.vector or {}).get(DENSE_VECTOR) if isinstance(point.vector, dict) else None
+            )
+            similarity = None
+            if stored is not None:
+                v = np.asarray(stored, dtype=np.float32)
+                similarity = _clip_unit(float(v @ unit) / (float(np.linalg.norm(v)) or 1.0))
+            if min_similarity_score is not None and (similarity or 0.0) < min_similarity_score:
+                continue
+            hits.append(NativeHit(self._to_document(point), float(point.score), similarity))
+        return hits[:k]
 
-    async def ahybrid_search(self, query: str, **kwargs: Any) -> list[tuple[Document, float]]:
-        """:meth:`hybrid_search` in a worker thread (the client is synchronous)."""
-        import asyncio
-
-        return await asyncio.to_thread(self.hybrid_search, query, **kwargs)
+    async def anative_hybrid_search(self, query: str, **kwargs: Any) -> list[NativeHit]:
+        """:meth:`native_hybrid_search` in a worker thread (the client is synchronous)."""
+        return await asyncio.to_thread(self.native_hybrid_search, query, **kwargs)
 
     def _to_document(self, point: Any) -> Document:
         payload = point.payload or {}

@@ -25,6 +25,7 @@ from langchain_holodeck.backends.qdrant import (
 )
 from langchain_holodeck.config import HierarchicalDocumentToolConfig
 from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.search_strategy import supports_native_hybrid
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import create_vector_store_with_status
@@ -82,8 +83,10 @@ def test_two_corpora_in_one_collection_never_see_or_delete_each_other(
     two = list(store.iter_documents(namespace="two"))
     assert len(two) == 3
     assert len(list(store.iter_documents(namespace="one"))) == 1
-    hits = store.hybrid_search("shift rotation schedule", k=5, namespace="one")
-    assert [d.metadata["namespace"] for d, _ in hits] == ["one"]
+    hits = store.native_hybrid_search(
+        "shift rotation schedule", k=5, fetch_k=5, filter=store.namespace_filter("one")
+    )
+    assert [h.document.metadata["namespace"] for h in hits] == ["one"]
     dense = store.similarity_search("shift rotation", k=5, filter=store.namespace_filter("two"))
     assert {d.metadata["namespace"] for d in dense} == {"two"}
 
@@ -98,29 +101,33 @@ def test_hybrid_search_fuses_dense_and_bm25_in_one_request(
         Document(id="third", page_content="flux readings of the warp core"),
     ]
     store.add_documents(docs)
-    hits = store.hybrid_search("quantum flux capacitor", k=3, fetch_k=3)
-    assert hits[0][0].id == "kw"  # best on both legs; stemming matches "capacitor(s)"
-    assert hits[0][1] > hits[-1][1]
-    assert store.hybrid_search("quantum flux", k=1, weights=(0.0, 1.0))[0][0].id == "kw"
+    hits = store.native_hybrid_search("quantum flux capacitor", k=3, fetch_k=3)
+    assert hits[0].document.id == "kw"  # best on both legs; stemming matches "capacitor(s)"
+    assert hits[0].score > hits[-1].score
+    assert all(0.0 <= h.similarity <= 1.0 for h in hits)  # type: ignore[operator]
+    keyword_only = store.native_hybrid_search("quantum flux", k=1, weights=(0.0, 1.0))
+    assert keyword_only[0].document.id == "kw"
     # a query of stop words only runs the dense leg alone
-    assert len(store.hybrid_search("the of and", k=2)) == 2
+    assert len(store.native_hybrid_search("the of and", k=2)) == 2
+    assert supports_native_hybrid(store)
 
 
-def test_min_similarity_score_drops_dense_only_candidates(embeddings: HashingEmbeddings) -> None:
+def test_min_similarity_score_applies_to_keyword_hits_too(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     store.add_documents(
         [
             Document(id="near", page_content="alpha beta"),
-            Document(id="far", page_content="gamma delta epsilon"),
+            Document(id="far", page_content="alpha gamma delta epsilon zeta eta theta"),
         ]
     )
-    scores = dict((d.id, s) for d, s in store.similarity_search_with_relevance_scores("alpha"))
+    scores = {d.id: s for d, s in store.similarity_search_with_relevance_scores("alpha")}
     assert scores["near"] > scores["far"]
     threshold = (scores["near"] + scores["far"]) / 2
-    hits = store.hybrid_search("alpha", k=5, min_similarity_score=threshold, weights=(1.0, 0.0))
-    assert [d.id for d, _ in hits] == ["near"]
-    above_all = store.hybrid_search("zeta", k=5, min_similarity_score=0.999, weights=(1.0, 0.0))
-    assert above_all == []
+    assert len(store.native_hybrid_search("alpha", k=5)) == 2  # both match the keyword
+    hits = store.native_hybrid_search("alpha", k=5, min_similarity_score=threshold)
+    assert [h.document.id for h in hits] == ["near"]
+    assert hits[0].similarity == pytest.approx(scores["near"], abs=1e-5)
+    assert store.native_hybrid_search("zeta", k=5, min_similarity_score=0.999) == []
 
 
 def test_ids_and_metadata_round_trip_unchanged(embeddings: HashingEmbeddings) -> None:
@@ -155,7 +162,7 @@ def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> N
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     assert store.similarity_search("x") == []
-    assert store.hybrid_search("x") == []
+    assert store.native_hybrid_search("x") == []
     assert store.get_by_ids(["a"]) == []
     assert list(store.iter_documents()) == []
     assert store.delete(["a"]) is True
