@@ -14,6 +14,8 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from langchain_core.documents import Document
 
+from langchain_holodeck.errors import ConfigError
+
 __all__ = [
     "NativeHit",
     "NativeHybridSearch",
@@ -97,12 +99,12 @@ def choose_search_strategy(
             ``auto`` keeps the fallback.
 
     Raises:
-        ValueError: When ``requested`` is unknown, or ``native`` is requested and the store
+        ConfigError: When ``requested`` is unknown, or ``native`` is requested and the store
             cannot fuse (the message names the store's class).
     """
     if requested not in ("auto", "native", "fallback"):
         msg = f"search_strategy must be 'auto', 'native' or 'fallback', got {requested!r}."
-        raise ValueError(msg)
+        raise ConfigError(msg)
     if requested == "fallback":
         return "fallback"
     native = supports_native_hybrid(store)

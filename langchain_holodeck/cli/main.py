@@ -457,6 +457,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         where=_where(tool, target, args.store),
         result=result,
         seconds=seconds,
+        search_strategy=tool.search_strategy,
     )
     print(format_summary(report))
     for line in result.errors:

@@ -181,6 +181,10 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Fusion weights of the three rankings."""
     keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
     """Keyword index backend."""
+    search_strategy: Literal["auto", "native", "fallback"] = "auto"
+    """``native``: the vector store fuses dense and keyword search in one request (Redis,
+    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
+    when the store can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"

@@ -26,6 +26,7 @@ from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
 from langchain_holodeck.fusion import reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
+from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
 
 __all__ = ["EXACT_BOOST", "HybridRetriever"]
 
@@ -65,6 +66,7 @@ class _Legs:
     """What each modality returned (``None``: the modality is off or failed)."""
 
     dense: list[tuple[Document, float]] | None = None
+    native: list[NativeHit] | None = None
     keyword: list[KeywordHit] | None = None
     exact: list[KeywordHit] | None = None
     errors: dict[str, BaseException] = field(default_factory=dict)
@@ -151,6 +153,9 @@ class HybridRetriever(BaseRetriever):
     """At most this many expanded chunks (the nearest) follow the hits."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments of the dense search (a store-specific ``filter``, ...)."""
+    search_strategy: SearchStrategy = "fallback"
+    """``native``: the store fuses dense + keyword in one request (``native_hybrid_search``),
+    the exact leg fuses on top in-process; ``fallback``: separate legs, weighted RRF here."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -184,6 +189,16 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(msg)
         return self
 
+    @model_validator(mode="after")
+    def _native_needs_a_native_store(self) -> HybridRetriever:
+        if self.search_strategy == "native" and not supports_native_hybrid(self.vector_store):
+            msg = (
+                "search_strategy='native' needs a vector store with native_hybrid_search "
+                f"(Redis, Qdrant), got {type(self.vector_store).__name__}; use 'fallback'."
+            )
+            raise ValueError(msg)
+        return self
+
     # -- the hooks ----------------------------------------------------------------------
     def _get_relevant_documents(
         self,
@@ -196,14 +211,17 @@ class HybridRetriever(BaseRetriever):
         if not query.strip():
             return []
         fetch = max(self.fetch_k, 2 * k)
-        with _span("holodeck.hybrid_search", k=k, fetch_k=fetch):
+        with _span("holodeck.hybrid_search", **self._span_attributes(k, fetch)):
             legs = _Legs()
             futures: dict[str, Future[Any]] = {}
             for name, fn in self._side_legs(query, fetch).items():
                 ctx = contextvars.copy_context()
                 futures[name] = _pool().submit(ctx.run, fn)
             try:
-                legs.dense = self._dense(query, fetch)
+                if self.search_strategy == "native":
+                    legs.native = self._native(query, k, fetch)
+                else:
+                    legs.dense = self._dense(query, fetch)
             except Exception as e:
                 legs.errors["semantic"] = e
             for name, fut in futures.items():
@@ -231,9 +249,11 @@ class HybridRetriever(BaseRetriever):
         if not query.strip():
             return []
         fetch = max(self.fetch_k, 2 * k)
-        with _span("holodeck.hybrid_search", k=k, fetch_k=fetch):
-            names = ["dense", *self._side_legs(query, fetch)]
-            coros: list[Awaitable[Any]] = [self._adense(query, fetch)]
+        with _span("holodeck.hybrid_search", **self._span_attributes(k, fetch)):
+            native = self.search_strategy == "native"
+            names = ["native" if native else "dense", *self._side_legs(query, fetch)]
+            first = self._anative(query, k, fetch) if native else self._adense(query, fetch)
+            coros: list[Awaitable[Any]] = [first]
             coros += [self._aside(name, query, fetch) for name in names[1:]]
             outcomes = await asyncio.gather(*coros, return_exceptions=True)
             legs = _Legs()
@@ -241,7 +261,7 @@ class HybridRetriever(BaseRetriever):
                 if isinstance(outcome, BaseException):
                     if not isinstance(outcome, Exception):
                         raise outcome  # cancellation and friends propagate
-                    legs.errors["semantic" if name == "dense" else name] = outcome
+                    legs.errors["semantic" if name in ("dense", "native") else name] = outcome
                 else:
                     setattr(legs, name, outcome)
             plan = self._plan(query, k, legs)
@@ -268,7 +288,8 @@ class HybridRetriever(BaseRetriever):
     def _side_legs(self, query: str, fetch: int) -> dict[str, Callable[[], list[KeywordHit]]]:
         legs: dict[str, Callable[[], list[KeywordHit]]] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
-        if keyword_index is not None and self.weights[1] > 0:
+        native = self.search_strategy == "native"  # the store's own request has the keywords
+        if keyword_index is not None and self.weights[1] > 0 and not native:
 
             def keyword() -> list[KeywordHit]:
                 with _span("holodeck.keyword_search", fetch_k=fetch):
@@ -292,6 +313,35 @@ class HybridRetriever(BaseRetriever):
         fn = self._side_legs(query, fetch)[name]
         ctx = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(_pool(), ctx.run, fn)
+
+    def _span_attributes(self, k: int, fetch: int) -> dict[str, Any]:
+        return {"k": k, "fetch_k": fetch, "search.mode": self.search_strategy}
+
+    def _native_kwargs(self, k: int, fetch: int) -> dict[str, Any]:
+        return {
+            "k": k,
+            "fetch_k": fetch,
+            "weights": (self.weights[0], self.weights[1]),
+            "rrf_k": self.rrf_k,
+            "min_similarity_score": self.min_similarity_score,
+            **self.search_kwargs,
+        }
+
+    def _native(self, query: str, k: int, fetch: int) -> list[NativeHit]:
+        with _span("holodeck.native_hybrid_search", fetch_k=fetch):
+            return list(
+                self.vector_store.native_hybrid_search(  # type: ignore[attr-defined]  # validated
+                    query, **self._native_kwargs(k, fetch)
+                )
+            )
+
+    async def _anative(self, query: str, k: int, fetch: int) -> list[NativeHit]:
+        with _span("holodeck.native_hybrid_search", fetch_k=fetch):
+            return list(
+                await self.vector_store.anative_hybrid_search(  # type: ignore[attr-defined]  # validated
+                    query, **self._native_kwargs(k, fetch)
+                )
+            )
 
     def _dense(self, query: str, fetch: int) -> list[tuple[Document, float]] | None:
         if self.weights[0] == 0:
@@ -319,6 +369,8 @@ class HybridRetriever(BaseRetriever):
             )
         if "semantic" in legs.errors and legs.keyword is None and legs.exact is None:
             raise legs.errors["semantic"]
+        if legs.native is not None:
+            return self._native_plan(legs.native, legs.exact or [])
         dense = legs.dense or []
         if self.min_similarity_score is not None:
             dense = [(d, s) for d, s in dense if s >= self.min_similarity_score]
@@ -361,6 +413,43 @@ class HybridRetriever(BaseRetriever):
             for doc_id in pinned:
                 meta[doc_id]["fused_score"] += EXACT_BOOST
             # fused is sorted best first, so this stable sort keeps fused order within each group
+            order.sort(key=lambda doc_id: doc_id not in pinned)
+        return _Plan(order, meta, known)
+
+    def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
+        """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
+        known = {h.document.id: h.document for h in native if h.document.id}
+        ranking = [(h.document.id, h.score) for h in native if h.document.id]
+        weights = [self.weights[0] + self.weights[1], self.weights[2]]
+        fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
+        meta: dict[str, dict[str, Any]] = {
+            doc_id: {
+                "fused_score": score,
+                "semantic_score": None,
+                "keyword_score": None,
+                "exact_match": False,
+                "semantic_rank": None,
+                "keyword_rank": None,
+                "exact_rank": None,
+                "native_rank": None,
+                "native_score": None,
+            }
+            for doc_id, score in fused
+        }
+        for rank, hit in enumerate(native, start=1):
+            entry = meta.get(hit.document.id or "")
+            if entry is not None and entry["native_rank"] is None:
+                entry["native_rank"], entry["native_score"] = rank, hit.score
+                entry["semantic_score"] = hit.similarity
+        for rank, (doc_id, _) in enumerate(exact, start=1):
+            entry = meta.get(doc_id)
+            if entry is not None and entry["exact_rank"] is None:
+                entry["exact_rank"], entry["exact_match"] = rank, True
+        order = [doc_id for doc_id, _ in fused]
+        if self.exact_first and exact:
+            pinned = {h.id for h in exact if h.score >= SECTION_SCORE and h.id in meta}
+            for doc_id in pinned:
+                meta[doc_id]["fused_score"] += EXACT_BOOST
             order.sort(key=lambda doc_id: doc_id not in pinned)
         return _Plan(order, meta, known)
 

@@ -29,6 +29,7 @@ from langchain_holodeck.definitions import Definition
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
+from langchain_holodeck.search_strategy import SearchStrategy, choose_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools.formatting import format_results
 
@@ -86,6 +87,9 @@ class _DocumentTool(Generic[ConfigT]):
         """Where the vectors live: ``in-memory`` or ``redis``."""
         self.fallback_reason: str | None = None
         """Why the configured database was not used (unreachable Redis), or None."""
+        self.search_strategy: SearchStrategy | None = None
+        """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
+        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
 
     @property
     def config(self) -> ConfigT:
@@ -334,6 +338,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
+        self.search_strategy = "fallback"  # dense only: nothing for an engine to fuse
         retriever: BaseRetriever = HybridRetriever(
             vector_store=store,
             k=self._config.top_k,
@@ -512,8 +517,16 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
         config = self._config
+        weights = config.search_weights
+        self.search_strategy = choose_search_strategy(
+            config.search_strategy,
+            store=store,
+            separate_keyword_engine=config.keyword_index.provider == "opensearch",
+            weights=(weights.semantic, weights.keyword),
+        )
         retriever = HybridRetriever(
             vector_store=store,
+            search_strategy=self.search_strategy,
             keyword_index=self._keywords,
             exact_index=self._exact,
             k=config.top_k,

@@ -43,7 +43,7 @@ SUMMARY = re.compile(
     r"^ingested docs into 'default' \(in-memory, saved in (?P<dir>\S+)\): "
     r"(?P<added>\d+) added, (?P<updated>\d+) updated, (?P<skipped>\d+) skipped, "
     r"(?P<failed>\d+) failed, (?P<deleted>\d+) deleted; (?P<total>\d+) chunks in "
-    r"[\d.]+ s \([\d.]+ chunks/s\)$"
+    r"[\d.]+ s \([\d.]+ chunks/s\); search strategy (?P<strategy>native|fallback)$"
 )
 
 
@@ -95,6 +95,7 @@ def test_ingest_prints_one_summary_line_and_writes_the_manifest(ingested: Ingest
     assert ingested.code == 0, ingested.err
     match = SUMMARY.match(ingested.out.strip())
     assert match, ingested.out
+    assert match["strategy"] == "fallback"  # the in-memory store has no native hybrid
     assert int(match["added"]) == int(match["total"]) > 0
     assert (match["updated"], match["skipped"], match["failed"]) == ("0", "0", "0")
     assert ingested.err == ""  # stderr is not a TTY: no progress bars, and no warning

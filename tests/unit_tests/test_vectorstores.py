@@ -415,7 +415,7 @@ def test_create_vector_store_defaults_to_memory(embeddings: HashingEmbeddings) -
 
 
 def test_create_vector_store_rejects_bad_settings(embeddings: HashingEmbeddings) -> None:
-    with pytest.raises(ConfigError, match="must be 'redis' or 'in-memory', got 'mongo'"):
+    with pytest.raises(ConfigError, match="must be 'redis', 'qdrant' or 'in-memory', got 'mongo'"):
         create_vector_store(FakeDatabaseConfig(provider="mongo"), embeddings)
     with pytest.raises(ConfigError, match="connection_string is required"):
         create_vector_store(FakeDatabaseConfig(), embeddings)
