@@ -115,7 +115,7 @@ def choose_search_strategy(
                 f"search itself (Redis, Qdrant), got {type(store).__name__}; use 'auto' or "
                 "'fallback'."
             )
-            raise ValueError(msg)
+            raise ConfigError(msg)
         return "native"
     both_legs = len(weights) >= 2 and weights[0] > 0 and weights[1] > 0
     return "native" if native and both_legs and not separate_keyword_engine else "fallback"

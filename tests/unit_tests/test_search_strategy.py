@@ -1,0 +1,187 @@
+"""Search strategy: chosen from what the store can do; native keeps exact lookups first."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_holodeck.config import HierarchicalDocumentToolConfig
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.exact import ExactMatchIndex
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers.hybrid import HybridRetriever
+from langchain_holodeck.search_strategy import choose_search_strategy, supports_native_hybrid
+from langchain_holodeck.tools import HierarchicalDocumentTool
+from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import DATA_DIR, HashingEmbeddings
+
+qdrant = pytest.importorskip("langchain_holodeck.backends.qdrant")
+pytest.importorskip("qdrant_client")
+
+
+def qdrant_store(embeddings: HashingEmbeddings) -> Any:
+    from qdrant_client import QdrantClient
+
+    return qdrant.HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "s", embeddings)
+
+
+def test_auto_is_native_only_when_the_store_fuses_and_both_legs_count(
+    embeddings: HashingEmbeddings,
+) -> None:
+    memory, native = MatrixVectorStore(embeddings), qdrant_store(embeddings)
+    assert not supports_native_hybrid(memory)
+    assert choose_search_strategy("auto", store=memory) == "fallback"
+    assert choose_search_strategy("auto", store=native) == "native"
+    assert choose_search_strategy("auto", store=native, separate_keyword_engine=True) == (
+        "fallback"
+    )
+    assert choose_search_strategy("auto", store=native, weights=(1.0, 0.0)) == "fallback"
+    assert choose_search_strategy("fallback", store=native) == "fallback"
+    assert choose_search_strategy("native", store=native) == "native"
+
+
+def test_native_on_a_store_that_cannot_fuse_names_the_store(embeddings: HashingEmbeddings) -> None:
+    memory = MatrixVectorStore(embeddings)
+    with pytest.raises(ConfigError, match="got MatrixVectorStore"):
+        choose_search_strategy("native", store=memory)
+    with pytest.raises(ConfigError, match="got 'fast'"):
+        choose_search_strategy("fast", store=memory)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="got MatrixVectorStore"):
+        HybridRetriever(vector_store=memory, search_strategy="native")
+
+
+DOCS = [
+    Document(
+        id=f"d{i}",
+        page_content=text,
+        metadata={"namespace": ns, "section_id": section, "source_path": "act.md"},
+    )
+    for i, (text, section, ns) in enumerate(
+        [
+            ("Section 101. The holodeck safety protocols must stay on.", "101", "kb"),
+            ("Section 102. Arch controls are reachable from the doorway.", "102", "kb"),
+            ("Section 103. Safety protocols are logged each shift.", "103", "kb"),
+            ("Section 104. Replicators are maintained monthly.", "104", "kb"),
+            ("Safety protocols of another corpus entirely.", "101", "other"),
+        ]
+    )
+]
+
+
+def native_retriever(embeddings: HashingEmbeddings, **kwargs: Any) -> HybridRetriever:
+    store = qdrant_store(embeddings)
+    store.add_documents(DOCS)
+    ours = [d for d in DOCS if d.metadata["namespace"] == "kb"]
+    exact = ExactMatchIndex()
+    exact.upsert(ours)
+    return HybridRetriever(
+        vector_store=store,
+        keyword_index=BM25KeywordIndex(),  # not consulted on the native strategy
+        exact_index=exact,
+        search_strategy="native",
+        search_kwargs={"filter": store.namespace_filter("kb")},
+        **kwargs,
+    )
+
+
+def test_native_retriever_fuses_in_the_store_and_keeps_the_namespace(
+    embeddings: HashingEmbeddings,
+) -> None:
+    retriever = native_retriever(embeddings, k=3)
+    docs = retriever.invoke("safety protocols")
+    assert {d.id for d in docs[:2]} == {"d0", "d2"}
+    assert all(d.metadata["namespace"] == "kb" for d in docs)
+    first = docs[0].metadata
+    assert first["native_rank"] == 1
+    assert first["keyword_rank"] is None  # no separate keyword leg ran
+    assert 0.0 <= first["semantic_score"] <= 1.0
+
+
+async def test_exact_section_lookup_stays_first_on_the_native_strategy(
+    embeddings: HashingEmbeddings,
+) -> None:
+    retriever = native_retriever(embeddings, k=3)
+    for docs in (retriever.invoke("Section 104"), await retriever.ainvoke("Section 104")):
+        assert docs[0].id == "d3"
+        assert docs[0].metadata["exact_match"] is True
+        assert docs[0].metadata["fused_score"] > docs[1].metadata["fused_score"]
+
+
+def test_native_retriever_applies_min_similarity_score(embeddings: HashingEmbeddings) -> None:
+    loose = native_retriever(embeddings, k=4).invoke("replicators")
+    strict = native_retriever(embeddings, k=4, min_similarity_score=0.99).invoke("replicators")
+    assert len(loose) > len(strict)
+    assert all(d.metadata["semantic_score"] >= 0.99 for d in strict)
+
+
+@pytest.mark.parametrize(
+    ("requested", "database", "expected"),
+    [
+        ("auto", None, "fallback"),
+        ("auto", {"provider": "qdrant", "location": ":memory:"}, "native"),
+        ("fallback", {"provider": "qdrant", "location": ":memory:"}, "fallback"),
+    ],
+)
+def test_tool_reports_its_search_strategy(
+    requested: str,
+    database: dict[str, str] | None,
+    expected: str,
+    embeddings: HashingEmbeddings,
+    tmp_path: Path,
+) -> None:
+    legal = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", legal)
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        source=str(legal),
+        top_k=3,
+        database=database,
+        search_strategy=requested,
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    assert tool.search_strategy is None
+    tool.initialize_sync()
+    assert tool.search_strategy == expected
+    assert tool.as_retriever().invoke("Section 203(a)(1)")[0].metadata["section_id"] == "203(a)(1)"
+
+
+def test_tool_forced_native_on_memory_is_a_config_error(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        source=str(DATA_DIR / "legal"),
+        search_strategy="native",
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    with pytest.raises(ConfigError, match="search_strategy 'native' needs"):
+        tool.initialize_sync()
+
+
+def test_search_span_carries_the_mode(
+    embeddings: HashingEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_holodeck.retrievers import hybrid
+
+    seen: list[dict[str, Any]] = []
+    original = hybrid._span
+
+    def recording(name: str, **attributes: Any) -> Any:
+        if name == "holodeck.hybrid_search":
+            seen.append(attributes)
+        return original(name, **attributes)
+
+    monkeypatch.setattr(hybrid, "_span", recording)
+    native_retriever(embeddings).invoke("safety")
+    HybridRetriever(vector_store=MatrixVectorStore(embeddings)).invoke("safety")
+    assert [a["search.mode"] for a in seen] == ["native", "fallback"]
