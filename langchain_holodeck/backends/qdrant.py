@@ -432,7 +432,6 @@ class HolodeckQdrantVectorStore(_Base):
             self.collection_name,
             prefetch=prefetch,
             query=_models.RrfQuery(rrf=_models.Rrf(k=rrf_k, weights=legs)),
-            query_filter=filter,
             limit=k if min_similarity_score is None else max(k, fetch_k),
             with_payload=True,
             with_vectors=[DENSE_VECTOR],
