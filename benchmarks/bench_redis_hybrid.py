@@ -186,7 +186,7 @@ def main() -> None:
                 vector=qvec[q],
                 vector_field_name=EMBEDDING_FIELD,
                 filter_expression=namespace_filter,
-                alpha=0.5,
+                alpha=0.99,  # linear_alpha((0.5, 0.5))
                 num_results=FETCH_K,
                 return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
                 stopwords=None,

@@ -60,7 +60,7 @@ def test_native_hybrid_returns_the_same_hits_as_raw_redisvl(
         text_field_name=CONTENT_FIELD,
         vector=embeddings.embed_query(query),
         vector_field_name=EMBEDDING_FIELD,
-        alpha=0.5,
+        alpha=0.99,  # linear_alpha((0.5, 0.5))
         num_results=6,
         return_fields=["__key"],
         stopwords=None,
