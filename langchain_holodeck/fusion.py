@@ -1,11 +1,15 @@
-"""Reciprocal rank fusion: a pure function over ranked lists of ``(id, score)`` pairs."""
+"""Fusion of rankings: reciprocal rank fusion and convex score fusion, pure functions.
+
+Both take one ranked list of ``(id, score)`` pairs per retriever, best first, and return
+``(id, fused_score)`` pairs, best first.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-__all__ = ["reciprocal_rank_fusion"]
+__all__ = ["convex_score_fusion", "reciprocal_rank_fusion"]
 
 
 def reciprocal_rank_fusion(
@@ -41,22 +45,7 @@ def reciprocal_rank_fusion(
     if k < 0:
         msg = f"k must be >= 0, got {k}."
         raise ValueError(msg)
-    if weights is None:
-        weights = [1.0] * len(ranked_lists)
-    elif len(weights) != len(ranked_lists):
-        msg = (
-            f"weights has {len(weights)} entries but {len(ranked_lists)} rankings were given; "
-            "pass one weight per ranking."
-        )
-        raise ValueError(msg)
-    for i, w in enumerate(weights):
-        if not math.isfinite(w) or w < 0:
-            msg = f"weights[{i}] must be a finite number >= 0, got {w!r}."
-            raise ValueError(msg)
-    if ranked_lists and not any(w > 0 for w in weights):
-        msg = f"at least one weight must be > 0, got {list(weights)!r}."
-        raise ValueError(msg)
-
+    weights = _check_weights(weights, len(ranked_lists))
     scores: dict[str, float] = {}  # insertion order = first appearance, the tie-breaker
     for ranking, weight in zip(ranked_lists, weights, strict=True):
         if weight == 0:
@@ -67,5 +56,98 @@ def reciprocal_rank_fusion(
                 continue
             seen.add(doc_id)
             scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
+    return _best_first(scores)
+
+
+def convex_score_fusion(
+    scored_lists: Sequence[Sequence[tuple[str, float]]],
+    *,
+    weights: Sequence[float] | None = None,
+    lower_bounds: Sequence[float | None] | None = None,
+) -> list[tuple[str, float]]:
+    """Fuse scored lists with a convex combination of normalized scores.
+
+    Each list holds ``(id, score)`` pairs, higher scores better. Each list's scores are
+    min-max normalized, then combined (Bruch et al., 2023, "An Analysis of Fusion Functions
+    for Hybrid Retrieval")::
+
+        norm_i(d)  = (s_i(d) - m_i) / (M_i - m_i)        clipped to [0, 1]
+        score(d)   = sum_i  w_i * norm_i(d)
+
+    where ``M_i`` is the best score of list ``i`` and ``m_i`` its lower bound: the
+    theoretical minimum when ``lower_bounds[i]`` is given (their "TMM", e.g. 0 for BM25 and
+    for relevance scores in [0, 1]), else the list's lowest score (plain min-max). A list
+    that does not hold ``d`` adds 0 (the lowest normalized score). When ``M_i <= m_i`` every
+    id of list ``i`` normalizes to 1. The weights are used as given: pass weights summing to
+    1 for a convex combination whose scores lie in [0, 1]. An id repeated inside one list
+    counts at its first (best) entry only.
+
+    Args:
+        scored_lists: One scored ranking per retriever.
+        weights: One non-negative weight per list; ``None`` weighs every list 1.0. A list
+            weighted 0 adds no ids.
+        lower_bounds: One lower bound (or ``None``: the list's own minimum) per list.
+
+    Returns:
+        ``(id, fused_score)`` pairs, best first; ties broken by first appearance.
+
+    Raises:
+        ValueError: When ``weights`` or ``lower_bounds`` has the wrong length, or a weight is
+            negative, non-finite, or none is positive; or a score or bound is not finite.
+    """
+    weights = _check_weights(weights, len(scored_lists))
+    if lower_bounds is None:
+        lower_bounds = [None] * len(scored_lists)
+    elif len(lower_bounds) != len(scored_lists):
+        msg = (
+            f"lower_bounds has {len(lower_bounds)} entries but {len(scored_lists)} lists were "
+            "given; pass one bound (or None) per list."
+        )
+        raise ValueError(msg)
+    scores: dict[str, float] = {}
+    for i, (ranking, weight, bound) in enumerate(
+        zip(scored_lists, weights, lower_bounds, strict=True)
+    ):
+        if weight == 0 or not ranking:
+            continue
+        first: dict[str, float] = {}
+        for doc_id, score in ranking:
+            if not math.isfinite(score):
+                msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {score!r}."
+                raise ValueError(msg)
+            first.setdefault(doc_id, float(score))
+        if bound is not None and not math.isfinite(bound):
+            msg = f"lower_bounds[{i}] must be finite or None, got {bound!r}."
+            raise ValueError(msg)
+        top = max(first.values())
+        low = min(first.values()) if bound is None else float(bound)
+        span = top - low
+        for doc_id, score in first.items():
+            norm = 1.0 if span <= 0 else min(1.0, max(0.0, (score - low) / span))
+            scores[doc_id] = scores.get(doc_id, 0.0) + weight * norm
+    return _best_first(scores)
+
+
+def _check_weights(weights: Sequence[float] | None, n: int) -> Sequence[float]:
+    if weights is None:
+        return [1.0] * n
+    if len(weights) != n:
+        msg = (
+            f"weights has {len(weights)} entries but {n} rankings were given; "
+            "pass one weight per ranking."
+        )
+        raise ValueError(msg)
+    for i, w in enumerate(weights):
+        if not math.isfinite(w) or w < 0:
+            msg = f"weights[{i}] must be a finite number >= 0, got {w!r}."
+            raise ValueError(msg)
+    if n and not any(w > 0 for w in weights):
+        msg = f"at least one weight must be > 0, got {list(weights)!r}."
+        raise ValueError(msg)
+    return weights
+
+
+def _best_first(scores: dict[str, float]) -> list[tuple[str, float]]:
+    """Sort by score, descending; ties keep insertion order (first appearance)."""
     order = {doc_id: i for i, doc_id in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))

@@ -1,16 +1,13 @@
-"""HybridRetriever: dense + keyword + exact-match retrieval fused with weighted RRF."""
+"""HybridRetriever: dense + keyword + exact-match retrieval, fused by weighted RRF or scores."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -19,85 +16,85 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_holodeck._redact import one_line
+from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
-from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
+from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
+from langchain_holodeck.retrievers._steps import Call, Core, Outcomes, adrive, drive
 from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
 
-__all__ = ["EXACT_BOOST", "HybridRetriever"]
+__all__ = ["DEFAULT_FETCH_K", "DEFAULT_FUSION", "EXACT_BOOST", "HybridRetriever"]
 
 EXACT_BOOST = 1.0
-"""Added to the fused score of exact section hits: RRF sums stay far below it."""
+"""The ``fused_score`` of a pinned exact hit: the top of the [0, 1] scale."""
+DEFAULT_FETCH_K = 50
+"""Candidates per leg by default (chosen on SciFact train; see the README's sweep)."""
+DEFAULT_FUSION: Literal["rrf", "convex"] = "rrf"
+"""The default fusion function (chosen on SciFact train; see the README's sweep)."""
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
-_POOL: ThreadPoolExecutor | None = None
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
+_LEGS = ("semantic", "keyword", "exact")
 
 
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="holodeck-hybrid")
-    return _POOL
-
-
-@contextlib.contextmanager
-def _span(name: str, **attributes: Any) -> Iterator[None]:
-    """An OpenTelemetry span when ``opentelemetry-api`` is installed; nothing otherwise."""
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        yield
-        return
-    with trace.get_tracer("langchain_holodeck").start_as_current_span(name) as span:
-        for key, value in attributes.items():
-            span.set_attribute(key, value)
-        yield
-
-
-@dataclass
+@dataclass(frozen=True)
 class _Legs:
-    """What each modality returned (``None``: the modality is off or failed)."""
+    """What each leg returned (``None``: the leg is off or failed)."""
 
-    dense: list[tuple[Document, float]] | None = None
+    dense: DenseResult | None
+    keyword: list[KeywordHit] | None
+    exact: list[KeywordHit] | None
     native: list[NativeHit] | None = None
-    keyword: list[KeywordHit] | None = None
-    exact: list[KeywordHit] | None = None
-    errors: dict[str, BaseException] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Plan:
-    """The fused order and each id's scores; documents are fetched afterwards."""
+    """The fused order (pinned exact hits first) and each id's scores."""
 
     order: list[str]
     meta: dict[str, dict[str, Any]]
-    known: dict[str, Document]  # documents the dense leg already returned
+    pinned: frozenset[str]
 
 
 class HybridRetriever(BaseRetriever):
-    """Dense + keyword (BM25) + exact-match retrieval fused with weighted reciprocal rank fusion.
+    """Dense + keyword (BM25) + exact-match retrieval, fused by weighted RRF or score fusion.
 
-    The three legs run concurrently (a thread pool on ``invoke``, ``asyncio.gather`` on
-    ``ainvoke``); each returns ``fetch_k`` candidates, fused with
-    ``score(d) = sum_i w_i / (rrf_k + rank_i(d))``. Exact hits — chunks whose ``section_id`` is
-    a section the query names ("Section 203(a)(1)", "§ 4.2") or that contain every quoted
-    phrase — are placed first when ``exact_first``: their ``fused_score`` gets ``EXACT_BOOST``
-    (1.0, above any RRF sum), so results stay in descending score; then the rest by
-    fused score. The result is cut to ``k``. Keyword- and exact-only hits are read with
-    ``vector_store.get_by_ids``; ids the store no longer has are skipped.
+    The legs run concurrently (a thread pool on ``invoke``, ``asyncio.gather`` on
+    ``ainvoke``; both share one core); each returns ``fetch_k`` candidates as ids and scores,
+    and only the final ``k`` documents are read from the store (``get_by_ids``; a store
+    without id search returns documents with its scores, which are kept instead). Fusion:
 
-    Emits metadata (on copies; ``Document.id`` kept): ``fused_score``, ``semantic_score``
-    (dense relevance in [0, 1]), ``keyword_score`` (raw BM25), ``exact_match`` (bool),
-    ``semantic_rank`` / ``keyword_rank`` / ``exact_rank`` (1-based; ``None`` when the document
-    is absent from that list), ``definitions`` (when the query names a defined term: a list of
-    ``{"term", "definition", "source_path", "section_id"}``). With ``expand_hops > 0``, up to
+    - ``fusion="rrf"``: ``raw(d) = sum_i w_i / (rrf_k + rank_i(d))``;
+    - ``fusion="convex"``: ``raw(d) = sum_i w_i * norm_i(d)``, each leg's scores min-max
+      normalized with a theoretical lower bound of 0 (Bruch et al., 2023); see
+      :func:`~langchain_holodeck.fusion.convex_score_fusion`.
+
+    ``fused_score`` is ``raw(d)`` divided by the best attainable value, a chunk ranked first
+    by every leg that returned something, so it lies in [0, 1] and 1.0 means "first
+    everywhere". Exact hits — chunks whose ``section_id`` is a section the query names
+    ("Section 203(a)(1)", "§ 4.2") or that contain every quoted phrase — are placed first
+    when ``exact_first``, with ``fused_score`` ``EXACT_BOOST`` (1.0); then the rest by fused
+    score. Ids the store no longer has are skipped.
+
+    ``min_similarity_score`` applies to every result: exact hits are kept; every other chunk
+    must reach the threshold by its dense relevance (cosine clipped to [0, 1]), which is
+    computed for keyword-only hits too (from the stored vector where the store allows it,
+    else by embedding the chunk's text). The threshold removes results; it never reorders
+    the others.
+
+    Emits metadata (on copies; ``Document.id`` kept): ``fused_score`` (in [0, 1], above),
+    ``semantic_score`` (dense relevance in [0, 1]; the store's raw score for a store without
+    relevance scores; for a keyword-only hit, set only when a threshold computed it),
+    ``keyword_score`` (raw BM25), ``exact_match`` (bool), ``semantic_rank`` /
+    ``keyword_rank`` / ``exact_rank`` (1-based; ``None`` when the document is absent from that
+    list), ``definitions`` (when the query names a defined term: a list of ``{"term",
+    "definition", "source_path", "section_id"}``). With ``expand_hops > 0``, up to
     ``expand_limit`` chunks reached over ``cross_references`` follow the hits, with
     ``expansion_hops`` (0 for hits) and ``expanded_from`` (the id they were reached from).
 
@@ -105,6 +102,12 @@ class HybridRetriever(BaseRetriever):
     other legs; a failing dense leg does the same when another leg answered (keyword-only
     results). Only when every enabled leg fails is the dense leg's error raised. A blank
     query returns ``[]``.
+
+    Tracing (with ``opentelemetry-api``): a ``holodeck.hybrid_search`` span with
+    ``search.mode``, ``search.provider``, ``search.fusion``, ``search.top_k``,
+    ``search.fetch_k`` and ``search.result_count``; a child span per leg
+    (``holodeck.semantic_search``, ``holodeck.keyword_search``, ``holodeck.exact_search``, each
+    with ``search.result_count``) and ``holodeck.read_documents``.
 
     Key init args:
         vector_store: Any ``VectorStore`` holding the chunks; must implement ``get_by_ids``.
@@ -132,15 +135,17 @@ class HybridRetriever(BaseRetriever):
     """Exact index (section ids, phrases); needed for exact hits and for expansion."""
     k: int = Field(default=10, ge=1, le=100)
     """Number of results (before expansion)."""
-    fetch_k: int = Field(default=50, ge=1, le=1000)
+    fetch_k: int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
     """Candidates each leg contributes to fusion (at least ``2 * k``: fusion needs depth)."""
     weights: tuple[float, float, float] = (0.5, 0.5, 0.2)
     """Fusion weights of the (semantic, keyword, exact) rankings; also accepts a mapping or
     an object with ``semantic``/``keyword``/``exact`` (such as ``config.SearchWeights``)."""
+    fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
+    """``rrf``: weighted reciprocal rank fusion; ``convex``: weighted sum of normalized scores."""
     rrf_k: int = Field(default=60, ge=0)
     """The RRF constant."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
-    """Drop dense candidates whose relevance score is below this."""
+    """Keep only results whose dense relevance reaches this (exact hits are always kept)."""
     exact_first: bool = True
     """Place exact hits (section named, or every quoted phrase present) before the rest."""
     definitions: Mapping[str, Any] | None = None
@@ -153,11 +158,18 @@ class HybridRetriever(BaseRetriever):
     """At most this many expanded chunks (the nearest) follow the hits."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments of the dense search (a store-specific ``filter``, ...)."""
+    provider: str | None = None
+    """The backend's name for the ``search.provider`` span attribute; default: the store's
+    class name."""
     search_strategy: SearchStrategy = "fallback"
-    """``native``: the store fuses dense + keyword in one request (``native_hybrid_search``),
-    the exact leg fuses on top in-process; ``fallback``: separate legs, weighted RRF here."""
+    """``native``: the store fuses dense + keyword search in one request
+    (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score`` and
+    ``search_kwargs`` passed on) and the exact leg fuses on top here; ``fallback``: separate
+    legs fused here. Also the ``search.mode`` span attribute."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _dense_leg: DenseLeg | None = PrivateAttr(default=None)
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -199,7 +211,7 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(msg)
         return self
 
-    # -- the hooks ----------------------------------------------------------------------
+    # -- the hooks: one core, two drivers -----------------------------------------------
     def _get_relevant_documents(
         self,
         query: str,
@@ -207,36 +219,7 @@ class HybridRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        k = self._check_k(k)
-        if not query.strip():
-            return []
-        fetch = max(self.fetch_k, 2 * k)
-        with _span("holodeck.hybrid_search", **self._span_attributes(k, fetch)):
-            legs = _Legs()
-            futures: dict[str, Future[Any]] = {}
-            for name, fn in self._side_legs(query, fetch).items():
-                ctx = contextvars.copy_context()
-                futures[name] = _pool().submit(ctx.run, fn)
-            try:
-                if self.search_strategy == "native":
-                    legs.native = self._native(query, k, fetch)
-                else:
-                    legs.dense = self._dense(query, fetch)
-            except Exception as e:
-                legs.errors["semantic"] = e
-            for name, fut in futures.items():
-                try:
-                    setattr(legs, name, fut.result())
-                except Exception as e:
-                    legs.errors[name] = e
-            plan = self._plan(query, k, legs)
-            docs = self._fetch(plan.order[: 2 * k], plan.known, self.vector_store.get_by_ids)
-            result = self._assemble(query, k, plan, docs)
-            expanded = self._expansion(result, k)
-            if expanded:
-                fetched = self.vector_store.get_by_ids([e.id for e in expanded])
-                result += self._expanded_docs(expanded, fetched)
-            return result
+        return drive(self._retrieve(query, k))
 
     async def _aget_relevant_documents(
         self,
@@ -245,35 +228,33 @@ class HybridRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
+        return await adrive(self._retrieve(query, k))
+
+    def _retrieve(self, query: str, k: int | None) -> Core[list[Document]]:
+        """The retrieval, as a generator of I/O steps (see ``_steps``)."""
         k = self._check_k(k)
         if not query.strip():
             return []
         fetch = max(self.fetch_k, 2 * k)
-        with _span("holodeck.hybrid_search", **self._span_attributes(k, fetch)):
-            native = self.search_strategy == "native"
-            names = ["native" if native else "dense", *self._side_legs(query, fetch)]
-            first = self._anative(query, k, fetch) if native else self._adense(query, fetch)
-            coros: list[Awaitable[Any]] = [first]
-            coros += [self._aside(name, query, fetch) for name in names[1:]]
-            outcomes = await asyncio.gather(*coros, return_exceptions=True)
-            legs = _Legs()
-            for name, outcome in zip(names, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    if not isinstance(outcome, Exception):
-                        raise outcome  # cancellation and friends propagate
-                    legs.errors["semantic" if name in ("dense", "native") else name] = outcome
-                else:
-                    setattr(legs, name, outcome)
-            plan = self._plan(query, k, legs)
-            order = plan.order[: 2 * k]
-            missing = [i for i in order if i not in plan.known]
-            fetched = await self.vector_store.aget_by_ids(missing) if missing else []
-            docs = self._fetch(order, plan.known, lambda _ids: fetched)
-            result = self._assemble(query, k, plan, docs)
-            expanded = self._expansion(result, k)
+        attributes: Attributes = {
+            "search.mode": self.search_strategy,
+            "search.provider": self.provider or type(self.vector_store).__name__,
+            "search.fusion": self.fusion,
+            "search.top_k": k,
+            "search.fetch_k": fetch,
+        }
+        with span("holodeck.hybrid_search", attributes) as current:
+            legs = self._legs(query, (yield self._leg_calls(query, fetch, k)))
+            plan = self._plan(legs)
+            result = yield from self._select(query, k, plan, legs)
+            expanded = self._expansion(result)
             if expanded:
-                more = await self.vector_store.aget_by_ids([e.id for e in expanded])
-                result += self._expanded_docs(expanded, more)
+                ids = [e.id for e in expanded]
+                outcome = (yield self._read_call(ids))["read"]
+                if isinstance(outcome, Exception):
+                    raise outcome
+                result += self._expanded_docs(expanded, outcome)
+            current.set_attribute("search.result_count", len(result))
             return result
 
     # -- legs ---------------------------------------------------------------------------
@@ -285,40 +266,84 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(msg)
         return k
 
-    def _side_legs(self, query: str, fetch: int) -> dict[str, Callable[[], list[KeywordHit]]]:
-        legs: dict[str, Callable[[], list[KeywordHit]]] = {}
+    def _dense(self) -> DenseLeg:
+        leg = self._dense_leg
+        if leg is None or leg.store is not self.vector_store:
+            leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
+        return leg
+
+    def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
+        """The enabled legs; the dense (or native) leg last (the sync driver runs it inline)."""
+        calls: dict[str, Call] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
-        native = self.search_strategy == "native"  # the store's own request has the keywords
+        attributes: Attributes = {"search.fetch_k": fetch}
+        native = self.search_strategy == "native"  # the store's one request has both legs
         if keyword_index is not None and self.weights[1] > 0 and not native:
 
             def keyword() -> list[KeywordHit]:
-                with _span("holodeck.keyword_search", fetch_k=fetch):
-                    return list(keyword_index.search(query, fetch))
+                with span("holodeck.keyword_search", attributes) as s:
+                    hits = list(keyword_index.search(query, fetch))
+                    s.set_attribute("search.result_count", len(hits))
+                    return hits
 
-            legs["keyword"] = keyword
+            asearch = getattr(keyword_index, "asearch", None)
+
+            async def akeyword() -> list[KeywordHit]:
+                with span("holodeck.keyword_search", attributes) as s:
+                    hits = list(await asearch(query, fetch))  # type: ignore[misc]  # set when used
+                    s.set_attribute("search.result_count", len(hits))
+                    return hits
+
+            calls["keyword"] = Call(keyword, akeyword if asearch is not None else None)
         if exact_index is not None and self.weights[2] > 0:
 
             def exact() -> list[KeywordHit]:
-                return exact_index.search(query, fetch)
+                with span("holodeck.exact_search", attributes) as s:
+                    hits = exact_index.search(query, fetch)
+                    s.set_attribute("search.result_count", len(hits))
+                    return hits
 
-            legs["exact"] = exact
-        return legs
+            calls["exact"] = Call(exact)
+        if native:
+            calls["native"] = self._native_call(query, k, fetch)
+        elif self.weights[0] > 0:
+            leg = self._dense()
+            dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
 
-    async def _aside(self, name: str, query: str, fetch: int) -> list[KeywordHit]:
-        index = self.keyword_index if name == "keyword" else self.exact_index
-        asearch = getattr(index, "asearch", None)
-        if name == "keyword" and asearch is not None:
-            with _span("holodeck.keyword_search", fetch_k=fetch):
-                return list(await asearch(query, fetch))
-        fn = self._side_legs(query, fetch)[name]
-        ctx = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(_pool(), ctx.run, fn)
+            def dense() -> DenseResult:
+                with span("holodeck.semantic_search", dense_attributes) as s:
+                    result = leg.search(query, fetch)
+                    s.set_attribute("search.result_count", len(result.hits))
+                    return result
 
-    def _span_attributes(self, k: int, fetch: int) -> dict[str, Any]:
-        return {"k": k, "fetch_k": fetch, "search.mode": self.search_strategy}
+            async def adense() -> DenseResult:
+                with span("holodeck.semantic_search", dense_attributes) as s:
+                    result = await leg.asearch(query, fetch)
+                    s.set_attribute("search.result_count", len(result.hits))
+                    return result
 
-    def _native_kwargs(self, k: int, fetch: int) -> dict[str, Any]:
-        return {
+            calls["semantic"] = Call(dense, adense)
+        return calls
+
+    def _legs(self, query: str, outcomes: Outcomes) -> _Legs:
+        errors = {name: o for name, o in outcomes.items() if isinstance(o, Exception)}
+        for name, error in errors.items():
+            logger.warning(
+                "HybridRetriever: the %s search failed (%s); serving the other legs.",
+                name,
+                one_line(error),  # provider errors may echo keys or URLs with passwords
+            )
+        answered = [name for name in outcomes if name not in errors]
+        if "semantic" in errors and not answered:
+            raise errors["semantic"]
+        if errors and not answered:
+            raise next(iter(errors.values()))
+        ok = {name: o for name, o in outcomes.items() if name not in errors}
+        return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
+
+    def _native_call(self, query: str, k: int, fetch: int) -> Call:
+        store: Any = self.vector_store  # validated: it implements NativeHybridSearch
+        kwargs = {
             "k": k,
             "fetch_k": fetch,
             "weights": (self.weights[0], self.weights[1]),
@@ -326,69 +351,59 @@ class HybridRetriever(BaseRetriever):
             "min_similarity_score": self.min_similarity_score,
             **self.search_kwargs,
         }
+        attributes: Attributes = {"search.fetch_k": fetch}
 
-    def _native(self, query: str, k: int, fetch: int) -> list[NativeHit]:
-        with _span("holodeck.native_hybrid_search", fetch_k=fetch):
-            return list(
-                self.vector_store.native_hybrid_search(  # type: ignore[attr-defined]  # validated
-                    query, **self._native_kwargs(k, fetch)
-                )
-            )
+        def native() -> list[NativeHit]:
+            with span("holodeck.native_hybrid_search", attributes) as s:
+                hits = list(store.native_hybrid_search(query, **kwargs))
+                s.set_attribute("search.result_count", len(hits))
+                return hits
 
-    async def _anative(self, query: str, k: int, fetch: int) -> list[NativeHit]:
-        with _span("holodeck.native_hybrid_search", fetch_k=fetch):
-            return list(
-                await self.vector_store.anative_hybrid_search(  # type: ignore[attr-defined]  # validated
-                    query, **self._native_kwargs(k, fetch)
-                )
-            )
+        async def anative() -> list[NativeHit]:
+            with span("holodeck.native_hybrid_search", attributes) as s:
+                hits = list(await store.anative_hybrid_search(query, **kwargs))
+                s.set_attribute("search.result_count", len(hits))
+                return hits
 
-    def _dense(self, query: str, fetch: int) -> list[tuple[Document, float]] | None:
-        if self.weights[0] == 0:
-            return None
-        with _span("holodeck.semantic_search", fetch_k=fetch):
-            return self.vector_store.similarity_search_with_relevance_scores(
-                query, k=fetch, **self.search_kwargs
-            )
+        return Call(native, anative)
 
-    async def _adense(self, query: str, fetch: int) -> list[tuple[Document, float]] | None:
-        if self.weights[0] == 0:
-            return None
-        with _span("holodeck.semantic_search", fetch_k=fetch):
-            return await self.vector_store.asimilarity_search_with_relevance_scores(
-                query, k=fetch, **self.search_kwargs
-            )
+    def _read_call(self, ids: Sequence[str]) -> dict[str, Call]:
+        store, wanted = self.vector_store, list(ids)
+        attributes: Attributes = {"search.read_count": len(wanted)}
+
+        def read() -> list[Document]:
+            with span("holodeck.read_documents", attributes):
+                return store.get_by_ids(wanted)
+
+        async def aread() -> list[Document]:
+            with span("holodeck.read_documents", attributes):
+                return await store.aget_by_ids(wanted)
+
+        return {"read": Call(read, aread)}
 
     # -- fusion (pure) ------------------------------------------------------------------
-    def _plan(self, query: str, k: int, legs: _Legs) -> _Plan:
-        for name, error in legs.errors.items():
-            logger.warning(
-                "HybridRetriever: the %s search failed (%s); serving the other legs.",
-                name,
-                one_line(error),  # provider errors may echo keys or URLs with passwords
-            )
-        if "semantic" in legs.errors and legs.keyword is None and legs.exact is None:
-            raise legs.errors["semantic"]
+    def _plan(self, legs: _Legs) -> _Plan:
         if legs.native is not None:
-            return self._native_plan(legs.native, legs.exact or [])
-        dense = legs.dense or []
-        if self.min_similarity_score is not None:
-            dense = [(d, s) for d, s in dense if s >= self.min_similarity_score]
-        known: dict[str, Document] = {}
-        dense_hits: list[tuple[str, float]] = []
-        for doc, score in dense:
-            if doc.id:
-                known.setdefault(doc.id, doc)
-                dense_hits.append((doc.id, score))
-        keyword = legs.keyword or []
-        exact = legs.exact or []
-        fused = reciprocal_rank_fusion(
-            [dense_hits, keyword, exact], k=self.rrf_k, weights=list(self.weights)
-        )
+            return self._native_plan(legs.native, list(legs.exact or []))
+        dense = legs.dense
+        rankings: list[list[tuple[str, float]]] = [
+            (dense.oriented() if self.fusion == "convex" else dense.hits) if dense else [],
+            list(legs.keyword or []),
+            list(legs.exact or []),
+        ]
+        weights = list(self.weights)
+        answered = [w for w, r in zip(weights, rankings, strict=True) if r and w > 0]
+        if self.fusion == "convex":
+            bound = 0.0 if dense is None or dense.kind == "relevance" else None
+            fused = convex_score_fusion(rankings, weights=weights, lower_bounds=[bound, 0.0, 0.0])
+            best = sum(answered)
+        else:
+            fused = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=weights)
+            best = sum(answered) / (self.rrf_k + 1)
         meta: dict[str, dict[str, Any]] = {}
         for doc_id, score in fused:
             meta[doc_id] = {
-                "fused_score": score,
+                "fused_score": min(1.0, score / best) if best > 0 else 0.0,
                 "semantic_score": None,
                 "keyword_score": None,
                 "exact_match": False,
@@ -396,35 +411,37 @@ class HybridRetriever(BaseRetriever):
                 "keyword_rank": None,
                 "exact_rank": None,
             }
-        for name, hits in (("semantic", dense_hits), ("keyword", keyword), ("exact", exact)):
+        dense_hits = dense.hits if dense else []
+        for name, hits in zip(_LEGS, (dense_hits, rankings[1], rankings[2]), strict=True):
             for rank, (doc_id, score) in enumerate(hits, start=1):
                 entry = meta.get(doc_id)
-                if entry is None:  # a leg weighted 0 adds no candidates
-                    continue
-                if entry[f"{name}_rank"] is None:
-                    entry[f"{name}_rank"] = rank
-                    if name != "exact":
-                        entry[f"{name}_score"] = float(score)
+                if entry is None or entry[f"{name}_rank"] is not None:
+                    continue  # a leg weighted 0 adds no candidates; repeats count once
+                entry[f"{name}_rank"] = rank
                 if name == "exact":
                     entry["exact_match"] = True
+                else:
+                    entry[f"{name}_score"] = float(score)
         order = [doc_id for doc_id, _ in fused]
-        if self.exact_first and exact:
-            pinned = {h.id for h in exact if h.score >= SECTION_SCORE and h.id in meta}
+        pinned = frozenset(h.id for h in legs.exact or [] if h.score >= SECTION_SCORE)
+        pinned = pinned & meta.keys()
+        if self.exact_first and pinned:
             for doc_id in pinned:
-                meta[doc_id]["fused_score"] += EXACT_BOOST
+                meta[doc_id]["fused_score"] = EXACT_BOOST
             # fused is sorted best first, so this stable sort keeps fused order within each group
             order.sort(key=lambda doc_id: doc_id not in pinned)
-        return _Plan(order, meta, known)
+        return _Plan(order, meta, pinned)
 
     def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
         """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
-        known = {h.document.id: h.document for h in native if h.document.id}
         ranking = [(h.document.id, h.score) for h in native if h.document.id]
         weights = [self.weights[0] + self.weights[1], self.weights[2]]
         fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
+        answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
+        best = sum(answered) / (self.rrf_k + 1)
         meta: dict[str, dict[str, Any]] = {
             doc_id: {
-                "fused_score": score,
+                "fused_score": min(1.0, score / best) if best > 0 else 0.0,
                 "semantic_score": None,
                 "keyword_score": None,
                 "exact_match": False,
@@ -446,47 +463,109 @@ class HybridRetriever(BaseRetriever):
             if entry is not None and entry["exact_rank"] is None:
                 entry["exact_rank"], entry["exact_match"] = rank, True
         order = [doc_id for doc_id, _ in fused]
-        if self.exact_first and exact:
-            pinned = {h.id for h in exact if h.score >= SECTION_SCORE and h.id in meta}
+        pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE) & meta.keys()
+        if self.exact_first and pinned:
             for doc_id in pinned:
-                meta[doc_id]["fused_score"] += EXACT_BOOST
+                meta[doc_id]["fused_score"] = EXACT_BOOST
             order.sort(key=lambda doc_id: doc_id not in pinned)
-        return _Plan(order, meta, known)
+        return _Plan(order, meta, pinned)
 
-    def _fetch(
+    # -- selection: threshold, then read the final k ------------------------------------
+    def _select(self, query: str, k: int, plan: _Plan, legs: _Legs) -> Core[list[Document]]:
+        """Walk the fused order: apply the threshold, read documents, stop at ``k``."""
+        dense = legs.dense
+        threshold = self.min_similarity_score
+        docs: dict[str, Document] = dict(dense.documents) if dense else {}
+        similarity: dict[str, float] = {}
+        if dense is not None and dense.kind == "relevance":
+            similarity = dict(dense.hits)
+        for hit in legs.native or []:  # the engine returned these documents already
+            if hit.document.id:
+                docs[hit.document.id] = hit.document
+                if hit.similarity is not None:
+                    similarity[hit.document.id] = hit.similarity
+        chosen: list[str] = []
+        queue: deque[str] = deque()
+        pos = 0
+        while len(chosen) < k and (queue or pos < len(plan.order)):
+            need = k - len(chosen)
+            if len(queue) < need and pos < len(plan.order):
+                size = need if threshold is None else 4 * need
+                batch = plan.order[pos : pos + size]
+                pos += len(batch)
+                if threshold is not None:
+                    unknown = [i for i in batch if i not in plan.pinned and i not in similarity]
+                    if unknown:
+                        found = yield from self._similarities(query, unknown, dense, docs)
+                        similarity.update(found)
+                    batch = [
+                        i for i in batch if i in plan.pinned or similarity.get(i, -1.0) >= threshold
+                    ]
+                queue.extend(batch)
+                continue
+            take = [queue.popleft() for _ in range(min(need, len(queue)))]
+            missing = [i for i in take if i not in docs]
+            if missing:
+                outcome = (yield self._read_call(missing))["read"]
+                if isinstance(outcome, Exception):
+                    raise outcome
+                docs.update({d.id: d for d in outcome if d.id})
+                gone = [i for i in missing if i not in docs]
+                if gone:
+                    logger.debug(
+                        "HybridRetriever: %d hits are not in the store: %s", len(gone), gone
+                    )
+            chosen += [i for i in take if i in docs]
+        if threshold is not None:
+            for doc_id in chosen:
+                if plan.meta[doc_id]["semantic_score"] is None and doc_id in similarity:
+                    plan.meta[doc_id]["semantic_score"] = similarity[doc_id]
+        return self._assemble(query, chosen, plan, docs)
+
+    def _similarities(
         self,
-        order: Sequence[str],
-        known: Mapping[str, Document],
-        get_by_ids: Callable[[Sequence[str]], Sequence[Document]],
-    ) -> dict[str, Document]:
-        docs = {i: known[i] for i in order if i in known}
-        missing = [i for i in order if i not in known]
-        if missing:
-            for doc in get_by_ids(missing):
-                if doc.id:
-                    docs[doc.id] = doc
-            gone = [i for i in missing if i not in docs]
-            if gone:
-                logger.debug("HybridRetriever: %d hits are not in the store: %s", len(gone), gone)
-        return docs
+        query: str,
+        ids: list[str],
+        dense: DenseResult | None,
+        docs: dict[str, Document],
+    ) -> Core[dict[str, float]]:
+        """Dense relevance of ``ids``; on failure none (they then miss the threshold)."""
+        leg = self._dense()
+        result = dense or DenseResult(hits=[], kind="relevance")
+        store = self.vector_store
+        missing = [i for i in ids if i not in docs] if leg.needs_documents else []
+
+        def compute() -> tuple[dict[str, float], list[Document]]:
+            read = store.get_by_ids(missing) if missing else []
+            known = {**docs, **{d.id: d for d in read if d.id}}
+            return leg.similarities(result, query, ids, known), read
+
+        outcome = (yield {"similarity": Call(compute)})["similarity"]
+        if isinstance(outcome, Exception):
+            logger.warning(
+                "HybridRetriever: computing the similarity of %d keyword hits failed (%s); "
+                "they miss min_similarity_score.",
+                len(ids),
+                one_line(outcome),
+            )
+            return {}
+        found, read = outcome
+        docs.update({d.id: d for d in read if d.id})
+        return dict(found)
 
     def _assemble(
-        self, query: str, k: int, plan: _Plan, docs: Mapping[str, Document]
+        self, query: str, chosen: Sequence[str], plan: _Plan, docs: Mapping[str, Document]
     ) -> list[Document]:
         definitions = self._definitions_for(query)
         out: list[Document] = []
-        for doc_id in plan.order:
-            doc = docs.get(doc_id)
-            if doc is None:
-                continue
+        for doc_id in chosen:
+            doc = docs[doc_id]
             extra: dict[str, Any] = dict(plan.meta[doc_id])
             if definitions:
                 extra["definitions"] = definitions
             if self.expand_hops:
                 extra["expansion_hops"] = 0
             out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
-            if len(out) == k:
-                break
         return out
 
     def _definitions_for(self, query: str) -> list[dict[str, str]]:
@@ -511,7 +590,8 @@ class HybridRetriever(BaseRetriever):
                     )
         return found
 
-    def _expansion(self, result: list[Document], k: int) -> list[Expansion]:
+    # -- cross-reference expansion ------------------------------------------------------
+    def _expansion(self, result: list[Document]) -> list[Expansion]:
         if not self.expand_hops or self.exact_index is None or not result:
             return []
         return expand_references(

@@ -19,6 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
+from langchain_holodeck._tracing import span
 from langchain_holodeck.config.models import (
     DatabaseConfig,
     HierarchicalDocumentToolConfig,
@@ -344,6 +345,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
             k=self._config.top_k,
             min_similarity_score=self._config.min_similarity_score,
             search_kwargs=_namespace_filter(store, self.name),
+            provider=self.backend,
         )
         return _with_reranker(retriever, self._config)
 
@@ -475,7 +477,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 self._keywords = self._load_or_rebuild_bm25(store)
         if self._keywords_stale:  # a sync could not write to it: rebuild it from the store
             try:
-                self._keywords.rebuild_from_store(store, namespace=self.name)
+                _rebuild_index("keyword", self._keywords, store, self.name)
                 self._keywords_stale = False
             except Exception as error:  # still down: the keyword leg degrades at search
                 logger.warning(
@@ -484,7 +486,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     sanitize_error(error),
                 )
         if not self._exact_loaded:
-            self._exact.rebuild_from_store(store, namespace=self.name)
+            _rebuild_index("exact", self._exact, store, self.name)
             self._exact_loaded = True
         self._fan_out = _IndexFanOut((self._keywords, self._exact))
         return self._fan_out
@@ -492,9 +494,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     def _load_or_rebuild_bm25(self, store: VectorStore) -> BM25KeywordIndex:
         saved = self._store_dir / "bm25" if self._store_dir is not None else None
         if saved is not None and saved.exists():
-            return BM25KeywordIndex.load(saved)
+            with span("holodeck.index_build", {"index.kind": "keyword", "index.source": "disk"}):
+                return BM25KeywordIndex.load(saved)
         index = BM25KeywordIndex()
-        index.rebuild_from_store(store, namespace=self.name)
+        _rebuild_index("keyword", index, store, self.name)
         return index
 
     def _after_ingest(self, store: VectorStore) -> bool:
@@ -509,8 +512,11 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         keywords = self._keywords
         if isinstance(keywords, BM25KeywordIndex) and bm25_dir and (saved or not bm25_dir.exists()):
             keywords.save(bm25_dir)
-        chunks = list(scan_documents(store, namespace=self.name))
-        self.definitions = DefinitionExtractor().extract(chunks)
+        with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
+            chunks = list(scan_documents(store, namespace=self.name))
+            self.definitions = DefinitionExtractor().extract(chunks)
+            current.set_attribute("index.document_count", len(chunks))
+            current.set_attribute("index.term_count", len(self.definitions))
         return saved
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
@@ -540,8 +546,24 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             expand_hops=config.expand_hops,
             expand_direction=config.expand_direction,
             search_kwargs=_namespace_filter(store, self.name),
+            provider=self.backend,
         )
         return _with_reranker(retriever, config)
+
+
+def _rebuild_index(
+    kind: str, index: KeywordIndex | ExactMatchIndex, store: VectorStore, namespace: str
+) -> int:
+    """``index.rebuild_from_store`` inside a ``holodeck.index_build`` span."""
+    attributes = {
+        "index.kind": kind,
+        "index.provider": type(index).__name__,
+        "index.source": "store",
+    }
+    with span("holodeck.index_build", attributes) as current:
+        count = index.rebuild_from_store(store, namespace=namespace)
+        current.set_attribute("index.document_count", count)
+        return count
 
 
 class _IndexFanOut:

@@ -15,9 +15,14 @@ def shown_text(document: Document) -> str:
 
 
 def result_score(document: Document, *, hybrid: bool = False) -> float | None:
-    """The score a tool shows: the rerank score, else the fused (hybrid) or dense score.
+    """The score a tool shows, in [0, 1]: the rerank score, else the fused or dense score.
 
-    ``None`` for a chunk reached by cross-reference expansion, which has no score of its own.
+    Hybrid results show ``fused_score``: the fused value divided by the best attainable one
+    (a chunk ranked first by every leg that returned something scores 1.0; a pinned exact
+    section hit scores 1.0). Dense results show ``semantic_score``: the cosine similarity
+    clipped to [0, 1]. ``None`` for a chunk reached by cross-reference expansion, which has
+    no score of its own. The raw per-leg scores stay in the metadata (``semantic_score``,
+    ``keyword_score``) and in the CLI's ``--json``.
     """
     for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
         value = document.metadata.get(key)
@@ -32,7 +37,7 @@ def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str
     source = meta.get("source_path", meta.get("source", "unknown"))
     score = result_score(document, hybrid=hybrid)
     if score is not None:
-        label = f"Score: {score:.4f}" if hybrid else f"Score: {score:.2f}"
+        label = f"Score: {score:.2f}"
     else:
         hops = meta.get("expansion_hops") or 0
         label = f"Cross-reference ({hops} hop{'s' if hops != 1 else ''})" if hops else "Score: -"
@@ -51,7 +56,7 @@ def format_results(
 
     Args:
         documents: Results, best first.
-        hybrid: Show fused scores (4 decimals) and the section breadcrumb.
+        hybrid: Show fused scores (in [0, 1], see ``result_score``) and the section breadcrumb.
         explain: Adds an indented ``explain:`` line under each header (the CLI's --explain).
     """
     blocks = [f"Found {len(documents)} result(s):"]

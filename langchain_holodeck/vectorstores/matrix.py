@@ -418,6 +418,39 @@ class MatrixVectorStore(VectorStore):
         rows, scores = self._top_rows(snap, embedding, k, filter)
         return [(_copy_document(snap.docs[r]), float(s)) for r, s in zip(rows, scores, strict=True)]
 
+    def search_ids_by_vector(
+        self,
+        embedding: Sequence[float] | npt.ArrayLike,
+        k: int,
+        *,
+        filter: DocumentFilter | None = None,
+    ) -> list[tuple[str, float]]:
+        """Ids and relevance scores (cosine clipped to [0, 1]) of the ``k`` nearest, best first.
+
+        The search of ``similarity_search_with_relevance_scores`` without copying a
+        ``Document``: what a retriever needs to rank before it reads the few it returns.
+        """
+        snap = self._snapshot
+        rows, scores = self._top_rows(snap, embedding, k, filter)
+        return [(str(snap.docs[r].id), _clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
+
+    def similarity_by_ids(
+        self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Relevance scores (cosine clipped to [0, 1]) of the stored ``ids`` for ``embedding``.
+
+        Unknown ids are absent from the result.
+        """
+        query = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(query))
+        unit = query / norm if norm > 0 else query
+        with self._lock:
+            found = [(i, r) for i in ids if (r := self._rows.get(i)) is not None]
+            if not found:
+                return {}
+            scores = self._buffer[[r for _, r in found]] @ unit
+        return {i: _clip_unit(float(s)) for (i, _), s in zip(found, scores, strict=True)}
+
     def _top_rows(
         self,
         snap: _Snapshot,

@@ -273,6 +273,68 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             out.append((doc, float(res.get("vector_distance", 0.0)), vector))
         return out
 
+    def search_ids_by_vector(
+        self,
+        embedding: Sequence[float],
+        k: int,
+        *,
+        filter: FilterExpression | str | None = None,
+    ) -> list[tuple[str, float]]:
+        """Ids and relevance scores in [0, 1] of the ``k`` nearest, best first.
+
+        One KNN query returning only each hit's key and distance (no text, no metadata):
+        what a retriever needs to rank before it reads the few it returns.
+        """
+        query = VectorQuery(
+            vector=list(embedding),
+            vector_field_name=EMBEDDING_FIELD,
+            filter_expression=filter,
+            num_results=k,
+        )
+        try:
+            results = self._index.query(query)
+        except RedisSearchError as e:
+            if "index" not in str(e).lower() or self._index.exists():
+                raise
+            self._ensure_index()
+            results = self._index.query(query)
+        relevance = self._select_relevance_score_fn()
+        return [
+            (self._id_from_key(res["id"]), relevance(float(res.get("vector_distance", 0.0))))
+            for res in results
+        ]
+
+    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Relevance scores in [0, 1] of the stored ``ids`` for ``embedding`` (one pipeline).
+
+        The distance is computed here with the index's metric from the stored vectors, and
+        mapped to [0, 1] as in ``similarity_search_with_relevance_scores``. Unknown ids are
+        absent from the result.
+        """
+        if not ids:
+            return {}
+        with self._index.client.pipeline(transaction=False) as pipe:
+            for doc_id in ids:
+                pipe.hget(self._key(doc_id), EMBEDDING_FIELD)
+            blobs = pipe.execute()
+        query = np.asarray(embedding, dtype=np.float32)
+        metric = str(self.config.distance_metric).upper()
+        relevance = self._select_relevance_score_fn()
+        out: dict[str, float] = {}
+        for doc_id, blob in zip(ids, blobs, strict=True):
+            if blob is None:
+                continue
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if metric == "L2":
+                distance = float(np.sum((vector - query) ** 2))
+            elif metric == "IP":
+                distance = 1.0 - float(vector @ query)
+            else:
+                norms = float(np.linalg.norm(vector) * np.linalg.norm(query))
+                distance = 1.0 - (float(vector @ query) / norms if norms > 0 else 0.0)
+            out[doc_id] = relevance(distance)
+        return out
+
     def similarity_search_with_score_by_vector(  # type: ignore[override]
         self,
         embedding: list[float],

@@ -164,6 +164,61 @@ def test_relevance_scores_in_unit_interval(
         assert score == pytest.approx(expected[doc.id], abs=1e-4)
 
 
+@pytest.mark.parametrize("metric", ["COSINE", "IP", "L2"])
+def test_id_search_matches_the_document_search(
+    redis_url: str, redis_index_name: str, metric: str
+) -> None:
+    embeddings = HashingEmbeddings()
+    store = open_store(redis_url, redis_index_name, embeddings, distance_metric=metric)
+    store.add_documents([*docs(), *docs("other")])
+    query = "safety protocols"
+    vector = embeddings.embed_query(query)
+    in_kb = Tag("namespace") == "kb"
+    expected = store.similarity_search_with_relevance_scores(query, k=3, filter=in_kb)
+    got = store.search_ids_by_vector(vector, 3, filter=in_kb)
+    assert [i for i, _ in got] == [d.id for d, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4)
+    # the similarity of chunks the search did not return: same numbers, unknown ids absent
+    looked_up = store.similarity_by_ids(vector, ["kb-b", "kb-a", "missing"])
+    everything = dict(
+        (d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)
+    )
+    assert set(looked_up) == {"kb-a", "kb-b"}
+    for doc_id, score in looked_up.items():
+        assert score == pytest.approx(everything[doc_id], abs=1e-4)
+
+
+def test_hybrid_retriever_on_redis_reads_only_the_final_k(
+    store: HolodeckRedisVectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_holodeck.keyword_index import BM25KeywordIndex
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    store.add_documents([*docs(), *docs("other")])
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs())
+    read: list[list[str]] = []
+    real = store.get_by_ids
+
+    def recording(ids):  # type: ignore[no-untyped-def]
+        read.append(list(ids))
+        return real(ids)
+
+    monkeypatch.setattr(store, "get_by_ids", recording)
+    retriever = HybridRetriever(
+        vector_store=store,
+        keyword_index=bm25,
+        k=2,
+        search_kwargs={"filter": Tag("namespace") == "kb"},
+    )
+    result = retriever.invoke("safety protocols")
+    assert {d.id for d in result} == {"kb-a", "kb-d"}  # both legs' top two; kb namespace only
+    assert read == [[d.id for d in result]]  # one read, of the final k only
+    assert all(d.page_content for d in result)
+    strict = retriever.model_copy(update={"min_similarity_score": 0.99})
+    assert strict.invoke("safety protocols") == []
+
+
 def test_tag_and_numeric_filters(store: HolodeckRedisVectorStore) -> None:
     store.add_documents(docs("kb") + docs("other"))
     hits = store.similarity_search("safety", k=10, filter=Tag("namespace") == "other")

@@ -184,7 +184,8 @@ def test_search_prints_the_tool_format(
     code, out, err = run(capsys, "search", "revoke a token", "--store", str(ingested.store))
     assert code == 0, err
     # The default tool shows 5 results (of 8+ chunks) unless --top-k says otherwise.
-    assert re.match(r"Found 5 result\(s\):\n\n\[1\] Score: 0\.\d{4} \| Source: docs/auth\.md", out)
+    header = r"Found 5 result\(s\):\n\n\[1\] Score: [01]\.\d{2} \| Source: docs/auth\.md"
+    assert re.match(header, out)
     first = out.split("\n\n[2]")[0]
     assert "A token is revoked by sending DELETE to /tokens/{id}." in first
     assert "explain:" not in out
@@ -220,7 +221,7 @@ def test_search_explain_shows_per_modality_ranks(
     explains = re.findall(r"^    explain: (.*)$", out, flags=re.MULTILINE)
     assert len(explains) == 2
     assert re.fullmatch(
-        r"fused 0\.\d{4} \| semantic (#\d+ 0\.\d{4}|-) \| keyword #1 \d+\.\d{4} \| exact -",
+        r"fused [01]\.\d{4} \| semantic (#\d+ 0\.\d{4}|-) \| keyword #1 \d+\.\d{4} \| exact -",
         explains[0],
     )
     assert "Source: docs/api.md" in out.split("\n")[2]

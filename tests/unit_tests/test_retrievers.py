@@ -93,7 +93,10 @@ def test_fused_order_is_weighted_rrf_of_the_legs(parts) -> None:
     dense = [(d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)]
     expected = reciprocal_rank_fusion([dense, bm25.search(query, 8)], k=10, weights=[0.6, 0.4])
     docs = r.invoke(query)
-    assert [(d.id, pytest.approx(d.metadata["fused_score"])) for d in docs] == expected[:4]
+    best = (0.6 + 0.4) / (10 + 1)  # first in both rankings
+    assert [(d.id, d.metadata["fused_score"] * best) for d in docs] == [
+        (i, pytest.approx(s)) for i, s in expected[:4]
+    ]
 
 
 def test_does_not_mutate_store_documents(retriever, parts) -> None:
@@ -184,13 +187,89 @@ def test_weights_accept_mapping_and_config_object(parts) -> None:
     assert r.weights == (0.2, 0.7, 0.1)
 
 
-def test_min_similarity_score_filters_dense_only(parts) -> None:
+def test_min_similarity_score_applies_to_keyword_only_hits(parts) -> None:
     store, bm25, _ = parts
     r = HybridRetriever(vector_store=store, keyword_index=bm25, min_similarity_score=0.999)
-    docs = r.invoke("seven years")
+    assert r.invoke("seven years") == []  # keyword hits no longer bypass the threshold
+
+
+def test_keyword_only_hits_pass_the_threshold_by_their_dense_similarity(parts) -> None:
+    store, bm25, _ = parts
+    query = "seven years of logs"
+    vector = store.embeddings.embed_query(query)
+    params = {"vector_store": store, "keyword_index": bm25, "k": 4, "fetch_k": 1}
+    unfiltered = HybridRetriever(**params, weights=(0.3, 0.7, 0.0)).invoke(query)
+    keyword_only = [d.id for d in unfiltered if d.metadata["semantic_rank"] is None]
+    assert len(keyword_only) >= 2  # the dense leg (8 deep) missed these keyword hits
+    similarity = store.similarity_by_ids(vector, keyword_only)
+    threshold = max(similarity.values())
+    docs = HybridRetriever(
+        **params, weights=(0.3, 0.7, 0.0), min_similarity_score=threshold
+    ).invoke(query)
     assert docs
-    assert all(d.metadata["semantic_rank"] is None for d in docs)
-    assert all(d.metadata["keyword_rank"] is not None for d in docs)
+    assert all(d.metadata["semantic_score"] >= threshold for d in docs)
+    kept = {d.id for d in docs}
+    assert {i for i in keyword_only if i in kept} == {
+        i for i, s in similarity.items() if s >= threshold
+    }
+    for doc in docs:
+        if doc.id in similarity:  # computed for the threshold, and shown
+            assert doc.metadata["semantic_score"] == pytest.approx(similarity[doc.id])
+    # the threshold drops results; it never reorders the others
+    order = [d.id for d in unfiltered]
+    survivors = [i for i in order if i in kept]
+    assert [d.id for d in docs][: len(survivors)] == survivors
+
+
+def test_exact_section_hits_are_kept_above_any_threshold(retriever, by_sid) -> None:
+    strict = retriever.model_copy(update={"min_similarity_score": 1.0})
+    docs = strict.invoke("Section 202(a)")
+    assert docs
+    assert docs[0].id == by_sid["202(a)"]
+    assert all(d.metadata["exact_match"] for d in docs)
+
+
+def test_dense_leg_builds_no_documents_for_candidates(parts, monkeypatch) -> None:
+    import langchain_holodeck.vectorstores.matrix as matrix
+
+    store, bm25, exact = parts
+    copies = 0
+    real = matrix._copy_document
+
+    def counting(doc):
+        nonlocal copies
+        copies += 1
+        return real(doc)
+
+    monkeypatch.setattr(matrix, "_copy_document", counting)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, exact_index=exact, fetch_k=50)
+    docs = r.invoke("arch controls", k=3)
+    assert len(docs) == 3
+    assert copies == 3  # only the final k are read
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
+def test_any_langchain_store_works_even_without_relevance_scores(chunks, fusion) -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from tests.helpers import HashingEmbeddings
+
+    store = InMemoryVectorStore(HashingEmbeddings())
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=3, fusion=fusion)
+    docs = r.invoke("arch controls")
+    assert len(docs) == 3
+    assert any(d.metadata["semantic_rank"] == 1 for d in docs)
+    raw = store.similarity_search_with_score("arch controls", k=1)[0]
+    top = next(d for d in docs if d.metadata["semantic_rank"] == 1)
+    assert (top.id, top.metadata["semantic_score"]) == (raw[0].id, pytest.approx(raw[1]))
+    assert all(0.0 <= d.metadata["fused_score"] <= 1.0 for d in docs)
+    # the threshold is computed from the embeddings for every result, on any store
+    strict = r.model_copy(update={"min_similarity_score": 0.3})
+    for doc in strict.invoke("arch controls"):
+        assert doc.metadata["semantic_score"] >= 0.3
 
 
 class FailingIndex:
@@ -378,26 +457,3 @@ def test_in_expansion_finds_referrers(parts, by_sid) -> None:
 
 def test_no_expansion_keys_when_off(retriever) -> None:
     assert "expansion_hops" not in retriever.invoke("Section 201", k=1)[0].metadata
-
-
-def test_spans_are_emitted_when_opentelemetry_is_present(retriever, monkeypatch) -> None:
-    from opentelemetry import trace
-
-    names: list[str] = []
-    real = trace.get_tracer
-
-    def recording_tracer(*args, **kwargs):
-        tracer = real(*args, **kwargs)
-
-        class Recorder:
-            def start_as_current_span(self, name, *a, **kw):
-                names.append(name)
-                return tracer.start_as_current_span(name, *a, **kw)
-
-        return Recorder()
-
-    monkeypatch.setattr(trace, "get_tracer", recording_tracer)
-    retriever.invoke("arch controls")
-    assert {"holodeck.hybrid_search", "holodeck.semantic_search", "holodeck.keyword_search"} <= set(
-        names
-    )

@@ -168,20 +168,22 @@ def test_tool_forced_native_on_memory_is_a_config_error(
         tool.initialize_sync()
 
 
-def test_search_span_carries_the_mode(
-    embeddings: HashingEmbeddings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from langchain_holodeck.retrievers import hybrid
+def test_search_span_carries_the_mode(embeddings: HashingEmbeddings) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    seen: list[dict[str, Any]] = []
-    original = hybrid._span
-
-    def recording(name: str, **attributes: Any) -> Any:
-        if name == "holodeck.hybrid_search":
-            seen.append(attributes)
-        return original(name, **attributes)
-
-    monkeypatch.setattr(hybrid, "_span", recording)
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
     native_retriever(embeddings).invoke("safety")
     HybridRetriever(vector_store=MatrixVectorStore(embeddings)).invoke("safety")
-    assert [a["search.mode"] for a in seen] == ["native", "fallback"]
+    spans = exporter.get_finished_spans()
+    modes = [s.attributes["search.mode"] for s in spans if s.name == "holodeck.hybrid_search"]
+    assert modes == ["native", "fallback"]
+    assert [s.name for s in spans].count("holodeck.native_hybrid_search") == 1
+    exporter.shutdown()

@@ -237,7 +237,7 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
         page_content="(a) text",
         metadata={
             "source_path": "act.md",
-            "fused_score": 0.01639,
+            "fused_score": 0.8125,
             "semantic_score": 0.9,
             "parent_chain": ["Act", "Section 201. Start"],
             "section_id": "201(a)",
@@ -249,7 +249,7 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
     )
     assert format_results([hit, expanded], hybrid=True) == (
         "Found 2 result(s):\n\n"
-        "[1] Score: 0.0164 | Source: act.md | Section: Act \u203a Section 201. Start \u203a 201(a)\n"
+        "[1] Score: 0.81 | Source: act.md | Section: Act \u203a Section 201. Start \u203a 201(a)\n"
         "(a) text\n\n"
         "[2] Cross-reference (1 hop) | Source: act.md | Section: 202(b)\n(b) other"
     )

@@ -1,0 +1,56 @@
+"""OpenTelemetry spans when ``opentelemetry-api`` is installed; a no-op span otherwise."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Protocol
+
+__all__ = ["TRACER_NAME", "AttributeValue", "Attributes", "SpanLike", "set_attributes", "span"]
+
+TRACER_NAME = "langchain_holodeck"
+"""The instrumentation scope of every span the package emits."""
+
+AttributeValue = str | bool | int | float
+Attributes = dict[str, AttributeValue | None]
+
+
+class SpanLike(Protocol):
+    """The part of an OpenTelemetry span the package uses."""
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        """Record one attribute."""
+        ...
+
+
+class _NoSpan:
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def span(
+    name: str, attributes: Mapping[str, AttributeValue | None] | None = None
+) -> Iterator[SpanLike]:
+    """A span named ``name`` with ``attributes`` (``None`` values are left out).
+
+    The span is the current one while the block runs (children nest under it, also in
+    threads that run a copied ``contextvars`` context). Without ``opentelemetry-api`` the
+    block gets a span that records nothing.
+    """
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        yield _NoSpan()
+        return
+    tracer = trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(name) as current:
+        set_attributes(current, attributes or {})
+        yield current
+
+
+def set_attributes(target: SpanLike, attributes: Mapping[str, AttributeValue | None]) -> None:
+    """Set every non-``None`` attribute on ``target``."""
+    for key, value in attributes.items():
+        if value is not None:
+            target.set_attribute(key, value)

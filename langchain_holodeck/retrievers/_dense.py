@@ -1,0 +1,184 @@
+"""The dense leg of the hybrid retriever: ids and scores from any ``VectorStore``.
+
+Three paths, chosen by what the store can do (never by its name):
+
+- **id search** — the store has ``search_ids_by_vector(vector, k, **search_kwargs)`` and
+  ``similarity_by_ids(vector, ids)`` (``MatrixVectorStore``, ``HolodeckRedisVectorStore``): the
+  query is embedded once, the search returns ids and relevance scores in [0, 1] without
+  building a ``Document``, and the similarity of any other chunk (a keyword-only hit) is one
+  cheap lookup;
+- **relevance scores** — any other store: ``similarity_search_with_relevance_scores``; the
+  Documents it built anyway are kept, so they are not read a second time;
+- **raw scores** — a store without relevance scores (``InMemoryVectorStore`` raises
+  ``NotImplementedError``): ``similarity_search_with_score``, whose scores keep the store's
+  own meaning; they are oriented (higher is better) for score fusion only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+
+logger = logging.getLogger(__name__)
+
+ScoreKind = Literal["relevance", "raw"]
+
+
+@runtime_checkable
+class IdVectorSearch(Protocol):
+    """A store that ranks by vector returning ids and relevance scores in [0, 1]."""
+
+    def search_ids_by_vector(
+        self, embedding: Sequence[float], k: int, **kwargs: Any
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nearest ids with relevance scores in [0, 1], best first."""
+        ...
+
+    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
+        ...
+
+
+@dataclass(frozen=True)
+class DenseResult:
+    """What the dense leg returned."""
+
+    hits: list[tuple[str, float]]
+    """``(id, score)`` pairs, best first."""
+    kind: ScoreKind
+    """``relevance``: scores in [0, 1]; ``raw``: the store's own score (see ``oriented``)."""
+    vector: list[float] | None = None
+    """The query vector, when the leg embedded the query itself."""
+    documents: Mapping[str, Document] = field(default_factory=dict)
+    """Documents the store built anyway (not read again)."""
+    ascending: bool = False
+    """Raw scores that grow down the list: distances (lower is better)."""
+
+    def oriented(self) -> list[tuple[str, float]]:
+        """The hits with higher-is-better scores (raw distances negated), for score fusion."""
+        if not self.ascending:
+            return self.hits
+        return [(i, -s) for i, s in self.hits]
+
+
+class DenseLeg:
+    """Runs the dense search on ``store`` through the cheapest path it supports."""
+
+    def __init__(self, store: VectorStore, search_kwargs: Mapping[str, Any]) -> None:
+        self.store = store
+        self.search_kwargs = dict(search_kwargs)
+        self.path = "ids" if isinstance(store, IdVectorSearch) else "documents"
+        self._no_relevance = False
+
+    # -- search -------------------------------------------------------------------------
+    def search(self, query: str, k: int) -> DenseResult:
+        """The ``k`` nearest chunks to ``query``."""
+        if self.path == "ids":
+            vector = self._embeddings().embed_query(query)
+            return self._by_vector(vector, k)
+        if not self._no_relevance:
+            try:
+                pairs = self.store.similarity_search_with_relevance_scores(
+                    query, k=k, **self.search_kwargs
+                )
+                return _from_documents(pairs, "relevance")
+            except NotImplementedError:
+                self._note_no_relevance()
+        return _from_documents(
+            self.store.similarity_search_with_score(query, k=k, **self.search_kwargs), "raw"
+        )
+
+    async def asearch(self, query: str, k: int) -> DenseResult:
+        """Async twin of ``search`` (the store's async methods)."""
+        if self.path == "ids":
+            vector = await self._embeddings().aembed_query(query)
+            return self._by_vector(vector, k)
+        if not self._no_relevance:
+            try:
+                pairs = await self.store.asimilarity_search_with_relevance_scores(
+                    query, k=k, **self.search_kwargs
+                )
+                return _from_documents(pairs, "relevance")
+            except NotImplementedError:
+                self._note_no_relevance()
+        pairs = await self.store.asimilarity_search_with_score(query, k=k, **self.search_kwargs)
+        return _from_documents(pairs, "raw")
+
+    def _by_vector(self, vector: list[float], k: int) -> DenseResult:
+        store: IdVectorSearch = self.store  # type: ignore[assignment]  # path == "ids" checked it
+        hits = store.search_ids_by_vector(vector, k, **self.search_kwargs)
+        return DenseResult(hits=hits, kind="relevance", vector=list(vector))
+
+    def _note_no_relevance(self) -> None:
+        self._no_relevance = True
+        logger.info(
+            "HybridRetriever: %s has no relevance scores; using similarity_search_with_score "
+            "(raw scores).",
+            type(self.store).__name__,
+        )
+
+    # -- similarity of chunks the dense leg did not return -----------------------------
+    def similarities(
+        self,
+        result: DenseResult,
+        query: str,
+        ids: Sequence[str],
+        documents: Mapping[str, Document],
+    ) -> dict[str, float]:
+        """Relevance in [0, 1] of ``ids`` for ``query`` (chunks the leg did not rank).
+
+        The id-search path looks the stored vectors up (``documents`` unused); any other
+        store embeds the query and the texts of ``documents`` with ``store.embeddings`` and
+        takes the cosine clipped to [0, 1]. Ids whose similarity cannot be computed (no
+        document, no ``embeddings``) are absent.
+        """
+        if not ids:
+            return {}
+        if self.path == "ids" and result.vector is not None:
+            store: IdVectorSearch = self.store  # type: ignore[assignment]  # checked by path
+            return store.similarity_by_ids(result.vector, list(ids))
+        embeddings = getattr(self.store, "embeddings", None)
+        known = [i for i in ids if i in documents]
+        if embeddings is None or not known:
+            return {}
+        vector = result.vector or embeddings.embed_query(query)
+        vectors = embeddings.embed_documents([documents[i].page_content for i in known])
+        return {i: _cosine01(vector, v) for i, v in zip(known, vectors, strict=True)}
+
+    @property
+    def needs_documents(self) -> bool:
+        """Whether ``similarities`` needs the documents (it embeds their text)."""
+        return self.path != "ids"
+
+    def _embeddings(self) -> Any:
+        embeddings = getattr(self.store, "embeddings", None)
+        if embeddings is None:
+            msg = (
+                f"{type(self.store).__name__}.embeddings is None; the dense leg needs the "
+                "store's embedding model."
+            )
+            raise ValueError(msg)
+        return embeddings
+
+
+def _from_documents(pairs: Sequence[tuple[Document, float]], kind: ScoreKind) -> DenseResult:
+    hits: list[tuple[str, float]] = []
+    documents: dict[str, Document] = {}
+    for doc, score in pairs:
+        if doc.id and doc.id not in documents:
+            documents[doc.id] = doc
+            hits.append((doc.id, float(score)))
+    ascending = kind == "raw" and len(hits) > 1 and hits[0][1] < hits[-1][1]
+    return DenseResult(hits=hits, kind=kind, documents=documents, ascending=ascending)
+
+
+def _cosine01(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return min(1.0, max(0.0, dot / norm)) if norm > 0 else 0.0
