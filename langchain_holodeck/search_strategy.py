@@ -3,8 +3,9 @@
 ``native``: the store answers dense + keyword in one request and fuses them itself (Qdrant's
 Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids,
 quoted phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword
-legs, fused by weighted RRF in-process. ``auto`` picks ``native`` when the store can fuse
-(it implements :class:`NativeHybridSearch`) and the keyword index is not a separate engine.
+legs, fused by weighted RRF in-process. ``auto`` picks ``native`` when the backend can fuse
+(``BackendCapabilities.native_hybrid``; its store implements :class:`NativeHybridSearch`) and
+the keyword index is not a separate engine.
 """
 
 from __future__ import annotations
@@ -84,38 +85,40 @@ def supports_native_hybrid(store: object) -> bool:
 def choose_search_strategy(
     requested: Literal["auto", "native", "fallback"],
     *,
-    store: object,
+    native_hybrid: bool,
     separate_keyword_engine: bool = False,
     weights: Sequence[float] = (0.5, 0.5),
+    backend: str = "the vector store",
 ) -> SearchStrategy:
-    """The strategy a search runs with.
+    """The strategy a search runs with, from what the backend can do.
 
     Args:
         requested: ``auto`` (native when possible), ``native`` (required) or ``fallback``.
-        store: The vector store; native needs it to implement :class:`NativeHybridSearch`.
+        native_hybrid: The backend fuses dense and keyword search in one request
+            (``BackendCapabilities.native_hybrid``, and its store implements
+            :class:`NativeHybridSearch`).
         separate_keyword_engine: The configured keyword index is another engine than the store
             (OpenSearch next to Qdrant): ``auto`` then keeps the fallback, which uses it.
         weights: (semantic, keyword) weights; with either at 0 there is nothing to fuse, so
             ``auto`` keeps the fallback.
+        backend: How the backend is named in the error message.
 
     Raises:
-        ConfigError: When ``requested`` is unknown, or ``native`` is requested and the store
-            cannot fuse (the message names the store's class).
+        ConfigError: When ``requested`` is unknown, or ``native`` is requested and the backend
+            cannot fuse (the message names it).
     """
     if requested not in ("auto", "native", "fallback"):
         msg = f"search_strategy must be 'auto', 'native' or 'fallback', got {requested!r}."
         raise ConfigError(msg)
     if requested == "fallback":
         return "fallback"
-    native = supports_native_hybrid(store)
     if requested == "native":
-        if not native:
+        if not native_hybrid:
             msg = (
-                f"search_strategy 'native' needs a vector store that fuses dense and keyword "
-                f"search itself (Redis, Qdrant), got {type(store).__name__}; use 'auto' or "
-                "'fallback'."
+                f"search_strategy 'native' needs a backend that fuses dense and keyword search "
+                f"itself (Redis, Qdrant), got {backend}; use 'auto' or 'fallback'."
             )
             raise ConfigError(msg)
         return "native"
     both_legs = len(weights) >= 2 and weights[0] > 0 and weights[1] > 0
-    return "native" if native and both_legs and not separate_keyword_engine else "fallback"
+    return "native" if native_hybrid and both_legs and not separate_keyword_engine else "fallback"

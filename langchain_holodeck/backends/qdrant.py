@@ -1,8 +1,9 @@
 """Qdrant backend: dense vectors plus BM25 sparse vectors, fused by Qdrant's own RRF.
 
-Everything this package knows about Qdrant lives here: the ``database: {provider: qdrant}``
-configuration, the sparse BM25 encoder (our own tokenizer, no model download), the
-``HolodeckQdrantVectorStore`` and the function that builds it.
+Everything this package knows about Qdrant lives here (its config class, like every
+provider's, is in ``config/_backends.py``): the sparse BM25 encoder (our own tokenizer, no
+model download), the ``HolodeckQdrantVectorStore``, the function that builds it and the
+registered ``QdrantBackend`` (``database: {provider: qdrant, ...}``).
 
 Setup:
     ``pip install "langchain-holodeck[qdrant]"`` (``langchain-qdrant`` and ``qdrant-client``).
@@ -18,15 +19,16 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
-from pydantic import BaseModel, Field, SecretStr, model_validator
 
-from langchain_holodeck.config._sections import MODEL_CONFIG
+from langchain_holodeck.backends._registry import register_backend
+from langchain_holodeck.backends.base import Backend, BackendCapabilities, BackendUnavailableError
+from langchain_holodeck.config._backends import QdrantDatabaseConfig
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.search_strategy import NativeHit
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BM25SparseEncoder",
     "HolodeckQdrantVectorStore",
+    "QdrantBackend",
     "QdrantDatabaseConfig",
     "build_qdrant_store",
 ]
@@ -58,49 +61,6 @@ SPARSE_VECTOR = "bm25"
 ID_KEY = "doc_id"
 """Payload key holding ``Document.id`` as given (Qdrant point ids must be UUIDs or ints)."""
 _ID_NAMESPACE = uuid.UUID("6f1c5c8e-6d0b-5b0e-9a43-3c1e2f9b7a10")
-
-
-class QdrantDatabaseConfig(BaseModel):
-    """Vectors in Qdrant: in-process (``location: ":memory:"``), on disk (``path``) or a server.
-
-    Exactly one of ``location``, ``path`` and ``url`` is set. ``location`` and ``path`` run
-    qdrant-client's local mode (no server); ``url`` talks to a Qdrant server through the same
-    client code.
-    """
-
-    model_config = MODEL_CONFIG
-
-    provider: Literal["qdrant"]
-    """Selects Qdrant."""
-    location: Literal[":memory:"] | None = None
-    """``":memory:"``: an in-process collection that lives as long as the process."""
-    path: str | None = Field(default=None, min_length=1)
-    """Directory of an on-disk local-mode store (one process at a time)."""
-    url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
-    """URL of a Qdrant server, e.g. ``http://localhost:6333``."""
-    api_key: SecretStr | None = None
-    """Qdrant API key, from the environment (``${QDRANT_API_KEY}``); only with ``url``."""
-    collection_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.-]+$")
-    """Collection holding the chunks; several corpora may share it (they never see each other)."""
-    timeout: float = Field(default=10.0, gt=0)
-    """Seconds per request to a Qdrant server."""
-
-    @model_validator(mode="after")
-    def _one_location(self) -> QdrantDatabaseConfig:
-        given = [name for name in ("location", "path", "url") if getattr(self, name) is not None]
-        if len(given) != 1:
-            msg = (
-                "provider 'qdrant' needs exactly one of location (':memory:'), path (a "
-                f"directory) or url (http://...), got {given or 'none'}"
-            )
-            raise ValueError(msg)
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            msg = f"url must start with http:// or https://, got {self.url!r}"
-            raise ValueError(msg)
-        if self.api_key is not None and self.url is None:
-            msg = "api_key is only used with url (a Qdrant server); remove it for local mode"
-            raise ValueError(msg)
-        return self
 
 
 class BM25SparseEncoder:
@@ -164,7 +124,7 @@ class HolodeckQdrantVectorStore(_Base):
 
     - every point carries a dense vector (``dense``) and a BM25 sparse vector (``bm25``, see
       ``BM25SparseEncoder``); ``similarity_search*`` query the dense vector only, and
-      ``hybrid_search`` fuses both legs in one Query API request (prefetch + RRF);
+      ``native_hybrid_search`` fuses both legs in one Query API request (prefetch + RRF);
     - ``Document.id`` round-trips as given (any string; stored in the payload as ``doc_id``,
       the point id is the id itself when it is a UUID, else a UUIDv5 of it) and metadata
       round-trips unchanged (no ``_id`` / ``_collection_name`` keys are added);
@@ -489,3 +449,67 @@ def build_qdrant_store(
 ) -> HolodeckQdrantVectorStore:
     """A ``HolodeckQdrantVectorStore`` on the configured client and collection."""
     return HolodeckQdrantVectorStore(make_client(config), config.collection_name, embeddings)
+
+
+@register_backend
+class QdrantBackend(Backend):
+    """``provider: qdrant``: dense + BM25 sparse vectors in one collection, fused natively.
+
+    Setup:
+        ``pip install "langchain-holodeck[qdrant]"``; no server for ``location``/``path``.
+    """
+
+    provider = "qdrant"
+    config_type = QdrantDatabaseConfig
+    capabilities = BackendCapabilities(
+        filters_namespace=True, enumerates=True, persistent=True, native_hybrid=True
+    )
+
+    config: QdrantDatabaseConfig | None
+
+    @classmethod
+    def handles(cls, store: VectorStore) -> bool:
+        return isinstance(store, HolodeckQdrantVectorStore)
+
+    def open_store(
+        self,
+        embeddings: Embeddings,
+        *,
+        store_dir: Path | None = None,
+        connect_timeout: float = 2.0,
+    ) -> VectorStore:
+        config = self._config()
+        store = build_qdrant_store(config, embeddings)
+        if config.url is not None:
+            try:
+                store.client.get_collections()  # reach the server now, not at the first search
+            except Exception as e:  # httpx / grpc errors: the service is unreachable
+                from langchain_holodeck._redact import one_line
+
+                secrets = [config.api_key.get_secret_value()] if config.api_key else []
+                reason = f"Qdrant at {config.url} is unavailable ({one_line(e, secrets)})"
+                raise BackendUnavailableError(reason) from e
+        return store
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        if self.config is None:
+            return "qdrant"
+        config = self.config
+        where = config.url or (f"path {config.path}" if config.path else "in-process :memory:")
+        return f"qdrant {where}, collection {config.collection_name}"
+
+    def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
+        return {"filter": HolodeckQdrantVectorStore.namespace_filter(namespace)}
+
+    def iter_documents(
+        self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
+    ) -> Iterator[Document]:
+        if not isinstance(store, HolodeckQdrantVectorStore):
+            return super().iter_documents(store, namespace=namespace)
+        return store.iter_documents(namespace=namespace, batch_size=batch_size)
+
+    def _config(self) -> QdrantDatabaseConfig:
+        if self.config is None:
+            msg = "QdrantBackend needs a QdrantDatabaseConfig to open a store; got none."
+            raise TypeError(msg)
+        return self.config

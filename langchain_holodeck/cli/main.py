@@ -560,20 +560,12 @@ def _shown_source(target: _Target) -> str:
 
 def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
     """Where the vectors went, as the summary line says it."""
-    if tool.backend == "in-memory":
-        saved = f"in-memory, saved in {_tool_store_dir(store, tool.name)}"
-        return f"{saved}; Redis unavailable" if tool.fallback_reason else saved
-    if tool.backend == "redis":
-        from langchain_holodeck.config.models import resolve_database_config
-
-        database = resolve_database_config(target.config, project_dir=target.project_dir)
-        if database is not None and database.connection_string is not None:
-            return f"redis {database.masked_connection_string}, index {database.index_name}"
-        return "redis"
-    return tool.backend
+    where = tool.describe_storage()
+    return f"{where}; {tool.requested_backend} unavailable" if tool.fallback_reason else where
 
 
 def _describe(target: _Target, store: Path) -> str:
+    from langchain_holodeck.backends import get_backend, get_keyword_index_provider
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         resolve_database_config,
@@ -582,21 +574,15 @@ def _describe(target: _Target, store: Path) -> str:
     config = target.config
     database = resolve_database_config(config, project_dir=target.project_dir)
     store_dir = _tool_store_dir(store, config.name)
-    if database is None or database.provider == "in-memory":
-        vectors = f"in-memory, saved in {store_dir}"
-    else:
-        vectors = f"redis {database.masked_connection_string}, index {database.index_name}"
+    backend = get_backend(database)
+    vectors = backend.describe(store_dir=store_dir)
+    search = "dense only"
     if not isinstance(config, HierarchicalDocumentToolConfig):
         keywords = "none (dense search only)"
-    elif config.keyword_index.provider == "redis":
-        keywords = "redis full-text on the vector index"
-    elif config.keyword_index.provider == "opensearch":
-        from langchain_holodeck._redact import mask_url_password
-
-        endpoint = mask_url_password(config.keyword_index.endpoint or "")
-        keywords = f"opensearch {endpoint}, index {config.keyword_index.index_name}"
     else:
-        keywords = f"in-memory BM25, saved in {store_dir / 'bm25'}"
+        provider = get_keyword_index_provider(config.keyword_index)
+        keywords = provider.describe(store_dir=store_dir)
+        search = _search_line(config, backend)
     source = str(config.resolved_source(target.base_dir))
     lines = [
         f"{config.name} ({config.type})",
@@ -604,9 +590,27 @@ def _describe(target: _Target, store: Path) -> str:
         f"  source:      {source}",
         f"  vectors:     {vectors}",
         f"  keywords:    {keywords}",
+        f"  search:      {search}",
         f"  embeddings:  {config.embedding_model or 'sentence-transformers/all-MiniLM-L6-v2'}",
     ]
     return "\n".join(lines)
+
+
+def _search_line(config: Any, backend: Any) -> str:
+    """The search strategy a hierarchical tool will use, from its backend's capabilities."""
+    from langchain_holodeck.search_strategy import choose_search_strategy
+
+    weights = config.search_weights
+    strategy = choose_search_strategy(
+        config.search_strategy,
+        native_hybrid=backend.capabilities.native_hybrid,
+        separate_keyword_engine=config.keyword_index.provider
+        not in ("in-memory", backend.provider),
+        weights=(weights.semantic, weights.keyword),
+        backend=str(backend.provider),
+    )
+    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 
 def _one_line(error: BaseException) -> str:

@@ -21,10 +21,24 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
-from langchain_holodeck.backends.qdrant import QdrantDatabaseConfig
+from langchain_holodeck.config._backends import (
+    DatabaseConfig,
+    DatabaseProviderConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    KeywordIndexConfig,
+    KeywordIndexProviderConfig,
+    OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
+    default_keyword_index,
+    default_keyword_provider,
+)
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -36,8 +50,6 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
-    KeywordIndexConfig,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
@@ -53,12 +65,19 @@ from langchain_holodeck.errors import ConfigError
 
 __all__ = [
     "AgentConfig",
-    "AnyDatabaseConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
+    "DatabaseProviderConfig",
     "HierarchicalDocumentToolConfig",
+    "InMemoryDatabaseConfig",
+    "InMemoryKeywordIndexConfig",
     "KeywordIndexConfig",
+    "KeywordIndexProviderConfig",
+    "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
+    "RedisDatabaseConfig",
+    "RedisKeywordIndexConfig",
     "RerankerConfig",
     "SearchWeights",
     "ToolConfig",
@@ -72,11 +91,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
-
-AnyDatabaseConfig: TypeAlias = Annotated[
-    DatabaseConfig | QdrantDatabaseConfig, Field(discriminator="provider")
-]
-"""A vector store backend, selected by its ``provider`` key."""
 
 
 class _SearchToolConfig(BaseModel):
@@ -94,8 +108,12 @@ class _SearchToolConfig(BaseModel):
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
-    database: AnyDatabaseConfig | None = None
+    database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
+    corpus_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
+    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
@@ -179,16 +197,20 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
-    """Keyword index backend."""
+    keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
+    """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"
     """``native``: the vector store fuses dense and keyword search in one request (Redis,
     Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
-    when the store can and ``keyword_index`` is not a separate engine (OpenSearch)."""
+    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+
+    _keyword_provider_default = field_validator("keyword_index", mode="before")(
+        default_keyword_provider
+    )
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
@@ -241,6 +263,14 @@ class AgentConfig(BaseModel):
         return self
 
 
+class _VectorstoreSection(BaseModel):
+    """The ``vectorstore:`` section of ``.holodeck/config.yaml`` (errors name ``vectorstore.*``)."""
+
+    model_config = MODEL_CONFIG
+
+    vectorstore: DatabaseConfig
+
+
 def load_agent_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
 ) -> AgentConfig:
@@ -274,7 +304,7 @@ def load_agent_config(
 
 def load_project_database_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
-) -> AnyDatabaseConfig | None:
+) -> DatabaseConfig | None:
     """Read the ``vectorstore:`` section of a ``.holodeck/config.yaml``.
 
     Other sections of the file are left alone (not validated, no ``${VAR}`` substitution).
@@ -298,10 +328,8 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
-    model: type[DatabaseConfig | QdrantDatabaseConfig] = DatabaseConfig
-    if isinstance(data, dict) and data.get("provider") == "qdrant":
-        model = QdrantDatabaseConfig
-    return _validate(model, data, display=display, prefix="vectorstore", used=used)
+    wrapped = {"vectorstore": data}
+    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
 
 
 def resolve_database_config(
@@ -310,7 +338,7 @@ def resolve_database_config(
     project_dir: str | os.PathLike[str] | None = None,
     home_dir: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
-) -> AnyDatabaseConfig | None:
+) -> DatabaseConfig | None:
     """The database a tool uses: the first of these that is set.
 
     1. the tool's own ``database``;
@@ -348,13 +376,16 @@ def config_reference_markdown() -> str:
             AgentConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
-            DatabaseConfig,
+            InMemoryDatabaseConfig,
+            RedisDatabaseConfig,
             QdrantDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
             SearchWeights,
-            KeywordIndexConfig,
+            InMemoryKeywordIndexConfig,
+            RedisKeywordIndexConfig,
+            OpenSearchKeywordIndexConfig,
         ]
     )
 

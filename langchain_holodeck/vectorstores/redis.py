@@ -6,6 +6,8 @@ Imported lazily: it needs the ``redis`` extra (``pip install "langchain-holodeck
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.metadata
 import json
 import logging
 import math
@@ -45,6 +47,52 @@ METADATA_FIELD = "_metadata_json"
 TAG_SEPARATOR = "|"
 TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
 NUMERIC_FIELDS = ("chunk_index",)
+
+
+TESTED_LANGCHAIN_REDIS = "0.2"
+"""The langchain-redis minor version whose internals ``search_index`` was checked against."""
+
+
+def search_index(store: RedisVectorStore) -> SearchIndex:
+    """The redisvl ``SearchIndex`` behind a langchain-redis store.
+
+    The one place this package reaches into langchain-redis: everything else (queries, the
+    client, full-text search) goes through the index this returns. It uses the store's
+    ``index`` property (langchain-redis 0.2); other versions log one WARNING.
+
+    Raises:
+        TypeError: When ``store`` has no redisvl ``SearchIndex`` (an incompatible version).
+    """
+    _check_langchain_redis_version()
+    index = getattr(store, "index", None)
+    if not isinstance(index, SearchIndex):
+        msg = (
+            f"{type(store).__name__} has no redisvl SearchIndex at .index (got "
+            f"{type(index).__name__}); langchain-redis {_installed_langchain_redis()} is not "
+            f'compatible, install the tested one: pip install "langchain-redis~='
+            f'{TESTED_LANGCHAIN_REDIS}.0".'
+        )
+        raise TypeError(msg)
+    return index
+
+
+def _installed_langchain_redis() -> str:
+    try:
+        return importlib.metadata.version("langchain-redis")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.cache
+def _check_langchain_redis_version() -> None:
+    installed = _installed_langchain_redis()
+    if installed.split(".")[:2] != TESTED_LANGCHAIN_REDIS.split("."):
+        logger.warning(
+            "langchain-redis %s is untested with langchain-holodeck (tested: %s.x); "
+            "HolodeckRedisVectorStore relies on RedisVectorStore.index.",
+            installed,
+            TESTED_LANGCHAIN_REDIS,
+        )
 
 
 def mask_url(url: str) -> str:
@@ -158,8 +206,8 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         out_ids = [i or str(uuid.uuid4()) for i in given]
         metas = metadatas or [{} for _ in texts]
         records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
-        vectors = self._embeddings.embed_documents(texts)
-        client = self._index.client
+        vectors = self.embeddings.embed_documents(texts)
+        client = search_index(self).client
         self._ensure_index()
         for start in range(0, len(texts), batch_size):
             with client.pipeline(transaction=True) as pipe:
@@ -195,9 +243,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
 
     def _ensure_index(self) -> None:
         """Re-create the index if it vanished (e.g. a Redis restart without persistence)."""
-        if not self._index.exists():
+        if not search_index(self).exists():
             logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
-            self._index.create(overwrite=False)
+            search_index(self).create(overwrite=False)
 
     def _key(self, doc_id: str) -> str:
         return f"{self.config.key_prefix}:{doc_id}"
@@ -210,7 +258,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """Documents of ``ids`` in input order; unknown ids are skipped."""
         if not ids:
             return []
-        with self._index.client.pipeline(transaction=False) as pipe:
+        with search_index(self).client.pipeline(transaction=False) as pipe:
             for doc_id in ids:
                 pipe.hmget(self._key(doc_id), [CONTENT_FIELD, METADATA_FIELD])
             rows = pipe.execute()
@@ -229,7 +277,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """
         if not ids:
             return False
-        return bool(self._index.client.delete(*(self._key(i) for i in ids)))
+        return bool(search_index(self).client.delete(*(self._key(i) for i in ids)))
 
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -254,12 +302,12 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         if with_vectors:
             query.return_field(EMBEDDING_FIELD, decode_field=False)
         try:
-            results = self._index.query(query)
+            results = search_index(self).query(query)
         except RedisSearchError as e:
-            if "index" not in str(e).lower() or self._index.exists():
+            if "index" not in str(e).lower() or search_index(self).exists():
                 raise
             self._ensure_index()  # the server lost it: it is empty now, and usable again
-            results = self._index.query(query)
+            results = search_index(self).query(query)
         out = []
         for res in results:
             doc = Document(
@@ -354,7 +402,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        embedding = self._embeddings.embed_query(query)
+        embedding = self.embeddings.embed_query(query)
         return self.similarity_search_with_score_by_vector(embedding, k, filter)
 
     def similarity_search_by_vector(
@@ -375,7 +423,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        embedding = self._embeddings.embed_query(query)
+        embedding = self.embeddings.embed_query(query)
         return self.similarity_search_by_vector(embedding, k, filter)
 
     def max_marginal_relevance_search_by_vector(
@@ -545,7 +593,7 @@ def scan_redis(
     SCAN returns each key present for the whole scan at least once; duplicates are
     dropped here. Documents written during the scan may or may not appear.
     """
-    client = store.index.client
+    client = search_index(store).client
     prefix = f"{store.config.key_prefix}:"
     content_field = store.config.content_field
     seen: set[bytes] = set()

@@ -127,5 +127,5 @@ def test_tool_on_redis_is_native_and_exact_lookups_stay_first(
     assert tool.search_strategy == "native"
     docs = tool.as_retriever().invoke("Section 203(a)(1)")
     assert docs[0].metadata["section_id"] == "203(a)(1)"
-    assert all(d.metadata["namespace"] == "legal_docs" for d in docs)
+    assert all(d.metadata["namespace"] == tool.namespace for d in docs)
     assert "Section" in tool.search_sync("What does Section 203(a)(1) require?")

@@ -297,6 +297,7 @@ def test_tools_lists_each_tool_and_where_its_data_lives(
     assert f"  source:      {tmp_path / 'docs'}" in kb
     assert f"  vectors:     in-memory, saved in {Path('st') / 'kb'}" in kb
     assert "  keywords:    none (dense search only)" in kb
+    assert "  search:      dense only" in kb
     assert act.splitlines()[0] == "act (hierarchical_document)"
     assert "  vectors:     redis redis://:***@db.example:6379/0, index act_vectors" in act
     assert "in-memory BM25" in act
@@ -309,6 +310,7 @@ def test_tools_without_config_describes_the_last_ingest(
     code, out, _ = run(capsys, "tools", "--store", str(ingested.store))
     assert code == 0
     assert out.startswith("default (hierarchical_document)\n")
+    assert "  search:      fallback (RRF in-process; search_strategy: auto)" in out
     assert f"  source:      {ingested.workdir / 'docs'}" in out
 
 

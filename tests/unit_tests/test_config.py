@@ -15,9 +15,12 @@ from langchain_holodeck.config import (
     AgentConfig,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
     HierarchicalDocumentToolConfig,
-    KeywordIndexConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    OpenSearchKeywordIndexConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
     SearchWeights,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
@@ -182,6 +185,8 @@ def test_yaml_anchor_shared_between_tools_is_allowed(tmp_path: Path) -> None:
 
 # --- every validation rule: file, field path and value in the message ---------------------
 
+REDIS_DB = {"provider": "redis", "connection_string": "${REDIS_URL}"}
+
 RULES = [
     # (tool, field path, fragment that must follow the path)
     (vectorstore(name="bad name"), "tools[0].name", "got 'bad name'"),
@@ -265,22 +270,32 @@ RULES = [
     (
         vectorstore(database={"provider": "in-memory", "connection_string": "${REDIS_URL}"}),
         "tools[0].database",
-        "connection_string is only used with provider 'redis'",
+        "connection_string only applies to provider 'redis', got provider 'in-memory'",
     ),
     (
-        vectorstore(database={"provider": "in-memory", "vector_algorithm": "IVF"}),
+        vectorstore(database={"provider": "in-memory", "vector_algorithm": "HNSW"}),
+        "tools[0].database",
+        "vector_algorithm only applies to provider 'redis', got provider 'in-memory'",
+    ),
+    (
+        vectorstore(database={**REDIS_DB, "vector_algorithm": "IVF"}),
         "tools[0].database.vector_algorithm",
         "must be 'HNSW' or 'FLAT', got 'IVF'",
     ),
     (
-        vectorstore(database={"provider": "in-memory", "distance_metric": "cosine"}),
+        vectorstore(database={**REDIS_DB, "distance_metric": "cosine"}),
         "tools[0].database.distance_metric",
         "got 'cosine'",
     ),
     (
-        vectorstore(database={"provider": "in-memory", "index_name": "my index"}),
+        vectorstore(database={**REDIS_DB, "index_name": "my index"}),
         "tools[0].database.index_name",
         "got 'my index'",
+    ),
+    (
+        vectorstore(database={**REDIS_DB, "fallback_to_memory": "sometimes"}),
+        "tools[0].database.fallback_to_memory",
+        "must be true or false, got 'sometimes'",
     ),
     (hierarchical(top_k=101), "tools[0].top_k", "must be <= 100, got 101"),
     (
@@ -341,7 +356,7 @@ RULES = [
     (
         hierarchical(keyword_index={"provider": "in-memory", "endpoint": "http://h:9200"}),
         "tools[0].keyword_index",
-        "endpoint only apply to provider 'opensearch', got provider 'in-memory'",
+        "endpoint only applies to provider 'opensearch', got provider 'in-memory'",
     ),
     (
         hierarchical(
@@ -778,12 +793,15 @@ def test_config_reference_mentions_every_field() -> None:
         AgentConfig,
         VectorStoreToolConfig,
         HierarchicalDocumentToolConfig,
-        DatabaseConfig,
+        InMemoryDatabaseConfig,
+        RedisDatabaseConfig,
         CohereRerankerConfig,
         VLLMRerankerConfig,
         ContextModelConfig,
         SearchWeights,
-        KeywordIndexConfig,
+        InMemoryKeywordIndexConfig,
+        RedisKeywordIndexConfig,
+        OpenSearchKeywordIndexConfig,
     ]
     for model in models:
         section = text.split(f"### {model.__name__}\n", 1)[1].split("\n### ", 1)[0]

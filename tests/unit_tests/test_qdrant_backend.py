@@ -16,6 +16,7 @@ pytest.importorskip("langchain_qdrant")
 
 from qdrant_client import QdrantClient
 
+from langchain_holodeck.backends import get_backend, open_vector_store
 from langchain_holodeck.backends.qdrant import (
     BM25SparseEncoder,
     HolodeckQdrantVectorStore,
@@ -207,6 +208,38 @@ def test_create_vector_store_builds_qdrant(embeddings: HashingEmbeddings) -> Non
     assert isinstance(handle.store, HolodeckQdrantVectorStore)
     with pytest.raises(ConfigError, match="got 'qdrantt'"):
         create_vector_store_with_status({"provider": "qdrantt"}, embeddings)
+
+
+def test_the_backend_is_registered_and_describes_where_vectors_live(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    from langchain_holodeck.backends import backend_for_store
+
+    backend = get_backend({"provider": "qdrant", "path": str(tmp_path / "q")})
+    assert backend.capabilities.native_hybrid
+    assert backend.describe() == f"qdrant path {tmp_path / 'q'}, collection holodeck_vectors"
+    store = backend.open_store(embeddings)
+    assert type(backend_for_store(store)).__name__ == "QdrantBackend"
+    store.add_documents([Document(id="a", page_content="arch", metadata={"namespace": "n"})])
+    assert [d.id for d in backend.iter_documents(store, namespace="n")] == ["a"]
+    assert backend.iter_documents(store, namespace="other") is not None
+    assert list(backend.iter_documents(store, namespace="other")) == []
+    hits = backend.native_hybrid_search(store, "arch", k=1, fetch_k=5, namespace="n")
+    assert [h.document.id for h in hits] == ["a"]
+    store.client.close()
+
+
+def test_an_unreachable_server_falls_back_to_memory_or_raises(
+    embeddings: HashingEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_holodeck.backends import BackendUnavailableError
+
+    config = {"provider": "qdrant", "url": "http://127.0.0.1:1", "timeout": 1}
+    handle = open_vector_store(config, embeddings)
+    assert (handle.backend, handle.requested, handle.fell_back) == ("in-memory", "qdrant", True)
+    assert "Qdrant at http://127.0.0.1:1 is unavailable" in (handle.reason or "")
+    with pytest.raises(BackendUnavailableError, match=r"127\.0\.0\.1:1"):
+        open_vector_store({**config, "fallback_to_memory": False}, embeddings)
 
 
 def test_path_store_reopens_across_runs(embeddings: HashingEmbeddings, tmp_path: Path) -> None:

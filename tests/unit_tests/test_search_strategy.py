@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_holodeck.backends import get_backend
 from langchain_holodeck.config import HierarchicalDocumentToolConfig
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.exact import ExactMatchIndex
@@ -29,29 +30,30 @@ def qdrant_store(embeddings: HashingEmbeddings) -> Any:
     return qdrant.HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "s", embeddings)
 
 
-def test_auto_is_native_only_when_the_store_fuses_and_both_legs_count(
+def test_auto_is_native_only_when_the_backend_fuses_and_both_legs_count(
     embeddings: HashingEmbeddings,
 ) -> None:
-    memory, native = MatrixVectorStore(embeddings), qdrant_store(embeddings)
-    assert not supports_native_hybrid(memory)
-    assert choose_search_strategy("auto", store=memory) == "fallback"
-    assert choose_search_strategy("auto", store=native) == "native"
-    assert choose_search_strategy("auto", store=native, separate_keyword_engine=True) == (
+    assert not supports_native_hybrid(MatrixVectorStore(embeddings))
+    assert supports_native_hybrid(qdrant_store(embeddings))
+    assert get_backend(None).capabilities.native_hybrid is False
+    assert get_backend({"provider": "qdrant", "location": ":memory:"}).capabilities.native_hybrid
+    assert choose_search_strategy("auto", native_hybrid=False) == "fallback"
+    assert choose_search_strategy("auto", native_hybrid=True) == "native"
+    assert choose_search_strategy("auto", native_hybrid=True, separate_keyword_engine=True) == (
         "fallback"
     )
-    assert choose_search_strategy("auto", store=native, weights=(1.0, 0.0)) == "fallback"
-    assert choose_search_strategy("fallback", store=native) == "fallback"
-    assert choose_search_strategy("native", store=native) == "native"
+    assert choose_search_strategy("auto", native_hybrid=True, weights=(1.0, 0.0)) == "fallback"
+    assert choose_search_strategy("fallback", native_hybrid=True) == "fallback"
+    assert choose_search_strategy("native", native_hybrid=True) == "native"
 
 
-def test_native_on_a_store_that_cannot_fuse_names_the_store(embeddings: HashingEmbeddings) -> None:
-    memory = MatrixVectorStore(embeddings)
-    with pytest.raises(ConfigError, match="got MatrixVectorStore"):
-        choose_search_strategy("native", store=memory)
+def test_native_on_a_backend_that_cannot_fuse_names_it(embeddings: HashingEmbeddings) -> None:
+    with pytest.raises(ConfigError, match="got in-memory"):
+        choose_search_strategy("native", native_hybrid=False, backend="in-memory")
     with pytest.raises(ConfigError, match="got 'fast'"):
-        choose_search_strategy("fast", store=memory)  # type: ignore[arg-type]
+        choose_search_strategy("fast", native_hybrid=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="got MatrixVectorStore"):
-        HybridRetriever(vector_store=memory, search_strategy="native")
+        HybridRetriever(vector_store=MatrixVectorStore(embeddings), search_strategy="native")
 
 
 DOCS = [
