@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck.backends import get_backend
 from langchain_holodeck.config import HierarchicalDocumentToolConfig
@@ -189,3 +190,67 @@ def test_search_span_carries_the_mode(embeddings: HashingEmbeddings) -> None:
     assert modes == ["native", "fallback"]
     assert [s.name for s in spans].count("holodeck.native_hybrid_search") == 1
     exporter.shutdown()
+
+
+class ThirdPartyStore(VectorStore):
+    """A stand-in for a store no backend of ours knows (Chroma, PGVector, Pinecone...).
+
+    It keeps its data in langchain-core's ``InMemoryVectorStore`` by composition, so no
+    backend adopts it by its class; it ignores ``filter`` like a store with its own syntax.
+    """
+
+    def __init__(self, embeddings: HashingEmbeddings) -> None:
+        self._inner = InMemoryVectorStore(embeddings)
+
+    @classmethod
+    def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None, **kwargs: Any) -> Any:
+        store = cls(embedding)
+        store.add_texts(texts, metadatas, **kwargs)
+        return store
+
+    def add_texts(self, texts: Any, metadatas: Any = None, **kwargs: Any) -> list[str]:
+        return self._inner.add_texts(texts, metadatas, **kwargs)
+
+    def get_by_ids(self, ids: Any, /) -> list[Document]:
+        return self._inner.get_by_ids(ids)
+
+    def delete(self, ids: Any = None, **kwargs: Any) -> bool | None:
+        self._inner.delete(ids)
+        return True
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return self._inner.similarity_search(query, k=k)
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return self._inner.similarity_search_with_score(query, k=k)
+
+    def _select_relevance_score_fn(self) -> Any:
+        return lambda score: max(0.0, min(1.0, score))
+
+
+def test_any_langchain_store_plugs_in_on_the_fallback_strategy(
+    embeddings: HashingEmbeddings,
+) -> None:
+    from langchain_holodeck import BM25KeywordIndex, HybridRetriever, sync_documents
+    from langchain_holodeck.backends import LangChainStoreBackend, backend_for_store
+
+    # the README's "Any other LangChain vector store" example, with the stand-in store
+    store = ThirdPartyStore(embeddings)  # Chroma(...), PGVector(...), PineconeVectorStore(...)
+    keywords = BM25KeywordIndex()  # or OpenSearchKeywordIndex(endpoint, namespace="docs")
+    sync_documents(DOCS[:4], store, namespace="docs", keyword_index=keywords)
+    sync_documents(DOCS[4:], store, namespace="other")  # another corpus in the same store
+    view, search_kwargs = backend_for_store(store).search_scope(store, "docs")
+    retriever = HybridRetriever(
+        vector_store=view, keyword_index=keywords, search_kwargs=search_kwargs, k=3
+    )
+
+    assert type(backend_for_store(store)) is LangChainStoreBackend
+    assert retriever.search_strategy == "fallback"  # the store cannot fuse: RRF here
+    docs = retriever.invoke("safety protocols")
+    assert {d.page_content for d in docs[:2]} == {DOCS[0].page_content, DOCS[2].page_content}
+    assert all(d.metadata["namespace"] == "docs" for d in docs)  # post-filtered by namespace
+    assert any(d.metadata["keyword_rank"] is not None for d in docs)
+    again = sync_documents(DOCS[:4], store, namespace="docs", keyword_index=keywords)
+    assert (again.added, again.skipped) == (0, 4)
