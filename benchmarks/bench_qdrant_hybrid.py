@@ -12,6 +12,9 @@ embedding is a dictionary lookup everywhere). One client, queries back to back, 
   dense + BM25 sparse prefetches (50 each) fused by Qdrant's RRF;
 - **ours, in-memory fallback**: the same retriever on ``MatrixVectorStore`` + ``BM25KeywordIndex``
   (the default backend), legs fused by RRF in Python;
+- **ours, the store alone**: ``HolodeckQdrantVectorStore.native_hybrid_search`` with the
+  settings langchain-qdrant uses (no filter, prefetches ``k`` deep), to separate the engine's
+  cost from the retriever's;
 - **langchain-qdrant directly**: ``QdrantVectorStore(retrieval_mode=HYBRID)`` over the same
   collection with our BM25 encoder as its ``SparseEmbeddings`` (no sparse model download),
   ``similarity_search(q, k=10)`` (its prefetches are ``k`` deep, unweighted RRF, no filter).
@@ -153,6 +156,9 @@ def main() -> None:
         "ours, in-memory fallback (MatrixVectorStore + BM25, RRF in Python)": lambda q: len(
             fallback.invoke(q)
         ),
+        "ours, the store's native_hybrid_search alone (no filter, prefetch 10)": lambda q: len(
+            qdrant.native_hybrid_search(q, k=K, fetch_k=K)
+        ),
         "langchain-qdrant QdrantVectorStore(retrieval_mode=HYBRID)": lambda q: len(
             langchain_hybrid.similarity_search(q, k=K)
         ),
@@ -165,7 +171,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for name, fn in rows.items():
         r = timed(fn, queries)
-        print(f"| {name} | {r['p50']:.1f} | {r['p95']:.1f} | {r['qps']:.0f} | {r['empty']:.0f} |")
+        print(f"| {name} | {r['p50']:.1f} | {r['p95']:.1f} | {r['qps']:.1f} | {r['empty']:.0f} |")
 
 
 if __name__ == "__main__":

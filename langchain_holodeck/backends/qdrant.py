@@ -248,7 +248,7 @@ class HolodeckQdrantVectorStore(_Base):
         return True
 
     # -- reads --------------------------------------------------------------------------
-    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+    def get_by_ids(self, ids: Sequence[str | int], /) -> list[Document]:
         if not ids or not self._collection_ready():
             return []
         points = self.client.retrieve(
@@ -360,7 +360,9 @@ class HolodeckQdrantVectorStore(_Base):
         if not self._collection_ready():
             return []
         vector = np.asarray(
-            embedding if embedding is not None else self.embeddings.embed_query(query),
+            embedding
+            if embedding is not None
+            else self._require_embeddings("native_hybrid_search").embed_query(query),
             dtype=np.float32,
         )
         prefetch, legs = [], []
