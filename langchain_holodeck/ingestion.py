@@ -16,6 +16,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck.loaders import SourceFile, SourceLoader
+from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
     KeywordIndexLike,
     SyncResult,
@@ -47,13 +48,25 @@ class IngestProgress:
     total: int | None = None
 
 
-def pipeline_fingerprint(splitter: TextSplitter, enricher: object | None = None) -> str:
+def pipeline_fingerprint(
+    splitter: TextSplitter,
+    enricher: object | None = None,
+    *,
+    code_splitter: TextSplitter | None = None,
+) -> str:
     """Identifies the splitting and enrichment settings: a change means files are re-split."""
     parts = [
         type(splitter).__qualname__,
         str(getattr(splitter, "_chunk_size", "")),
         str(getattr(splitter, "_chunk_overlap", "")),
     ]
+    if code_splitter is not None:
+        parts += [
+            "code",
+            type(code_splitter).__qualname__,
+            str(getattr(code_splitter, "_chunk_size", "")),
+            str(getattr(code_splitter, "_chunk_overlap", "")),
+        ]
     if enricher is not None:
         model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
         parts.append(str(model))
@@ -66,6 +79,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     A file whose ``mtime`` and size equal what the store recorded (and that was split with the
     same settings) is neither read nor split: re-running on an unchanged corpus costs one
     batched ``get_by_ids`` and no embedding call. ``force_ingest=True`` re-embeds everything.
+
+    The splitter is chosen per file: source code (a ``file_type`` in ``CODE_LANGUAGES``) goes
+    to ``code_splitter`` (default: a ``SourceCodeSplitter`` with the prose splitter's chunk
+    size), everything else to ``splitter``.
 
     Instantiate:
         ```python
@@ -80,6 +97,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         *,
         namespace: str,
         splitter: TextSplitter | None = None,
+        code_splitter: TextSplitter | None = None,
         enricher: ChunkEnricher | None = None,
         keyword_index: KeywordIndexLike | None = None,
         embedding_model: str | None = None,
@@ -88,11 +106,17 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         base_dir: str | Path | None = None,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> None:
+        from langchain_holodeck.splitters.code import SourceCodeSplitter
         from langchain_holodeck.splitters.structured import default_text_splitter
 
         self.vector_store = vector_store
         self.namespace = namespace
         self.splitter = splitter if splitter is not None else default_text_splitter()
+        self.code_splitter = (
+            code_splitter
+            if code_splitter is not None
+            else SourceCodeSplitter(chunk_size=int(getattr(self.splitter, "_chunk_size", 512)))
+        )
         self.enricher = enricher
         self.keyword_index = keyword_index
         self.embedding_model = embedding_model
@@ -100,7 +124,9 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         self.cleanup = cleanup
         self.base_dir = base_dir
         self.on_progress = on_progress
-        self.fingerprint = pipeline_fingerprint(self.splitter, enricher)
+        self.fingerprint = pipeline_fingerprint(
+            self.splitter, enricher, code_splitter=self.code_splitter
+        )
 
     def invoke(
         self,
@@ -166,7 +192,12 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         document = loader.load_file(file)
         if document is None:
             return None
-        chunks = self.splitter.split_documents([document])
+        splitter = (
+            self.code_splitter
+            if str(document.metadata.get("file_type", "")) in CODE_LANGUAGES
+            else self.splitter
+        )
+        chunks = splitter.split_documents([document])
         for index, chunk in enumerate(chunks):
             chunk.metadata.setdefault("chunk_index", index)
         return document, chunks

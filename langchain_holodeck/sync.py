@@ -116,10 +116,12 @@ def sanitize_error(error: BaseException) -> str:
 
 
 def check_store_capabilities(vector_store: VectorStore) -> None:
-    """Raise ``TypeError`` unless the store can read by id, write with ``ids=`` and delete.
+    """Raise ``TypeError`` unless the store can read by id and write with ``ids=``.
+
+    ``delete`` is optional: without it, sync skips the stale-chunk cleanup and says so.
 
     Raises:
-        TypeError: When ``get_by_ids`` or ``delete`` is not overridden, or the store's
+        TypeError: When ``get_by_ids`` is not overridden, or the store's
             ``add_texts``/``add_documents`` accept no ``ids``.
     """
     name = type(vector_store).__name__
@@ -128,9 +130,6 @@ def check_store_capabilities(vector_store: VectorStore) -> None:
             f"{name} does not override get_by_ids(), which sync needs to read what is stored; "
             "use a store that implements it (MatrixVectorStore, InMemoryVectorStore, Redis...)."
         )
-        raise TypeError(msg)
-    if type(vector_store).delete is VectorStore.delete:
-        msg = f"{name} does not override delete(), which sync needs to remove stale chunks."
         raise TypeError(msg)
     if not _accepts_ids(vector_store):
         msg = f"{name}.add_documents()/add_texts() accept no ids=; sync needs stable ids."
@@ -333,7 +332,8 @@ def sync_documents(
 
     Args:
         documents: Chunks with ``source_path`` (or ``source``) and, ideally, ``chunk_index``.
-        vector_store: Any store that overrides ``get_by_ids`` and ``delete`` and takes ``ids=``.
+        vector_store: Any store that overrides ``get_by_ids`` and takes ``ids=``; without
+            ``delete`` the stale-chunk cleanup is skipped, with a line in ``errors``.
         namespace: Scopes ids and cleanup: other namespaces are never touched.
         batch_size: Chunks per store call; a failing batch is counted and the rest go on.
         overwrite: Rewrite (and re-embed) chunks even when their hash is unchanged.
@@ -394,6 +394,14 @@ def sync_documents(
     except Exception as error:  # the store failed mid-sync: reported, re-running converges
         errors.append(f"looking for stale chunks: {sanitize_error(error)}")
         logger.warning("sync: %s", errors[-1])
+    if stale and type(vector_store).delete is VectorStore.delete:
+        errors.append(
+            f"stale-chunk cleanup skipped: {type(vector_store).__name__} does not override "
+            f"delete(), so {len(set(stale))} stale chunk(s) stay in the store; use a store "
+            "that implements delete() to remove them."
+        )
+        logger.warning("sync: %s", errors[-1])
+        stale = []
     deleted, delete_errors = _delete(vector_store, stale)
 
     if keyword_index is not None:

@@ -146,6 +146,45 @@ class Backend(ABC):
             store.delete(ids=ids[start : start + batch_size])
         return len(ids)
 
+    # -- vector dimension ------------------------------------------------------------------
+    def vector_dimension(self, store: VectorStore) -> int | None:
+        """Width of the vectors ``store`` holds or accepts; ``None`` when not fixed or unknown."""
+        return None
+
+    def rebuild_for_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        """Make ``store`` take ``dimension``-wide vectors for ``namespace``, before a re-ingest.
+
+        The default refuses a store shared with other namespaces (when it can be listed) and
+        otherwise leaves it to the re-ingest, which overwrites every chunk of ``namespace``;
+        backends whose store fixes one width (a matrix, an index schema) override
+        ``_reset_dimension``.
+
+        Raises:
+            EmbeddingModelMismatchError: When chunks of other namespaces share the store: one
+                store holds one width, and theirs must not be touched.
+        """
+        from langchain_holodeck.errors import EmbeddingModelMismatchError
+
+        if self.capabilities.enumerates:
+            found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
+            others = sorted(found - {namespace})
+            if others:
+                shown = ", ".join(repr(name) for name in others[:5])
+                msg = (
+                    f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
+                    f"the store ({self.describe()}) also holds chunks of {shown} embedded at "
+                    f"dimension {self.vector_dimension(store)}, and one store holds one "
+                    "dimension. Give this corpus its own store (another store_dir or "
+                    "database.index_name), or re-ingest the other corpora with the same "
+                    "embedding model."
+                )
+                raise EmbeddingModelMismatchError(msg)
+        self._reset_dimension(store, namespace=namespace, dimension=dimension)
+
+    def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        """Backend part of ``rebuild_for_dimension``, once the store is known to be unshared."""
+        return
+
     # -- companions ------------------------------------------------------------------------
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
         """The embedding cache of one corpus: clearing it never touches another corpus's."""

@@ -77,6 +77,16 @@ class CoreInMemoryBackend(Backend):
         kwargs = self.namespace_filter(store, namespace)
         return NamespaceFilteredStore(store, namespace=namespace, search_kwargs=kwargs), {}
 
+    def vector_dimension(self, store: VectorStore) -> int | None:
+        """The length of a stored vector (``None`` while the store is empty)."""
+        if not isinstance(store, InMemoryVectorStore):
+            return None
+        record = next(iter(store.store.values()), None)
+        return len(record["vector"]) if record is not None else None
+
+    def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        self.delete_namespace(store, namespace)  # no old-width vector may stay next to new ones
+
     def iter_documents(
         self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
     ) -> Iterator[Document]:

@@ -74,6 +74,14 @@ class MemoryBackend(Backend):
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
         return {"filter": _in_namespace(namespace)}
 
+    def vector_dimension(self, store: VectorStore) -> int | None:
+        """The matrix width (kept by ``clear()``, so an emptied store still has one)."""
+        return store.embedding_dimension if isinstance(store, MatrixVectorStore) else None
+
+    def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        if isinstance(store, MatrixVectorStore):  # the corpus is all it holds: start over
+            store.clear(keep_dimension=False)
+
     def iter_documents(
         self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
     ) -> Iterator[Document]:

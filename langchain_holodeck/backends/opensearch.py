@@ -49,7 +49,7 @@ class OpenSearchKeywordIndexProvider(KeywordIndexProvider):
             password=config.password,
             api_key=config.api_key,
             verify_certs=config.verify_certs,
-            timeout=config.timeout,
+            timeout=config.timeout_seconds,
             namespace=namespace,
         )
 

@@ -109,6 +109,14 @@ class RedisBackend(Backend):
 
         return {"filter": Tag("namespace") == namespace}
 
+    def vector_dimension(self, store: VectorStore) -> int | None:
+        """The dimension of the index's vector field."""
+        return getattr(store, "vector_dimension", None)
+
+    def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        """Re-create the index schema with the new vector field (documents are rewritten)."""
+        store.rebuild_index(dimension)  # type: ignore[attr-defined]  # HolodeckRedisVectorStore
+
     def iter_documents(
         self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
     ) -> Iterator[Document]:

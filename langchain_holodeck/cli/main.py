@@ -86,6 +86,13 @@ in-memory store directory or Redis URL with the password masked and index name; 
 in-memory BM25, Redis full-text or OpenSearch). Nothing is connected to. Without --config,
 describes the tool the last `ingest` into STORE built."""
 
+_PURGE_HELP = """\
+Versions before corpus identity stored chunks under the tool's name as namespace. They are no
+longer searched (initialize warns about them). This deletes exactly those chunks from the
+tool's store (the tool the last `ingest` into STORE built, or --config/--tool); the tool's own
+corpus and every other namespace are untouched. To keep using them instead, set
+`corpus_id: <tool name>` in the tool's config."""
+
 
 # -- entry point ----------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
@@ -180,6 +187,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tools.add_argument("--config", type=Path, metavar="AGENT_YAML", help="the agent.yaml")
     tools.set_defaults(run=_run_tools)
+
+    purge = verbs.add_parser(
+        "purge-legacy",
+        parents=[common],
+        help="delete the chunks an older version stored under the tool's name",
+        description=_PURGE_HELP,
+        formatter_class=fmt,
+    )
+    _config_options(purge)
+    purge.set_defaults(run=_run_purge_legacy)
     return parser
 
 
@@ -390,10 +407,11 @@ def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
         store_dir=str(_tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    from langchain_holodeck._persist import atomic_write_bytes
+
     store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".{MANIFEST_NAME}.tmp"
-    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(store / MANIFEST_NAME)
+    text = json.dumps(asdict(manifest), indent=2) + "\n"
+    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
 
 
 def _model_id(target: _Target) -> str:
@@ -550,6 +568,15 @@ def _run_tools(args: argparse.Namespace) -> int:
         targets = [_target_from_manifest(_read_manifest(args.store))]
     blocks = [_describe(target, args.store) for target in targets]
     print("\n\n".join(blocks))
+    return 0
+
+
+def _run_purge_legacy(args: argparse.Namespace) -> int:
+    target = _search_target(args)
+    tool = _build_tool(target, args.store)
+    deleted = tool.purge_legacy_chunks()
+    where = _where(tool, target, args.store)
+    print(f"deleted {deleted} legacy chunk(s) of namespace {tool.name!r} from {where}")
     return 0
 
 

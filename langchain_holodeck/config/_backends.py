@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from langchain_holodeck._redact import mask_url_password
 from langchain_holodeck.config._sections import MODEL_CONFIG, check_http_url
@@ -182,10 +189,25 @@ class OpenSearchKeywordIndexConfig(KeywordIndexProviderConfig):
     """OpenSearch API key, from the environment; instead of username and password."""
     verify_certs: bool = True
     """Verify the server's TLS certificate."""
-    timeout: float = Field(default=10.0, gt=0)
-    """Seconds per OpenSearch request."""
+    timeout_seconds: float = Field(
+        default=10.0, ge=1, le=120, validation_alias=AliasChoices("timeout_seconds", "timeout")
+    )
+    """Seconds per OpenSearch request (``timeout`` is accepted as an alias)."""
 
     _endpoint_is_http = field_validator("endpoint")(check_http_url)
+
+    @property
+    def timeout(self) -> float:
+        """``timeout_seconds``, under its older name."""
+        return self.timeout_seconds
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_timeout_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "timeout" in data and "timeout_seconds" in data:
+            msg = "timeout is an alias of timeout_seconds; set only timeout_seconds"
+            raise ValueError(msg)
+        return data
 
     @model_validator(mode="before")
     @classmethod

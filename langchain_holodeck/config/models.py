@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -81,6 +81,7 @@ __all__ = [
     "RerankerConfig",
     "SearchWeights",
     "ToolConfig",
+    "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
     "config_reference_markdown",
@@ -102,7 +103,9 @@ class _SearchToolConfig(BaseModel):
     """Selects the tool kind."""
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
-    description: str = Field(min_length=1)
+    description: str = Field(
+        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+    )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
@@ -130,6 +133,18 @@ class _SearchToolConfig(BaseModel):
     """Text the reranker reads: the chunk as written, or with its generated context."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
+
+    _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
+
+    @model_validator(mode="before")
+    @classmethod
+    def _describe_source_by_default(cls, data: object) -> object:
+        # the contract's minimal tool is type, name and source: describe what it searches
+        if isinstance(data, Mapping) and "description" not in data:
+            source = data.get("source")
+            if isinstance(source, str) and source.strip():
+                return {**data, "description": cls._default_description.format(source=source)}
+        return data
 
     @model_validator(mode="after")
     def _reranker_when_rerank(self) -> _SearchToolConfig:
@@ -176,9 +191,12 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
 
     type: Literal["hierarchical_document"]
     """Selects this tool."""
+    _default_description: ClassVar[str] = (
+        "Search the structured documents in {source} by meaning, keyword or section number."
+    )
     description: str = Field(
-        default="Search structured documents by meaning, keyword or section number.",
         min_length=1,
+        json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     top_k: int = Field(default=10, ge=1, le=100)
@@ -207,6 +225,8 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+    expand_limit: int = Field(default=10, ge=1, le=100)
+    """At most this many chunks reached by expansion (the nearest) follow the hits."""
 
     _keyword_provider_default = field_validator("keyword_index", mode="before")(
         default_keyword_provider
@@ -229,6 +249,45 @@ ToolConfig: TypeAlias = Annotated[
 """Any tool of ``agent.yaml``, selected by its ``type`` key."""
 
 
+class ToolSelectionConfig(BaseModel):
+    """How ``HybridToolSelectorMiddleware`` picks the tools shown per model call (hybrid search).
+
+    Applies to every tool the agent is given: this file's tools and any others passed in.
+    """
+
+    model_config = MODEL_CONFIG
+
+    max_tools: int = Field(default=5, ge=1, le=128)
+    """Tools selected per model call, besides ``always_include``."""
+    always_include: list[str] = []
+    """Tool names always shown to the model; each must be one of the agent's tools."""
+    history_turns: int = Field(default=0, ge=0, le=20)
+    """Earlier user messages added to the selection query (0: the latest only)."""
+    fetch_k: int = Field(default=20, ge=1, le=1000)
+    """Candidates each leg (dense, BM25) contributes to the fusion."""
+    weights: tuple[float, float] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    )
+    """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
+    mentions: bool = True
+    """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+
+    @model_validator(mode="after")
+    def _valid_names_and_weights(self) -> ToolSelectionConfig:
+        seen: set[str] = set()
+        for name in self.always_include:
+            if name in seen:
+                msg = f"always_include lists {name!r} twice; list each tool once"
+                raise ValueError(msg)
+            seen.add(name)
+        if any(w < 0 for w in self.weights) or not any(w > 0 for w in self.weights):
+            msg = f"weights must be two numbers >= 0, at least one > 0, got {list(self.weights)}"
+            raise ValueError(msg)
+        return self
+
+
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
@@ -248,6 +307,8 @@ class AgentConfig(BaseModel):
     """Agent model section (free-form, not used by this package; hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
     """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    tool_selection: ToolSelectionConfig | None = None
+    """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -374,6 +435,7 @@ def config_reference_markdown() -> str:
     return render_models_markdown(
         [
             AgentConfig,
+            ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
             InMemoryDatabaseConfig,

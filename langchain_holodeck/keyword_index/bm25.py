@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -14,6 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from langchain_holodeck._persist import (
+    atomic_write,
+    atomic_write_bytes,
+    generation_name,
+    remove_other_generations,
+)
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -25,14 +32,22 @@ logger = logging.getLogger(__name__)
 _FORMAT = "holodeck-bm25/1"
 _META_FILE = "bm25_index.json"
 _TOKENS_FILE = "bm25_tokens.npz"
-_TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # scikit-learn's / bm25s's default
+_WORD_PATTERN = r"[^\W\d]\w*(?:\.[^\W\d]\w*)+|\w+"  # words; dotted names (``a.b``) stay one
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_PART_SEPARATORS = re.compile(r"[._]+")
 
 
 class Tokenizer:
-    """Lowercase, split on words (2+ word characters), drop stop words, stem (Snowball).
+    """Identifier-aware: split words and identifiers, lowercase, drop stop words, stem (Snowball).
+
+    A word is a run of word characters, or a dotted name (``Shift.swap``; not ``3.5``). A
+    compound identifier — ``snake_case``, ``dotted.names``, ``camelCase`` / ``HTTPServer`` —
+    gives its parts (``parse``, ``section``; ``get``, ``user``) and, as one more token, the
+    whole identifier lowercased (``parse_sections``), so a query naming it matches it best and
+    a query using its words still matches. Parts of one character are dropped, like words.
 
     Terms get integer ids in a vocabulary that only grows. Each distinct raw word is
-    stemmed once and cached, so tokenizing a large corpus is mostly dictionary lookups.
+    analyzed once and cached, so tokenizing a large corpus is mostly dictionary lookups.
     """
 
     def __init__(
@@ -53,16 +68,45 @@ class Tokenizer:
         self.stopwords_spec = stopwords if isinstance(stopwords, str) else sorted(self.stopwords)
         self.stemmer_name = stemmer
         self._stem = _load_stemmer(stemmer)
-        self._split = re.compile(_TOKEN_PATTERN).findall
+        self._split = re.compile(_WORD_PATTERN).findall
         self.terms: list[str] = []  # term id -> term
         self.term_ids: dict[str, int] = {}  # term -> term id
-        self._word_ids: dict[str, int] = {}  # raw lowercase word -> term id, or -1 (stop word)
-        self._word_terms: dict[str, str | None] = {}  # raw lowercase word -> term (None: stop)
+        self._word_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its term ids
+        self._word_terms: dict[str, tuple[str, ...]] = {}  # raw word -> its terms
 
     def _term_of(self, word: str) -> str | None:
         if word in self.stopwords:
             return None
         return self._stem(word) if self._stem is not None else word
+
+    def terms_of(self, word: str) -> list[str]:
+        """The terms one raw word gives (see the class docstring), in order."""
+        parts = [
+            piece
+            for part in _PART_SEPARATORS.split(word)
+            for piece in _CAMEL_BOUNDARY.split(part)
+            if len(piece) >= 2
+        ]
+        terms = [t for t in map(self._term_of, (p.lower() for p in parts)) if t is not None]
+        whole = word.strip("._").lower()
+        if len(parts) > 1 or (whole and len(parts) == 1 and parts[0].lower() != whole):
+            terms.append(whole)
+        return terms
+
+    def split_terms(self, text: str) -> list[str]:
+        """Every term of ``text`` in order (``terms_of`` of each word), cached per word.
+
+        Pure: the vocabulary is neither read nor grown, so the same text gives the same terms in
+        every process (what a store that hashes terms to sparse-vector indices needs).
+        """
+        cache = self._word_terms
+        out: list[str] = []
+        for word in self._split(text):
+            terms = cache.get(word)
+            if terms is None:
+                terms = cache[word] = tuple(self.terms_of(word))
+            out.extend(terms)
+        return out
 
     def _add_term(self, term: str) -> int:
         tid = self.term_ids.get(term)
@@ -73,44 +117,27 @@ class Tokenizer:
 
     def encode(self, text: str) -> np.ndarray:
         """Term ids of ``text`` (growing the vocabulary), in order, as ``int32``."""
-        words = self._split(text.lower())
+        words = self._split(text)
         cache = self._word_ids
         try:
-            ids = list(map(cache.__getitem__, words))  # C-speed lookups: the hot path
+            groups = list(map(cache.__getitem__, words))  # C-speed lookups: the hot path
         except KeyError:
             for w in set(words).difference(cache):
-                term = self._term_of(w)
-                cache[w] = -1 if term is None else self._add_term(term)
-            ids = list(map(cache.__getitem__, words))
-        arr = np.fromiter(ids, dtype=np.int32, count=len(ids))
-        return arr[arr >= 0] if len(self.stopwords) else arr
-
-    def split_terms(self, text: str) -> list[str]:
-        """The terms of ``text`` (lowercased, stop words dropped, stemmed), in order.
-
-        Pure: the vocabulary is neither read nor grown, so the same text gives the same terms in
-        every process (what a store that hashes terms to sparse-vector indices needs).
-        """
-        cache = self._word_terms
-        out = []
-        for word in self._split(text.lower()):
-            if word not in cache:
-                cache[word] = self._term_of(word)
-            term = cache[word]
-            if term is not None:
-                out.append(term)
-        return out
+                cache[w] = tuple(self._add_term(t) for t in self.terms_of(w))
+            groups = list(map(cache.__getitem__, words))
+        ids = list(itertools.chain.from_iterable(groups))
+        return np.fromiter(ids, dtype=np.int32, count=len(ids))
 
     def encode_query(self, text: str) -> dict[int, int]:
         """Known term ids of ``text`` with their counts; never grows the vocabulary."""
         counts: dict[int, int] = {}
-        for w in self._split(text.lower()):
-            tid = self._word_ids.get(w)
-            if tid is None:
-                term = self._term_of(w)
-                tid = -1 if term is None else self.term_ids.get(term, -1)
-            if tid >= 0:
-                counts[tid] = counts.get(tid, 0) + 1
+        for w in self._split(text):
+            ids = self._word_ids.get(w)
+            if ids is None:
+                ids = tuple(self.term_ids.get(t, -1) for t in self.terms_of(w))
+            for tid in ids:
+                if tid >= 0:
+                    counts[tid] = counts.get(tid, 0) + 1
         return counts
 
 
@@ -486,6 +513,10 @@ class BM25KeywordIndex:
     def save(self, directory: str | Path) -> Path:
         """Write the index (term ids per chunk, vocabulary, settings) under ``directory``.
 
+        Atomic: the token arrays go to a new ``bm25_tokens-<gen>.npz``, then
+        ``bm25_index.json`` (which names it) is replaced; a process killed in between leaves
+        the previous save loadable and consistent.
+
         Returns:
             The directory written to. Loading rebuilds the score matrix (about a second per
             100k chunks), so the files stay small and engine-independent; no pickle is used.
@@ -508,8 +539,16 @@ class BM25KeywordIndex:
             }
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
         flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        np.savez(path / _TOKENS_FILE, tokens=flat.astype(np.int32), lengths=lengths)
-        (path / _META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+        # the tokens go to a new generation file; the JSON names it and is replaced last, so a
+        # kill in between leaves the previous save whole
+        tokens_name = generation_name(_TOKENS_FILE.removesuffix(".npz"), ".npz")
+        atomic_write(
+            path / tokens_name,
+            lambda f: np.savez(f, tokens=flat.astype(np.int32), lengths=lengths),
+        )
+        meta["tokens_file"] = tokens_name
+        atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
+        remove_other_generations(path, "bm25_tokens*.npz", keep={tokens_name})
         return path
 
     @classmethod
@@ -529,7 +568,7 @@ class BM25KeywordIndex:
         if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
             msg = f"{str(meta_file)!r} is not a saved BM25KeywordIndex (format {_FORMAT!r})."
             raise ValueError(msg)
-        with np.load(path / _TOKENS_FILE, allow_pickle=False) as npz:
+        with np.load(path / meta.get("tokens_file", _TOKENS_FILE), allow_pickle=False) as npz:
             flat, lengths = npz["tokens"], npz["lengths"]
         index = cls(
             engine=meta["engine"],

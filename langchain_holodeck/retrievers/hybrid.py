@@ -28,7 +28,10 @@ from langchain_holodeck.retrievers._expansion import Expansion, expand_reference
 from langchain_holodeck.retrievers._steps import Call, Core, Outcomes, adrive, drive
 from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
 
-__all__ = ["DEFAULT_FETCH_K", "DEFAULT_FUSION", "EXACT_BOOST", "HybridRetriever"]
+__all__ = ["DEFAULT_FETCH_K", "DEFAULT_FUSION", "EXACT_BOOST", "MAX_K", "HybridRetriever"]
+
+MAX_K = 1000
+"""Largest ``k`` per call: a reranker's candidate pool (``rerank_top_n`` goes up to 1000)."""
 
 EXACT_BOOST = 1.0
 """The ``fused_score`` of a pinned exact hit: the top of the [0, 1] scale."""
@@ -261,8 +264,8 @@ class HybridRetriever(BaseRetriever):
     def _check_k(self, k: int | None) -> int:
         if k is None:
             return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
-            msg = f"k must be an integer between 1 and 100, got {k!r}."
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}."
             raise ValueError(msg)
         return k
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,6 +92,7 @@ class _DocumentTool(Generic[ConfigT]):
         self._backend: Backend | None = None
         self._search_scope: tuple[VectorStore, dict[str, Any]] | None = None
         self._model_id: str | None = None
+        self._dimension: int | None = None
         self.is_initialized = False
         self.document_count = 0
         self.last_ingest_time: datetime | None = None
@@ -193,8 +195,8 @@ class _DocumentTool(Generic[ConfigT]):
     # -- life cycle ---------------------------------------------------------------------
     async def initialize(
         self,
+        force_ingest: bool = False,  # noqa: FBT001, FBT002  # the contract: initialize(True)
         *,
-        force_ingest: bool = False,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Ingest the source into the store (idempotent) and get ready to search.
@@ -211,6 +213,9 @@ class _DocumentTool(Generic[ConfigT]):
             FileNotFoundError: When the source does not exist or holds no supported file.
             EmbeddingModelMismatchError: When the store holds another model's vectors and
                 ``force_ingest`` is False.
+            RuntimeError: ``Failed to generate embeddings: ...`` when the embedding model
+                fails and no chunk could be embedded (partial failures are counted in
+                ``SyncResult.failed`` instead).
         """
         return await asyncio.to_thread(
             self.initialize_sync, force_ingest=force_ingest, on_progress=on_progress
@@ -218,13 +223,20 @@ class _DocumentTool(Generic[ConfigT]):
 
     def initialize_sync(
         self,
+        force_ingest: bool = False,  # noqa: FBT001, FBT002  # twin of initialize(True)
         *,
-        force_ingest: bool = False,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
-        store = self._resolve_store()
+        try:
+            store = self._resolve_store()
+        except Exception as error:  # a store probing the model's dimension: the model is down
+            if _raised_by_embeddings(error, _EMBED_ANY):
+                msg = f"Failed to generate embeddings: {sanitize_error(error)}"
+                raise RuntimeError(msg) from error
+            raise
         self._warn_about_rerank_top_n()
+        self._match_dimension(store, force_ingest=force_ingest)
         self._report_legacy_chunks(store)
         if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
             self._cache.mdelete(list(self._cache.yield_keys()))
@@ -241,12 +253,49 @@ class _DocumentTool(Generic[ConfigT]):
         result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
         self._after_ingest(store)
         self.last_sync_result = result
+        if result.failed and not (result.added or result.updated):
+            _fail_if_embeddings_are_down(store, result)
         self.document_count = result.added + result.updated + result.skipped
         self.last_ingest_time = datetime.now(timezone.utc)
         self._retriever = self._build_retriever(store)
         self.is_initialized = True
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
+
+    def _match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
+
+        Raises:
+            EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
+                or the store is shared with corpora of the old width.
+        """
+        from langchain_holodeck.embeddings import embedding_dimension
+        from langchain_holodeck.errors import EmbeddingModelMismatchError
+
+        backend = self._backend or backend_for_store(store)
+        have = backend.vector_dimension(store)
+        if have is None:
+            return
+        if self._dimension is None:
+            # the store's own embeddings write the vectors (a given store brings its own)
+            self._dimension = embedding_dimension(store.embeddings or self._embeddings)  # type: ignore[arg-type]  # _resolve_store sets one
+        if have == self._dimension:
+            return
+        if not force_ingest:
+            msg = (
+                f"{self.name}: the vector store ({self.backend}) holds {have}-dimensional "
+                f"vectors but the embedding model {self._model_id!r} makes "
+                f"{self._dimension}-dimensional ones; re-run with force_ingest=True "
+                "(CLI: --force-ingest) to rebuild this corpus's vectors."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        logger.warning(
+            "%s: rebuilding the vector store for %d-dimensional vectors (was %d).",
+            self.name,
+            self._dimension,
+            have,
+        )
+        backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self._dimension)
 
     def _after_ingest(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""
@@ -318,15 +367,16 @@ class _DocumentTool(Generic[ConfigT]):
         """Search and format the results for a model (the tool contract's output).
 
         Raises:
-            RuntimeError: Before ``initialize``, or when embedding the query fails (with cause).
+            RuntimeError: Before ``initialize``; ``Failed to generate query embedding: ...``
+                when embedding the query fails; ``Search failed: ...`` when the store fails
+                (each with its cause).
             ValueError: When ``query`` is empty or whitespace.
         """
         retriever = self._check_query(query)
         try:
             documents = await retriever.ainvoke(query)
         except Exception as error:
-            msg = f"Search failed: {sanitize_error(error)}"
-            raise RuntimeError(msg) from error
+            raise _search_error(error) from error
         return await asyncio.to_thread(self._format, query, documents)
 
     def search_sync(self, query: str) -> str:
@@ -335,8 +385,7 @@ class _DocumentTool(Generic[ConfigT]):
         try:
             documents = retriever.invoke(query)
         except Exception as error:
-            msg = f"Search failed: {sanitize_error(error)}"
-            raise RuntimeError(msg) from error
+            raise _search_error(error) from error
         return self._format(query, documents)
 
     def _format(self, query: str, documents: list[Document]) -> str:
@@ -402,6 +451,52 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
             provider=self.backend,
         )
         return _with_reranker(retriever, self._config)
+
+
+_EMBED_QUERY = frozenset({"embed_query", "aembed_query"})
+_EMBED_ANY = _EMBED_QUERY | {"embed_documents", "aembed_documents"}
+
+
+def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool:
+    """Whether ``error`` (or one it chains) was raised inside ``methods`` of an ``Embeddings``.
+
+    True means the model failed, not the store that called it.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame, _ in traceback.walk_tb(current.__traceback__):
+            owner = frame.f_locals.get("self")
+            if frame.f_code.co_name in methods and isinstance(owner, Embeddings):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _search_error(error: Exception) -> RuntimeError:
+    if _raised_by_embeddings(error, _EMBED_QUERY):
+        return RuntimeError(f"Failed to generate query embedding: {sanitize_error(error)}")
+    return RuntimeError(f"Search failed: {sanitize_error(error)}")
+
+
+def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None:
+    """Every chunk to write failed: raise if the embedding model is what fails.
+
+    The sync counts failed batches without telling an embedding error from a store error;
+    one probe of the model tells them apart (a store failure keeps the counted result).
+    """
+    embeddings = store.embeddings
+    if embeddings is None:
+        return
+    try:
+        embeddings.embed_query("embedding probe")
+    except Exception as error:
+        msg = (
+            f"Failed to generate embeddings: {sanitize_error(error)} "
+            f"({result.failed} chunks could not be embedded; none was written)"
+        )
+        raise RuntimeError(msg) from error
 
 
 def _with_reranker(
@@ -598,6 +693,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             definitions=self.definitions,
             expand_hops=config.expand_hops,
             expand_direction=config.expand_direction,
+            expand_limit=config.expand_limit,
             search_kwargs=search_kwargs,
             provider=self.backend,
         )

@@ -54,6 +54,10 @@ def format_results(
 ) -> str:
     """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
 
+    When the query names defined terms (the retriever's ``definitions`` metadata), a
+    ``Defined terms:`` block follows the results, one line per term:
+    ``- "Derivative Works" (LICENSE.txt, section 1): any work, whether in Source ...``.
+
     Args:
         documents: Results, best first.
         hybrid: Show fused scores (in [0, 1], see ``result_score``) and the section breadcrumb.
@@ -66,7 +70,27 @@ def format_results(
             lines.append(f"    explain: {explain(doc)}")
         lines.append(shown_text(doc))
         blocks.append("\n".join(lines))
+    terms = defined_terms_block(documents)
+    if terms:
+        blocks.append(terms)
     return "\n\n".join(blocks)
+
+
+def defined_terms_block(documents: Sequence[Document]) -> str:
+    """``Defined terms:`` and one line per term the query names; ``""`` when none."""
+    seen: dict[str, str] = {}
+    for doc in documents:
+        for entry in doc.metadata.get("definitions") or []:
+            term = str(entry.get("term", ""))
+            if not term or term in seen:
+                continue
+            where = [str(entry.get("source_path") or "")]
+            if entry.get("section_id"):
+                where.append(f"section {entry['section_id']}")
+            place = ", ".join(w for w in where if w)
+            seen[term] = f'- "{term}"' + (f" ({place})" if place else "")
+            seen[term] += f": {entry.get('definition', '')}"
+    return "\n".join(["Defined terms:", *seen.values()]) if seen else ""
 
 
 def section_breadcrumb(document: Document) -> str:

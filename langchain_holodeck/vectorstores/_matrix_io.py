@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -15,24 +11,16 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.documents import Document
 
+from langchain_holodeck._persist import (
+    atomic_write,
+    atomic_write_bytes,
+    generation_name,
+    remove_other_generations,
+)
+
 MANIFEST = "manifest.json"
 FORMAT = "holodeck-matrix-store"
 VERSION = 1
-
-
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through a temporary file in its directory, fsync, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write(
@@ -44,8 +32,8 @@ def write(
 ) -> None:
     """Write one generation, then point the manifest at it, then drop older generations."""
     directory.mkdir(parents=True, exist_ok=True)
-    gen = uuid.uuid4().hex[:12]
-    vectors_name, docs_name = f"vectors-{gen}.npy", f"documents-{gen}.jsonl"
+    vectors_name = generation_name("vectors", ".npy")
+    docs_name = generation_name("documents", ".jsonl")
 
     def write_docs(f: IO[bytes]) -> None:
         for doc in docs:
@@ -63,16 +51,9 @@ def write(
         "vectors": vectors_name,
         "documents": docs_name,
     }
-    manifest_bytes = json.dumps(manifest, indent=2).encode()
-
-    def write_manifest(f: IO[bytes]) -> None:
-        f.write(manifest_bytes)
-
-    atomic_write(directory / MANIFEST, write_manifest)
-    for old in [*directory.glob("vectors-*.npy"), *directory.glob("documents-*.jsonl")]:
-        if old.name not in (vectors_name, docs_name):
-            with contextlib.suppress(FileNotFoundError):
-                old.unlink()
+    atomic_write_bytes(directory / MANIFEST, json.dumps(manifest, indent=2).encode())
+    remove_other_generations(directory, "vectors-*.npy", keep={vectors_name})
+    remove_other_generations(directory, "documents-*.jsonl", keep={docs_name})
 
 
 def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int | None]:

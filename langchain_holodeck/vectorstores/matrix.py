@@ -334,9 +334,16 @@ class MatrixVectorStore(VectorStore):
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
         return self.delete(ids, **kwargs)
 
-    def clear(self) -> None:
-        """Remove every document (the dimension is kept)."""
+    def clear(self, *, keep_dimension: bool = True) -> None:
+        """Remove every document.
+
+        Args:
+            keep_dimension: ``False`` also forgets the vector dimension, so the next write may
+                bring vectors of another embedding model.
+        """
         with self._lock:
+            if not keep_dimension:
+                self._dim = None
             self._buffer = np.zeros((0, self._dim or 0), dtype=np.float32)
             self._alive = np.zeros(0, dtype=bool)
             self._docs, self._rows, self._size = [], {}, 0
@@ -464,7 +471,8 @@ class MatrixVectorStore(VectorStore):
         if query.shape[0] != snap.vectors.shape[1]:
             msg = (
                 f"query vector has dimension {query.shape[0]} but the store holds "
-                f"dimension {snap.vectors.shape[1]}; use the embedding model of the store."
+                f"dimension {snap.vectors.shape[1]}; use the embedding model of the store, "
+                "or re-ingest with force_ingest=True to rebuild its vectors."
             )
             raise ValueError(msg)
         norm = float(np.linalg.norm(query))

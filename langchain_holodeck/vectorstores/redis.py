@@ -241,6 +241,35 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 record[name] = value
         return record
 
+    @property
+    def vector_dimension(self) -> int | None:
+        """Dimension of the index's vector field (what a query or document vector must have)."""
+        field = self._index.schema.fields.get(EMBEDDING_FIELD)
+        dims = getattr(getattr(field, "attrs", None), "dims", None)
+        return int(dims) if dims else None
+
+    def rebuild_index(self, dimension: int) -> None:
+        """Re-create the RediSearch index with a vector field of ``dimension``.
+
+        The index definition is dropped (``FT.DROPINDEX`` without ``DD``: no document is
+        deleted) and created again with the same fields, algorithm and metric; documents whose
+        vectors have another dimension stay unindexed until they are rewritten.
+        """
+        data = self._index.schema.to_dict()
+        for field in data["fields"]:
+            if field["name"] == EMBEDDING_FIELD:
+                field["attrs"]["dims"] = dimension
+        schema = IndexSchema.from_dict(data)
+        client = self._index.client
+        if self._index.exists():
+            self._index.delete(drop=False)
+        index = SearchIndex(schema=schema, redis_client=client)
+        index.create(overwrite=False)
+        logger.info("Redis index %r re-created for %d-dimensional vectors.", index.name, dimension)
+        self._index = index
+        self.config.embedding_dimensions = dimension
+        self.config.index_schema = schema
+
     def _ensure_index(self) -> None:
         """Re-create the index if it vanished (e.g. a Redis restart without persistence)."""
         if not search_index(self).exists():
@@ -301,6 +330,15 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         )
         if with_vectors:
             query.return_field(EMBEDDING_FIELD, decode_field=False)
+        dims = self.vector_dimension
+        if dims is not None and len(embedding) != dims:
+            msg = (
+                f"the query vector has dimension {len(embedding)} but the Redis index "
+                f"{self.config.index_name!r} holds dimension {dims}: the embedding model "
+                "changed. Re-ingest with force_ingest=True (CLI: --force-ingest) to rebuild "
+                "the corpus's vectors and the index schema."
+            )
+            raise ValueError(msg)
         try:
             results = search_index(self).query(query)
         except RedisSearchError as e:

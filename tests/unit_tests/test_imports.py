@@ -1,6 +1,14 @@
 import langchain_holodeck
 
 EXPECTED_ALL = {
+    "tool_text",
+    "find_tool_mentions",
+    "ToolSelector",
+    "ToolMatch",
+    "build_tool_selector_middleware",
+    "HybridToolSelectorMiddleware",
+    "ToolSelectionConfig",
+    "CODE_LANGUAGES",
     "AgentConfig",
     "BM25KeywordIndex",
     "Backend",
@@ -56,9 +64,11 @@ EXPECTED_ALL = {
     "SUPPORTED_FILE_TYPES",
     "SearchWeights",
     "Section",
+    "SourceCodeSplitter",
     "SourceFile",
     "SourceLoader",
     "StructuredMarkdownSplitter",
+    "Symbol",
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
@@ -84,6 +94,7 @@ EXPECTED_ALL = {
     "normalize_section_ref",
     "normalize_term",
     "open_vector_store",
+    "find_symbols",
     "parse_sections",
     "plan_sync",
     "reciprocal_rank_fusion",
@@ -115,7 +126,7 @@ def test_importing_the_package_loads_no_heavy_optional_dependency() -> None:
     code = (
         "import sys, langchain_holodeck; "
         "print(','.join(m for m in ('torch', 'markitdown', 'sentence_transformers', 'redis', "
-        "'cohere', 'opensearchpy', 'openai') if m in sys.modules))"
+        "'cohere', 'opensearchpy', 'openai', 'langchain', 'langgraph') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

@@ -25,3 +25,36 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second() -> None:
     assert commands[0].startswith('pip install -e ".[local]" && python examples/quickstart.py')
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1].replace('"', "") in ci.replace('"', "").replace("-q ", "")
+
+
+def test_every_error_table_row_names_a_test_that_exists() -> None:
+    table = README.split("<!-- error-table:start -->", 1)[1].split("<!-- error-table:end -->")[0]
+    rows = [line for line in table.strip().splitlines()[2:] if line.startswith("|")]
+    assert len(rows) >= 10
+    for row in rows:
+        (node,) = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", row)
+        path, name = node
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^(async )?def {name}\(", source, flags=re.M), f"{path}::{name}"
+
+
+def test_tool_selection_example_runs_and_its_results_hold() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    class Model(FakeMessagesListChatModel):
+        bound: list = []  # noqa: RUF012 - one instance per test
+
+        def bind_tools(self, tools, **kwargs):
+            self.bound.append([t.name for t in tools])
+            return self
+
+    section = README.split("## Tool selection for agents", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)\n```", section, flags=re.S)
+    checked = re.sub(r"^(.+?)  # -> (.+)$", r"assert (\1) == \2", code, flags=re.M)
+    assert checked.count("assert (") == 2
+    model = Model(responses=[AIMessage("It will rain.")])
+    namespace: dict = {"model": model}
+    exec(compile(checked, "README.md", "exec"), namespace)
+    namespace["agent"].invoke({"messages": [{"role": "user", "content": "rain in Oslo?"}]})
+    assert model.bound == [["get_weather"]]
