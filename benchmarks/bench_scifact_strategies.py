@@ -11,7 +11,7 @@ all-MiniLM-L6-v2 vectors looked up by text). Every row is ``HybridRetriever`` wi
   on the Redis index), fused by weighted RRF in Python (rrf_k=60);
 - ``native``: the store fuses in one request: Qdrant's RRF over its dense and BM25-sparse
   prefetches (our tokenizer, Qdrant's IDF); Redis Stack 7.4's ``AggregateHybridQuery``
-  (KNN candidates, ``0.5 * vector_similarity + 0.5 * BM25STD``).
+  (KNN candidates, ``0.99 * vector_similarity + 0.01 * BM25STD``: see ``LINEAR_VECTOR_SCALE``).
 
 The last column is the native row's nDCG@10 minus the fallback row's on the same backend.
 """
@@ -90,7 +90,7 @@ BACKENDS: dict[str, Callable[..., Any]] = {
 }
 NATIVE = {
     "qdrant": "Qdrant RRF (prefetch dense + BM25 sparse)",
-    "redis": "AggregateHybridQuery (linear 0.5/0.5)",
+    "redis": "AggregateHybridQuery (linear, alpha 0.99)",
 }
 
 
