@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
 for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups symbols code rerank \
-  embeddings chat; do
+  embeddings chat qdrant_hybrid; do
   echo "### bench_$bench"
   python "benchmarks/bench_$bench.py"
   echo
@@ -19,4 +19,9 @@ echo
 if [ -n "${REDIS_URL:-}" ]; then
   echo "### bench_redis_hybrid"
   python benchmarks/bench_redis_hybrid.py
+  echo "### bench_scifact_strategies"
+  python benchmarks/bench_scifact_strategies.py
+else
+  echo "### bench_scifact_strategies (no REDIS_URL: Redis rows skipped)"
+  python benchmarks/bench_scifact_strategies.py --backends memory qdrant
 fi

@@ -81,7 +81,7 @@ async def test_hierarchical_tool_with_redis_keywords_recovers(
     def tool(size: int) -> HierarchicalDocumentTool:
         fields = tool_fields(redis_index_name, redis_url, keyword_index={"provider": "redis"})
         config = HierarchicalDocumentToolConfig(
-            type="hierarchical_document", source="legal", **fields
+            type="hierarchical_document", source="legal", search_strategy="fallback", **fields
         )
         return HierarchicalDocumentTool(
             config,
