@@ -69,9 +69,10 @@ A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is ho
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
 its configured database (Redis: falls back to memory with a warning when unreachable, or
-fails with `fallback_to_memory: false`; the in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
-configured source (resolved against the working directory); otherwise the configured source
-is used (resolved against the agent.yaml's directory).
+fails with `fallback_to_memory: false`; the in-memory store is saved under
+STORE/<tool name>/). SOURCE, when given, replaces the tool's configured source (resolved
+against the working directory); otherwise the configured source is used (resolved against the
+agent.yaml's directory).
 
 Re-running is cheap: files whose mtime and size did not change are neither read nor
 embedded. Files deleted from SOURCE have their chunks removed. Exit status: 0 on success, 1
