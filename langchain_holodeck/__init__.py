@@ -10,6 +10,7 @@ hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 
 from typing import TYPE_CHECKING
 
+from langchain_holodeck._version import __version__ as __version__
 from langchain_holodeck.backends import (
     Backend,
     BackendCapabilities,
@@ -24,6 +25,7 @@ from langchain_holodeck.backends import (
 )
 from langchain_holodeck.config import (
     AgentConfig,
+    ChatModelConfig,
     CohereRerankerConfig,
     ContextModelConfig,
     DatabaseConfig,
@@ -35,6 +37,7 @@ from langchain_holodeck.config import (
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     RerankerConfig,
+    RetrievalTestCase,
     SearchWeights,
     ToolConfig,
     ToolSelectionConfig,
@@ -67,6 +70,7 @@ from langchain_holodeck.embeddings import (
     CachedEmbeddings,
     LocalEmbeddings,
     LocalFileByteStore,
+    OnnxEmbeddings,
     RedisByteStore,
     embedding_model_id,
     resolve_embeddings,
@@ -98,10 +102,14 @@ from langchain_holodeck.rerankers import (
 )
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.splitters import (
+    CODE_LANGUAGES,
     ChunkIndexedTextSplitter,
     Section,
+    SourceCodeSplitter,
     StructuredMarkdownSplitter,
+    Symbol,
     default_text_splitter,
+    find_symbols,
     parse_sections,
 )
 from langchain_holodeck.sync import (
@@ -130,6 +138,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CODE_LANGUAGES",
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_PROMPT",
     "SUPPORTED_FILE_TYPES",
@@ -139,6 +148,7 @@ __all__ = [
     "BackendCapabilities",
     "BackendUnavailableError",
     "CachedEmbeddings",
+    "ChatModelConfig",
     "ChunkIndexedTextSplitter",
     "CohereReranker",
     "CohereRerankerConfig",
@@ -174,6 +184,7 @@ __all__ = [
     "MatrixVectorStore",
     "NamespaceFilteredStore",
     "NoSupportedFilesError",
+    "OnnxEmbeddings",
     "OpenSearchKeywordIndex",
     "OpenSearchKeywordIndexConfig",
     "RedisByteStore",
@@ -183,11 +194,14 @@ __all__ = [
     "RerankRetriever",
     "RerankerConfig",
     "ResolvedReference",
+    "RetrievalTestCase",
     "SearchWeights",
     "Section",
+    "SourceCodeSplitter",
     "SourceFile",
     "SourceLoader",
     "StructuredMarkdownSplitter",
+    "Symbol",
     "SyncPlan",
     "SyncResult",
     "ToolConfig",
@@ -210,6 +224,7 @@ __all__ = [
     "default_text_splitter",
     "embedding_model_id",
     "find_section_refs",
+    "find_symbols",
     "find_tool_mentions",
     "get_backend",
     "load_agent_config",

@@ -21,14 +21,17 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
+from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
 if TYPE_CHECKING:
     from markitdown import DocumentConverter
 
 logger = logging.getLogger(__name__)
 
-_TEXT_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
-"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed)."""
+_PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
+_TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
+"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed;
+source code: as written)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
@@ -68,7 +71,9 @@ class SourceFile:
 class SourceLoader(BaseLoader):
     r"""Load every supported file of a file or directory as one markdown ``Document``.
 
-    ``.md``/``.markdown``/``.txt``/``.rst``/``.json`` are read directly: UTF-8 (a UTF-8,
+    ``.md``/``.markdown``/``.txt``/``.rst``/``.json`` and source code (``.py``, ``.js``, ``.ts``,
+    ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``, ``.cpp``, ``.rb``, ``.sh``, ``.sql``, ``.toml``,
+    ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are read directly: UTF-8 (a UTF-8,
     UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
     ``encoding_fallbacks``; JSON is pretty-printed (2-space indent) as a fenced ``json`` code
     block (invalid JSON: kept as written in the block, with a WARNING). ``.csv``/``.html``/

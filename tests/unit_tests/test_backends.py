@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
-from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
@@ -29,47 +27,7 @@ from langchain_holodeck.backends import (
 from langchain_holodeck.config.models import DatabaseProviderConfig
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
-from tests.helpers import HashingEmbeddings
-
-
-class PlainStore(VectorStore):
-    """A LangChain store with no filter support at all: searches ignore every kwarg."""
-
-    def __init__(self, embeddings: Embeddings) -> None:
-        self.inner = InMemoryVectorStore(embeddings)
-        self.fetches: list[int] = []
-
-    @property
-    def embeddings(self) -> Embeddings:
-        return self.inner.embeddings
-
-    def add_texts(
-        self, texts: Iterable[str], metadatas: list[dict] | None = None, **kwargs: Any
-    ) -> list[str]:
-        return self.inner.add_texts(texts, metadatas, ids=kwargs.get("ids"))
-
-    def get_by_ids(self, ids: Any, /) -> list[Document]:
-        return self.inner.get_by_ids(ids)
-
-    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> None:
-        self.inner.delete(ids)
-
-    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
-        self.fetches.append(k)
-        return self.inner.similarity_search(query, k=k)
-
-    def similarity_search_with_score(
-        self, query: str, k: int = 4, **kwargs: Any
-    ) -> list[tuple[Document, float]]:
-        self.fetches.append(k)
-        return self.inner.similarity_search_with_score(query, k=k)
-
-    def _select_relevance_score_fn(self) -> Any:
-        return lambda score: score
-
-    @classmethod
-    def from_texts(cls, *args: Any, **kwargs: Any) -> PlainStore:
-        raise NotImplementedError
+from tests.helpers import HashingEmbeddings, PlainStore
 
 
 def crowded(store: VectorStore) -> None:

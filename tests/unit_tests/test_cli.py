@@ -346,3 +346,52 @@ def test_progress_bars_disabled_draw_nothing() -> None:
     with ProgressBars(enabled=False, stream=stream) as bars:
         bars(IngestProgress("files", 1, 1))
     assert stream.getvalue() == ""
+
+
+def test_unreachable_redis_without_fallback_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n"
+        "  - type: vectorstore\n    name: kb\n    description: Crew docs\n    source: docs\n"
+        "    database:\n      provider: redis\n      connection_string: redis://127.0.0.1:1\n"
+        "      fallback_to_memory: false\n",
+    )
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(tmp_path / "s"))
+    assert code == 1
+    assert out == ""
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: Redis at redis://127.0.0.1:1 is unavailable")
+    assert "falling back" not in err
+
+
+def test_purge_legacy_deletes_only_the_old_namespace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck.sync import sync_documents
+    from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+    from tests.helpers import HashingEmbeddings
+
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: vectorstore\n    name: kb\n    description: d\n    source: docs\n"
+        "    embedding_model: sentence-transformers/all-MiniLM-L6-v2\n",
+    )
+    store_dir = tmp_path / "s"
+    assert run(capsys, "ingest", "--config", str(agent), "--store", str(store_dir))[0] == 0
+    store = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
+    own = len(list(store.iter_documents()))
+    old = [Document(page_content="old", metadata={"source_path": "docs/api.md"})]
+    sync_documents(old, store, namespace="kb")
+    store.dump(store_dir / "kb")
+    code, out, err = run(capsys, "purge-legacy", "--config", str(agent), "--store", str(store_dir))
+    assert code == 0, err
+    assert out.startswith("deleted 1 legacy chunk(s) of namespace 'kb' from in-memory")
+    left = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
+    assert list(scan_documents(left, namespace="kb")) == []
+    assert len(list(left.iter_documents())) == own
