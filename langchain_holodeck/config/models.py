@@ -108,7 +108,9 @@ class _SearchToolConfig(BaseModel):
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
     description: str = Field(
-        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+        default="",  # filled from source before validation (_describe_source_by_default)
+        min_length=1,
+        json_schema_extra={"default_text": "`Search the documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
@@ -200,6 +202,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         "Search the structured documents in {source} by meaning, keyword or section number."
     )
     description: str = Field(
+        default="",  # filled from source before validation (_describe_source_by_default)
         min_length=1,
         json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
