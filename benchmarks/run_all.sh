@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every benchmark in sequence, on an otherwise idle machine; each prints markdown tables
 # with ours next to the peer. Needs: pip install -e ".[bench]"; Redis Stack at REDIS_URL for
-# bench_redis_hybrid (skipped without it); SciFact data in ../shared/data/scifact.
+# bench_redis_hybrid (skipped without it); SciFact data in ../shared/data/scifact; a MetaTool
+# checkout at METATOOL_DIR for bench_tool_selection (skipped without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
@@ -13,4 +14,8 @@ done
 if [ -n "${REDIS_URL:-}" ]; then
   echo "### bench_redis_hybrid"
   python benchmarks/bench_redis_hybrid.py
+fi
+if [ -n "${METATOOL_DIR:-}" ]; then
+  echo "### bench_tool_selection"
+  python benchmarks/bench_tool_selection.py
 fi
