@@ -252,6 +252,8 @@ def speed(
     )
     print("| tools | system | p50 ms | p95 ms |")
     print("|---:|---|---:|---:|")
+    _built(disk, tools[:5])  # one-time costs (imports, stemmer, stop words) before timing
+    langgraph_store(disk, tools[:5])
     builds = []
     for n, toolset in sets.items():
         selector, seconds, kept, peak = retained_mb(lambda ts=toolset: _built(disk, ts))
