@@ -15,12 +15,12 @@ functions (``reciprocal_rank_fusion``, ``convex_score_fusion`` with lower bounds
 ``HybridRetriever`` calls them; the chosen configuration is then re-run through
 ``HybridRetriever.invoke`` on every query and must return the same ids (checked, printed).
 
-Sweeps: ``fetch_k`` for both fusions at equal weights, then the weights (RRF: semantic w,
-keyword 1 - w; convex: alpha, 1 - alpha) at the chosen depth. nDCG@10 at k=10 (the retriever
-fetches max(fetch_k, 2k) per leg), Recall@100 at k=100 (max(fetch_k, 200) per leg).
-Rules fixed before looking: the default depth is the smallest ``fetch_k`` whose mean nDCG@10
-over the tuning sets is within 0.001 of the best of the sweep; the default fusion and weights
-are the best mean nDCG@10 over the tuning sets at that depth.
+One grid: fusion (RRF with semantic weight w and keyword 1 - w; convex with alpha and
+1 - alpha) x weight x ``fetch_k``. nDCG@10 at k=10 (the retriever fetches max(fetch_k, 2k) per
+leg); Recall@100 of the choice at k=100 (max(fetch_k, 200) per leg). The rule: the default
+fusion and weights are the best mean nDCG@10 over the tuning sets (each set counts once); the
+default depth is the smallest ``fetch_k`` within 0.001 of that best for that fusion and weight
+(where quality stops improving).
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", nargs="+", default=["scifact", "code"])
     args = parser.parse_args()
+    started = time.perf_counter()
     benches: list[Bench] = []
     if "scifact" in args.datasets:
         benches.append(Bench(scifact(), "train"))
@@ -127,49 +128,55 @@ def main() -> None:
             print("(code dev set not built: run benchmarks/code_pairs.py; SciFact only)\n")
         else:
             benches.append(Bench(dev, "dev"))
-    started = time.perf_counter()
     for b in benches:
         print(f"{b.name}: {len(b.queries)} queries")
 
-    # 1. candidate depth, both fusions at equal weights
-    print("\n### fetch_k sweep (nDCG@10 at k=10; R@100 at k=100, fetch = max(fetch_k, 200))\n")
-    head = " | ".join(f"{b.name} nDCG@10" for b in benches)
-    print(f"| fusion | fetch_k | {head} | mean nDCG@10 | SciFact train R@100 |")
-    print("|---|---:|" + "---:|" * (len(benches) + 2))
-    depth_scores: dict[tuple[str, int], float] = {}
-    for fusion in ("rrf", "convex"):
+    grid: dict[tuple[str, int, float], list[float]] = {}
+    for fusion, weights in (("rrf", RRF_WEIGHTS), ("convex", CONVEX_ALPHAS)):
         for depth in DEPTHS:
-            values = [b.ndcg10(depth, fusion, 0.5) for b in benches]
-            depth_scores[(fusion, depth)] = mean(values)
-            recall = (
-                f"{benches[0].recall100(depth, fusion, 0.5):.3f}"
-                if depth >= 200 and benches[0].name.startswith("SciFact")
-                else "-"
-            )
-            cells = " | ".join(f"{v:.4f}" for v in values)
-            print(f"| {fusion} | {depth} | {cells} | {mean(values):.4f} | {recall} |")
-    best = max(depth_scores.values())
-    chosen_depth = min(d for (_, d), v in depth_scores.items() if v >= best - TOLERANCE)
-    print(f"\nbest mean nDCG@10 {best:.4f}; smallest fetch_k within {TOLERANCE}: {chosen_depth}")
+            for w in weights:
+                grid[(fusion, depth, w)] = [b.ndcg10(depth, fusion, w) for b in benches]
+    for fusion, weights in (("rrf", RRF_WEIGHTS), ("convex", CONVEX_ALPHAS)):
+        label = (
+            "semantic weight w (keyword 1 - w)" if fusion == "rrf" else "alpha (keyword 1 - alpha)"
+        )
+        print(
+            f"\n### {fusion}: mean nDCG@10 over the tuning sets ("
+            + " / ".join(b.name for b in benches)
+            + f" in brackets); columns: {label}\n"
+        )
+        print("| fetch_k | " + " | ".join(str(w) for w in weights) + " |")
+        print("|---:|" + "---|" * len(weights))
+        for depth in DEPTHS:
+            cells = []
+            for w in weights:
+                values = grid[(fusion, depth, w)]
+                parts = " / ".join(f"{v:.3f}" for v in values)
+                cells.append(f"{mean(values):.4f} ({parts})")
+            print(f"| {depth} | " + " | ".join(cells) + " |")
 
-    # 2. weights at the chosen depth
-    print(f"\n### fusion weights at fetch_k={chosen_depth} (nDCG@10 at k=10)\n")
-    print(f"| fusion | semantic | keyword | {head} | mean |")
-    print("|---|---:|---:|" + "---:|" * (len(benches) + 1))
-    results: dict[tuple[str, float], float] = {}
-    grid = [("rrf", w) for w in RRF_WEIGHTS] + [("convex", a) for a in CONVEX_ALPHAS]
-    for fusion, w in grid:
-        values = [b.ndcg10(chosen_depth, fusion, w) for b in benches]
-        results[(fusion, w)] = mean(values)
-        cells = " | ".join(f"{v:.4f}" for v in values)
-        print(f"| {fusion} | {w} | {round(1 - w, 2)} | {cells} | {mean(values):.4f} |")
-    (fusion, w), score = max(results.items(), key=lambda item: item[1])
-    print(
-        f"\nchosen: fusion={fusion}, weights semantic {w} / keyword {round(1 - w, 2)}, "
-        f"fetch_k={chosen_depth} (mean tuning nDCG@10 {score:.4f})"
+    (fusion, _, w), best = max(grid.items(), key=lambda item: mean(item[1]))
+    best_mean = mean(best)
+    depth = min(
+        d
+        for (f, d, x), v in grid.items()
+        if f == fusion and x == w and mean(v) >= best_mean - TOLERANCE
     )
+    values = grid[(fusion, depth, w)]
+    print(
+        f"\nbest mean nDCG@10: {best_mean:.4f} ({fusion}, weight {w}); smallest fetch_k within "
+        f"{TOLERANCE}: {depth}"
+    )
+    print(
+        f"chosen: fusion={fusion}, weights semantic {w} / keyword {round(1 - w, 2)}, "
+        f"fetch_k={depth}: "
+        + ", ".join(f"{b.name} nDCG@10 {v:.4f}" for b, v in zip(benches, values, strict=True))
+    )
+    scifact_bench = next((b for b in benches if b.name.startswith("SciFact")), None)
+    if scifact_bench is not None:
+        print(f"SciFact train R@100 at k=100: {scifact_bench.recall100(depth, fusion, w):.4f}")
     for b in benches:
-        same = b.verify(chosen_depth, fusion, w)
+        same = b.verify(depth, fusion, w)
         total = len(b.queries)
         print(f"{b.name}: HybridRetriever.invoke returned the swept ranking on {same}/{total}")
     print(f"({time.perf_counter() - started:.0f} s)")

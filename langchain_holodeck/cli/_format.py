@@ -110,18 +110,23 @@ class IngestReport:
     where: str
     result: SyncResult
     seconds: float
+    search_strategy: str | None = None
+    """``native`` or ``fallback`` (how searches fuse); ``None`` leaves it out."""
 
 
 def format_summary(report: IngestReport) -> str:
     """One line: counts, time and throughput of an ingest."""
     result = report.result
     rate = result.total / report.seconds if report.seconds > 0 else 0.0
-    return (
+    line = (
         f"ingested {report.source} into {report.tool!r} ({report.where}): "
         f"{result.added} added, {result.updated} updated, {result.skipped} skipped, "
         f"{result.failed} failed, {result.deleted} deleted; "
         f"{result.total} chunks in {report.seconds:.2f} s ({rate:.1f} chunks/s)"
     )
+    if report.search_strategy is not None:
+        line += f"; search strategy {report.search_strategy}"
+    return line
 
 
 class ProgressBars:

@@ -34,6 +34,7 @@ from langchain_holodeck.config._backends import (
     KeywordIndexConfig,
     KeywordIndexProviderConfig,
     OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     default_keyword_index,
@@ -76,6 +77,7 @@ __all__ = [
     "KeywordIndexConfig",
     "KeywordIndexProviderConfig",
     "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
     "RedisDatabaseConfig",
     "RedisKeywordIndexConfig",
     "RerankerConfig",
@@ -106,7 +108,9 @@ class _SearchToolConfig(BaseModel):
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
     description: str = Field(
-        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+        default="",  # filled from source before validation (_describe_source_by_default)
+        min_length=1,
+        json_schema_extra={"default_text": "`Search the documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
@@ -198,6 +202,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         "Search the structured documents in {source} by meaning, keyword or section number."
     )
     description: str = Field(
+        default="",  # filled from source before validation (_describe_source_by_default)
         min_length=1,
         json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
@@ -226,6 +231,10 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     leg's normalized scores (Bruch et al., 2023)."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
+    search_strategy: Literal["auto", "native", "fallback"] = "auto"
+    """``native``: the vector store fuses dense and keyword search in one request (Redis,
+    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
+    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
@@ -483,6 +492,7 @@ def config_reference_markdown() -> str:
             HierarchicalDocumentToolConfig,
             InMemoryDatabaseConfig,
             RedisDatabaseConfig,
+            QdrantDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.stores import InMemoryByteStore
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests
+from langchain_tests.unit_tests import EmbeddingsUnitTests
 
 from langchain_holodeck.embeddings import (
     DEFAULT_EMBEDDING_MODEL,
@@ -259,3 +261,23 @@ def test_committed_reference_vectors_are_the_torch_models() -> None:
     texts = json.loads((reference / "texts.json").read_text(encoding="utf-8"))
     vectors = np.asarray(LocalEmbeddings().embed_documents(texts))
     np.testing.assert_allclose(vectors, np.load(reference / "vectors.npy"), atol=1e-5)
+
+
+class TestLocalEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[LocalEmbeddings]:
+        return LocalEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {}
+
+
+class TestLocalEmbeddingsStandard(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[LocalEmbeddings]:
+        return LocalEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {}
