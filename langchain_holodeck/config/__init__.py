@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from langchain_holodeck.config.models import (
     AgentConfig,
+    ChatModelConfig,
     CohereRerankerConfig,
     ContextModelConfig,
     DatabaseConfig,
@@ -18,11 +19,13 @@ from langchain_holodeck.config.models import (
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     RerankerConfig,
+    RetrievalTestCase,
     SearchWeights,
     ToolConfig,
     ToolSelectionConfig,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
+    chat_model_config,
     config_reference_markdown,
     load_agent_config,
     load_project_database_config,
@@ -31,6 +34,7 @@ from langchain_holodeck.config.models import (
 
 __all__ = [
     "AgentConfig",
+    "ChatModelConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
@@ -45,11 +49,13 @@ __all__ = [
     "RedisDatabaseConfig",
     "RedisKeywordIndexConfig",
     "RerankerConfig",
+    "RetrievalTestCase",
     "SearchWeights",
     "ToolConfig",
     "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
+    "chat_model_config",
     "config_reference_markdown",
     "load_agent_config",
     "load_project_database_config",

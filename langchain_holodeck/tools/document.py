@@ -691,6 +691,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 config.search_weights.keyword,
                 config.search_weights.exact,
             ),
+            fetch_k=config.fetch_k,
+            fusion=config.fusion,
             min_similarity_score=config.min_similarity_score,
             definitions=self.definitions,
             expand_hops=config.expand_hops,

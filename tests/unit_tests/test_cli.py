@@ -205,6 +205,8 @@ def test_search_json_is_a_list_with_the_documented_keys(
     assert top["source_path"] == "docs/auth.md"
     assert "revoked" in top["text"]
     assert top["score"] == top["fused_score"] > 0
+    assert all(0 <= r["score"] <= 1 for r in records)  # the shown score: fused / best attainable
+    assert top["semantic_score"] is not None  # the raw per-leg scores stay in the JSON
     assert top["semantic_rank"] == 1
     assert isinstance(top["parent_chain"], list)
     assert isinstance(top["exact_match"], bool)
