@@ -3,7 +3,8 @@
 # with ours next to the peer. Needs: pip install -e ".[bench]"; Redis Stack at REDIS_URL for
 # bench_redis_hybrid (skipped without it); SciFact data in ../shared/data/scifact; bench_code
 # reads sympy's source from site-packages and embeds ~13k texts on its first run (cached in
-# ~/.cache/holodeck-bench), bench_lookups reads /usr/share/common-licenses.
+# ~/.cache/holodeck-bench), bench_lookups reads /usr/share/common-licenses; a MetaTool
+# checkout at METATOOL_DIR for bench_tool_selection (skipped without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
@@ -24,4 +25,8 @@ if [ -n "${REDIS_URL:-}" ]; then
 else
   echo "### bench_scifact_strategies (no REDIS_URL: Redis rows skipped)"
   python benchmarks/bench_scifact_strategies.py --backends memory qdrant
+fi
+if [ -n "${METATOOL_DIR:-}" ]; then
+  echo "### bench_tool_selection"
+  python benchmarks/bench_tool_selection.py
 fi

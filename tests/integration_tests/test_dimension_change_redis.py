@@ -80,7 +80,7 @@ async def test_hierarchical_tool_with_redis_keywords_recovers(
 ) -> None:
     def tool(size: int) -> HierarchicalDocumentTool:
         fields = tool_fields(redis_index_name, redis_url, keyword_index={"provider": "redis"})
-        config = HierarchicalDocumentToolConfig(
+        config = HierarchicalDocumentToolConfig(  # fallback: both legs report their ranks
             type="hierarchical_document", source="legal", search_strategy="fallback", **fields
         )
         return HierarchicalDocumentTool(
