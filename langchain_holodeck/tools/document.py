@@ -564,6 +564,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     given an LLM-written context (``ContextualChunkEnricher``), synced idempotently, and
     searched by a ``HybridRetriever``: a query naming "Section 203(a)" gets that section
     first, a defined term brings its definition, cross-references can be followed.
+    ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
+    when the backend fuses them in one request (Redis, Qdrant), else ``fallback`` (RRF here).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.
