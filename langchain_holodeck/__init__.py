@@ -10,6 +10,7 @@ hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 
 from typing import TYPE_CHECKING
 
+from langchain_holodeck._version import __version__ as __version__
 from langchain_holodeck.backends import (
     Backend,
     BackendCapabilities,
@@ -24,6 +25,7 @@ from langchain_holodeck.backends import (
 )
 from langchain_holodeck.config import (
     AgentConfig,
+    ChatModelConfig,
     CohereRerankerConfig,
     ContextModelConfig,
     DatabaseConfig,
@@ -32,9 +34,11 @@ from langchain_holodeck.config import (
     InMemoryKeywordIndexConfig,
     KeywordIndexConfig,
     OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     RerankerConfig,
+    RetrievalTestCase,
     SearchWeights,
     ToolConfig,
     ToolSelectionConfig,
@@ -67,6 +71,7 @@ from langchain_holodeck.embeddings import (
     CachedEmbeddings,
     LocalEmbeddings,
     LocalFileByteStore,
+    OnnxEmbeddings,
     RedisByteStore,
     embedding_model_id,
     resolve_embeddings,
@@ -144,6 +149,7 @@ __all__ = [
     "BackendCapabilities",
     "BackendUnavailableError",
     "CachedEmbeddings",
+    "ChatModelConfig",
     "ChunkIndexedTextSplitter",
     "CohereReranker",
     "CohereRerankerConfig",
@@ -179,8 +185,10 @@ __all__ = [
     "MatrixVectorStore",
     "NamespaceFilteredStore",
     "NoSupportedFilesError",
+    "OnnxEmbeddings",
     "OpenSearchKeywordIndex",
     "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
     "RedisByteStore",
     "RedisDatabaseConfig",
     "RedisKeywordIndex",
@@ -188,6 +196,7 @@ __all__ = [
     "RerankRetriever",
     "RerankerConfig",
     "ResolvedReference",
+    "RetrievalTestCase",
     "SearchWeights",
     "Section",
     "SourceCodeSplitter",
