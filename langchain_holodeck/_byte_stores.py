@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from langchain_core.stores import ByteStore
 
-from langchain_holodeck.vectorstores._matrix_io import atomic_write
+from langchain_holodeck._persist import atomic_write
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 

@@ -265,6 +265,8 @@ class _Candidate:
     body_start: int
     clause_labels: tuple[str, ...] = ()
     markdown_level: int = 0
+    inline_body: int = 0
+    """Offset in the heading line where a run-in body starts (``2. Grant. Subject to ...``)."""
 
 
 @dataclass
@@ -286,6 +288,8 @@ _LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+•])\s")
 _NOT_PARAGRAPH = re.compile(r"^\s*(?:[|>]|[-*+•]\s)")
 _SEPARATOR = re.compile(r"^\s*[.:—\u2013-]*\s*")
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+_RUN_IN = re.compile(r"\.[ \t]+(?=[A-Z\"“(])")
+_PLURAL_KEYWORDS = frozenset({"sections", "secs", "articles", "arts", "clauses", "§§"})
 _SMALL_WORDS = frozenset(
     [
         "a",
@@ -305,11 +309,19 @@ _SMALL_WORDS = frozenset(
         "or",
         "over",
         "per",
+        "than",
+        "that",
         "the",
+        "their",
+        "these",
+        "this",
+        "those",
         "to",
         "under",
+        "upon",
         "via",
         "with",
+        "your",
     ]
 )
 
@@ -350,38 +362,83 @@ def _id_from_title(title: str) -> str:
     return ""
 
 
+_BOX_EDGE = re.compile(r"^[ \t]*\*{10,}[ \t]*$")
+_BOX_LINE = re.compile(r"^[ \t]*\*(?:[ \t](?P<inner>.*?))?[ \t]*\*[ \t]*$")
+
+
+def _unboxed(raw: str) -> str:
+    """A line without the frame of a comment box (``*  6. Disclaimer  *``; ``****`` is blank).
+
+    MPL-2.0 boxes its sections 6 and 7 this way; their headings are headings all the same.
+    """
+    line = raw.rstrip()
+    if len(line) < 20:
+        return line
+    if _BOX_EDGE.match(line):
+        return ""
+    boxed = _BOX_LINE.match(line)
+    return (boxed["inner"] or "").strip() if boxed else line
+
+
+def _run_in_title(rest: str) -> int:
+    """Where the body starts in ``Grant of Copyright License. Subject to ...``; 0 if not so.
+
+    The title before the first ``". "`` must be Title Case (at most 10 words, as for a bare
+    numbered heading) and the body after it must start like a sentence.
+    """
+    match = _RUN_IN.search(rest)
+    if match is None or not _title_ok(rest[: match.start()], strict=True):
+        return 0
+    return match.end()
+
+
 def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
-    """A keyword or bare numbered heading on ``line`` (which opens a paragraph), if any."""
+    """A keyword or bare numbered heading on ``line`` (which opens a paragraph), if any.
+
+    A plural keyword (``Sections 3.1, 3.2 and 3.4 are ...``) lists references: never a heading.
+    """
     if len(line) > 120:
         return None
     match = _KEYWORD_HEADING.match(line)
     if match:
         rest = match["rest"]
-        if rest and rest[0].isalnum():
-            return None
-        title_part = _SEPARATOR.sub("", rest, count=1)
-        if not _title_ok(title_part, strict=False):
+        if rest and (rest[0].isalnum() or rest.lstrip()[:1] in (",", ";")):
             return None
         kind = _kind_of(match["kw"])
         num = match["num"]
+        if match["kw"].lower().rstrip(".") in _PLURAL_KEYWORDS:
+            return None
         if kind == "section" and not num[0].isdigit():
             return None
+        title_part = _SEPARATOR.sub("", rest, count=1)
+        run_in = 0
+        if not _title_ok(title_part, strict=False):
+            run_in = _run_in_title(title_part)
+            if not run_in:
+                return None
+            run_in += match.start("rest") + len(rest) - len(title_part)
         section_id = _make_id(kind, num, _labels_of(match["labels"]))
         if section_id is None:
             return None
         rank = _KIND_RANK.get(kind, 5) + (num.count(".") if kind == "section" else 0)
-        return _Candidate(rank, line.strip(), section_id, -1)
+        title = line[:run_in].strip() if run_in else line.strip()
+        return _Candidate(rank, title, section_id, -1, inline_body=run_in)
     match = _BARE_HEADING.match(line)
     if match:
         num = match["num"]
         dotted = "." in num
         if not (match["dot"] or dotted):
             return None
+        run_in = 0
         if not _title_ok(match["rest"], strict=not dotted):
-            return None
+            run_in = _run_in_title(match["rest"]) if match["dot"] else 0
+            if not run_in:
+                return None
+            run_in += match.start("rest")
         if next_line is not None and _LIST_ITEM.match(next_line):
             return None
-        return _Candidate(5 + num.count("."), line.strip(), num, -1)
+        title = line[:run_in].strip() if run_in else line.strip()
+        return _Candidate(5 + num.count("."), title, num, -1, inline_body=run_in)
     return None
 
 
@@ -424,7 +481,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
     prev_line = ""
     i = 0
     while i < len(lines):
-        line = lines[i].rstrip()
+        line = _unboxed(lines[i])
         start = offsets[i]
         if fence is not None:
             closing = _FENCE_OPEN.match(line)
@@ -447,7 +504,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
             continue
 
         opens_paragraph = prev_blank or prev_heading
-        next_line = lines[i + 1].rstrip() if i + 1 < len(lines) else None
+        next_line = _unboxed(lines[i + 1]) if i + 1 < len(lines) else None
         candidate: _Candidate | None = None
         consumed = 1
         atx = _ATX.match(line)
@@ -471,7 +528,10 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
             )
             consumed = 2
         elif opens_paragraph and (plain := _plain_heading(line, next_line)):
-            candidate = _Candidate(plain.rank, plain.title, plain.section_id, offsets[i + 1])
+            body = start + plain.inline_body if plain.inline_body else offsets[i + 1]
+            if not plain.inline_body and next_line is not None and _SETEXT.match(next_line):
+                body, consumed = offsets[i + 2], 2  # "1. Definitions" underlined with "---"
+            candidate = _Candidate(plain.rank, plain.title, plain.section_id, body)
         elif (
             subclauses
             and clause_base
@@ -519,7 +579,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
                     clause_stack.append((_label_kind(label, clause_stack), label))
         prev_blank = False
         prev_heading = is_heading
-        prev_line = lines[i + consumed - 1].rstrip()
+        prev_line = _unboxed(lines[i + consumed - 1])
         i += consumed
 
     sections: list[Section] = []

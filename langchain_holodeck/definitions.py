@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import original_content, source_path
 from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
 
 __all__ = [
@@ -34,22 +35,32 @@ logger = logging.getLogger(__name__)
 _MAX_DEFINITION_CHARS = 500
 _MAX_TERM_WORDS = 6
 
-_DEFINITIONS_WORDS = re.compile(
-    r"\b(?:definitions?|glossary|interpretation|defined\s+terms)\b", re.I
-)
+_DEFINITIONS_WORDS = re.compile(r"\b(?:definitions?|glossary|defined\s+terms)\b", re.I)
+_INTERPRETATION = re.compile(r"interpretations?(?:\s+and\s+definitions?)?", re.I)
 _HEADING_NUMBER = re.compile(
     r"^[\s#§]*(?:(?i:section|sec\.?|article|art\.|clause|part|chapter|title)\s+)?"
-    r"(?:[0-9]+(?:\.[0-9]+)*[A-Za-z]?|[IVXLCDM]+)?(?:\([^)]*\))*[\s.:)—\u2013-]*"
+    r"(?:[0-9]+(?:\.[0-9]+)*[A-Za-z]?|[IVXLCDM]+(?![A-Za-z]))?(?:\([^)]*\))*[\s.:)—\u2013-]*"
 )
 _TERMS_ONLY = re.compile(r"(?:key\s+|defined\s+)?terms(?:\s+used)?", re.I)
 
 _LEAD = r"^[ \t]*(?:[-*+•][ \t]+|\(\w{1,4}\)[ \t]*|\d{1,3}\.[ \t]+)?"
-_QUOTED = re.compile(
-    r"(?:[\"“\u2018«]|\*\*)(?P<term>[^\"“”\u2018\u2019«»*\n]{1,80}?)(?:[\"”\u2019»]|\*\*),?[ \t]*"
-    r"(?:\([^)\n]{0,80}\)[ \t]*)?"
+_VERB = (
     r"(?P<verb>(?i:shall\s+mean|means|shall\s+have\s+the\s+meaning|has\s+the\s+meaning"
-    r"|shall\s+refer\s+to|refers\s+to|is\s+defined\s+as))\b[ \t]*(?P<definition>[^\n]*)"
+    r"|shall\s+refer\s+to|refers\s+to|is\s+defined\s+as))\b"
 )
+_QUOTED = re.compile(
+    r"(?:[\"“\u2018«]|\*\*)(?P<term>[^\"“”\u2018\u2019«»*\n]{1,80}?)(?:[\"”\u2019»]|\*\*),?"
+    # a short qualifier ("of a Contributor", "for a work") and a parenthetical ("(or "Your")")
+    r"(?:[ \t]+(?!(?i:shall|means|has|refers|is)\b)[\w'\u2019-]+){0,6}?[ \t]*"
+    r"(?:\([^)\n]{0,80}\)[ \t]*)?"
+    r"(?:\n[ \t]*)?"  # MPL: the term on one line, "means ..." on the next
+    + _VERB
+    + r"[ \t]*(?P<definition>[^\n]*)"
+)
+_NEW_ITEM = re.compile(
+    r"^[ \t]*(?:[-*+•][ \t]|\(\w{1,4}\)|\d+(?:\.\d+)*\.?[ \t]|[\"“\u2018«]|\*\*)"
+)
+_CLAUSE_ITEM = re.compile(r"^[ \t]*\(\w{1,4}\)")
 _DEFINED_AS = re.compile(
     r"(?:^|(?<=[.;:][ \t])|(?<=\)[ \t]))[ \t]*(?:(?i:the[ \t]+term|the|an?)[ \t]+)?"
     r"(?P<term>[A-Z][\w'\u2019-]*(?:[ \t]+[\w'\u2019-]+){0,4}?)[ \t]+(?:is|are|shall[ \t]+be)[ \t]+"
@@ -88,7 +99,7 @@ def is_definitions_heading(title: str) -> bool:
     if _DEFINITIONS_WORDS.search(title):
         return True
     core = _HEADING_NUMBER.sub("", title, count=1).strip().rstrip(".:").strip()
-    return bool(_TERMS_ONLY.fullmatch(core))
+    return bool(_TERMS_ONLY.fullmatch(core) or _INTERPRETATION.fullmatch(core))
 
 
 def _clean_definition(text: str) -> str:
@@ -100,11 +111,42 @@ def _clean_definition(text: str) -> str:
     return text
 
 
+def _paragraph(text: str, start: int) -> str:
+    """The definition text from ``start``: the rest of its paragraph (continuation lines).
+
+    It stops at a blank line or a line opening a new item (bullet, ``(a)``, number, quoted
+    term). A definition that is empty or ends in ``:`` there ("means any of the following:")
+    takes the ``(a)``/``(b)`` clauses that follow.
+    """
+    lines = text[start:].split("\n")
+    out = [lines[0]]
+    rest = lines[1:]
+    while rest and rest[0].strip() and not _NEW_ITEM.match(rest[0]):
+        out.append(rest.pop(0))
+    joined = " ".join(line.strip() for line in out).strip()
+    if joined and not joined.endswith(":"):
+        return joined
+    while rest and sum(map(len, out)) < _MAX_DEFINITION_CHARS:
+        line = rest.pop(0)
+        if not line.strip():
+            continue
+        if not _CLAUSE_ITEM.match(line) and not (out and out[-1].strip()):
+            break
+        if not _CLAUSE_ITEM.match(line) and _NEW_ITEM.match(line):
+            break
+        out.append(line)
+    return " ".join(line.strip() for line in out).strip()
+
+
 def find_definitions(text: str, *, in_definitions_section: bool = False) -> list[tuple[str, str]]:
     """Find ``(term, definition)`` pairs in ``text``, in order, one per normalized term.
 
     Everywhere: ``"X" means Y``, ``"X" shall mean Y``, ``"X" has the meaning ...`` (double,
-    curly or ``**bold**`` quotes) and ``X is defined as Y`` at a sentence start. Inside a
+    curly or ``**bold**`` quotes; up to six words such as ``of a Contributor`` or a
+    parenthetical such as ``(or "Your")`` may stand between the term and the verb, and the
+    verb may open the next line, as in MPL-2.0) and ``X is defined as Y`` at a sentence
+    start. A quoted definition runs to the end of its paragraph; one that ends in ``:``
+    takes the ``(a)``, ``(b)`` clauses that follow. Inside a
     definitions section also: ``X means Y``, ``X: Y`` and ``X - Y`` at the start of a line
     (after an optional bullet, ``(a)`` or ``1.``), for terms of at most six words.
 
@@ -116,8 +158,10 @@ def find_definitions(text: str, *, in_definitions_section: bool = False) -> list
         Terms as written (without quotes) with their definition text.
     """
     found: list[tuple[int, str, str]] = []
-    for match in _QUOTED.finditer(text):
-        definition = match["definition"]
+    quoted = list(_QUOTED.finditer(text))
+    for number, match in enumerate(quoted):
+        end = quoted[number + 1].start() if number + 1 < len(quoted) else len(text)
+        definition = _paragraph(text[:end], match.start("definition"))
         if match["verb"].lower().replace(" ", "").endswith("meaning"):
             definition = f"{' '.join(match['verb'].split()[-3:])} {definition}"
         found.append((match.start(), match["term"], definition))
@@ -153,12 +197,8 @@ class Definition:
     """Section id of the defining section (``""`` when none)."""
 
 
-def _chunk_text(chunk: Document) -> str:
-    return str(chunk.metadata.get("original_content", chunk.page_content))
-
-
-def _source_of(chunk: Document) -> str:
-    return str(chunk.metadata.get("source_path", chunk.metadata.get("source", "")))
+_chunk_text = original_content
+_source_of = source_path
 
 
 class DefinitionExtractor:

@@ -1,8 +1,9 @@
-"""Exact-match index: section references and quoted phrases in a query -> chunk ids.
+"""Exact-match index: sections, symbols, defined terms and quoted phrases in a query -> chunks.
 
 Built from chunk metadata (``section_id``, ``source_path``, ``chunk_index``,
-``cross_references``) written by the structured splitter, so it can always be rebuilt from the
-store. It also answers the structural lookups cross-reference expansion needs:
+``cross_references``, ``defined_terms`` from the structured splitter, ``symbols`` from the code
+splitter), so it can always be rebuilt from the store. It also answers the structural lookups
+cross-reference expansion needs:
 (source_path, section_id) -> chunk ids, and who refers to a section.
 """
 
@@ -14,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from langchain_holodeck.definitions import find_section_refs
+from langchain_holodeck._chunk import original_content, source_path
+from langchain_holodeck.definitions import find_section_refs, normalize_term
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -33,6 +35,31 @@ PHRASE_SCORE = 2.0
 """Score added when a chunk contains every quoted phrase of the query."""
 DESCENDANT_SCORE = 0.5
 """Score of a chunk in a sub-section of a referenced section (``203(a)`` for ``Section 203``)."""
+SYMBOL_SCORE = 2.0
+"""Score of a chunk defining a symbol the query names (``parse_sections``, ``Shift.swap``)."""
+TERM_SCORE = 2.0
+"""Score of a chunk defining the term a "what does X mean" query asks about."""
+_MAX_SHORT_NAME_HITS = 3
+"""A bare name (``swap``) defined in more chunks than this scores ``DESCENDANT_SCORE`` only."""
+
+_IDENTIFIER = re.compile(
+    r"`(?P<quoted>[^`\s]+)`"
+    r"|(?<![\w.])(?P<name>[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*)(?P<call>\(\))?(?![\w(])"
+)
+_CAMEL = re.compile(r"[a-z0-9][A-Z]")
+_TERM_QUERY = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"^\s*what\s+(?:does|do|did)\s+(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s+mean\b",
+        r"^\s*what\s+is\s+meant\s+by\s+(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s*[?.!]*$",
+        r"^\s*(?:what\s+is\s+|what's\s+)?(?:the\s+)?(?:meaning|definition)\s+of\s+"
+        r"(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s*[?.!]*$",
+        r"^\s*(?:please\s+)?define\s+(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s*[?.!]*$",
+        r"^\s*(?:the\s+)?(?P<term>.+?)\s+(?:definition|meaning)\s*[?.!]*$",
+        r"^\s*(?:what|who)\s+(?:is|are)\s+(?P<term>.+?)\s*[?.!]*$",
+    )
+]
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 
 
 def _norm_text(text: str) -> str:
@@ -41,28 +68,65 @@ def _norm_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class ExactQuery:
-    """What a query asks for exactly: section ids (normalized) and quoted phrases."""
+    """What a query asks for exactly: sections, quoted phrases, symbols, a defined term."""
 
     section_ids: tuple[str, ...]
     phrases: tuple[str, ...]
+    symbols: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.section_ids or self.phrases)
+        return bool(self.section_ids or self.phrases or self.symbols or self.terms)
+
+
+def _query_symbols(text: str) -> tuple[str, ...]:
+    """Identifiers the query names (``snake_case``, ``dotted.names``, ``camelCase``, ``f()``).
+
+    Anything in backticks counts too; plain words do not (``swap`` is not, ```swap``` is).
+    """
+    found: list[str] = []
+    for match in _IDENTIFIER.finditer(text):
+        name = match["quoted"] or match["name"]
+        name = name.removesuffix("()").replace("::", ".").strip(".")
+        looks_like_code = bool(
+            match["quoted"] or match["call"] or "_" in name or "." in name or _CAMEL.search(name)
+        )
+        if looks_like_code and name and name not in found:
+            found.append(name)
+    return tuple(found)
+
+
+def _query_terms(text: str) -> tuple[str, ...]:
+    """The term of a definition question (``what does X mean``, ``define X``, ``X definition``)."""
+    for pattern in _TERM_QUERY:
+        match = pattern.match(text)
+        if match is None:
+            continue
+        term = normalize_term(match["term"].strip(" ?.!\"'"))
+        bare = _ARTICLE.sub("", term)
+        return tuple(dict.fromkeys(t for t in (term, bare) if t))
+    return ()
 
 
 def parse_exact_query(query: str) -> ExactQuery:
-    """Find section references and quoted phrases in ``query``.
+    """Find section references, quoted phrases, symbols and a defined term in ``query``.
 
     ``"Section 203(a)(1)"``, ``"§ 4.2"``, ``"section 7"``, ``"Article 5"``, ``"sec. 4.2"``
     become normalized section ids (``203(a)(1)``, ``4.2``, ``7``, ``5``, ``4.2``) with
     ``definitions.find_section_refs``; text between double quotes (straight or curly) becomes
     a phrase (lowercased, whitespace collapsed; phrases under 2 characters are ignored).
+    Identifiers (``parse_sections``, ``Shift.swap``, ``getUser``, ``run()``, ```swap```)
+    become symbols. A definition question ("what does X mean", "what is meant by X",
+    "meaning of X", "define X", "X definition", "what is X") gives the normalized term X
+    (with and without a leading article).
     """
     text = query.translate(_QUOTES)
     phrases = tuple(
         dict.fromkeys(p for p in (_norm_text(m) for m in _PHRASE.findall(text)) if len(p) >= 2)
     )
-    return ExactQuery(tuple(find_section_refs(text)), phrases)
+    return ExactQuery(
+        tuple(find_section_refs(text)), phrases, _query_symbols(text), _query_terms(text)
+    )
 
 
 @dataclass(frozen=True)
@@ -73,6 +137,8 @@ class _Chunk:
     cross_references: tuple[str, ...]
     text: str  # lowercased, whitespace-collapsed original text (for phrases)
     opens: tuple[str, ...] = ()  # bare parent sections whose headings open the chunk
+    symbols: tuple[str, ...] = ()  # qualified names of the definitions in the chunk (code)
+    terms: tuple[str, ...] = ()  # normalized terms the chunk defines
 
     @property
     def section_ids(self) -> tuple[str, ...]:
@@ -108,6 +174,9 @@ class ExactMatchIndex:
         self._chunks: dict[str, _Chunk] = {}
         self._by_section: dict[str, set[str]] = {}  # section_id -> ids (all files)
         self._referrers: dict[tuple[str, str], set[str]] = {}  # (file, target) -> ids
+        self._by_symbol: dict[str, set[str]] = {}  # qualified name -> ids
+        self._by_short_name: dict[str, set[str]] = {}  # last part of a qualified name -> ids
+        self._by_term: dict[str, set[str]] = {}  # normalized defined term -> ids
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -133,6 +202,8 @@ class ExactMatchIndex:
                     self._by_section.setdefault(section_id, set()).add(doc_id)
                 for target in entry.cross_references:
                     self._referrers.setdefault((entry.source_path, target), set()).add(doc_id)
+                for key, mapping in self._keys(entry):
+                    mapping.setdefault(key, set()).add(doc_id)
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove chunks by id; unknown ids are ignored."""
@@ -146,6 +217,9 @@ class ExactMatchIndex:
             self._chunks.clear()
             self._by_section.clear()
             self._referrers.clear()
+            self._by_symbol.clear()
+            self._by_short_name.clear()
+            self._by_term.clear()
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the content with every chunk stored in ``store``; return the count."""
@@ -159,16 +233,18 @@ class ExactMatchIndex:
         meta = doc.metadata
         refs = meta.get("cross_references") or ()
         opens = meta.get("opens_sections") or ()
+        symbols = meta.get("symbols") or ()
+        terms = meta.get("defined_terms") or ()
         index = meta.get("chunk_index")
         return _Chunk(
-            source_path=str(meta.get("source_path", meta.get("source", ""))),
+            source_path=source_path(meta),
             section_id=str(meta.get("section_id") or ""),
             chunk_index=index if isinstance(index, int) else 0,
             cross_references=tuple(str(r) for r in refs) if isinstance(refs, list) else (),
             opens=tuple(str(o) for o in opens) if isinstance(opens, list) else (),
-            text=_norm_text(str(meta.get("original_content", doc.page_content)))
-            if self.phrases
-            else "",
+            symbols=tuple(str(x) for x in symbols) if isinstance(symbols, list) else (),
+            terms=tuple(normalize_term(str(t)) for t in terms) if isinstance(terms, list) else (),
+            text=_norm_text(original_content(doc)) if self.phrases else "",
         )
 
     def _remove(self, doc_id: str) -> None:
@@ -177,12 +253,20 @@ class ExactMatchIndex:
             return
         keyed: list[tuple[dict, object]] = [(self._by_section, sid) for sid in old.section_ids]
         keyed += [(self._referrers, (old.source_path, t)) for t in old.cross_references]
+        keyed += [(mapping, key) for key, mapping in self._keys(old)]
         for mapping, key in keyed:
             bucket = mapping.get(key)
             if bucket is not None:
                 bucket.discard(doc_id)
                 if not bucket:
                     del mapping[key]
+
+    def _keys(self, entry: _Chunk) -> list[tuple[str, dict[str, set[str]]]]:
+        """(key, mapping) of every symbol and term entry of a chunk."""
+        keys = [(name, self._by_symbol) for name in entry.symbols]
+        keys += [(name.rsplit(".", 1)[-1], self._by_short_name) for name in entry.symbols]
+        keys += [(term, self._by_term) for term in entry.terms]
+        return keys
 
     # -- search -------------------------------------------------------------------------
     def search(self, query: str, k: int) -> list[KeywordHit]:
@@ -223,6 +307,22 @@ class ExactMatchIndex:
                 # a heading merged into its first sub-clause chunk: that chunk starts the section
                 for doc_id in starts.values():
                     scores[doc_id] = max(scores[doc_id], SECTION_SCORE)
+            base = len(parsed.section_ids)
+            for order, name in enumerate(parsed.symbols, start=base):
+                own = self._by_symbol.get(name, set())
+                # a qualified name matches its own definition; a bare one, every method so named
+                short = set() if "." in name else self._by_short_name.get(name, set()) - own
+                score = SYMBOL_SCORE if len(own | short) <= _MAX_SHORT_NAME_HITS else 0.0
+                for doc_id in own:
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), SYMBOL_SCORE)
+                    mention.setdefault(doc_id, order)
+                for doc_id in short:
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), score or DESCENDANT_SCORE)
+                    mention.setdefault(doc_id, order)
+            for order, term in enumerate(parsed.terms, start=base + len(parsed.symbols)):
+                for doc_id in self._by_term.get(term, set()):
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), TERM_SCORE)
+                    mention.setdefault(doc_id, order)
             if parsed.phrases and self.phrases:
                 pool: Iterable[str] = scores if parsed.section_ids else self._chunks
                 for doc_id in list(pool):

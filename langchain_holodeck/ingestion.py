@@ -15,7 +15,9 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 
+from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
 from langchain_holodeck.loaders import SourceFile, SourceLoader
+from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
     KeywordIndexLike,
     SyncResult,
@@ -26,10 +28,6 @@ from langchain_holodeck.sync import (
 )
 
 logger = logging.getLogger(__name__)
-
-CONTEXT_MISSING = "context_missing"
-"""Metadata key on a file's chunk 0: how many of its chunks the enricher left without context
-(absent when none). A file so marked is re-read and re-enriched by the next run."""
 
 
 class ChunkEnricher(Protocol):
@@ -47,13 +45,25 @@ class IngestProgress:
     total: int | None = None
 
 
-def pipeline_fingerprint(splitter: TextSplitter, enricher: object | None = None) -> str:
+def pipeline_fingerprint(
+    splitter: TextSplitter,
+    enricher: object | None = None,
+    *,
+    code_splitter: TextSplitter | None = None,
+) -> str:
     """Identifies the splitting and enrichment settings: a change means files are re-split."""
     parts = [
         type(splitter).__qualname__,
         str(getattr(splitter, "_chunk_size", "")),
         str(getattr(splitter, "_chunk_overlap", "")),
     ]
+    if code_splitter is not None:
+        parts += [
+            "code",
+            type(code_splitter).__qualname__,
+            str(getattr(code_splitter, "_chunk_size", "")),
+            str(getattr(code_splitter, "_chunk_overlap", "")),
+        ]
     if enricher is not None:
         model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
         parts.append(str(model))
@@ -66,6 +76,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     A file whose ``mtime`` and size equal what the store recorded (and that was split with the
     same settings) is neither read nor split: re-running on an unchanged corpus costs one
     batched ``get_by_ids`` and no embedding call. ``force_ingest=True`` re-embeds everything.
+
+    The splitter is chosen per file: source code (a ``file_type`` in ``CODE_LANGUAGES``) goes
+    to ``code_splitter`` (default: a ``SourceCodeSplitter`` with the prose splitter's chunk
+    size), everything else to ``splitter``.
 
     Instantiate:
         ```python
@@ -80,6 +94,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         *,
         namespace: str,
         splitter: TextSplitter | None = None,
+        code_splitter: TextSplitter | None = None,
         enricher: ChunkEnricher | None = None,
         keyword_index: KeywordIndexLike | None = None,
         embedding_model: str | None = None,
@@ -88,11 +103,17 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         base_dir: str | Path | None = None,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> None:
+        from langchain_holodeck.splitters.code import SourceCodeSplitter
         from langchain_holodeck.splitters.structured import default_text_splitter
 
         self.vector_store = vector_store
         self.namespace = namespace
         self.splitter = splitter if splitter is not None else default_text_splitter()
+        self.code_splitter = (
+            code_splitter
+            if code_splitter is not None
+            else SourceCodeSplitter(chunk_size=int(getattr(self.splitter, "_chunk_size", 512)))
+        )
         self.enricher = enricher
         self.keyword_index = keyword_index
         self.embedding_model = embedding_model
@@ -100,7 +121,9 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         self.cleanup = cleanup
         self.base_dir = base_dir
         self.on_progress = on_progress
-        self.fingerprint = pipeline_fingerprint(self.splitter, enricher)
+        self.fingerprint = pipeline_fingerprint(
+            self.splitter, enricher, code_splitter=self.code_splitter
+        )
 
     def invoke(
         self,
@@ -166,7 +189,12 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         document = loader.load_file(file)
         if document is None:
             return None
-        chunks = self.splitter.split_documents([document])
+        splitter = (
+            self.code_splitter
+            if str(document.metadata.get("file_type", "")) in CODE_LANGUAGES
+            else self.splitter
+        )
+        chunks = splitter.split_documents([document])
         for index, chunk in enumerate(chunks):
             chunk.metadata.setdefault("chunk_index", index)
         return document, chunks
@@ -203,18 +231,14 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         unchanged: dict[str, int] = {}
         for doc_id, doc in stored.items():
             file = ids[doc_id]
-            meta = doc.metadata
-            if (
-                meta.get("mtime") == file.mtime
-                and meta.get("size_bytes") == file.size_bytes
-                and meta.get("pipeline") == self.fingerprint
-                and not meta.get(CONTEXT_MISSING)
-                and (
-                    self.embedding_model is None
-                    or meta.get("embedding_model") == self.embedding_model
-                )
+            record = FileRecord.of(doc)
+            if record.is_current(
+                mtime=file.mtime,
+                size_bytes=file.size_bytes,
+                pipeline=self.fingerprint,
+                embedding_model=self.embedding_model,
             ):
-                unchanged[file.source_path] = int(meta.get("chunk_count", 1))
+                unchanged[file.source_path] = record.chunk_count or 1
         return unchanged
 
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
@@ -233,7 +257,7 @@ def _enrich(
     failed = int(result.stats.failed)
     if not failed:
         return list(result.chunks)
-    source = str(chunks[0].metadata.get("source_path", ""))
+    source = source_path(chunks[0])
     gaps[source] = (
         f"{failed} of {len(chunks)} chunks were indexed without context (the context "
         "model failed); the file is enriched again on the next run."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import io
+import json
 import logging
 import os
 import re
@@ -20,14 +21,17 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
+from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
 if TYPE_CHECKING:
     from markitdown import DocumentConverter
 
 logger = logging.getLogger(__name__)
 
-_TEXT_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
-"""Read directly: decoded, newlines normalized, otherwise verbatim."""
+_PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
+_TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
+"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed;
+source code: as written)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
@@ -67,12 +71,16 @@ class SourceFile:
 class SourceLoader(BaseLoader):
     r"""Load every supported file of a file or directory as one markdown ``Document``.
 
-    ``.md``/``.markdown``/``.txt``/``.rst``/``.json`` are read directly: UTF-8 (a UTF-8,
+    ``.md``/``.markdown``/``.txt``/``.rst``/``.json`` and source code (``.py``, ``.js``, ``.ts``,
+    ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``, ``.cpp``, ``.rb``, ``.sh``, ``.sql``, ``.toml``,
+    ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are read directly: UTF-8 (a UTF-8,
     UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
-    ``encoding_fallbacks``. ``.csv``/``.html``/``.htm`` are decoded the same way, then
-    converted by markitdown; ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's
-    converter for their extension (the extension alone picks the converter, so a corrupt
-    PDF fails instead of being read as text; no plugins, no network).
+    ``encoding_fallbacks``; JSON is pretty-printed (2-space indent) as a fenced ``json`` code
+    block (invalid JSON: kept as written in the block, with a WARNING). ``.csv``/``.html``/
+    ``.htm`` are decoded the same way, then converted by markitdown;
+    ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
+    (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
+    text; no plugins, no network).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
     Hidden files and directories (name starting with ``.``) are ignored. Skipped with a
@@ -327,6 +335,8 @@ class SourceLoader(BaseLoader):
             return None
         if encoding not in ("utf-8", "utf-8-sig"):
             logger.debug("Decoded %s as %s.", file.source_path, encoding)
+        if file.file_type == "json":
+            return _json_code_block(text, file.source_path)
         if file.file_type in _TEXT_TYPES:
             return text.replace("\r\n", "\n").replace("\r", "\n")
         return self._convert(file, io.BytesIO(text.encode("utf-8")), charset="utf-8")
@@ -404,6 +414,22 @@ class SourceLoader(BaseLoader):
                     "xlsx": XlsxConverter(),
                 }
             return self._converters[file_type]
+
+
+def _json_code_block(text: str, source_path: str) -> str:
+    """JSON pretty-printed (2-space indent) in a fenced ``json`` code block.
+
+    Invalid JSON is kept as written, in the same block, with a WARNING naming the file. The
+    fence is longer than any backtick run in the content, so the block always closes.
+    """
+    body = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    try:
+        body = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except ValueError as error:
+        logger.warning("%s is not valid JSON (%s); loading it as written.", source_path, error)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}json\n{body}\n{fence}\n"
 
 
 def _codec(name: str) -> str:

@@ -23,18 +23,20 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import (
+    CHUNK_INDEX,
+    VOLATILE_METADATA_KEYS,
+    FileRecord,
+    source_path,
+)
+from langchain_holodeck._chunk import (
+    SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
+)
 from langchain_holodeck._redact import one_line
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
 logger = logging.getLogger(__name__)
 
-SYNC_METADATA_KEYS = frozenset(
-    {"namespace", "chunk_key", "content_hash", "embedding_model", "chunk_count", "pipeline"}
-)
-"""Metadata keys that sync writes itself."""
-
-VOLATILE_METADATA_KEYS = frozenset({"mtime", "size_bytes"}) | SYNC_METADATA_KEYS
-"""Metadata keys left out of ``content_hash``: file stats and sync bookkeeping."""
 
 _PROBE_WINDOW = 64
 
@@ -116,10 +118,12 @@ def sanitize_error(error: BaseException) -> str:
 
 
 def check_store_capabilities(vector_store: VectorStore) -> None:
-    """Raise ``TypeError`` unless the store can read by id, write with ``ids=`` and delete.
+    """Raise ``TypeError`` unless the store can read by id and write with ``ids=``.
+
+    ``delete`` is optional: without it, sync skips the stale-chunk cleanup and says so.
 
     Raises:
-        TypeError: When ``get_by_ids`` or ``delete`` is not overridden, or the store's
+        TypeError: When ``get_by_ids`` is not overridden, or the store's
             ``add_texts``/``add_documents`` accept no ``ids``.
     """
     name = type(vector_store).__name__
@@ -128,9 +132,6 @@ def check_store_capabilities(vector_store: VectorStore) -> None:
             f"{name} does not override get_by_ids(), which sync needs to read what is stored; "
             "use a store that implements it (MatrixVectorStore, InMemoryVectorStore, Redis...)."
         )
-        raise TypeError(msg)
-    if type(vector_store).delete is VectorStore.delete:
-        msg = f"{name} does not override delete(), which sync needs to remove stale chunks."
         raise TypeError(msg)
     if not _accepts_ids(vector_store):
         msg = f"{name}.add_documents()/add_texts() accept no ids=; sync needs stable ids."
@@ -172,7 +173,7 @@ def assign_ids(
     counts: dict[str, int] = defaultdict(int)
     sources: list[str] = []
     for position, doc in enumerate(documents):
-        source = doc.metadata.get("source_path") or doc.metadata.get("source")
+        source = source_path(doc)
         if not source:
             msg = (
                 f"document {position} has no 'source_path' or 'source' in metadata; "
@@ -232,19 +233,9 @@ def plan_sync(
             update.append(chunk)
         else:
             skip.append(chunk)
-            if chunk.metadata.get("chunk_index") == 0 and _file_record(old) != _file_record(chunk):
+            if chunk.metadata.get(CHUNK_INDEX) == 0 and FileRecord.of(old) != FileRecord.of(chunk):
                 refresh.append(chunk)
     return SyncPlan(add=tuple(add), update=tuple(update), skip=tuple(skip), refresh=tuple(refresh))
-
-
-def _file_record(doc: Document) -> tuple[Any, ...]:
-    meta = doc.metadata
-    return (
-        meta.get("mtime"),
-        meta.get("size_bytes"),
-        meta.get("chunk_count"),
-        meta.get("pipeline"),
-    )
 
 
 def _batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -300,7 +291,7 @@ def _stale_tail_ids(
 
 def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
     first = stored.get(stable_id(namespace, make_chunk_key(source, 0)))
-    return int(first.metadata.get("chunk_count", 0)) if first is not None else 0
+    return (FileRecord.of(first).chunk_count or 0) if first is not None else 0
 
 
 def _orphan_ids(
@@ -311,7 +302,7 @@ def _orphan_ids(
     return [
         doc.id
         for doc in scan_documents(vector_store, namespace=namespace)
-        if doc.id is not None and doc.metadata.get("source_path") not in live_sources
+        if doc.id is not None and source_path(doc) not in live_sources
     ]
 
 
@@ -333,7 +324,8 @@ def sync_documents(
 
     Args:
         documents: Chunks with ``source_path`` (or ``source``) and, ideally, ``chunk_index``.
-        vector_store: Any store that overrides ``get_by_ids`` and ``delete`` and takes ``ids=``.
+        vector_store: Any store that overrides ``get_by_ids`` and takes ``ids=``; without
+            ``delete`` the stale-chunk cleanup is skipped, with a line in ``errors``.
         namespace: Scopes ids and cleanup: other namespaces are never touched.
         batch_size: Chunks per store call; a failing batch is counted and the rest go on.
         overwrite: Rewrite (and re-embed) chunks even when their hash is unchanged.
@@ -394,6 +386,14 @@ def sync_documents(
     except Exception as error:  # the store failed mid-sync: reported, re-running converges
         errors.append(f"looking for stale chunks: {sanitize_error(error)}")
         logger.warning("sync: %s", errors[-1])
+    if stale and type(vector_store).delete is VectorStore.delete:
+        errors.append(
+            f"stale-chunk cleanup skipped: {type(vector_store).__name__} does not override "
+            f"delete(), so {len(set(stale))} stale chunk(s) stay in the store; use a store "
+            "that implements delete() to remove them."
+        )
+        logger.warning("sync: %s", errors[-1])
+        stale = []
     deleted, delete_errors = _delete(vector_store, stale)
 
     if keyword_index is not None:

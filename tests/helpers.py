@@ -7,9 +7,13 @@ import math
 import os
 import re
 import threading
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 DATA_DIR = __import__("pathlib").Path(__file__).parent / "data"
 _WORD = re.compile(r"\w+")
@@ -57,3 +61,43 @@ def redis_url_or_skip() -> str:
     if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
         pytest.fail("HOLODECK_REQUIRE_REDIS=1 but REDIS_URL is unset: start Redis Stack first.")
     pytest.skip("REDIS_URL is unset: start ../shared/scripts/redis-stack.sh to run Redis tests.")
+
+
+class PlainStore(VectorStore):
+    """A LangChain store with no filter support at all: searches ignore every kwarg."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self.inner = InMemoryVectorStore(embeddings)
+        self.fetches: list[int] = []
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.inner.embeddings
+
+    def add_texts(
+        self, texts: Iterable[str], metadatas: list[dict] | None = None, **kwargs: Any
+    ) -> list[str]:
+        return self.inner.add_texts(texts, metadatas, ids=kwargs.get("ids"))
+
+    def get_by_ids(self, ids: Any, /) -> list[Document]:
+        return self.inner.get_by_ids(ids)
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> None:
+        self.inner.delete(ids)
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        self.fetches.append(k)
+        return self.inner.similarity_search(query, k=k)
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        self.fetches.append(k)
+        return self.inner.similarity_search_with_score(query, k=k)
+
+    def _select_relevance_score_fn(self) -> Any:
+        return lambda score: score
+
+    @classmethod
+    def from_texts(cls, *args: Any, **kwargs: Any) -> PlainStore:
+        raise NotImplementedError

@@ -3,7 +3,8 @@
 Speaks OpenSearch's documented request/response shapes (REST API reference, 2.x):
 ``HEAD/PUT/DELETE /{index}``, ``POST /_bulk`` (NDJSON ``index``/``delete`` actions),
 ``POST /{index}/_refresh``, ``POST /{index}/_search`` with ``match`` (optionally inside a
-``bool`` with a ``term`` filter), and ``GET /``. Scoring is BM25 (our in-memory index with an
+``bool`` with a ``term`` filter), ``POST /{index}/_delete_by_query`` (``term`` or
+``match_all``), and ``GET /``. Scoring is BM25 (our in-memory index with an
 English stemmer standing in for the ``english`` analyzer). No OpenSearch server exists here.
 """
 
@@ -64,6 +65,8 @@ class FakeOpenSearch:
             return 200, {"count": len(self.indices[index]), "_shards": {"total": 1}}
         if parts[1:] == ["_search"]:
             return self._search(index, json.loads(body or b"{}"))
+        if parts[1:] == ["_delete_by_query"] and method == "POST":
+            return self._delete_by_query(index, json.loads(body or b"{}"))
         return 400, _error("illegal_argument_exception", path)
 
     def _bulk(self, body: bytes) -> tuple[int, Any]:
@@ -107,6 +110,19 @@ class FakeOpenSearch:
             else:
                 return 400, _error("illegal_argument_exception", action)
         return 200, {"took": 1, "errors": errors, "items": items}
+
+    def _delete_by_query(self, index: str, body: dict[str, Any]) -> tuple[int, Any]:
+        query = body.get("query", {})
+        docs = self.indices[index]
+        if "match_all" in query:
+            doomed = list(docs)
+        else:
+            ((field, value),) = query["term"].items()
+            doomed = [doc_id for doc_id, source in docs.items() if source.get(field) == value]
+        for doc_id in doomed:
+            docs.pop(doc_id)
+        self._engine(index).delete(doomed)
+        return 200, {"took": 1, "timed_out": False, "total": len(doomed), "deleted": len(doomed)}
 
     def _search(self, index: str, body: dict[str, Any]) -> tuple[int, Any]:
         query, flt = body.get("query", {}), None

@@ -4,6 +4,8 @@
 holodeck-rag ingest docs/                 # the default hybrid tool, saved in .holodeck/store/
 holodeck-rag search "revoke a token"      # searches what the last ingest built
 holodeck-rag tools --config agent.yaml    # the tools an agent.yaml defines, and their data
+holodeck-rag chat agent.yaml              # one answer per line, tools (and model) kept warm
+holodeck-rag test agent.yaml              # the agent.yaml's retrieval cases: hit@k and MRR
 ```
 
 ``ingest`` writes ``<store>/ingest.json`` (tool type and name, source, config file, embedding
@@ -26,6 +28,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_holodeck._version import __version__
+from langchain_holodeck.cli.chat import (
+    add_chat_parser,
+    one_blas_thread,
+    positive_int,
+    search_text,
+)
+from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -58,10 +68,11 @@ BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results 
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
-its configured database (Redis: falls back to memory with a warning when unreachable; the
-in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
-configured source (resolved against the working directory); otherwise the configured source
-is used (resolved against the agent.yaml's directory).
+its configured database (Redis: falls back to memory with a warning when unreachable, or
+fails with `fallback_to_memory: false`; the in-memory store is saved under
+STORE/<tool name>/). SOURCE, when given, replaces the tool's configured source (resolved
+against the working directory); otherwise the configured source is used (resolved against the
+agent.yaml's directory).
 
 Re-running is cheap: files whose mtime and size did not change are neither read nor
 embedded. Files deleted from SOURCE have their chunks removed. Exit status: 0 on success, 1
@@ -86,6 +97,13 @@ in-memory store directory or Redis URL with the password masked and index name; 
 in-memory BM25, Redis full-text or OpenSearch). Nothing is connected to. Without --config,
 describes the tool the last `ingest` into STORE built."""
 
+_PURGE_HELP = """\
+Versions before corpus identity stored chunks under the tool's name as namespace. They are no
+longer searched (initialize warns about them). This deletes exactly those chunks from the
+tool's store (the tool the last `ingest` into STORE built, or --config/--tool); the tool's own
+corpus and every other namespace are untouched. To keep using them instead, set
+`corpus_id: <tool name>` in the tool's config."""
+
 
 # -- entry point ----------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,9 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error argparse already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    with _cli_logging(verbose=args.verbose, quiet=args.quiet):
+    with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
         try:
             return int(args.run(args))
+        except BrokenPipeError:  # `holodeck-rag search ... | head`: the reader has had enough
+            _silence_stdout()
+            return 0
         except (HolodeckError, OSError) as error:
             logger.debug("%s", type(error).__name__, exc_info=True)
             print(f"error: {_one_line(error)}", file=sys.stderr)
@@ -111,12 +132,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (tests): nothing to flush
+        pass
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``holodeck-rag`` argument parser (``-v``/``-q``/``--store`` before or after the verb)."""
     parser = argparse.ArgumentParser(
         prog="holodeck-rag", description=_DESCRIPTION, parents=[_common_options()]
     )
     parser.set_defaults(verbose=0, quiet=False, store=DEFAULT_STORE)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     # Each verb gets its own copy of the options, defaulting to SUPPRESS, so that an option
     # given before the verb is not reset by the verb's parser (argparse shares parent actions).
     common = _common_options()
@@ -168,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     shown = search.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true", help="print a JSON list (keys above)")
     shown.add_argument("--explain", action="store_true", help="show per-modality ranks and scores")
+    search.add_argument(
+        "--max-chars",
+        type=positive_int,
+        metavar="N",
+        help="show at most N characters of each result's text (cut at a word, marked …)",
+    )
     _config_options(search)
     search.set_defaults(run=_run_search)
 
@@ -180,6 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tools.add_argument("--config", type=Path, metavar="AGENT_YAML", help="the agent.yaml")
     tools.set_defaults(run=_run_tools)
+    add_chat_parser(verbs, common)
+    add_test_parser(verbs, common)
+
+    purge = verbs.add_parser(
+        "purge-legacy",
+        parents=[common],
+        help="delete the chunks an older version stored under the tool's name",
+        description=_PURGE_HELP,
+        formatter_class=fmt,
+    )
+    _config_options(purge)
+    purge.set_defaults(run=_run_purge_legacy)
     return parser
 
 
@@ -390,10 +439,11 @@ def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
         store_dir=str(_tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    from langchain_holodeck._persist import atomic_write_bytes
+
     store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".{MANIFEST_NAME}.tmp"
-    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(store / MANIFEST_NAME)
+    text = json.dumps(asdict(manifest), indent=2) + "\n"
+    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
 
 
 def _model_id(target: _Target) -> str:
@@ -457,6 +507,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         where=_where(tool, target, args.store),
         result=result,
         seconds=seconds,
+        search_strategy=tool.search_strategy,
     )
     print(format_summary(report))
     for line in result.errors:
@@ -520,10 +571,11 @@ def _run_search(args: argparse.Namespace) -> int:
             result.failed,
         )
     if not (args.json or args.explain):
-        print(tool.search_sync(query))
+        print(search_text(tool, query, max_chars=args.max_chars))
         return 0
     from langchain_holodeck.cli._format import explain_line, result_record
     from langchain_holodeck.tools.document import format_results
+    from langchain_holodeck.tools.formatting import snippet
 
     documents = tool.as_retriever().invoke(query)
     hybrid = isinstance(tool, HierarchicalDocumentTool)
@@ -531,9 +583,15 @@ def _run_search(args: argparse.Namespace) -> int:
         records = [
             result_record(rank, doc, hybrid=hybrid) for rank, doc in enumerate(documents, start=1)
         ]
+        if args.max_chars is not None:
+            for record in records:
+                record["text"] = snippet(record["text"], args.max_chars)
         print(json.dumps(records, indent=2, ensure_ascii=False))
     elif documents:
-        print(format_results(documents, hybrid=hybrid, explain=explain_line))
+        text = format_results(
+            documents, hybrid=hybrid, explain=explain_line, max_chars=args.max_chars
+        )
+        print(text)
     else:
         print(f"No relevant results found for query: {query}")
     return 0
@@ -552,6 +610,15 @@ def _run_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_purge_legacy(args: argparse.Namespace) -> int:
+    target = _search_target(args)
+    tool = _build_tool(target, args.store)
+    deleted = tool.purge_legacy_chunks()
+    where = _where(tool, target, args.store)
+    print(f"deleted {deleted} legacy chunk(s) of namespace {tool.name!r} from {where}")
+    return 0
+
+
 # -- descriptions ---------------------------------------------------------------------------
 def _shown_source(target: _Target) -> str:
     return target.config.source
@@ -559,20 +626,12 @@ def _shown_source(target: _Target) -> str:
 
 def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
     """Where the vectors went, as the summary line says it."""
-    if tool.backend == "in-memory":
-        saved = f"in-memory, saved in {_tool_store_dir(store, tool.name)}"
-        return f"{saved}; Redis unavailable" if tool.fallback_reason else saved
-    if tool.backend == "redis":
-        from langchain_holodeck.config.models import resolve_database_config
-
-        database = resolve_database_config(target.config, project_dir=target.project_dir)
-        if database is not None and database.connection_string is not None:
-            return f"redis {database.masked_connection_string}, index {database.index_name}"
-        return "redis"
-    return tool.backend
+    where = tool.describe_storage()
+    return f"{where}; {tool.requested_backend} unavailable" if tool.fallback_reason else where
 
 
 def _describe(target: _Target, store: Path) -> str:
+    from langchain_holodeck.backends import get_backend, get_keyword_index_provider
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         resolve_database_config,
@@ -581,21 +640,15 @@ def _describe(target: _Target, store: Path) -> str:
     config = target.config
     database = resolve_database_config(config, project_dir=target.project_dir)
     store_dir = _tool_store_dir(store, config.name)
-    if database is None or database.provider == "in-memory":
-        vectors = f"in-memory, saved in {store_dir}"
-    else:
-        vectors = f"redis {database.masked_connection_string}, index {database.index_name}"
+    backend = get_backend(database)
+    vectors = backend.describe(store_dir=store_dir)
+    search = "dense only"
     if not isinstance(config, HierarchicalDocumentToolConfig):
         keywords = "none (dense search only)"
-    elif config.keyword_index.provider == "redis":
-        keywords = "redis full-text on the vector index"
-    elif config.keyword_index.provider == "opensearch":
-        from langchain_holodeck._redact import mask_url_password
-
-        endpoint = mask_url_password(config.keyword_index.endpoint or "")
-        keywords = f"opensearch {endpoint}, index {config.keyword_index.index_name}"
     else:
-        keywords = f"in-memory BM25, saved in {store_dir / 'bm25'}"
+        provider = get_keyword_index_provider(config.keyword_index)
+        keywords = provider.describe(store_dir=store_dir)
+        search = _search_line(config, backend)
     source = str(config.resolved_source(target.base_dir))
     lines = [
         f"{config.name} ({config.type})",
@@ -603,9 +656,27 @@ def _describe(target: _Target, store: Path) -> str:
         f"  source:      {source}",
         f"  vectors:     {vectors}",
         f"  keywords:    {keywords}",
+        f"  search:      {search}",
         f"  embeddings:  {config.embedding_model or 'sentence-transformers/all-MiniLM-L6-v2'}",
     ]
     return "\n".join(lines)
+
+
+def _search_line(config: Any, backend: Any) -> str:
+    """The search strategy a hierarchical tool will use, from its backend's capabilities."""
+    from langchain_holodeck.search_strategy import choose_search_strategy
+
+    weights = config.search_weights
+    strategy = choose_search_strategy(
+        config.search_strategy,
+        native_hybrid=backend.capabilities.native_hybrid,
+        separate_keyword_engine=config.keyword_index.provider
+        not in ("in-memory", backend.provider),
+        weights=(weights.semantic, weights.keyword),
+        backend=str(backend.provider),
+    )
+    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 
 def _one_line(error: BaseException) -> str:

@@ -67,6 +67,9 @@ def _type_name(annotation: object) -> str:
 
 
 def _default(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("default_text"), str):
+        return str(extra["default_text"])  # a default computed from other fields, described
     if field.default_factory is not None:
         return "see its table"
     if field.default is PydanticUndefined:

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -21,9 +21,25 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
+from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
+from langchain_holodeck.config._backends import (
+    DatabaseConfig,
+    DatabaseProviderConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    KeywordIndexConfig,
+    KeywordIndexProviderConfig,
+    OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
+    default_keyword_index,
+    default_keyword_provider,
+)
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
@@ -35,8 +51,6 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
-    KeywordIndexConfig,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
@@ -52,17 +66,28 @@ from langchain_holodeck.errors import ConfigError
 
 __all__ = [
     "AgentConfig",
+    "ChatModelConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
+    "DatabaseProviderConfig",
     "HierarchicalDocumentToolConfig",
+    "InMemoryDatabaseConfig",
+    "InMemoryKeywordIndexConfig",
     "KeywordIndexConfig",
+    "KeywordIndexProviderConfig",
+    "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
+    "RedisDatabaseConfig",
+    "RedisKeywordIndexConfig",
     "RerankerConfig",
+    "RetrievalTestCase",
     "SearchWeights",
     "ToolConfig",
     "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
+    "chat_model_config",
     "config_reference_markdown",
     "load_agent_config",
     "load_project_database_config",
@@ -82,7 +107,11 @@ class _SearchToolConfig(BaseModel):
     """Selects the tool kind."""
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
-    description: str = Field(min_length=1)
+    description: str = Field(
+        default="",  # filled from source before validation (_describe_source_by_default)
+        min_length=1,
+        json_schema_extra={"default_text": "`Search the documents in <source> ...`"},
+    )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
@@ -90,10 +119,15 @@ class _SearchToolConfig(BaseModel):
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
+    corpus_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
+    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
-    """Drop results whose similarity is below this."""
+    """Keep only results whose dense similarity (cosine, clipped to [0, 1]) reaches this;
+    exact section and quoted-phrase hits are always kept, keyword hits are measured too."""
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
@@ -106,6 +140,18 @@ class _SearchToolConfig(BaseModel):
     """Text the reranker reads: the chunk as written, or with its generated context."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
+
+    _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
+
+    @model_validator(mode="before")
+    @classmethod
+    def _describe_source_by_default(cls, data: object) -> object:
+        # the contract's minimal tool is type, name and source: describe what it searches
+        if isinstance(data, Mapping) and "description" not in data:
+            source = data.get("source")
+            if isinstance(source, str) and source.strip():
+                return {**data, "description": cls._default_description.format(source=source)}
+        return data
 
     @model_validator(mode="after")
     def _reranker_when_rerank(self) -> _SearchToolConfig:
@@ -152,9 +198,13 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
 
     type: Literal["hierarchical_document"]
     """Selects this tool."""
+    _default_description: ClassVar[str] = (
+        "Search the structured documents in {source} by meaning, keyword or section number."
+    )
     description: str = Field(
-        default="Search structured documents by meaning, keyword or section number.",
+        default="",  # filled from source before validation (_describe_source_by_default)
         min_length=1,
+        json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     top_k: int = Field(default=10, ge=1, le=100)
@@ -173,12 +223,38 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    keyword_index: KeywordIndexConfig = Field(default_factory=KeywordIndexConfig)
-    """Keyword index backend."""
+    fetch_k: int = Field(default=50, ge=1, le=1000)
+    """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
+    are fetched. The default is where quality stopped improving on the tuning sets."""
+    fusion: Literal["rrf", "convex"] = "rrf"
+    """``rrf``: weighted reciprocal rank fusion (k=60); ``convex``: weighted sum of each
+    leg's normalized scores (Bruch et al., 2023)."""
+    keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
+    """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
+    search_strategy: Literal["auto", "native", "fallback"] = "auto"
+    """``native``: the vector store fuses dense and keyword search in one request (Redis,
+    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
+    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
+    expand_limit: int = Field(default=10, ge=1, le=100)
+    """At most this many chunks reached by expansion (the nearest) follow the hits."""
+
+    _keyword_provider_default = field_validator("keyword_index", mode="before")(
+        default_keyword_provider
+    )
+
+    @model_validator(mode="after")
+    def _fetch_k_covers_top_k(self) -> HierarchicalDocumentToolConfig:
+        if self.fetch_k < self.top_k:
+            msg = (
+                f"fetch_k ({self.fetch_k}) must be >= top_k ({self.top_k}); each leg must "
+                "hand fusion at least the results it returns."
+            )
+            raise ValueError(msg)
+        return self
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
@@ -239,8 +315,10 @@ class ToolSelectionConfig(BaseModel):
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
-    ``name``, ``description``, ``model`` and ``instructions`` are accepted (agent files often carry
-    them) but not interpreted by this package; any other top-level key is an error.
+    ``name``, ``description`` and ``instructions`` are accepted (agent files often carry them);
+    ``model`` is free-form for other programs, and ``holodeck-rag chat`` reads it as a
+    ``ChatModelConfig`` when present; ``tests`` are ``holodeck-rag test``'s retrieval cases. Any
+    other top-level key is an error.
     """
 
     model_config = MODEL_CONFIG
@@ -252,9 +330,11 @@ class AgentConfig(BaseModel):
     description: str | None = None
     """Agent description (free-form, not used by this package)."""
     model: JsonValue = Field(default=None, repr=False)
-    """Agent model section (free-form, not used by this package; hidden from repr)."""
+    """Agent model; ``holodeck-rag chat`` reads it as a ChatModelConfig (hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
-    """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    """Agent instructions; ``holodeck-rag chat`` uses a string as the system prompt."""
+    tests: list[RetrievalTestCase] = Field(default_factory=list)
+    """Retrieval regression cases run by ``holodeck-rag test``."""
     tool_selection: ToolSelectionConfig | None = None
     """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
@@ -270,6 +350,26 @@ class AgentConfig(BaseModel):
                 raise ValueError(msg)
             first[tool.name] = index
         return self
+
+    @model_validator(mode="after")
+    def _tests_name_known_tools(self) -> AgentConfig:
+        names = [tool.name for tool in self.tools]
+        for index, case in enumerate(self.tests):
+            if case.tool is not None and case.tool not in names:
+                msg = (
+                    f"tests[{index}].tool is {case.tool!r}, which is not a tool of this file; "
+                    f"its tools: {', '.join(names)}"
+                )
+                raise ValueError(msg)
+        return self
+
+
+class _VectorstoreSection(BaseModel):
+    """The ``vectorstore:`` section of ``.holodeck/config.yaml`` (errors name ``vectorstore.*``)."""
+
+    model_config = MODEL_CONFIG
+
+    vectorstore: DatabaseConfig
 
 
 def load_agent_config(
@@ -303,6 +403,18 @@ def load_agent_config(
     return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used)
 
 
+def chat_model_config(agent: AgentConfig, *, display: str = "agent.yaml") -> ChatModelConfig | None:
+    """The agent's ``model:`` section as a ``ChatModelConfig``; ``None`` when there is none.
+
+    Raises:
+        ConfigError: When the section is not a valid ``ChatModelConfig`` (naming ``display``,
+            the field and the bad value, secrets masked).
+    """
+    if agent.model is None:
+        return None
+    return _validate(ChatModelConfig, agent.model, display=display, prefix="model", used={})
+
+
 def load_project_database_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
 ) -> DatabaseConfig | None:
@@ -329,7 +441,8 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
-    return _validate(DatabaseConfig, data, display=display, prefix="vectorstore", used=used)
+    wrapped = {"vectorstore": data}
+    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
 
 
 def resolve_database_config(
@@ -377,12 +490,18 @@ def config_reference_markdown() -> str:
             ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
-            DatabaseConfig,
+            InMemoryDatabaseConfig,
+            RedisDatabaseConfig,
+            QdrantDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
             SearchWeights,
-            KeywordIndexConfig,
+            InMemoryKeywordIndexConfig,
+            RedisKeywordIndexConfig,
+            OpenSearchKeywordIndexConfig,
+            ChatModelConfig,
+            RetrievalTestCase,
         ]
     )
 

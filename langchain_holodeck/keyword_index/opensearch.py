@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
+from langchain_holodeck._chunk import source_path
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ class OpenSearchKeywordIndex:
                     {
                         "text": doc.page_content,
                         "namespace": meta.get("namespace"),
-                        "source_path": meta.get("source_path", meta.get("source")),
+                        "source_path": source_path(meta) or None,
                         "section_id": meta.get("section_id"),
                     }
                 )
@@ -197,12 +198,19 @@ class OpenSearchKeywordIndex:
             raise RuntimeError(msg)
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
-        """Drop the OpenSearch index and re-index every chunk of ``store``; return the count."""
-        docs = [d for d in scan_store(store, namespace) if d.id]
-        if self.client.indices.exists(index=self.index_name):
-            self.client.indices.delete(index=self.index_name)
-        self._index_ready = False
+        """Replace one namespace's documents by what ``store`` holds for it; return the count.
+
+        Only documents of ``namespace`` (default: this index's own ``namespace``) are deleted
+        (``_delete_by_query`` on the ``namespace`` term), so corpora sharing the OpenSearch
+        index keep theirs. With no namespace at all, every document of the index is replaced.
+        """
+        scope = namespace if namespace is not None else self.namespace
+        docs = [d for d in scan_store(store, scope) if d.id]
         self._ensure_index()
+        query = {"match_all": {}} if scope is None else {"term": {"namespace": scope}}
+        self.client.delete_by_query(
+            index=self.index_name, body={"query": query}, params={"refresh": "true"}
+        )
         self.upsert(docs)
         return len(docs)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,6 +67,16 @@ _STOPWORDS = frozenset(
 )
 
 
+def query_words(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
+    r"""The distinct lowercase ``\w+`` words of ``query`` without stop words, unescaped.
+
+    At most ``limit``, in order of appearance: what redisvl's hybrid queries take (they
+    escape each word themselves).
+    """
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
+    return [w for w in words if w not in _STOPWORDS][:limit]
+
+
 def query_terms(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
     r"""The distinct lowercase words of ``query`` without stop words, each escaped for RediSearch.
 
@@ -81,6 +92,14 @@ def query_terms(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
 def escape_tag(value: str) -> str:
     """Escape a TAG value (``{...}`` filter) for RediSearch."""
     return _TAG_SPECIAL.sub(r"\\\1", value)
+
+
+def _is_redis_store(store: object) -> bool:
+    if "langchain_redis" not in sys.modules:
+        return False
+    from langchain_redis import RedisVectorStore
+
+    return isinstance(store, RedisVectorStore)
 
 
 def _import_redis() -> Any:
@@ -128,13 +147,15 @@ class RedisKeywordIndex:
             msg = f"scorer must be 'BM25STD' or 'BM25', got {scorer!r}."
             raise ValueError(msg)
         config = getattr(store, "config", None)
-        index = getattr(store, "_index", None)
-        if config is None or index is None:
+        if config is None or not _is_redis_store(store):
             msg = (
                 f"RedisKeywordIndex needs a langchain-redis RedisVectorStore, got "
                 f"{type(store).__name__}."
             )
             raise TypeError(msg)
+        from langchain_holodeck.vectorstores.redis import search_index
+
+        index = search_index(store)  # type: ignore[arg-type]  # checked just above
         self.store = store
         self.namespace = namespace
         self.scorer = scorer
@@ -142,6 +163,7 @@ class RedisKeywordIndex:
         self.index_name: str = config.index_name
         self.content_field: str = config.content_field
         self.key_prefix: str = config.key_prefix
+        self._index = index
         self._client = index.client
 
     # -- the store is the index: writes are no-ops ---------------------------------------
@@ -246,7 +268,7 @@ class RedisKeywordIndex:
             return_fields=["__key", self.content_field, METADATA_FIELD],
             stopwords=None,
         )
-        rows = self.store._index.query(agg)  # type: ignore[attr-defined]  # checked in __init__
+        rows = self._index.query(agg)
         prefix = f"{self.key_prefix}:"
         out = []
         for row in rows:

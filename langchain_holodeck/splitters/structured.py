@@ -80,6 +80,8 @@ def default_text_splitter(*, chunk_size: int = 512, chunk_overlap: int = 50) -> 
 
 
 _REQUIREMENT = re.compile(r"\b(?:shall|must|required)\b", re.IGNORECASE)
+_INTRO_WORDS = 30
+"""Longest body (in words, ending in ``:``) merged into the first sub-section as an intro."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,9 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     Emits metadata (besides the input document's):
         ``chunk_index`` (int, 0-based per input document), ``section_id`` (``""`` when none),
-        ``opens_sections`` (ids of bare parent sections — a heading directly followed by its
-        first sub-section — whose heading lines open this chunk; such headings never stand
-        alone),
+        ``opens_sections`` (ids of bare parent sections — a heading, with no body or only a
+        short introduction ending in ``:``, directly followed by its first sub-section —
+        whose heading lines open this chunk; such headings never stand alone),
         ``heading`` (the section's title, ``""`` before the first heading), ``parent_chain``
         (list of the enclosing headings' titles, root first, excluding ``heading``),
         ``chunk_type`` (``header``: a heading with no body; ``definition``: in a definitions
@@ -229,15 +231,18 @@ class StructuredMarkdownSplitter(TextSplitter):
     def _is_bare_parent(
         text: str, section: Section, spans: list[tuple[int, int]], following: list[Section]
     ) -> bool:
-        """A heading with no body of its own, directly followed by its first sub-section.
+        """A heading with no body of its own, or only an introduction, followed by its child.
 
         Such a heading joins the sub-section's first chunk ("### Section 203. Records" then
         "(a) Every simulation shall be logged."), so no chunk is a heading alone and the
-        sub-clause carries its parent's title for dense and keyword search.
+        sub-clause carries its parent's title for dense and keyword search. An introduction
+        is a short body ending in ``:`` ("In this Act:", "If You distribute it then:"): it
+        introduces the sub-sections, and alone it answers nothing.
         """
         if len(spans) != 1 or not following or section.body_start <= section.start:
             return False
-        if text[section.body_start : section.end].strip():
+        body = text[section.body_start : section.end].strip()
+        if body and not (body.endswith(":") and len(body.split()) <= _INTRO_WORDS):
             return False
         child = following[0]
         return (

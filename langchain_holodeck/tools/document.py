@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,16 +21,27 @@ from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
 from langchain_holodeck._tracing import span
+from langchain_holodeck.backends import (
+    Backend,
+    backend_for_store,
+    get_keyword_index_provider,
+    open_vector_store,
+)
 from langchain_holodeck.config.models import (
-    DatabaseConfig,
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
     resolve_database_config,
 )
+from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
-from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
+from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.search_strategy import (
+    SearchStrategy,
+    choose_search_strategy,
+    supports_native_hybrid,
+)
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools.formatting import format_results
 
@@ -77,16 +89,26 @@ class _DocumentTool(Generic[ConfigT]):
         self._store_dir = Path(store_dir) if store_dir is not None else None
         self._retriever: BaseRetriever | None = None
         self._cache: ByteStore | None = None
-        self._saved_version: int | None = None
+        self._backend: Backend | None = None
+        self._search_scope: tuple[VectorStore, dict[str, Any]] | None = None
         self._model_id: str | None = None
+        self._dimension: int | None = None
         self.is_initialized = False
         self.document_count = 0
         self.last_ingest_time: datetime | None = None
         self.last_sync_result: SyncResult | None = None
         self.backend = "unset"
-        """Where the vectors live: ``in-memory`` or ``redis``."""
+        """The provider the vectors live in (``in-memory``, ``redis``...), or the class name of
+        a store passed as ``vector_store``."""
         self.fallback_reason: str | None = None
         """Why the configured database was not used (unreachable Redis), or None."""
+        self.requested_backend = "unset"
+        """The provider the configuration asked for (differs from ``backend`` on fallback)."""
+        self.legacy_chunks_found = False
+        """True when ``initialize`` found chunks of the old namespace scheme (the tool name)."""
+        self.search_strategy: SearchStrategy | None = None
+        """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
+        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
 
     @property
     def config(self) -> ConfigT:
@@ -98,69 +120,65 @@ class _DocumentTool(Generic[ConfigT]):
         """The tool name a model calls."""
         return self._config.name
 
+    @property
+    def namespace(self) -> str:
+        """The corpus namespace: ``corpus_id``, else derived from the resolved source and name.
+
+        Every chunk id derives from it, and every search, write and deletion is scoped to it.
+        """
+        return corpus_namespace(
+            self._config.resolved_source(self._source_base()),
+            name=self._config.name,
+            corpus_id=self._config.corpus_id,
+        )
+
+    def _source_base(self) -> Path | None:
+        return self._config.base_dir if self._base_dir is None else self._base_dir
+
+    def describe_storage(self) -> str:
+        """One line: where the vectors live (no secret), as the backend describes it."""
+        if self._backend is None:
+            return self.backend
+        return self._backend.describe(store_dir=self._store_dir)
+
     # -- building -----------------------------------------------------------------------
     def _resolve_store(self) -> VectorStore:
         """The store to sync into: the one given, else the configured one (with fallback).
 
         Embeddings are wrapped in a ``CachedEmbeddings`` keyed by text, so a chunk whose key
         shifted (a paragraph inserted above it) is rewritten without a model call. The cache
-        lives next to the vectors: in ``store_dir`` for the persisted in-memory store, in Redis
-        for Redis, in memory otherwise.
+        is the backend's, one per corpus: in ``store_dir`` for the persisted in-memory store,
+        in Redis for Redis, in memory otherwise.
         """
         from langchain_holodeck.embeddings import (
             CachedEmbeddings,
             embedding_model_id,
             resolve_embeddings,
         )
-        from langchain_holodeck.vectorstores import (
-            MatrixVectorStore,
-            create_vector_store_with_status,
-        )
 
+        if self._vector_store is not None and self._backend is not None:
+            return self._vector_store
         base = self._embeddings or resolve_embeddings(self._config.embedding_model)
         self._model_id = embedding_model_id(base)
         if self._vector_store is not None:
-            self.backend = type(self._vector_store).__name__
+            self._backend = backend_for_store(self._vector_store)
+            self.backend = self.requested_backend = type(self._vector_store).__name__
             self._embeddings = base
             return self._vector_store
         database = resolve_database_config(
             self._config, project_dir=self._project_dir, home_dir=self._home_dir
         )
-        self._cache = self._embedding_cache(database)
-        embeddings = CachedEmbeddings(base, self._cache, model_id=self._model_id)
-        handle = create_vector_store_with_status(database, embeddings)
-        self.backend = handle.backend
+        embeddings = CachedEmbeddings(base, InMemoryByteStore(), model_id=self._model_id)
+        handle = open_vector_store(database, embeddings, store_dir=self._store_dir)
+        backend = handle.adapter or backend_for_store(handle.store)
+        self._cache = backend.byte_store(namespace=self.namespace, store_dir=self._store_dir)
+        embeddings.store = self._cache
+        self.backend, self.requested_backend = handle.backend, handle.requested
         self.fallback_reason = handle.reason if handle.fell_back else None
-        if handle.fell_back:  # the cache must not live on the Redis that is down
-            self._cache = self._embedding_cache(None)
-            embeddings.store = self._cache
-        store = handle.store
-        saved = self._store_dir is not None and (self._store_dir / "manifest.json").exists()
-        if isinstance(store, MatrixVectorStore) and saved:
-            store = MatrixVectorStore.load(self._store_dir, embeddings)  # type: ignore[arg-type]  # saved implies a dir
-            self._saved_version = store.version
+        self._backend = backend
         self._embeddings = embeddings
-        self._vector_store = store
-        return store
-
-    def _embedding_cache(self, database: DatabaseConfig | None) -> ByteStore:
-        if database is not None and database.provider == "redis":
-            try:
-                import redis
-
-                from langchain_holodeck.embeddings import RedisByteStore
-
-                url = database.connection_string.get_secret_value()  # type: ignore[union-attr]  # validated: redis needs one
-                return RedisByteStore(
-                    redis.Redis.from_url(url), prefix=f"holodeck:embcache:{self.name}:"
-                )
-            except ImportError:
-                pass
-        if self._store_dir is not None:
-            from langchain_holodeck.embeddings import LocalFileByteStore
-
-            return LocalFileByteStore(self._store_dir / "embedding_cache")
-        return InMemoryByteStore()
+        self._vector_store = handle.store
+        return handle.store
 
     def _splitter(self) -> TextSplitter | None:
         return None
@@ -177,8 +195,8 @@ class _DocumentTool(Generic[ConfigT]):
     # -- life cycle ---------------------------------------------------------------------
     async def initialize(
         self,
+        force_ingest: bool = False,  # noqa: FBT001, FBT002  # the contract: initialize(True)
         *,
-        force_ingest: bool = False,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Ingest the source into the store (idempotent) and get ready to search.
@@ -195,6 +213,9 @@ class _DocumentTool(Generic[ConfigT]):
             FileNotFoundError: When the source does not exist or holds no supported file.
             EmbeddingModelMismatchError: When the store holds another model's vectors and
                 ``force_ingest`` is False.
+            RuntimeError: ``Failed to generate embeddings: ...`` when the embedding model
+                fails and no chunk could be embedded (partial failures are counted in
+                ``SyncResult.failed`` instead).
         """
         return await asyncio.to_thread(
             self.initialize_sync, force_ingest=force_ingest, on_progress=on_progress
@@ -202,18 +223,26 @@ class _DocumentTool(Generic[ConfigT]):
 
     def initialize_sync(
         self,
+        force_ingest: bool = False,  # noqa: FBT001, FBT002  # twin of initialize(True)
         *,
-        force_ingest: bool = False,
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
-        store = self._resolve_store()
+        try:
+            store = self._resolve_store()
+        except Exception as error:  # a store probing the model's dimension: the model is down
+            if _raised_by_embeddings(error, _EMBED_ANY):
+                msg = f"Failed to generate embeddings: {sanitize_error(error)}"
+                raise RuntimeError(msg) from error
+            raise
         self._warn_about_rerank_top_n()
-        if force_ingest and self._cache is not None:
-            self._cache.mdelete(list(self._cache.yield_keys()))  # re-embed means re-embed
+        self._match_dimension(store, force_ingest=force_ingest)
+        self._report_legacy_chunks(store)
+        if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
+            self._cache.mdelete(list(self._cache.yield_keys()))
         pipeline = IngestionPipeline(
             store,
-            namespace=self._config.name,
+            namespace=self.namespace,
             splitter=self._splitter(),
             enricher=self._enricher(),
             keyword_index=self._keyword_index(store),
@@ -224,6 +253,8 @@ class _DocumentTool(Generic[ConfigT]):
         result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
         self._after_ingest(store)
         self.last_sync_result = result
+        if result.failed and not (result.added or result.updated):
+            _fail_if_embeddings_are_down(store, result)
         self.document_count = result.added + result.updated + result.skipped
         self.last_ingest_time = datetime.now(timezone.utc)
         self._retriever = self._build_retriever(store)
@@ -231,17 +262,84 @@ class _DocumentTool(Generic[ConfigT]):
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
 
-    def _after_ingest(self, store: VectorStore) -> bool:
-        """Save the in-memory store to ``store_dir`` if it changed; return whether it did."""
-        from langchain_holodeck.vectorstores import MatrixVectorStore
+    def _match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
 
-        if self._store_dir is None or not isinstance(store, MatrixVectorStore):
+        Raises:
+            EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
+                or the store is shared with corpora of the old width.
+        """
+        from langchain_holodeck.embeddings import embedding_dimension
+        from langchain_holodeck.errors import EmbeddingModelMismatchError
+
+        backend = self._backend or backend_for_store(store)
+        have = backend.vector_dimension(store)
+        if have is None:
+            return
+        if self._dimension is None:
+            # the store's own embeddings write the vectors (a given store brings its own)
+            self._dimension = embedding_dimension(store.embeddings or self._embeddings)  # type: ignore[arg-type]  # _resolve_store sets one
+        if have == self._dimension:
+            return
+        if not force_ingest:
+            msg = (
+                f"{self.name}: the vector store ({self.backend}) holds {have}-dimensional "
+                f"vectors but the embedding model {self._model_id!r} makes "
+                f"{self._dimension}-dimensional ones; re-run with force_ingest=True "
+                "(CLI: --force-ingest) to rebuild this corpus's vectors."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        logger.warning(
+            "%s: rebuilding the vector store for %d-dimensional vectors (was %d).",
+            self.name,
+            self._dimension,
+            have,
+        )
+        backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self._dimension)
+
+    def _after_ingest(self, store: VectorStore) -> bool:
+        """Save the store to ``store_dir`` if its backend saves there and it changed."""
+        if self._store_dir is None or self._backend is None:
             return False
-        if store.version == self._saved_version:  # nothing written: the saved copy is current
-            return False
-        store.dump(self._store_dir)
-        self._saved_version = store.version
-        return True
+        return self._backend.save(store, self._store_dir)
+
+    def _report_legacy_chunks(self, store: VectorStore) -> None:
+        """One WARNING when the store holds chunks of the old scheme (namespace = tool name)."""
+        legacy = legacy_namespace(self.name)
+        backend = self._backend
+        if backend is None or self.namespace == legacy or not backend.capabilities.enumerates:
+            return
+        try:
+            self.legacy_chunks_found = backend.has_documents(store, legacy)
+        except Exception as error:  # a check, never a reason not to start
+            logger.debug("%s: legacy chunk check failed: %s", self.name, sanitize_error(error))
+            return
+        if self.legacy_chunks_found:
+            logger.warning(
+                "%s: the store holds chunks an older version wrote under namespace %r (the "
+                "tool name); they are no longer searched. Keep using them with corpus_id: %s "
+                "in this tool's config, or delete them with: holodeck-rag purge-legacy "
+                "--config <agent.yaml> --tool %s",
+                self.name,
+                legacy,
+                legacy,
+                self.name,
+            )
+
+    def purge_legacy_chunks(self) -> int:
+        """Delete the chunks of the old scheme (namespace = tool name); return how many.
+
+        Only chunks whose ``namespace`` metadata equals the tool name are deleted; this corpus's
+        own chunks (and every other namespace) are untouched.
+        """
+        store = self._resolve_store()
+        legacy = legacy_namespace(self.name)
+        if self._backend is None or self.namespace == legacy:
+            return 0
+        deleted = self._backend.delete_namespace(store, legacy)
+        self._after_ingest(store)
+        self.legacy_chunks_found = False
+        return deleted
 
     def _warn_about_rerank_top_n(self) -> None:
         top_n = self._config.rerank_top_n
@@ -269,15 +367,16 @@ class _DocumentTool(Generic[ConfigT]):
         """Search and format the results for a model (the tool contract's output).
 
         Raises:
-            RuntimeError: Before ``initialize``, or when embedding the query fails (with cause).
+            RuntimeError: Before ``initialize``; ``Failed to generate query embedding: ...``
+                when embedding the query fails; ``Search failed: ...`` when the store fails
+                (each with its cause).
             ValueError: When ``query`` is empty or whitespace.
         """
         retriever = self._check_query(query)
         try:
             documents = await retriever.ainvoke(query)
         except Exception as error:
-            msg = f"Search failed: {sanitize_error(error)}"
-            raise RuntimeError(msg) from error
+            raise _search_error(error) from error
         return await asyncio.to_thread(self._format, query, documents)
 
     def search_sync(self, query: str) -> str:
@@ -286,8 +385,7 @@ class _DocumentTool(Generic[ConfigT]):
         try:
             documents = retriever.invoke(query)
         except Exception as error:
-            msg = f"Search failed: {sanitize_error(error)}"
-            raise RuntimeError(msg) from error
+            raise _search_error(error) from error
         return self._format(query, documents)
 
     def _format(self, query: str, documents: list[Document]) -> str:
@@ -301,8 +399,16 @@ class _DocumentTool(Generic[ConfigT]):
     _shows_sections = False
 
     def _has_unfiltered_results(self, query: str) -> bool:
-        store = self._vector_store
-        return store is not None and bool(store.similarity_search(query, k=1))
+        if self._search_scope is None:
+            return False
+        store, kwargs = self._search_scope
+        return bool(store.similarity_search(query, k=1, **kwargs))
+
+    def _scoped(self, store: VectorStore) -> tuple[VectorStore, dict[str, Any]]:
+        """The store and search kwargs under which dense search sees this corpus only."""
+        backend = self._backend or backend_for_store(store)
+        self._search_scope = backend.search_scope(store, self.namespace)
+        return self._search_scope
 
     def as_tool(self) -> BaseTool:
         """A LangChain tool named after the config, taking one required ``query`` string."""
@@ -335,14 +441,62 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
+        view, search_kwargs = self._scoped(store)
+        self.search_strategy = "fallback"  # dense only: nothing for an engine to fuse
         retriever: BaseRetriever = HybridRetriever(
-            vector_store=store,
+            vector_store=view,
             k=self._config.top_k,
             min_similarity_score=self._config.min_similarity_score,
-            search_kwargs=_namespace_filter(store, self.name),
+            search_kwargs=search_kwargs,
             provider=self.backend,
         )
         return _with_reranker(retriever, self._config)
+
+
+_EMBED_QUERY = frozenset({"embed_query", "aembed_query"})
+_EMBED_ANY = _EMBED_QUERY | {"embed_documents", "aembed_documents"}
+
+
+def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool:
+    """Whether ``error`` (or one it chains) was raised inside ``methods`` of an ``Embeddings``.
+
+    True means the model failed, not the store that called it.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame, _ in traceback.walk_tb(current.__traceback__):
+            owner = frame.f_locals.get("self")
+            if frame.f_code.co_name in methods and isinstance(owner, Embeddings):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _search_error(error: Exception) -> RuntimeError:
+    if _raised_by_embeddings(error, _EMBED_QUERY):
+        return RuntimeError(f"Failed to generate query embedding: {sanitize_error(error)}")
+    return RuntimeError(f"Search failed: {sanitize_error(error)}")
+
+
+def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None:
+    """Every chunk to write failed: raise if the embedding model is what fails.
+
+    The sync counts failed batches without telling an embedding error from a store error;
+    one probe of the model tells them apart (a store failure keeps the counted result).
+    """
+    embeddings = store.embeddings
+    if embeddings is None:
+        return
+    try:
+        embeddings.embed_query("embedding probe")
+    except Exception as error:
+        msg = (
+            f"Failed to generate embeddings: {sanitize_error(error)} "
+            f"({result.failed} chunks could not be embedded; none was written)"
+        )
+        raise RuntimeError(msg) from error
 
 
 def _with_reranker(
@@ -465,14 +619,18 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         )
 
     def _keyword_index(self, store: VectorStore) -> KeywordIndexLike:
-        """BM25 (in memory, Redis or OpenSearch) and the exact index, kept in step by sync."""
+        """The configured keyword index and the exact index, kept in step by sync."""
         if self._keywords is None:
-            self._keywords = _build_keyword_index(self._config, store)
-            if isinstance(self._keywords, BM25KeywordIndex):
-                self._keywords = self._load_or_rebuild_bm25(store)
+            provider = get_keyword_index_provider(self._config.keyword_index)
+            self._keywords = provider.open(
+                backend=self._backend or backend_for_store(store),
+                store=store,
+                namespace=self.namespace,
+                store_dir=self._store_dir,
+            )
         if self._keywords_stale:  # a sync could not write to it: rebuild it from the store
             try:
-                _rebuild_index("keyword", self._keywords, store, self.name)
+                _rebuild_index("keyword", self._keywords, store, self.namespace)
                 self._keywords_stale = False
             except Exception as error:  # still down: the keyword leg degrades at search
                 logger.warning(
@@ -481,19 +639,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     sanitize_error(error),
                 )
         if not self._exact_loaded:
-            _rebuild_index("exact", self._exact, store, self.name)
+            _rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
         self._fan_out = _IndexFanOut((self._keywords, self._exact))
         return self._fan_out
-
-    def _load_or_rebuild_bm25(self, store: VectorStore) -> BM25KeywordIndex:
-        saved = self._store_dir / "bm25" if self._store_dir is not None else None
-        if saved is not None and saved.exists():
-            with span("holodeck.index_build", {"index.kind": "keyword", "index.source": "disk"}):
-                return BM25KeywordIndex.load(saved)
-        index = BM25KeywordIndex()
-        _rebuild_index("keyword", index, store, self.name)
-        return index
 
     def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.definitions import DefinitionExtractor
@@ -502,13 +651,12 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         saved = super()._after_ingest(store)
         if self._fan_out is not None and self._keywords in self._fan_out.failed:
             self._keywords_stale = True
-        bm25_dir = self._store_dir / "bm25" if self._store_dir is not None else None
-        # the keyword index follows the store: saved together, or when it was never saved
-        keywords = self._keywords
-        if isinstance(keywords, BM25KeywordIndex) and bm25_dir and (saved or not bm25_dir.exists()):
-            keywords.save(bm25_dir)
+        if self._keywords is not None and self._store_dir is not None:
+            get_keyword_index_provider(self._config.keyword_index).save(
+                self._keywords, self._store_dir, namespace=self.namespace, store_saved=saved
+            )
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
-            chunks = list(scan_documents(store, namespace=self.name))
+            chunks = list(scan_documents(store, namespace=self.namespace))
             self.definitions = DefinitionExtractor().extract(chunks)
             current.set_attribute("index.document_count", len(chunks))
             current.set_attribute("index.term_count", len(self.definitions))
@@ -518,8 +666,21 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
         config = self._config
+        view, search_kwargs = self._scoped(store)
+        backend = self._backend or backend_for_store(store)
+        weights = config.search_weights
+        self.search_strategy = choose_search_strategy(
+            config.search_strategy,
+            native_hybrid=backend.capabilities.native_hybrid and supports_native_hybrid(view),
+            # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
+            separate_keyword_engine=config.keyword_index.provider
+            not in ("in-memory", self.backend),
+            weights=(weights.semantic, weights.keyword),
+            backend=self.backend,
+        )
         retriever = HybridRetriever(
-            vector_store=store,
+            vector_store=view,
+            search_strategy=self.search_strategy,
             keyword_index=self._keywords,
             exact_index=self._exact,
             k=config.top_k,
@@ -528,11 +689,14 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 config.search_weights.keyword,
                 config.search_weights.exact,
             ),
+            fetch_k=config.fetch_k,
+            fusion=config.fusion,
             min_similarity_score=config.min_similarity_score,
             definitions=self.definitions,
             expand_hops=config.expand_hops,
             expand_direction=config.expand_direction,
-            search_kwargs=_namespace_filter(store, self.name),
+            expand_limit=config.expand_limit,
+            search_kwargs=search_kwargs,
             provider=self.backend,
         )
         return _with_reranker(retriever, config)
@@ -580,51 +744,6 @@ class _IndexFanOut:
                 first = first or error
         if first is not None:
             raise first
-
-
-def _build_keyword_index(
-    config: HierarchicalDocumentToolConfig, store: VectorStore
-) -> KeywordIndex:
-    keyword = config.keyword_index
-    if keyword.provider == "redis":
-        from langchain_holodeck.keyword_index import RedisKeywordIndex
-
-        try:
-            return RedisKeywordIndex(store, namespace=config.name)
-        except TypeError:
-            logger.warning(
-                "%s: keyword_index redis needs the Redis vector store, which is not in use "
-                "(fallback?); using the in-memory BM25 index.",
-                config.name,
-            )
-            return BM25KeywordIndex()
-    if keyword.provider == "opensearch":
-        from langchain_holodeck.keyword_index import OpenSearchKeywordIndex
-
-        return OpenSearchKeywordIndex(
-            keyword.endpoint,  # type: ignore[arg-type]  # validated: opensearch needs one
-            index_name=keyword.index_name,
-            username=keyword.username,
-            password=keyword.password,
-            api_key=keyword.api_key,
-            verify_certs=keyword.verify_certs,
-            timeout=keyword.timeout,
-            namespace=config.name,
-        )
-    return BM25KeywordIndex()
-
-
-def _namespace_filter(store: VectorStore, namespace: str) -> dict[str, Any]:
-    """Dense search restricted to the tool's namespace, in the store's own filter syntax."""
-    from langchain_holodeck.vectorstores import MatrixVectorStore
-
-    if isinstance(store, MatrixVectorStore):
-        return {"filter": lambda doc: doc.metadata.get("namespace") == namespace}
-    if type(store).__name__ == "HolodeckRedisVectorStore":
-        from redisvl.query.filter import Tag
-
-        return {"filter": Tag("namespace") == namespace}
-    return {}
 
 
 def _chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:

@@ -1,26 +1,22 @@
 """Vector stores: the fast in-memory ``MatrixVectorStore`` and ``create_vector_store()``.
 
-``create_vector_store(database_config, embeddings)`` returns a ``MatrixVectorStore`` for no
-config or ``provider: in-memory``, and a Redis store (langchain-redis, extra ``redis``) for
-``provider: redis``, falling back to memory — with a WARNING — when Redis is unreachable.
-``scan_documents(store)`` enumerates the chunks of any store we ship or configure.
+``create_vector_store(database_config, embeddings)`` opens the store a ``database:`` section
+describes, through the backend registry (``langchain_holodeck.backends``), falling back to
+memory — with a WARNING — when the service is unreachable and fallback is allowed.
+``scan_documents(store)`` enumerates the chunks of any store a backend can list.
 """
 
 from __future__ import annotations
 
-import logging
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_core.vectorstores import VectorStore
 
-from langchain_holodeck._redact import one_line
-from langchain_holodeck.errors import ConfigError
-from langchain_holodeck.vectorstores.matrix import DocumentFilter, MatrixVectorStore, copy_metadata
+from langchain_holodeck.backends.base import VectorStoreHandle
+from langchain_holodeck.vectorstores.matrix import DocumentFilter, MatrixVectorStore
 
 if TYPE_CHECKING:
     from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore
@@ -35,10 +31,6 @@ __all__ = [
     "scan_documents",
 ]
 
-logger = logging.getLogger(__name__)
-
-Backend = Literal["in-memory", "redis"]
-
 
 def __getattr__(name: str) -> Any:
     """Import the Redis store lazily: it needs the optional ``redis`` extra."""
@@ -48,22 +40,6 @@ def __getattr__(name: str) -> Any:
         return HolodeckRedisVectorStore
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
-
-
-@dataclass(frozen=True)
-class VectorStoreHandle:
-    """What ``create_vector_store_with_status`` built, and whether it had to fall back."""
-
-    store: VectorStore
-    """The vector store to use."""
-    backend: Backend
-    """The backend actually in use: ``"in-memory"`` or ``"redis"``."""
-    requested: Backend
-    """The backend the configuration asked for."""
-    fell_back: bool
-    """``True`` when Redis was requested but unreachable and memory is used instead."""
-    reason: str | None = None
-    """Why it fell back (one line, connection string masked), else ``None``."""
 
 
 def create_vector_store(
@@ -76,13 +52,13 @@ def create_vector_store(
     """Build the vector store a ``DatabaseConfig`` describes (details: ``..._with_status``).
 
     Args:
-        database_config: A ``langchain_holodeck.config.DatabaseConfig`` or ``None``.
+        database_config: A ``DatabaseConfig`` variant, an equivalent mapping, or ``None``.
         embeddings: The embeddings of documents and queries.
-        fallback: Fall back to memory when Redis is unreachable (else raise).
-        connect_timeout: Seconds to wait for the Redis connection.
+        fallback: Fall back to memory when the service is unreachable (else raise).
+        connect_timeout: Seconds to wait for the connection.
 
     Returns:
-        A ``MatrixVectorStore`` or a ``HolodeckRedisVectorStore``.
+        A ``MatrixVectorStore``, a ``HolodeckRedisVectorStore``, or another backend's store.
     """
     return create_vector_store_with_status(
         database_config, embeddings, fallback=fallback, connect_timeout=connect_timeout
@@ -98,12 +74,12 @@ def create_vector_store_with_status(
 ) -> VectorStoreHandle:
     """Build the vector store a ``DatabaseConfig`` describes, reporting any fallback.
 
-    ``None`` or ``provider: in-memory`` gives a ``MatrixVectorStore``. ``provider: redis``
-    gives a ``HolodeckRedisVectorStore`` on ``connection_string`` with the configured
-    ``index_name``, ``vector_algorithm`` and ``distance_metric`` (the index is created when
-    missing; an existing index keeps its own settings). If Redis cannot be reached within
-    ``connect_timeout`` seconds, a WARNING is logged (connection string masked) and, with
-    ``fallback=True``, a ``MatrixVectorStore`` is returned with ``fell_back=True``.
+    A thin wrapper over ``backends.open_vector_store``: ``None`` or ``provider: in-memory``
+    gives a ``MatrixVectorStore``; ``provider: redis`` a ``HolodeckRedisVectorStore`` on
+    ``connection_string`` (the index is created when missing; an existing index keeps its own
+    settings). If the service cannot be reached within ``connect_timeout`` seconds, a WARNING
+    is logged (connection string masked) and, when both ``fallback`` and the config's
+    ``fallback_to_memory`` allow it, a ``MatrixVectorStore`` is returned with ``fell_back=True``.
 
     Setup:
         Redis needs the extra: ``pip install "langchain-holodeck[redis]"``.
@@ -115,53 +91,15 @@ def create_vector_store_with_status(
         ```
 
     Raises:
-        ConfigError: If ``provider`` is unknown or Redis has no ``connection_string``.
-        ImportError: If Redis is requested and the ``redis`` extra is not installed.
-        redis.RedisError: If Redis is unreachable and ``fallback`` is ``False``.
+        ConfigError: If ``provider`` is unknown or a setting is invalid (naming it).
+        ImportError: If the provider's extra is not installed.
+        BackendUnavailableError: If the service is unreachable and fallback is off.
     """
-    provider = "in-memory" if database_config is None else _attr(database_config, "provider")
-    if provider in (None, "in-memory", "memory"):
-        return VectorStoreHandle(
-            MatrixVectorStore(embeddings), "in-memory", "in-memory", fell_back=False
-        )
-    if provider != "redis":
-        msg = f"database.provider must be 'redis' or 'in-memory', got {provider!r}."
-        raise ConfigError(msg)
-    secret = _attr(database_config, "connection_string")
-    url = secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret
-    if not url:
-        msg = "database.connection_string is required for provider 'redis' (redis://...)."
-        raise ConfigError(msg)
-    try:
-        import redis
+    from langchain_holodeck.backends import open_vector_store
 
-        from langchain_holodeck.vectorstores import redis as _redis_store
-    except ImportError as e:
-        msg = (
-            "database.provider 'redis' needs langchain-redis: "
-            'pip install "langchain-holodeck[redis]"'
-        )
-        raise ImportError(msg) from e
-    index_name = _attr(database_config, "index_name") or "holodeck_vectors"
-    try:
-        store = _redis_store.build_redis_store(
-            embeddings,
-            url=str(url),
-            index_name=index_name,
-            algorithm=_choice(database_config, "vector_algorithm", ("HNSW", "FLAT")),
-            metric=_choice(database_config, "distance_metric", ("COSINE", "L2", "IP")),
-            connect_timeout=connect_timeout,
-        )
-    except (redis.RedisError, OSError) as e:
-        masked = _redis_store.mask_url(str(url))
-        reason = f"Redis at {masked} is unavailable ({one_line(e, [url])})"
-        if not fallback:
-            raise
-        logger.warning("%s; falling back to the in-memory vector store.", reason)
-        return VectorStoreHandle(
-            MatrixVectorStore(embeddings), "in-memory", "redis", fell_back=True, reason=reason
-        )
-    return VectorStoreHandle(store, "redis", "redis", fell_back=False)
+    return open_vector_store(
+        database_config, embeddings, fallback=fallback, connect_timeout=connect_timeout
+    )
 
 
 def scan_documents(
@@ -169,53 +107,19 @@ def scan_documents(
 ) -> Iterator[Document]:
     """Yield every stored chunk (copies with ``id`` set), optionally of one ``namespace``.
 
-    Works for ``MatrixVectorStore``, langchain-core ``InMemoryVectorStore`` and langchain-redis
-    ``RedisVectorStore`` (SCAN over its key prefix, ``batch_size`` keys per round trip).
-    Order is unspecified.
+    Works for every store a backend can enumerate (``MatrixVectorStore``, langchain-core
+    ``InMemoryVectorStore``, langchain-redis ``RedisVectorStore`` by SCAN, ``batch_size`` keys
+    per round trip). Order is unspecified.
 
     Raises:
-        TypeError: For any other store, naming its class.
+        TypeError: For a store no backend can enumerate, naming its class.
         ValueError: If ``batch_size`` is not positive.
     """
     if batch_size <= 0:
         msg = f"batch_size must be positive, got {batch_size}."
         raise ValueError(msg)
+    from langchain_holodeck.backends import backend_for_store
 
-    def wanted(meta: dict[str, Any]) -> bool:
-        return namespace is None or meta.get("namespace") == namespace
-
-    if isinstance(store, MatrixVectorStore):
-        return (d for d in store.iter_documents() if wanted(d.metadata))
-    if isinstance(store, InMemoryVectorStore):
-        items = list(store.store.values())
-        return (
-            Document(id=r["id"], page_content=r["text"], metadata=copy_metadata(r["metadata"]))
-            for r in items
-            if wanted(r["metadata"])
-        )
-    if "langchain_redis" in sys.modules:
-        from langchain_redis import RedisVectorStore
-
-        from langchain_holodeck.vectorstores.redis import scan_redis
-
-        if isinstance(store, RedisVectorStore):
-            return scan_redis(store, namespace=namespace, batch_size=batch_size)
-    msg = (
-        f"cannot enumerate documents of {type(store).__name__}; scan_documents supports "
-        "MatrixVectorStore, InMemoryVectorStore and RedisVectorStore."
+    return backend_for_store(store).iter_documents(
+        store, namespace=namespace, batch_size=batch_size
     )
-    raise TypeError(msg)
-
-
-def _attr(config: Any, name: str) -> Any:
-    if isinstance(config, dict):
-        return config.get(name)
-    return getattr(config, name, None)
-
-
-def _choice(config: Any, name: str, allowed: tuple[str, ...]) -> Any:
-    value = str(_attr(config, name) or allowed[0]).upper()
-    if value not in allowed:
-        msg = f"database.{name} must be one of {', '.join(allowed)}, got {value!r}."
-        raise ConfigError(msg)
-    return value

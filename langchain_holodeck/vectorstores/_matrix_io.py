@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -15,24 +11,16 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.documents import Document
 
+from langchain_holodeck._persist import (
+    atomic_write,
+    atomic_write_bytes,
+    generation_name,
+    remove_other_generations,
+)
+
 MANIFEST = "manifest.json"
 FORMAT = "holodeck-matrix-store"
 VERSION = 1
-
-
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through a temporary file in its directory, fsync, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write(
@@ -41,11 +29,15 @@ def write(
     docs: Sequence[Document],
     *,
     dimension: int | None,
+    codebook: bytes | None = None,
 ) -> None:
-    """Write one generation, then point the manifest at it, then drop older generations."""
+    """Write one generation, then point the manifest at it, then drop older generations.
+
+    ``codebook`` (a serialized quantization codebook) is saved as ``codebook-<gen>.faiss``.
+    """
     directory.mkdir(parents=True, exist_ok=True)
-    gen = uuid.uuid4().hex[:12]
-    vectors_name, docs_name = f"vectors-{gen}.npy", f"documents-{gen}.jsonl"
+    vectors_name = generation_name("vectors", ".npy")
+    docs_name = generation_name("documents", ".jsonl")
 
     def write_docs(f: IO[bytes]) -> None:
         for doc in docs:
@@ -63,16 +55,17 @@ def write(
         "vectors": vectors_name,
         "documents": docs_name,
     }
-    manifest_bytes = json.dumps(manifest, indent=2).encode()
-
-    def write_manifest(f: IO[bytes]) -> None:
-        f.write(manifest_bytes)
-
-    atomic_write(directory / MANIFEST, write_manifest)
-    for old in [*directory.glob("vectors-*.npy"), *directory.glob("documents-*.jsonl")]:
-        if old.name not in (vectors_name, docs_name):
-            with contextlib.suppress(FileNotFoundError):
-                old.unlink()
+    codebook_name = None
+    if codebook is not None:
+        codebook_name = generation_name("codebook", ".faiss")
+        atomic_write_bytes(directory / codebook_name, codebook)
+        manifest["codebook"] = codebook_name
+    atomic_write_bytes(directory / MANIFEST, json.dumps(manifest, indent=2).encode())
+    remove_other_generations(directory, "vectors-*.npy", keep={vectors_name})
+    remove_other_generations(directory, "documents-*.jsonl", keep={docs_name})
+    remove_other_generations(
+        directory, "codebook-*.faiss", keep=set() if codebook_name is None else {codebook_name}
+    )
 
 
 def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int | None]:
@@ -115,3 +108,10 @@ def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int 
         msg = f"{manifest['vectors']} must hold a 2-D matrix, got shape {vectors.shape}."
         raise ValueError(msg)
     return vectors.astype(np.float32, copy=False), docs, dim if isinstance(dim, int) else None
+
+
+def read_codebook(directory: Path) -> bytes | None:
+    """The quantization codebook the manifest names, or ``None`` when it names none."""
+    manifest: dict[str, Any] = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    name = manifest.get("codebook")
+    return (directory / name).read_bytes() if isinstance(name, str) else None

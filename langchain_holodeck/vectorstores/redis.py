@@ -5,11 +5,15 @@ Imported lazily: it needs the ``redis`` extra (``pip install "langchain-holodeck
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import importlib.metadata
 import json
 import logging
 import math
+import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,6 +31,7 @@ from redisvl.query.filter import FilterExpression
 from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
+from langchain_holodeck.search_strategy import NativeHit
 from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
 
 logger = logging.getLogger(__name__)
@@ -42,6 +47,52 @@ METADATA_FIELD = "_metadata_json"
 TAG_SEPARATOR = "|"
 TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
 NUMERIC_FIELDS = ("chunk_index",)
+
+
+TESTED_LANGCHAIN_REDIS = "0.2"
+"""The langchain-redis minor version whose internals ``search_index`` was checked against."""
+
+
+def search_index(store: RedisVectorStore) -> SearchIndex:
+    """The redisvl ``SearchIndex`` behind a langchain-redis store.
+
+    The one place this package reaches into langchain-redis: everything else (queries, the
+    client, full-text search) goes through the index this returns. It uses the store's
+    ``index`` property (langchain-redis 0.2); other versions log one WARNING.
+
+    Raises:
+        TypeError: When ``store`` has no redisvl ``SearchIndex`` (an incompatible version).
+    """
+    _check_langchain_redis_version()
+    index = getattr(store, "index", None)
+    if not isinstance(index, SearchIndex):
+        msg = (
+            f"{type(store).__name__} has no redisvl SearchIndex at .index (got "
+            f"{type(index).__name__}); langchain-redis {_installed_langchain_redis()} is not "
+            f'compatible, install the tested one: pip install "langchain-redis~='
+            f'{TESTED_LANGCHAIN_REDIS}.0".'
+        )
+        raise TypeError(msg)
+    return index
+
+
+def _installed_langchain_redis() -> str:
+    try:
+        return importlib.metadata.version("langchain-redis")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.cache
+def _check_langchain_redis_version() -> None:
+    installed = _installed_langchain_redis()
+    if installed.split(".")[:2] != TESTED_LANGCHAIN_REDIS.split("."):
+        logger.warning(
+            "langchain-redis %s is untested with langchain-holodeck (tested: %s.x); "
+            "HolodeckRedisVectorStore relies on RedisVectorStore.index.",
+            installed,
+            TESTED_LANGCHAIN_REDIS,
+        )
 
 
 def mask_url(url: str) -> str:
@@ -155,8 +206,8 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         out_ids = [i or str(uuid.uuid4()) for i in given]
         metas = metadatas or [{} for _ in texts]
         records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
-        vectors = self._embeddings.embed_documents(texts)
-        client = self._index.client
+        vectors = self.embeddings.embed_documents(texts)
+        client = search_index(self).client
         self._ensure_index()
         for start in range(0, len(texts), batch_size):
             with client.pipeline(transaction=True) as pipe:
@@ -190,11 +241,40 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 record[name] = value
         return record
 
+    @property
+    def vector_dimension(self) -> int | None:
+        """Dimension of the index's vector field (what a query or document vector must have)."""
+        field = self._index.schema.fields.get(EMBEDDING_FIELD)
+        dims = getattr(getattr(field, "attrs", None), "dims", None)
+        return int(dims) if dims else None
+
+    def rebuild_index(self, dimension: int) -> None:
+        """Re-create the RediSearch index with a vector field of ``dimension``.
+
+        The index definition is dropped (``FT.DROPINDEX`` without ``DD``: no document is
+        deleted) and created again with the same fields, algorithm and metric; documents whose
+        vectors have another dimension stay unindexed until they are rewritten.
+        """
+        data = self._index.schema.to_dict()
+        for field in data["fields"]:
+            if field["name"] == EMBEDDING_FIELD:
+                field["attrs"]["dims"] = dimension
+        schema = IndexSchema.from_dict(data)
+        client = self._index.client
+        if self._index.exists():
+            self._index.delete(drop=False)
+        index = SearchIndex(schema=schema, redis_client=client)
+        index.create(overwrite=False)
+        logger.info("Redis index %r re-created for %d-dimensional vectors.", index.name, dimension)
+        self._index = index
+        self.config.embedding_dimensions = dimension
+        self.config.index_schema = schema
+
     def _ensure_index(self) -> None:
         """Re-create the index if it vanished (e.g. a Redis restart without persistence)."""
-        if not self._index.exists():
+        if not search_index(self).exists():
             logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
-            self._index.create(overwrite=False)
+            search_index(self).create(overwrite=False)
 
     def _key(self, doc_id: str) -> str:
         return f"{self.config.key_prefix}:{doc_id}"
@@ -207,7 +287,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """Documents of ``ids`` in input order; unknown ids are skipped."""
         if not ids:
             return []
-        with self._index.client.pipeline(transaction=False) as pipe:
+        with search_index(self).client.pipeline(transaction=False) as pipe:
             for doc_id in ids:
                 pipe.hmget(self._key(doc_id), [CONTENT_FIELD, METADATA_FIELD])
             rows = pipe.execute()
@@ -226,7 +306,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """
         if not ids:
             return False
-        return bool(self._index.client.delete(*(self._key(i) for i in ids)))
+        return bool(search_index(self).client.delete(*(self._key(i) for i in ids)))
 
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -250,13 +330,22 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         )
         if with_vectors:
             query.return_field(EMBEDDING_FIELD, decode_field=False)
+        dims = self.vector_dimension
+        if dims is not None and len(embedding) != dims:
+            msg = (
+                f"the query vector has dimension {len(embedding)} but the Redis index "
+                f"{self.config.index_name!r} holds dimension {dims}: the embedding model "
+                "changed. Re-ingest with force_ingest=True (CLI: --force-ingest) to rebuild "
+                "the corpus's vectors and the index schema."
+            )
+            raise ValueError(msg)
         try:
-            results = self._index.query(query)
+            results = search_index(self).query(query)
         except RedisSearchError as e:
-            if "index" not in str(e).lower() or self._index.exists():
+            if "index" not in str(e).lower() or search_index(self).exists():
                 raise
             self._ensure_index()  # the server lost it: it is empty now, and usable again
-            results = self._index.query(query)
+            results = search_index(self).query(query)
         out = []
         for res in results:
             doc = Document(
@@ -351,7 +440,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        embedding = self._embeddings.embed_query(query)
+        embedding = self.embeddings.embed_query(query)
         return self.similarity_search_with_score_by_vector(embedding, k, filter)
 
     def similarity_search_by_vector(
@@ -372,7 +461,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        embedding = self._embeddings.embed_query(query)
+        embedding = self.embeddings.embed_query(query)
         return self.similarity_search_by_vector(embedding, k, filter)
 
     def max_marginal_relevance_search_by_vector(
@@ -400,6 +489,139 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """Every stored document (optionally of one ``namespace``); see ``scan_redis``."""
         return scan_redis(self, namespace=namespace, batch_size=batch_size)
 
+    # -- native hybrid: one request, fused by the server ---------------------------------
+    _ft_hybrid: bool | None = None  # detected on first use
+
+    def server_supports_ft_hybrid(self) -> bool:
+        """True when the server (Redis >= 8.4) and redis-py offer ``FT.HYBRID``; cached."""
+        if self._ft_hybrid is None:
+            try:
+                from redis.commands.search.hybrid_query import CombineResultsMethod  # noqa: F401
+            except ImportError:
+                self._ft_hybrid = False
+            else:
+                version = str(self._index.client.info("server").get("redis_version", "0"))
+                self._ft_hybrid = _version(version) >= (8, 4)
+        return self._ft_hybrid
+
+    def native_hybrid_search(
+        self,
+        query: str,
+        *,
+        k: int = 4,
+        fetch_k: int = 50,
+        weights: tuple[float, float] = (0.5, 0.5),
+        rrf_k: int = 60,
+        min_similarity_score: float | None = None,
+        filter: FilterExpression | str | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> list[NativeHit]:
+        """Full text (BM25STD) and vector search fused by the server, in one request.
+
+        - Redis >= 8.4 (``FT.HYBRID``, detected): reciprocal rank fusion over a window of
+          ``fetch_k`` per leg with constant ``rrf_k``, unweighted (the server's RRF takes no
+          weights); used when no ``min_similarity_score`` is set.
+        - Otherwise (Redis Stack 7.4: redisvl ``AggregateHybridQuery``, one ``FT.AGGREGATE``):
+          the candidates are the ``fetch_k`` nearest chunks by vector (``KNN``; the text
+          clause is optional, so it only adds score), ranked by the *linear* combination
+          ``alpha * (2 - distance) / 2 + (1 - alpha) * BM25STD``. The vector term lies in
+          [0.5, 1] while raw BM25STD is unbounded (typically 5 to 30), so the weights are
+          rescaled by ``LINEAR_VECTOR_SCALE``: ``alpha = 99 w0 / (99 w0 + w1)``, 0.99 at
+          equal weights. A chunk that matches the words but is not among the ``fetch_k``
+          nearest is never a candidate. Each row's distance gives its similarity, so
+          ``min_similarity_score`` drops rows below it.
+
+        A query without a searchable word runs the dense search alone. Documents (content and
+        metadata as stored) come back in the same request, for the returned rows only.
+
+        Raises:
+            ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
+                non-negative numbers with at least one above 0.
+        """
+        if k < 1 or fetch_k < 1:
+            msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
+            raise ValueError(msg)
+        if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
+            msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
+            raise ValueError(msg)
+        from langchain_holodeck.keyword_index.redis import query_words
+
+        vector = list(embedding) if embedding is not None else self.embeddings.embed_query(query)
+        words = query_words(query)
+        relevance = self._select_relevance_score_fn()
+        if not words or weights[1] == 0:
+            rows = self._search(vector, fetch_k if min_similarity_score else k, filter)
+            hits = [NativeHit(d, relevance(s), relevance(s)) for d, s, _ in rows]
+            return _above(hits, min_similarity_score)[:k]
+        if min_similarity_score is None and self.server_supports_ft_hybrid():
+            return self._ft_hybrid_search(
+                words, vector, k=k, fetch_k=fetch_k, rrf_k=rrf_k, filter=filter
+            )
+        from redisvl.query import AggregateHybridQuery
+
+        aggregate = AggregateHybridQuery(
+            text=" ".join(words),
+            text_field_name=CONTENT_FIELD,
+            vector=vector,
+            vector_field_name=EMBEDDING_FIELD,
+            text_scorer="BM25STD",
+            filter_expression=filter,
+            alpha=linear_alpha(weights),
+            num_results=fetch_k,
+            return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
+            stopwords=None,
+        )
+        if min_similarity_score is None:
+            aggregate.limit(0, k)  # after SORTBY: the server returns the best k rows only
+        hits = []
+        for row in self._index.query(aggregate):
+            similarity = relevance(float(row.get(AggregateHybridQuery.DISTANCE_ID, 2.0)))
+            hits.append(NativeHit(self._row_document(row), float(row["hybrid_score"]), similarity))
+        return _above(hits, min_similarity_score)[:k]
+
+    async def anative_hybrid_search(self, query: str, **kwargs: Any) -> list[NativeHit]:
+        """:meth:`native_hybrid_search` in a worker thread (the client is synchronous)."""
+        return await asyncio.to_thread(self.native_hybrid_search, query, **kwargs)
+
+    def _ft_hybrid_search(
+        self,
+        words: list[str],
+        vector: list[float],
+        *,
+        k: int,
+        fetch_k: int,
+        rrf_k: int,
+        filter: FilterExpression | str | None,
+    ) -> list[NativeHit]:
+        from redisvl.query import HybridQuery
+
+        hybrid = HybridQuery(
+            text=" ".join(words),
+            text_field_name=CONTENT_FIELD,
+            vector=vector,
+            vector_field_name=EMBEDDING_FIELD,
+            text_scorer="BM25STD",
+            filter_expression=filter,
+            combination_method="RRF",
+            rrf_window=fetch_k,
+            rrf_constant=rrf_k,
+            yield_combined_score_as="hybrid_score",
+            num_results=k,
+            return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
+            stopwords=None,
+        )
+        rows = self._index.query(hybrid)
+        return [
+            NativeHit(self._row_document(r), float(r.get("hybrid_score", 0.0)), None) for r in rows
+        ]
+
+    def _row_document(self, row: Mapping[str, Any]) -> Document:
+        return Document(
+            id=self._id_from_key(_text(row.get("__key") or row.get("id") or "")),
+            page_content=_text(row.get(CONTENT_FIELD, "")),
+            metadata=_meta(row.get(METADATA_FIELD)),
+        )
+
 
 def scan_redis(
     store: RedisVectorStore, *, namespace: str | None = None, batch_size: int = 1000
@@ -409,7 +631,7 @@ def scan_redis(
     SCAN returns each key present for the whole scan at least once; duplicates are
     dropped here. Documents written during the scan may or may not appear.
     """
-    client = store.index.client
+    client = search_index(store).client
     prefix = f"{store.config.key_prefix}:"
     content_field = store.config.content_field
     seen: set[bytes] = set()
@@ -441,6 +663,32 @@ def _fetch_keys(
         name = key.decode() if isinstance(key, bytes) else key
         doc_id = name[len(prefix) :] if name.startswith(prefix) else name
         yield Document(id=doc_id, page_content=_text(content), metadata=metadata)
+
+
+LINEAR_VECTOR_SCALE = 99.0
+"""How much the vector similarity is scaled against raw BM25STD in the linear combination.
+
+Chosen on SciFact's 809 train claims (cached MiniLM vectors, KNN 200, best 100): alpha 0.5 ->
+0.673 nDCG@10, 0.95 -> 0.691, 0.98 -> 0.712, 0.99 -> 0.723, 0.995 -> 0.724; 0.99 is the
+smallest alpha within 0.001 of the best. See the README's strategy table for the test split.
+"""
+
+
+def linear_alpha(weights: tuple[float, float]) -> float:
+    """The ``AggregateHybridQuery`` alpha of (dense, keyword) weights: 0.99 when they are equal."""
+    dense = weights[0] * LINEAR_VECTOR_SCALE
+    return dense / (dense + weights[1])
+
+
+def _version(text: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", text)[:2]] + [0, 0]
+    return parts[0], parts[1]
+
+
+def _above(hits: list[NativeHit], threshold: float | None) -> list[NativeHit]:
+    if threshold is None:
+        return hits
+    return [h for h in hits if h.similarity is not None and h.similarity >= threshold]
 
 
 def relevance_fn(metric: str) -> Callable[[float], float]:

@@ -114,7 +114,7 @@ def test_unreachable_redis_falls_back_with_one_warning_line(
     assert lines[0].startswith("warning: Redis at redis://127.0.0.1:1 is unavailable (")
     assert lines[0].endswith("falling back to the in-memory vector store.")
     assert re.match(
-        r"ingested docs into 'docs' \(in-memory, saved in \S+; Redis unavailable\): "
+        r"ingested docs into 'docs' \(in-memory, saved in \S+; redis unavailable\): "
         r"(\d+) added, 0 updated, 0 skipped, 0 failed",
         out,
     ), out

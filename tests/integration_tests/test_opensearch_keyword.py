@@ -94,13 +94,18 @@ def test_basic_auth_and_api_key_headers(fake) -> None:
     assert "s3cret" not in repr(OpenSearchKeywordIndex(fake.url, username="u", password="s3cret"))
 
 
-def test_rebuild_from_store(fake, embeddings) -> None:
+def test_rebuild_from_store_replaces_only_its_namespace(fake, embeddings) -> None:
     store = MatrixVectorStore(embeddings)
     store.add_documents(DOCS)
     index = OpenSearchKeywordIndex(fake.url, index_name="kw")
-    index.upsert([Document(id="stale", page_content="stale arch")])
-    assert index.rebuild_from_store(store, namespace="legal") == 2
-    assert set(fake.indices["kw"]) == {"a", "b"}
+    index.upsert(DOCS)  # both namespaces share the OpenSearch index
+    index.upsert([Document(id="stale", page_content="stale arch", metadata={"namespace": "legal"})])
+    legal = OpenSearchKeywordIndex(fake.url, index_name="kw", namespace="legal")
+    assert legal.rebuild_from_store(store) == 2
+    assert set(fake.indices["kw"]) == {"a", "b", "c", "d"}  # crew's c, d kept; stale gone
+    crew = OpenSearchKeywordIndex(fake.url, index_name="kw", namespace="crew")
+    assert {h.id for h in crew.search("arch officer", k=5)} == {"c", "d"}
+    assert ("DELETE", "/kw") not in [(m, p.split("?")[0]) for m, p, _ in fake.requests]
 
 
 def test_blank_query_and_bad_k(fake) -> None:

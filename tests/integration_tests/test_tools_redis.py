@@ -34,7 +34,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def index(redis_url: str, redis_index_name: str) -> Iterator[str]:
-    """A fresh index; the tools' embedding caches (``holodeck:embcache:<tool>:``) go with it."""
+    """A fresh index; its embedding caches (``holodeck:embcache:<index>:...``) go with it."""
     yield redis_index_name
     import redis
 
@@ -55,7 +55,7 @@ def vector_tool(
 ) -> VectorStoreTool:
     fields: dict[str, Any] = {
         "type": "vectorstore",
-        "name": index_name,  # tool names double as namespaces and cache prefixes
+        "name": index_name,
         "description": "Search the holodeck documentation.",
         "source": "docs",
         "top_k": 3,
@@ -89,7 +89,7 @@ def stored_chunks(tool: VectorStoreTool | HierarchicalDocumentTool) -> list[Docu
     """What the tool's store holds in its namespace, read back from Redis."""
     retriever = tool.as_retriever()
     assert isinstance(retriever, HybridRetriever)
-    return list(scan_documents(retriever.vector_store, namespace=tool.name))
+    return list(scan_documents(retriever.vector_store, namespace=tool.namespace))
 
 
 def bump_mtime(path: Path) -> None:
@@ -212,9 +212,11 @@ async def test_two_tools_sharing_an_index_stay_isolated_by_namespace(
 async def test_hierarchical_tool_with_redis_keywords_end_to_end(
     root: Path, redis_url: str, index: str, embeddings: HashingEmbeddings
 ) -> None:
-    tool = hierarchical_tool(root, redis_url, index, embeddings)
+    # the fallback strategy: RediSearch BM25 as a separate leg (native: test_redis_native.py)
+    tool = hierarchical_tool(root, redis_url, index, embeddings, search_strategy="fallback")
     first = await tool.initialize()
     assert tool.backend == "redis"
+    assert tool.search_strategy == "fallback"
     assert first.added > 4
     retriever = tool.as_retriever()
     assert isinstance(retriever, HybridRetriever)
@@ -228,7 +230,7 @@ async def test_hierarchical_tool_with_redis_keywords_end_to_end(
 
     docs = await tool.as_retriever().ainvoke("arch controls terminate program", k=3)
     assert docs
-    assert all(d.metadata["namespace"] == tool.name for d in docs)
+    assert all(d.metadata["namespace"] == tool.namespace for d in docs)
     assert any(d.metadata["keyword_score"] is not None for d in docs)
 
     calls = embeddings.calls

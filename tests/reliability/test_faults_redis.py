@@ -18,7 +18,7 @@ import pytest
 from langchain_core.documents import Document
 from pydantic import SecretStr
 
-from langchain_holodeck.config import DatabaseConfig, VectorStoreToolConfig
+from langchain_holodeck.config import RedisDatabaseConfig, VectorStoreToolConfig
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import VectorStoreTool
 from langchain_holodeck.vectorstores import (
@@ -56,8 +56,8 @@ def redis(server: PrivateRedis) -> Iterator[PrivateRedis]:
         client.flushall()
 
 
-def database(server: PrivateRedis, index_name: str) -> DatabaseConfig:
-    return DatabaseConfig(
+def database(server: PrivateRedis, index_name: str) -> RedisDatabaseConfig:
+    return RedisDatabaseConfig(
         provider="redis",
         connection_string=SecretStr(server.url),
         index_name=index_name,

@@ -43,7 +43,7 @@ SUMMARY = re.compile(
     r"^ingested docs into 'default' \(in-memory, saved in (?P<dir>\S+)\): "
     r"(?P<added>\d+) added, (?P<updated>\d+) updated, (?P<skipped>\d+) skipped, "
     r"(?P<failed>\d+) failed, (?P<deleted>\d+) deleted; (?P<total>\d+) chunks in "
-    r"[\d.]+ s \([\d.]+ chunks/s\)$"
+    r"[\d.]+ s \([\d.]+ chunks/s\); search strategy (?P<strategy>native|fallback)$"
 )
 
 
@@ -95,6 +95,7 @@ def test_ingest_prints_one_summary_line_and_writes_the_manifest(ingested: Ingest
     assert ingested.code == 0, ingested.err
     match = SUMMARY.match(ingested.out.strip())
     assert match, ingested.out
+    assert match["strategy"] == "fallback"  # the in-memory store has no native hybrid
     assert int(match["added"]) == int(match["total"]) > 0
     assert (match["updated"], match["skipped"], match["failed"]) == ("0", "0", "0")
     assert ingested.err == ""  # stderr is not a TTY: no progress bars, and no warning
@@ -204,6 +205,8 @@ def test_search_json_is_a_list_with_the_documented_keys(
     assert top["source_path"] == "docs/auth.md"
     assert "revoked" in top["text"]
     assert top["score"] == top["fused_score"] > 0
+    assert all(0 <= r["score"] <= 1 for r in records)  # the shown score: fused / best attainable
+    assert top["semantic_score"] is not None  # the raw per-leg scores stay in the JSON
     assert top["semantic_rank"] == 1
     assert isinstance(top["parent_chain"], list)
     assert isinstance(top["exact_match"], bool)
@@ -296,6 +299,7 @@ def test_tools_lists_each_tool_and_where_its_data_lives(
     assert f"  source:      {tmp_path / 'docs'}" in kb
     assert f"  vectors:     in-memory, saved in {Path('st') / 'kb'}" in kb
     assert "  keywords:    none (dense search only)" in kb
+    assert "  search:      dense only" in kb
     assert act.splitlines()[0] == "act (hierarchical_document)"
     assert "  vectors:     redis redis://:***@db.example:6379/0, index act_vectors" in act
     assert "in-memory BM25" in act
@@ -308,6 +312,7 @@ def test_tools_without_config_describes_the_last_ingest(
     code, out, _ = run(capsys, "tools", "--store", str(ingested.store))
     assert code == 0
     assert out.startswith("default (hierarchical_document)\n")
+    assert "  search:      fallback (RRF in-process; search_strategy: auto)" in out
     assert f"  source:      {ingested.workdir / 'docs'}" in out
 
 
@@ -346,3 +351,52 @@ def test_progress_bars_disabled_draw_nothing() -> None:
     with ProgressBars(enabled=False, stream=stream) as bars:
         bars(IngestProgress("files", 1, 1))
     assert stream.getvalue() == ""
+
+
+def test_unreachable_redis_without_fallback_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n"
+        "  - type: vectorstore\n    name: kb\n    description: Crew docs\n    source: docs\n"
+        "    database:\n      provider: redis\n      connection_string: redis://127.0.0.1:1\n"
+        "      fallback_to_memory: false\n",
+    )
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(tmp_path / "s"))
+    assert code == 1
+    assert out == ""
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: Redis at redis://127.0.0.1:1 is unavailable")
+    assert "falling back" not in err
+
+
+def test_purge_legacy_deletes_only_the_old_namespace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck.sync import sync_documents
+    from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+    from tests.helpers import HashingEmbeddings
+
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: vectorstore\n    name: kb\n    description: d\n    source: docs\n"
+        "    embedding_model: sentence-transformers/all-MiniLM-L6-v2\n",
+    )
+    store_dir = tmp_path / "s"
+    assert run(capsys, "ingest", "--config", str(agent), "--store", str(store_dir))[0] == 0
+    store = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
+    own = len(list(store.iter_documents()))
+    old = [Document(page_content="old", metadata={"source_path": "docs/api.md"})]
+    sync_documents(old, store, namespace="kb")
+    store.dump(store_dir / "kb")
+    code, out, err = run(capsys, "purge-legacy", "--config", str(agent), "--store", str(store_dir))
+    assert code == 0, err
+    assert out.startswith("deleted 1 legacy chunk(s) of namespace 'kb' from in-memory")
+    left = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
+    assert list(scan_documents(left, namespace="kb")) == []
+    assert len(list(left.iter_documents())) == own

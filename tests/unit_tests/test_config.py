@@ -15,9 +15,12 @@ from langchain_holodeck.config import (
     AgentConfig,
     CohereRerankerConfig,
     ContextModelConfig,
-    DatabaseConfig,
     HierarchicalDocumentToolConfig,
-    KeywordIndexConfig,
+    InMemoryDatabaseConfig,
+    InMemoryKeywordIndexConfig,
+    OpenSearchKeywordIndexConfig,
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
     SearchWeights,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
@@ -80,6 +83,29 @@ def test_minimal_vectorstore_gets_documented_defaults(tmp_path: Path) -> None:
         None,
         "original",
     )
+
+
+def test_contract_minimal_tool_type_name_source_gets_a_description(tmp_path: Path) -> None:
+    minimal = [
+        {"type": "vectorstore", "name": "kb", "source": "docs/"},
+        {"type": "hierarchical_document", "name": "legal", "source": "./legal"},
+    ]
+    vector, legal = load_tools(tmp_path, *minimal).tools
+    assert vector.description == "Search the documents in docs/ by meaning."
+    assert legal.description == (
+        "Search the structured documents in ./legal by meaning, keyword or section number."
+    )
+    assert load_tools(tmp_path, vectorstore(description="mine")).tools[0].description == "mine"
+
+
+@pytest.mark.parametrize("key", ["timeout_seconds", "timeout"])
+def test_keyword_index_timeout_seconds_and_its_alias(tmp_path: Path, key: str) -> None:
+    keyword = {"provider": "opensearch", "endpoint": "http://h", key: 120}
+    (tool,) = load_tools(tmp_path, hierarchical(keyword_index=keyword)).tools
+    assert isinstance(tool, HierarchicalDocumentToolConfig)
+    assert tool.keyword_index.timeout_seconds == tool.keyword_index.timeout == 120
+    default = OpenSearchKeywordIndexConfig(provider="opensearch", endpoint="http://h")
+    assert default.timeout_seconds == 10
 
 
 def test_minimal_hierarchical_gets_documented_defaults(tmp_path: Path) -> None:
@@ -182,12 +208,14 @@ def test_yaml_anchor_shared_between_tools_is_allowed(tmp_path: Path) -> None:
 
 # --- every validation rule: file, field path and value in the message ---------------------
 
+REDIS_DB = {"provider": "redis", "connection_string": "${REDIS_URL}"}
+
 RULES = [
     # (tool, field path, fragment that must follow the path)
     (vectorstore(name="bad name"), "tools[0].name", "got 'bad name'"),
     (vectorstore(name="x" * 65), "tools[0].name", "at most 64"),
     (vectorstore(name=_DROP), "tools[0].name", "required"),
-    (vectorstore(description=_DROP), "tools[0].description", "required"),
+    (vectorstore(description=""), "tools[0].description", "must not be empty, got ''"),
     (vectorstore(source=""), "tools[0].source", "must not be empty, got ''"),
     (vectorstore(top_k=0), "tools[0].top_k", "must be >= 1, got 0"),
     (vectorstore(top_k=500), "tools[0].top_k", "must be <= 100, got 500"),
@@ -265,22 +293,32 @@ RULES = [
     (
         vectorstore(database={"provider": "in-memory", "connection_string": "${REDIS_URL}"}),
         "tools[0].database",
-        "connection_string is only used with provider 'redis'",
+        "connection_string only applies to provider 'redis', got provider 'in-memory'",
     ),
     (
-        vectorstore(database={"provider": "in-memory", "vector_algorithm": "IVF"}),
+        vectorstore(database={"provider": "in-memory", "vector_algorithm": "HNSW"}),
+        "tools[0].database",
+        "vector_algorithm only applies to provider 'redis', got provider 'in-memory'",
+    ),
+    (
+        vectorstore(database={**REDIS_DB, "vector_algorithm": "IVF"}),
         "tools[0].database.vector_algorithm",
         "must be 'HNSW' or 'FLAT', got 'IVF'",
     ),
     (
-        vectorstore(database={"provider": "in-memory", "distance_metric": "cosine"}),
+        vectorstore(database={**REDIS_DB, "distance_metric": "cosine"}),
         "tools[0].database.distance_metric",
         "got 'cosine'",
     ),
     (
-        vectorstore(database={"provider": "in-memory", "index_name": "my index"}),
+        vectorstore(database={**REDIS_DB, "index_name": "my index"}),
         "tools[0].database.index_name",
         "got 'my index'",
+    ),
+    (
+        vectorstore(database={**REDIS_DB, "fallback_to_memory": "sometimes"}),
+        "tools[0].database.fallback_to_memory",
+        "must be true or false, got 'sometimes'",
     ),
     (hierarchical(top_k=101), "tools[0].top_k", "must be <= 100, got 101"),
     (
@@ -307,6 +345,8 @@ RULES = [
     (hierarchical(context_concurrency=-1), "tools[0].context_concurrency", "got -1"),
     (hierarchical(max_chunk_tokens=10), "tools[0].max_chunk_tokens", "must be >= 50, got 10"),
     (hierarchical(expand_hops=4), "tools[0].expand_hops", "must be <= 3, got 4"),
+    (hierarchical(expand_limit=0), "tools[0].expand_limit", "must be >= 1, got 0"),
+    (hierarchical(expand_limit=101), "tools[0].expand_limit", "must be <= 100, got 101"),
     (hierarchical(expand_direction="up"), "tools[0].expand_direction", "got 'up'"),
     (
         hierarchical(search_weights={"semantic": -1}),
@@ -341,7 +381,7 @@ RULES = [
     (
         hierarchical(keyword_index={"provider": "in-memory", "endpoint": "http://h:9200"}),
         "tools[0].keyword_index",
-        "endpoint only apply to provider 'opensearch', got provider 'in-memory'",
+        "endpoint only applies to provider 'opensearch', got provider 'in-memory'",
     ),
     (
         hierarchical(
@@ -368,7 +408,26 @@ RULES = [
             keyword_index={"provider": "opensearch", "endpoint": "http://h", "timeout": 0}
         ),
         "tools[0].keyword_index.timeout",
-        "must be > 0, got 0",
+        "must be >= 1, got 0",
+    ),
+    (
+        hierarchical(
+            keyword_index={"provider": "opensearch", "endpoint": "http://h", "timeout_seconds": 121}
+        ),
+        "tools[0].keyword_index.timeout_seconds",
+        "must be <= 120, got 121",
+    ),
+    (
+        hierarchical(
+            keyword_index={
+                "provider": "opensearch",
+                "endpoint": "http://h",
+                "timeout": 5,
+                "timeout_seconds": 5,
+            }
+        ),
+        "tools[0].keyword_index",
+        "timeout is an alias of timeout_seconds",
     ),
     (
         hierarchical(
@@ -778,12 +837,15 @@ def test_config_reference_mentions_every_field() -> None:
         AgentConfig,
         VectorStoreToolConfig,
         HierarchicalDocumentToolConfig,
-        DatabaseConfig,
+        InMemoryDatabaseConfig,
+        RedisDatabaseConfig,
         CohereRerankerConfig,
         VLLMRerankerConfig,
         ContextModelConfig,
         SearchWeights,
-        KeywordIndexConfig,
+        InMemoryKeywordIndexConfig,
+        RedisKeywordIndexConfig,
+        OpenSearchKeywordIndexConfig,
     ]
     for model in models:
         section = text.split(f"### {model.__name__}\n", 1)[1].split("\n### ", 1)[0]

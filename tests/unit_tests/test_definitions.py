@@ -153,3 +153,62 @@ def test_dangling_and_prefix_references() -> None:
 def test_resolve_needs_ids() -> None:
     with pytest.raises(ValueError, match="chunk 0 \\(source_path='a'\\) has none"):
         resolve_cross_references([Document(page_content="x", metadata={"source_path": "a"})])
+
+
+def test_mpl_form_term_on_one_line_means_on_the_next() -> None:
+    text = (
+        '1.1. "Contributor"\n    means each individual or legal entity that creates,\n'
+        "    contributes to, or owns Covered Software.\n\n"
+        '1.11. "Patent Claims" of a Contributor\n    means any patent claim(s).\n\n'
+        '1.14. "You" (or "Your")\n    means an individual.\n'
+    )
+    assert find_definitions(text) == [
+        (
+            "Contributor",
+            "each individual or legal entity that creates, contributes to, or owns Covered "
+            "Software.",
+        ),
+        ("Patent Claims", "any patent claim(s)."),
+        ("You", "an individual."),
+    ]
+
+
+def test_definition_ending_in_a_colon_takes_its_clauses() -> None:
+    text = (
+        '1.10. "Modifications"\n    means any of the following:\n\n'
+        "    (a) any file that results from a deletion; or\n\n"
+        "    (b) any new file.\n\n1.11. Next\n"
+    )
+    [(term, definition)] = find_definitions(text)
+    assert term == "Modifications"
+    assert definition == (
+        "any of the following: (a) any file that results from a deletion; or (b) any new file."
+    )
+
+
+def test_gpl_form_with_a_qualifier_and_two_definitions_in_one_paragraph() -> None:
+    text = (
+        "To \u201cmodify\u201d a work means to copy from or adapt all or part of the work.\n\n"
+        "The \u201csource code\u201d for a work means the preferred form of the work\n"
+        "for making modifications to it.  \u201cObject code\u201d means any non-source form.\n"
+    )
+    assert find_definitions(text) == [
+        ("modify", "to copy from or adapt all or part of the work."),
+        ("source code", "the preferred form of the work for making modifications to it."),
+        ("Object code", "any non-source form."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("17. Interpretation of Sections 15 and 16.", False),
+        ("Interpretation", True),
+        ("Definitions and Interpretation", True),
+        ("1. Definitions.", True),
+    ],
+)
+def test_interpretation_of_sections_is_not_a_definitions_heading(
+    title: str, *, expected: bool
+) -> None:
+    assert is_definitions_heading(title) is expected

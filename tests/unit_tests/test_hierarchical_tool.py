@@ -44,7 +44,7 @@ def tool(legal: Path, embeddings: HashingEmbeddings, tmp_path: Path) -> Hierarch
         ("Section 203(a)(1)", "203(a)(1)"),
         ("what does § 202 say", "202(a)"),  # 202's bare heading opens the 202(a) chunk
         ("section 201(b)", "201(b)"),
-        ("Section 102", "102"),
+        ("Section 102", "102(a)"),  # 102's heading and "In this Act:" open the 102(a) chunk
     ],
 )
 async def test_exact_section_lookup_is_the_top_result(
@@ -172,3 +172,55 @@ async def test_enrichment_cost_is_logged_before_any_llm_call(
     assert line.startswith(f"contextual enrichment: {result.added} LLM calls (0 cached)")
     assert llm.calls == result.added
     assert events.index("contexts") < events.index("embeddings")
+
+
+@pytest.mark.parametrize(("expand_limit", "expanded"), [(1, 1), (2, 2), (100, 5)])
+async def test_expand_limit_from_the_config_caps_the_expanded_chunks(
+    legal: Path, embeddings: HashingEmbeddings, tmp_path: Path, expand_limit: int, expanded: int
+) -> None:
+    config = make_config(legal, expand_hops=3, expand_direction="both", expand_limit=expand_limit)
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    docs = await tool.as_retriever().ainvoke("operator shall")
+    assert sum(1 for d in docs if d.metadata["expansion_hops"]) == expanded
+
+
+LICENSES = Path("/usr/share/common-licenses")
+
+
+@pytest.mark.parametrize(
+    "query", ["what does Operator mean?", "define Operator", "Operator definition"]
+)
+async def test_definition_question_returns_the_defining_chunk_and_shows_the_term(
+    tool: HierarchicalDocumentTool, query: str
+) -> None:
+    await tool.initialize()
+    docs = await tool.as_retriever().ainvoke(query)
+    assert "operator" in [t.lower() for t in docs[0].metadata["defined_terms"]]
+    text = await tool.search(query)
+    terms = text.split("\n\nDefined terms:\n", 1)[1]
+    assert terms.startswith('- "Operator" (')
+    assert "the crew member who starts a simulation" in terms
+
+
+@pytest.mark.skipif(not (LICENSES / "MPL-2.0").exists(), reason="needs Debian's common-licenses")
+async def test_mpl_sections_and_definitions_are_found(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    source = tmp_path / "licenses"
+    source.mkdir()
+    shutil.copy(LICENSES / "MPL-2.0", source / "MPL-2.0.txt")
+    tool = HierarchicalDocumentTool(
+        make_config(source), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    retriever = tool.as_retriever()
+    top = retriever.invoke("Section 3.1")[0]
+    assert top.metadata["section_id"] == "3.1"
+    assert top.page_content.lstrip("-\n ").startswith(("3. Responsibilities", "3.1."))
+    top = retriever.invoke("what does Larger Work mean?")[0]
+    assert top.metadata["section_id"] == "1.7"
+    assert top.metadata["chunk_type"] == "definition"
+    assert "requirement" in {d.metadata["chunk_type"] for d in retriever.invoke("You must", k=10)}

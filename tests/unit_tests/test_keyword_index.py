@@ -5,7 +5,7 @@ import Stemmer
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordHit, KeywordIndex
+from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordHit, KeywordIndex, Tokenizer
 
 TEXTS = [
     "The Operator shall confirm that the safety interlock is engaged.",
@@ -158,6 +158,29 @@ def test_save_and_load_round_trip(index: BM25KeywordIndex, tmp_path) -> None:
     assert "later" in {h.id for h in loaded.search("replicator", k=5)}
 
 
+def test_save_killed_between_its_two_files_leaves_the_previous_save(
+    index: BM25KeywordIndex, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import langchain_holodeck.keyword_index.bm25 as bm25_module
+
+    index.save(tmp_path / "kw")
+    before = [h.id for h in index.search("officer program", k=10)]
+    index.upsert([Document(id="new", page_content="officer program officer program")])
+
+    def killed(*_args: object) -> None:
+        raise KeyboardInterrupt  # the tokens file is written, the JSON never is
+
+    monkeypatch.setattr(bm25_module, "atomic_write_bytes", killed)
+    with pytest.raises(KeyboardInterrupt):
+        index.save(tmp_path / "kw")
+    monkeypatch.undo()
+    loaded = BM25KeywordIndex.load(tmp_path / "kw")
+    assert [h.id for h in loaded.search("officer program", k=10)] == before
+    index.save(tmp_path / "kw")  # the next save completes and leaves one generation
+    assert len(list((tmp_path / "kw").glob("bm25_tokens*.npz"))) == 1
+    assert "new" in {h.id for h in BM25KeywordIndex.load(tmp_path / "kw").search("officer", k=10)}
+
+
 def test_load_errors(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="no saved BM25KeywordIndex"):
         BM25KeywordIndex.load(tmp_path)
@@ -211,3 +234,33 @@ def test_rank_bm25_missing_gives_install_hint(monkeypatch) -> None:
 
 def test_token_arrays_are_int32(index: BM25KeywordIndex) -> None:
     assert all(a.dtype == np.int32 for a in index._tokens.values())
+
+
+@pytest.mark.parametrize(
+    ("word", "terms"),
+    [
+        ("parse_sections", ["pars", "section", "parse_sections"]),
+        ("Shift.swap", ["shift", "swap", "shift.swap"]),
+        ("getUser", ["get", "user", "getuser"]),
+        ("HTTPServer", ["http", "server", "httpserver"]),
+        ("Running", ["run"]),
+        ("p53", ["p53"]),
+        ("the", []),
+    ],
+)
+def test_tokenizer_splits_identifiers_and_keeps_them_whole(word: str, terms: list[str]) -> None:
+    assert Tokenizer().terms_of(word) == terms
+
+
+def test_identifier_query_ranks_its_definition_first() -> None:
+    docs = [
+        Document(id="a", page_content="def parse_sections(text): return split(text)"),
+        Document(id="b", page_content="Parse the sections of the report, then file them."),
+        Document(id="c", page_content="class Shift: def swap(self): pass"),
+    ]
+    index = BM25KeywordIndex()
+    index.upsert(docs)
+    assert index.search("parse_sections", k=3)[0].id == "a"
+    assert {h.id for h in index.search("parse sections", k=3)} >= {"a", "b"}
+    assert index.search("Shift.swap", k=1)[0].id == "c"
+    assert "3.5" not in Tokenizer().terms_of("3.5")

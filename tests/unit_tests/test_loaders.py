@@ -264,9 +264,29 @@ async def test_alazy_load_equals_lazy_load_and_loads_off_the_event_loop(
 def test_markdown_and_text_are_read_verbatim(data_dir: Path) -> None:
     docs = {d.metadata["source_path"]: d for d in SourceLoader(data_dir / "docs").load()}
     prefix = f"{(data_dir / 'docs').as_posix()}/"
-    for rel in ["api.md", "auth.md", "guide/shifts.txt", "crew.json"]:
+    for rel in ["api.md", "auth.md", "guide/shifts.txt"]:
         expected = (data_dir / "docs" / rel).read_text(encoding="utf-8")
         assert docs[prefix + rel].page_content == expected
+
+
+def test_json_is_pretty_printed_as_a_json_code_block(data_dir: Path) -> None:
+    [doc] = SourceLoader("docs/crew.json", base_dir=data_dir).load()
+    raw = json.loads((data_dir / "docs" / "crew.json").read_text(encoding="utf-8"))
+    pretty = json.dumps(raw, indent=2, ensure_ascii=False)
+    assert doc.page_content == f"```json\n{pretty}\n```\n"
+    assert doc.page_content.splitlines()[:4] == ["```json", "{", '  "crew": [', "    {"]
+
+
+def test_invalid_json_is_kept_as_written_in_the_block(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "bad.json").write_text('{"a": 1,}\r\n', encoding="utf-8")
+    (tmp_path / "ticks.json").write_text('{"code": "```sh\\nls\\n```"}', encoding="utf-8")
+    bad, ticks = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert bad.page_content == '```json\n{"a": 1,}\n```\n'
+    assert "bad.json is not valid JSON" in caplog.text
+    assert ticks.page_content.startswith("````json\n{\n")
+    assert ticks.page_content.endswith("\n````\n")
 
 
 def test_csv_becomes_a_markdown_table(data_dir: Path) -> None:

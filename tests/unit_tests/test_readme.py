@@ -22,9 +22,20 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second() -> None:
     commands = re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)
     assert len(commands) == 2
     assert all("\n" not in c for c in commands)
-    assert commands[0].startswith('pip install -e ".[local]" && python examples/quickstart.py')
+    assert commands[0] == "pip install -e . && python examples/quickstart.py"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1].replace('"', "") in ci.replace('"', "").replace("-q ", "")
+
+
+def test_every_error_table_row_names_a_test_that_exists() -> None:
+    table = README.split("<!-- error-table:start -->", 1)[1].split("<!-- error-table:end -->")[0]
+    rows = [line for line in table.strip().splitlines()[2:] if line.startswith("|")]
+    assert len(rows) >= 10
+    for row in rows:
+        (node,) = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", row)
+        path, name = node
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^(async )?def {name}\(", source, flags=re.M), f"{path}::{name}"
 
 
 def test_tool_selection_example_runs_and_its_results_hold() -> None:

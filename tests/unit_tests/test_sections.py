@@ -187,3 +187,53 @@ def test_plain_words_are_not_references() -> None:
 def test_subclauses_can_be_turned_off() -> None:
     text = "Section 2 Rules\n\n(a) first rule.\n\n(b) second rule.\n"
     assert [s.section_id for s in parse_sections(text, subclauses=False)] == ["2"]
+
+
+def test_a_sentence_listing_sections_is_not_a_heading() -> None:
+    text = (
+        "2.7. Conditions\n\nSections 3.1, 3.2, 3.3, and 3.4 are conditions of the licenses"
+        " granted\nin Section 2.1.\n\n3.1. Distribution of Source Form\n\n"
+        "All distribution must be under this License.\n"
+    )
+    sections = parse_sections(text)
+    assert [s.section_id for s in sections] == ["2.7", "3.1"]
+    assert sections[1].title == "3.1. Distribution of Source Form"
+
+
+def test_run_in_title_starts_a_section_with_its_body_on_the_same_line() -> None:
+    text = (
+        '   1. Definitions.\n\n      "License" shall mean this.\n\n'
+        "   2. Grant of Copyright License. Subject to the terms and conditions of\n"
+        "      this License, each Contributor grants You a license.\n\n"
+        "   3. Remove the cover. Then wait.\n"
+    )
+    sections = parse_sections(text)
+    assert [(s.section_id, s.title) for s in sections] == [
+        ("1", "1. Definitions."),
+        ("2", "2. Grant of Copyright License."),
+    ]
+    assert text[sections[1].body_start :].startswith("Subject to the terms")
+
+
+def test_numbered_heading_underlined_like_setext_consumes_the_underline() -> None:
+    text = '1. Definitions\n--------------\n\n1.1. "Contributor"\n    means a person.\n'
+    sections = parse_sections(text)
+    assert [s.section_id for s in sections] == ["1", "1.1"]
+    assert not text[sections[0].body_start : sections[0].end].strip()
+
+
+def test_headings_with_this_in_their_title() -> None:
+    text = "14. Revised Versions of this License.\n\nThe Foundation may publish versions.\n"
+    assert [s.section_id for s in parse_sections(text)] == ["14"]
+
+
+def test_headings_inside_a_comment_box() -> None:
+    text = (
+        "5.3. End\n\nText.\n\n" + "*" * 40 + "\n*" + " " * 38 + "*\n"
+        "*  6. Disclaimer of Warranty            *\n"
+        "*  -------------------------            *\n"
+        "*  Covered Software is provided as is.  *\n" + "*" * 40 + "\n"
+    )
+    sections = parse_sections(text)
+    assert [s.section_id for s in sections] == ["5.3", "6"]
+    assert sections[1].title == "6. Disclaimer of Warranty"

@@ -194,3 +194,23 @@ def test_bare_heading_is_not_merged_past_the_token_limit() -> None:
     docs = StructuredMarkdownSplitter(max_chunk_tokens=40).create_documents([text])
     assert docs[0].page_content.startswith("## Parent")
     assert all(len(d.page_content.split()) <= 40 for d in docs)
+
+
+def test_a_heading_with_only_an_introduction_opens_its_first_sub_section() -> None:
+    text = (
+        "### Section 102. Definitions\n\nIn this Act:\n\n"
+        '(a) "Operator" means the crew member who starts a simulation.\n\n'
+        '(b) "Arch" means the entrance.\n'
+    )
+    chunks = StructuredMarkdownSplitter().split_text(text)
+    docs = StructuredMarkdownSplitter().create_documents([text])
+    assert chunks[0].startswith("### Section 102. Definitions\n\nIn this Act:\n\n(a)")
+    assert [d.metadata["section_id"] for d in docs] == ["102(a)", "102(b)"]
+    assert docs[0].metadata["opens_sections"] == ["102"]
+
+
+def test_a_long_body_ending_in_a_colon_keeps_its_own_chunk() -> None:
+    intro = " ".join(["word"] * 40) + ":"
+    text = f"### Section 5. Scope\n\n{intro}\n\n(a) First.\n"
+    docs = StructuredMarkdownSplitter().create_documents([text])
+    assert [d.metadata["section_id"] for d in docs] == ["5", "5(a)"]

@@ -282,3 +282,24 @@ def test_cleanup_on_a_store_that_cannot_list_still_trims_tails_and_says_why() ->
     assert len(result.errors) == 1
     assert result.errors[0].startswith("cleanup of deleted files skipped: ")
     assert "_DictStore" in result.errors[0]
+
+
+class _NoDelete(InMemoryVectorStore):
+    """``get_by_ids`` and ``ids=`` (all the sync contract asks), but no ``delete``."""
+
+    delete = VectorStore.delete  # type: ignore[assignment]  # the base's NotImplementedError
+
+
+def test_store_without_delete_syncs_and_skips_stale_cleanup_with_a_reason(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = _NoDelete(embeddings)
+    assert sync_documents(CORPUS, store, namespace="kb") == SyncResult(added=5)
+    shrunk = chunks("a.md", ["alpha one", "alpha 2"])
+    result = sync_documents(shrunk, store, namespace="kb", cleanup=True)
+    assert (result.updated, result.deleted) == (1, 0)
+    assert result.errors == (
+        "stale-chunk cleanup skipped: _NoDelete does not override delete(), so 3 stale "
+        "chunk(s) stay in the store; use a store that implements delete() to remove them.",
+    )
+    assert len(store.store) == 5  # a.md's tail and b.md stay

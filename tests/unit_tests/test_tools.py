@@ -15,6 +15,7 @@ from langchain_holodeck.config import VectorStoreToolConfig
 from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.rerank_server import RerankServer
 
 RESULT_HEADER = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)$", re.M)
 
@@ -102,6 +103,39 @@ async def test_force_ingest_reembeds_everything(
     assert embeddings.texts_embedded == calls + first.added
 
 
+async def test_initialize_takes_force_ingest_positionally(
+    tool: VectorStoreTool, embeddings: HashingEmbeddings
+) -> None:
+    first = await tool.initialize()
+    before = embeddings.texts_embedded
+    forced = await tool.initialize(True)
+    assert forced.updated == first.added > 0
+    assert embeddings.texts_embedded - before == first.added
+    assert tool.initialize_sync(False).skipped == first.added
+
+
+@pytest.mark.parametrize(
+    ("overrides", "candidates"),
+    [({"top_k": 34}, 102), ({"top_k": 5, "rerank_top_n": 1000}, 150)],
+)
+async def test_rerank_candidate_pools_above_100_reach_the_reranker(
+    tmp_path: Path, embeddings: HashingEmbeddings, overrides: dict[str, Any], candidates: int
+) -> None:
+    corpus = tmp_path / "many"
+    corpus.mkdir()
+    for n in range(150):  # one chunk each: 150 candidates in all
+        (corpus / f"note_{n:03}.txt").write_text(f"Holodeck note {n} about deck {n % 7}.\n")
+    with RerankServer() as server:
+        reranker = {"provider": "vllm", "url": server.url, "model": "m"}
+        config = make_config(corpus, rerank=True, reranker=reranker, **overrides)
+        tool = VectorStoreTool(config, embeddings=embeddings, project_dir=tmp_path)
+        await tool.initialize()
+        output = await tool.search("holodeck note about deck 3")
+    assert output.startswith(f"Found {overrides['top_k']} result(s)")
+    (request,) = server.requests
+    assert len(request.documents) == candidates
+
+
 async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
     with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
         await tool.search("anything")
@@ -121,6 +155,26 @@ async def test_threshold_message_when_all_results_are_below(
     tool = VectorStoreTool(config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path)
     await tool.initialize()
     assert await tool.search("zebra quantum") == "No results above similarity threshold 0.99"
+
+
+async def test_threshold_message_only_when_the_tools_own_chunks_match(
+    docs: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    store = MatrixVectorStore(embeddings)
+    config = make_config(docs, name="strict", min_similarity_score=0.99)
+    strict = VectorStoreTool(config, embeddings=embeddings, vector_store=store)
+    other = VectorStoreTool(
+        make_config(docs, name="other"), embeddings=embeddings, vector_store=store
+    )
+    await strict.initialize()
+    await other.initialize()
+    assert await strict.search("zebra quantum") == "No results above similarity threshold 0.99"
+    mine = strict.namespace
+    store.delete([d.id for d in store.iter_documents() if d.metadata["namespace"] == mine])
+    assert store.document_count > 0  # only the other tool's chunks are left
+    assert (
+        await strict.search("zebra quantum") == "No relevant results found for query: zebra quantum"
+    )
 
 
 async def test_no_results_message_on_an_empty_store(
@@ -143,9 +197,86 @@ async def test_embedding_failure_is_a_runtime_error_with_cause(docs: Path, tmp_p
         make_config(docs), embeddings=QueryFails(), project_dir=tmp_path, home_dir=tmp_path
     )
     await tool.initialize()
-    with pytest.raises(RuntimeError, match="model server unavailable") as info:
+    expected = r"^Failed to generate query embedding: ConnectionError: model server unavailable$"
+    with pytest.raises(RuntimeError, match=expected) as info:
         await tool.search("holodeck")
     assert isinstance(info.value.__cause__, ConnectionError)
+    with pytest.raises(RuntimeError, match=expected):
+        tool.search_sync("holodeck")
+
+
+class _SearchFails(MatrixVectorStore):
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        msg = "index went away"
+        raise OSError(msg)
+
+    search_ids_by_vector = similarity_search_with_score_by_vector = _fail
+
+
+async def test_a_failing_store_is_a_search_failure_not_an_embedding_failure(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    tool = VectorStoreTool(make_config(docs), vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
+        await tool.search("holodeck")
+
+
+class _ModelDown(HashingEmbeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        msg = "embedding service unavailable"
+        raise ConnectionError(msg)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+async def test_initialize_fails_fast_when_no_chunk_can_be_embedded(
+    docs: Path, tmp_path: Path
+) -> None:
+    tool = VectorStoreTool(
+        make_config(docs), embeddings=_ModelDown(), project_dir=tmp_path, home_dir=tmp_path
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=r"^Failed to generate embeddings: ConnectionError: embedding service unavailable ",
+    ) as info:
+        await tool.initialize()
+    assert isinstance(info.value.__cause__, ConnectionError)
+    assert not tool.is_initialized
+    assert tool.last_sync_result is not None
+    assert tool.last_sync_result.failed > 0
+    assert tool.last_sync_result.added == 0
+
+
+async def test_partial_embedding_failures_are_counted_not_raised(tmp_path: Path) -> None:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    for n in range(60):  # one chunk each: a batch of 50, then a batch of 10
+        marker = " POISON" if n == 59 else ""
+        (corpus / f"note_{n:02}.txt").write_text(f"Holodeck note {n}.{marker}\n")
+    embeddings = HashingEmbeddings(fail_on="POISON")  # the model refuses the second batch
+    tool = VectorStoreTool(
+        make_config(corpus), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    result = await tool.initialize()
+    assert (result.added, result.failed) == (50, 10)
+    assert tool.is_initialized
+
+
+async def test_a_failing_store_write_is_counted_not_blamed_on_the_model(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    class WriteFails(MatrixVectorStore):
+        def add_vectors(self, *args: Any, **kwargs: Any) -> list[str]:
+            msg = "disk full"
+            raise OSError(msg)
+
+    tool = VectorStoreTool(make_config(docs), vector_store=WriteFails(embeddings))
+    result = await tool.initialize()  # the model answers the probe: the store is to blame
+    assert result.failed > 0
+    assert result.added == 0
+    assert "OSError: disk full" in result.errors[0]
 
 
 async def test_store_dir_persists_across_instances(
@@ -249,7 +380,8 @@ def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> No
     )
     assert format_results([hit, expanded], hybrid=True) == (
         "Found 2 result(s):\n\n"
-        "[1] Score: 0.81 | Source: act.md | Section: Act \u203a Section 201. Start \u203a 201(a)\n"
+        "[1] Score: 0.81 | Source: act.md | "
+        "Section: Act \u203a Section 201. Start \u203a 201(a)\n"
         "(a) text\n\n"
         "[2] Cross-reference (1 hop) | Source: act.md | Section: 202(b)\n(b) other"
     )

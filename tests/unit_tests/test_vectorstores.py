@@ -14,6 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import SecretStr
 
+from langchain_holodeck.backends import BackendUnavailableError
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
@@ -415,15 +416,19 @@ def test_create_vector_store_defaults_to_memory(embeddings: HashingEmbeddings) -
 
 
 def test_create_vector_store_rejects_bad_settings(embeddings: HashingEmbeddings) -> None:
-    with pytest.raises(ConfigError, match="must be 'redis' or 'in-memory', got 'mongo'"):
+    with pytest.raises(ConfigError, match="must be 'in-memory' or 'qdrant' or 'redis', got 'mongo'"):
         create_vector_store(FakeDatabaseConfig(provider="mongo"), embeddings)
-    with pytest.raises(ConfigError, match="connection_string is required"):
+    with pytest.raises(ConfigError, match="provider 'redis' needs connection_string"):
         create_vector_store(FakeDatabaseConfig(), embeddings)
     bad_metric = FakeDatabaseConfig(
         connection_string=SecretStr("redis://127.0.0.1:1"), distance_metric="dot"
     )
-    with pytest.raises(ConfigError, match="distance_metric must be one of COSINE, L2, IP"):
+    with pytest.raises(ConfigError, match="distance_metric: Input should be 'COSINE', 'L2'"):
         create_vector_store(bad_metric, embeddings)
+    with pytest.raises(ConfigError, match="index_name"):
+        create_vector_store(
+            {"provider": "redis", "connection_string": "redis://h", "index_name": "a b"}, embeddings
+        )
 
 
 def test_unreachable_redis_falls_back_with_masked_warning(
@@ -446,11 +451,26 @@ def test_unreachable_redis_falls_back_with_masked_warning(
 
 
 def test_unreachable_redis_without_fallback_raises(embeddings: HashingEmbeddings) -> None:
-    import redis
-
-    config = FakeDatabaseConfig(connection_string=SecretStr("redis://127.0.0.1:1"))
-    with pytest.raises(redis.ConnectionError):
+    config = FakeDatabaseConfig(connection_string=SecretStr("redis://u:pw-9x@127.0.0.1:1"))
+    with pytest.raises(
+        BackendUnavailableError, match=r"Redis at redis://\*\*\*@127.0.0.1:1 "
+    ) as info:
         create_vector_store(config, embeddings, fallback=False, connect_timeout=0.5)
+    assert "pw-9x" not in str(info.value)
+
+
+def test_fallback_to_memory_false_in_config_raises(embeddings: HashingEmbeddings) -> None:
+    config = {
+        "provider": "redis",
+        "connection_string": "redis://127.0.0.1:1",
+        "fallback_to_memory": False,
+    }
+    with pytest.raises(BackendUnavailableError, match="is unavailable"):
+        create_vector_store(config, embeddings, connect_timeout=0.5)
+    # the default (true) falls back
+    config["fallback_to_memory"] = True
+    handle = create_vector_store_with_status(config, embeddings, connect_timeout=0.5)
+    assert (handle.backend, handle.requested, handle.fell_back) == ("in-memory", "redis", True)
 
 
 def test_mask_url_hides_credentials() -> None:

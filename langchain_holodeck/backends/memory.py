@@ -1,0 +1,152 @@
+"""The in-memory backend: ``MatrixVectorStore``, saved in the tool's store directory, and BM25."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_holodeck._tracing import span
+from langchain_holodeck.backends._registry import register_backend, register_keyword_index
+from langchain_holodeck.backends.base import Backend, BackendCapabilities, KeywordIndexProvider
+from langchain_holodeck.config._backends import InMemoryDatabaseConfig, InMemoryKeywordIndexConfig
+from langchain_holodeck.vectorstores.matrix import MatrixVectorStore
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+
+    from langchain_holodeck.keyword_index.base import KeywordIndex
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+"""The file whose presence in ``store_dir`` means a saved store."""
+
+
+def _in_namespace(namespace: str) -> Any:
+    return lambda doc: doc.metadata.get("namespace") == namespace
+
+
+@register_backend
+class MemoryBackend(Backend):
+    """``provider: in-memory``: a ``MatrixVectorStore``; persistent when given a ``store_dir``."""
+
+    provider = "in-memory"
+    config_type = InMemoryDatabaseConfig
+    capabilities = BackendCapabilities(filters_namespace=True, enumerates=True, persistent=False)
+
+    def __init__(self, config: InMemoryDatabaseConfig | None = None) -> None:
+        super().__init__(config)
+        self._saved: dict[int, int] = {}  # id(store) -> version last saved or loaded
+
+    @classmethod
+    def handles(cls, store: VectorStore) -> bool:
+        return isinstance(store, MatrixVectorStore)
+
+    def open_store(
+        self,
+        embeddings: Embeddings,
+        *,
+        store_dir: Path | None = None,
+        connect_timeout: float = 2.0,
+    ) -> MatrixVectorStore:
+        if store_dir is not None and (Path(store_dir) / MANIFEST).exists():
+            store = MatrixVectorStore.load(store_dir, embeddings)
+            self._saved[id(store)] = store.version
+            return store
+        return MatrixVectorStore(embeddings)
+
+    def save(self, store: VectorStore, store_dir: Path) -> bool:
+        if not isinstance(store, MatrixVectorStore):
+            return False
+        if self._saved.get(id(store)) == store.version:  # nothing written since
+            return False
+        store.dump(store_dir)
+        self._saved[id(store)] = store.version
+        return True
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        return f"in-memory, saved in {store_dir}" if store_dir is not None else "in-memory"
+
+    def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
+        return {"filter": _in_namespace(namespace)}
+
+    def vector_dimension(self, store: VectorStore) -> int | None:
+        """The matrix width (kept by ``clear()``, so an emptied store still has one)."""
+        return store.embedding_dimension if isinstance(store, MatrixVectorStore) else None
+
+    def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
+        if isinstance(store, MatrixVectorStore):  # the corpus is all it holds: start over
+            store.clear(keep_dimension=False)
+
+    def iter_documents(
+        self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
+    ) -> Iterator[Document]:
+        if not isinstance(store, MatrixVectorStore):
+            return super().iter_documents(store, namespace=namespace)
+        docs = store.iter_documents()
+        return docs if namespace is None else (d for d in docs if _in_namespace(namespace)(d))
+
+
+@register_keyword_index
+class MemoryKeywordIndexProvider(KeywordIndexProvider):
+    """``keyword_index.provider: in-memory``: ``BM25KeywordIndex``, saved next to the store."""
+
+    provider = "in-memory"
+    config_type = InMemoryKeywordIndexConfig
+
+    def open(
+        self,
+        *,
+        backend: Backend,
+        store: VectorStore,
+        namespace: str,
+        store_dir: Path | None = None,
+    ) -> KeywordIndex:
+        from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex
+
+        saved = self._directory(store_dir, namespace)
+        if saved is not None and saved.exists():
+            try:
+                with span(
+                    "holodeck.index_build", {"index.kind": "keyword", "index.source": "disk"}
+                ):
+                    return BM25KeywordIndex.load(saved)
+            except (OSError, ValueError) as error:  # rebuilt below: the store is the truth
+                logger.warning("BM25 index in %s unreadable (%s); rebuilding it.", saved, error)
+        index = BM25KeywordIndex()
+        attributes = {
+            "index.kind": "keyword",
+            "index.provider": type(index).__name__,
+            "index.source": "store",
+        }
+        with span("holodeck.index_build", attributes) as current:
+            current.set_attribute(
+                "index.document_count", index.rebuild_from_store(store, namespace=namespace)
+            )
+        return index
+
+    def save(
+        self, index: KeywordIndex, store_dir: Path, *, namespace: str, store_saved: bool
+    ) -> None:
+        from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex
+
+        directory = self._directory(store_dir, namespace)
+        if not isinstance(index, BM25KeywordIndex) or directory is None:
+            return
+        if store_saved or not directory.exists():  # it follows the store, or was never saved
+            index.save(directory)
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        where = f", saved in {Path(store_dir) / 'bm25'}" if store_dir is not None else ""
+        return f"in-memory BM25{where}"
+
+    @staticmethod
+    def _directory(store_dir: Path | None, namespace: str | None) -> Path | None:
+        """``<store_dir>/bm25/<namespace>``: corpora sharing a store directory keep apart."""
+        if store_dir is None or not namespace:
+            return None
+        return Path(store_dir) / "bm25" / namespace

@@ -1,0 +1,318 @@
+"""Source code: language-aware splitting and the symbols (functions, classes) each chunk defines.
+
+``find_symbols`` is plain Python over a file's text: per language, a regular expression finds
+definition lines, and indentation nests them (``class Shift:`` then ``    def swap`` gives
+``Shift.swap``; a Go receiver ``func (s *Shift) Swap`` gives ``Shift.Swap``). It needs no
+parser, so it works on any file, even one that does not compile.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
+from langchain_holodeck._tokens import count_tokens
+
+__all__ = ["CODE_LANGUAGES", "SourceCodeSplitter", "Symbol", "find_symbols"]
+
+CODE_LANGUAGES: dict[str, str] = {
+    "py": "python",
+    "pyi": "python",
+    "js": "js",
+    "jsx": "js",
+    "mjs": "js",
+    "cjs": "js",
+    "ts": "ts",
+    "tsx": "ts",
+    "go": "go",
+    "java": "java",
+    "kt": "kotlin",
+    "scala": "scala",
+    "rs": "rust",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "hh": "cpp",
+    "cs": "csharp",
+    "rb": "ruby",
+    "php": "php",
+    "swift": "swift",
+    "lua": "lua",
+    "sh": "shell",
+    "bash": "shell",
+    "zsh": "shell",
+    "sql": "sql",
+    "toml": "toml",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "ini": "ini",
+    "cfg": "ini",
+    "proto": "proto",
+}
+"""File extension (lowercase, no dot) -> language name, for the file types read as source code."""
+
+_SPLITTER_LANGUAGES = {language.value: language for language in Language}
+
+_SEPARATORS: dict[str, list[str]] = {
+    "shell": [r"\n(?=(?:function\s+)?[A-Za-z_][\w-]*\s*\(\)\s*\{?)", r"\n\n", r"\n", " ", ""],
+    "sql": [
+        r"\n(?=(?i:create|alter|drop|insert|update|delete|select|with|grant)\b)",
+        r";\n",
+        r"\n\n",
+        r"\n",
+        " ",
+        "",
+    ],
+    "toml": [r"\n(?=\[)", r"\n\n", r"\n", " ", ""],
+    "ini": [r"\n(?=\[)", r"\n\n", r"\n", " ", ""],
+    "yaml": [r"\n(?=[A-Za-z_\"'][^\n:]*:)", r"\n\n", r"\n", " ", ""],
+}
+"""Separators (regular expressions) for languages LangChain's ``Language`` does not cover."""
+
+_C_CONTROL = r"(?!(?:if|for|while|switch|return|sizeof|else|do|catch|case)\b)"
+_DEFINITIONS: dict[str, list[re.Pattern[str]]] = {
+    "python": [re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(?P<name>\w+)")],
+    "js": [
+        re.compile(
+            r"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?"
+            r"(?:function\*?|class)[ \t]+(?P<name>[\w$]+)"
+        ),
+        re.compile(
+            r"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:const|let|var)[ \t]+(?P<name>[\w$]+)"
+            r"[ \t]*(?::[^=]+)?=[ \t]*(?:async[ \t]*)?"
+            r"(?:function\b|\([^)]*\)[ \t]*=>|[\w$]+[ \t]*=>)"
+        ),
+        re.compile(
+            r"^(?P<indent>[ \t]+)(?:(?:public|private|protected|static|async|readonly|get|set)"
+            r"[ \t]+)*" + _C_CONTROL + r"(?P<name>[\w$]+)[ \t]*\([^)]*\)[ \t]*(?::[^{]+)?\{"
+        ),
+    ],
+    "go": [
+        re.compile(
+            r"^(?P<indent>)func[ \t]+(?:\([ \t]*\w*[ \t]*\*?(?P<owner>\w+)[^)]*\)[ \t]*)?"
+            r"(?P<name>\w+)"
+        ),
+        re.compile(r"^(?P<indent>)type[ \t]+(?P<name>\w+)"),
+    ],
+    "rust": [
+        re.compile(
+            r"^(?P<indent>[ \t]*)(?:pub(?:\([^)]*\))?[ \t]+)?(?:async[ \t]+)?(?:unsafe[ \t]+)?"
+            r"(?:fn|struct|enum|trait|mod|type)[ \t]+(?P<name>\w+)"
+        ),
+        re.compile(
+            r"^(?P<indent>[ \t]*)impl(?:<[^>]*>)?[ \t]+(?:[\w:<>]+[ \t]+for[ \t]+)?(?P<name>\w+)"
+        ),
+    ],
+    "ruby": [
+        re.compile(
+            r"^(?P<indent>[ \t]*)(?:def[ \t]+(?:self\.)?|class[ \t]+|module[ \t]+)(?P<name>[\w?!]+)"
+        )
+    ],
+    "shell": [
+        re.compile(r"^(?P<indent>[ \t]*)function[ \t]+(?P<name>[\w-]+)"),
+        re.compile(r"^(?P<indent>[ \t]*)(?P<name>[A-Za-z_][\w-]*)[ \t]*\(\)[ \t]*\{?"),
+    ],
+    "sql": [
+        re.compile(
+            r"^(?P<indent>)(?i:create)[ \t]+(?i:or[ \t]+replace[ \t]+)?(?:\w+[ \t]+)?"
+            r"(?i:table|view|function|procedure|index|trigger|type|schema|sequence)[ \t]+"
+            r"(?i:if[ \t]+not[ \t]+exists[ \t]+)?(?P<name>[\w.\"`]+)"
+        )
+    ],
+    "toml": [re.compile(r"^(?P<indent>)\[+[ \t]*(?P<name>[\w.\-\"]+)[ \t]*\]+")],
+    "ini": [re.compile(r"^(?P<indent>)\[[ \t]*(?P<name>[^\]]+?)[ \t]*\]")],
+    "yaml": [re.compile(r"^(?P<indent>)(?P<name>[A-Za-z_][\w.-]*)[ \t]*:")],
+}
+_BRACED = [
+    re.compile(
+        r"^(?P<indent>[ \t]*)(?:(?:public|private|protected|internal|static|final|abstract|sealed"
+        r"|partial|export|open|data|inline)[ \t]+)*(?:class|interface|enum|struct|record|object"
+        r"|namespace|trait|protocol|extension|module)[ \t]+(?P<name>\w+)"
+    ),
+    re.compile(
+        r"^(?P<indent>[ \t]*)(?:(?:public|private|protected|internal|static|final|abstract"
+        r"|virtual|override|inline|extern|const|unsigned|signed|synchronized|async|fun|func"
+        r"|function|def)[ \t]+)*" + _C_CONTROL + r"(?:[\w:<>,\[\]*&]+[ \t*&]+)*?"
+        r"(?P<name>~?\w+(?:::~?\w+)*)[ \t]*\([^;]*$"
+    ),
+]
+for _language in ("java", "kotlin", "scala", "c", "cpp", "csharp", "php", "swift", "ts", "proto"):
+    _DEFINITIONS[_language] = _BRACED + _DEFINITIONS.get(_language, [])
+_DEFINITIONS["ts"] = _DEFINITIONS["js"] + _BRACED[:1]
+_DEFINITIONS["lua"] = [
+    re.compile(r"^(?P<indent>[ \t]*)(?:local[ \t]+)?function[ \t]+(?P<name>[\w.:]+)")
+]
+_KEYWORDS = frozenset({"if", "for", "while", "switch", "return", "else", "new", "catch", "do"})
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A definition found in source code."""
+
+    name: str
+    """The name as defined (``swap``)."""
+    qualified_name: str
+    """The name with its enclosing definitions, dot-joined (``Shift.swap``)."""
+    start: int
+    """Offset of the definition in the text (its line's first non-blank character)."""
+
+
+def find_symbols(text: str, language: str) -> list[Symbol]:
+    """The functions, classes, methods (and config tables/keys) ``text`` defines, in order.
+
+    Args:
+        text: A source file's text.
+        language: A value of ``CODE_LANGUAGES`` (``"python"``, ``"go"``, ...).
+
+    Returns:
+        One ``Symbol`` per definition line; nested definitions are qualified by indentation
+        (and Go methods by their receiver type). ``[]`` for a language without rules.
+    """
+    patterns = _DEFINITIONS.get(language, [])
+    if not patterns:
+        return []
+    out: list[Symbol] = []
+    stack: list[tuple[int, str]] = []  # (indent width, qualified name) of open definitions
+    offset = 0
+    in_block_string = False
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        if language == "python" and line.count('"""') % 2 == 1:
+            in_block_string = not in_block_string
+            continue
+        if in_block_string or not line.strip():
+            continue
+        width = len(line) - len(line.lstrip(" \t"))
+        while stack and stack[-1][0] >= width:
+            stack.pop()
+        for pattern in patterns:
+            match = pattern.match(line)
+            if match is None:
+                continue
+            name = match["name"].strip('"`')
+            if name in _KEYWORDS:
+                break
+            owner = match.groupdict().get("owner")
+            parent = owner or (stack[-1][1] if stack else "")
+            qualified = f"{parent}.{name}" if parent else name
+            qualified = qualified.replace("::", ".")
+            out.append(Symbol(name.split("::")[-1].split(".")[-1], qualified, start + width))
+            stack.append((width, qualified))
+            break
+    return out
+
+
+class SourceCodeSplitter(RecursiveCharacterTextSplitter):
+    """Split source code at definition boundaries, and name the symbols of each chunk.
+
+    Separators are LangChain's ``RecursiveCharacterTextSplitter.get_separators_for_language``
+    for the languages it knows (Python, JS/TS, Go, Java, Rust, C/C++, Ruby, ...), and ours for
+    shell, SQL, TOML, INI and YAML. The language comes from the input document's
+    ``file_type`` metadata (see ``CODE_LANGUAGES``); other texts are split by lines.
+
+    Emits metadata (besides the input document's): ``chunk_index`` (int, 0-based per input
+    document), ``language``, ``chunk_type`` (``"code"``), ``symbols`` (qualified names of the
+    definitions that start in the chunk, ``ClassName.method``), ``heading`` (the first of them,
+    else the definition the chunk continues, else ``""``) and ``parent_chain`` (``[]``).
+
+    Key init args:
+        chunk_size: Maximum chunk length, measured by ``length_function`` (default:
+            ``cl100k_base`` tokens).
+        chunk_overlap: Length shared by consecutive chunks (default 0: definitions do not
+            need overlap to be found).
+
+    Instantiate:
+        ```python
+        splitter = SourceCodeSplitter(chunk_size=512)
+        ```
+
+    Invoke:
+        ```python
+        chunks = splitter.split_documents(docs)  # docs from SourceLoader
+        chunks[0].metadata["symbols"]  # -> ['Shift', 'Shift.swap']
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int = 512,
+        chunk_overlap: int = 0,
+        length_function: Callable[[str], int] = count_tokens,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length_function=length_function,
+            is_separator_regex=True,
+            **kwargs,
+        )
+
+    def split_text(self, text: str) -> list[str]:
+        return [chunk for _, chunk in self._pieces(text, "")]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        metadatas = metadatas or [{} for _ in texts]
+        if len(metadatas) != len(texts):
+            msg = (
+                f"metadatas has {len(metadatas)} entries but {len(texts)} texts were given; "
+                "pass one metadata dict per text."
+            )
+            raise ValueError(msg)
+        out: list[Document] = []
+        for text, meta in zip(texts, metadatas, strict=True):
+            language = CODE_LANGUAGES.get(str(meta.get("file_type", "")).lower(), "")
+            symbols = find_symbols(text, language)
+            for index, (start, chunk) in enumerate(self._pieces(text, language)):
+                end = start + len(chunk)
+                defined = [s.qualified_name for s in symbols if start <= s.start < end]
+                enclosing = [s.qualified_name for s in symbols if s.start < start]
+                metadata = {
+                    **copy.deepcopy(meta),
+                    "chunk_index": index,
+                    "language": language,
+                    "chunk_type": "code",
+                    "symbols": list(dict.fromkeys(defined)),
+                    "heading": defined[0] if defined else (enclosing[-1] if enclosing else ""),
+                    "parent_chain": [],
+                }
+                if self._add_start_index:
+                    metadata["start_index"] = start
+                out.append(Document(page_content=chunk, metadata=metadata))
+        return out
+
+    def _pieces(self, text: str, language: str) -> list[tuple[int, str]]:
+        """(offset, text) of each chunk: split with the language's separators."""
+        chunks = self._split_text(text, _separators(language))
+        out: list[tuple[int, str]] = []
+        cursor = 0
+        for chunk in chunks:
+            found = text.find(chunk, cursor)
+            start = found if found >= 0 else cursor
+            out.append((start, chunk))
+            cursor = start + max(len(chunk) - self._chunk_overlap, 1) if found >= 0 else cursor
+        return out
+
+
+def _separators(language: str) -> list[str]:
+    if language in _SEPARATORS:
+        return _SEPARATORS[language]
+    known = _SPLITTER_LANGUAGES.get(language)
+    if known is not None:
+        return [
+            re.escape(s) if s else s
+            for s in RecursiveCharacterTextSplitter.get_separators_for_language(known)
+        ]
+    return [r"\n\n", r"\n", " ", ""]

@@ -1,0 +1,144 @@
+"""An OpenAI-compatible embeddings server on loopback, for tests.
+
+It speaks the wire format of OpenAI's ``POST /v1/embeddings`` (what ``OpenAIEmbeddings`` and the
+``openai`` client send): the request carries ``model``, ``input`` (a string or a list of
+strings), optionally ``dimensions`` and ``encoding_format`` (``float`` or ``base64``, the
+client's default: little-endian float32 bytes); the answer is
+``{"object": "list", "data": [{"object": "embedding", "index", "embedding"}], "model",
+"usage"}``. Errors use OpenAI's body, ``{"error": {"message", "type", "code"}}``.
+
+Vectors are a bag of words hashed into ``dimensions`` buckets (default ``default_dimensions``),
+L2-normalized: texts sharing words are close, as with ``tests.helpers.HashingEmbeddings``.
+
+Modes (``server.mode``, changeable while running):
+    ``ok``         answer normally.
+    ``error_500``  HTTP 500 with an OpenAI error body (every request).
+    ``fail_on``    HTTP 500 for a request whose input holds ``server.fail_on``; others answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import numpy as np
+
+Mode = Literal["ok", "error_500", "fail_on"]
+_WORD = re.compile(r"\w+")
+
+
+def hashed_vector(text: str, dimensions: int) -> list[float]:
+    """The server's embedding of ``text``: hashed bag of words, L2-normalized."""
+    vec = [0.0] * dimensions
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vec[int.from_bytes(digest, "little") % dimensions] += 1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+@dataclass
+class EmbeddingServer:
+    """Threaded loopback server; use as a context manager."""
+
+    default_dimensions: int = 32
+    mode: Mode = "ok"
+    fail_on: str | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    _httpd: ThreadingHTTPServer | None = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def url(self) -> str:
+        """Base URL with ``/v1``, e.g. ``http://127.0.0.1:54321/v1`` (the client's base_url)."""
+        if self._httpd is None:
+            msg = "EmbeddingServer is not started; use it as a context manager."
+            raise RuntimeError(msg)
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> EmbeddingServer:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def texts_embedded(self) -> int:
+        """Inputs received in all requests so far."""
+        with self._lock:
+            return sum(len(_inputs(r)) for r in self.requests)
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests.append(body)
+        texts = _inputs(body)
+        failing = self.mode == "error_500" or (
+            self.mode == "fail_on"
+            and self.fail_on is not None
+            and any(self.fail_on in t for t in texts)
+        )
+        if failing:
+            error = {"message": "The embedding server is overloaded.", "type": "server_error"}
+            return 500, {"error": {**error, "param": None, "code": None}}
+        dims = int(body.get("dimensions") or self.default_dimensions)
+        data = []
+        for index, text in enumerate(texts):
+            vector = hashed_vector(text, dims)
+            if body.get("encoding_format") == "base64":
+                raw = np.asarray(vector, dtype="<f4").tobytes()
+                encoded: object = base64.b64encode(raw).decode("ascii")
+            else:
+                encoded = vector
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(_WORD.findall(t)) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return 200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+
+
+def _inputs(body: dict[str, Any]) -> list[str]:
+    raw = body.get("input")
+    items = raw if isinstance(raw, list) else [raw]
+    return [str(item) for item in items]
+
+
+def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            return  # quiet
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                body = None
+            if self.path.rstrip("/") != "/v1/embeddings" or not isinstance(body, dict):
+                status, answer = 404, {"error": {"message": f"no route {self.path}"}}
+            else:
+                status, answer = server.answer(body)
+            payload = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler

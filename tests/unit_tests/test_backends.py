@@ -1,0 +1,177 @@
+"""The backend seam: registry, capabilities, namespace scoping on every kind of store."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from langchain_holodeck.backends import (
+    Backend,
+    BackendCapabilities,
+    CoreInMemoryBackend,
+    LangChainStoreBackend,
+    MemoryBackend,
+    NamespaceFilteredStore,
+    _registry,
+    backend_for_store,
+    get_backend,
+    open_vector_store,
+    register_backend,
+    registered_providers,
+)
+from langchain_holodeck.config.models import DatabaseProviderConfig
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+from tests.helpers import HashingEmbeddings, PlainStore
+
+
+def crowded(store: VectorStore) -> None:
+    """60 chunks of namespace 'other' that match the query better than 3 of 'mine'."""
+    store.add_texts(
+        [f"shift rota schedule week {i}" for i in range(60)],
+        [{"namespace": "other"} for _ in range(60)],
+        ids=[f"o{i}" for i in range(60)],
+    )
+    store.add_texts(
+        ["the shift rota", "rota for tea", "duty officer"],
+        [{"namespace": "mine"} for _ in range(3)],
+        ids=["m0", "m1", "m2"],
+    )
+
+
+def test_get_backend_defaults_to_memory_and_names_known_providers() -> None:
+    assert isinstance(get_backend(None), MemoryBackend)
+    assert {"in-memory", "redis"} <= set(registered_providers())
+    with pytest.raises(ConfigError, match=r"database\.provider must be .*'redis', got 'mongo'"):
+        get_backend({"provider": "mongo"})
+
+
+def test_backend_for_store_picks_by_class() -> None:
+    embeddings = HashingEmbeddings()
+    assert isinstance(backend_for_store(MatrixVectorStore(embeddings)), MemoryBackend)
+    assert isinstance(backend_for_store(InMemoryVectorStore(embeddings)), CoreInMemoryBackend)
+    plain = backend_for_store(PlainStore(embeddings))
+    assert isinstance(plain, LangChainStoreBackend)
+    assert plain.capabilities.filters_namespace is False
+    assert plain.capabilities.native_hybrid is False
+
+
+@pytest.mark.parametrize("store_type", [MatrixVectorStore, InMemoryVectorStore, PlainStore])
+def test_search_scope_shows_one_namespace_on_every_store(store_type: type) -> None:
+    store = store_type(HashingEmbeddings())
+    crowded(store)
+    view, kwargs = backend_for_store(store).search_scope(store, "mine")
+    hits = view.similarity_search_with_relevance_scores("shift rota", k=3, **kwargs)
+    assert sorted(d.id for d, _ in hits) == ["m0", "m1", "m2"]
+
+
+def test_post_filter_grows_the_fetch_until_enough_survive() -> None:
+    store = PlainStore(HashingEmbeddings())
+    crowded(store)
+    view = NamespaceFilteredStore(store, namespace="mine")
+    hits = view.similarity_search("shift rota schedule week", k=2)
+    assert len(hits) == 2
+    assert {d.id for d in hits} <= {"m0", "m1", "m2"}
+    assert store.fetches == [20, 80]  # 20 held fewer than 2 of 'mine': 4x more
+    assert [d.id for d in view.get_by_ids(["o1", "m1"])] == ["m1"]
+    everything = view.similarity_search("shift", k=10)  # the store runs out: all of 'mine'
+    assert sorted(d.id for d in everything) == ["m0", "m1", "m2"]
+
+
+@pytest.mark.parametrize("store_type", [MatrixVectorStore, InMemoryVectorStore])
+def test_enumeration_and_namespace_deletion_stay_in_the_namespace(store_type: type) -> None:
+    store = store_type(HashingEmbeddings())
+    crowded(store)
+    backend = backend_for_store(store)
+    assert backend.capabilities.enumerates
+    assert sorted(d.id for d in scan_documents(store, namespace="mine")) == ["m0", "m1", "m2"]
+    assert backend.has_documents(store, "mine")
+    assert backend.delete_namespace(store, "mine") == 3
+    assert not backend.has_documents(store, "mine")
+    assert len(list(scan_documents(store, namespace="other"))) == 60
+
+
+def test_a_store_no_backend_can_list_says_so() -> None:
+    with pytest.raises(TypeError, match="cannot enumerate documents of PlainStore"):
+        list(scan_documents(PlainStore(HashingEmbeddings())))
+
+
+def test_memory_backend_saves_only_after_a_write(tmp_path: Path) -> None:
+    backend = get_backend({"provider": "in-memory"})
+    store = backend.open_store(HashingEmbeddings(), store_dir=tmp_path)
+    assert backend.save(store, tmp_path) is True  # never saved
+    assert backend.save(store, tmp_path) is False
+    store.add_texts(["a"], [{"namespace": "n"}], ids=["1"])
+    assert backend.save(store, tmp_path) is True
+    again = get_backend(None).open_store(HashingEmbeddings(), store_dir=tmp_path)
+    assert [d.id for d in again.get_by_ids(["1"])] == ["1"]
+    assert backend.describe(store_dir=tmp_path) == f"in-memory, saved in {tmp_path}"
+
+
+def test_embedding_cache_is_one_per_corpus(tmp_path: Path) -> None:
+    backend = get_backend(None)
+    one = backend.byte_store(namespace="ns-one", store_dir=tmp_path)
+    two = backend.byte_store(namespace="ns-two", store_dir=tmp_path)
+    one.mset([("k", b"1")])
+    two.mset([("k", b"2")])
+    one.mdelete(list(one.yield_keys()))  # force_ingest of corpus one
+    assert two.mget(["k"]) == [b"2"]
+
+
+# -- adding a provider: one config class, one Backend subclass -----------------------------
+class ToyDatabaseConfig(DatabaseProviderConfig):
+    """A provider the test adds; the union in config is not needed to use it directly."""
+
+    provider: Literal["toy"]
+    size: int = 3
+
+
+class ToyBackend(Backend):
+    provider = "toy"
+    config_type = ToyDatabaseConfig
+    capabilities = BackendCapabilities(filters_namespace=True, enumerates=True, persistent=False)
+
+    def open_store(
+        self, embeddings: Embeddings, *, store_dir: Path | None = None, connect_timeout: float = 2
+    ) -> VectorStore:
+        return InMemoryVectorStore(embeddings)
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        return f"toy of size {self.config.size}"  # type: ignore[union-attr]  # config given
+
+
+def test_a_registered_provider_is_found_by_its_config() -> None:
+    register_backend(ToyBackend)
+    try:
+        handle = open_vector_store({"provider": "toy", "size": 5}, HashingEmbeddings())
+        assert (handle.backend, handle.fell_back) == ("toy", False)
+        assert isinstance(handle.adapter, ToyBackend)
+        assert handle.adapter.describe() == "toy of size 5"
+        with pytest.raises(ConfigError, match="size"):
+            get_backend({"provider": "toy", "size": "big"})
+        with pytest.raises(ValueError, match="already served by ToyBackend"):
+            register_backend(type("Other", (ToyBackend,), {}))
+    finally:
+        _registry._BACKENDS.pop("toy", None)
+        _registry._ADOPTERS.remove(ToyBackend)
+
+
+def test_untested_langchain_redis_version_warns_and_a_store_without_index_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("langchain_redis")
+    from langchain_holodeck.vectorstores import redis as redis_store
+
+    monkeypatch.setattr(redis_store, "_installed_langchain_redis", lambda: "0.9.1")
+    redis_store._check_langchain_redis_version.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING), pytest.raises(TypeError, match=r"0\.9\.1"):
+            redis_store.search_index(object())  # type: ignore[arg-type]  # the point
+        assert "langchain-redis 0.9.1 is untested" in caplog.text
+    finally:
+        redis_store._check_langchain_redis_version.cache_clear()

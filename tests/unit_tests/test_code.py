@@ -1,0 +1,172 @@
+"""Source code as input: loading, language-aware splitting, symbols, the exact leg."""
+
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_holodeck.exact import ExactMatchIndex, parse_exact_query
+from langchain_holodeck.ingestion import IngestionPipeline
+from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceLoader
+from langchain_holodeck.splitters.code import SourceCodeSplitter, find_symbols
+from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
+from langchain_holodeck.sync import stable_id
+from langchain_holodeck.vectorstores import MatrixVectorStore
+
+PYTHON = '''"""Shifts."""
+import os
+
+
+class Shift:
+    """A shift."""
+
+    def __init__(self, crew):
+        self.crew = crew
+
+    def swap(self, other):
+        """Swap crews."""
+        self.crew, other.crew = other.crew, self.crew
+
+
+def parse_sections(text):
+    return text.split("\\n\\n")
+'''
+
+GO = """package main
+
+type Shift struct {
+\tCrew string
+}
+
+func (s *Shift) Swap(o *Shift) {
+\ts.Crew, o.Crew = o.Crew, s.Crew
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "ext",
+    ["py", "js", "ts", "go", "java", "rs", "c", "h", "cpp", "rb", "sh", "sql", "toml", "yaml"],
+)
+def test_code_extensions_are_supported(ext: str) -> None:
+    assert ext in SUPPORTED_FILE_TYPES
+
+
+def test_loader_reads_source_files_verbatim(tmp_path: Path) -> None:
+    (tmp_path / "shift.py").write_text(PYTHON, encoding="utf-8")
+    (tmp_path / "main.go").write_text(GO, encoding="utf-8")
+    docs = SourceLoader(tmp_path).load()
+    assert [d.metadata["file_type"] for d in docs] == ["go", "py"]
+    assert docs[1].page_content == PYTHON
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "expected"),
+    [
+        (PYTHON, "python", ["Shift", "Shift.__init__", "Shift.swap", "parse_sections"]),
+        (GO, "go", ["Shift", "Shift.Swap"]),
+        (
+            "export class Api {\n  async getUser(id) {\n    return id;\n  }\n}\n"
+            "const fetchAll = async () => 1;\nfunction main() {\n  if (x) {\n  }\n}\n",
+            "js",
+            ["Api", "Api.getUser", "fetchAll", "main"],
+        ),
+        (
+            "pub struct Shift {}\nimpl Shift {\n    pub fn swap(&mut self) {}\n}\n",
+            "rust",
+            ["Shift", "Shift", "Shift.swap"],
+        ),
+        (
+            "public class Shift {\n    public void swap(Shift o) {\n        if (o != null) {\n"
+            "        }\n    }\n}\n",
+            "java",
+            ["Shift", "Shift.swap"],
+        ),
+        ("CREATE TABLE IF NOT EXISTS crew (id int);\n", "sql", ["crew"]),
+        ("[tool.ruff]\nline-length = 100\n", "toml", ["tool.ruff"]),
+        ("deploy() {\n  echo hi\n}\n", "shell", ["deploy"]),
+        ("prose", "unknown", []),
+    ],
+)
+def test_find_symbols(text: str, language: str, expected: list[str]) -> None:
+    assert [s.qualified_name for s in find_symbols(text, language)] == expected
+
+
+def test_code_splitter_names_the_symbols_of_each_chunk() -> None:
+    doc = Document(page_content=PYTHON, metadata={"file_type": "py", "source_path": "shift.py"})
+    chunks = SourceCodeSplitter(chunk_size=40).split_documents([doc])
+    assert [c.metadata["symbols"] for c in chunks] == [
+        [],
+        ["Shift", "Shift.__init__"],
+        ["Shift.swap"],
+        ["parse_sections"],
+    ]
+    assert chunks[2].page_content.startswith("def swap(self, other):")
+    assert {c.metadata["chunk_type"] for c in chunks} == {"code"}
+    assert [c.metadata["chunk_index"] for c in chunks] == [0, 1, 2, 3]
+    assert all(c.metadata["language"] == "python" for c in chunks)
+
+
+def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:
+    (tmp_path / "shift.py").write_text(PYTHON, encoding="utf-8")
+    (tmp_path / "notes.md").write_text("# Notes\n\nShifts rotate weekly.\n", encoding="utf-8")
+    store = MatrixVectorStore(DeterministicFakeEmbedding(size=8))
+    pipeline = IngestionPipeline(
+        store, namespace="kb", splitter=StructuredMarkdownSplitter(), base_dir=tmp_path
+    )
+    pipeline.invoke(".")
+    chunks = store.get_by_ids(
+        [stable_id("kb", "shift.py_chunk_0"), stable_id("kb", "notes.md_chunk_0")]
+    )
+    by_source = {c.metadata["source_path"]: c for c in chunks}
+    assert by_source["shift.py"].metadata["chunk_type"] == "code"
+    assert "Shift.swap" in by_source["shift.py"].metadata["symbols"]
+    assert by_source["notes.md"].metadata["heading"] == "Notes"
+
+
+@pytest.mark.parametrize(
+    ("query", "symbols"),
+    [
+        ("where is parse_sections defined?", ("parse_sections",)),
+        ("what does Shift.swap do", ("Shift.swap",)),
+        ("call getUser() twice", ("getUser",)),
+        ("how does `swap` work", ("swap",)),
+        ("how do shifts swap crews", ()),
+        ("Crew::swap in C++", ("Crew.swap",)),
+    ],
+)
+def test_parse_exact_query_finds_symbols(query: str, symbols: tuple[str, ...]) -> None:
+    assert parse_exact_query(query).symbols == symbols
+
+
+def _indexed(chunks: list[Document]) -> tuple[ExactMatchIndex, list[Document]]:
+    with_ids = [c.model_copy(update={"id": f"c{i}"}) for i, c in enumerate(chunks)]
+    index = ExactMatchIndex()
+    index.upsert(with_ids)
+    return index, with_ids
+
+
+def test_exact_leg_returns_the_chunk_defining_a_named_symbol() -> None:
+    doc = Document(page_content=PYTHON, metadata={"file_type": "py", "source_path": "shift.py"})
+    index, _ = _indexed(SourceCodeSplitter(chunk_size=40).split_documents([doc]))
+    hits = index.search("where is parse_sections defined?", k=3)
+    assert [h.id for h in hits] == ["c3"]
+    assert index.search("Shift.swap", k=3)[0].id == "c2"
+    assert index.search("`swap`", k=3)[0].id == "c2"
+    assert index.search("Other.swap", k=3) == []
+    index.delete(["c3"])
+    assert index.search("parse_sections", k=3) == []
+
+
+def test_a_bare_name_defined_everywhere_is_not_pinned() -> None:
+    docs = [
+        Document(
+            page_content=f"class C{i}:\n    def run_it(self):\n        pass\n",
+            metadata={"file_type": "py", "source_path": f"c{i}.py"},
+        )
+        for i in range(5)
+    ]
+    index, _ = _indexed(SourceCodeSplitter().split_documents(docs))
+    assert {h.score for h in index.search("run_it", k=10)} == {0.5}
+    assert [h.score for h in index.search("C3.run_it", k=10)] == [2.0]
