@@ -10,6 +10,7 @@ hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
 
 from typing import TYPE_CHECKING
 
+from langchain_holodeck._version import __version__ as __version__
 from langchain_holodeck.backends import (
     Backend,
     BackendCapabilities,
@@ -24,6 +25,7 @@ from langchain_holodeck.backends import (
 )
 from langchain_holodeck.config import (
     AgentConfig,
+    ChatModelConfig,
     CohereRerankerConfig,
     ContextModelConfig,
     DatabaseConfig,
@@ -32,9 +34,11 @@ from langchain_holodeck.config import (
     InMemoryKeywordIndexConfig,
     KeywordIndexConfig,
     OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     RerankerConfig,
+    RetrievalTestCase,
     SearchWeights,
     ToolConfig,
     ToolSelectionConfig,
@@ -67,6 +71,7 @@ from langchain_holodeck.embeddings import (
     CachedEmbeddings,
     LocalEmbeddings,
     LocalFileByteStore,
+    OnnxEmbeddings,
     RedisByteStore,
     embedding_model_id,
     resolve_embeddings,
@@ -80,7 +85,7 @@ from langchain_holodeck.errors import (
     NoSupportedFilesError,
 )
 from langchain_holodeck.exact import ExactMatchIndex
-from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import (
     BM25KeywordIndex,
@@ -144,6 +149,7 @@ __all__ = [
     "BackendCapabilities",
     "BackendUnavailableError",
     "CachedEmbeddings",
+    "ChatModelConfig",
     "ChunkIndexedTextSplitter",
     "CohereReranker",
     "CohereRerankerConfig",
@@ -179,8 +185,10 @@ __all__ = [
     "MatrixVectorStore",
     "NamespaceFilteredStore",
     "NoSupportedFilesError",
+    "OnnxEmbeddings",
     "OpenSearchKeywordIndex",
     "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
     "RedisByteStore",
     "RedisDatabaseConfig",
     "RedisKeywordIndex",
@@ -188,6 +196,7 @@ __all__ = [
     "RerankRetriever",
     "RerankerConfig",
     "ResolvedReference",
+    "RetrievalTestCase",
     "SearchWeights",
     "Section",
     "SourceCodeSplitter",
@@ -210,6 +219,7 @@ __all__ = [
     "build_tool_selector_middleware",
     "config_reference_markdown",
     "content_hash",
+    "convex_score_fusion",
     "corpus_namespace",
     "create_reranker",
     "create_vector_store",

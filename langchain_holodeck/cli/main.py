@@ -4,6 +4,8 @@
 holodeck-rag ingest docs/                 # the default hybrid tool, saved in .holodeck/store/
 holodeck-rag search "revoke a token"      # searches what the last ingest built
 holodeck-rag tools --config agent.yaml    # the tools an agent.yaml defines, and their data
+holodeck-rag chat agent.yaml              # one answer per line, tools (and model) kept warm
+holodeck-rag test agent.yaml              # the agent.yaml's retrieval cases: hit@k and MRR
 ```
 
 ``ingest`` writes ``<store>/ingest.json`` (tool type and name, source, config file, embedding
@@ -26,6 +28,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_holodeck._version import __version__
+from langchain_holodeck.cli.chat import (
+    add_chat_parser,
+    one_blas_thread,
+    positive_int,
+    search_text,
+)
+from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -58,10 +68,11 @@ BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results 
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
-its configured database (Redis: falls back to memory with a warning when unreachable; the
-in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
-configured source (resolved against the working directory); otherwise the configured source
-is used (resolved against the agent.yaml's directory).
+its configured database (Redis: falls back to memory with a warning when unreachable, or
+fails with `fallback_to_memory: false`; the in-memory store is saved under
+STORE/<tool name>/). SOURCE, when given, replaces the tool's configured source (resolved
+against the working directory); otherwise the configured source is used (resolved against the
+agent.yaml's directory).
 
 Re-running is cheap: files whose mtime and size did not change are neither read nor
 embedded. Files deleted from SOURCE have their chunks removed. Exit status: 0 on success, 1
@@ -104,9 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error argparse already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    with _cli_logging(verbose=args.verbose, quiet=args.quiet):
+    with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
         try:
             return int(args.run(args))
+        except BrokenPipeError:  # `holodeck-rag search ... | head`: the reader has had enough
+            _silence_stdout()
+            return 0
         except (HolodeckError, OSError) as error:
             logger.debug("%s", type(error).__name__, exc_info=True)
             print(f"error: {_one_line(error)}", file=sys.stderr)
@@ -118,12 +132,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (tests): nothing to flush
+        pass
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``holodeck-rag`` argument parser (``-v``/``-q``/``--store`` before or after the verb)."""
     parser = argparse.ArgumentParser(
         prog="holodeck-rag", description=_DESCRIPTION, parents=[_common_options()]
     )
     parser.set_defaults(verbose=0, quiet=False, store=DEFAULT_STORE)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     # Each verb gets its own copy of the options, defaulting to SUPPRESS, so that an option
     # given before the verb is not reset by the verb's parser (argparse shares parent actions).
     common = _common_options()
@@ -175,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     shown = search.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true", help="print a JSON list (keys above)")
     shown.add_argument("--explain", action="store_true", help="show per-modality ranks and scores")
+    search.add_argument(
+        "--max-chars",
+        type=positive_int,
+        metavar="N",
+        help="show at most N characters of each result's text (cut at a word, marked …)",
+    )
     _config_options(search)
     search.set_defaults(run=_run_search)
 
@@ -187,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tools.add_argument("--config", type=Path, metavar="AGENT_YAML", help="the agent.yaml")
     tools.set_defaults(run=_run_tools)
+    add_chat_parser(verbs, common)
+    add_test_parser(verbs, common)
 
     purge = verbs.add_parser(
         "purge-legacy",
@@ -475,6 +507,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         where=_where(tool, target, args.store),
         result=result,
         seconds=seconds,
+        search_strategy=tool.search_strategy,
     )
     print(format_summary(report))
     for line in result.errors:
@@ -538,10 +571,11 @@ def _run_search(args: argparse.Namespace) -> int:
             result.failed,
         )
     if not (args.json or args.explain):
-        print(tool.search_sync(query))
+        print(search_text(tool, query, max_chars=args.max_chars))
         return 0
     from langchain_holodeck.cli._format import explain_line, result_record
     from langchain_holodeck.tools.document import format_results
+    from langchain_holodeck.tools.formatting import snippet
 
     documents = tool.as_retriever().invoke(query)
     hybrid = isinstance(tool, HierarchicalDocumentTool)
@@ -549,9 +583,15 @@ def _run_search(args: argparse.Namespace) -> int:
         records = [
             result_record(rank, doc, hybrid=hybrid) for rank, doc in enumerate(documents, start=1)
         ]
+        if args.max_chars is not None:
+            for record in records:
+                record["text"] = snippet(record["text"], args.max_chars)
         print(json.dumps(records, indent=2, ensure_ascii=False))
     elif documents:
-        print(format_results(documents, hybrid=hybrid, explain=explain_line))
+        text = format_results(
+            documents, hybrid=hybrid, explain=explain_line, max_chars=args.max_chars
+        )
+        print(text)
     else:
         print(f"No relevant results found for query: {query}")
     return 0
@@ -600,12 +640,15 @@ def _describe(target: _Target, store: Path) -> str:
     config = target.config
     database = resolve_database_config(config, project_dir=target.project_dir)
     store_dir = _tool_store_dir(store, config.name)
-    vectors = get_backend(database).describe(store_dir=store_dir)
+    backend = get_backend(database)
+    vectors = backend.describe(store_dir=store_dir)
+    search = "dense only"
     if not isinstance(config, HierarchicalDocumentToolConfig):
         keywords = "none (dense search only)"
     else:
         provider = get_keyword_index_provider(config.keyword_index)
         keywords = provider.describe(store_dir=store_dir)
+        search = _search_line(config, backend)
     source = str(config.resolved_source(target.base_dir))
     lines = [
         f"{config.name} ({config.type})",
@@ -613,9 +656,27 @@ def _describe(target: _Target, store: Path) -> str:
         f"  source:      {source}",
         f"  vectors:     {vectors}",
         f"  keywords:    {keywords}",
+        f"  search:      {search}",
         f"  embeddings:  {config.embedding_model or 'sentence-transformers/all-MiniLM-L6-v2'}",
     ]
     return "\n".join(lines)
+
+
+def _search_line(config: Any, backend: Any) -> str:
+    """The search strategy a hierarchical tool will use, from its backend's capabilities."""
+    from langchain_holodeck.search_strategy import choose_search_strategy
+
+    weights = config.search_weights
+    strategy = choose_search_strategy(
+        config.search_strategy,
+        native_hybrid=backend.capabilities.native_hybrid,
+        separate_keyword_engine=config.keyword_index.provider
+        not in ("in-memory", backend.provider),
+        weights=(weights.semantic, weights.keyword),
+        backend=str(backend.provider),
+    )
+    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 
 def _one_line(error: BaseException) -> str:

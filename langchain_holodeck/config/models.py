@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
     DatabaseConfig,
     DatabaseProviderConfig,
@@ -33,6 +34,7 @@ from langchain_holodeck.config._backends import (
     KeywordIndexConfig,
     KeywordIndexProviderConfig,
     OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     default_keyword_index,
@@ -64,6 +66,7 @@ from langchain_holodeck.errors import ConfigError
 
 __all__ = [
     "AgentConfig",
+    "ChatModelConfig",
     "CohereRerankerConfig",
     "ContextModelConfig",
     "DatabaseConfig",
@@ -74,14 +77,17 @@ __all__ = [
     "KeywordIndexConfig",
     "KeywordIndexProviderConfig",
     "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
     "RedisDatabaseConfig",
     "RedisKeywordIndexConfig",
     "RerankerConfig",
+    "RetrievalTestCase",
     "SearchWeights",
     "ToolConfig",
     "ToolSelectionConfig",
     "VLLMRerankerConfig",
     "VectorStoreToolConfig",
+    "chat_model_config",
     "config_reference_markdown",
     "load_agent_config",
     "load_project_database_config",
@@ -102,7 +108,9 @@ class _SearchToolConfig(BaseModel):
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
     description: str = Field(
-        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+        default="",  # filled from source before validation (_describe_source_by_default)
+        min_length=1,
+        json_schema_extra={"default_text": "`Search the documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
@@ -118,7 +126,8 @@ class _SearchToolConfig(BaseModel):
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
-    """Drop results whose similarity is below this."""
+    """Keep only results whose dense similarity (cosine, clipped to [0, 1]) reaches this;
+    exact section and quoted-phrase hits are always kept, keyword hits are measured too."""
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
@@ -193,6 +202,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         "Search the structured documents in {source} by meaning, keyword or section number."
     )
     description: str = Field(
+        default="",  # filled from source before validation (_describe_source_by_default)
         min_length=1,
         json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
@@ -213,8 +223,18 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
+    fetch_k: int = Field(default=300, ge=1, le=1000)
+    """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
+    are fetched. The default is where quality stopped improving on the tuning sets."""
+    fusion: Literal["rrf", "convex"] = "convex"
+    """``convex``: weighted sum of each leg's scores divided by its best (Bruch et al., 2023);
+    ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
+    search_strategy: Literal["auto", "native", "fallback"] = "auto"
+    """``native``: the vector store fuses dense and keyword search in one request (Redis,
+    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
+    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
@@ -225,6 +245,16 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     _keyword_provider_default = field_validator("keyword_index", mode="before")(
         default_keyword_provider
     )
+
+    @model_validator(mode="after")
+    def _fetch_k_covers_top_k(self) -> HierarchicalDocumentToolConfig:
+        if self.fetch_k < self.top_k:
+            msg = (
+                f"fetch_k ({self.fetch_k}) must be >= top_k ({self.top_k}); each leg must "
+                "hand fusion at least the results it returns."
+            )
+            raise ValueError(msg)
+        return self
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
@@ -285,8 +315,10 @@ class ToolSelectionConfig(BaseModel):
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
-    ``name``, ``description``, ``model`` and ``instructions`` are accepted (agent files often carry
-    them) but not interpreted by this package; any other top-level key is an error.
+    ``name``, ``description`` and ``instructions`` are accepted (agent files often carry them);
+    ``model`` is free-form for other programs, and ``holodeck-rag chat`` reads it as a
+    ``ChatModelConfig`` when present; ``tests`` are ``holodeck-rag test``'s retrieval cases. Any
+    other top-level key is an error.
     """
 
     model_config = MODEL_CONFIG
@@ -298,9 +330,11 @@ class AgentConfig(BaseModel):
     description: str | None = None
     """Agent description (free-form, not used by this package)."""
     model: JsonValue = Field(default=None, repr=False)
-    """Agent model section (free-form, not used by this package; hidden from repr)."""
+    """Agent model; ``holodeck-rag chat`` reads it as a ChatModelConfig (hidden from repr)."""
     instructions: JsonValue = Field(default=None, repr=False)
-    """Agent instructions (free-form, not used by this package; hidden from repr)."""
+    """Agent instructions; ``holodeck-rag chat`` uses a string as the system prompt."""
+    tests: list[RetrievalTestCase] = Field(default_factory=list)
+    """Retrieval regression cases run by ``holodeck-rag test``."""
     tool_selection: ToolSelectionConfig | None = None
     """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
@@ -315,6 +349,18 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
             first[tool.name] = index
+        return self
+
+    @model_validator(mode="after")
+    def _tests_name_known_tools(self) -> AgentConfig:
+        names = [tool.name for tool in self.tools]
+        for index, case in enumerate(self.tests):
+            if case.tool is not None and case.tool not in names:
+                msg = (
+                    f"tests[{index}].tool is {case.tool!r}, which is not a tool of this file; "
+                    f"its tools: {', '.join(names)}"
+                )
+                raise ValueError(msg)
         return self
 
 
@@ -355,6 +401,18 @@ def load_agent_config(
     used: dict[str, str] = {}
     data = substitute_env(raw, env, display=display, used=used)
     return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used)
+
+
+def chat_model_config(agent: AgentConfig, *, display: str = "agent.yaml") -> ChatModelConfig | None:
+    """The agent's ``model:`` section as a ``ChatModelConfig``; ``None`` when there is none.
+
+    Raises:
+        ConfigError: When the section is not a valid ``ChatModelConfig`` (naming ``display``,
+            the field and the bad value, secrets masked).
+    """
+    if agent.model is None:
+        return None
+    return _validate(ChatModelConfig, agent.model, display=display, prefix="model", used={})
 
 
 def load_project_database_config(
@@ -434,6 +492,7 @@ def config_reference_markdown() -> str:
             HierarchicalDocumentToolConfig,
             InMemoryDatabaseConfig,
             RedisDatabaseConfig,
+            QdrantDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
@@ -441,6 +500,8 @@ def config_reference_markdown() -> str:
             InMemoryKeywordIndexConfig,
             RedisKeywordIndexConfig,
             OpenSearchKeywordIndexConfig,
+            ChatModelConfig,
+            RetrievalTestCase,
         ]
     )
 

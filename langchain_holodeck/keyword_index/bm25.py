@@ -72,6 +72,7 @@ class Tokenizer:
         self.terms: list[str] = []  # term id -> term
         self.term_ids: dict[str, int] = {}  # term -> term id
         self._word_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its term ids
+        self._word_terms: dict[str, tuple[str, ...]] = {}  # raw word -> its terms
 
     def _term_of(self, word: str) -> str | None:
         if word in self.stopwords:
@@ -91,6 +92,21 @@ class Tokenizer:
         if len(parts) > 1 or (whole and len(parts) == 1 and parts[0].lower() != whole):
             terms.append(whole)
         return terms
+
+    def split_terms(self, text: str) -> list[str]:
+        """Every term of ``text`` in order (``terms_of`` of each word), cached per word.
+
+        Pure: the vocabulary is neither read nor grown, so the same text gives the same terms in
+        every process (what a store that hashes terms to sparse-vector indices needs).
+        """
+        cache = self._word_terms
+        out: list[str] = []
+        for word in self._split(text):
+            terms = cache.get(word)
+            if terms is None:
+                terms = cache[word] = tuple(self.terms_of(word))
+            out.extend(terms)
+        return out
 
     def _add_term(self, term: str) -> int:
         tid = self.term_ids.get(term)

@@ -6,12 +6,20 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import (
+    FUSED_SCORE,
+    RELEVANCE_SCORE,
+    SEMANTIC_SCORE,
+    original_content,
+    source_path,
+)
+
 BREADCRUMB_SEPARATOR = " \u203a "
 
 
 def shown_text(document: Document) -> str:
     """The text users and agents see: the original chunk, without any LLM context."""
-    return str(document.metadata.get("original_content", document.page_content))
+    return original_content(document)
 
 
 def result_score(document: Document, *, hybrid: bool = False) -> float | None:
@@ -24,7 +32,7 @@ def result_score(document: Document, *, hybrid: bool = False) -> float | None:
     no score of its own. The raw per-leg scores stay in the metadata (``semantic_score``,
     ``keyword_score``) and in the CLI's ``--json``.
     """
-    for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
+    for key in (RELEVANCE_SCORE, FUSED_SCORE if hybrid else SEMANTIC_SCORE):
         value = document.metadata.get(key)
         if value is not None:
             return float(value)
@@ -34,7 +42,7 @@ def result_score(document: Document, *, hybrid: bool = False) -> float | None:
 def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str:
     """``[1] Score: 0.89 | Source: docs/api.md`` (+ ``| Section: ...`` for hybrid results)."""
     meta = document.metadata
-    source = meta.get("source_path", meta.get("source", "unknown"))
+    source = source_path(meta, default="unknown")
     score = result_score(document, hybrid=hybrid)
     if score is not None:
         label = f"Score: {score:.2f}"
@@ -51,6 +59,7 @@ def format_results(
     *,
     hybrid: bool = False,
     explain: Callable[[Document], str] | None = None,
+    max_chars: int | None = None,
 ) -> str:
     """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
 
@@ -62,18 +71,40 @@ def format_results(
         documents: Results, best first.
         hybrid: Show fused scores (in [0, 1], see ``result_score``) and the section breadcrumb.
         explain: Adds an indented ``explain:`` line under each header (the CLI's --explain).
+        max_chars: Show at most this many characters of each text (``snippet``); ``None``: all.
+
+    Raises:
+        ValueError: If ``max_chars`` is not positive.
     """
+    if max_chars is not None and max_chars <= 0:
+        msg = f"max_chars must be a positive number of characters, got {max_chars}."
+        raise ValueError(msg)
     blocks = [f"Found {len(documents)} result(s):"]
     for rank, doc in enumerate(documents, start=1):
         lines = [result_header(rank, doc, hybrid=hybrid)]
         if explain is not None:
             lines.append(f"    explain: {explain(doc)}")
-        lines.append(shown_text(doc))
+        text = shown_text(doc)
+        lines.append(text if max_chars is None else snippet(text, max_chars))
         blocks.append("\n".join(lines))
     terms = defined_terms_block(documents)
     if terms:
         blocks.append(terms)
     return "\n\n".join(blocks)
+
+
+def snippet(text: str, max_chars: int) -> str:
+    """``text`` cut to at most ``max_chars`` characters at a word boundary, ending in ``…``.
+
+    A text that fits is returned unchanged; a cut one says how much was left out.
+    """
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars].rstrip()
+    space = cut.rfind(" ")
+    if space > max_chars // 2:
+        cut = cut[:space].rstrip()
+    return f"{cut}… [{len(text) - len(cut)} more characters]"
 
 
 def defined_terms_block(documents: Sequence[Document]) -> str:

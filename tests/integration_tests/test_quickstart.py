@@ -1,6 +1,7 @@
 """The README's first command: the quick start runs offline with the real local model."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +22,15 @@ def test_quickstart_ingests_twice_and_finds_the_section() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
-    assert "failed=0" in out
-    assert "again:  added=0 skipped=" in out
+    assert "SyncResult(" not in out
+    assert re.search(
+        r"^ingest: (\d+) chunks from sample_docs/ in [\d.]+ s: \1 embedded, "
+        r"0 skipped, 0 failed$",
+        out,
+        flags=re.M,
+    ), out
+    assert re.search(r"^again:  0 embedded, \d+ skipped \(nothing re-embedded\)$", out, re.M)
+    assert result.stderr == ""  # no model-loading bar, no warning
     assert out.count("Found 3 result(s):") == 3
     section = out.split(">>> Section 203(a)(1)")[1]
     first = section.split("[1] ", 1)[1].split("\n", 1)[0]

@@ -1,4 +1,4 @@
-"""resolve_embeddings, LocalEmbeddings (real MiniLM, offline), CachedEmbeddings and byte stores."""
+"""resolve_embeddings, LocalEmbeddings (sentence-transformers), CachedEmbeddings, byte stores."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.stores import InMemoryByteStore
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests
+from langchain_tests.unit_tests import EmbeddingsUnitTests
 
 from langchain_holodeck.embeddings import (
     DEFAULT_EMBEDDING_MODEL,
     CachedEmbeddings,
     LocalEmbeddings,
     LocalFileByteStore,
+    OnnxEmbeddings,
     embedding_model_id,
     resolve_embeddings,
 )
@@ -27,11 +30,11 @@ def test_embeddings_instance_passes_through(embeddings: HashingEmbeddings) -> No
     assert resolve_embeddings(embeddings) is embeddings
 
 
-def test_none_resolves_to_local_minilm_without_loading() -> None:
+def test_none_resolves_to_the_onnx_minilm_without_loading() -> None:
     resolved = resolve_embeddings(None)
-    assert isinstance(resolved, LocalEmbeddings)
+    assert isinstance(resolved, OnnxEmbeddings)
     assert resolved.model_name == DEFAULT_EMBEDDING_MODEL
-    assert resolved._model is None  # lazy: nothing loaded yet
+    assert resolved._session is None  # lazy: nothing loaded yet
 
 
 def test_sentence_transformers_name_resolves_locally() -> None:
@@ -90,8 +93,9 @@ def test_local_embeddings_rejects_bad_batch_size() -> None:
         LocalEmbeddings(batch_size=0)
 
 
-def test_default_minilm_loads_offline_and_ranks_related_texts_closer() -> None:
-    emb = resolve_embeddings(None)
+@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> None:
+    emb = resolve_embeddings(None) if runtime == "onnx" else LocalEmbeddings()
     vectors = np.array(
         emb.embed_documents(
             [
@@ -106,7 +110,8 @@ def test_default_minilm_loads_offline_and_ranks_related_texts_closer() -> None:
     related, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
     assert related > unrelated + 0.2
     assert len(emb.embed_query("cat")) == 384
-    assert embedding_model_id(emb) == "LocalEmbeddings:sentence-transformers/all-MiniLM-L6-v2"
+    name = "OnnxEmbeddings" if runtime == "onnx" else "LocalEmbeddings"
+    assert embedding_model_id(emb) == f"{name}:sentence-transformers/all-MiniLM-L6-v2"
 
 
 def test_local_embeddings_are_thread_safe() -> None:
@@ -235,3 +240,44 @@ def test_cached_vectors_are_finite_floats(embeddings: HashingEmbeddings) -> None
     cached = CachedEmbeddings(embeddings, InMemoryByteStore())
     (vec,) = cached.embed_documents(["hello world"])
     assert all(isinstance(v, float) and math.isfinite(v) for v in vec)
+
+
+def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
+    long = " ".join(
+        f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
+    )
+    local, onnx = LocalEmbeddings(), OnnxEmbeddings()
+    assert local.count_tokens(long) == onnx.count_tokens(long) > 254
+    windowed = np.asarray(local.embed_query(long))
+    truncated = np.asarray(LocalEmbeddings(long_text="first").embed_query(long))
+    assert float(windowed @ truncated) < 0.999
+    assert float(windowed @ np.asarray(onnx.embed_query(long))) >= 0.998
+
+
+def test_committed_reference_vectors_are_the_torch_models() -> None:
+    import json
+
+    reference = Path(__file__).resolve().parents[1] / "data" / "minilm_reference"
+    texts = json.loads((reference / "texts.json").read_text(encoding="utf-8"))
+    vectors = np.asarray(LocalEmbeddings().embed_documents(texts))
+    np.testing.assert_allclose(vectors, np.load(reference / "vectors.npy"), atol=1e-5)
+
+
+class TestLocalEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[LocalEmbeddings]:
+        return LocalEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {}
+
+
+class TestLocalEmbeddingsStandard(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[LocalEmbeddings]:
+        return LocalEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {}

@@ -1,0 +1,315 @@
+"""``holodeck-rag chat``: initialize the tools once, then answer line after line, model warm.
+
+With a ``model:`` section in the agent.yaml, each line goes to a LangChain agent
+(``create_agent`` + ``init_chat_model``) that calls the configured tools; its answer is printed
+with the sources it used. Without one, each line is a search of every tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from langchain_core.documents import Document  # a runtime name: the agent reads run's hints
+
+from langchain_holodeck.errors import ConfigError, HolodeckError
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.tools import BaseTool
+
+    from langchain_holodeck.config.models import AgentConfig, ChatModelConfig
+    from langchain_holodeck.tools.document import _DocumentTool
+
+logger = logging.getLogger(__name__)
+
+EXIT_WORDS = frozenset({"exit", "quit", ":q"})
+"""Lines that end a chat session (as does end of input)."""
+_CHAT_HELP = """\
+Initializes every tool of AGENT_YAML once (or, without it, the tool the last `ingest` into
+STORE built), then reads questions from standard input, one per line, until end of input or
+`exit`. With a `model:` section in AGENT_YAML (provider, name, base_url, api_key: see the
+configuration reference), each question goes to an agent that calls the tools and answers,
+followed by the sources it used; without one, each line is searched in every tool and the
+results are printed. Answers go to stdout; notes and errors to stderr. A failing question
+prints `error: ...` and the session goes on."""
+
+
+def add_chat_parser(
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``chat`` on the ``holodeck-rag`` parser."""
+    chat = verbs.add_parser(
+        "chat",
+        parents=[common],
+        help="answer questions line after line with the tools (and model) initialized once",
+        description=_CHAT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    chat.add_argument("agent_yaml", nargs="?", type=Path, metavar="AGENT_YAML")
+    chat.add_argument(
+        "--force-ingest", action="store_true", help="re-embed every file before the first line"
+    )
+    chat.add_argument(
+        "--max-chars", type=positive_int, metavar="N", help="show at most N characters per result"
+    )
+    chat.set_defaults(run=run_chat)
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Run with one BLAS thread: a query is one matrix-vector product, which threads only slow.
+
+    On a busy 2-core machine OpenBLAS's threaded product over 10k x 384 vectors took 38 ms
+    against 0.5 ms on one thread; ingestion's heavy work runs in onnxruntime, not BLAS.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def positive_int(text: str) -> int:
+    """Parse an integer >= 1 (an argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"must be a positive integer, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+# -- the tools of a session -------------------------------------------------------------------
+def session_tools(
+    agent: AgentConfig | None,
+    agent_yaml: Path | None,
+    store: Path,
+    *,
+    force_ingest: bool,
+    quiet: bool,
+) -> list[_DocumentTool]:
+    """Build and initialize the tools of ``agent`` (or of the last ingest into ``store``)."""
+    from langchain_holodeck.cli.main import (
+        _build_tool,
+        _config_tool_target,
+        _read_manifest,
+        _target_from_manifest,
+    )
+
+    if agent is None or agent_yaml is None:
+        targets = [_target_from_manifest(_read_manifest(store))]
+    else:
+        targets = [_config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
+    tools = []
+    for target in targets:
+        tool = _build_tool(target, store)
+        result = tool.initialize_sync(force_ingest=force_ingest)
+        if not quiet:
+            print(
+                f"{tool.name}: {tool.document_count} chunks ready ({result.added} added, "
+                f"{result.updated} updated, {result.failed} failed)",
+                file=sys.stderr,
+            )
+        tools.append(tool)
+    return tools
+
+
+def is_hybrid(tool: _DocumentTool) -> bool:
+    """Whether ``tool`` shows fused scores and sections (a HierarchicalDocumentTool)."""
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool
+
+    return isinstance(tool, HierarchicalDocumentTool)
+
+
+def search_text(tool: _DocumentTool, query: str, *, max_chars: int | None) -> str:
+    """The tool's text for ``query``, each result cut to ``max_chars`` when given."""
+    if max_chars is None:
+        return tool.search_sync(query)
+    from langchain_holodeck.tools.formatting import format_results
+
+    documents = tool.as_retriever().invoke(query)
+    if not documents:
+        return f"No relevant results found for query: {query}"
+    return format_results(documents, hybrid=is_hybrid(tool), max_chars=max_chars)
+
+
+# -- answering ---------------------------------------------------------------------------------
+Answer = Callable[[str], str]
+
+
+def search_answerer(tools: list[_DocumentTool], *, max_chars: int | None) -> Answer:
+    """Each line is a search of every tool (a header per tool when there are several)."""
+
+    def answer(question: str) -> str:
+        blocks = []
+        for tool in tools:
+            text = search_text(tool, question, max_chars=max_chars)
+            blocks.append(f"## {tool.name}\n{text}" if len(tools) > 1 else text)
+        return "\n\n".join(blocks)
+
+    return answer
+
+
+def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
+    """``tool`` for an agent: the tool's text for the model, its Documents as the artifact."""
+    from langchain_core.tools import StructuredTool
+
+    from langchain_holodeck.tools.formatting import format_results
+
+    base = tool.as_tool()
+    hybrid = is_hybrid(tool)
+
+    def run(query: str) -> tuple[str, list[Document]]:
+        documents = tool.as_retriever().invoke(query)
+        if not documents:
+            return f"No relevant results found for query: {query}", []
+        return format_results(documents, hybrid=hybrid, max_chars=max_chars), documents
+
+    return StructuredTool.from_function(
+        func=run,
+        name=base.name,
+        description=base.description,
+        args_schema=base.args_schema,
+        response_format="content_and_artifact",
+    )
+
+
+def chat_model(config: ChatModelConfig) -> Any:
+    """The chat model of ``config``, through LangChain's ``init_chat_model``."""
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as error:
+        msg = 'chat with a model: needs langchain: pip install "langchain-holodeck[agents]"'
+        raise ImportError(msg) from error
+    options: dict[str, Any] = {"temperature": config.temperature}
+    if config.base_url is not None:
+        options["base_url"] = config.base_url
+    if config.api_key is not None:
+        options["api_key"] = config.api_key.get_secret_value()
+    try:
+        return init_chat_model(config.name, model_provider=config.provider, **options)
+    except ImportError as error:
+        msg = f"model.provider {config.provider!r} needs its LangChain package: {error}"
+        raise ImportError(
+            msg + ' (pip install "langchain-holodeck[agents,openai]" for openai)'
+        ) from error
+    except ValueError as error:
+        msg = f"model: init_chat_model refused provider {config.provider!r}: {error}"
+        raise ConfigError(msg) from error
+
+
+def agent_answerer(
+    config: ChatModelConfig,
+    tools: list[_DocumentTool],
+    *,
+    instructions: str | None,
+    max_chars: int | None,
+) -> Answer:
+    """Each line goes to a ``create_agent`` agent over ``tools``; the conversation is kept."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.errors import GraphRecursionError
+
+    agent = create_agent(
+        chat_model(config),
+        tools=[source_tool(t, max_chars=max_chars) for t in tools],
+        system_prompt=instructions,
+    )
+    history: list[BaseMessage] = []
+    limit = 2 * config.max_tool_calls + 1
+
+    def answer(question: str) -> str:
+        messages = [*history, HumanMessage(question)]
+        try:
+            state = agent.invoke({"messages": messages}, config={"recursion_limit": limit})
+        except GraphRecursionError as error:
+            msg = f"the agent made more than {config.max_tool_calls} tool calls (max_tool_calls)"
+            raise HolodeckError(msg) from error
+        new = state["messages"][len(messages) :]
+        history[:] = state["messages"]
+        text = state["messages"][-1].text
+        sources = used_sources(new)
+        if not sources:
+            return f"{text}\n\nSources: none (the model called no tool)"
+        return f"{text}\n\nSources:\n" + "\n".join(f"  - {s}" for s in sources)
+
+    return answer
+
+
+def used_sources(messages: list[BaseMessage]) -> list[str]:
+    """``tool: file (section; section)`` per file the tool calls in ``messages`` returned.
+
+    Files in the order the results first named them; a file's sections likewise.
+    """
+    from langchain_core.messages import ToolMessage
+
+    from langchain_holodeck.tools.formatting import section_breadcrumb
+
+    files: dict[tuple[str, str], list[str]] = {}
+    for message in messages:
+        if not isinstance(message, ToolMessage) or not isinstance(message.artifact, list):
+            continue
+        for document in message.artifact:
+            meta = document.metadata
+            where = str(meta.get("source_path", meta.get("source", "unknown")))
+            sections = files.setdefault((str(message.name), where), [])
+            crumb = section_breadcrumb(document)
+            if crumb and crumb not in sections:
+                sections.append(crumb)
+    return [
+        f"{tool}: {where}" + (f" ({'; '.join(sections)})" if sections else "")
+        for (tool, where), sections in files.items()
+    ]
+
+
+# -- the command -------------------------------------------------------------------------------
+def run_chat(args: argparse.Namespace) -> int:
+    """``holodeck-rag chat``: initialize once, then one answer per input line."""
+    from langchain_holodeck.config.models import chat_model_config, load_agent_config
+
+    agent = None if args.agent_yaml is None else load_agent_config(args.agent_yaml)
+    model = None if agent is None else chat_model_config(agent, display=str(args.agent_yaml))
+    tools = session_tools(
+        agent, args.agent_yaml, args.store, force_ingest=args.force_ingest, quiet=args.quiet
+    )
+    if model is None:
+        answer = search_answerer(tools, max_chars=args.max_chars)
+    else:
+        instructions = agent.instructions if agent and isinstance(agent.instructions, str) else None
+        answer = agent_answerer(model, tools, instructions=instructions, max_chars=args.max_chars)
+    interactive = sys.stdin.isatty()
+    if not args.quiet:
+        mode = f"agent {model.provider}:{model.name}" if model else "search"
+        print(f"ready ({mode}); one question per line, `exit` to stop.", file=sys.stderr)
+    for question in _lines(sys.stdin, prompt="> " if interactive else None):
+        if question in EXIT_WORDS:
+            break
+        try:
+            text = answer(question)
+        except Exception as error:  # one failing question (model server down...) ends nothing
+            logger.debug("question failed", exc_info=True)
+            print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
+            continue
+        print(text, flush=True)
+        if interactive:
+            print(file=sys.stdout, flush=True)
+    return 0
+
+
+def _lines(stream: TextIO, *, prompt: str | None) -> Iterator[str]:
+    while True:
+        if prompt is not None:
+            print(prompt, end="", file=sys.stderr, flush=True)
+        line = stream.readline()
+        if not line:
+            return
+        text = line.strip()
+        if text:
+            yield text

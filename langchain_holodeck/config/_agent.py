@@ -1,0 +1,68 @@
+"""The agent-level sections of ``agent.yaml``: the chat ``model`` and retrieval ``tests``.
+
+Private: import them from ``langchain_holodeck.config.models``, which re-exports them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+
+from langchain_holodeck.config._sections import (
+    MODEL_CONFIG,
+    _check_secret_not_blank,
+    check_http_url,
+)
+
+
+class ChatModelConfig(BaseModel):
+    """The agent's chat model (``model:``), run by ``holodeck-rag chat`` (``init_chat_model``)."""
+
+    model_config = MODEL_CONFIG
+
+    provider: str = Field(min_length=1)
+    """Model provider as LangChain's ``init_chat_model`` names it: ``openai``, ``anthropic``..."""
+    name: str = Field(min_length=1)
+    """Model name, e.g. ``gpt-4o-mini``."""
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    """Sampling temperature."""
+    api_key: SecretStr | None = None
+    """API key from the environment (``${OPENAI_API_KEY}``); unset: the provider's default."""
+    base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    """Base URL of an OpenAI-compatible server, for self-hosted models."""
+    max_tool_calls: int = Field(default=6, gt=0, le=50)
+    """Most tool calls the agent may make for one question."""
+
+    _base_url_is_http = field_validator("base_url")(check_http_url)
+    _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
+
+
+class RetrievalTestCase(BaseModel):
+    """A retrieval regression case (``tests:``): ``query`` must find ``source``/``section_id``.
+
+    ``holodeck-rag test`` runs each case against ``tool`` (unset: every tool of the file) and
+    passes it when one of the first ``k`` results comes from ``source`` (the file's path
+    relative to the tool's source, or its trailing part) and, when given, has ``section_id``.
+    """
+
+    model_config = MODEL_CONFIG
+
+    query: str = Field(min_length=1)
+    """What a user would type."""
+    source: str | None = Field(default=None, min_length=1)
+    """The file that must be found, e.g. ``auth.md`` or ``guide/scheduling.txt``."""
+    section_id: str | None = Field(default=None, min_length=1)
+    """The section that must be found, e.g. ``203(a)(1)``."""
+    k: int = Field(default=5, ge=1, le=100)
+    """The expected result must be among the first ``k``."""
+    tool: str | None = Field(default=None, min_length=1)
+    """The tool to search; unset: every tool of the file."""
+
+    @model_validator(mode="after")
+    def _expects_something(self) -> RetrievalTestCase:
+        if self.source is None and self.section_id is None:
+            msg = (
+                f"the case for query {self.query!r} expects nothing; give source, section_id "
+                "or both"
+            )
+            raise ValueError(msg)
+        return self

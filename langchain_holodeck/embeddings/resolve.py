@@ -1,0 +1,167 @@
+"""Resolve ``embedding_model`` settings into ``Embeddings``, and name them stably.
+
+``None`` (and ``sentence-transformers/all-MiniLM-L6-v2``) is the embedded default,
+``OnnxEmbeddings``: torch-free and offline. Other ``sentence-transformers/<name>`` run through
+``LocalEmbeddings`` (extra ``local``); OpenAI names through langchain-openai (extra ``openai``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck.embeddings.local import LocalEmbeddings
+from langchain_holodeck.embeddings.onnx import MINILM_NAME, OnnxEmbeddings
+from langchain_holodeck.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EMBEDDING_MODEL = MINILM_NAME
+"""The embedded default model (384 dimensions), run by ``OnnxEmbeddings``."""
+OPENAI_EMBEDDING_MODELS = frozenset(
+    {"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"}
+)
+"""Bare model names routed to langchain-openai (any ``openai/<name>`` is too)."""
+_ACCEPTED = (
+    "None (the local all-MiniLM-L6-v2 default), an Embeddings object, an OpenAI model name "
+    "(text-embedding-3-small, text-embedding-3-large, text-embedding-ada-002 or "
+    "'openai/<name>') or 'sentence-transformers/<name>'"
+)
+
+
+def resolve_embeddings(embedding_model: str | Embeddings | None) -> Embeddings:
+    """Turn an ``embedding_model`` setting into an ``Embeddings`` object.
+
+    Args:
+        embedding_model: ``None`` (or ``sentence-transformers/all-MiniLM-L6-v2``) for the
+            embedded default, ``OnnxEmbeddings`` (all-MiniLM-L6-v2 on onnxruntime, offline);
+            an OpenAI model name (``text-embedding-3-small``, ``-3-large``, ``-ada-002`` or
+            ``openai/<name>``) for langchain-openai (reads ``OPENAI_API_KEY``);
+            another ``sentence-transformers/<name>`` for ``LocalEmbeddings`` (it must already
+            be in the Hugging Face cache: nothing is downloaded); or any ``Embeddings`` object,
+            which is returned unchanged.
+
+    Returns:
+        The embeddings. Local models load lazily, on first use.
+
+    Example:
+        ```python
+        resolve_embeddings(None)  # -> OnnxEmbeddings(model_name='sentence-transformers/...')
+        ```
+
+    Raises:
+        ValueError: If ``embedding_model`` is none of the accepted forms.
+        ImportError: If the provider's extra (``local`` or ``openai``) is not installed.
+        ConfigError: If OpenAI is selected and its API key is missing.
+    """
+    if isinstance(embedding_model, Embeddings):
+        return embedding_model
+    if embedding_model is None:
+        return OnnxEmbeddings()
+    if not isinstance(embedding_model, str):
+        msg = f"embedding_model must be {_ACCEPTED}; got {type(embedding_model).__name__}."
+        raise TypeError(msg)
+    name = embedding_model.strip()
+    if name.startswith("openai/") and len(name) > len("openai/"):
+        return _openai(name.removeprefix("openai/"))
+    if name in OPENAI_EMBEDDING_MODELS:
+        return _openai(name)
+    if name == DEFAULT_EMBEDDING_MODEL:
+        return OnnxEmbeddings()
+    if name.startswith("sentence-transformers/") and len(name) > len("sentence-transformers/"):
+        return LocalEmbeddings(name)
+    msg = f"embedding_model must be {_ACCEPTED}; got {embedding_model!r}."
+    raise ValueError(msg)
+
+
+def _openai(model: str) -> Embeddings:
+    try:
+        import openai
+        from langchain_openai import OpenAIEmbeddings
+    except ImportError as e:
+        msg = f"embedding_model {model!r} needs langchain-openai: " + (
+            'pip install "langchain-holodeck[openai]"'
+        )
+        raise ImportError(msg) from e
+    try:
+        return OpenAIEmbeddings(model=model)
+    except openai.OpenAIError as e:
+        msg = (
+            f"embedding_model {model!r} uses OpenAI, which needs the OPENAI_API_KEY "
+            "environment variable; set it, or leave embedding_model unset for the local default."
+        )
+        raise ConfigError(msg) from e
+
+
+def embedding_model_id(embeddings: Embeddings) -> str:
+    """A stable identifier of an embeddings object: class name, model, and dimension setting.
+
+    Sync stores it in metadata (``embedding_model``) to detect a model change.
+    ``CachedEmbeddings`` reports its underlying model; a ``long_text`` pooling other than the
+    default ``mean`` is part of the id. Examples:
+    ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2``,
+    ``OpenAIEmbeddings:text-embedding-3-small``, ``DeterministicFakeEmbedding:size=6``.
+    """
+    from langchain_holodeck.embeddings.cached import CachedEmbeddings
+
+    if isinstance(embeddings, CachedEmbeddings):
+        return embedding_model_id(embeddings.underlying)
+    parts = [type(embeddings).__name__]
+    for attr in ("model_name", "model", "model_id", "deployment"):
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, str) and value:
+            parts.append(value)
+            break
+    for attr in ("dimensions", "size", "dimension"):
+        value = getattr(type(embeddings), attr, None)
+        if isinstance(value, property):
+            continue  # would load a model
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            parts.append(f"{attr}={value}")
+    long_text = getattr(embeddings, "long_text", None)
+    if isinstance(long_text, str) and long_text != "mean":
+        parts.append(f"long_text={long_text}")
+    return ":".join(parts)
+
+
+_PROBE = "dimension probe"
+_OPENAI_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+"""OpenAI's published widths, used only against OpenAI's own API (no ``base_url``)."""
+_DEFAULT_LOCAL_DIMENSION = 384
+"""all-MiniLM-L6-v2: known without loading the model."""
+
+
+def embedding_dimension(embeddings: Embeddings) -> int:
+    """Dimension of the vectors ``embeddings`` makes, without a model call when possible.
+
+    Read from its settings when it states one (``dimensions``, ``size``), known for the local
+    default (``OnnxEmbeddings`` with its packaged weights, or ``LocalEmbeddings`` of
+    all-MiniLM-L6-v2) and OpenAI's models on OpenAI's API, a local model's ``dimension`` (it
+    loads the model), else measured with one ``embed_query`` call.
+    """
+    from langchain_holodeck.embeddings.cached import CachedEmbeddings
+
+    base = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
+    for attr in ("dimensions", "size"):
+        value = getattr(base, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    if isinstance(base, OnnxEmbeddings) and base.model_path is None:
+        return _DEFAULT_LOCAL_DIMENSION
+    if isinstance(base, LocalEmbeddings):
+        if base.model_name == DEFAULT_EMBEDDING_MODEL:
+            return _DEFAULT_LOCAL_DIMENSION
+        return base.dimension
+    model = getattr(base, "model", None)
+    openai_api = type(base).__name__ == "OpenAIEmbeddings" and not getattr(
+        base, "openai_api_base", None
+    )
+    if openai_api and model in _OPENAI_DIMENSIONS:
+        return _OPENAI_DIMENSIONS[str(model)]
+    return len(embeddings.embed_query(_PROBE))

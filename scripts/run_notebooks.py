@@ -1,0 +1,61 @@
+"""Re-execute the notebooks in place, so that their committed outputs come from a real run.
+
+    HF_HUB_OFFLINE=1 python scripts/run_notebooks.py              # every notebooks/*.ipynb
+    HF_HUB_OFFLINE=1 python scripts/run_notebooks.py --check      # exit 1 if a re-run differs
+
+Each notebook runs top to bottom in a fresh ``python3`` kernel from ``notebooks/`` (as nbmake
+runs them in CI); per-cell execution timestamps are dropped so that a re-run that prints the
+same thing leaves the file unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def executed(path: Path) -> nbformat.NotebookNode:
+    """``path`` run top to bottom, without per-cell timing metadata."""
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
+        notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": NOTEBOOKS}}
+    ).execute()
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
+    return notebook
+
+
+def outputs(notebook: nbformat.NotebookNode) -> str:
+    """The cells' outputs, as comparable text."""
+    return json.dumps([cell.get("outputs", []) for cell in notebook.cells], sort_keys=True)
+
+
+def main() -> int:
+    """Run every notebook; with ``--check``, report the ones whose outputs a re-run changes."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    stale = []
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        fresh = executed(path)
+        if args.check:
+            if outputs(fresh) != outputs(nbformat.read(path, as_version=4)):
+                stale.append(path.name)
+        else:
+            nbformat.write(fresh, path)
+        print(f"{path.name}: {'checked' if args.check else 'executed'}")  # noqa: T201
+    if stale:
+        print("outputs differ from a re-run: " + ", ".join(stale), file=sys.stderr)  # noqa: T201
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""``holodeck-rag chat`` with a ``model:``: a real agent, an OpenAI-compatible loopback server."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_holodeck.cli import main
+from tests.helpers import DATA_DIR
+from tests.openai_server import chat_server
+
+
+def test_chat_agent_calls_the_tool_and_prints_its_answer_with_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            "instructions: Answer from the documentation only.\n"
+            "model:\n"
+            "  provider: openai\n"
+            "  name: loopback-model\n"
+            f"  base_url: {server.base_url}\n"
+            "  api_key: ${FAKE_LLM_KEY}\n"
+            "tools:\n"
+            "  - type: hierarchical_document\n"
+            "    name: docs_tool\n"
+            "    description: The product documentation.\n"
+            "    source: docs\n",
+            encoding="utf-8",
+        )
+        questions = "How do I revoke an access token?\nWhat is the rate limit?\n"
+        monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    answers = out.split("The answer is in ")[1:]
+    assert len(answers) == 2
+    assert answers[0].startswith("docs/auth.md.")
+    sources = answers[0].split("Sources:\n")[1].splitlines()
+    assert sources[0].startswith("  - docs_tool: docs/auth.md (Authentication")
+    assert len(sources) == len(set(sources))
+    assert "ready (agent openai:loopback-model)" in err
+    # 2 questions x (tool call + answer); the tool ran and the model read its contract text.
+    assert len(server.requests) == 4
+    first = server.requests[0]
+    assert first["model"] == "loopback-model"
+    assert first["messages"][0] == {
+        "role": "system",
+        "content": "Answer from the documentation only.",
+    }
+    assert [t["function"]["name"] for t in first["tools"]] == ["docs_tool"]
+    tool_result = server.requests[1]["messages"][-1]
+    assert tool_result["role"] == "tool"
+    assert tool_result["content"].startswith("Found ")
+    assert "DELETE to /tokens/{id}" in tool_result["content"]
+    # the conversation is kept: the second question carries the first exchange
+    assert len(server.requests[2]["messages"]) > len(server.requests[0]["messages"])
+
+
+def test_chat_agent_survives_an_unreachable_model_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with chat_server() as server:
+        url = server.base_url
+    (tmp_path / "agent.yaml").write_text(
+        f"model: {{provider: openai, name: m, base_url: '{url}', api_key: '${{K}}'}}\n"
+        "tools: [{type: vectorstore, name: kb, description: Docs., source: docs}]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("K", "sk-x")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("first?\nsecond?\n"))
+    code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out == ""
+    assert (
+        err.count("ConnectionError: Connection error.") == 2
+    )  # each question fails; the session goes on

@@ -1,0 +1,99 @@
+"""An OpenAI-compatible chat server on loopback that calls tools, for the ``chat`` tests.
+
+It speaks ``POST /v1/chat/completions`` (non-streaming): when the last message is the user's
+and the request offers tools, it answers with one ``tool_calls`` entry calling the first tool
+with ``{"query": <the user's text>}``; when the last message is a tool result, it answers with
+text that quotes the first ``Source:`` line of that result. Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_SOURCE = re.compile(r"Source: (\S+)")
+
+
+@dataclass
+class ChatServer:
+    """The running server: ``base_url`` (``http://127.0.0.1:PORT/v1``) and what it received."""
+
+    base_url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def reply(body: dict[str, Any]) -> dict[str, Any]:
+    """The completion the server returns for ``body``."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    tools = body.get("tools") or []
+    if last.get("role") == "user" and tools:
+        name = tools[0]["function"]["name"]
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{len(messages)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps({"query": last["content"]})},
+                }
+            ],
+        }
+        finish = "tool_calls"
+    else:
+        found = _SOURCE.search(str(last.get("content", "")))
+        where = found.group(1) if found else "nowhere"
+        message = {"role": "assistant", "content": f"The answer is in {where}."}
+        finish = "stop"
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+@contextmanager
+def chat_server() -> Iterator[ChatServer]:
+    """Start the server on a free loopback port; stop it on exit."""
+    state = ChatServer(base_url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            state.requests.append(body)
+            if not self.path.endswith("/chat/completions"):
+                self.send_response(404)
+                self.end_headers()
+                return
+            data = json.dumps(reply(body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,247 @@
+"""``holodeck-rag chat`` (search mode), ``holodeck-rag test``, --version, --max-chars, pipes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import langchain_holodeck
+from langchain_holodeck.cli import main
+from langchain_holodeck.cli._format import ProgressBars
+from langchain_holodeck.config import load_agent_config
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.ingestion import IngestProgress
+from tests.helpers import DATA_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the docs and legal corpora, ingested once by the default tool."""
+    root = tmp_path_factory.mktemp("chat")
+    shutil.copytree(DATA_DIR / "docs", root / "docs")
+    shutil.copytree(DATA_DIR / "legal", root / "legal")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        patch.setenv("HOME", str(root))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["ingest", "docs"]) == 0
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _in_workdir(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("HOME", str(workdir))
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None
+) -> tuple[int, str, str]:
+    if stdin is not None:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "stdin", io.StringIO(stdin))
+            code = main(list(argv))
+    else:
+        code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+AGENT = """\
+tools:
+  - type: hierarchical_document
+    name: docs_tool
+    description: The product documentation.
+    source: docs
+  - type: hierarchical_document
+    name: legal_tool
+    description: The Holodeck Safety Act.
+    source: legal
+"""
+
+
+def write_agent(path: Path, extra: str = "") -> Path:
+    path.write_text(AGENT + textwrap.dedent(extra), encoding="utf-8")
+    return path
+
+
+# -- version and metadata ----------------------------------------------------------------------
+def test_version_flag_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"holodeck-rag {langchain_holodeck.__version__}"
+    assert langchain_holodeck.__version__.count(".") == 2
+
+
+def test_pyproject_declares_an_spdx_license_urls_and_classifiers() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"
+    assert {"Homepage", "Source", "Issues"} <= set(project["urls"])
+    assert "Programming Language :: Python :: 3.11" in project["classifiers"]
+    assert project["dynamic"] == ["version"]
+    heavy = [d for d in project["dependencies"] if "==" in d]
+    assert heavy == []
+    for extra, deps in project["optional-dependencies"].items():
+        pinned = [d for d in deps if "==" in d and not d.startswith("langchain-tests")]
+        assert pinned == [], extra
+        assert not any(d.startswith("torch") for d in deps), extra
+
+
+# -- chat, search mode -----------------------------------------------------------------------------
+def test_chat_without_a_model_answers_each_line_with_a_search(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lines = "how do I revoke a token?\n\n   \nSection 203(a)(1)\nexit\nnever asked\n"
+    code, out, err = run(capsys, "chat", stdin=lines)
+    assert code == 0, err
+    assert out.count("Found ") == 2
+    first = out.split("Found ")[1]
+    assert "auth.md" in first.split("[2]")[0]
+    assert "never asked" not in out
+    assert "ready (search)" in err
+
+
+def test_chat_over_an_agent_yaml_searches_every_tool(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    agent = write_agent(workdir / "agent_chat.yaml")
+    code, out, err = run(capsys, "chat", str(agent), "--max-chars", "40", stdin="Section 203\n")
+    assert code == 0, err
+    assert "## docs_tool\n" in out
+    assert "## legal_tool\n" in out
+    assert "more characters]" in out
+    assert "docs_tool: " in err
+    assert "chunks ready" in err
+
+
+def test_chat_rejects_a_bad_model_section(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    agent = write_agent(workdir / "agent_bad_model.yaml", "model: {provider: openai}\n")
+    code, _, err = run(capsys, "chat", str(agent), stdin="x\n")
+    assert code == 1
+    assert err.startswith("error: ")
+    assert "model.name" in err
+
+
+# -- test ----------------------------------------------------------------------------------------
+CASES = """\
+tests:
+  - query: how do I revoke a token?
+    source: auth.md
+    tool: docs_tool
+    k: 3
+  - query: Section 203(a)(1)
+    source: holodeck_act.md
+    section_id: 203(a)(1)
+    tool: legal_tool
+    k: 1
+"""
+
+
+def test_test_command_reports_hit_at_k_and_mrr_per_tool(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    agent = write_agent(workdir / "agent_tests.yaml", CASES)
+    code, out, err = run(capsys, "test", str(agent))
+    assert code == 0, out + err
+    assert "PASS docs_tool: 'how do I revoke a token?' -> rank 1 (k=3)" in out
+    assert "| docs_tool | 1 | 1 | 1.000 | 1.000 |" in out
+    assert "| legal_tool | 1 | 1 | 1.000 | 1.000 |" in out
+
+
+def test_test_command_fails_when_a_case_is_not_found_within_k(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    failing = CASES + "  - query: how do I revoke a token?\n    source: crew.json\n    k: 1\n"
+    agent = write_agent(workdir / "agent_failing.yaml", failing)
+    code, out, _ = run(capsys, "test", str(agent))
+    assert code == 1
+    assert "FAIL docs_tool: 'how do I revoke a token?': source=crew.json not in the first 1" in out
+    assert "FAIL legal_tool:" in out  # no tool: the case runs on every tool
+    assert "| docs_tool | 2 | 1 | 0.500 | 0.500 |" in out
+
+
+def test_test_command_without_tests_is_an_error(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    agent = write_agent(workdir / "agent_no_tests.yaml")
+    code, out, err = run(capsys, "test", str(agent))
+    assert (code, out) == (1, "")
+    assert "has no tests: section" in err
+
+
+def test_a_case_must_name_a_known_tool_and_expect_something(workdir: Path) -> None:
+    unknown = write_agent(workdir / "a1.yaml", "tests: [{query: q, source: a.md, tool: nope}]\n")
+    with pytest.raises(ConfigError, match=r"tests\[0\]\.tool is 'nope'"):
+        load_agent_config(unknown)
+    empty = write_agent(workdir / "a2.yaml", "tests: [{query: q}]\n")
+    with pytest.raises(ConfigError, match="expects nothing; give source, section_id or both"):
+        load_agent_config(empty)
+
+
+# -- search details ---------------------------------------------------------------------------
+def test_search_max_chars_cuts_each_text_at_a_word(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "search", "safety protocols", "--max-chars", "30")
+    assert code == 0
+    import re
+
+    blocks = re.split(r"\n\n(?=\[\d+\] )", out.strip())[1:]
+    texts = [block.split("\n", 1)[1] for block in blocks]
+    assert len(texts) >= 2
+    for text in texts:
+        assert len(text.split("…")[0]) <= 30
+    assert "more characters]" in out
+
+
+def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(workdir: Path) -> None:
+    read, write = os.pipe()
+    os.close(read)  # like `| head` that has already exited
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(workdir)}
+    code = "from langchain_holodeck.cli import main; raise SystemExit(main())"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code, "search", "holodeck", "--top-k", "100"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=workdir,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert result.stderr == ""
+    assert result.returncode == 0
+
+
+def test_progress_chunks_bar_times_from_the_start_of_splitting() -> None:
+    stream = io.StringIO()
+    with ProgressBars(enabled=True, stream=stream) as bars:
+        bars(IngestProgress("files", 1, 2))
+        files = bars._bars["files"]
+        bars(IngestProgress("files", 1, 2))
+        bars(IngestProgress("chunks", 9, 9))
+        assert bars._bars["chunks"].start_t == files.start_t
+        assert bars._bars["embeddings"].start_t >= files.start_t
+
+
+def test_the_example_agent_yaml_declares_retrieval_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REDIS_URL", "COHERE_API_KEY"):
+        monkeypatch.setenv(name, "redis://127.0.0.1:1" if name == "REDIS_URL" else "k")
+    agent = load_agent_config(ROOT / "examples" / "agent.yaml")
+    assert [(c.tool, c.k) for c in agent.tests] == [("knowledge_base", 3), ("legal_docs", 1)]
+    assert isinstance(agent.instructions, str)

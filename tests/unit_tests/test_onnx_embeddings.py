@@ -1,0 +1,222 @@
+"""OnnxEmbeddings (the torch-free default), model windows, and the standard embeddings suites."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.stores import InMemoryByteStore
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests
+from langchain_tests.unit_tests import EmbeddingsUnitTests
+
+from langchain_holodeck.embeddings import (
+    CachedEmbeddings,
+    OnnxEmbeddings,
+    combine_windows,
+    embedding_model_id,
+    resolve_embeddings,
+    token_windows,
+)
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference"
+LONG = " ".join(f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60))
+
+
+@pytest.fixture(scope="module")
+def onnx() -> OnnxEmbeddings:
+    return OnnxEmbeddings()
+
+
+def test_default_vectors_match_the_torch_model_on_the_fixed_sample(onnx: OnnxEmbeddings) -> None:
+    texts = json.loads((REFERENCE / "texts.json").read_text(encoding="utf-8"))
+    reference = np.load(REFERENCE / "vectors.npy")
+    assert len(texts) == reference.shape[0] >= 100
+    vectors = np.asarray(onnx.embed_documents(texts))
+    cosines = (vectors * reference).sum(axis=1)
+    worst = int(np.argmin(cosines))
+    assert cosines.min() >= 0.999, f"text {worst} ({texts[worst][:40]!r}): {cosines[worst]:.5f}"
+
+
+def test_default_resolves_to_the_onnx_runtime_without_torch() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from langchain_holodeck import resolve_embeddings; "
+        "e = resolve_embeddings(None); v = e.embed_query('hello'); "
+        "print(type(e).__name__, len(v), 'torch' in sys.modules, "
+        "'sentence_transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["OnnxEmbeddings", "384", "False", "False"]
+
+
+def test_the_default_model_name_also_resolves_to_the_onnx_runtime() -> None:
+    emb = resolve_embeddings("sentence-transformers/all-MiniLM-L6-v2")
+    assert isinstance(emb, OnnxEmbeddings)
+    assert embedding_model_id(emb) == "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2"
+    truncating = OnnxEmbeddings(long_text="first")
+    assert embedding_model_id(truncating) == (
+        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=first"
+    )
+
+
+def test_count_tokens_uses_the_models_word_pieces(onnx: OnnxEmbeddings) -> None:
+    assert onnx.count_tokens("holodeck") == 3  # ho ##lode ##ck: not tiktoken's count
+    assert onnx.count_tokens("") == 0
+
+
+def test_a_long_text_is_embedded_as_windows_and_pooled(onnx: OnnxEmbeddings) -> None:
+    n_tokens = onnx.count_tokens(LONG)
+    assert n_tokens > 254
+    (windows,) = onnx.embed_windows([LONG])
+    assert windows.shape == (len(token_windows(n_tokens, size=254, overlap=32)), 384)
+    assert windows.shape[0] >= 3
+    pooled = np.asarray(onnx.embed_query(LONG))
+    np.testing.assert_allclose(pooled, combine_windows(windows, "mean"), atol=1e-6)
+    first = np.asarray(OnnxEmbeddings(long_text="first").embed_query(LONG))
+    np.testing.assert_allclose(first, windows[0], atol=1e-6)
+    assert float(pooled @ first) < 0.999  # the tail now counts
+
+
+def test_the_tail_of_a_long_text_is_found_only_with_windows(onnx: OnnxEmbeddings) -> None:
+    tail = "The replicator on deck nine dispenses Earl Grey tea, hot, at any hour."
+    text = LONG + " " + tail
+    other = "Shuttle bay doors must be sealed before launch; pilots confirm the seal."
+    query = "where can I get hot tea from the replicator?"
+    truncating = OnnxEmbeddings(long_text="first")
+    q = np.asarray(onnx.embed_query(query))
+    windowed = np.asarray(onnx.embed_documents([text, other]))
+    truncated = np.asarray(truncating.embed_documents([text, other]))
+    assert windowed[0] @ q > truncated[0] @ q + 0.05
+
+
+def test_short_texts_are_one_window(onnx: OnnxEmbeddings) -> None:
+    (windows,) = onnx.embed_windows(["short text"])
+    assert windows.shape == (1, 384)
+    np.testing.assert_allclose(np.linalg.norm(windows, axis=1), 1.0, atol=1e-5)
+
+
+def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> None:
+    results: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            results[n] = OnnxEmbeddings.embed_query(onnx, "holodeck safety protocols")
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for vec in results.values():
+        np.testing.assert_allclose(vec, results[0], atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_tokens": 2}, "max_tokens must be >= 3"),
+        ({"window_overlap": 254}, "window_overlap must be >= 0 and < max_tokens - 2"),
+        ({"long_text": "max"}, "long_text must be 'mean' or 'first', got 'max'"),
+        ({"batch_size": 0}, "batch_size must be positive, got 0"),
+        ({"threads": 0}, "threads must be positive or None, got 0"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        OnnxEmbeddings(**kwargs)
+
+
+def test_a_missing_model_file_is_named(tmp_path: Path) -> None:
+    emb = OnnxEmbeddings(model_path=tmp_path / "nope.onnx")
+    with pytest.raises(FileNotFoundError, match="model_path must be an existing file"):
+        emb.embed_query("x")
+
+
+# --- token_windows / combine_windows: the pure core -------------------------------------------
+
+
+def test_token_windows_cover_every_token_with_full_windows() -> None:
+    assert token_windows(10, size=4, overlap=1) == [(0, 4), (3, 7), (6, 10)]
+    assert token_windows(4, size=4) == [(0, 4)]
+    assert token_windows(0, size=4) == [(0, 0)]
+    assert token_windows(9, size=4) == [(0, 4), (4, 8), (5, 9)]
+    for n in range(1, 60):
+        spans = token_windows(n, size=7, overlap=2)
+        covered = {i for s, e in spans for i in range(s, e)}
+        assert covered == set(range(n))
+        assert all(e - s == min(7, n) for s, e in spans)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_tokens": 5, "size": 0}, "size must be positive, got 0"),
+        ({"n_tokens": 5, "size": 4, "overlap": 4}, r"overlap must be >= 0 and < size \(4\), got 4"),
+        ({"n_tokens": -1, "size": 4}, "n_tokens must be >= 0, got -1"),
+    ],
+)
+def test_token_windows_reject_bad_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        token_windows(**kwargs)
+
+
+def test_combine_windows_mean_and_first() -> None:
+    rows = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    np.testing.assert_allclose(combine_windows(rows, "mean"), [2**-0.5, 2**-0.5], atol=1e-6)
+    np.testing.assert_allclose(combine_windows(rows, "first"), [1.0, 0.0])
+    with pytest.raises(ValueError, match="long_text must be 'mean' or 'first', got 'max'"):
+        combine_windows(rows, "max")  # type: ignore[arg-type]  # the error path
+    with pytest.raises(ValueError, match="non-empty 2-d array"):
+        combine_windows(np.zeros((0, 2)))
+
+
+# --- LangChain standard suites ------------------------------------------------------------------
+
+
+class TestOnnxEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[OnnxEmbeddings]:
+        return OnnxEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {}
+
+
+class TestOnnxEmbeddingsStandard(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[OnnxEmbeddings]:
+        return OnnxEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {}
+
+
+class TestCachedEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[CachedEmbeddings]:
+        return CachedEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {"underlying": OnnxEmbeddings(), "store": InMemoryByteStore()}
+
+
+class TestCachedEmbeddingsStandard(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[CachedEmbeddings]:
+        return CachedEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {"underlying": OnnxEmbeddings(), "store": InMemoryByteStore()}
