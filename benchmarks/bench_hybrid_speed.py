@@ -7,7 +7,10 @@ Synthetic chunks of ~120 Zipf-distributed words and random unit 384-dim vectors 
 benchmarks/.cache/). The query embedding is excluded: every system gets an Embeddings that
 looks the precomputed query vector up. Each (system, size) runs in its own process, so peak
 RSS is per system (it includes the ~same input data for all: see the "inputs only" row).
-Ours: MatrixVectorStore + BM25KeywordIndex + HybridRetriever(k=10, fetch_k=50).
+Ours: MatrixVectorStore + BM25KeywordIndex + HybridRetriever(k=10) at its default fetch_k.
+Quality of the candidate depth: ours' top 10 against the same fusion (RRF, convex) computed
+over the *full* dense and BM25 rankings (recall@10 vs exact fusion), at the default depth and
+at fetch_k=50.
 Peer: EnsembleRetriever([BM25Retriever(k=50), InMemoryVectorStore.as_retriever(k=50)]),
 langchain-classic + langchain-community installed as benchmark peers only.
 Floor: numpy matmul + argpartition, bm25s (stop words + stemming) retrieve, a 20-line RRF.
@@ -80,7 +83,7 @@ def worker(system: str, n: int) -> dict:
         bm25 = BM25KeywordIndex()
         bm25.upsert(docs)
         bm25.search("warmup", 1)  # the first search builds the matrix: part of build time
-        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10, fetch_k=50)
+        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
         build = time.perf_counter() - t0
         retriever.invoke(queries[0])
         for q in queries:
@@ -89,7 +92,8 @@ def worker(system: str, n: int) -> dict:
             latencies.append(time.perf_counter() - t)
         assert len(out) == 10
         # peak of build + queries, before the update experiments below add their own
-        extra = {"rss_mb": rss_mb()}
+        extra = {"rss_mb": rss_mb(), "fetch_k": retriever.fetch_k}
+        extra |= exact_fusion_recall(retriever, queries, qvecs, vecs, bm25)
         # incremental update cost: 1% of the corpus re-upserted, then one search
         t = time.perf_counter()
         bm25.upsert(docs[: n // 100])
@@ -157,6 +161,37 @@ def worker(system: str, n: int) -> dict:
     return {"build_s": build, "rss_mb": rss_mb(), "base_rss_mb": base_rss, "lat": latencies} | extra
 
 
+def exact_fusion_recall(retriever, queries, qvecs, vecs, bm25) -> dict:
+    """Recall@10 of the retriever (default depth and fetch_k=50, each fusion) against the same
+    fusion over the *full* dense and BM25 rankings (every chunk scored)."""
+    from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
+
+    n = vecs.shape[0]
+    w = list(retriever.weights[:2])
+    exact_fns = {
+        "rrf": lambda lists: reciprocal_rank_fusion(lists, k=retriever.rrf_k, weights=w),
+        "convex": lambda lists: convex_score_fusion(lists, weights=w, lower_bounds=[0.0, 0.0]),
+    }
+    variants = {
+        (fusion, depth): retriever.model_copy(update={"fusion": fusion, "fetch_k": depth})
+        for fusion in exact_fns
+        for depth in (retriever.fetch_k, 50)
+    }
+    recall: dict[tuple[str, int], list[float]] = {key: [] for key in variants}
+    for i, q in enumerate(queries):
+        sims = vecs @ qvecs[i]
+        dense = [(str(r), max(0.0, float(sims[r]))) for r in np.argsort(-sims, kind="stable")]
+        keyword = bm25.search(q, n)
+        truth = {f: {d for d, _ in fn([dense, keyword])[:10]} for f, fn in exact_fns.items()}
+        for (fusion, depth), r in variants.items():
+            got = {d.id for d in r.invoke(q)}
+            recall[(fusion, depth)].append(len(got & truth[fusion]) / 10)
+    return {
+        "recall": {f"{f}@{d}": statistics.mean(v) for (f, d), v in recall.items()},
+        "fusion": retriever.fusion,
+    }
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -206,6 +241,11 @@ def main() -> None:
         )
     for n, system, res in rows:
         if system == "ours":
+            print(
+                f"\nours @ {n:,} (default fusion {res['fusion']}, fetch_k {res['fetch_k']}): "
+                "recall@10 vs the same fusion over the full rankings: "
+                + ", ".join(f"{key} {value:.3f}" for key, value in res["recall"].items())
+            )
             print(
                 f"\nours @ {n:,}: re-upsert 1% + search {res['delta_1pct_s'] * 1000:.0f} ms "
                 f"(delta segment, no full rebuild); 20% + search {res['rebuild_20pct_s']:.2f} s "

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Run every benchmark in sequence, on an otherwise idle machine; each prints markdown tables
 # with ours next to the peer. Needs: pip install -e ".[bench]"; Redis Stack at REDIS_URL for
-# bench_redis_hybrid (skipped without it); SciFact data in ../shared/data/scifact.
+# bench_redis_hybrid (skipped without it); SciFact data in ../shared/data/scifact; bench_code
+# reads sympy's source from site-packages and embeds ~13k texts on its first run (cached in
+# ~/.cache/holodeck-bench), bench_lookups reads /usr/share/common-licenses; a MetaTool
+# checkout at METATOOL_DIR for bench_tool_selection (skipped without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
-for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting rerank \
-  embeddings chat; do
+for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups symbols code rerank \
+  embeddings chat qdrant_hybrid; do
   echo "### bench_$bench"
   python "benchmarks/bench_$bench.py"
   echo
@@ -17,4 +20,13 @@ echo
 if [ -n "${REDIS_URL:-}" ]; then
   echo "### bench_redis_hybrid"
   python benchmarks/bench_redis_hybrid.py
+  echo "### bench_scifact_strategies"
+  python benchmarks/bench_scifact_strategies.py
+else
+  echo "### bench_scifact_strategies (no REDIS_URL: Redis rows skipped)"
+  python benchmarks/bench_scifact_strategies.py --backends memory qdrant
+fi
+if [ -n "${METATOOL_DIR:-}" ]; then
+  echo "### bench_tool_selection"
+  python benchmarks/bench_tool_selection.py
 fi

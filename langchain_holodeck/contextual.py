@@ -23,6 +23,7 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.stores import ByteStore, InMemoryByteStore
 from pydantic import ConfigDict, Field, field_validator
 
+from langchain_holodeck._chunk import original_content, source_path
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
@@ -102,12 +103,8 @@ class _Job:
     key: str
 
 
-def _original(chunk: Document) -> str:
-    return str(chunk.metadata.get("original_content", chunk.page_content))
-
-
-def _source(chunk: Document) -> str:
-    return str(chunk.metadata.get("source_path", chunk.metadata.get("source", "")))
+_original = original_content
+_source = source_path
 
 
 def _sha256(text: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import original_content, source_path
 from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
 
 __all__ = [
@@ -196,12 +197,8 @@ class Definition:
     """Section id of the defining section (``""`` when none)."""
 
 
-def _chunk_text(chunk: Document) -> str:
-    return str(chunk.metadata.get("original_content", chunk.page_content))
-
-
-def _source_of(chunk: Document) -> str:
-    return str(chunk.metadata.get("source_path", chunk.metadata.get("source", "")))
+_chunk_text = original_content
+_source_of = source_path
 
 
 class DefinitionExtractor:

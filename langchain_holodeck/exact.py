@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from langchain_holodeck._chunk import original_content, source_path
 from langchain_holodeck.definitions import find_section_refs, normalize_term
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
@@ -236,16 +237,14 @@ class ExactMatchIndex:
         terms = meta.get("defined_terms") or ()
         index = meta.get("chunk_index")
         return _Chunk(
-            source_path=str(meta.get("source_path", meta.get("source", ""))),
+            source_path=source_path(meta),
             section_id=str(meta.get("section_id") or ""),
             chunk_index=index if isinstance(index, int) else 0,
             cross_references=tuple(str(r) for r in refs) if isinstance(refs, list) else (),
             opens=tuple(str(o) for o in opens) if isinstance(opens, list) else (),
             symbols=tuple(str(x) for x in symbols) if isinstance(symbols, list) else (),
             terms=tuple(normalize_term(str(t)) for t in terms) if isinstance(terms, list) else (),
-            text=_norm_text(str(meta.get("original_content", doc.page_content)))
-            if self.phrases
-            else "",
+            text=_norm_text(original_content(doc)) if self.phrases else "",
         )
 
     def _remove(self, doc_id: str) -> None:

@@ -15,6 +15,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 
+from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
 from langchain_holodeck.loaders import SourceFile, SourceLoader
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
@@ -27,10 +28,6 @@ from langchain_holodeck.sync import (
 )
 
 logger = logging.getLogger(__name__)
-
-CONTEXT_MISSING = "context_missing"
-"""Metadata key on a file's chunk 0: how many of its chunks the enricher left without context
-(absent when none). A file so marked is re-read and re-enriched by the next run."""
 
 
 class ChunkEnricher(Protocol):
@@ -234,18 +231,14 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         unchanged: dict[str, int] = {}
         for doc_id, doc in stored.items():
             file = ids[doc_id]
-            meta = doc.metadata
-            if (
-                meta.get("mtime") == file.mtime
-                and meta.get("size_bytes") == file.size_bytes
-                and meta.get("pipeline") == self.fingerprint
-                and not meta.get(CONTEXT_MISSING)
-                and (
-                    self.embedding_model is None
-                    or meta.get("embedding_model") == self.embedding_model
-                )
+            record = FileRecord.of(doc)
+            if record.is_current(
+                mtime=file.mtime,
+                size_bytes=file.size_bytes,
+                pipeline=self.fingerprint,
+                embedding_model=self.embedding_model,
             ):
-                unchanged[file.source_path] = int(meta.get("chunk_count", 1))
+                unchanged[file.source_path] = record.chunk_count or 1
         return unchanged
 
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
@@ -264,7 +257,7 @@ def _enrich(
     failed = int(result.stats.failed)
     if not failed:
         return list(result.chunks)
-    source = str(chunks[0].metadata.get("source_path", ""))
+    source = source_path(chunks[0])
     gaps[source] = (
         f"{failed} of {len(chunks)} chunks were indexed without context (the context "
         "model failed); the file is enriched again on the next run."

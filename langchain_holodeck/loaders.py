@@ -30,7 +30,8 @@ logger = logging.getLogger(__name__)
 
 _PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
-"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed)."""
+"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed;
+source code: as written)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})

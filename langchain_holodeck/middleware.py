@@ -43,12 +43,21 @@ except ImportError:  # pragma: no cover - langchain is the `agents` extra
             raise ImportError(msg)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    query: str
+@dataclass(frozen=True, eq=False)
+class _ToolSet:
+    """An agent's tools, split into selectable and always-included ones."""
+
+    key: tuple[int, ...]  # ids of the request's tools, in order
+    held: tuple[BaseTool | dict[str, Any], ...]  # keeps those objects (and so their ids) alive
     candidates: list[BaseTool]
     pinned: list[BaseTool]
     provider_tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    query: str
+    tools: _ToolSet
 
 
 class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  # any state
@@ -58,8 +67,9 @@ class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  
     messages) is the query of a ``ToolSelector`` over the request's tools; the model is
     called with the selected tools, in the agent's own order, then ``always_include``.
     No model call is made for the selection: one query embedding, a BM25 search and a
-    fusion. The agent's tools are indexed on first use and re-indexed only when one is
-    added or its description changes (vectors come from the selector's embedding cache).
+    fusion. The agent's tools are indexed on first use and again only when the list of
+    tools it passes changes; then only new or changed tools are embedded (through the
+    selector's embedding cache).
     A tool the user names (``use `search_tickets```) is always selected.
 
     Differences from ``LLMToolSelectorMiddleware``: ``max_tools`` is required to be a
@@ -120,6 +130,8 @@ class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  
         self.max_tools = max_tools
         self.always_include = list(always_include or [])
         self.history_turns = history_turns
+        self._last: _ToolSet | None = None  # the last request's tools, split
+        self._synced: _ToolSet | None = None  # the tools last indexed into the selector
 
     # -- the hook -------------------------------------------------------------------------
     def wrap_model_call(
@@ -130,9 +142,10 @@ class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  
         plan = self._plan(request)
         if plan is None:
             return handler(request)
-        self.selector.add_tools(plan.candidates)
-        names = [t.name for t in plan.candidates]
-        matches = self.selector.select(plan.query, k=self.max_tools, among=names)
+        if self._synced is not plan.tools:
+            self.selector.add_tools(plan.tools.candidates)
+            self._synced = plan.tools
+        matches = self.selector.select(plan.query, k=self.max_tools, among=self._among(plan))
         return handler(self._narrow(request, plan, matches))
 
     async def awrap_model_call(
@@ -143,16 +156,32 @@ class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  
         plan = self._plan(request)
         if plan is None:
             return await handler(request)
-        await self.selector.aadd_tools(plan.candidates)
-        names = [t.name for t in plan.candidates]
-        matches = await self.selector.aselect(plan.query, k=self.max_tools, among=names)
+        if self._synced is not plan.tools:
+            await self.selector.aadd_tools(plan.tools.candidates)
+            self._synced = plan.tools
+        among = self._among(plan)
+        matches = await self.selector.aselect(plan.query, k=self.max_tools, among=among)
         return await handler(self._narrow(request, plan, matches))
 
     # -- pure parts -----------------------------------------------------------------------
     def _plan(self, request: ModelRequest[Any]) -> _Plan | None:
         """What to select from, or ``None`` when the request goes through unchanged."""
-        tools = [t for t in request.tools if isinstance(t, BaseTool)]
-        provider_tools = [t for t in request.tools if isinstance(t, dict)]
+        tools = self._tool_set(request.tools)
+        if len(tools.candidates) <= self.max_tools:
+            return None  # nothing to leave out
+        query = _query_text(request.messages, self.history_turns)
+        if not query:
+            logger.debug("HybridToolSelectorMiddleware: no user text; passing every tool")
+            return None
+        return _Plan(query, tools)
+
+    def _tool_set(self, request_tools: Sequence[BaseTool | dict[str, Any]]) -> _ToolSet:
+        """The request's tools, split; reused while the agent passes the very same tools."""
+        key = tuple(map(id, request_tools))
+        last = self._last
+        if last is not None and last.key == key:
+            return last
+        tools = [t for t in request_tools if isinstance(t, BaseTool)]
         available = {t.name for t in tools}
         missing = [name for name in self.always_include if name not in available]
         if missing:
@@ -161,15 +190,22 @@ class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  
                 f"its tools are {sorted(available)}."
             )
             raise ValueError(msg)
-        pinned = [t for t in tools if t.name in self.always_include]
-        candidates = [t for t in tools if t.name not in self.always_include]
-        if len(candidates) <= self.max_tools:
-            return None  # nothing to leave out
-        query = _query_text(request.messages, self.history_turns)
-        if not query:
-            logger.debug("HybridToolSelectorMiddleware: no user text; passing every tool")
-            return None
-        return _Plan(query, candidates, pinned, provider_tools)
+        tool_set = _ToolSet(
+            key=key,
+            held=tuple(request_tools),
+            candidates=[t for t in tools if t.name not in self.always_include],
+            pinned=[t for t in tools if t.name in self.always_include],
+            provider_tools=[t for t in request_tools if isinstance(t, dict)],
+        )
+        self._last = tool_set
+        return tool_set
+
+    def _among(self, plan: _Plan) -> list[str] | None:
+        """``None`` when the selector holds exactly the candidates: no filtering needed."""
+        candidates = plan.tools.candidates
+        if len(self.selector) == len(candidates):
+            return None  # it holds every candidate (just synced), so nothing else
+        return [t.name for t in candidates]
 
     def _narrow(
         self, request: ModelRequest[Any], plan: _Plan, matches: list[ToolMatch]
@@ -178,8 +214,9 @@ class HybridToolSelectorMiddleware(AgentMiddleware):  # type: ignore[type-arg]  
         logger.debug(
             "HybridToolSelectorMiddleware: %s for %r", [m.name for m in matches], plan.query
         )
-        selected = [t for t in plan.candidates if t.name in chosen]
-        return request.override(tools=[*selected, *plan.pinned, *plan.provider_tools])
+        tools = plan.tools
+        selected = [t for t in tools.candidates if t.name in chosen]
+        return request.override(tools=[*selected, *tools.pinned, *tools.provider_tools])
 
 
 def build_tool_selector_middleware(

@@ -23,18 +23,20 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import (
+    CHUNK_INDEX,
+    VOLATILE_METADATA_KEYS,
+    FileRecord,
+    source_path,
+)
+from langchain_holodeck._chunk import (
+    SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
+)
 from langchain_holodeck._redact import one_line
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
 logger = logging.getLogger(__name__)
 
-SYNC_METADATA_KEYS = frozenset(
-    {"namespace", "chunk_key", "content_hash", "embedding_model", "chunk_count", "pipeline"}
-)
-"""Metadata keys that sync writes itself."""
-
-VOLATILE_METADATA_KEYS = frozenset({"mtime", "size_bytes"}) | SYNC_METADATA_KEYS
-"""Metadata keys left out of ``content_hash``: file stats and sync bookkeeping."""
 
 _PROBE_WINDOW = 64
 
@@ -171,7 +173,7 @@ def assign_ids(
     counts: dict[str, int] = defaultdict(int)
     sources: list[str] = []
     for position, doc in enumerate(documents):
-        source = doc.metadata.get("source_path") or doc.metadata.get("source")
+        source = source_path(doc)
         if not source:
             msg = (
                 f"document {position} has no 'source_path' or 'source' in metadata; "
@@ -231,19 +233,9 @@ def plan_sync(
             update.append(chunk)
         else:
             skip.append(chunk)
-            if chunk.metadata.get("chunk_index") == 0 and _file_record(old) != _file_record(chunk):
+            if chunk.metadata.get(CHUNK_INDEX) == 0 and FileRecord.of(old) != FileRecord.of(chunk):
                 refresh.append(chunk)
     return SyncPlan(add=tuple(add), update=tuple(update), skip=tuple(skip), refresh=tuple(refresh))
-
-
-def _file_record(doc: Document) -> tuple[Any, ...]:
-    meta = doc.metadata
-    return (
-        meta.get("mtime"),
-        meta.get("size_bytes"),
-        meta.get("chunk_count"),
-        meta.get("pipeline"),
-    )
 
 
 def _batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -299,7 +291,7 @@ def _stale_tail_ids(
 
 def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
     first = stored.get(stable_id(namespace, make_chunk_key(source, 0)))
-    return int(first.metadata.get("chunk_count", 0)) if first is not None else 0
+    return (FileRecord.of(first).chunk_count or 0) if first is not None else 0
 
 
 def _orphan_ids(
@@ -310,7 +302,7 @@ def _orphan_ids(
     return [
         doc.id
         for doc in scan_documents(vector_store, namespace=namespace)
-        if doc.id is not None and doc.metadata.get("source_path") not in live_sources
+        if doc.id is not None and source_path(doc) not in live_sources
     ]
 
 

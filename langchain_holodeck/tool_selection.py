@@ -13,12 +13,12 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore, InMemoryByteStore
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, InjectedToolArg
+from pydantic import BaseModel
 
 from langchain_holodeck.embeddings import CachedEmbeddings
 from langchain_holodeck.fusion import reciprocal_rank_fusion
@@ -73,8 +73,7 @@ def tool_text(tool: BaseTool) -> str:
     lines = [f"{tool.name} ({words})" if words != tool.name else tool.name]
     if tool.description:
         lines.append(tool.description.strip())
-    for arg, schema in _tool_args(tool).items():
-        description = schema.get("description") if isinstance(schema, dict) else None
+    for arg, description in _tool_args(tool):
         arg_words = _name_words(arg)
         lines.append(f"{arg_words}: {description}" if description else arg_words)
     return "\n".join(lines)
@@ -353,9 +352,32 @@ def _is_distinctive(name: str) -> bool:
     return bool(re.search(r"[_\-.0-9]|[a-z][A-Z]", name))
 
 
-def _tool_args(tool: BaseTool) -> dict[str, Any]:
+def _tool_args(tool: BaseTool) -> list[tuple[str, str | None]]:
+    """(name, description) of each argument the model fills in.
+
+    Read from the pydantic ``args_schema``'s fields when there is one — ``tool.args`` would
+    build a JSON schema through a new model per tool (about 3 ms each) — skipping injected
+    arguments (``InjectedToolArg``), which the model never sees.
+    """
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return [
+            (name, field.description)
+            for name, field in schema.model_fields.items()
+            if not any(_is_injected(m) for m in field.metadata)
+        ]
     try:
-        return dict(tool.args)
+        args = dict(tool.args)
     except Exception:  # a tool whose schema cannot be rendered is still selectable by text
         logger.debug("ToolSelector: no argument schema for tool %r", tool.name, exc_info=True)
-        return {}
+        return []
+    return [
+        (name, spec.get("description") if isinstance(spec, dict) else None)
+        for name, spec in args.items()
+    ]
+
+
+def _is_injected(marker: object) -> bool:
+    return isinstance(marker, InjectedToolArg) or (
+        isinstance(marker, type) and issubclass(marker, InjectedToolArg)
+    )

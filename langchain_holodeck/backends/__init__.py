@@ -34,6 +34,7 @@ from langchain_holodeck.backends.langchain import (
 )
 from langchain_holodeck.backends.memory import MemoryBackend, MemoryKeywordIndexProvider
 from langchain_holodeck.backends.opensearch import OpenSearchKeywordIndexProvider
+from langchain_holodeck.backends.qdrant import QdrantBackend
 from langchain_holodeck.backends.redis import RedisBackend, RedisKeywordIndexProvider
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "MemoryKeywordIndexProvider",
     "NamespaceFilteredStore",
     "OpenSearchKeywordIndexProvider",
+    "QdrantBackend",
     "RedisBackend",
     "RedisKeywordIndexProvider",
     "VectorStoreHandle",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from langchain_holodeck.keyword_index.base import KeywordIndex
+    from langchain_holodeck.search_strategy import NativeHit
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class BackendCapabilities:
     persistent: bool
     """The data outlives the process (a server, or the directory the tool saves into)."""
     native_hybrid: bool = False
-    """``Backend.hybrid_search`` runs keyword and vector search in one store query."""
+    """The store fuses keyword and vector search in one query (``native_hybrid_search``): the
+    ``auto`` search strategy is ``native`` on it."""
 
 
 class Backend(ABC):
@@ -196,23 +198,38 @@ class Backend(ABC):
         """The backend's own keyword index over ``store`` (one namespace), if it has one."""
         return None
 
-    def hybrid_search(
+    def native_hybrid_search(
         self,
         store: VectorStore,
         query: str,
         *,
         k: int,
+        fetch_k: int,
         namespace: str,
-        vector: Sequence[float],
-        alpha: float = 0.5,
-    ) -> list[tuple[Document, float]]:
-        """Keyword and vector search in one store query (``capabilities.native_hybrid``).
+        weights: tuple[float, float] = (0.5, 0.5),
+        min_similarity_score: float | None = None,
+    ) -> list[NativeHit]:
+        """Keyword and vector search fused by the store in one query (``native_hybrid``).
+
+        The store's ``native_hybrid_search`` restricted to ``namespace`` by this backend's
+        filter; ``HybridRetriever(search_strategy="native")`` makes the same call.
 
         Raises:
-            NotImplementedError: When the backend has no native hybrid search.
+            NotImplementedError: When the backend or the store has no native hybrid search.
         """
-        msg = f"{type(self).__name__} has no native hybrid search (capabilities.native_hybrid)."
-        raise NotImplementedError(msg)
+        from langchain_holodeck.search_strategy import supports_native_hybrid
+
+        if not (self.capabilities.native_hybrid and supports_native_hybrid(store)):
+            msg = f"{type(self).__name__} has no native hybrid search (capabilities.native_hybrid)."
+            raise NotImplementedError(msg)
+        return store.native_hybrid_search(  # type: ignore[attr-defined, no-any-return]  # checked above
+            query,
+            k=k,
+            fetch_k=fetch_k,
+            weights=weights,
+            min_similarity_score=min_similarity_score,
+            **(self.namespace_filter(store, namespace) or {}),
+        )
 
 
 class KeywordIndexProvider(ABC):

@@ -58,7 +58,9 @@ class RedisBackend(Backend):
 
     provider = "redis"
     config_type = RedisDatabaseConfig
-    capabilities = BackendCapabilities(filters_namespace=True, enumerates=True, persistent=True)
+    capabilities = BackendCapabilities(
+        filters_namespace=True, enumerates=True, persistent=True, native_hybrid=True
+    )
 
     config: RedisDatabaseConfig | None
 

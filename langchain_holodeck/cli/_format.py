@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import source_path
 from langchain_holodeck.tools.formatting import result_score, shown_text
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ _DEFAULT_STAGE = ("embeddings", "chunk")
 def result_record(rank: int, document: Document, *, hybrid: bool) -> dict[str, Any]:
     """One ``search --json`` object: the keys of ``JSON_KEYS``, JSON-serializable values."""
     meta = document.metadata
-    source = meta.get("source_path", meta.get("source"))
+    source = source_path(meta) or None
     return {
         "rank": rank,
         "id": document.id,
@@ -109,18 +110,23 @@ class IngestReport:
     where: str
     result: SyncResult
     seconds: float
+    search_strategy: str | None = None
+    """``native`` or ``fallback`` (how searches fuse); ``None`` leaves it out."""
 
 
 def format_summary(report: IngestReport) -> str:
     """One line: counts, time and throughput of an ingest."""
     result = report.result
     rate = result.total / report.seconds if report.seconds > 0 else 0.0
-    return (
+    line = (
         f"ingested {report.source} into {report.tool!r} ({report.where}): "
         f"{result.added} added, {result.updated} updated, {result.skipped} skipped, "
         f"{result.failed} failed, {result.deleted} deleted; "
         f"{result.total} chunks in {report.seconds:.2f} s ({rate:.1f} chunks/s)"
     )
+    if report.search_strategy is not None:
+        line += f"; search strategy {report.search_strategy}"
+    return line
 
 
 class ProgressBars:

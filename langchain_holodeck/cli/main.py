@@ -68,10 +68,11 @@ BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results 
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
-its configured database (Redis: falls back to memory with a warning when unreachable; the
-in-memory store is saved under STORE/<tool name>/). SOURCE, when given, replaces the tool's
-configured source (resolved against the working directory); otherwise the configured source
-is used (resolved against the agent.yaml's directory).
+its configured database (Redis: falls back to memory with a warning when unreachable, or
+fails with `fallback_to_memory: false`; the in-memory store is saved under
+STORE/<tool name>/). SOURCE, when given, replaces the tool's configured source (resolved
+against the working directory); otherwise the configured source is used (resolved against the
+agent.yaml's directory).
 
 Re-running is cheap: files whose mtime and size did not change are neither read nor
 embedded. Files deleted from SOURCE have their chunks removed. Exit status: 0 on success, 1
@@ -508,6 +509,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         where=_where(tool, target, args.store),
         result=result,
         seconds=seconds,
+        search_strategy=tool.search_strategy,
     )
     print(format_summary(report))
     for line in result.errors:
@@ -640,12 +642,15 @@ def _describe(target: _Target, store: Path) -> str:
     config = target.config
     database = resolve_database_config(config, project_dir=target.project_dir)
     store_dir = _tool_store_dir(store, config.name)
-    vectors = get_backend(database).describe(store_dir=store_dir)
+    backend = get_backend(database)
+    vectors = backend.describe(store_dir=store_dir)
+    search = "dense only"
     if not isinstance(config, HierarchicalDocumentToolConfig):
         keywords = "none (dense search only)"
     else:
         provider = get_keyword_index_provider(config.keyword_index)
         keywords = provider.describe(store_dir=store_dir)
+        search = _search_line(config, backend)
     source = str(config.resolved_source(target.base_dir))
     lines = [
         f"{config.name} ({config.type})",
@@ -653,9 +658,27 @@ def _describe(target: _Target, store: Path) -> str:
         f"  source:      {source}",
         f"  vectors:     {vectors}",
         f"  keywords:    {keywords}",
+        f"  search:      {search}",
         f"  embeddings:  {config.embedding_model or 'sentence-transformers/all-MiniLM-L6-v2'}",
     ]
     return "\n".join(lines)
+
+
+def _search_line(config: Any, backend: Any) -> str:
+    """The search strategy a hierarchical tool will use, from its backend's capabilities."""
+    from langchain_holodeck.search_strategy import choose_search_strategy
+
+    weights = config.search_weights
+    strategy = choose_search_strategy(
+        config.search_strategy,
+        native_hybrid=backend.capabilities.native_hybrid,
+        separate_keyword_engine=config.keyword_index.provider
+        not in ("in-memory", backend.provider),
+        weights=(weights.semantic, weights.keyword),
+        backend=str(backend.provider),
+    )
+    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 
 def _one_line(error: BaseException) -> str:

@@ -104,8 +104,52 @@ class RedisDatabaseConfig(DatabaseProviderConfig):
         return mask_url_password(self.connection_string.get_secret_value())
 
 
+class QdrantDatabaseConfig(DatabaseProviderConfig):
+    """Qdrant, through langchain-qdrant: in-process, on disk, or a server; needs ``qdrant``.
+
+    Exactly one of ``location``, ``path`` and ``url``. ``location`` and ``path`` run
+    qdrant-client's local mode (no server); ``url`` talks to a Qdrant server through the same
+    client code.
+    """
+
+    provider: Literal["qdrant"]
+    """Selects Qdrant."""
+    location: Literal[":memory:"] | None = None
+    """``":memory:"``: an in-process collection that lives as long as the process."""
+    path: str | None = Field(default=None, min_length=1)
+    """Directory of an on-disk local-mode store (one process at a time)."""
+    url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    """URL of a Qdrant server, e.g. ``http://localhost:6333``."""
+    api_key: SecretStr | None = None
+    """Qdrant API key, from the environment (``${QDRANT_API_KEY}``); only with ``url``."""
+    collection_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.-]+$")
+    """Collection holding the chunks; corpora sharing it never see each other's chunks."""
+    timeout: float = Field(default=10.0, gt=0)
+    """Seconds per request to a Qdrant server."""
+    fallback_to_memory: bool = True
+    """When the server at ``url`` is unreachable: warn and use the in-memory store, or fail."""
+
+    @model_validator(mode="after")
+    def _one_location(self) -> QdrantDatabaseConfig:
+        given = [name for name in ("location", "path", "url") if getattr(self, name) is not None]
+        if len(given) != 1:
+            msg = (
+                "provider 'qdrant' needs exactly one of location (':memory:'), path (a "
+                f"directory) or url (http://...), got {given or 'none'}"
+            )
+            raise ValueError(msg)
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            msg = f"url must start with http:// or https://, got {self.url!r}"
+            raise ValueError(msg)
+        if self.api_key is not None and self.url is None:
+            msg = "api_key is only used with url (a Qdrant server); remove it for local mode"
+            raise ValueError(msg)
+        return self
+
+
 DatabaseConfig: TypeAlias = Annotated[
-    InMemoryDatabaseConfig | RedisDatabaseConfig, Field(discriminator="provider")
+    InMemoryDatabaseConfig | RedisDatabaseConfig | QdrantDatabaseConfig,
+    Field(discriminator="provider"),
 ]
 """Where a tool's vectors live, selected by its ``provider`` key."""
 

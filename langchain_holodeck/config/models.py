@@ -34,6 +34,7 @@ from langchain_holodeck.config._backends import (
     KeywordIndexConfig,
     KeywordIndexProviderConfig,
     OpenSearchKeywordIndexConfig,
+    QdrantDatabaseConfig,
     RedisDatabaseConfig,
     RedisKeywordIndexConfig,
     default_keyword_index,
@@ -76,6 +77,7 @@ __all__ = [
     "KeywordIndexConfig",
     "KeywordIndexProviderConfig",
     "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
     "RedisDatabaseConfig",
     "RedisKeywordIndexConfig",
     "RerankerConfig",
@@ -106,7 +108,9 @@ class _SearchToolConfig(BaseModel):
     name: str = Field(max_length=64, pattern=r"^[A-Za-z0-9_]+$")
     """Tool name the model calls: letters, digits and underscores."""
     description: str = Field(
-        min_length=1, json_schema_extra={"default_text": "`Search the documents in <source> ...`"}
+        default="",  # filled from source before validation (_describe_source_by_default)
+        min_length=1,
+        json_schema_extra={"default_text": "`Search the documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
@@ -122,7 +126,8 @@ class _SearchToolConfig(BaseModel):
     top_k: int = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
-    """Drop results whose similarity is below this."""
+    """Keep only results whose dense similarity (cosine, clipped to [0, 1]) reaches this;
+    exact section and quoted-phrase hits are always kept, keyword hits are measured too."""
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
@@ -197,6 +202,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         "Search the structured documents in {source} by meaning, keyword or section number."
     )
     description: str = Field(
+        default="",  # filled from source before validation (_describe_source_by_default)
         min_length=1,
         json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
@@ -217,8 +223,18 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
+    fetch_k: int = Field(default=50, ge=1, le=1000)
+    """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
+    are fetched. The default is where quality stopped improving on the tuning sets."""
+    fusion: Literal["rrf", "convex"] = "rrf"
+    """``rrf``: weighted reciprocal rank fusion (k=60); ``convex``: weighted sum of each
+    leg's normalized scores (Bruch et al., 2023)."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
+    search_strategy: Literal["auto", "native", "fallback"] = "auto"
+    """``native``: the vector store fuses dense and keyword search in one request (Redis,
+    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
+    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
@@ -229,6 +245,16 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     _keyword_provider_default = field_validator("keyword_index", mode="before")(
         default_keyword_provider
     )
+
+    @model_validator(mode="after")
+    def _fetch_k_covers_top_k(self) -> HierarchicalDocumentToolConfig:
+        if self.fetch_k < self.top_k:
+            msg = (
+                f"fetch_k ({self.fetch_k}) must be >= top_k ({self.top_k}); each leg must "
+                "hand fusion at least the results it returns."
+            )
+            raise ValueError(msg)
+        return self
 
     @model_validator(mode="after")
     def _context_model_when_contextual(self) -> HierarchicalDocumentToolConfig:
@@ -466,6 +492,7 @@ def config_reference_markdown() -> str:
             HierarchicalDocumentToolConfig,
             InMemoryDatabaseConfig,
             RedisDatabaseConfig,
+            QdrantDatabaseConfig,
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
+from langchain_holodeck._chunk import source_path
+
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.vectorstores import VectorStore
@@ -64,7 +66,7 @@ def check_ids(documents: Sequence[Document], owner: str) -> list[str]:
     ids: list[str] = []
     for i, doc in enumerate(documents):
         if not doc.id:
-            source = doc.metadata.get("source_path", doc.metadata.get("source"))
+            source = source_path(doc) or None
             msg = (
                 f"{owner} needs Document.id; doc {i} (source={source!r}) has none. "
                 "Set ids with stable_id() first."

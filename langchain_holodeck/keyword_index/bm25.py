@@ -72,6 +72,7 @@ class Tokenizer:
         self.terms: list[str] = []  # term id -> term
         self.term_ids: dict[str, int] = {}  # term -> term id
         self._word_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its term ids
+        self._word_terms: dict[str, tuple[str, ...]] = {}  # raw word -> its terms
 
     def _term_of(self, word: str) -> str | None:
         if word in self.stopwords:
@@ -91,6 +92,21 @@ class Tokenizer:
         if len(parts) > 1 or (whole and len(parts) == 1 and parts[0].lower() != whole):
             terms.append(whole)
         return terms
+
+    def split_terms(self, text: str) -> list[str]:
+        """Every term of ``text`` in order (``terms_of`` of each word), cached per word.
+
+        Pure: the vocabulary is neither read nor grown, so the same text gives the same terms in
+        every process (what a store that hashes terms to sparse-vector indices needs).
+        """
+        cache = self._word_terms
+        out: list[str] = []
+        for word in self._split(text):
+            terms = cache.get(word)
+            if terms is None:
+                terms = cache[word] = tuple(self.terms_of(word))
+            out.extend(terms)
+        return out
 
     def _add_term(self, term: str) -> int:
         tid = self.term_ids.get(term)
@@ -152,6 +168,7 @@ class _Matrix:
     indices: np.ndarray
     indptr: np.ndarray
     n_rows: int
+    col_max: np.ndarray  # float32 per term: the largest score in its column (0 when empty)
 
     def scores(self, query: dict[int, int], live: np.ndarray | None) -> np.ndarray:
         out = np.zeros(self.n_rows, dtype=np.float32)
@@ -165,6 +182,101 @@ class _Matrix:
         if live is not None:
             out *= live
         return out
+
+    def top_candidates(
+        self, query: dict[int, int], live: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows (ascending) that include every row of the exhaustive top ``k``, exactly scored.
+
+        MaxScore over the term columns: columns are taken in descending order of their
+        upper bound (``col_max * count``) and added whole into an accumulator until a lower
+        bound of the k-th best score (the k-th best accumulated score among the rows of one
+        column) exceeds the sum of the remaining columns' bounds: then no unseen row can
+        reach the top ``k``. The remaining, long columns are only probed for the candidates
+        (binary search in their sorted rows), and candidates whose accumulated score plus
+        the remaining bounds fall below that k-th best are dropped. The few survivors are
+        re-scored in the same order and precision as :meth:`scores`, so their scores are
+        bit-identical to it.
+        """
+        n_terms = len(self.indptr) - 1
+        terms = [
+            (tid, count)
+            for tid, count in query.items()
+            if tid < n_terms and self.indptr[tid + 1] > self.indptr[tid]
+        ]
+        if not terms:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        bounds = np.array([float(self.col_max[t]) * c for t, c in terms])
+        order = np.argsort(-bounds, kind="stable")
+        rest = np.concatenate([np.cumsum(bounds[order][::-1])[::-1], [0.0]])
+        acc = np.zeros(self.n_rows, dtype=np.float32)
+        touched: list[np.ndarray] = []
+        theta, step = 0.0, 0
+        while step < len(order):  # whole columns, until no unseen row can enter the top k
+            tid, count = terms[order[step]]
+            start, end = self.indptr[tid], self.indptr[tid + 1]
+            col = self.indices[start:end]
+            acc[col] += self.data[start:end] * count
+            touched.append(col)
+            step += 1
+            # the rows of one column are distinct: their k-th best bounds the final k-th
+            theta = max(theta, _kth(acc[col] if live is None else acc[col] * live[col], k))
+            if theta * _SAFE > rest[step]:
+                break
+        n_touched = sum(len(c) for c in touched)
+        if n_touched * 8 < self.n_rows:
+            rows = np.unique(np.concatenate(touched)).astype(np.int64)
+        else:
+            rows = np.flatnonzero(acc)
+        if live is not None:
+            rows = rows[live[rows] > 0]
+        partial = acc[rows].astype(np.float64)
+        while True:  # probe the long columns for candidates only; prune on the way
+            theta = max(theta, _kth(partial, k))
+            keep = partial + rest[step] >= theta * _SAFE
+            rows, partial = rows[keep], partial[keep]
+            if step == len(order) or not len(rows):
+                break
+            tid, count = terms[order[step]]
+            hit, pos = self._probe(tid, rows)
+            partial[hit] += self.data[pos[hit]].astype(np.float64) * count
+            step += 1
+        return rows, self._exact(query, rows)
+
+    def _column(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        start, end = self.indptr[tid], self.indptr[tid + 1]
+        return self.indices[start:end].astype(np.int64), self.data[start:end]
+
+    def _probe(self, tid: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which ``rows`` occur in column ``tid`` and their positions in ``data``."""
+        start, end = int(self.indptr[tid]), int(self.indptr[tid + 1])
+        col = self.indices[start:end]
+        pos = np.searchsorted(col, rows)
+        pos_c = np.minimum(pos, max(end - start - 1, 0))
+        hit = (pos < end - start) & (col[pos_c] == rows)
+        return hit, pos_c + start
+
+    def _exact(self, query: dict[int, int], rows: np.ndarray) -> np.ndarray:
+        """Scores of ``rows`` computed as :meth:`scores` does (same order, float32)."""
+        out = np.zeros(len(rows), dtype=np.float32)
+        n_terms = len(self.indptr) - 1
+        for tid, count in query.items():
+            if tid >= n_terms or self.indptr[tid + 1] == self.indptr[tid]:
+                continue
+            hit, pos = self._probe(tid, rows)
+            out[hit] += self.data[pos[hit]] * count
+        return out
+
+
+_SAFE = 1 - 1e-4
+"""Bounds are compared with this slack, far above float32 rounding: pruning stays exact."""
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    """The k-th largest value, or 0 when there are fewer than ``k``."""
+    if len(values) < k:
+        return 0.0
+    return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
 def _tf_pairs(token_arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -243,7 +355,11 @@ def _build_matrix(
     del tfc
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(own_df, out=indptr[1:])
-    return _Matrix(data, rows, indptr, len(token_arrays)), own_df, own_avgdl
+    col_max = np.zeros(n_terms, dtype=np.float32)
+    nonempty = np.flatnonzero(own_df)
+    if len(nonempty):
+        col_max[nonempty] = np.maximum.reduceat(data, indptr[nonempty])
+    return _Matrix(data, rows, indptr, len(token_arrays), col_max), own_df, own_avgdl
 
 
 @dataclass(frozen=True)
@@ -268,6 +384,12 @@ class BM25KeywordIndex:
         built vectorized with numpy; a query sums a few matrix columns. ``"rank_bm25"``:
         ``rank_bm25.BM25Okapi`` (k1=1.5, b=0.75), rebuilt on the next search after any change.
 
+    Top k (``bm25s``): with ``scoring="maxscore"`` a query does not score every posting of
+    its terms: MaxScore pruning with per-term upper bounds reads the rare terms' columns
+    whole and only probes the long columns of frequent terms for the surviving candidates
+    (binary search). The top ``k`` is identical to scoring every posting
+    (``scoring="exhaustive"``): same ids, same order, bit-identical scores.
+
     Incremental updates (``bm25s``): documents upserted after the last full build live in a
     small *delta* segment scored with the main segment's statistics (idf, average length),
     and replaced or deleted rows of the main segment are masked (tombstones) — as Lucene does
@@ -280,6 +402,7 @@ class BM25KeywordIndex:
     Key init args:
         stopwords: ``"english"`` (bm25s's list), a collection of words, or ``None``.
         stemmer: A Snowball language for PyStemmer (``"english"``) or ``None``.
+        scoring: ``"maxscore"`` (default) or ``"exhaustive"``; both give the same top k.
 
     Instantiate:
         ```python
@@ -304,7 +427,11 @@ class BM25KeywordIndex:
         stopwords: str | Collection[str] | None = "english",
         stemmer: str | None = "english",
         max_delta_ratio: float = 0.1,
+        scoring: Literal["maxscore", "exhaustive"] = "maxscore",
     ) -> None:
+        if scoring not in ("maxscore", "exhaustive"):
+            msg = f"scoring must be 'maxscore' or 'exhaustive', got {scoring!r}."
+            raise ValueError(msg)
         if engine not in ("bm25s", "rank_bm25"):
             msg = f"engine must be 'bm25s' or 'rank_bm25', got {engine!r}."
             raise ValueError(msg)
@@ -322,6 +449,8 @@ class BM25KeywordIndex:
         self.engine = engine
         self.k1, self.b = k1, b
         self.max_delta_ratio = max_delta_ratio
+        self.scoring = scoring
+        """``"maxscore"`` (prune with per-term bounds) or ``"exhaustive"`` (score all)."""
         self.tokenizer = Tokenizer(stopwords=stopwords, stemmer=stemmer)
         self._tokens: dict[str, np.ndarray] = {}  # live documents: id -> term ids
         self._lock = threading.RLock()
@@ -416,13 +545,21 @@ class BM25KeywordIndex:
         if self.engine == "rank_bm25":
             return self._search_okapi(query_terms, k)
         snap = self._fresh_snapshot()
-        ids = list(snap.main_ids)
+        ids: list[str] = []
         parts: list[np.ndarray] = []
-        if snap.main is not None:
-            parts.append(snap.main.scores(query_terms, snap.live))
-        if snap.delta is not None:
-            parts.append(snap.delta.scores(query_terms, None))
-            ids += snap.delta_ids
+        for matrix, matrix_ids, live in (
+            (snap.main, snap.main_ids, snap.live),
+            (snap.delta, snap.delta_ids, None),
+        ):
+            if matrix is None:
+                continue
+            if self.scoring == "exhaustive":
+                parts.append(matrix.scores(query_terms, live))
+                ids += matrix_ids
+            else:  # a subsequence of the rows, in row order: ties still break by position
+                rows, scores = matrix.top_candidates(query_terms, live, k)
+                parts.append(scores)
+                ids += [matrix_ids[r] for r in rows.tolist()]
         if not parts:
             return []
         scores = np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -516,6 +653,7 @@ class BM25KeywordIndex:
                 "k1": self.k1,
                 "b": self.b,
                 "max_delta_ratio": self.max_delta_ratio,
+                "scoring": self.scoring,
                 "stopwords": self.tokenizer.stopwords_spec,
                 "stemmer": self.tokenizer.stemmer_name,
                 "terms": list(self.tokenizer.terms),
@@ -561,6 +699,7 @@ class BM25KeywordIndex:
             stopwords=meta["stopwords"],
             stemmer=meta["stemmer"],
             max_delta_ratio=meta["max_delta_ratio"],
+            scoring=meta.get("scoring", "maxscore"),
         )
         tok = index.tokenizer
         tok.terms = list(meta["terms"])

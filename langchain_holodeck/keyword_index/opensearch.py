@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
+from langchain_holodeck._chunk import source_path
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ class OpenSearchKeywordIndex:
                     {
                         "text": doc.page_content,
                         "namespace": meta.get("namespace"),
-                        "source_path": meta.get("source_path", meta.get("source")),
+                        "source_path": source_path(meta) or None,
                         "section_id": meta.get("section_id"),
                     }
                 )

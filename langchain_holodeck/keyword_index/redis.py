@@ -67,6 +67,16 @@ _STOPWORDS = frozenset(
 )
 
 
+def query_words(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
+    r"""The distinct lowercase ``\w+`` words of ``query`` without stop words, unescaped.
+
+    At most ``limit``, in order of appearance: what redisvl's hybrid queries take (they
+    escape each word themselves).
+    """
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
+    return [w for w in words if w not in _STOPWORDS][:limit]
+
+
 def query_terms(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
     r"""The distinct lowercase words of ``query`` without stop words, each escaped for RediSearch.
 

@@ -19,6 +19,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_holodeck._chunk import original_content
 from langchain_holodeck._redact import scrub
 
 # Warnings come from the public module's logger, the one users configure.
@@ -206,7 +207,7 @@ class _RerankCompressor(BaseDocumentCompressor):
     def _texts(self, documents: Sequence[Document]) -> list[str]:
         if self.use_contextualized:
             return [d.page_content for d in documents]
-        return [str(d.metadata.get("original_content", d.page_content)) for d in documents]
+        return [original_content(d) for d in documents]
 
     def _limit(self, n_documents: int) -> int:
         return n_documents if self.top_n is None else min(self.top_n, n_documents)

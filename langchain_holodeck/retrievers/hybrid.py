@@ -26,6 +26,7 @@ from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
 from langchain_holodeck.retrievers._steps import Call, Core, Outcomes, adrive, drive
+from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
 
 __all__ = ["DEFAULT_FETCH_K", "DEFAULT_FUSION", "EXACT_BOOST", "MAX_K", "HybridRetriever"]
 
@@ -52,6 +53,7 @@ class _Legs:
     dense: DenseResult | None
     keyword: list[KeywordHit] | None
     exact: list[KeywordHit] | None
+    native: list[NativeHit] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,11 @@ class HybridRetriever(BaseRetriever):
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
+    search_strategy: SearchStrategy = "fallback"
+    """``native``: the store fuses dense + keyword search in one request
+    (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score`` and
+    ``search_kwargs`` passed on) and the exact leg fuses on top here; ``fallback``: separate
+    legs fused here. Also the ``search.mode`` span attribute."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -197,6 +204,16 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(msg)
         return self
 
+    @model_validator(mode="after")
+    def _native_needs_a_native_store(self) -> HybridRetriever:
+        if self.search_strategy == "native" and not supports_native_hybrid(self.vector_store):
+            msg = (
+                "search_strategy='native' needs a vector store with native_hybrid_search "
+                f"(Redis, Qdrant), got {type(self.vector_store).__name__}; use 'fallback'."
+            )
+            raise ValueError(msg)
+        return self
+
     # -- the hooks: one core, two drivers -----------------------------------------------
     def _get_relevant_documents(
         self,
@@ -223,14 +240,14 @@ class HybridRetriever(BaseRetriever):
             return []
         fetch = max(self.fetch_k, 2 * k)
         attributes: Attributes = {
-            "search.mode": "fallback",
+            "search.mode": self.search_strategy,
             "search.provider": self.provider or type(self.vector_store).__name__,
             "search.fusion": self.fusion,
             "search.top_k": k,
             "search.fetch_k": fetch,
         }
         with span("holodeck.hybrid_search", attributes) as current:
-            legs = self._legs(query, (yield self._leg_calls(query, fetch)))
+            legs = self._legs(query, (yield self._leg_calls(query, fetch, k)))
             plan = self._plan(legs)
             result = yield from self._select(query, k, plan, legs)
             expanded = self._expansion(result)
@@ -258,12 +275,13 @@ class HybridRetriever(BaseRetriever):
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 
-    def _leg_calls(self, query: str, fetch: int) -> dict[str, Call]:
-        """The enabled legs; the dense leg last (the sync driver runs the last one inline)."""
+    def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
+        """The enabled legs; the dense (or native) leg last (the sync driver runs it inline)."""
         calls: dict[str, Call] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
         attributes: Attributes = {"search.fetch_k": fetch}
-        if keyword_index is not None and self.weights[1] > 0:
+        native = self.search_strategy == "native"  # the store's one request has both legs
+        if keyword_index is not None and self.weights[1] > 0 and not native:
 
             def keyword() -> list[KeywordHit]:
                 with span("holodeck.keyword_search", attributes) as s:
@@ -289,7 +307,9 @@ class HybridRetriever(BaseRetriever):
                     return hits
 
             calls["exact"] = Call(exact)
-        if self.weights[0] > 0:
+        if native:
+            calls["native"] = self._native_call(query, k, fetch)
+        elif self.weights[0] > 0:
             leg = self._dense()
             dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
 
@@ -322,7 +342,33 @@ class HybridRetriever(BaseRetriever):
         if errors and not answered:
             raise next(iter(errors.values()))
         ok = {name: o for name, o in outcomes.items() if name not in errors}
-        return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"))
+        return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
+
+    def _native_call(self, query: str, k: int, fetch: int) -> Call:
+        store: Any = self.vector_store  # validated: it implements NativeHybridSearch
+        kwargs = {
+            "k": k,
+            "fetch_k": fetch,
+            "weights": (self.weights[0], self.weights[1]),
+            "rrf_k": self.rrf_k,
+            "min_similarity_score": self.min_similarity_score,
+            **self.search_kwargs,
+        }
+        attributes: Attributes = {"search.fetch_k": fetch}
+
+        def native() -> list[NativeHit]:
+            with span("holodeck.native_hybrid_search", attributes) as s:
+                hits = list(store.native_hybrid_search(query, **kwargs))
+                s.set_attribute("search.result_count", len(hits))
+                return hits
+
+        async def anative() -> list[NativeHit]:
+            with span("holodeck.native_hybrid_search", attributes) as s:
+                hits = list(await store.anative_hybrid_search(query, **kwargs))
+                s.set_attribute("search.result_count", len(hits))
+                return hits
+
+        return Call(native, anative)
 
     def _read_call(self, ids: Sequence[str]) -> dict[str, Call]:
         store, wanted = self.vector_store, list(ids)
@@ -340,6 +386,8 @@ class HybridRetriever(BaseRetriever):
 
     # -- fusion (pure) ------------------------------------------------------------------
     def _plan(self, legs: _Legs) -> _Plan:
+        if legs.native is not None:
+            return self._native_plan(legs.native, list(legs.exact or []))
         dense = legs.dense
         rankings: list[list[tuple[str, float]]] = [
             (dense.oriented() if self.fusion == "convex" else dense.hits) if dense else [],
@@ -387,6 +435,44 @@ class HybridRetriever(BaseRetriever):
             order.sort(key=lambda doc_id: doc_id not in pinned)
         return _Plan(order, meta, pinned)
 
+    def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
+        """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
+        ranking = [(h.document.id, h.score) for h in native if h.document.id]
+        weights = [self.weights[0] + self.weights[1], self.weights[2]]
+        fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
+        answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
+        best = sum(answered) / (self.rrf_k + 1)
+        meta: dict[str, dict[str, Any]] = {
+            doc_id: {
+                "fused_score": min(1.0, score / best) if best > 0 else 0.0,
+                "semantic_score": None,
+                "keyword_score": None,
+                "exact_match": False,
+                "semantic_rank": None,
+                "keyword_rank": None,
+                "exact_rank": None,
+                "native_rank": None,
+                "native_score": None,
+            }
+            for doc_id, score in fused
+        }
+        for rank, hit in enumerate(native, start=1):
+            entry = meta.get(hit.document.id or "")
+            if entry is not None and entry["native_rank"] is None:
+                entry["native_rank"], entry["native_score"] = rank, hit.score
+                entry["semantic_score"] = hit.similarity
+        for rank, (doc_id, _) in enumerate(exact, start=1):
+            entry = meta.get(doc_id)
+            if entry is not None and entry["exact_rank"] is None:
+                entry["exact_rank"], entry["exact_match"] = rank, True
+        order = [doc_id for doc_id, _ in fused]
+        pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE) & meta.keys()
+        if self.exact_first and pinned:
+            for doc_id in pinned:
+                meta[doc_id]["fused_score"] = EXACT_BOOST
+            order.sort(key=lambda doc_id: doc_id not in pinned)
+        return _Plan(order, meta, pinned)
+
     # -- selection: threshold, then read the final k ------------------------------------
     def _select(self, query: str, k: int, plan: _Plan, legs: _Legs) -> Core[list[Document]]:
         """Walk the fused order: apply the threshold, read documents, stop at ``k``."""
@@ -396,6 +482,11 @@ class HybridRetriever(BaseRetriever):
         similarity: dict[str, float] = {}
         if dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
+        for hit in legs.native or []:  # the engine returned these documents already
+            if hit.document.id:
+                docs[hit.document.id] = hit.document
+                if hit.similarity is not None:
+                    similarity[hit.document.id] = hit.similarity
         chosen: list[str] = []
         queue: deque[str] = deque()
         pos = 0

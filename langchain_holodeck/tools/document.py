@@ -37,6 +37,11 @@ from langchain_holodeck.definitions import Definition
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.search_strategy import (
+    SearchStrategy,
+    choose_search_strategy,
+    supports_native_hybrid,
+)
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools.formatting import format_results
 
@@ -101,6 +106,9 @@ class _DocumentTool(Generic[ConfigT]):
         """The provider the configuration asked for (differs from ``backend`` on fallback)."""
         self.legacy_chunks_found = False
         """True when ``initialize`` found chunks of the old namespace scheme (the tool name)."""
+        self.search_strategy: SearchStrategy | None = None
+        """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
+        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
 
     @property
     def config(self) -> ConfigT:
@@ -434,6 +442,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
         from langchain_holodeck.retrievers.hybrid import HybridRetriever
 
         view, search_kwargs = self._scoped(store)
+        self.search_strategy = "fallback"  # dense only: nothing for an engine to fuse
         retriever: BaseRetriever = HybridRetriever(
             vector_store=view,
             k=self._config.top_k,
@@ -658,8 +667,20 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
 
         config = self._config
         view, search_kwargs = self._scoped(store)
+        backend = self._backend or backend_for_store(store)
+        weights = config.search_weights
+        self.search_strategy = choose_search_strategy(
+            config.search_strategy,
+            native_hybrid=backend.capabilities.native_hybrid and supports_native_hybrid(view),
+            # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
+            separate_keyword_engine=config.keyword_index.provider
+            not in ("in-memory", self.backend),
+            weights=(weights.semantic, weights.keyword),
+            backend=self.backend,
+        )
         retriever = HybridRetriever(
             vector_store=view,
+            search_strategy=self.search_strategy,
             keyword_index=self._keywords,
             exact_index=self._exact,
             k=config.top_k,
@@ -668,6 +689,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 config.search_weights.keyword,
                 config.search_weights.exact,
             ),
+            fetch_k=config.fetch_k,
+            fusion=config.fusion,
             min_similarity_score=config.min_similarity_score,
             definitions=self.definitions,
             expand_hops=config.expand_hops,

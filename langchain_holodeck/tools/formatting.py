@@ -6,12 +6,20 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import (
+    FUSED_SCORE,
+    RELEVANCE_SCORE,
+    SEMANTIC_SCORE,
+    original_content,
+    source_path,
+)
+
 BREADCRUMB_SEPARATOR = " \u203a "
 
 
 def shown_text(document: Document) -> str:
     """The text users and agents see: the original chunk, without any LLM context."""
-    return str(document.metadata.get("original_content", document.page_content))
+    return original_content(document)
 
 
 def result_score(document: Document, *, hybrid: bool = False) -> float | None:
@@ -24,7 +32,7 @@ def result_score(document: Document, *, hybrid: bool = False) -> float | None:
     no score of its own. The raw per-leg scores stay in the metadata (``semantic_score``,
     ``keyword_score``) and in the CLI's ``--json``.
     """
-    for key in ("relevance_score", "fused_score" if hybrid else "semantic_score"):
+    for key in (RELEVANCE_SCORE, FUSED_SCORE if hybrid else SEMANTIC_SCORE):
         value = document.metadata.get(key)
         if value is not None:
             return float(value)
@@ -34,7 +42,7 @@ def result_score(document: Document, *, hybrid: bool = False) -> float | None:
 def result_header(rank: int, document: Document, *, hybrid: bool = False) -> str:
     """``[1] Score: 0.89 | Source: docs/api.md`` (+ ``| Section: ...`` for hybrid results)."""
     meta = document.metadata
-    source = meta.get("source_path", meta.get("source", "unknown"))
+    source = source_path(meta, default="unknown")
     score = result_score(document, hybrid=hybrid)
     if score is not None:
         label = f"Score: {score:.2f}"

@@ -29,8 +29,12 @@ def write(
     docs: Sequence[Document],
     *,
     dimension: int | None,
+    codebook: bytes | None = None,
 ) -> None:
-    """Write one generation, then point the manifest at it, then drop older generations."""
+    """Write one generation, then point the manifest at it, then drop older generations.
+
+    ``codebook`` (a serialized quantization codebook) is saved as ``codebook-<gen>.faiss``.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     vectors_name = generation_name("vectors", ".npy")
     docs_name = generation_name("documents", ".jsonl")
@@ -51,9 +55,17 @@ def write(
         "vectors": vectors_name,
         "documents": docs_name,
     }
+    codebook_name = None
+    if codebook is not None:
+        codebook_name = generation_name("codebook", ".faiss")
+        atomic_write_bytes(directory / codebook_name, codebook)
+        manifest["codebook"] = codebook_name
     atomic_write_bytes(directory / MANIFEST, json.dumps(manifest, indent=2).encode())
     remove_other_generations(directory, "vectors-*.npy", keep={vectors_name})
     remove_other_generations(directory, "documents-*.jsonl", keep={docs_name})
+    remove_other_generations(
+        directory, "codebook-*.faiss", keep=set() if codebook_name is None else {codebook_name}
+    )
 
 
 def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int | None]:
@@ -96,3 +108,10 @@ def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int 
         msg = f"{manifest['vectors']} must hold a 2-D matrix, got shape {vectors.shape}."
         raise ValueError(msg)
     return vectors.astype(np.float32, copy=False), docs, dim if isinstance(dim, int) else None
+
+
+def read_codebook(directory: Path) -> bytes | None:
+    """The quantization codebook the manifest names, or ``None`` when it names none."""
+    manifest: dict[str, Any] = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    name = manifest.get("codebook")
+    return (directory / name).read_bytes() if isinstance(name, str) else None

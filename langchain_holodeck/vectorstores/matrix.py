@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -16,10 +17,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from langchain_holodeck.vectorstores import _matrix_io
+from langchain_holodeck.vectorstores import _matrix_io, _quantized
+
+logger = logging.getLogger(__name__)
 
 DocumentFilter = Callable[[Document], bool]
 """A metadata filter: keep the documents for which it returns ``True``."""
+SearchMode = Literal["auto", "exact", "quantized"]
+"""How queries find candidates: see ``MatrixVectorStore``."""
 
 _SCALARS = (str, int, float, bool, type(None))
 _MIN_CAPACITY = 64
@@ -62,9 +67,11 @@ class _Snapshot:
     alive: npt.NDArray[np.bool_] | None  # None when no row is tombstoned
     size: int
     live: int
+    quantized: _quantized.QuantizedIndex | None = None  # codes of rows < quantized.sealed
 
 
 _EMPTY = _Snapshot(np.zeros((0, 0), dtype=np.float32), [], None, 0, 0)
+_SEARCH_MODES = ("auto", "exact", "quantized")
 
 
 class MatrixVectorStore(VectorStore):
@@ -77,6 +84,18 @@ class MatrixVectorStore(VectorStore):
     duplicated. Deleted and replaced rows are tombstoned and compacted away once they make
     up half of the matrix.
 
+    Search modes: ``"exact"`` scores every row (one matrix-vector product). ``"quantized"``
+    also keeps a 4-bit product-quantization code of each row (faiss ``IndexPQFastScan``, 1/8
+    of the float32 row): a query scans the codes, re-scores the best ``rescore_candidates``
+    rows exactly and returns the best of those, with exact cosines, reading about a tenth of
+    the memory an exact scan reads. Rows written since the codes were last extended (up to
+    16,384) are always scored exactly. ``"auto"`` (default) is exact below
+    ``quantize_min_rows`` rows or when faiss is not installed, quantized above. With a
+    ``filter``, candidates are filtered after re-scoring; unless ``20 * k`` of them (or half
+    the pool) pass, the candidate pool grows eightfold, and past a quarter of the store the
+    query falls back to the exact scan, so a selective filter (a small corpus among many)
+    gets its exact top ``k``. ``exact=True`` on any search forces the exact scan.
+
     Scores: ``similarity_search_with_score`` returns the cosine similarity (-1..1);
     ``similarity_search_with_relevance_scores`` returns it clipped to [0, 1] (negative
     cosine means "unrelated", not "anti-relevant"), so thresholds such as 0.7 mean the
@@ -86,8 +105,15 @@ class MatrixVectorStore(VectorStore):
     snapshot taken at its start, so it sees every chunk either before or after a
     concurrent write, never a deleted id without its content.
 
+    Setup:
+        ``search_mode="quantized"`` (and ``"auto"`` at scale) needs faiss:
+        ``pip install "langchain-holodeck[faiss]"``.
+
     Key init args:
         embedding: The ``Embeddings`` used for documents and queries.
+        search_mode: ``"auto"``, ``"exact"`` or ``"quantized"`` (see Search modes).
+        quantize_min_rows: Rows from which ``"auto"`` builds the quantized codes.
+        rescore_candidates: Candidates re-scored exactly per query (more: better recall).
 
     Instantiate:
         ```python
@@ -109,8 +135,43 @@ class MatrixVectorStore(VectorStore):
         ```
     """
 
-    def __init__(self, embedding: Embeddings) -> None:
+    def __init__(
+        self,
+        embedding: Embeddings,
+        *,
+        search_mode: SearchMode = "auto",
+        quantize_min_rows: int = 50_000,
+        rescore_candidates: int = 1_000,
+    ) -> None:
+        if search_mode not in _SEARCH_MODES:
+            msg = f"search_mode must be 'auto', 'exact' or 'quantized', got {search_mode!r}."
+            raise ValueError(msg)
+        if isinstance(quantize_min_rows, bool) or not isinstance(quantize_min_rows, int):
+            msg = f"quantize_min_rows must be an integer, got {quantize_min_rows!r}."
+            raise TypeError(msg)
+        if quantize_min_rows < _quantized.MIN_ROWS:
+            msg = (
+                f"quantize_min_rows must be >= {_quantized.MIN_ROWS} (the codebook trains on "
+                f"them), got {quantize_min_rows}."
+            )
+            raise ValueError(msg)
+        if isinstance(rescore_candidates, bool) or not isinstance(rescore_candidates, int):
+            msg = f"rescore_candidates must be an integer, got {rescore_candidates!r}."
+            raise TypeError(msg)
+        if rescore_candidates < 1:
+            msg = f"rescore_candidates must be >= 1, got {rescore_candidates}."
+            raise ValueError(msg)
+        if search_mode == "quantized":
+            _quantized.import_faiss()  # fail now, with the install hint, not on the 50,000th row
         self.embedding = embedding
+        self.search_mode: SearchMode = search_mode
+        """``"auto"``, ``"exact"`` or ``"quantized"``."""
+        self.quantize_min_rows = quantize_min_rows
+        """Rows from which ``search_mode="auto"`` builds the quantized codes."""
+        self.rescore_candidates = rescore_candidates
+        """Candidates that a quantized query re-scores exactly."""
+        self._quantized: _quantized.QuantizedIndex | None = None
+        self._codebook: Any = None  # a trained faiss codebook, kept across compactions
         self._version = 0
         self._lock = threading.RLock()
         self._buffer: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
@@ -130,6 +191,12 @@ class MatrixVectorStore(VectorStore):
     def embedding_dimension(self) -> int | None:
         """Dimension of the stored vectors; ``None`` until the first write or load."""
         return self._dim
+
+    @property
+    def quantized_rows(self) -> int:
+        """Rows covered by quantized codes; 0 when queries scan every row exactly."""
+        index = self._snapshot.quantized
+        return 0 if index is None else index.sealed
 
     @property
     def document_count(self) -> int:
@@ -292,11 +359,38 @@ class MatrixVectorStore(VectorStore):
         self._version += 1
         live = len(self._rows)
         dead = self._size - live
+        compacted = False
         if dead and dead * 2 >= self._size:
             self._compact()
-            dead = 0
+            dead, compacted = 0, True
+        self._update_codes(live, rebuild=compacted)
         alive = None if dead == 0 else self._alive[: self._size]
-        self._snapshot = _Snapshot(self._buffer[: self._size], self._docs, alive, self._size, live)
+        self._snapshot = _Snapshot(
+            self._buffer[: self._size], self._docs, alive, self._size, live, self._quantized
+        )
+
+    def _wants_codes(self, live: int) -> bool:
+        if self.search_mode == "exact" or live < _quantized.MIN_ROWS:
+            return False
+        if self.search_mode == "quantized":
+            return True
+        return live >= self.quantize_min_rows and _quantized.faiss_available()
+
+    def _update_codes(self, live: int, *, rebuild: bool) -> None:
+        """Keep the quantized codes in step with the matrix (lock held)."""
+        if not self._wants_codes(live):
+            self._quantized = None
+            return
+        if self._codebook is None:
+            logger.info("MatrixVectorStore: training the quantization codebook on %d rows", live)
+            rows = np.flatnonzero(self._alive[: self._size])
+            sample = self._buffer[: self._size] if len(rows) == self._size else self._buffer[rows]
+            self._codebook = _quantized.train(sample)
+            rebuild = True
+        if rebuild or self._quantized is None:
+            self._quantized = _quantized.build(self._codebook, self._buffer, self._size)
+        else:
+            self._quantized = _quantized.extend(self._quantized, self._buffer, self._size)
 
     def _compact(self) -> None:
         """Drop tombstoned rows into fresh arrays (readers keep the old ones)."""
@@ -347,6 +441,7 @@ class MatrixVectorStore(VectorStore):
             self._buffer = np.zeros((0, self._dim or 0), dtype=np.float32)
             self._alive = np.zeros(0, dtype=bool)
             self._docs, self._rows, self._size = [], {}, 0
+            self._quantized = None
             self._publish()
 
     # ------------------------------------------------------------------ reads
@@ -418,11 +513,15 @@ class MatrixVectorStore(VectorStore):
         k: int = 4,
         *,
         filter: DocumentFilter | None = None,
+        exact: bool = False,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        """Documents most similar to ``embedding`` with their cosine similarity (-1..1)."""
+        """Documents most similar to ``embedding`` with their cosine similarity (-1..1).
+
+        ``exact=True`` scores every row even when quantized codes exist.
+        """
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, k, filter)
+        rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
         return [(_copy_document(snap.docs[r]), float(s)) for r, s in zip(rows, scores, strict=True)]
 
     def search_ids_by_vector(
@@ -431,14 +530,16 @@ class MatrixVectorStore(VectorStore):
         k: int,
         *,
         filter: DocumentFilter | None = None,
+        exact: bool = False,
     ) -> list[tuple[str, float]]:
         """Ids and relevance scores (cosine clipped to [0, 1]) of the ``k`` nearest, best first.
 
         The search of ``similarity_search_with_relevance_scores`` without copying a
         ``Document``: what a retriever needs to rank before it reads the few it returns.
+        ``exact=True`` scores every row even when quantized codes exist.
         """
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, k, filter)
+        rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
         return [(str(snap.docs[r].id), _clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
 
     def similarity_by_ids(
@@ -464,6 +565,8 @@ class MatrixVectorStore(VectorStore):
         embedding: Sequence[float] | npt.ArrayLike,
         k: int,
         doc_filter: DocumentFilter | None,
+        *,
+        exact: bool = False,
     ) -> tuple[list[int], list[float]]:
         if k <= 0 or snap.live == 0:
             return [], []
@@ -477,6 +580,10 @@ class MatrixVectorStore(VectorStore):
             raise ValueError(msg)
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
+        if snap.quantized is not None and not exact:
+            found = self._quantized_rows(snap, unit, k, doc_filter)
+            if found is not None:
+                return found
         scores = np.asarray(snap.vectors @ unit, dtype=np.float32)
         if snap.alive is not None:
             scores[~snap.alive] = -np.inf
@@ -498,6 +605,50 @@ class MatrixVectorStore(VectorStore):
             if len(hits) == k or fetch >= snap.live:
                 return hits, scores[hits].tolist()
             fetch *= 4
+
+    def _quantized_rows(
+        self,
+        snap: _Snapshot,
+        unit: npt.NDArray[np.float32],
+        k: int,
+        doc_filter: DocumentFilter | None,
+    ) -> tuple[list[int], list[float]] | None:
+        """Top rows from the codes, re-scored exactly; ``None``: use the exact scan instead.
+
+        The exact scan is used when too few candidates survive deletions (or the filter)
+        even after the candidate pool has grown to a quarter of the store.
+        """
+        index = snap.quantized
+        if index is None:
+            return None
+        want = min(k, snap.live)
+        tail = np.arange(index.sealed, snap.size, dtype=np.int64)
+        if snap.alive is None:
+            tail_scores = snap.vectors[index.sealed : snap.size] @ unit
+        else:
+            tail = tail[snap.alive[index.sealed : snap.size]]
+            tail_scores = snap.vectors[tail] @ unit
+        pool = max(self.rescore_candidates, 4 * k)
+        while True:
+            coded = _quantized.candidate_rows(index, unit, pool, snap.alive, min_per_segment=2 * k)
+            rows = np.concatenate([coded, tail])
+            scores = np.concatenate([snap.vectors[coded] @ unit, tail_scores]).astype(np.float32)
+            if doc_filter is None:
+                if len(rows) < want:
+                    return None
+                top = _top_k(scores, want)
+                return rows[top].tolist(), scores[top].tolist()
+            # enough candidates must pass for their best k to be as good as an unfiltered
+            # top k: 20 per result (half the pool at most), else the pool grows
+            needed = max(k, min(20 * k, pool // 2))
+            hits = [
+                n for n in _top_k(scores, len(rows)).tolist() if doc_filter(snap.docs[int(rows[n])])
+            ]
+            if len(hits) >= needed:
+                return rows[hits[:k]].tolist(), scores[hits[:k]].tolist()
+            pool *= 8
+            if pool * 4 > snap.size:
+                return None
 
     def max_marginal_relevance_search(
         self,
@@ -533,10 +684,11 @@ class MatrixVectorStore(VectorStore):
         lambda_mult: float = 0.5,
         *,
         filter: DocumentFilter | None = None,
+        exact: bool = False,
         **kwargs: Any,
     ) -> list[Document]:
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, max(k, fetch_k), filter)
+        rows, scores = self._top_rows(snap, embedding, max(k, fetch_k), filter, exact=exact)
         chosen = _mmr(snap.vectors[rows], np.asarray(scores, dtype=np.float32), k, lambda_mult)
         return [_copy_document(snap.docs[rows[i]]) for i in chosen]
 
@@ -561,28 +713,47 @@ class MatrixVectorStore(VectorStore):
         Writes ``vectors-<gen>.npy`` (float32, normalized), ``documents-<gen>.jsonl`` (one
         ``{"id", "page_content", "metadata"}`` object per line) and then replaces
         ``manifest.json`` naming that generation, so a process killed mid-dump leaves the
-        previous save loadable. Older generations are removed afterwards.
+        previous save loadable. Older generations are removed afterwards. A trained
+        quantization codebook is saved too (``codebook-<gen>.faiss``), so loading re-encodes
+        the rows without training again.
         """
         with self._lock:
-            snap = self._snapshot
+            snap, codebook = self._snapshot, self._codebook
         rows = np.arange(snap.size) if snap.alive is None else np.flatnonzero(snap.alive)
         _matrix_io.write(
             Path(path),
             snap.vectors[rows],
             [snap.docs[r] for r in rows.tolist()],
             dimension=self._dim,
+            codebook=None if codebook is None else _quantized.codebook_bytes(codebook),
         )
 
     @classmethod
-    def load(cls, path: str | Path, embedding: Embeddings) -> MatrixVectorStore:
-        """Load a store saved by ``dump``.
+    def load(
+        cls,
+        path: str | Path,
+        embedding: Embeddings,
+        *,
+        search_mode: SearchMode = "auto",
+        quantize_min_rows: int = 50_000,
+        rescore_candidates: int = 1_000,
+    ) -> MatrixVectorStore:
+        """Load a store saved by ``dump`` (the keyword arguments are the constructor's).
 
         Raises:
             FileNotFoundError: If ``path`` holds no ``manifest.json``.
             ValueError: If the saved files are inconsistent (the message names them).
         """
         vectors, docs, dim = _matrix_io.read(Path(path))
-        store = cls(embedding)
+        store = cls(
+            embedding,
+            search_mode=search_mode,
+            quantize_min_rows=quantize_min_rows,
+            rescore_candidates=rescore_candidates,
+        )
+        codebook = _matrix_io.read_codebook(Path(path))
+        if codebook is not None and search_mode != "exact" and _quantized.faiss_available():
+            store._codebook = _quantized.from_codebook_bytes(codebook)
         if dim is not None:
             store._dim = dim
             store._buffer = np.zeros((0, dim), dtype=np.float32)

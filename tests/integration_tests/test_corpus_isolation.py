@@ -259,17 +259,31 @@ def test_opensearch_index_shared_by_two_corpora(
         server.server_close()
 
 
+@pytest.mark.parametrize("where", ["matrix", "redis"])
 def test_old_scheme_chunks_are_reported_never_deleted(
-    roots: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+    roots: tuple[Path, Path],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    request: pytest.FixtureRequest,
+    where: str,
 ) -> None:
     from langchain_core.documents import Document
 
-    embeddings = HashingEmbeddings()
-    store = MatrixVectorStore(embeddings)
+    if where == "matrix":
+        embeddings = HashingEmbeddings()
+        shared = MatrixVectorStore(embeddings)
+        tool = VectorStoreTool(
+            VectorStoreToolConfig(type="vectorstore", name="docs", description="d", source="docs"),
+            embeddings=embeddings,
+            vector_store=shared,
+            base_dir=roots[0],
+        )
+    else:
+        redis_tools = configured_backend(where, request.getfixturevalue("redis_database"))
+        tool = redis_tools.make(roots[0], "docs", tmp_path)  # type: ignore[assignment]  # same class
+    store = tool._resolve_store()
     old = [Document(page_content="old docs chunk", metadata={"source_path": "docs/note.md"})]
     sync_documents(old, store, namespace="docs")  # what versions before corpus identity wrote
-    config = VectorStoreToolConfig(type="vectorstore", name="docs", description="d", source="docs")
-    tool = VectorStoreTool(config, embeddings=embeddings, vector_store=store, base_dir=roots[0])
     with caplog.at_level(logging.WARNING):
         tool.initialize_sync()
     lines = [r.getMessage() for r in caplog.records if "older version" in r.getMessage()]

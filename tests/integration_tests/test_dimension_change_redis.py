@@ -80,8 +80,8 @@ async def test_hierarchical_tool_with_redis_keywords_recovers(
 ) -> None:
     def tool(size: int) -> HierarchicalDocumentTool:
         fields = tool_fields(redis_index_name, redis_url, keyword_index={"provider": "redis"})
-        config = HierarchicalDocumentToolConfig(
-            type="hierarchical_document", source="legal", **fields
+        config = HierarchicalDocumentToolConfig(  # fallback: both legs report their ranks
+            type="hierarchical_document", source="legal", search_strategy="fallback", **fields
         )
         return HierarchicalDocumentTool(
             config,

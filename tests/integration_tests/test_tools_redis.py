@@ -212,9 +212,11 @@ async def test_two_tools_sharing_an_index_stay_isolated_by_namespace(
 async def test_hierarchical_tool_with_redis_keywords_end_to_end(
     root: Path, redis_url: str, index: str, embeddings: HashingEmbeddings
 ) -> None:
-    tool = hierarchical_tool(root, redis_url, index, embeddings)
+    # the fallback strategy: RediSearch BM25 as a separate leg (native: test_redis_native.py)
+    tool = hierarchical_tool(root, redis_url, index, embeddings, search_strategy="fallback")
     first = await tool.initialize()
     assert tool.backend == "redis"
+    assert tool.search_strategy == "fallback"
     assert first.added > 4
     retriever = tool.as_retriever()
     assert isinstance(retriever, HybridRetriever)

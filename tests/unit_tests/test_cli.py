@@ -43,7 +43,7 @@ SUMMARY = re.compile(
     r"^ingested docs into 'default' \(in-memory, saved in (?P<dir>\S+)\): "
     r"(?P<added>\d+) added, (?P<updated>\d+) updated, (?P<skipped>\d+) skipped, "
     r"(?P<failed>\d+) failed, (?P<deleted>\d+) deleted; (?P<total>\d+) chunks in "
-    r"[\d.]+ s \([\d.]+ chunks/s\)$"
+    r"[\d.]+ s \([\d.]+ chunks/s\); search strategy (?P<strategy>native|fallback)$"
 )
 
 
@@ -95,6 +95,7 @@ def test_ingest_prints_one_summary_line_and_writes_the_manifest(ingested: Ingest
     assert ingested.code == 0, ingested.err
     match = SUMMARY.match(ingested.out.strip())
     assert match, ingested.out
+    assert match["strategy"] == "fallback"  # the in-memory store has no native hybrid
     assert int(match["added"]) == int(match["total"]) > 0
     assert (match["updated"], match["skipped"], match["failed"]) == ("0", "0", "0")
     assert ingested.err == ""  # stderr is not a TTY: no progress bars, and no warning
@@ -204,6 +205,8 @@ def test_search_json_is_a_list_with_the_documented_keys(
     assert top["source_path"] == "docs/auth.md"
     assert "revoked" in top["text"]
     assert top["score"] == top["fused_score"] > 0
+    assert all(0 <= r["score"] <= 1 for r in records)  # the shown score: fused / best attainable
+    assert top["semantic_score"] is not None  # the raw per-leg scores stay in the JSON
     assert top["semantic_rank"] == 1
     assert isinstance(top["parent_chain"], list)
     assert isinstance(top["exact_match"], bool)
@@ -296,6 +299,7 @@ def test_tools_lists_each_tool_and_where_its_data_lives(
     assert f"  source:      {tmp_path / 'docs'}" in kb
     assert f"  vectors:     in-memory, saved in {Path('st') / 'kb'}" in kb
     assert "  keywords:    none (dense search only)" in kb
+    assert "  search:      dense only" in kb
     assert act.splitlines()[0] == "act (hierarchical_document)"
     assert "  vectors:     redis redis://:***@db.example:6379/0, index act_vectors" in act
     assert "in-memory BM25" in act
@@ -308,6 +312,7 @@ def test_tools_without_config_describes_the_last_ingest(
     code, out, _ = run(capsys, "tools", "--store", str(ingested.store))
     assert code == 0
     assert out.startswith("default (hierarchical_document)\n")
+    assert "  search:      fallback (RRF in-process; search_strategy: auto)" in out
     assert f"  source:      {ingested.workdir / 'docs'}" in out
 
 

@@ -55,6 +55,7 @@ EXPECTED_ALL = {
     "NoSupportedFilesError",
     "OpenSearchKeywordIndex",
     "OpenSearchKeywordIndexConfig",
+    "QdrantDatabaseConfig",
     "RedisByteStore",
     "RedisDatabaseConfig",
     "RedisKeywordIndex",

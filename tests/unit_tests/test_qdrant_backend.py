@@ -1,0 +1,286 @@
+"""The Qdrant backend, for real, in qdrant-client's local mode (in-process and on disk)."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+from langchain_tests.integration_tests import VectorStoreIntegrationTests
+
+pytest.importorskip("qdrant_client")
+pytest.importorskip("langchain_qdrant")
+
+from qdrant_client import QdrantClient
+
+from langchain_holodeck.backends import get_backend, open_vector_store
+from langchain_holodeck.backends.qdrant import (
+    BM25SparseEncoder,
+    HolodeckQdrantVectorStore,
+    QdrantDatabaseConfig,
+    build_qdrant_store,
+    point_id,
+)
+from langchain_holodeck.config import HierarchicalDocumentToolConfig
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.search_strategy import supports_native_hybrid
+from langchain_holodeck.sync import stable_id, sync_documents
+from langchain_holodeck.tools import HierarchicalDocumentTool
+from langchain_holodeck.vectorstores import create_vector_store_with_status
+from tests.helpers import DATA_DIR, HashingEmbeddings
+
+
+def memory_store(embeddings: HashingEmbeddings) -> HolodeckQdrantVectorStore:
+    return HolodeckQdrantVectorStore(
+        QdrantClient(location=":memory:"), f"t_{uuid.uuid4().hex[:8]}", embeddings
+    )
+
+
+class TestQdrantVectorStoreStandard(VectorStoreIntegrationTests):
+    @pytest.fixture
+    def vectorstore(self) -> VectorStore:
+        return HolodeckQdrantVectorStore(
+            QdrantClient(location=":memory:"), "standard", self.get_embeddings()
+        )
+
+
+def chunks(source: str, texts: list[str], namespace: str = "kb") -> list[Document]:
+    return [
+        Document(
+            page_content=text,
+            metadata={"source": source, "source_path": source, "chunk_index": i},
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+CORPUS = [
+    *chunks("a.md", ["arch controls and safety", "shift rotation schedule", "holodeck grid"]),
+    *chunks("b.md", ["warp core maintenance", "replicator recipes"]),
+]
+
+
+def test_sync_twice_adds_nothing_and_embeds_nothing(embeddings: HashingEmbeddings) -> None:
+    store = memory_store(embeddings)
+    assert sync_documents(CORPUS, store, namespace="kb").added == 5
+    calls = embeddings.texts_embedded
+    result = sync_documents(CORPUS, store, namespace="kb")
+    assert (result.added, result.updated, result.skipped) == (0, 0, 5)
+    assert embeddings.texts_embedded == calls
+
+
+def test_two_corpora_in_one_collection_never_see_or_delete_each_other(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = memory_store(embeddings)
+    sync_documents(CORPUS, store, namespace="one")
+    sync_documents(CORPUS[:3], store, namespace="two")
+    # corpus one drops b.md (cleanup) and shrinks a.md: corpus two keeps all three chunks
+    result = sync_documents(CORPUS[:1], store, namespace="one", cleanup=True)
+    assert result.deleted == 4
+    two = list(store.iter_documents(namespace="two"))
+    assert len(two) == 3
+    assert len(list(store.iter_documents(namespace="one"))) == 1
+    hits = store.native_hybrid_search(
+        "shift rotation schedule", k=5, fetch_k=5, filter=store.namespace_filter("one")
+    )
+    assert [h.document.metadata["namespace"] for h in hits] == ["one"]
+    dense = store.similarity_search("shift rotation", k=5, filter=store.namespace_filter("two"))
+    assert {d.metadata["namespace"] for d in dense} == {"two"}
+
+
+def test_hybrid_search_fuses_dense_and_bm25_in_one_request(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = memory_store(embeddings)
+    docs = [
+        Document(id="kw", page_content="the replicator uses quantum flux capacitors"),
+        Document(id="other", page_content="crew schedules for the night shift"),
+        Document(id="third", page_content="flux readings of the warp core"),
+    ]
+    store.add_documents(docs)
+    hits = store.native_hybrid_search("quantum flux capacitor", k=3, fetch_k=3)
+    assert hits[0].document.id == "kw"  # best on both legs; stemming matches "capacitor(s)"
+    assert hits[0].score > hits[-1].score
+    assert all(0.0 <= h.similarity <= 1.0 for h in hits)  # type: ignore[operator]
+    keyword_only = store.native_hybrid_search("quantum flux", k=1, weights=(0.0, 1.0))
+    assert keyword_only[0].document.id == "kw"
+    # a query of stop words only runs the dense leg alone
+    assert len(store.native_hybrid_search("the of and", k=2)) == 2
+    assert supports_native_hybrid(store)
+
+
+def test_min_similarity_score_applies_to_keyword_hits_too(embeddings: HashingEmbeddings) -> None:
+    store = memory_store(embeddings)
+    store.add_documents(
+        [
+            Document(id="near", page_content="alpha beta"),
+            Document(id="far", page_content="alpha gamma delta epsilon zeta eta theta"),
+        ]
+    )
+    scores = {d.id: s for d, s in store.similarity_search_with_relevance_scores("alpha")}
+    assert scores["near"] > scores["far"]
+    threshold = (scores["near"] + scores["far"]) / 2
+    assert len(store.native_hybrid_search("alpha", k=5)) == 2  # both match the keyword
+    hits = store.native_hybrid_search("alpha", k=5, min_similarity_score=threshold)
+    assert [h.document.id for h in hits] == ["near"]
+    assert hits[0].similarity == pytest.approx(scores["near"], abs=1e-5)
+    assert store.native_hybrid_search("zeta", k=5, min_similarity_score=0.999) == []
+
+
+def test_ids_and_metadata_round_trip_unchanged(embeddings: HashingEmbeddings) -> None:
+    store = memory_store(embeddings)
+    meta = {"namespace": "kb", "tags": ["x", "y"], "n": 3, "nested": {"a": 1.5}, "ok": True}
+    uid = str(uuid.uuid4())
+    store.add_documents(
+        [
+            Document(id="plain-id", page_content="one", metadata=meta),
+            Document(id=uid, page_content="two"),
+        ]
+    )
+    got = store.get_by_ids([uid, "plain-id", "missing"])
+    assert [d.id for d in got] == [uid, "plain-id"]
+    assert got[1].metadata == meta
+    assert point_id(uid) == uid
+    assert uuid.UUID(point_id("plain-id")).version == 5
+    assert point_id("plain-id") != point_id("plain-id2")
+
+
+def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> None:
+    store = memory_store(embeddings)
+    store.add_documents(
+        [Document(id="a", page_content="alpha"), Document(id="b", page_content="zeta")]
+    )
+    scored = store.similarity_search_with_relevance_scores("alpha", k=2)
+    assert scored[0][0].id == "a"
+    assert scored[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert all(0.0 <= s <= 1.0 for _, s in scored)
+
+
+def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
+    store = memory_store(embeddings)
+    assert store.similarity_search("x") == []
+    assert store.native_hybrid_search("x") == []
+    assert store.get_by_ids(["a"]) == []
+    assert list(store.iter_documents()) == []
+    assert store.delete(["a"]) is True
+    with pytest.raises(ValueError, match="delete needs ids"):
+        store.delete(None)
+
+
+def test_bm25_encoder_is_stable_and_saturates_term_frequency() -> None:
+    encoder = BM25SparseEncoder()
+    indices, values = encoder.encode_document("Flux flux FLUX capacitors of the core")
+    again, _ = BM25SparseEncoder().encode_document("flux capacitor core")
+    assert set(again) <= set(indices)  # same stems, same indices, in a fresh process state
+    weights = dict(zip(indices, values, strict=True))
+    flux = weights[encoder.index_of("flux")]
+    core = weights[encoder.index_of("core")]
+    assert core < flux < 3 * core  # tf 3 weighs more than tf 1, but far less than 3x
+    assert encoder.encode_query("the of and") == ([], [])
+    assert encoder.encode_query("flux flux core")[1] == [1.0, 1.0]
+    with pytest.raises(ValueError, match="k1=0"):
+        BM25SparseEncoder(k1=0)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "exactly one of location"),
+        ({"location": ":memory:", "path": "x"}, "exactly one of location"),
+        ({"url": "localhost:6333"}, "got 'localhost:6333'"),
+        ({"path": "x", "api_key": "k"}, "api_key is only used with url"),
+    ],
+)
+def test_config_errors_name_the_bad_value(fields: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        QdrantDatabaseConfig(provider="qdrant", **fields)
+
+
+def test_create_vector_store_builds_qdrant(embeddings: HashingEmbeddings) -> None:
+    handle = create_vector_store_with_status(
+        {"provider": "qdrant", "location": ":memory:", "collection_name": "c1"}, embeddings
+    )
+    assert handle.backend == "qdrant"
+    assert isinstance(handle.store, HolodeckQdrantVectorStore)
+    with pytest.raises(ConfigError, match="got 'qdrantt'"):
+        create_vector_store_with_status({"provider": "qdrantt"}, embeddings)
+
+
+def test_the_backend_is_registered_and_describes_where_vectors_live(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    from langchain_holodeck.backends import backend_for_store
+
+    backend = get_backend({"provider": "qdrant", "path": str(tmp_path / "q")})
+    assert backend.capabilities.native_hybrid
+    assert backend.describe() == f"qdrant path {tmp_path / 'q'}, collection holodeck_vectors"
+    store = backend.open_store(embeddings)
+    assert type(backend_for_store(store)).__name__ == "QdrantBackend"
+    store.add_documents([Document(id="a", page_content="arch", metadata={"namespace": "n"})])
+    assert [d.id for d in backend.iter_documents(store, namespace="n")] == ["a"]
+    assert backend.iter_documents(store, namespace="other") is not None
+    assert list(backend.iter_documents(store, namespace="other")) == []
+    hits = backend.native_hybrid_search(store, "arch", k=1, fetch_k=5, namespace="n")
+    assert [h.document.id for h in hits] == ["a"]
+    store.client.close()
+
+
+def test_an_unreachable_server_falls_back_to_memory_or_raises(
+    embeddings: HashingEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_holodeck.backends import BackendUnavailableError
+
+    config = {"provider": "qdrant", "url": "http://127.0.0.1:1", "timeout": 1}
+    handle = open_vector_store(config, embeddings)
+    assert (handle.backend, handle.requested, handle.fell_back) == ("in-memory", "qdrant", True)
+    assert "Qdrant at http://127.0.0.1:1 is unavailable" in (handle.reason or "")
+    with pytest.raises(BackendUnavailableError, match=r"127\.0\.0\.1:1"):
+        open_vector_store({**config, "fallback_to_memory": False}, embeddings)
+
+
+def test_path_store_reopens_across_runs(embeddings: HashingEmbeddings, tmp_path: Path) -> None:
+    config = QdrantDatabaseConfig(provider="qdrant", path=str(tmp_path / "q"))
+    store = build_qdrant_store(config, embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    store.client.close()
+    reopened = build_qdrant_store(config, embeddings)
+    result = sync_documents(CORPUS, reopened, namespace="kb")
+    assert (result.added, result.skipped) == (0, 5)
+    assert reopened.get_by_ids([stable_id("kb", "b.md_chunk_1")])[0].page_content == (
+        "replicator recipes"
+    )
+    reopened.client.close()
+
+
+def test_hierarchical_tool_on_a_qdrant_path_store(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    legal = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", legal)
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        source=str(legal),
+        top_k=3,
+        database={"provider": "qdrant", "path": str(tmp_path / "q")},
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    first = tool.initialize_sync()
+    assert tool.backend == "qdrant"
+    docs = tool.as_retriever().invoke("Section 203(a)(1)")
+    assert docs[0].metadata["section_id"] == "203(a)(1)"
+    tool._vector_store.client.close()  # type: ignore[union-attr]  # a Qdrant store here
+    again = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    second = again.initialize_sync()
+    assert (second.added, second.skipped) == (0, first.added)
+    assert again.as_retriever().invoke("Section 203(a)(1)")[0].metadata["section_id"] == (
+        "203(a)(1)"
+    )
