@@ -124,18 +124,6 @@ class RedisBackend(Backend):
 
         return scan_redis(store, namespace=namespace, batch_size=batch_size)  # type: ignore[arg-type]  # handles() checked the type
 
-    def has_documents(self, store: VectorStore, namespace: str) -> bool:
-        """One ``FT.SEARCH @namespace:{...} LIMIT 0 0``: no scan of the key space."""
-        from redis.commands.search.query import Query
-
-        from langchain_holodeck.keyword_index.redis import escape_tag
-        from langchain_holodeck.vectorstores.redis import search_index
-
-        index = search_index(store)  # type: ignore[arg-type]  # handles() checked the type
-        query = Query(f"@namespace:{{{escape_tag(namespace)}}}").no_content().paging(0, 0)
-        result = index.client.ft(index.name).search(query.dialect(2))
-        return int(result.total) > 0
-
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
         """The embedding cache in Redis under ``holodeck:embcache:<index_name>:<namespace>:``."""
         if self.config is None:  # an adopted store: the default cache

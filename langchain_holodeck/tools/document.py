@@ -304,14 +304,22 @@ class _DocumentTool(Generic[ConfigT]):
         return self._backend.save(store, self._store_dir)
 
     def _report_legacy_chunks(self, store: VectorStore) -> None:
-        """One WARNING when the store holds chunks of the old scheme (namespace = tool name)."""
+        """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
+
+        Probes by id: the chunk 0 of each current file under the old namespace, one batched
+        ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
+        """
+        from langchain_holodeck.loaders import SourceLoader
+        from langchain_holodeck.sync import make_chunk_key, read_stored, stable_id
+
         legacy = legacy_namespace(self.name)
-        backend = self._backend
-        if backend is None or self.namespace == legacy or not backend.capabilities.enumerates:
+        if self.namespace == legacy:
             return
         try:
-            self.legacy_chunks_found = backend.has_documents(store, legacy)
-        except Exception as error:  # a check, never a reason not to start
+            loader = SourceLoader(self._config.source, base_dir=self._source_base())
+            ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
+            self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
+        except Exception as error:  # a check, never a reason not to start (ingest reports)
             logger.debug("%s: legacy chunk check failed: %s", self.name, sanitize_error(error))
             return
         if self.legacy_chunks_found:
@@ -556,6 +564,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     given an LLM-written context (``ContextualChunkEnricher``), synced idempotently, and
     searched by a ``HybridRetriever``: a query naming "Section 203(a)" gets that section
     first, a defined term brings its definition, cross-references can be followed.
+    ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
+    when the backend fuses them in one request (Redis, Qdrant), else ``fallback`` (RRF here).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.

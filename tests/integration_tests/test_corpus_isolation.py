@@ -1,9 +1,10 @@
 """Two corpora in one store or index never see or delete each other's chunks, on every backend.
 
 Pairs: the same tool name over two roots (two projects on one machine), and two tool names over
-one root. Backends: MatrixVectorStore, langchain-core InMemoryVectorStore, a LangChain store
-that cannot filter (post-filtered), Redis (REDIS_URL), and an OpenSearch keyword index shared
-by both corpora (loopback fake speaking the wire format).
+one root. Backends: MatrixVectorStore (given, and configured with one shared store directory),
+langchain-core InMemoryVectorStore, a LangChain store that cannot filter (post-filtered), Redis
+(REDIS_URL), Qdrant (in-process), and an OpenSearch keyword index shared by both corpora
+(loopback fake speaking the wire format).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from langchain_holodeck.backends import open_vector_store
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
@@ -51,7 +54,7 @@ class Backend:
         self.make = make
 
 
-def given_store_backend(name: str, store_type: type[VectorStore]) -> Backend:
+def given_store_backend(name: str, store_type: Callable[[Embeddings], VectorStore]) -> Backend:
     embeddings = HashingEmbeddings()
     shared: dict[str, VectorStore] = {}
 
@@ -105,7 +108,14 @@ def redis_database(redis_index_name: str) -> Iterator[dict[str, Any]]:
         client.close()
 
 
-BACKENDS = ["matrix", "core-in-memory", "post-filtered", "in-memory-dir", "redis"]
+BACKENDS = ["matrix", "core-in-memory", "post-filtered", "in-memory-dir", "redis", "qdrant"]
+
+
+def qdrant_store(embeddings: Embeddings) -> VectorStore:
+    """An in-process Qdrant collection (qdrant-client local mode), shared as a given store."""
+    pytest.importorskip("langchain_qdrant")
+    config = {"provider": "qdrant", "location": ":memory:"}
+    return open_vector_store(config, embeddings, fallback=False).store
 
 
 @pytest.fixture(params=BACKENDS)
@@ -119,6 +129,8 @@ def backend(request: pytest.FixtureRequest) -> Backend:
         return given_store_backend(name, PlainStore)
     if name == "in-memory-dir":
         return configured_backend(name, None)
+    if name == "qdrant":
+        return given_store_backend(name, qdrant_store)
     return configured_backend(name, request.getfixturevalue("redis_database"))
 
 
