@@ -44,7 +44,7 @@ def main() -> int:
     args = parser.parse_args()
     stale = []
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        fresh = executed(path)
+        fresh = nbformat.reads(nbformat.writes(executed(path)), as_version=4)  # as saved
         if args.check:
             if outputs(fresh) != outputs(nbformat.read(path, as_version=4)):
                 stale.append(path.name)

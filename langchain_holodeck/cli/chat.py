@@ -65,8 +65,9 @@ def add_chat_parser(
 def one_blas_thread() -> Iterator[None]:
     """Run with one BLAS thread: a query is one matrix-vector product, which threads only slow.
 
-    On a busy 2-core machine OpenBLAS's threaded product over 10k x 384 vectors took 38 ms
-    against 0.5 ms on one thread; ingestion's heavy work runs in onnxruntime, not BLAS.
+    On a busy 2-core machine OpenBLAS's threaded product over 10k x 384 vectors took 45 ms
+    against 0.6 ms on one thread (``bench_chat.py --micro-only``); ingestion's heavy work
+    runs in onnxruntime, not BLAS.
     """
     from threadpoolctl import threadpool_limits
 

@@ -117,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 1
     with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
         try:
-            return int(args.run(args))
+            code = int(args.run(args))
+            sys.stdout.flush()  # a closed pipe fails here, not at exit after main returned
+            return code
         except BrokenPipeError:  # `holodeck-rag search ... | head`: the reader has had enough
             _silence_stdout()
             return 0

@@ -160,7 +160,8 @@ class OnnxEmbeddings(Embeddings):
                 options.log_severity_level = 3
                 options.inter_op_num_threads = 1
                 # Idle workers sleep instead of spinning: on a busy machine a spinning pool
-                # made a one-line query 15x slower (65 ms vs 4 ms), batches barely change.
+                # made a one-line query ~5x slower (bench_chat.py --micro-only); batches
+                # barely change.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 if self.threads is not None:
                     options.intra_op_num_threads = self.threads

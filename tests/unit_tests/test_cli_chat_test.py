@@ -206,14 +206,17 @@ def test_search_max_chars_cuts_each_text_at_a_word(capsys: pytest.CaptureFixture
     assert "more characters]" in out
 
 
-def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(workdir: Path) -> None:
+@pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it
+def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
+    workdir: Path, top_k: str
+) -> None:
     read, write = os.pipe()
     os.close(read)  # like `| head` that has already exited
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(workdir)}
     code = "from langchain_holodeck.cli import main; raise SystemExit(main())"
     try:
         result = subprocess.run(
-            [sys.executable, "-c", code, "search", "holodeck", "--top-k", "100"],
+            [sys.executable, "-c", code, "search", "holodeck", "--top-k", top_k],
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,
