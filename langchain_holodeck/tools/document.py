@@ -34,6 +34,7 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
+from langchain_holodeck.errors import EmbeddingError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
@@ -213,7 +214,7 @@ class _DocumentTool(Generic[ConfigT]):
             FileNotFoundError: When the source does not exist or holds no supported file.
             EmbeddingModelMismatchError: When the store holds another model's vectors and
                 ``force_ingest`` is False.
-            RuntimeError: ``Failed to generate embeddings: ...`` when the embedding model
+            EmbeddingError: ``Failed to generate embeddings: ...`` when the embedding model
                 fails and no chunk could be embedded (partial failures are counted in
                 ``SyncResult.failed`` instead).
         """
@@ -233,7 +234,7 @@ class _DocumentTool(Generic[ConfigT]):
         except Exception as error:  # a store probing the model's dimension: the model is down
             if _raised_by_embeddings(error, _EMBED_ANY):
                 msg = f"Failed to generate embeddings: {sanitize_error(error)}"
-                raise RuntimeError(msg) from error
+                raise EmbeddingError(msg) from error
             raise
         self._warn_about_rerank_top_n()
         self._match_dimension(store, force_ingest=force_ingest)
@@ -375,9 +376,10 @@ class _DocumentTool(Generic[ConfigT]):
         """Search and format the results for a model (the tool contract's output).
 
         Raises:
-            RuntimeError: Before ``initialize``; ``Failed to generate query embedding: ...``
-                when embedding the query fails; ``Search failed: ...`` when the store fails
-                (each with its cause).
+            RuntimeError: Before ``initialize``; ``Search failed: ...`` when the store fails
+                (with its cause).
+            EmbeddingError: ``Failed to generate query embedding: ...`` when embedding the
+                query fails (a ``RuntimeError`` too).
             ValueError: When ``query`` is empty or whitespace.
         """
         retriever = self._check_query(query)
@@ -484,7 +486,7 @@ def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool
 
 def _search_error(error: Exception) -> RuntimeError:
     if _raised_by_embeddings(error, _EMBED_QUERY):
-        return RuntimeError(f"Failed to generate query embedding: {sanitize_error(error)}")
+        return EmbeddingError(f"Failed to generate query embedding: {sanitize_error(error)}")
     return RuntimeError(f"Search failed: {sanitize_error(error)}")
 
 
@@ -504,7 +506,7 @@ def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None
             f"Failed to generate embeddings: {sanitize_error(error)} "
             f"({result.failed} chunks could not be embedded; none was written)"
         )
-        raise RuntimeError(msg) from error
+        raise EmbeddingError(msg) from error
 
 
 def _with_reranker(
