@@ -190,6 +190,10 @@ class _DocumentTool(Generic[ConfigT]):
     def _keyword_index(self, store: VectorStore) -> KeywordIndexLike | None:
         return None
 
+    def _indexes_from_source(self, store: VectorStore) -> bool:
+        """Whether the indexes must be fed every chunk of the source (the store is unlisted)."""
+        return False
+
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         raise NotImplementedError
 
@@ -241,6 +245,7 @@ class _DocumentTool(Generic[ConfigT]):
         self._report_legacy_chunks(store)
         if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
             self._cache.mdelete(list(self._cache.yield_keys()))
+        reindex = self._indexes_from_source(store)
         pipeline = IngestionPipeline(
             store,
             namespace=self.namespace,
@@ -248,8 +253,10 @@ class _DocumentTool(Generic[ConfigT]):
             enricher=self._enricher(),
             keyword_index=self._keyword_index(store),
             embedding_model=self._model_id,
+            cleanup=not reindex,  # finding removed files' chunks needs a listable store
             base_dir=self._config.base_dir if self._base_dir is None else self._base_dir,
             on_progress=on_progress,
+            reindex=reindex,
         )
         result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
         self._after_ingest(store)
@@ -630,6 +637,27 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             max_context_tokens=self._config.context_max_tokens,
         )
 
+    def _listable(self, store: VectorStore) -> bool:
+        return (self._backend or backend_for_store(store)).capabilities.enumerates
+
+    def _indexes_from_source(self, store: VectorStore) -> bool:
+        """A store no backend can list: the indexes are built from the chunks sync sees.
+
+        Every file is then read and split at each initialize and each chunk, unchanged or
+        not, reaches the keyword and exact indexes; unchanged chunks are not embedded again.
+        """
+        if self._listable(store):
+            return False
+        logger.warning(
+            "%s: %s cannot be listed, so the keyword and exact indexes are built from the "
+            "source: every file is read and split again at each initialize (unchanged chunks "
+            "are not embedded again), and chunks of files removed from the source stay in the "
+            "store.",
+            self.name,
+            type(store).__name__,
+        )
+        return True
+
     def _keyword_index(self, store: VectorStore) -> KeywordIndexLike:
         """The configured keyword index and the exact index, kept in step by sync."""
         if self._keywords is None:
@@ -640,7 +668,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 namespace=self.namespace,
                 store_dir=self._store_dir,
             )
-        if self._keywords_stale:  # a sync could not write to it: rebuild it from the store
+        listable = self._listable(store)
+        if self._keywords_stale and listable:  # a sync could not write to it: rebuild it
             try:
                 _rebuild_index("keyword", self._keywords, store, self.namespace)
                 self._keywords_stale = False
@@ -650,10 +679,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     self.name,
                     sanitize_error(error),
                 )
-        if not self._exact_loaded:
+        if not self._exact_loaded and listable:  # else sync gives it every chunk
             _rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
-        self._fan_out = _IndexFanOut((self._keywords, self._exact))
+        self._fan_out = _IndexFanOut((self._keywords, self._exact), keep=not listable)
         return self._fan_out
 
     def _after_ingest(self, store: VectorStore) -> bool:
@@ -668,7 +697,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 self._keywords, self._store_dir, namespace=self.namespace, store_saved=saved
             )
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
-            chunks = list(scan_documents(store, namespace=self.namespace))
+            if self._fan_out is not None and self._fan_out.kept is not None:
+                chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
+            else:
+                chunks = list(scan_documents(store, namespace=self.namespace))
             self.definitions = DefinitionExtractor().extract(chunks)
             current.set_attribute("index.document_count", len(chunks))
             current.set_attribute("index.term_count", len(self.definitions))
@@ -733,17 +765,24 @@ class _IndexFanOut:
     """Keeps several indexes in step with one sync; one failing index never starves the rest.
 
     The indexes that failed are listed in ``failed``; the first error is raised after every
-    index had its turn (sync logs it).
+    index had its turn (sync logs it). With ``keep``, ``kept`` holds the chunks synced (by id),
+    for what is built from all chunks when the store cannot be listed (definitions).
     """
 
-    def __init__(self, indexes: Sequence[KeywordIndexLike]) -> None:
+    def __init__(self, indexes: Sequence[KeywordIndexLike], *, keep: bool = False) -> None:
         self.indexes = indexes
         self.failed: list[KeywordIndexLike] = []
+        self.kept: dict[str, Document] | None = {} if keep else None
 
     def upsert(self, documents: Sequence[Document]) -> None:
+        if self.kept is not None:
+            self.kept.update((doc.id, doc) for doc in documents if doc.id)
         self._each(lambda index: index.upsert(documents))
 
     def delete(self, ids: Sequence[str]) -> None:
+        if self.kept is not None:
+            for doc_id in ids:
+                self.kept.pop(doc_id, None)
         self._each(lambda index: index.delete(ids))
 
     def _each(self, call: Callable[[KeywordIndexLike], None]) -> None:
