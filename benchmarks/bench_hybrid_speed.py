@@ -31,7 +31,9 @@ import numpy as np
 from synthetic import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-N_QUERIES = {"ours": 200, "floor": 200, "ensemble": 20, "inputs": 0}
+N_QUERIES = {"ours": 200, "ours_previous": 200, "floor": 200, "ensemble": 20, "inputs": 0}
+PREVIOUS = {"fusion": "rrf", "weights": (0.5, 0.5, 0.2), "fetch_k": 50}
+"""The defaults before the fusion sweep, for a same-run latency comparison."""
 ENSEMBLE_QUERIES_100K = 5
 
 
@@ -72,7 +74,7 @@ def worker(system: str, n: int) -> dict:
     if system == "inputs":
         return {"build_s": 0.0, "rss_mb": rss_mb(), "base_rss_mb": base_rss, "lat": [0.0]}
     t0 = time.perf_counter()
-    if system == "ours":
+    if system in ("ours", "ours_previous"):
         from langchain_holodeck.keyword_index import BM25KeywordIndex
         from langchain_holodeck.retrievers import HybridRetriever
         from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -83,7 +85,8 @@ def worker(system: str, n: int) -> dict:
         bm25 = BM25KeywordIndex()
         bm25.upsert(docs)
         bm25.search("warmup", 1)  # the first search builds the matrix: part of build time
-        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
+        params = PREVIOUS if system == "ours_previous" else {}
+        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10, **params)
         build = time.perf_counter() - t0
         retriever.invoke(queries[0])
         for q in queries:
@@ -93,7 +96,8 @@ def worker(system: str, n: int) -> dict:
         assert len(out) == 10
         # peak of build + queries, before the update experiments below add their own
         extra = {"rss_mb": rss_mb(), "fetch_k": retriever.fetch_k}
-        extra |= exact_fusion_recall(retriever, queries, qvecs, vecs, bm25)
+        if system == "ours":
+            extra |= exact_fusion_recall(retriever, queries, qvecs, vecs, bm25)
         # incremental update cost: 1% of the corpus re-upserted, then one search
         t = time.perf_counter()
         bm25.upsert(docs[: n // 100])
@@ -200,7 +204,9 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--systems", nargs="+", default=["inputs", "floor", "ours", "ensemble"])
+    parser.add_argument(
+        "--systems", nargs="+", default=["inputs", "floor", "ours", "ours_previous", "ensemble"]
+    )
     parser.add_argument("--worker", nargs=2, metavar=("SYSTEM", "N"))
     args = parser.parse_args()
     if args.worker:
@@ -225,7 +231,8 @@ def main() -> None:
     names = {
         "inputs": "inputs only (texts + vectors loaded)",
         "floor": "bare floor",
-        "ours": "**HybridRetriever (ours)**",
+        "ours": "**HybridRetriever (ours, defaults)**",
+        "ours_previous": "HybridRetriever, previous defaults (rrf, fetch_k=50)",
         "ensemble": "EnsembleRetriever (LangChain)",
     }
     print("\n| chunks | system | queries | p50 ms | p95 ms | build s | peak RSS MB |")

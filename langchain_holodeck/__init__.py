@@ -86,7 +86,7 @@ from langchain_holodeck.errors import (
     NoSupportedFilesError,
 )
 from langchain_holodeck.exact import ExactMatchIndex
-from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import (
     BM25KeywordIndex,
@@ -221,6 +221,7 @@ __all__ = [
     "build_tool_selector_middleware",
     "config_reference_markdown",
     "content_hash",
+    "convex_score_fusion",
     "corpus_namespace",
     "create_reranker",
     "create_vector_store",

@@ -223,12 +223,12 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    fetch_k: int = Field(default=50, ge=1, le=1000)
+    fetch_k: int = Field(default=300, ge=1, le=1000)
     """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
     are fetched. The default is where quality stopped improving on the tuning sets."""
-    fusion: Literal["rrf", "convex"] = "rrf"
-    """``rrf``: weighted reciprocal rank fusion (k=60); ``convex``: weighted sum of each
-    leg's normalized scores (Bruch et al., 2023)."""
+    fusion: Literal["rrf", "convex"] = "convex"
+    """``convex``: weighted sum of each leg's scores divided by its best (Bruch et al., 2023);
+    ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"

@@ -119,7 +119,7 @@ def test_minimal_hierarchical_gets_documented_defaults(tmp_path: Path) -> None:
         "out",
     )
     assert (tool.context_max_tokens, tool.context_concurrency) == (100, 10)
-    assert tool.search_weights == SearchWeights(semantic=0.5, keyword=0.5, exact=0.2)
+    assert tool.search_weights == SearchWeights(semantic=0.7, keyword=0.3, exact=0.2)
     assert tool.keyword_index.provider == "in-memory"
 
 

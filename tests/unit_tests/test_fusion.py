@@ -71,3 +71,55 @@ def test_rrf_rejects_all_zero_weights() -> None:
 def test_rrf_rejects_negative_k() -> None:
     with pytest.raises(ValueError, match="k must be >= 0, got -1"):
         reciprocal_rank_fusion([], k=-1)
+
+
+def test_convex_matches_hand_computed_scores() -> None:
+    from langchain_holodeck.fusion import convex_score_fusion
+
+    dense = [("a", 0.8), ("b", 0.4)]
+    keyword = [("b", 10.0), ("c", 5.0)]
+    fused = convex_score_fusion([dense, keyword], weights=[0.7, 0.3], lower_bounds=[0.0, 0.0])
+    expected = {"a": 0.7 * 1.0, "b": 0.7 * 0.5 + 0.3 * 1.0, "c": 0.3 * 0.5}
+    assert [i for i, _ in fused] == ["a", "b", "c"]
+    assert dict(fused) == pytest.approx(expected)
+
+
+def test_convex_without_bounds_is_plain_min_max() -> None:
+    from langchain_holodeck.fusion import convex_score_fusion
+
+    fused = dict(convex_score_fusion([[("a", 3.0), ("b", 2.0), ("c", 1.0)]]))
+    assert fused == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert dict(convex_score_fusion([[("a", 2.0), ("b", 2.0)]])) == {"a": 1.0, "b": 1.0}
+
+
+def test_convex_first_entry_counts_and_zero_weight_adds_nothing() -> None:
+    from langchain_holodeck.fusion import convex_score_fusion
+
+    fused = convex_score_fusion(
+        [[("a", 1.0), ("a", 0.1), ("b", 0.5)], [("z", 9.0)]],
+        weights=[1.0, 0.0],
+        lower_bounds=[0.0, 0.0],
+    )
+    assert fused == [("a", 1.0), ("b", 0.5)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"weights": [1.0]}, "weights has 1 entries but 2 rankings"),
+        ({"lower_bounds": [0.0]}, "lower_bounds has 1 entries but 2 lists"),
+        ({"lower_bounds": [float("nan"), 0.0]}, r"lower_bounds\[0\] must be finite"),
+    ],
+)
+def test_convex_rejects_bad_arguments(kwargs, message) -> None:
+    from langchain_holodeck.fusion import convex_score_fusion
+
+    with pytest.raises(ValueError, match=message):
+        convex_score_fusion([[("a", 1.0)], [("b", 1.0)]], **kwargs)
+
+
+def test_convex_rejects_non_finite_scores() -> None:
+    from langchain_holodeck.fusion import convex_score_fusion
+
+    with pytest.raises(ValueError, match=r"non-finite score for 'a': inf"):
+        convex_score_fusion([[("a", float("inf"))]])

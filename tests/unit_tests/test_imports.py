@@ -87,6 +87,7 @@ EXPECTED_ALL = {
     "corpus_namespace",
     "create_reranker",
     "create_vector_store",
+    "convex_score_fusion",
     "create_vector_store_with_status",
     "default_text_splitter",
     "embedding_model_id",

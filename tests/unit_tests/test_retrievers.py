@@ -87,7 +87,13 @@ def test_results_carry_scores_ranks_and_ids(retriever, chunks) -> None:
 def test_fused_order_is_weighted_rrf_of_the_legs(parts) -> None:
     store, bm25, _ = parts
     r = HybridRetriever(
-        vector_store=store, keyword_index=bm25, k=4, fetch_k=8, weights=(0.6, 0.4, 0.0), rrf_k=10
+        vector_store=store,
+        keyword_index=bm25,
+        k=4,
+        fetch_k=8,
+        weights=(0.6, 0.4, 0.0),
+        rrf_k=10,
+        fusion="rrf",
     )
     query = "program rated 4 or 5 supervising officer"
     dense = [(d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)]

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from langchain_holodeck.config import HierarchicalDocumentToolConfig
 from langchain_holodeck.retrievers import HybridRetriever
-from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K, DEFAULT_FUSION
+from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K, DEFAULT_FUSION, DEFAULT_WEIGHTS
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from tests.helpers import DATA_DIR, HashingEmbeddings
 
@@ -22,6 +22,8 @@ def config(**fields: object) -> HierarchicalDocumentToolConfig:
 
 
 def test_config_defaults_are_the_retrievers() -> None:
+    weights = config().search_weights
+    assert (weights.semantic, weights.keyword, weights.exact) == DEFAULT_WEIGHTS
     assert config().fetch_k == DEFAULT_FETCH_K == HybridRetriever.model_fields["fetch_k"].default
     assert config().fusion == DEFAULT_FUSION == HybridRetriever.model_fields["fusion"].default
 
