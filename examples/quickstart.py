@@ -19,6 +19,7 @@ QUERIES = [
 
 
 async def main() -> None:
+    """Ingest the sample documents twice and print the answers to ``QUERIES``."""
     config = HierarchicalDocumentToolConfig(
         type="hierarchical_document",
         name="holodeck_docs",

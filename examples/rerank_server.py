@@ -1,6 +1,7 @@
 """A tiny rerank server speaking the Cohere / vLLM rerank API, for trying rerankers offline.
 
-    python examples/rerank_server.py --port 8001     # then: VLLMReranker(url="http://127.0.0.1:8001", ...)
+    python examples/rerank_server.py --port 8001
+    # then: VLLMReranker(url="http://127.0.0.1:8001", ...)
 
 It answers ``POST /v1/rerank`` and ``POST /v2/rerank`` (the wire format vLLM serves for
 ``vllm serve BAAI/bge-reranker-v2-m3 --task score``): a JSON body with ``model``, ``query``,
@@ -111,6 +112,7 @@ class RerankServer:
 
 
 def main() -> None:
+    """Serve rerank requests on ``--port`` until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8001)
     port = parser.parse_args().port

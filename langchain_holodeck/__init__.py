@@ -79,6 +79,7 @@ from langchain_holodeck.embeddings import (
 from langchain_holodeck.errors import (
     ConfigError,
     DocumentLoadError,
+    EmbeddingError,
     EmbeddingModelMismatchError,
     HolodeckError,
     IndexNotBuiltError,
@@ -162,6 +163,7 @@ __all__ = [
     "DefinitionExtractor",
     "DocumentLoadError",
     "DocumentSync",
+    "EmbeddingError",
     "EmbeddingModelMismatchError",
     "EnrichmentResult",
     "EnrichmentStats",

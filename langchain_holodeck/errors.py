@@ -19,6 +19,10 @@ class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
     """The store holds vectors of another embedding model; re-run with ``force_ingest``."""
 
 
+class EmbeddingError(HolodeckError, RuntimeError):
+    """The embedding model failed: ``Failed to generate embeddings: ...`` (or query embedding)."""
+
+
 class NoSupportedFilesError(HolodeckError, FileNotFoundError):
     """A source directory holds no file the loader can read."""
 

@@ -81,6 +81,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     to ``code_splitter`` (default: a ``SourceCodeSplitter`` with the prose splitter's chunk
     size), everything else to ``splitter``.
 
+    ``reindex=True`` reads and splits every file, unchanged ones too, and gives every chunk
+    to ``keyword_index`` (unchanged chunks are skipped by the store, not embedded again): for a
+    store the indexes cannot be rebuilt from, because no backend can list it.
+
     Instantiate:
         ```python
         pipeline = IngestionPipeline(store, namespace="kb")
@@ -102,6 +106,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         cleanup: bool = True,
         base_dir: str | Path | None = None,
         on_progress: Callable[[IngestProgress], None] | None = None,
+        reindex: bool = False,
     ) -> None:
         from langchain_holodeck.splitters.code import SourceCodeSplitter
         from langchain_holodeck.splitters.structured import default_text_splitter
@@ -121,6 +126,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         self.cleanup = cleanup
         self.base_dir = base_dir
         self.on_progress = on_progress
+        self.reindex = reindex
         self.fingerprint = pipeline_fingerprint(
             self.splitter, enricher, code_splitter=self.code_splitter
         )
@@ -148,7 +154,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     def _ingest(self, source: str | Path | SourceLoader, *, force_ingest: bool) -> SyncResult:
         loader = self._loader(source)
         files = list(loader.iter_files())
-        unchanged = {} if force_ingest else self._unchanged_files(files)
+        unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
         split: list[tuple[Document, list[Document]]] = []
         for file in files:
             if file.source_path not in unchanged:
@@ -177,6 +183,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             pipeline=self.fingerprint,
             unchanged_sources=unchanged,
             on_batch=lambda n: self._progress("embeddings", n, len(chunks)),
+            index_unchanged=self.reindex,
         )
         if gaps:
             lines = tuple(f"{source}: {gap}" for source, gap in gaps.items())

@@ -319,6 +319,7 @@ def sync_documents(
     pipeline: str | None = None,
     unchanged_sources: Mapping[str, int] | None = None,
     on_batch: Callable[[int], None] | None = None,
+    index_unchanged: bool = False,
 ) -> SyncResult:
     """Write ``documents`` (chunks) into ``vector_store`` idempotently; return the counts.
 
@@ -340,6 +341,8 @@ def sync_documents(
         unchanged_sources: Sources the caller skipped as unchanged (source -> chunk count):
             counted as skipped and kept by cleanup.
         on_batch: Called with the size of each batch written (progress bars).
+        index_unchanged: Also give ``keyword_index`` the unchanged (skipped) chunks, for an
+            index that cannot be rebuilt from a store no backend can list.
 
     Returns:
         A ``SyncResult``; store failures are counted in ``failed`` and ``errors``, not raised.
@@ -397,7 +400,8 @@ def sync_documents(
     deleted, delete_errors = _delete(vector_store, stale)
 
     if keyword_index is not None:
-        _update_keyword_index(keyword_index, written, deleted)
+        indexed = [*written, *plan.skip] if index_unchanged else written
+        _update_keyword_index(keyword_index, indexed, deleted)
     return SyncResult(
         added=added,
         updated=updated,

@@ -63,7 +63,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "texts.json").write_text(json.dumps(texts, indent=1, ensure_ascii=False) + "\n")
     np.save(OUT / "vectors.npy", np.asarray(vectors, dtype=np.float32))
-    print(f"{len(texts)} texts, longest {max(lengths)} word pieces -> {OUT}")  # noqa: T201
+    print(f"{len(texts)} texts, longest {max(lengths)} word pieces -> {OUT}")
 
 
 if __name__ == "__main__":

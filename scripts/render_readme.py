@@ -24,6 +24,7 @@ def rendered(text: str) -> str:
 
 
 def main() -> int:
+    """Rewrite README.md's configuration reference; with ``--check``, exit 1 if it is stale."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()

@@ -50,9 +50,9 @@ def main() -> int:
                 stale.append(path.name)
         else:
             nbformat.write(fresh, path)
-        print(f"{path.name}: {'checked' if args.check else 'executed'}")  # noqa: T201
+        print(f"{path.name}: {'checked' if args.check else 'executed'}")
     if stale:
-        print("outputs differ from a re-run: " + ", ".join(stale), file=sys.stderr)  # noqa: T201
+        print("outputs differ from a re-run: " + ", ".join(stale), file=sys.stderr)
         return 1
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -37,10 +38,8 @@ def redis_index_name(redis_url: str) -> Iterator[str]:
 
     client = redis.Redis.from_url(redis_url)
     try:
-        try:
+        with contextlib.suppress(redis.ResponseError):
             client.ft(name).dropindex(delete_documents=True)
-        except redis.ResponseError:
-            pass
         for key in client.scan_iter(f"{name}*"):
             client.delete(key)
     finally:

@@ -118,6 +118,8 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
             except (OSError, ValueError) as error:  # rebuilt below: the store is the truth
                 logger.warning("BM25 index in %s unreadable (%s); rebuilding it.", saved, error)
         index = BM25KeywordIndex()
+        if not backend.capabilities.enumerates:  # nothing to rebuild from: sync fills it
+            return index
         attributes = {
             "index.kind": "keyword",
             "index.provider": type(index).__name__,

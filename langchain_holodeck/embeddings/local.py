@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +26,24 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _LOCAL_HINT = 'pip install "langchain-holodeck[local]"'
+
+
+@contextlib.contextmanager
+def _no_loading_bar() -> Iterator[None]:
+    """Keep transformers from drawing its "Loading weights" bar on stderr while a model loads.
+
+    transformers reads ``HF_HUB_DISABLE_PROGRESS_BARS`` once, at import; a library must not
+    draw on the caller's terminal, so the bar is off for the load and restored after.
+    """
+    from transformers.utils import logging as transformers_logging
+
+    enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            transformers_logging.enable_progress_bar()
 
 
 class LocalEmbeddings(Embeddings):
@@ -107,9 +127,10 @@ class LocalEmbeddings(Embeddings):
 
                 source = self._source()
                 try:
-                    self._model = SentenceTransformer(
-                        source, device=self.device, local_files_only=True
-                    )
+                    with _no_loading_bar():
+                        self._model = SentenceTransformer(
+                            source, device=self.device, local_files_only=True
+                        )
                 except OSError as e:
                     msg = (
                         f"cannot load {self.model_name!r} offline: it is not in the local "

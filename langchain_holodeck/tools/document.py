@@ -34,6 +34,7 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
+from langchain_holodeck.errors import EmbeddingError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
@@ -189,6 +190,10 @@ class _DocumentTool(Generic[ConfigT]):
     def _keyword_index(self, store: VectorStore) -> KeywordIndexLike | None:
         return None
 
+    def _indexes_from_source(self, store: VectorStore) -> bool:
+        """Whether the indexes must be fed every chunk of the source (the store is unlisted)."""
+        return False
+
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         raise NotImplementedError
 
@@ -213,7 +218,7 @@ class _DocumentTool(Generic[ConfigT]):
             FileNotFoundError: When the source does not exist or holds no supported file.
             EmbeddingModelMismatchError: When the store holds another model's vectors and
                 ``force_ingest`` is False.
-            RuntimeError: ``Failed to generate embeddings: ...`` when the embedding model
+            EmbeddingError: ``Failed to generate embeddings: ...`` when the embedding model
                 fails and no chunk could be embedded (partial failures are counted in
                 ``SyncResult.failed`` instead).
         """
@@ -233,13 +238,14 @@ class _DocumentTool(Generic[ConfigT]):
         except Exception as error:  # a store probing the model's dimension: the model is down
             if _raised_by_embeddings(error, _EMBED_ANY):
                 msg = f"Failed to generate embeddings: {sanitize_error(error)}"
-                raise RuntimeError(msg) from error
+                raise EmbeddingError(msg) from error
             raise
         self._warn_about_rerank_top_n()
         self._match_dimension(store, force_ingest=force_ingest)
         self._report_legacy_chunks(store)
         if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
             self._cache.mdelete(list(self._cache.yield_keys()))
+        reindex = self._indexes_from_source(store)
         pipeline = IngestionPipeline(
             store,
             namespace=self.namespace,
@@ -247,8 +253,10 @@ class _DocumentTool(Generic[ConfigT]):
             enricher=self._enricher(),
             keyword_index=self._keyword_index(store),
             embedding_model=self._model_id,
+            cleanup=not reindex,  # finding removed files' chunks needs a listable store
             base_dir=self._config.base_dir if self._base_dir is None else self._base_dir,
             on_progress=on_progress,
+            reindex=reindex,
         )
         result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
         self._after_ingest(store)
@@ -375,9 +383,10 @@ class _DocumentTool(Generic[ConfigT]):
         """Search and format the results for a model (the tool contract's output).
 
         Raises:
-            RuntimeError: Before ``initialize``; ``Failed to generate query embedding: ...``
-                when embedding the query fails; ``Search failed: ...`` when the store fails
-                (each with its cause).
+            RuntimeError: Before ``initialize``; ``Search failed: ...`` when the store fails
+                (with its cause).
+            EmbeddingError: ``Failed to generate query embedding: ...`` when embedding the
+                query fails (a ``RuntimeError`` too).
             ValueError: When ``query`` is empty or whitespace.
         """
         retriever = self._check_query(query)
@@ -484,7 +493,7 @@ def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool
 
 def _search_error(error: Exception) -> RuntimeError:
     if _raised_by_embeddings(error, _EMBED_QUERY):
-        return RuntimeError(f"Failed to generate query embedding: {sanitize_error(error)}")
+        return EmbeddingError(f"Failed to generate query embedding: {sanitize_error(error)}")
     return RuntimeError(f"Search failed: {sanitize_error(error)}")
 
 
@@ -504,7 +513,7 @@ def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None
             f"Failed to generate embeddings: {sanitize_error(error)} "
             f"({result.failed} chunks could not be embedded; none was written)"
         )
-        raise RuntimeError(msg) from error
+        raise EmbeddingError(msg) from error
 
 
 def _with_reranker(
@@ -628,6 +637,27 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             max_context_tokens=self._config.context_max_tokens,
         )
 
+    def _listable(self, store: VectorStore) -> bool:
+        return (self._backend or backend_for_store(store)).capabilities.enumerates
+
+    def _indexes_from_source(self, store: VectorStore) -> bool:
+        """A store no backend can list: the indexes are built from the chunks sync sees.
+
+        Every file is then read and split at each initialize and each chunk, unchanged or
+        not, reaches the keyword and exact indexes; unchanged chunks are not embedded again.
+        """
+        if self._listable(store):
+            return False
+        logger.warning(
+            "%s: %s cannot be listed, so the keyword and exact indexes are built from the "
+            "source: every file is read and split again at each initialize (unchanged chunks "
+            "are not embedded again), and chunks of files removed from the source stay in the "
+            "store.",
+            self.name,
+            type(store).__name__,
+        )
+        return True
+
     def _keyword_index(self, store: VectorStore) -> KeywordIndexLike:
         """The configured keyword index and the exact index, kept in step by sync."""
         if self._keywords is None:
@@ -638,7 +668,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 namespace=self.namespace,
                 store_dir=self._store_dir,
             )
-        if self._keywords_stale:  # a sync could not write to it: rebuild it from the store
+        listable = self._listable(store)
+        if self._keywords_stale and listable:  # a sync could not write to it: rebuild it
             try:
                 _rebuild_index("keyword", self._keywords, store, self.namespace)
                 self._keywords_stale = False
@@ -648,10 +679,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     self.name,
                     sanitize_error(error),
                 )
-        if not self._exact_loaded:
+        if not self._exact_loaded and listable:  # else sync gives it every chunk
             _rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
-        self._fan_out = _IndexFanOut((self._keywords, self._exact))
+        self._fan_out = _IndexFanOut((self._keywords, self._exact), keep=not listable)
         return self._fan_out
 
     def _after_ingest(self, store: VectorStore) -> bool:
@@ -666,7 +697,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 self._keywords, self._store_dir, namespace=self.namespace, store_saved=saved
             )
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
-            chunks = list(scan_documents(store, namespace=self.namespace))
+            if self._fan_out is not None and self._fan_out.kept is not None:
+                chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
+            else:
+                chunks = list(scan_documents(store, namespace=self.namespace))
             self.definitions = DefinitionExtractor().extract(chunks)
             current.set_attribute("index.document_count", len(chunks))
             current.set_attribute("index.term_count", len(self.definitions))
@@ -731,17 +765,24 @@ class _IndexFanOut:
     """Keeps several indexes in step with one sync; one failing index never starves the rest.
 
     The indexes that failed are listed in ``failed``; the first error is raised after every
-    index had its turn (sync logs it).
+    index had its turn (sync logs it). With ``keep``, ``kept`` holds the chunks synced (by id),
+    for what is built from all chunks when the store cannot be listed (definitions).
     """
 
-    def __init__(self, indexes: Sequence[KeywordIndexLike]) -> None:
+    def __init__(self, indexes: Sequence[KeywordIndexLike], *, keep: bool = False) -> None:
         self.indexes = indexes
         self.failed: list[KeywordIndexLike] = []
+        self.kept: dict[str, Document] | None = {} if keep else None
 
     def upsert(self, documents: Sequence[Document]) -> None:
+        if self.kept is not None:
+            self.kept.update((doc.id, doc) for doc in documents if doc.id)
         self._each(lambda index: index.upsert(documents))
 
     def delete(self, ids: Sequence[str]) -> None:
+        if self.kept is not None:
+            for doc_id in ids:
+                self.kept.pop(doc_id, None)
         self._each(lambda index: index.delete(ids))
 
     def _each(self, call: Callable[[KeywordIndexLike], None]) -> None:

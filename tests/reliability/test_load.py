@@ -4,8 +4,8 @@ Queries are started on a fixed schedule (query ``i`` at ``t0 + i / RATE``) by an
 whatever the previous ones are doing; at most ``MAX_IN_FLIGHT`` run at once (a bounded loop:
 past that, the schedule slips and the test fails because the rate was not held). Each query is
 an async hybrid search (dense + BM25 + fusion) through ``HybridRetriever.ainvoke`` over 1000
-chunks. Every answer must equal the answer of a sequential run of the same query. Latency is measured from
-the scheduled start, so queueing counts; p50/p95/max are printed (run with ``-s``).
+chunks. Every answer must equal the answer of a sequential run of the same query. Latency is
+measured from the scheduled start, so queueing counts; p50/p95/max are printed (run with ``-s``).
 
 The issue asks for 30 s per backend, the default (CI runs it); ``HOLODECK_LOAD_SECONDS=5``
 shortens it for local iterations.

@@ -18,6 +18,7 @@ import pytest
 
 from langchain_holodeck.cli import main
 from langchain_holodeck.cli._format import ProgressBars
+from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
 from langchain_holodeck.ingestion import IngestProgress
 from tests.helpers import DATA_DIR
 
@@ -370,6 +371,49 @@ def test_unreachable_redis_without_fallback_is_one_error_line(
     (line,) = [x for x in err.splitlines() if x.startswith("error:")]
     assert line.startswith("error: Redis at redis://127.0.0.1:1 is unavailable")
     assert "falling back" not in err
+
+
+def _model_down(self: OnnxEmbeddings, texts: object) -> list[list[float]]:
+    msg = "embedding service unavailable"
+    raise ConnectionError(msg)
+
+
+def test_ingest_with_the_embedding_model_down_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.setattr(OnnxEmbeddings, "embed_documents", _model_down)
+    monkeypatch.setattr(OnnxEmbeddings, "embed_query", _model_down)
+    code, out, err = run(capsys, "ingest", str(tmp_path / "docs"), "--store", str(tmp_path / "s"))
+    assert code == 1
+    assert out == ""
+    assert "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line.startswith(
+        "error: Failed to generate embeddings: ConnectionError: embedding service unavailable"
+    )
+
+
+def test_search_with_the_embedding_model_down_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: vectorstore\n    name: kb\n    description: Crew docs\n"
+        "    source: docs\n",
+    )
+    store = str(tmp_path / "s")
+    code, _, err = run(capsys, "ingest", "--config", str(agent), "--store", store)
+    assert code == 0, err
+    monkeypatch.setattr(OnnxEmbeddings, "embed_query", _model_down)
+    code, out, err = run(capsys, "search", "revoke a token", "--store", store)
+    assert code == 1
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        "error: Failed to generate query embedding: ConnectionError: embedding service unavailable"
+    )
 
 
 def test_purge_legacy_deletes_only_the_old_namespace(

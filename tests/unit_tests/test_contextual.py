@@ -92,7 +92,8 @@ class ScriptedChatModel(BaseChatModel):
 
 
 DOC_TEXT = (
-    "# Holodeck Manual\n\nHow to run the holodeck safely.\n\n## Safety\n\nThe safety interlock must stay engaged.\n\n"
+    "# Holodeck Manual\n\nHow to run the holodeck safely.\n\n"
+    "## Safety\n\nThe safety interlock must stay engaged.\n\n"
     "## Scheduling\n\nShifts are assigned weekly by the duty officer.\n\n"
     "## Records\n\nEvery program run is logged.\n"
 )

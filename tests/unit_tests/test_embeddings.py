@@ -114,6 +114,22 @@ def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> No
     assert embedding_model_id(emb) == f"{name}:sentence-transformers/all-MiniLM-L6-v2"
 
 
+def test_loading_the_local_model_draws_no_progress_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from transformers.utils import logging as transformers_logging
+
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()  # as when transformers was imported first
+    try:
+        assert len(LocalEmbeddings().embed_query("cat")) == 384
+        assert transformers_logging.is_progress_bar_enabled()  # the caller's setting is kept
+    finally:
+        if not was_enabled:
+            transformers_logging.disable_progress_bar()
+    assert "Loading weights" not in capsys.readouterr().err
+
+
 def test_local_embeddings_are_thread_safe() -> None:
     emb = LocalEmbeddings()
     results: dict[int, list[float]] = {}

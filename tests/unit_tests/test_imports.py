@@ -30,6 +30,7 @@ EXPECTED_ALL = {
     "DefinitionExtractor",
     "DocumentLoadError",
     "DocumentSync",
+    "EmbeddingError",
     "EmbeddingModelMismatchError",
     "EnrichmentResult",
     "EnrichmentStats",
