@@ -31,6 +31,7 @@ from redisvl.query.filter import FilterExpression
 from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
+from langchain_holodeck.backends.base import check_native_hybrid_args
 from langchain_holodeck.search_strategy import NativeHit
 from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
 
@@ -538,12 +539,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
                 non-negative numbers with at least one above 0.
         """
-        if k < 1 or fetch_k < 1:
-            msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
-            raise ValueError(msg)
-        if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
-            msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
-            raise ValueError(msg)
+        check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
         from langchain_holodeck.keyword_index.redis import query_words
 
         vector = list(embedding) if embedding is not None else self.embeddings.embed_query(query)
