@@ -556,16 +556,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         from redisvl.query import AggregateHybridQuery
 
         aggregate = AggregateHybridQuery(
-            text=" ".join(words),
-            text_field_name=CONTENT_FIELD,
-            vector=vector,
-            vector_field_name=EMBEDDING_FIELD,
-            text_scorer="BM25STD",
-            filter_expression=filter,
+            **_hybrid_legs(words, vector, filter),
             alpha=linear_alpha(weights),
             num_results=fetch_k,
-            return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
-            stopwords=None,
         )
         if min_similarity_score is None:
             aggregate.limit(0, k)  # after SORTBY: the server returns the best k rows only
@@ -592,19 +585,12 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         from redisvl.query import HybridQuery
 
         hybrid = HybridQuery(
-            text=" ".join(words),
-            text_field_name=CONTENT_FIELD,
-            vector=vector,
-            vector_field_name=EMBEDDING_FIELD,
-            text_scorer="BM25STD",
-            filter_expression=filter,
+            **_hybrid_legs(words, vector, filter),
             combination_method="RRF",
             rrf_window=fetch_k,
             rrf_constant=rrf_k,
             yield_combined_score_as="hybrid_score",
             num_results=k,
-            return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
-            stopwords=None,
         )
         rows = self._index.query(hybrid)
         return [
@@ -617,6 +603,25 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             page_content=_text(row.get(CONTENT_FIELD, "")),
             metadata=_meta(row.get(METADATA_FIELD)),
         )
+
+
+def _hybrid_legs(
+    words: list[str], vector: list[float], filter: FilterExpression | str | None
+) -> dict[str, Any]:
+    """The arguments both redisvl hybrid queries take: text leg, vector leg, filter, fields.
+
+    The text leg is scored by BM25STD; the fields are those ``_row_document`` reads.
+    """
+    return {
+        "text": " ".join(words),
+        "text_field_name": CONTENT_FIELD,
+        "vector": vector,
+        "vector_field_name": EMBEDDING_FIELD,
+        "text_scorer": "BM25STD",
+        "filter_expression": filter,
+        "return_fields": ["__key", CONTENT_FIELD, METADATA_FIELD],
+        "stopwords": None,
+    }
 
 
 def scan_redis(
