@@ -277,6 +277,16 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
             search_index(self).create(overwrite=False)
 
+    def _query_index(self, query: VectorQuery) -> list[dict[str, Any]]:
+        """Run ``query``; if the server lost the index, re-create it (empty) and run it again."""
+        try:
+            return search_index(self).query(query)
+        except RedisSearchError as e:
+            if "index" not in str(e).lower() or search_index(self).exists():
+                raise
+            self._ensure_index()  # the server lost it: it is empty now, and usable again
+            return search_index(self).query(query)
+
     def _key(self, doc_id: str) -> str:
         return f"{self.config.key_prefix}:{doc_id}"
 
@@ -340,13 +350,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 "the corpus's vectors and the index schema."
             )
             raise ValueError(msg)
-        try:
-            results = search_index(self).query(query)
-        except RedisSearchError as e:
-            if "index" not in str(e).lower() or search_index(self).exists():
-                raise
-            self._ensure_index()  # the server lost it: it is empty now, and usable again
-            results = search_index(self).query(query)
+        results = self._query_index(query)
         out = []
         for res in results:
             doc = Document(
@@ -378,13 +382,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             filter_expression=filter,
             num_results=k,
         )
-        try:
-            results = self._index.query(query)
-        except RedisSearchError as e:
-            if "index" not in str(e).lower() or self._index.exists():
-                raise
-            self._ensure_index()
-            results = self._index.query(query)
+        results = self._query_index(query)
         relevance = self._select_relevance_score_fn()
         return [
             (self._id_from_key(res["id"]), relevance(float(res.get("vector_distance", 0.0))))
