@@ -55,6 +55,15 @@ logger = logging.getLogger(__name__)
 
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
 _LEGS = ("semantic", "keyword", "exact")
+_UNSCORED: dict[str, Any] = {
+    "semantic_score": None,
+    "keyword_score": None,
+    "exact_match": False,
+    "semantic_rank": None,
+    "keyword_rank": None,
+    "exact_rank": None,
+}
+"""A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,11 @@ class _Legs:
     keyword: list[KeywordHit] | None
     exact: list[KeywordHit] | None
     native: list[NativeHit] | None = None
+
+
+def _scaled(score: float, best: float) -> float:
+    """``score`` as a share of ``best``, the highest score fusion could give (0 when none)."""
+    return min(1.0, score / best) if best > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -425,17 +439,7 @@ class HybridRetriever(BaseRetriever):
         else:
             fused = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=weights)
             best = sum(answered) / (self.rrf_k + 1)
-        meta: dict[str, dict[str, Any]] = {}
-        for doc_id, score in fused:
-            meta[doc_id] = {
-                "fused_score": min(1.0, score / best) if best > 0 else 0.0,
-                "semantic_score": None,
-                "keyword_score": None,
-                "exact_match": False,
-                "semantic_rank": None,
-                "keyword_rank": None,
-                "exact_rank": None,
-            }
+        meta = {doc_id: {"fused_score": _scaled(s, best), **_UNSCORED} for doc_id, s in fused}
         dense_hits = dense.hits if dense else []
         for name, hits in zip(_LEGS, (dense_hits, rankings[1], rankings[2]), strict=True):
             for rank, (doc_id, score) in enumerate(hits, start=1):
@@ -447,15 +451,7 @@ class HybridRetriever(BaseRetriever):
                     entry["exact_match"] = True
                 else:
                     entry[f"{name}_score"] = float(score)
-        order = [doc_id for doc_id, _ in fused]
-        pinned = frozenset(h.id for h in legs.exact or [] if h.score >= SECTION_SCORE)
-        pinned = pinned & meta.keys()
-        if self.exact_first and pinned:
-            for doc_id in pinned:
-                meta[doc_id]["fused_score"] = EXACT_BOOST
-            # fused is sorted best first, so this stable sort keeps fused order within each group
-            order.sort(key=lambda doc_id: doc_id not in pinned)
-        return _Plan(order, meta, pinned)
+        return self._pinned_plan(fused, meta, legs.exact or [])
 
     def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
         """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
@@ -464,15 +460,10 @@ class HybridRetriever(BaseRetriever):
         fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
         answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
         best = sum(answered) / (self.rrf_k + 1)
-        meta: dict[str, dict[str, Any]] = {
+        meta = {
             doc_id: {
-                "fused_score": min(1.0, score / best) if best > 0 else 0.0,
-                "semantic_score": None,
-                "keyword_score": None,
-                "exact_match": False,
-                "semantic_rank": None,
-                "keyword_rank": None,
-                "exact_rank": None,
+                "fused_score": _scaled(score, best),
+                **_UNSCORED,
                 "native_rank": None,
                 "native_score": None,
             }
@@ -487,11 +478,21 @@ class HybridRetriever(BaseRetriever):
             entry = meta.get(doc_id)
             if entry is not None and entry["exact_rank"] is None:
                 entry["exact_rank"], entry["exact_match"] = rank, True
+        return self._pinned_plan(fused, meta, exact)
+
+    def _pinned_plan(
+        self,
+        fused: list[tuple[str, float]],
+        meta: dict[str, dict[str, Any]],
+        exact: Sequence[KeywordHit],
+    ) -> _Plan:
+        """The fused order, with section-level exact hits first when ``exact_first``."""
         order = [doc_id for doc_id, _ in fused]
         pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE) & meta.keys()
         if self.exact_first and pinned:
             for doc_id in pinned:
                 meta[doc_id]["fused_score"] = EXACT_BOOST
+            # fused is sorted best first, so this stable sort keeps fused order within each group
             order.sort(key=lambda doc_id: doc_id not in pinned)
         return _Plan(order, meta, pinned)
 
@@ -637,12 +638,7 @@ class HybridRetriever(BaseRetriever):
                 continue
             extra = {
                 "fused_score": None,
-                "semantic_score": None,
-                "keyword_score": None,
-                "exact_match": False,
-                "semantic_rank": None,
-                "keyword_rank": None,
-                "exact_rank": None,
+                **_UNSCORED,
                 "expansion_hops": e.distance,
                 "expanded_from": e.via,
             }

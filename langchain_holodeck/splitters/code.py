@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
 from langchain_holodeck._tokens import count_tokens
+from langchain_holodeck.splitters._metadatas import check_metadatas
 
 __all__ = ["CODE_LANGUAGES", "SourceCodeSplitter", "Symbol", "find_symbols"]
 
@@ -264,13 +265,7 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[Document]:
-        metadatas = metadatas or [{} for _ in texts]
-        if len(metadatas) != len(texts):
-            msg = (
-                f"metadatas has {len(metadatas)} entries but {len(texts)} texts were given; "
-                "pass one metadata dict per text."
-            )
-            raise ValueError(msg)
+        metadatas = check_metadatas(texts, metadatas)
         out: list[Document] = []
         for text, meta in zip(texts, metadatas, strict=True):
             language = CODE_LANGUAGES.get(str(meta.get("file_type", "")).lower(), "")

@@ -15,6 +15,7 @@ from langchain_holodeck._sections import Section, find_section_refs, parse_secti
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
 from langchain_holodeck.splitters._markdown import Packer
+from langchain_holodeck.splitters._metadatas import check_metadatas
 
 __all__ = [
     "ChunkIndexedTextSplitter",
@@ -41,13 +42,7 @@ class ChunkIndexedTextSplitter(RecursiveCharacterTextSplitter):
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[Document]:
-        metadatas = metadatas or [{} for _ in texts]
-        if len(metadatas) != len(texts):
-            msg = (
-                f"metadatas has {len(metadatas)} entries but {len(texts)} texts were given; "
-                "pass one metadata dict per text."
-            )
-            raise ValueError(msg)
+        metadatas = check_metadatas(texts, metadatas)
         out: list[Document] = []
         for text, meta in zip(texts, metadatas, strict=True):
             for index, doc in enumerate(super().create_documents([text], [meta])):
@@ -179,13 +174,7 @@ class StructuredMarkdownSplitter(TextSplitter):
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[Document]:
-        metadatas = metadatas or [{} for _ in texts]
-        if len(metadatas) != len(texts):
-            msg = (
-                f"metadatas has {len(metadatas)} entries but {len(texts)} texts were given; "
-                "pass one metadata dict per text."
-            )
-            raise ValueError(msg)
+        metadatas = check_metadatas(texts, metadatas)
         documents: list[Document] = []
         for text, meta in zip(texts, metadatas, strict=True):
             for index, chunk in enumerate(self._chunks(text)):
