@@ -35,6 +35,21 @@ class BackendUnavailableError(HolodeckError, ConnectionError):
     """A backend's service could not be reached; the message is one line, secrets masked."""
 
 
+def check_native_hybrid_args(*, k: int, fetch_k: int, weights: tuple[float, float]) -> None:
+    """Validate the arguments every store's ``native_hybrid_search`` takes, before any I/O.
+
+    Raises:
+        ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
+            non-negative numbers with at least one above 0.
+    """
+    if k < 1 or fetch_k < 1:
+        msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
+        raise ValueError(msg)
+    if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
+        msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
+        raise ValueError(msg)
+
+
 @dataclass(frozen=True)
 class BackendCapabilities:
     """What a backend can do; the tools and sync choose their path by these flags."""

@@ -27,7 +27,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck.backends._registry import register_backend
-from langchain_holodeck.backends.base import Backend, BackendCapabilities, BackendUnavailableError
+from langchain_holodeck.backends.base import (
+    Backend,
+    BackendCapabilities,
+    BackendUnavailableError,
+    check_native_hybrid_args,
+)
 from langchain_holodeck.config._backends import QdrantDatabaseConfig
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.search_strategy import NativeHit
@@ -351,12 +356,7 @@ class HolodeckQdrantVectorStore(_Base):
             ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
                 non-negative numbers with at least one above 0.
         """
-        if k < 1 or fetch_k < 1:
-            msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
-            raise ValueError(msg)
-        if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
-            msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
-            raise ValueError(msg)
+        check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
         if not self._collection_ready():
             return []
         vector = np.asarray(

@@ -31,6 +31,7 @@ from redisvl.query.filter import FilterExpression
 from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
+from langchain_holodeck.backends.base import check_native_hybrid_args
 from langchain_holodeck.search_strategy import NativeHit
 from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
 
@@ -276,6 +277,16 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
             search_index(self).create(overwrite=False)
 
+    def _query_index(self, query: VectorQuery) -> list[dict[str, Any]]:
+        """Run ``query``; if the server lost the index, re-create it (empty) and run it again."""
+        try:
+            return search_index(self).query(query)
+        except RedisSearchError as e:
+            if "index" not in str(e).lower() or search_index(self).exists():
+                raise
+            self._ensure_index()  # the server lost it: it is empty now, and usable again
+            return search_index(self).query(query)
+
     def _key(self, doc_id: str) -> str:
         return f"{self.config.key_prefix}:{doc_id}"
 
@@ -339,13 +350,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 "the corpus's vectors and the index schema."
             )
             raise ValueError(msg)
-        try:
-            results = search_index(self).query(query)
-        except RedisSearchError as e:
-            if "index" not in str(e).lower() or search_index(self).exists():
-                raise
-            self._ensure_index()  # the server lost it: it is empty now, and usable again
-            results = search_index(self).query(query)
+        results = self._query_index(query)
         out = []
         for res in results:
             doc = Document(
@@ -377,13 +382,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             filter_expression=filter,
             num_results=k,
         )
-        try:
-            results = self._index.query(query)
-        except RedisSearchError as e:
-            if "index" not in str(e).lower() or self._index.exists():
-                raise
-            self._ensure_index()
-            results = self._index.query(query)
+        results = self._query_index(query)
         relevance = self._select_relevance_score_fn()
         return [
             (self._id_from_key(res["id"]), relevance(float(res.get("vector_distance", 0.0))))
@@ -538,12 +537,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
                 non-negative numbers with at least one above 0.
         """
-        if k < 1 or fetch_k < 1:
-            msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
-            raise ValueError(msg)
-        if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
-            msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
-            raise ValueError(msg)
+        check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
         from langchain_holodeck.keyword_index.redis import query_words
 
         vector = list(embedding) if embedding is not None else self.embeddings.embed_query(query)
@@ -560,16 +554,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         from redisvl.query import AggregateHybridQuery
 
         aggregate = AggregateHybridQuery(
-            text=" ".join(words),
-            text_field_name=CONTENT_FIELD,
-            vector=vector,
-            vector_field_name=EMBEDDING_FIELD,
-            text_scorer="BM25STD",
-            filter_expression=filter,
+            **_hybrid_legs(words, vector, filter),
             alpha=linear_alpha(weights),
             num_results=fetch_k,
-            return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
-            stopwords=None,
         )
         if min_similarity_score is None:
             aggregate.limit(0, k)  # after SORTBY: the server returns the best k rows only
@@ -596,19 +583,12 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         from redisvl.query import HybridQuery
 
         hybrid = HybridQuery(
-            text=" ".join(words),
-            text_field_name=CONTENT_FIELD,
-            vector=vector,
-            vector_field_name=EMBEDDING_FIELD,
-            text_scorer="BM25STD",
-            filter_expression=filter,
+            **_hybrid_legs(words, vector, filter),
             combination_method="RRF",
             rrf_window=fetch_k,
             rrf_constant=rrf_k,
             yield_combined_score_as="hybrid_score",
             num_results=k,
-            return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
-            stopwords=None,
         )
         rows = self._index.query(hybrid)
         return [
@@ -621,6 +601,25 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             page_content=_text(row.get(CONTENT_FIELD, "")),
             metadata=_meta(row.get(METADATA_FIELD)),
         )
+
+
+def _hybrid_legs(
+    words: list[str], vector: list[float], filter: FilterExpression | str | None
+) -> dict[str, Any]:
+    """The arguments both redisvl hybrid queries take: text leg, vector leg, filter, fields.
+
+    The text leg is scored by BM25STD; the fields are those ``_row_document`` reads.
+    """
+    return {
+        "text": " ".join(words),
+        "text_field_name": CONTENT_FIELD,
+        "vector": vector,
+        "vector_field_name": EMBEDDING_FIELD,
+        "text_scorer": "BM25STD",
+        "filter_expression": filter,
+        "return_fields": ["__key", CONTENT_FIELD, METADATA_FIELD],
+        "stopwords": None,
+    }
 
 
 def scan_redis(

@@ -22,7 +22,7 @@ from langchain_holodeck.vectorstores import (
     create_vector_store_with_status,
     scan_documents,
 )
-from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore
+from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore, search_index
 from tests.helpers import HashingEmbeddings
 
 pytestmark = pytest.mark.redis
@@ -189,6 +189,22 @@ def test_id_search_matches_the_document_search(
     assert set(looked_up) == {"kb-a", "kb-b"}
     for doc_id, score in looked_up.items():
         assert score == pytest.approx(everything[doc_id], abs=1e-4)
+
+
+@pytest.mark.parametrize("search", ["documents", "ids"])
+def test_searches_recreate_a_lost_index(
+    store: HolodeckRedisVectorStore, embeddings: HashingEmbeddings, search: str
+) -> None:
+    store.add_documents(docs())
+    search_index(store).delete(drop=True)  # as after a restart without persistence
+    vector = embeddings.embed_query("safety")
+    if search == "documents":
+        assert store.similarity_search_by_vector(vector, k=2) == []
+    else:
+        assert store.search_ids_by_vector(vector, 2) == []
+    assert search_index(store).exists()
+    store.add_documents(docs())
+    assert len(store.search_ids_by_vector(vector, 1)) == 1  # usable again
 
 
 def test_hybrid_retriever_on_redis_reads_only_the_final_k(
