@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from synthetic import corpus
+from synthetic import corpus, floor_query_tokens, floor_search
 
 ROOT = Path(__file__).resolve().parents[1]
 N_QUERIES = {"ours": 200, "ours_previous": 200, "floor": 200, "ensemble": 20, "inputs": 0}
@@ -121,27 +121,10 @@ def worker(system: str, n: int) -> dict:
         build = time.perf_counter() - t0
         qv = {q: qvecs[i] for i, q in enumerate(queries)}
 
-        def rrf(lists: list[list[int]], c: int = 60) -> list[int]:
-            scores: dict[int, float] = {}
-            for ranking in lists:
-                for rank, doc in enumerate(ranking, start=1):
-                    scores[doc] = scores.get(doc, 0.0) + 1.0 / (c + rank)
-            return sorted(scores, key=scores.__getitem__, reverse=True)[:10]
-
-        # queries tokenized ahead (precomputed tokenization: the floor is the bare engines)
-        q_tokens = {
-            q: bm25s.tokenize(
-                [q], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
-            )
-            for q in queries
-        }
+        q_tokens = floor_query_tokens(queries, stemmer)
         for q in queries:
             t = time.perf_counter()
-            sims = matrix @ qv[q]
-            top = np.argpartition(-sims, 50)[:50]
-            dense = top[np.argsort(-sims[top])].tolist()
-            ids, _ = index.retrieve(q_tokens[q], k=50, show_progress=False, n_threads=0)
-            out = rrf([dense, ids[0].tolist()])
+            out = floor_search(matrix, index, qv[q], q_tokens[q])
             latencies.append(time.perf_counter() - t)
         extra = {}
     else:

@@ -47,7 +47,15 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import numpy as np  # noqa: E402  (after the thread settings)
-from synthetic import DIM, N_QUERIES, SYLLABLES, VOCAB, WORDS_PER_CHUNK  # noqa: E402
+from synthetic import (  # noqa: E402
+    DIM,
+    N_QUERIES,
+    SYLLABLES,
+    VOCAB,
+    WORDS_PER_CHUNK,
+    floor_query_tokens,
+    floor_search,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("HOLODECK_BENCH_CACHE", Path.home() / ".cache" / "holodeck-bench"))
@@ -229,26 +237,10 @@ def worker(system: str, n: int) -> dict:
         build = time.perf_counter() - t0
         extra["build_cpu_s"] = time.process_time() - c0
 
-        def rrf(lists: list[list[int]], c: int = 60) -> list[int]:
-            scores: dict[int, float] = {}
-            for ranking in lists:
-                for rank, doc in enumerate(ranking, start=1):
-                    scores[doc] = scores.get(doc, 0.0) + 1.0 / (c + rank)
-            return sorted(scores, key=scores.__getitem__, reverse=True)[:10]
-
-        q_tokens = {
-            q: bm25s.tokenize(
-                [q], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
-            )
-            for q in queries
-        }
+        q_tokens = floor_query_tokens(queries, stemmer)
         for q in queries:
             t, c = time.perf_counter(), time.process_time()
-            sims = matrix @ qv[q]
-            top = np.argpartition(-sims, 50)[:50]
-            dense = top[np.argsort(-sims[top])].tolist()
-            ids, _ = index.retrieve(q_tokens[q], k=50, show_progress=False, n_threads=0)
-            out = rrf([dense, ids[0].tolist()])
+            out = floor_search(matrix, index, qv[q], q_tokens[q])
             latencies.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
             results.append(out)

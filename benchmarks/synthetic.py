@@ -78,3 +78,35 @@ def corpus(n: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
         np.savez(path, texts=np.array(texts), vecs=vecs, queries=np.array(queries), qvecs=qvecs)
     data = np.load(path)
     return list(data["texts"]), data["vecs"], list(data["queries"]), data["qvecs"]
+
+
+def floor_rrf(lists: list[list[int]], c: int = 60, k: int = 10) -> list[int]:
+    """The bare floor's fusion: unweighted reciprocal rank fusion, top ``k`` ids."""
+    scores: dict[int, float] = {}
+    for ranking in lists:
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (c + rank)
+    return sorted(scores, key=scores.__getitem__, reverse=True)[:k]
+
+
+def floor_query_tokens(queries: list[str], stemmer: object) -> dict[str, object]:
+    """Queries tokenized ahead for bm25s (the floor measures the bare engines)."""
+    import bm25s
+
+    return {
+        q: bm25s.tokenize(
+            [q], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
+        )
+        for q in queries
+    }
+
+
+def floor_search(
+    matrix: np.ndarray, index: object, qvec: np.ndarray, q_tokens: object, depth: int = 50
+) -> list[int]:
+    """One floor query: float32 matmul + top ``depth``, bm25s top ``depth``, then RRF."""
+    sims = matrix @ qvec
+    top = np.argpartition(-sims, depth)[:depth]
+    dense = top[np.argsort(-sims[top])].tolist()
+    ids, _ = index.retrieve(q_tokens, k=depth, show_progress=False, n_threads=0)  # type: ignore[attr-defined]
+    return floor_rrf([dense, ids[0].tolist()])
