@@ -1,63 +1,10 @@
-"""Configuration: pydantic models for ``agent.yaml`` and ``.holodeck/config.yaml``."""
+"""Configuration: pydantic models for ``agent.yaml`` and ``.holodeck/config.yaml``.
+
+``config.models`` holds the models and names them in its ``__all__``; this package re-exports
+exactly that list, so the two can never disagree.
+"""
 
 from __future__ import annotations
 
-from langchain_holodeck.config.models import (
-    AgentConfig,
-    ChatModelConfig,
-    CohereRerankerConfig,
-    ContextModelConfig,
-    DatabaseConfig,
-    DatabaseProviderConfig,
-    HierarchicalDocumentToolConfig,
-    InMemoryDatabaseConfig,
-    InMemoryKeywordIndexConfig,
-    KeywordIndexConfig,
-    KeywordIndexProviderConfig,
-    OpenSearchKeywordIndexConfig,
-    QdrantDatabaseConfig,
-    RedisDatabaseConfig,
-    RedisKeywordIndexConfig,
-    RerankerConfig,
-    RetrievalTestCase,
-    SearchWeights,
-    ToolConfig,
-    ToolSelectionConfig,
-    VectorStoreToolConfig,
-    VLLMRerankerConfig,
-    chat_model_config,
-    config_reference_markdown,
-    load_agent_config,
-    load_project_database_config,
-    resolve_database_config,
-)
-
-__all__ = [
-    "AgentConfig",
-    "ChatModelConfig",
-    "CohereRerankerConfig",
-    "ContextModelConfig",
-    "DatabaseConfig",
-    "DatabaseProviderConfig",
-    "HierarchicalDocumentToolConfig",
-    "InMemoryDatabaseConfig",
-    "InMemoryKeywordIndexConfig",
-    "KeywordIndexConfig",
-    "KeywordIndexProviderConfig",
-    "OpenSearchKeywordIndexConfig",
-    "QdrantDatabaseConfig",
-    "RedisDatabaseConfig",
-    "RedisKeywordIndexConfig",
-    "RerankerConfig",
-    "RetrievalTestCase",
-    "SearchWeights",
-    "ToolConfig",
-    "ToolSelectionConfig",
-    "VLLMRerankerConfig",
-    "VectorStoreToolConfig",
-    "chat_model_config",
-    "config_reference_markdown",
-    "load_agent_config",
-    "load_project_database_config",
-    "resolve_database_config",
-]
+from langchain_holodeck.config.models import *  # noqa: F403  (re-export: models.__all__)
+from langchain_holodeck.config.models import __all__  # noqa: F401
