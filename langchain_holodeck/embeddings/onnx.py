@@ -251,11 +251,11 @@ class OnnxEmbeddings(Embeddings):
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        pooled = "mean" if self.long_text == "mean" else "first"
+        pooled: LongTextMode = "mean" if self.long_text == "mean" else "first"
         windows = self.embed_windows(texts, first_only=pooled == "first")
         return [combine_windows(w, pooled).tolist() for w in windows]
 
     def embed_query(self, text: str) -> list[float]:
-        pooled = "first" if self.long_text == "first" else "mean"
+        pooled: LongTextMode = "first" if self.long_text == "first" else "mean"
         windows = self.embed_windows([text], first_only=pooled == "first")
         return combine_windows(windows[0], pooled).tolist()
