@@ -14,7 +14,8 @@
    windows stored as entries of their own), on the train split (809 claims: where the default
    is chosen) and on the test split (300 claims: reported, never tuned on).
 
-Window vectors are cached under ``--cache`` (the corpus pass is the slow part).
+Window vectors are cached under ``--cache`` (``tuning_data.scifact_windows``; the corpus pass
+is the slow part).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ir_metrics import mean, ndcg_at_k, recall_at_k
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from tuning_data import BENCH_HOME, scifact_windows, window_store_rows
 
 from langchain_holodeck.embeddings import OnnxEmbeddings, combine_windows
 from langchain_holodeck.keyword_index import BM25KeywordIndex
@@ -66,34 +68,12 @@ WINDOWS = {"mean": (256, 32), "best": ((64, 16), (128, 32), (256, 32))}
 256; best-window is swept over sizes on the train split (128 is the default it chose)."""
 
 
-def corpus_windows(
-    emb: OnnxEmbeddings, texts: list[str], cache: Path, size: int, overlap: int
-) -> list[np.ndarray]:
-    path = cache / f"scifact_windows_s{size}_o{overlap}.npz"
-    if path.exists():
-        data = np.load(path)
-        flat, counts = data["flat"], data["counts"]
-    else:
-        sized = OnnxEmbeddings(window_tokens=size, window_overlap=overlap)
-        t0 = time.perf_counter()
-        windows = []
-        for start in range(0, len(texts), 256):
-            windows.extend(sized.embed_windows(texts[start : start + 256]))
-            print(f"  corpus windows {size}: {start + 256}/{len(texts)}", file=sys.stderr)
-        print(f"  corpus pass: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        flat, counts = np.vstack(windows), np.array([len(w) for w in windows])
-        cache.mkdir(parents=True, exist_ok=True)
-        np.savez(path, flat=flat, counts=counts)
-    bounds = np.cumsum(np.r_[0, counts])
-    return [flat[bounds[i] : bounds[i + 1]] for i in range(len(counts))]
-
-
 def window_sets(emb: OnnxEmbeddings, texts: list[str], cache: Path) -> dict[str, list[np.ndarray]]:
     """Each abstract's window vectors, per window setting (name -> one array per abstract)."""
     size, overlap = WINDOWS["mean"]
-    sets = {"256": corpus_windows(emb, texts, cache, size, overlap)}
+    sets = {"256": scifact_windows(texts, size, overlap, cache)}
     for size, overlap in WINDOWS["best"]:
-        sets[str(size)] = corpus_windows(emb, texts, cache, size, overlap)
+        sets[str(size)] = scifact_windows(texts, size, overlap, cache)
     return sets
 
 
@@ -168,14 +148,7 @@ def hybrid(data, texts, ids, emb, sets, ref_docs, ref_queries) -> None:
         ),
     }
     for size, _ in WINDOWS["best"]:
-        windows = sets[str(size)]
-        extra = [
-            (Document(id=f"{d.id}:w{n}", page_content="", metadata={"window_of": d.id}), w[n])
-            for d, w in zip(docs, windows, strict=True)
-            for n in range(1, len(w))
-        ]
-        vectors = np.vstack([np.vstack([w[0] for w in windows]), *[v[None, :] for _, v in extra]])
-        stores[best_label(str(size))] = (docs + [d for d, _ in extra], vectors)
+        stores[best_label(str(size))] = window_store_rows(docs, sets[str(size)])
     print("\n### Default hybrid retriever (BM25 + dense, default fusion), nDCG@10 / R@100\n")
     print("| document vectors | train nDCG@10 | train R@100 | test nDCG@10 | test R@100 |")
     print("|---|---|---|---|---|")
@@ -251,7 +224,7 @@ def sample_docs() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/holodeck-bench-cache"))
+    parser.add_argument("--cache", type=Path, default=BENCH_HOME / "scifact")
     parser.add_argument("--throughput", type=int, default=256, help="texts; 0 skips it")
     parser.add_argument("--only-throughput", action="store_true")
     parser.add_argument("--only-hybrid", action="store_true", help="the hybrid table alone")

