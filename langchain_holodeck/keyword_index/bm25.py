@@ -436,7 +436,8 @@ class BM25KeywordIndex:
     """In-memory BM25 keyword index over chunk Documents, updated incrementally.
 
     Indexes ``Document.page_content`` (the contextualized text when present) under
-    ``Document.id``. The text itself is not kept: only each chunk's term ids.
+    ``Document.id``. The text itself is not kept: only each chunk's term ids, all chunks'
+    in one flat 16-bit array (32-bit once the vocabulary passes 65,536 terms).
 
     Engines:
         ``"bm25s"`` (default): bm25s's eager sparse score matrix (Lucene BM25, ``k1``/``b``),
