@@ -22,9 +22,22 @@ def _key(text: str) -> str:
 
 
 class DiskCachedMiniLM(Embeddings):
-    """all-MiniLM-L6-v2 (sentence-transformers, offline) behind a sharded on-disk cache."""
+    """all-MiniLM-L6-v2 (sentence-transformers, offline) behind a sharded on-disk cache.
 
-    def __init__(self, cache: Path = CACHE, *, batch_size: int = 64) -> None:
+    sentence-transformers truncates a text to the model's 256 word pieces: that is the first
+    model window. With ``long_text="best"`` (the package default) the model also offers
+    ``window_texts`` (the shipped MiniLM tokenizer's windows, as ``OnnxEmbeddings`` cuts them),
+    so sync stores each further window as an entry of its own, embedded through this cache.
+    """
+
+    def __init__(
+        self, cache: Path = CACHE, *, batch_size: int = 64, long_text: str = "first"
+    ) -> None:
+        if long_text not in ("first", "best"):
+            msg = f"long_text must be 'first' or 'best', got {long_text!r}."
+            raise ValueError(msg)
+        self.long_text = long_text
+        self._windows = None
         self.cache = cache
         self.batch_size = batch_size
         self._model = None
@@ -65,6 +78,14 @@ class DiskCachedMiniLM(Embeddings):
             for (k, _), vec in zip(part, vectors, strict=True):
                 self._table[k] = vec
             self.computed += len(part)
+
+    def window_texts(self, texts: list[str]) -> list[list[str]]:
+        """Each text cut into the model's windows (254 word pieces, 32 shared)."""
+        if self._windows is None:
+            from langchain_holodeck.embeddings import OnnxEmbeddings
+
+            self._windows = OnnxEmbeddings()
+        return self._windows.window_texts(texts)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         self.ensure(texts)

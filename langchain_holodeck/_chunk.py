@@ -6,10 +6,18 @@ Who writes what: the loader ``source``/``source_path``, ``mtime``, ``size_bytes`
 ``original_content``; ingestion ``context_missing`` (on chunk 0); the retriever and rerankers
 the score keys. Each file's chunk 0 carries its ``FileRecord``, which the mtime fast path and
 sync both read.
+
+Model windows: when the embedding model reads less than a chunk (``long_text="best"``), the
+chunk's own entry holds the vector of its first window, and sync writes each further window as
+an entry of its own, id ``<chunk id>:w<n>`` (``window_id``), with ``window_of`` (the chunk's id),
+``window`` (n, from 1) and ``chunk_type: "window"``; the chunk records ``window_count``. Only
+the dense leg sees windows: it scores each chunk by its best window (``window_parent``), and
+keyword indexes, scans and reads see chunks alone.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +37,12 @@ EMBEDDING_MODEL = "embedding_model"
 PIPELINE = "pipeline"
 CONTEXT = "context"
 ORIGINAL_CONTENT = "original_content"
+WINDOW_OF = "window_of"
+WINDOW = "window"
+WINDOW_COUNT = "window_count"
+WINDOW_CHUNK_TYPE = "window"
+"""``chunk_type`` of a window entry (keyword indexes that share the store skip it)."""
+CHUNK_TYPE = "chunk_type"
 CONTEXT_MISSING = "context_missing"
 """On a file's chunk 0: how many of its chunks the enricher left without context (absent when
 none). A file so marked is re-read and re-enriched by the next run."""
@@ -41,7 +55,7 @@ SCORE_KEYS = (FUSED_SCORE, SEMANTIC_SCORE, KEYWORD_SCORE, RELEVANCE_SCORE)
 """The score keys results carry (``None`` where a leg did not return the chunk)."""
 
 SYNC_METADATA_KEYS = frozenset(
-    {NAMESPACE, CHUNK_KEY, CONTENT_HASH, EMBEDDING_MODEL, CHUNK_COUNT, PIPELINE}
+    {NAMESPACE, CHUNK_KEY, CONTENT_HASH, EMBEDDING_MODEL, CHUNK_COUNT, PIPELINE, WINDOW_COUNT}
 )
 """Metadata keys that sync writes itself."""
 VOLATILE_METADATA_KEYS = frozenset({MTIME, SIZE_BYTES}) | SYNC_METADATA_KEYS
@@ -57,6 +71,25 @@ def source_path(item: Document | Mapping[str, Any], default: str = "") -> str:
     meta = _meta(item)
     value = meta.get(SOURCE_PATH) or meta.get(SOURCE)
     return str(value) if value else default
+
+
+_WINDOW_ID = re.compile(r"^(?P<chunk>.+):w(?P<n>[1-9][0-9]*)$")
+
+
+def window_id(chunk_id: str, n: int) -> str:
+    """The id of window ``n`` (from 1) of the chunk ``chunk_id``: ``<chunk id>:w<n>``."""
+    return f"{chunk_id}:w{n}"
+
+
+def window_parent(doc_id: str) -> str:
+    """The chunk a window id belongs to; any other id is returned as it is."""
+    match = _WINDOW_ID.match(doc_id)
+    return match.group("chunk") if match else doc_id
+
+
+def is_window(item: Document | Mapping[str, Any]) -> bool:
+    """Whether a stored entry is a model window of a chunk rather than a chunk."""
+    return bool(_meta(item).get(WINDOW_OF))
 
 
 def original_content(document: Document) -> str:

@@ -4,6 +4,12 @@ Unlike LangChain's ``index()`` (content-hash ids plus a separate record-manager 
 here are stable — UUIDv5 of (namespace, chunk key) — and the vector store is the only state: an
 edited chunk keeps its id and is *updated*, an unchanged one is *skipped* without an embedding
 call, and a file that now yields fewer chunks loses its old tail.
+
+When the store's model keeps long texts as windows (``long_text="best"``, see
+``embeddings/windows.py``), each written chunk longer than the model's window brings its
+further windows as entries of their own (``<chunk id>:w<n>``), written before the chunk, so a
+chunk is never in the store without its windows; windows a chunk no longer has are deleted
+with the stale tails. Counts and the keyword index see chunks only.
 """
 
 from __future__ import annotations
@@ -24,15 +30,29 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import (
+    CHUNK_COUNT,
     CHUNK_INDEX,
+    CHUNK_KEY,
+    CHUNK_TYPE,
+    CONTENT_HASH,
+    CONTEXT_MISSING,
+    MTIME,
+    ORIGINAL_CONTENT,
+    SIZE_BYTES,
     VOLATILE_METADATA_KEYS,
+    WINDOW,
+    WINDOW_CHUNK_TYPE,
+    WINDOW_COUNT,
+    WINDOW_OF,
     FileRecord,
     source_path,
+    window_id,
 )
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
 )
 from langchain_holodeck._redact import one_line
+from langchain_holodeck.embeddings.windows import WindowTexts, stored_windows
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
 logger = logging.getLogger(__name__)
@@ -275,18 +295,77 @@ def _stale_tail_ids(
     """Ids of chunks ``first_index``, ``first_index + 1``, ... of ``source`` the store still holds.
 
     Probes by id (ids are derivable) up to the previously recorded chunk count, then on in
-    windows until one comes back empty, so a gap left by an earlier failed run is crossed.
+    runs of 64 until one comes back empty, so a gap left by an earlier failed run is crossed.
+    The ids of their model windows come with them.
     """
     stale: list[str] = []
     start = first_index
     while True:
         stop = max(known_count, start + _PROBE_WINDOW)
-        window = [stable_id(namespace, make_chunk_key(source, i)) for i in range(start, stop)]
-        found = {doc.id for doc in vector_store.get_by_ids(window)}
-        stale.extend(i for i in window if i in found)
+        probe = [stable_id(namespace, make_chunk_key(source, i)) for i in range(start, stop)]
+        found = {doc.id: doc for doc in vector_store.get_by_ids(probe) if doc.id}
+        for doc_id in probe:
+            if doc_id in found:
+                stale += [doc_id, *_window_ids(doc_id, 0, _window_count(found[doc_id]))]
         if not found and start >= known_count:
             return stale
         start = stop
+
+
+def _window_count(doc: Document) -> int:
+    return int(doc.metadata.get(WINDOW_COUNT) or 0)
+
+
+def _window_ids(chunk_id: str, keep: int, count: int) -> list[str]:
+    """Ids of windows ``keep + 1`` .. ``count`` of a chunk (the ones past ``keep``)."""
+    return [window_id(chunk_id, n) for n in range(keep + 1, count + 1)]
+
+
+_NOT_ON_WINDOWS = frozenset(
+    {
+        CHUNK_INDEX,
+        CHUNK_KEY,
+        CHUNK_COUNT,
+        WINDOW_COUNT,
+        CONTENT_HASH,
+        MTIME,
+        SIZE_BYTES,
+        CONTEXT_MISSING,
+        ORIGINAL_CONTENT,
+    }
+)
+"""Chunk metadata a window entry does not carry: the file record and the chunk's own keys."""
+
+
+def window_documents(
+    chunks: Sequence[Document], window_texts: WindowTexts
+) -> dict[str, list[Document]]:
+    """Each long chunk's further model windows as entries of their own; sets ``window_count``.
+
+    A window entry's id is ``<chunk id>:w<n>`` (n from 1), its text the window's text, its
+    metadata the chunk's (namespace, source, section...: what filters read) without the file
+    record, plus ``window_of``, ``window`` and ``chunk_type: "window"``. ``chunks`` are
+    mutated in place (``window_count``); chunks that fit have none.
+    """
+    if not chunks:
+        return {}
+    out: dict[str, list[Document]] = {}
+    for chunk, texts in zip(chunks, window_texts([c.page_content for c in chunks]), strict=True):
+        chunk.metadata[WINDOW_COUNT] = len(texts) - 1
+        if len(texts) < 2 or not chunk.id:
+            continue
+        base = {k: v for k, v in chunk.metadata.items() if k not in _NOT_ON_WINDOWS}
+        base[CHUNK_TYPE] = WINDOW_CHUNK_TYPE
+        base[WINDOW_OF] = chunk.id
+        out[chunk.id] = [
+            Document(
+                id=window_id(chunk.id, n),
+                page_content=text,
+                metadata={**base, WINDOW: n},
+            )
+            for n, text in enumerate(texts[1:], start=1)
+        ]
+    return out
 
 
 def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
@@ -301,7 +380,7 @@ def _orphan_ids(
 
     return [
         doc.id
-        for doc in scan_documents(vector_store, namespace=namespace)
+        for doc in scan_documents(vector_store, namespace=namespace, windows=True)
         if doc.id is not None and source_path(doc) not in live_sources
     ]
 
@@ -364,10 +443,11 @@ def sync_documents(
         _check_embedding_model(stored, embedding_model)
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
+    to_write = [*plan.add, *plan.update, *plan.refresh]
+    window_texts = stored_windows(getattr(vector_store, "embeddings", None))
+    windows = window_documents(to_write, window_texts) if window_texts else {}
 
-    written, errors, failed = _write(
-        vector_store, [*plan.add, *plan.update, *plan.refresh], batch_size, on_batch
-    )
+    written, errors, failed = _write(vector_store, to_write, windows, batch_size, on_batch)
     written_ids = {doc.id for doc in written}
     added = sum(1 for doc in plan.add if doc.id in written_ids)
     updated = sum(1 for doc in plan.update if doc.id in written_ids)
@@ -377,6 +457,10 @@ def sync_documents(
     for chunk in chunks:
         counts[chunk.metadata["source_path"]] += 1
     stale: list[str] = []
+    for chunk in written:  # windows a rewritten chunk no longer has
+        old = stored.get(chunk.id or "")
+        if old is not None and chunk.id:
+            stale += _window_ids(chunk.id, _window_count(chunk), _window_count(old))
     try:
         for source, count in counts.items():
             known = _known_count(stored, namespace, source)
@@ -415,27 +499,38 @@ def sync_documents(
 def _write(
     vector_store: VectorStore,
     chunks: Sequence[Document],
+    windows: Mapping[str, Sequence[Document]],
     batch_size: int,
     on_batch: Callable[[int], None] | None,
 ) -> tuple[list[Document], list[str], int]:
-    """Write in batches; each file's chunk 0 (its file record) goes last.
+    """Write in batches: model windows first, then chunks, and each file's chunk 0 last.
 
-    Chunk 0 carries the mtime the fast path trusts, so it is written only once every other
-    chunk of its file is in: a run that fails or is killed part-way leaves the old record, and
-    the next run redoes that file instead of skipping it.
+    A chunk goes in only once all its windows are in, and chunk 0 carries the mtime the fast
+    path trusts, so it is written only once every other chunk of its file is in: a run that
+    fails or is killed part-way leaves the old record, and the next run redoes that file
+    instead of skipping it. Returns the chunks written (never windows), the error lines and
+    the number of chunks not written.
     """
-    heads = [c for c in chunks if c.metadata.get("chunk_index") == 0]
-    written, errors, failed = _write_batches(
-        vector_store,
-        [c for c in chunks if c.metadata.get("chunk_index") != 0],
-        batch_size,
-        on_batch,
-    )
+    entries = [w for c in chunks for w in windows.get(c.id or "", ())]
+    window_ok, errors, _ = _write_batches(vector_store, entries, batch_size, None)
+    window_ids = {w.id for w in window_ok}
+    without = [
+        c for c in chunks if any(w.id not in window_ids for w in windows.get(c.id or "", ()))
+    ]
+    without_ids = {c.id for c in without}
+    if without:
+        errors.append(
+            f"{len(without)} chunk(s) not written because their model windows failed: "
+            f"{', '.join(sorted({c.metadata['source_path'] for c in without})[:5])}"
+        )
+    ready = [c for c in chunks if c.id not in without_ids]
+    heads = [c for c in ready if c.metadata.get("chunk_index") == 0]
+    body = [c for c in ready if c.metadata.get("chunk_index") != 0]
+    written, more_errors, failed = _write_batches(vector_store, body, batch_size, on_batch)
+    errors += more_errors
     written_ids = {doc.id for doc in written}
-    broken = {
-        c.metadata["source_path"]
-        for c in chunks
-        if c.metadata.get("chunk_index") != 0 and c.id not in written_ids
+    broken = {c.metadata["source_path"] for c in without} | {
+        c.metadata["source_path"] for c in body if c.id not in written_ids
     }
     held = [c for c in heads if c.metadata["source_path"] in broken]
     if held:
@@ -449,7 +544,8 @@ def _write(
         batch_size,
         on_batch,
     )
-    return written + more, errors + more_errors, failed + more_failed + len(held)
+    failed += more_failed + len(held) + len(without)
+    return written + more, errors + more_errors, failed
 
 
 def _write_batches(

@@ -53,6 +53,39 @@ class HashingEmbeddings(Embeddings):
         return self._embed(text)
 
 
+class WindowedHashingEmbeddings(HashingEmbeddings):
+    """``HashingEmbeddings`` with a model window of ``window_words`` words, ``long_text="best"``.
+
+    As ``OnnxEmbeddings`` does in that mode: ``window_texts`` cuts a text into windows
+    (substrings), and a document is embedded as its first window only.
+    """
+
+    long_text = "best"
+
+    def __init__(self, size: int = 64, *, window_words: int = 8, **kwargs: Any) -> None:
+        super().__init__(size, **kwargs)
+        self.window_words = window_words
+
+    def window_texts(self, texts: list[str]) -> list[list[str]]:
+        out = []
+        for text in texts:
+            spans = [m.span() for m in re.finditer(r"\S+", text)]
+            if len(spans) <= self.window_words:
+                out.append([text])
+                continue
+            starts = range(0, len(spans), self.window_words)
+            out.append(
+                [
+                    text[spans[i][0] : spans[min(i + self.window_words, len(spans)) - 1][1]]
+                    for i in starts
+                ]
+            )
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return super().embed_documents([w[0] for w in self.window_texts(list(texts))])
+
+
 def redis_url_or_skip() -> str:
     """``REDIS_URL``, or skip — unless ``HOLODECK_REQUIRE_REDIS=1``, where a missing URL fails."""
     url = os.environ.get("REDIS_URL")

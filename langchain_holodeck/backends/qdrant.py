@@ -26,6 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import is_window
 from langchain_holodeck.backends._registry import register_backend
 from langchain_holodeck.backends.base import (
     Backend,
@@ -128,7 +129,9 @@ class HolodeckQdrantVectorStore(_Base):
     Differences from the parent (same client, same ``page_content``/``metadata`` payload):
 
     - every point carries a dense vector (``dense``) and a BM25 sparse vector (``bm25``, see
-      ``BM25SparseEncoder``); ``similarity_search*`` query the dense vector only, and
+      ``BM25SparseEncoder``), except model windows (entries ``<chunk id>:w<n>``), which carry
+      the dense vector only, so the keyword leg ranks chunks; ``similarity_search*`` query
+      the dense vector only, and
       ``native_hybrid_search`` fuses both legs in one Query API request (prefetch + RRF);
     - ``Document.id`` round-trips as given (any string; stored in the payload as ``doc_id``,
       the point id is the id itself when it is a UUID, else a UUIDv5 of it) and metadata
@@ -222,14 +225,14 @@ class HolodeckQdrantVectorStore(_Base):
             points = []
             for offset, (text, vector) in enumerate(zip(batch, vectors, strict=True)):
                 doc_id = doc_ids[start + offset]
-                indices, values = self.sparse_encoder.encode_document(text)
+                named: dict[str, Any] = {DENSE_VECTOR: list(vector)}
+                if not is_window(metas[start + offset]):  # the keyword leg ranks chunks only
+                    indices, values = self.sparse_encoder.encode_document(text)
+                    named[SPARSE_VECTOR] = _models.SparseVector(indices=indices, values=values)
                 points.append(
                     _models.PointStruct(
                         id=point_id(doc_id),
-                        vector={
-                            DENSE_VECTOR: list(vector),
-                            SPARSE_VECTOR: _models.SparseVector(indices=indices, values=values),
-                        },
+                        vector=named,
                         payload={
                             self.content_payload_key: text,
                             self.metadata_payload_key: metas[start + offset],

@@ -21,6 +21,7 @@ from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
 
     from langchain_holodeck.config.models import AgentConfig, ChatModelConfig
@@ -224,12 +225,12 @@ def agent_answerer(
         system_prompt=instructions,
     )
     history: list[BaseMessage] = []
-    limit = 2 * config.max_tool_calls + 1
+    run_config: RunnableConfig = {"recursion_limit": 2 * config.max_tool_calls + 1}
 
     def answer(question: str) -> str:
         messages = [*history, HumanMessage(question)]
         try:
-            state = agent.invoke({"messages": messages}, config={"recursion_limit": limit})
+            state = agent.invoke({"messages": messages}, config=run_config)  # type: ignore[call-overload]  # a plain dict for the agent state TypedDict
         except GraphRecursionError as error:
             msg = f"the agent made more than {config.max_tool_calls} tool calls (max_tool_calls)"
             raise HolodeckError(msg) from error

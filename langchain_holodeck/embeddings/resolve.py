@@ -98,9 +98,9 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     """A stable identifier of an embeddings object: class name, model, and dimension setting.
 
     Sync stores it in metadata (``embedding_model``) to detect a model change.
-    ``CachedEmbeddings`` reports its underlying model; a ``long_text`` pooling other than the
-    default ``mean`` is part of the id. Examples:
-    ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2``,
+    ``CachedEmbeddings`` reports its underlying model; a ``long_text`` mode other than
+    ``mean`` (the default of earlier versions, so their ids still match) is part of the id.
+    Examples: ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best``,
     ``OpenAIEmbeddings:text-embedding-3-small``, ``DeterministicFakeEmbedding:size=6``.
     """
     from langchain_holodeck.embeddings.cached import CachedEmbeddings

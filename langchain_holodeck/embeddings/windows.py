@@ -2,20 +2,41 @@
 
 all-MiniLM-L6-v2 reads 256 word pieces (254 after ``[CLS]`` and ``[SEP]``) and silently drops
 the rest; chunks are sized in tiktoken tokens (512 by default), so many are longer than that.
-``token_windows`` cuts a token sequence into windows the model can read; ``combine_windows``
-pools their vectors into the chunk's one vector (``"mean"``: every window counts), or keeps the
-first (``"first"``: what truncation gave).
+``token_windows`` cuts a token sequence into windows the model can read. How a long text's
+windows become vectors is the model's ``long_text`` mode:
+
+- ``"best"`` (the default): a document's vector is its first window's, and sync stores each
+  further window as an entry of its own (``<chunk id>:w<n>``), so the dense leg scores a chunk
+  by its best window. On SciFact's train split this beat both one-vector modes, dense-only and
+  in the hybrid (``benchmarks/bench_embeddings.py``).
+- ``"mean"``: ``combine_windows`` averages the windows into one vector (every window counts).
+- ``"first"``: the first window only (what truncation gave).
+
+A query is one vector in every mode: the mean of its windows (``"first"``: its first window).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
-LongTextMode = Literal["mean", "first"]
-"""How the vectors of a long text's windows become its vector."""
-LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("mean", "first")
+LongTextMode = Literal["best", "mean", "first"]
+"""How the windows of a long text become vectors (see the module docstring)."""
+LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("best", "mean", "first")
+
+
+def check_long_text(mode: object) -> LongTextMode:
+    """``mode`` if it is a ``long_text`` mode.
+
+    Raises:
+        ValueError: Naming the bad value and the modes there are.
+    """
+    if mode not in LONG_TEXT_MODES:
+        msg = f"long_text must be 'best', 'mean' or 'first', got {mode!r}."
+        raise ValueError(msg)
+    return mode  # type: ignore[return-value]  # checked against LONG_TEXT_MODES
 
 
 def token_windows(n_tokens: int, *, size: int, overlap: int = 0) -> list[tuple[int, int]]:
@@ -59,18 +80,36 @@ def combine_windows(vectors: np.ndarray, mode: LongTextMode = "mean") -> np.ndar
     """Pool a text's window vectors (rows, L2-normalized) into one L2-normalized vector.
 
     ``"mean"`` averages the rows and renormalizes (the cosine of a query with the result is
-    proportional to its mean cosine with the windows); ``"first"`` keeps row 0.
+    proportional to its mean cosine with the windows); ``"first"`` and ``"best"`` keep row 0
+    (under ``"best"`` the other rows are stored as entries of their own).
 
     Raises:
         ValueError: If ``mode`` is unknown or ``vectors`` has no rows.
     """
-    if mode not in LONG_TEXT_MODES:
-        msg = f"long_text must be 'mean' or 'first', got {mode!r}."
-        raise ValueError(msg)
+    check_long_text(mode)
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] == 0:
         msg = f"vectors must be a non-empty 2-d array, got shape {matrix.shape}."
         raise ValueError(msg)
-    pooled = matrix[0] if mode == "first" else matrix.mean(axis=0)
+    pooled = matrix.mean(axis=0) if mode == "mean" else matrix[0]
     norm = float(np.linalg.norm(pooled))
     return pooled / norm if norm > 0 else pooled
+
+
+WindowTexts = Callable[[list[str]], list[list[str]]]
+"""A model's ``window_texts``: each text cut into the windows the model reads whole."""
+
+
+def stored_windows(embeddings: Any) -> WindowTexts | None:
+    """The model's ``window_texts`` when it keeps long texts as separate windows, else ``None``.
+
+    That is a model in ``long_text="best"`` mode (``OnnxEmbeddings``, ``LocalEmbeddings``),
+    also behind ``CachedEmbeddings``; sync then writes each chunk's further windows as
+    entries of their own. Any other model (its own window is the whole text, or unknown) has
+    none.
+    """
+    model = getattr(embeddings, "underlying", embeddings)  # CachedEmbeddings wraps a model
+    method = getattr(model, "window_texts", None)
+    if getattr(model, "long_text", None) != "best" or not callable(method):
+        return None
+    return method  # type: ignore[no-any-return]  # a bound window_texts

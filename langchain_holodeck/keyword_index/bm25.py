@@ -380,7 +380,9 @@ def _build_matrix(
         full_df[: len(df)] = df
         unseen = full_df == 0
         full_df[unseen] = own_df[unseen]  # a term only the delta has: its own df
-        idf = _lucene_idf(full_df, max(n_docs, 1))
+        # N >= every df keeps each idf positive (MaxScore's bounds need scores >= 0): a delta
+        # larger than the main segment may hold a new term more often than main has docs
+        idf = _lucene_idf(full_df, max(n_docs, len(token_arrays), 1))
     avgdl = avgdl or 1.0
     idf32 = idf.astype(np.float32)
     lengths32 = lengths.astype(np.float32)

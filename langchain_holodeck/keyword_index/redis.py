@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
 
+from langchain_holodeck._chunk import CHUNK_TYPE, WINDOW_CHUNK_TYPE
 from langchain_holodeck.keyword_index.base import KeywordHit, check_k
 
 if TYPE_CHECKING:
@@ -122,7 +123,9 @@ class RedisKeywordIndex:
     Queries are reduced to their words (stop words dropped, at most 64 distinct terms), each
     escaped, OR-ed, and restricted to the content field: user text can never inject
     RediSearch syntax. Scoring is RediSearch's ``BM25STD`` (falls back to ``BM25`` on servers
-    without it). With ``namespace``, hits are limited to that TAG value.
+    without it). With ``namespace``, hits are limited to that TAG value. Model windows
+    (``chunk_type`` ``window``, when the index has that TAG field) are never hits: the keyword
+    leg ranks chunks.
 
     Setup:
         ``pip install "langchain-holodeck[redis]"``
@@ -165,6 +168,7 @@ class RedisKeywordIndex:
         self.key_prefix: str = config.key_prefix
         self._index = index
         self._client = index.client
+        self._skips_windows = CHUNK_TYPE in index.schema.field_names
 
     # -- the store is the index: writes are no-ops ---------------------------------------
     def upsert(self, documents: Sequence[Document]) -> None:
@@ -185,6 +189,8 @@ class RedisKeywordIndex:
         if not terms:
             return None
         text = f"@{self.content_field}:({' | '.join(terms)})"
+        if self._skips_windows:
+            text = f"{text} -@{CHUNK_TYPE}:{{{escape_tag(WINDOW_CHUNK_TYPE)}}}"
         if self.namespace is not None:
             text = f"@{self.namespace_field}:{{{escape_tag(self.namespace)}}} {text}"
         return text

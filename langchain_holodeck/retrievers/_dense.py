@@ -12,6 +12,11 @@ Three paths, chosen by what the store can do (never by its name):
 - **raw scores** — a store without relevance scores (``InMemoryVectorStore`` raises
   ``NotImplementedError``): ``similarity_search_with_score``, whose scores keep the store's
   own meaning; they are oriented (higher is better) for score fusion only.
+
+On every path, a model window's hit (id ``<chunk id>:w<n>``, see ``_chunk``) counts for its
+chunk: each chunk keeps its best-scoring entry, so its dense score is its best window's. Once a
+store has answered with windows, the leg asks it for twice ``k`` entries, so ``k`` chunks
+remain after the merge.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
+
+from langchain_holodeck._chunk import is_window, window_parent
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +82,17 @@ class DenseLeg:
         self.search_kwargs = dict(search_kwargs)
         self.path = "ids" if isinstance(store, IdVectorSearch) else "documents"
         self._no_relevance = False
+        self._windows = False
+
+    def _fetch(self, k: int) -> int:
+        """Entries to ask the store for, so ``k`` chunks remain once windows are merged."""
+        return 2 * k if self._windows else k
+
+    def _merged(self, result: DenseResult, k: int, entries: int) -> DenseResult:
+        """``result`` (one hit per chunk) cut to ``k``; notes whether windows were merged."""
+        if len(result.hits) < entries:
+            self._windows = True
+        return replace(result, hits=result.hits[:k])
 
     # -- search -------------------------------------------------------------------------
     def search(self, query: str, k: int) -> DenseResult:
@@ -82,38 +100,40 @@ class DenseLeg:
         if self.path == "ids":
             vector = self._embeddings().embed_query(query)
             return self._by_vector(vector, k)
+        fetch = self._fetch(k)
         if not self._no_relevance:
             try:
                 pairs = self.store.similarity_search_with_relevance_scores(
-                    query, k=k, **self.search_kwargs
+                    query, k=fetch, **self.search_kwargs
                 )
-                return _from_documents(pairs, "relevance")
+                return self._merged(_from_documents(pairs, "relevance"), k, len(pairs))
             except NotImplementedError:
                 self._note_no_relevance()
-        return _from_documents(
-            self.store.similarity_search_with_score(query, k=k, **self.search_kwargs), "raw"
-        )
+        pairs = self.store.similarity_search_with_score(query, k=fetch, **self.search_kwargs)
+        return self._merged(_from_documents(pairs, "raw"), k, len(pairs))
 
     async def asearch(self, query: str, k: int) -> DenseResult:
         """Async twin of ``search`` (the store's async methods)."""
         if self.path == "ids":
             vector = await self._embeddings().aembed_query(query)
             return self._by_vector(vector, k)
+        fetch = self._fetch(k)
         if not self._no_relevance:
             try:
                 pairs = await self.store.asimilarity_search_with_relevance_scores(
-                    query, k=k, **self.search_kwargs
+                    query, k=fetch, **self.search_kwargs
                 )
-                return _from_documents(pairs, "relevance")
+                return self._merged(_from_documents(pairs, "relevance"), k, len(pairs))
             except NotImplementedError:
                 self._note_no_relevance()
-        pairs = await self.store.asimilarity_search_with_score(query, k=k, **self.search_kwargs)
-        return _from_documents(pairs, "raw")
+        pairs = await self.store.asimilarity_search_with_score(query, k=fetch, **self.search_kwargs)
+        return self._merged(_from_documents(pairs, "raw"), k, len(pairs))
 
     def _by_vector(self, vector: list[float], k: int) -> DenseResult:
         store: IdVectorSearch = self.store  # type: ignore[assignment]  # path == "ids" checked it
-        hits = store.search_ids_by_vector(vector, k, **self.search_kwargs)
-        return DenseResult(hits=hits, kind="relevance", vector=list(vector))
+        hits = store.search_ids_by_vector(vector, self._fetch(k), **self.search_kwargs)
+        result = DenseResult(hits=_best_per_chunk(hits), kind="relevance", vector=list(vector))
+        return self._merged(result, k, len(hits))
 
     def _note_no_relevance(self) -> None:
         self._no_relevance = True
@@ -167,13 +187,32 @@ class DenseLeg:
         return embeddings
 
 
+def _best_per_chunk(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Window hits counted for their chunk; each chunk once, at its first (best) entry."""
+    seen: set[str] = set()
+    out: list[tuple[str, float]] = []
+    for doc_id, score in hits:
+        chunk = window_parent(doc_id)
+        if chunk not in seen:
+            seen.add(chunk)
+            out.append((chunk, float(score)))
+    return out
+
+
 def _from_documents(pairs: Sequence[tuple[Document, float]], kind: ScoreKind) -> DenseResult:
     hits: list[tuple[str, float]] = []
     documents: dict[str, Document] = {}
+    seen: set[str] = set()
     for doc, score in pairs:
-        if doc.id and doc.id not in documents:
-            documents[doc.id] = doc
-            hits.append((doc.id, float(score)))
+        if not doc.id:
+            continue
+        chunk = window_parent(doc.id) if is_window(doc) else doc.id
+        if chunk in seen:
+            continue
+        seen.add(chunk)
+        if chunk == doc.id:  # a window's Document is not the chunk: the chunk is read later
+            documents[chunk] = doc
+        hits.append((chunk, float(score)))
     ascending = kind == "raw" and len(hits) > 1 and hits[0][1] < hits[-1][1]
     return DenseResult(hits=hits, kind=kind, documents=documents, ascending=ascending)
 

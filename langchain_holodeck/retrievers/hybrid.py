@@ -18,6 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_holodeck._chunk import window_parent
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
@@ -383,7 +384,7 @@ class HybridRetriever(BaseRetriever):
     def _native_call(self, query: str, k: int, fetch: int) -> Call:
         store: Any = self.vector_store  # validated: it implements NativeHybridSearch
         kwargs = {
-            "k": k,
+            "k": 2 * k,  # a chunk and its model windows may each take a row
             "fetch_k": fetch,
             "weights": (self.weights[0], self.weights[1]),
             "rrf_k": self.rrf_k,
@@ -455,7 +456,7 @@ class HybridRetriever(BaseRetriever):
 
     def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
         """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
-        ranking = [(h.document.id, h.score) for h in native if h.document.id]
+        ranking = [(window_parent(h.document.id), h.score) for h in native if h.document.id]
         weights = [self.weights[0] + self.weights[1], self.weights[2]]
         fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
         answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
@@ -470,10 +471,14 @@ class HybridRetriever(BaseRetriever):
             for doc_id, score in fused
         }
         for rank, hit in enumerate(native, start=1):
-            entry = meta.get(hit.document.id or "")
-            if entry is not None and entry["native_rank"] is None:
+            entry = meta.get(window_parent(hit.document.id or ""))
+            if entry is None:
+                continue
+            if entry["native_rank"] is None:
                 entry["native_rank"], entry["native_score"] = rank, hit.score
-                entry["semantic_score"] = hit.similarity
+            seen = entry["semantic_score"]
+            if hit.similarity is not None and (seen is None or hit.similarity > seen):
+                entry["semantic_score"] = hit.similarity  # a chunk's best window
         for rank, (doc_id, _) in enumerate(exact, start=1):
             entry = meta.get(doc_id)
             if entry is not None and entry["exact_rank"] is None:
@@ -506,10 +511,13 @@ class HybridRetriever(BaseRetriever):
         if dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
         for hit in legs.native or []:  # the engine returned these documents already
-            if hit.document.id:
-                docs[hit.document.id] = hit.document
-                if hit.similarity is not None:
-                    similarity[hit.document.id] = hit.similarity
+            if not hit.document.id:
+                continue
+            chunk = window_parent(hit.document.id)
+            if chunk == hit.document.id:  # a window's text is not its chunk: read later
+                docs[chunk] = hit.document
+            if hit.similarity is not None:
+                similarity[chunk] = max(hit.similarity, similarity.get(chunk, 0.0))
         chosen: list[str] = []
         queue: deque[str] = deque()
         pos = 0

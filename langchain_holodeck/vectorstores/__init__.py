@@ -15,6 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import is_window
 from langchain_holodeck.backends.base import VectorStoreHandle
 from langchain_holodeck.vectorstores.matrix import DocumentFilter, MatrixVectorStore
 
@@ -103,13 +104,18 @@ def create_vector_store_with_status(
 
 
 def scan_documents(
-    store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
+    store: VectorStore,
+    *,
+    namespace: str | None = None,
+    batch_size: int = 1000,
+    windows: bool = False,
 ) -> Iterator[Document]:
     """Yield every stored chunk (copies with ``id`` set), optionally of one ``namespace``.
 
     Works for every store a backend can enumerate (``MatrixVectorStore``, langchain-core
     ``InMemoryVectorStore``, langchain-redis ``RedisVectorStore`` by SCAN, ``batch_size`` keys
-    per round trip). Order is unspecified.
+    per round trip). Order is unspecified. Model windows (entries ``<chunk id>:w<n>``, see
+    ``_chunk``) are left out unless ``windows``.
 
     Raises:
         TypeError: For a store no backend can enumerate, naming its class.
@@ -120,6 +126,7 @@ def scan_documents(
         raise ValueError(msg)
     from langchain_holodeck.backends import backend_for_store
 
-    return backend_for_store(store).iter_documents(
+    docs = backend_for_store(store).iter_documents(
         store, namespace=namespace, batch_size=batch_size
     )
+    return docs if windows else (d for d in docs if not is_window(d))

@@ -96,3 +96,19 @@ def test_scoring_survives_save_and_load(tmp_path: pytest.TempPathFactory) -> Non
     index.upsert(_docs([[1, 2], [2, 3]]))
     index.save(tmp_path)
     assert BM25KeywordIndex.load(tmp_path).scoring == "exhaustive"
+
+
+def test_a_delta_larger_than_the_main_segment_keeps_scores_positive() -> None:
+    # found by the property above: "w28" is in 3 delta rows but main has 2 docs, which gave a
+    # negative idf, a negative column bound, and an empty MaxScore top 1
+    pruned, full = _pair(max_delta_ratio=1.0)
+    for index in (pruned, full):
+        index.upsert(_docs([[0], [0]]))
+        index.search("w00", 1)
+        index.upsert(_docs([[9, 28]]))
+        index.upsert(_docs([[9, 28], [28]], prefix="new"))
+    for k in (1, 2, 3):
+        hits = pruned.search(_query([9, 28]), k)
+        assert hits == full.search(_query([9, 28]), k)
+        assert hits
+        assert all(h.score > 0 for h in hits)

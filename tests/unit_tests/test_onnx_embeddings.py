@@ -57,7 +57,12 @@ def test_default_resolves_to_the_onnx_runtime_without_torch() -> None:
 def test_the_default_model_name_also_resolves_to_the_onnx_runtime() -> None:
     emb = resolve_embeddings("sentence-transformers/all-MiniLM-L6-v2")
     assert isinstance(emb, OnnxEmbeddings)
-    assert embedding_model_id(emb) == "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2"
+    assert embedding_model_id(emb) == (
+        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best"
+    )
+    assert embedding_model_id(OnnxEmbeddings(long_text="mean")) == (
+        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2"  # the ids of earlier versions
+    )
     truncating = OnnxEmbeddings(long_text="first")
     assert embedding_model_id(truncating) == (
         "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=first"
@@ -87,11 +92,20 @@ def test_the_tail_of_a_long_text_is_found_only_with_windows(onnx: OnnxEmbeddings
     text = LONG + " " + tail
     other = "Shuttle bay doors must be sealed before launch; pilots confirm the seal."
     query = "where can I get hot tea from the replicator?"
-    truncating = OnnxEmbeddings(long_text="first")
     q = np.asarray(onnx.embed_query(query))
-    windowed = np.asarray(onnx.embed_documents([text, other]))
-    truncated = np.asarray(truncating.embed_documents([text, other]))
-    assert windowed[0] @ q > truncated[0] @ q + 0.05
+    truncated = np.asarray(OnnxEmbeddings(long_text="first").embed_documents([text, other]))
+    mean = np.asarray(OnnxEmbeddings(long_text="mean").embed_documents([text, other]))
+    assert mean[0] @ q > truncated[0] @ q + 0.05
+    # "best" (the default): a document is its first window; its other windows are texts of
+    # their own (sync stores them), and the last one holds the tail
+    np.testing.assert_allclose(onnx.embed_documents([text])[0], truncated[0], atol=1e-6)
+    windows = onnx.window_texts([text, other])
+    assert windows[1] == [other]
+    assert len(windows[0]) >= 3
+    assert windows[0][-1].endswith(tail)
+    assert text.startswith(windows[0][0])
+    best = max(np.asarray(onnx.embed_documents(windows[0])) @ q)
+    assert best > mean[0] @ q > truncated[0] @ q
 
 
 def test_short_texts_are_one_window(onnx: OnnxEmbeddings) -> None:
@@ -125,7 +139,7 @@ def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> Non
     [
         ({"max_tokens": 2}, "max_tokens must be >= 3"),
         ({"window_overlap": 254}, "window_overlap must be >= 0 and < max_tokens - 2"),
-        ({"long_text": "max"}, "long_text must be 'mean' or 'first', got 'max'"),
+        ({"long_text": "max"}, "long_text must be 'best', 'mean' or 'first', got 'max'"),
         ({"batch_size": 0}, "batch_size must be positive, got 0"),
         ({"threads": 0}, "threads must be positive or None, got 0"),
     ],
@@ -173,7 +187,7 @@ def test_combine_windows_mean_and_first() -> None:
     rows = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
     np.testing.assert_allclose(combine_windows(rows, "mean"), [2**-0.5, 2**-0.5], atol=1e-6)
     np.testing.assert_allclose(combine_windows(rows, "first"), [1.0, 0.0])
-    with pytest.raises(ValueError, match="long_text must be 'mean' or 'first', got 'max'"):
+    with pytest.raises(ValueError, match="long_text must be 'best', 'mean' or 'first', got 'max'"):
         combine_windows(rows, "max")  # type: ignore[arg-type]  # the error path
     with pytest.raises(ValueError, match="non-empty 2-d array"):
         combine_windows(np.zeros((0, 2)))

@@ -1,0 +1,159 @@
+"""Model windows: a chunk longer than the model's window is scored by its best window.
+
+Sync writes each further window as an entry of its own (``<chunk id>:w<n>``), the dense leg
+counts a window's hit for its chunk, and keyword indexes, scans and counts see chunks only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from langchain_holodeck import BM25KeywordIndex, HybridRetriever, MatrixVectorStore
+from langchain_holodeck._chunk import window_id, window_parent
+from langchain_holodeck.sync import stable_id, sync_documents
+from langchain_holodeck.vectorstores import scan_documents
+from tests.helpers import HashingEmbeddings, WindowedHashingEmbeddings
+
+HEAD = "alpha bravo charlie delta echo foxtrot golf hotel"
+MIDDLE = "india juliet kilo lima mike november oscar papa"
+TAIL = "replicator dispenses earl grey tea hot always ready"
+LONG = f"{HEAD} {MIDDLE} {TAIL}"  # three windows of eight words
+SHORT = "shuttle bay doors sealed before launch pilots confirm"
+
+
+def _docs(*texts: str, source: str = "a.md") -> list[Document]:
+    return [
+        Document(page_content=t, metadata={"source": source, "chunk_index": i})
+        for i, t in enumerate(texts)
+    ]
+
+
+def _stores() -> list[VectorStore]:
+    return [
+        MatrixVectorStore(WindowedHashingEmbeddings()),
+        InMemoryVectorStore(WindowedHashingEmbeddings()),
+    ]
+
+
+def _ids(store: VectorStore, *, windows: bool = True) -> set[str]:
+    return {d.id for d in scan_documents(store, windows=windows) if d.id}
+
+
+def test_window_ids_name_their_chunk() -> None:
+    assert window_id("c-1", 2) == "c-1:w2"
+    assert window_parent("c-1:w2") == "c-1"
+    assert window_parent("c-1") == "c-1"
+    assert window_parent("c-1:w0") == "c-1:w0"  # window 0 is the chunk itself
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+def test_sync_writes_each_further_window_and_counts_chunks(store: VectorStore) -> None:
+    keywords = BM25KeywordIndex()
+    result = sync_documents(_docs(LONG, SHORT), store, namespace="kb", keyword_index=keywords)
+    assert (result.added, result.failed) == (2, 0)
+    long_id, short_id = (stable_id("kb", f"a.md_chunk_{i}") for i in (0, 1))
+    assert _ids(store) == {long_id, short_id, f"{long_id}:w1", f"{long_id}:w2"}
+    assert _ids(store, windows=False) == {long_id, short_id}
+    assert len(keywords) == 2  # the keyword index holds chunks, never windows
+    (chunk,) = store.get_by_ids([long_id])
+    assert chunk.page_content == LONG
+    assert chunk.metadata["window_count"] == 2
+    (window,) = store.get_by_ids([f"{long_id}:w2"])
+    assert window.page_content == TAIL
+    assert window.metadata["window_of"] == long_id
+    assert window.metadata["window"] == 2
+    assert window.metadata["chunk_type"] == "window"
+    assert window.metadata["namespace"] == "kb"  # scoped like its chunk
+    assert "chunk_index" not in window.metadata  # not a chunk: no file record
+
+    again = sync_documents(_docs(LONG, SHORT), store, namespace="kb")
+    assert (again.added, again.updated, again.skipped, again.deleted) == (0, 0, 2, 0)
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+def test_the_chunk_is_found_by_its_last_window(store: VectorStore) -> None:
+    sync_documents(_docs(LONG, SHORT, HEAD), store, namespace="kb")
+    retriever = HybridRetriever(vector_store=store, keyword_index=None, k=2)
+    hits = retriever.invoke(TAIL)
+    assert hits[0].id == stable_id("kb", "a.md_chunk_0")
+    assert hits[0].page_content == LONG  # the chunk is returned, never the window
+    assert hits[0].metadata["semantic_score"] == pytest.approx(1.0, abs=1e-5)
+    assert len({h.id for h in hits}) == len(hits) == 2
+
+
+def test_without_windows_the_tail_is_not_seen() -> None:
+    store = MatrixVectorStore(WindowedHashingEmbeddings())
+    store.add_documents(_docs(LONG, SHORT))  # not through sync: the first window only
+    retriever = HybridRetriever(vector_store=store, keyword_index=None, k=1)
+    assert retriever.invoke(TAIL)[0].metadata["semantic_score"] < 0.5
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+async def test_async_search_merges_windows_too(store: VectorStore) -> None:
+    sync_documents(_docs(LONG, SHORT), store, namespace="kb")
+    retriever = HybridRetriever(vector_store=store, keyword_index=None, k=2)
+    hits = await retriever.ainvoke(TAIL)
+    assert [h.page_content for h in hits] == [LONG, SHORT]
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+def test_windows_a_chunk_no_longer_has_are_deleted(store: VectorStore) -> None:
+    sync_documents(_docs(LONG, SHORT), store, namespace="kb")
+    long_id = stable_id("kb", "a.md_chunk_0")
+    result = sync_documents(_docs(f"{HEAD} {MIDDLE}", SHORT), store, namespace="kb")
+    assert (result.updated, result.deleted) == (1, 1)
+    assert _ids(store) == {long_id, f"{long_id}:w1", stable_id("kb", "a.md_chunk_1")}
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+def test_a_stale_tail_chunk_goes_with_its_windows(store: VectorStore) -> None:
+    sync_documents(_docs(SHORT, LONG), store, namespace="kb")
+    result = sync_documents(_docs(SHORT), store, namespace="kb")
+    assert result.deleted == 3  # chunk 1 and its two windows
+    assert _ids(store) == {stable_id("kb", "a.md_chunk_0")}
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+def test_cleanup_of_a_deleted_file_takes_its_windows(store: VectorStore) -> None:
+    sync_documents([*_docs(LONG), *_docs(SHORT, source="b.md")], store, namespace="kb")
+    sync_documents(_docs(LONG, source="x.md"), store, namespace="other")
+    result = sync_documents(_docs(SHORT, source="b.md"), store, namespace="kb", cleanup=True)
+    assert result.deleted == 3
+    kept = stable_id("other", "x.md_chunk_0")
+    assert _ids(store) == {stable_id("kb", "b.md_chunk_0"), kept, f"{kept}:w1", f"{kept}:w2"}
+
+
+class _RefusesWindows(MatrixVectorStore):
+    """Fails every write that holds a window until ``healed``."""
+
+    healed = False
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        if not self.healed and any(":w" in (d.id or "") for d in documents):
+            msg = "window batch refused"
+            raise RuntimeError(msg)
+        return super().add_documents(documents, **kwargs)
+
+
+def test_a_chunk_whose_windows_failed_is_not_written_and_the_rerun_converges() -> None:
+    store = _RefusesWindows(WindowedHashingEmbeddings())
+    result = sync_documents(_docs(SHORT, LONG), store, namespace="kb", batch_size=1)
+    # chunk 1 is held (its windows failed), so chunk 0, the file's record, waits too
+    assert (result.added, result.failed) == (0, 2)
+    assert any("model windows failed" in e for e in result.errors)
+    assert _ids(store) == set()
+    store.healed = True
+    again = sync_documents(_docs(SHORT, LONG), store, namespace="kb", batch_size=1)
+    assert (again.added, again.failed) == (2, 0)
+    long_id = stable_id("kb", "a.md_chunk_1")
+    assert {f"{long_id}:w1", f"{long_id}:w2", long_id} <= _ids(store)
+
+
+def test_a_model_without_windows_writes_chunks_only() -> None:
+    store = MatrixVectorStore(HashingEmbeddings())
+    sync_documents(_docs(LONG), store, namespace="kb")
+    assert _ids(store) == {stable_id("kb", "a.md_chunk_0")}
