@@ -382,7 +382,7 @@ def _build_matrix(
         full_df[unseen] = own_df[unseen]  # a term only the delta has: its own df
         # N >= every df keeps each idf positive (MaxScore's bounds need scores >= 0): a delta
         # larger than the main segment may hold a new term more often than main has docs
-        idf = _lucene_idf(full_df, max(n_docs, len(token_arrays), 1))
+        idf = _lucene_idf(full_df, max(n_docs, n_rows, 1))
     avgdl = avgdl or 1.0
     idf32 = idf.astype(np.float32)
     lengths32 = lengths.astype(np.float32)
