@@ -4,7 +4,7 @@ A ``Document`` object costs about 600 bytes of Python overhead on top of its tex
 chunks that is 600 MB. Here a row is three list slots instead: its id, its text and its
 metadata. Texts of ``COMPRESS_MIN_CHARS`` or more characters are kept zlib-compressed (level 1:
 about 8 µs per 1,200-character chunk to compress, 4 µs to read back; the benchmark's chunks
-shrink to 38%), shorter ones or ones that do not shrink as ``str``. Empty metadata is stored
+shrink to about 39%), shorter ones or ones that do not shrink as ``str``. Empty metadata is stored
 as ``None`` (no dict per row). ``Document`` values are built only when read.
 
 The columns are append-only between compactions, like the store's matrix: a published
