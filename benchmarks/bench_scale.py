@@ -23,7 +23,8 @@ Each (system, size) runs in its own process (peak RSS per system, inputs include
   ``HybridRetriever(k=10, fetch_k=50, fusion="rrf", weights=(0.5, 0.5, 0.2))`` (the floor's fusion),
   built in batches of 100k chunks with ``add_vectors`` / ``upsert``; "build" ends after the
   first search (which builds the BM25 matrix). Then 1% new chunks are added (store + BM25)
-  and one search is run: "add 1%".
+  and one search is run: "add 1%". The sizes of its large parts (vectors, texts as stored and
+  as ``str``, BM25 matrix and term ids) are printed after the table.
 - ours (exact): the same with ``search_mode="exact"`` and ``scoring="exhaustive"``.
 - EnsembleRetriever (LangChain; BM25Retriever + InMemoryVectorStore): at 100k only and on
   5 queries (its build alone takes minutes there; at 1M its vectors as Python lists would
@@ -132,6 +133,23 @@ class Corpus:
         return np.array(np.load(self.dir / "vectors.npy", mmap_mode="r")[start:stop])
 
 
+def parts_mb(store: object, bm25: object) -> dict[str, float]:
+    """Sizes of the large parts of ours, from the store's and the index's own arrays."""
+    from langchain_holodeck.vectorstores._columns import unpack_text
+
+    docs = store._docs  # type: ignore[attr-defined]  # a benchmark looks inside
+    matrix = bm25._main  # type: ignore[attr-defined]
+    terms = bm25._tokens  # type: ignore[attr-defined]
+    mb = 1 / 2**20
+    return {
+        "vectors": store._size * store._buffer.shape[1] * 4 * mb,  # type: ignore[attr-defined]
+        "texts": sum(map(sys.getsizeof, docs.texts)) * mb,
+        "texts_as_str": sum(sys.getsizeof(unpack_text(t)) for t in docs.texts) * mb,
+        "bm25_matrix": (matrix.data.nbytes + matrix.indices.nbytes) * mb,
+        "bm25_terms": terms._used * terms._flat.itemsize * mb,
+    }
+
+
 def worker(system: str, n: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from langchain_core.documents import Document
@@ -193,6 +211,7 @@ def worker(system: str, n: int) -> dict:
             cpu.append(time.process_time() - c)
             results.append([int(d.id) for d in out])  # type: ignore[arg-type]
         extra["rss_mb"] = rss_mb()  # peak of build + queries
+        extra["parts_mb"] = parts_mb(store, bm25)
         # the reference: the same retriever with exact dense search and exhaustive BM25
         exact_retriever = HybridRetriever(
             vector_store=store,
@@ -402,6 +421,13 @@ def main() -> None:
                 f"and search: {res['add_1pct_s']:.2f} s ({res['add_1pct_cpu_s']:.2f} CPU s; "
                 f"BM25 full builds: "
                 f"{res['full_builds']}, new chunk found: {res['new_chunk_found']})"
+            )
+            parts = res["parts_mb"]
+            print(
+                f"{names[system]} @ {n:,}, memory of the large parts (MB): float32 vectors "
+                f"{parts['vectors']:.0f}, chunk texts {parts['texts']:.0f} "
+                f"({parts['texts_as_str']:.0f} as str), BM25 score matrix "
+                f"{parts['bm25_matrix']:.0f}, BM25 term ids {parts['bm25_terms']:.0f}"
             )
     if ingest:
         print(

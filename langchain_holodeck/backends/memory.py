@@ -72,7 +72,8 @@ class MemoryBackend(Backend):
         return f"in-memory, saved in {store_dir}" if store_dir is not None else "in-memory"
 
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
-        return {"filter": _in_namespace(namespace)}
+        # a mapping is matched on the stored metadata: no Document is built per candidate
+        return {"filter": {"namespace": namespace}}
 
     def vector_dimension(self, store: VectorStore) -> int | None:
         """The matrix width (kept by ``clear()``, so an emptied store still has one)."""

@@ -21,6 +21,7 @@ from langchain_holodeck._persist import (
     generation_name,
     remove_other_generations,
 )
+from langchain_holodeck.keyword_index._term_store import TermStore
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -279,18 +280,37 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
-def _tf_pairs(token_arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(term, row, tf) for every distinct (term, row), sorted by term then row.
+_CHUNK_TERMS = 1 << 22
+"""Terms sorted per step of a build: about 100 MB of temporaries, whatever the corpus size."""
 
-    Built in place where numpy allows: at 100k chunks of ~120 words the temporaries are the
-    largest memory cost of a full build, so each is dropped as soon as the next exists.
+
+def _row_chunks(offsets: np.ndarray, chunk_terms: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges of at most ``chunk_terms`` terms (at least one row each)."""
+    n = len(offsets) - 1
+    out = []
+    r0 = 0
+    while r0 < n:
+        r1 = int(np.searchsorted(offsets, offsets[r0] + chunk_terms, side="right")) - 1
+        r1 = min(n, max(r1, r0 + 1))
+        out.append((r0, r1))
+        r0 = r1
+    return out
+
+
+def _tf_pairs(
+    flat: np.ndarray, offsets: np.ndarray, r0: int, r1: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term, row - r0, tf) for every distinct (term, row) of rows ``r0 .. r1 - 1``.
+
+    Sorted by term then row. Row ``r``'s terms are ``flat[offsets[r]:offsets[r + 1]]``.
+    Built in place where numpy allows; each temporary is dropped as soon as the next exists.
     """
-    n = len(token_arrays)
-    if n == 0:
+    n = r1 - r0
+    if n <= 0 or offsets[r1] == offsets[r0]:
         empty = np.zeros(0, np.int32)
         return empty, empty, np.zeros(0, np.float32)
-    lengths = np.fromiter((len(a) for a in token_arrays), dtype=np.int64, count=n)
-    keys = np.concatenate(token_arrays).astype(np.int64)
+    lengths = np.diff(offsets[r0 : r1 + 1])
+    keys = flat[offsets[r0] : offsets[r1]].astype(np.int64)
     keys *= n
     keys += np.repeat(np.arange(n, dtype=np.int64), lengths)
     keys.sort()  # in place: np.unique would sort a copy
@@ -310,30 +330,49 @@ def _tf_pairs(token_arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarra
     return terms, rows, tf
 
 
+def _packed(token_arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(flat, offsets)`` of a few documents' term arrays (a delta segment)."""
+    offsets = np.zeros(len(token_arrays) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in token_arrays], out=offsets[1:])
+    flat = np.concatenate(token_arrays) if token_arrays else np.zeros(0, dtype=np.int32)
+    return flat, offsets
+
+
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
 def _build_matrix(
-    token_arrays: Sequence[np.ndarray],
+    flat: np.ndarray,
+    offsets: np.ndarray,
     n_terms: int,
     *,
     k1: float,
     b: float,
     stats: tuple[np.ndarray, int, float] | None = None,
+    chunk_terms: int = _CHUNK_TERMS,
 ) -> tuple[_Matrix, np.ndarray, float]:
     """Build a score matrix; ``stats`` = (df, n_docs, avgdl) of another segment to score with.
 
-    Returns the matrix and the (df, avgdl) of ``token_arrays`` itself. The formula is bm25s's
-    ``method="lucene"``: ``idf = ln(1 + (N - df + .5)/(df + .5))``,
-    ``tfc = tf / (tf + k1 (1 - b + b |d| / avgdl))``.
+    Row ``r`` holds the terms ``flat[offsets[r]:offsets[r + 1]]``. Returns the matrix and
+    the (df, avgdl) of these rows themselves. The formula is bm25s's ``method="lucene"``:
+    ``idf = ln(1 + (N - df + .5)/(df + .5))``, ``tfc = tf / (tf + k1 (1 - b + b |d| / avgdl))``.
+
+    Two passes over chunks of ``chunk_terms`` terms: the first counts each term's documents
+    (the column sizes), the second scores each chunk's postings and writes them straight to
+    their place in the columns. The temporaries are a chunk's, so a full build needs little
+    more memory than the matrix itself; the result is the same as one pass over all rows.
     """
-    lengths = np.fromiter((len(a) for a in token_arrays), dtype=np.float64)
-    terms, rows, tf = _tf_pairs(token_arrays)
-    own_df = np.bincount(terms, minlength=n_terms)
+    n_rows = len(offsets) - 1
+    lengths = np.diff(offsets).astype(np.float64)
+    chunks = _row_chunks(offsets, chunk_terms)
+    own_df = np.zeros(n_terms, dtype=np.int64)
+    for r0, r1 in chunks:
+        terms, _, _ = _tf_pairs(flat, offsets, r0, r1)
+        own_df += np.bincount(terms, minlength=n_terms)
     own_avgdl = float(lengths.mean()) if len(lengths) else 0.0
     if stats is None:
-        idf = _lucene_idf(own_df, len(token_arrays))
+        idf = _lucene_idf(own_df, n_rows)
         avgdl = own_avgdl
     else:
         df, n_docs, avgdl = stats
@@ -343,25 +382,45 @@ def _build_matrix(
         full_df[unseen] = own_df[unseen]  # a term only the delta has: its own df
         # N >= every df keeps each idf positive (MaxScore's bounds need scores >= 0): a delta
         # larger than the main segment may hold a new term more often than main has docs
-        idf = _lucene_idf(full_df, max(n_docs, len(token_arrays), 1))
+        idf = _lucene_idf(full_df, max(n_docs, n_rows, 1))
     avgdl = avgdl or 1.0
-    # tfc = tf / (tf + k1 (1 - b + b |d| / avgdl)), computed in one float32 buffer
-    tfc = lengths.astype(np.float32)[rows]
-    tfc *= k1 * b / avgdl
-    tfc += k1 * (1 - b)
-    tfc += tf
-    np.divide(tf, tfc, out=tfc)
-    del tf
-    data = idf.astype(np.float32)[terms]
-    data *= tfc
-    del tfc
+    idf32 = idf.astype(np.float32)
+    lengths32 = lengths.astype(np.float32)
+    del lengths
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(own_df, out=indptr[1:])
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    cursor = indptr[:-1].copy()  # next free place in each column
+    for r0, r1 in chunks:
+        terms, rows, tf = _tf_pairs(flat, offsets, r0, r1)
+        rows += r0
+        # tfc = tf / (tf + k1 (1 - b + b |d| / avgdl)), computed in one float32 buffer
+        tfc = lengths32[rows]
+        tfc *= k1 * b / avgdl
+        tfc += k1 * (1 - b)
+        tfc += tf
+        np.divide(tf, tfc, out=tfc)
+        del tf
+        scores = idf32[terms]
+        scores *= tfc
+        del tfc
+        # the chunk's postings are sorted by term then row: each term's run goes, in order,
+        # to the next free places of its column
+        counts = np.bincount(terms, minlength=n_terms)
+        run_start = np.cumsum(counts) - counts
+        place = np.arange(len(terms), dtype=np.int64)
+        place -= run_start[terms]
+        place += cursor[terms]
+        indices[place] = rows
+        data[place] = scores
+        cursor += counts
+        del terms, rows, scores, place
     col_max = np.zeros(n_terms, dtype=np.float32)
     nonempty = np.flatnonzero(own_df)
     if len(nonempty):
         col_max[nonempty] = np.maximum.reduceat(data, indptr[nonempty])
-    return _Matrix(data, rows, indptr, len(token_arrays), col_max), own_df, own_avgdl
+    return _Matrix(data, indices, indptr, n_rows, col_max), own_df, own_avgdl
 
 
 @dataclass(frozen=True)
@@ -379,7 +438,8 @@ class BM25KeywordIndex:
     """In-memory BM25 keyword index over chunk Documents, updated incrementally.
 
     Indexes ``Document.page_content`` (the contextualized text when present) under
-    ``Document.id``. The text itself is not kept: only each chunk's term ids.
+    ``Document.id``. The text itself is not kept: only each chunk's term ids, all chunks'
+    in one flat 16-bit array (32-bit once the vocabulary passes 65,536 terms).
 
     Engines:
         ``"bm25s"`` (default): bm25s's eager sparse score matrix (Lucene BM25, ``k1``/``b``),
@@ -454,12 +514,13 @@ class BM25KeywordIndex:
         self.scoring = scoring
         """``"maxscore"`` (prune with per-term bounds) or ``"exhaustive"`` (score all)."""
         self.tokenizer = Tokenizer(stopwords=stopwords, stemmer=stemmer)
-        self._tokens: dict[str, np.ndarray] = {}  # live documents: id -> term ids
+        self._tokens = TermStore()  # live documents: id -> term ids, in one flat array
         self._lock = threading.RLock()
         self._snapshot: _Snapshot | None = None
         self._stale = True  # _snapshot does not reflect _tokens
         self._main_ids: list[str] = []
-        self._main_row: dict[str, int] = {}
+        # after a full build the term store is compacted: slot i is main row i, and slots
+        # made later (delta documents) are >= len(_main_ids)
         self._main: _Matrix | None = None
         self._main_stats: tuple[np.ndarray, int, float] | None = None
         self._tombstones: set[int] = set()
@@ -484,12 +545,10 @@ class BM25KeywordIndex:
         ids = check_ids(documents, type(self).__name__)
         with self._lock:  # the tokenizer's vocabulary grows: one writer at a time
             encoded = [self.tokenizer.encode(doc.page_content) for doc in documents]
-            for doc_id, tokens in zip(ids, encoded, strict=True):
-                self._tokens[doc_id] = tokens
-                row = self._main_row.get(doc_id)
-                if row is not None:
-                    self._tombstones.add(row)
-                self._delta.add(doc_id)
+            for old in self._tokens.put(ids, encoded):
+                if old is not None and old < len(self._main_ids):
+                    self._tombstones.add(old)
+            self._delta.update(ids)
             self._stale = True
 
     def add_documents(self, documents: Sequence[Document]) -> None:
@@ -500,11 +559,11 @@ class BM25KeywordIndex:
         """Remove documents by id; unknown ids are ignored."""
         with self._lock:
             for doc_id in ids:
-                if self._tokens.pop(doc_id, None) is None:
+                old = self._tokens.pop(doc_id)
+                if old is None:
                     continue
-                row = self._main_row.get(doc_id)
-                if row is not None:
-                    self._tombstones.add(row)
+                if old < len(self._main_ids):
+                    self._tombstones.add(old)
                 self._delta.discard(doc_id)
                 self._stale = True
 
@@ -516,16 +575,20 @@ class BM25KeywordIndex:
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the index content with every chunk stored in ``store``; return the count."""
-        docs = list(scan_store(store, namespace))
+        docs = [d for d in scan_store(store, namespace) if d.id]
         with self._lock:
-            self._tokens = {d.id: self.tokenizer.encode(d.page_content) for d in docs if d.id}
+            self._tokens.clear()
+            self._tokens.put(
+                [d.id for d in docs],  # type: ignore[misc]  # id-less ones are dropped above
+                [self.tokenizer.encode(d.page_content) for d in docs],
+            )
             self._reset_segments()
             return len(self._tokens)
 
     def _reset_segments(self) -> None:
-        self._main_ids, self._main_row, self._main, self._main_stats = [], {}, None, None
+        self._main_ids, self._main, self._main_stats = [], None, None
         self._tombstones.clear()
-        self._delta = set(self._tokens)
+        self._delta = set(self._tokens.slots)
         self._okapi = None
         self._stale = True
 
@@ -589,8 +652,10 @@ class BM25KeywordIndex:
         delta_ids = sorted(self._delta)
         delta = None
         if delta_ids:
+            flat, offsets = _packed([self._tokens.terms(i) for i in delta_ids])
             delta, _, _ = _build_matrix(
-                [self._tokens[i] for i in delta_ids],
+                flat,
+                offsets,
                 n_terms,
                 k1=self.k1,
                 b=self.b,
@@ -599,16 +664,16 @@ class BM25KeywordIndex:
         return _Snapshot(self._main_ids, self._main, live, delta_ids, delta)
 
     def _full_build(self, n_terms: int) -> None:
-        ids = list(self._tokens)
+        self._main = None  # the old matrix is dropped before the new one is built
+        self._tokens.compact()  # slot i = row i from here on
+        ids = list(self._tokens.slots)
         if ids:
-            self._main, df, avgdl = _build_matrix(
-                [self._tokens[i] for i in ids], n_terms, k1=self.k1, b=self.b
-            )
+            flat, offsets = self._tokens.packed()
+            self._main, df, avgdl = _build_matrix(flat, offsets, n_terms, k1=self.k1, b=self.b)
             self._main_stats = (df, len(ids), avgdl)
         else:
             self._main, self._main_stats = None, None
         self._main_ids = ids
-        self._main_row = {doc_id: row for row, doc_id in enumerate(ids)}
         self._tombstones = set()
         self._delta = set()
         self.full_builds += 1
@@ -618,8 +683,8 @@ class BM25KeywordIndex:
         with self._lock:
             if self._okapi is None or self._stale:
                 rank_bm25 = _import_rank_bm25()
-                ids = list(self._tokens)
-                corpus = [self._tokens[i].tolist() for i in ids]
+                ids = list(self._tokens.slots)
+                corpus = [terms.tolist() for _, terms in self._tokens.items()]
                 self._okapi = (ids, rank_bm25.BM25Okapi(corpus, k1=self.k1, b=self.b))
                 self._stale = False
                 self.full_builds += 1
@@ -647,8 +712,7 @@ class BM25KeywordIndex:
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            ids = list(self._tokens)
-            arrays = [self._tokens[i] for i in ids]
+            ids, flat, lengths = self._tokens.export()
             meta = {
                 "format": _FORMAT,
                 "engine": self.engine,
@@ -661,14 +725,12 @@ class BM25KeywordIndex:
                 "terms": list(self.tokenizer.terms),
                 "ids": ids,
             }
-        lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
         # the tokens go to a new generation file; the JSON names it and is replaced last, so a
         # kill in between leaves the previous save whole
         tokens_name = generation_name(_TOKENS_FILE.removesuffix(".npz"), ".npz")
         atomic_write(
             path / tokens_name,
-            lambda f: np.savez(f, tokens=flat.astype(np.int32), lengths=lengths),
+            lambda f: np.savez(f, tokens=flat, lengths=lengths),
         )
         meta["tokens_file"] = tokens_name
         atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
@@ -706,10 +768,13 @@ class BM25KeywordIndex:
         tok = index.tokenizer
         tok.terms = list(meta["terms"])
         tok.term_ids = {t: i for i, t in enumerate(tok.terms)}
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        index._tokens = {
-            doc_id: flat[offsets[i] : offsets[i + 1]] for i, doc_id in enumerate(meta["ids"])
-        }
+        if int(np.sum(lengths)) != len(flat) or len(lengths) != len(meta["ids"]):
+            msg = (
+                f"{str(meta_file)!r} names {len(meta['ids'])} chunks but its token file holds "
+                f"{len(lengths)} lengths and {len(flat)} tokens; save the index again."
+            )
+            raise ValueError(msg)
+        index._tokens.load(meta["ids"], flat, lengths)
         index._reset_segments()
         return index
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
-from langchain_core.documents import Document
 
 from langchain_holodeck._persist import (
     atomic_write,
@@ -17,40 +17,72 @@ from langchain_holodeck._persist import (
     generation_name,
     remove_other_generations,
 )
+from langchain_holodeck.vectorstores._columns import DocumentColumns
 
 MANIFEST = "manifest.json"
 FORMAT = "holodeck-matrix-store"
 VERSION = 1
 
 
+_CHUNK_ROWS = 65_536  # rows copied per step when saving or loading: bounded temporaries
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What ``read`` found: the documents as store columns, and where the vectors are."""
+
+    columns: DocumentColumns
+    vectors: Path  # a float32 ``.npy`` of ``len(columns)`` rows; read it with ``read_vectors``
+    dimension: int | None
+
+
 def write(
     directory: Path,
     vectors: npt.NDArray[np.float32],
-    docs: Sequence[Document],
+    rows: npt.NDArray[np.intp] | None,
+    records: Iterable[tuple[str, str, dict[str, Any]]],
     *,
     dimension: int | None,
     codebook: bytes | None = None,
 ) -> None:
     """Write one generation, then point the manifest at it, then drop older generations.
 
-    ``codebook`` (a serialized quantization codebook) is saved as ``codebook-<gen>.faiss``.
+    ``rows`` (``None``: all) are the rows of ``vectors`` to save; ``records`` are their
+    ``(id, page_content, metadata)``, in the same order. Rows are copied a chunk at a time,
+    so saving needs no second copy of the matrix. ``codebook`` (a serialized quantization
+    codebook) is saved as ``codebook-<gen>.faiss``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     vectors_name = generation_name("vectors", ".npy")
     docs_name = generation_name("documents", ".jsonl")
+    count = vectors.shape[0] if rows is None else len(rows)
+    written = 0
+
+    def write_vectors(f: IO[bytes]) -> None:
+        header = {"descr": "<f4", "fortran_order": False, "shape": (count, vectors.shape[1])}
+        np.lib.format.write_array_header_1_0(f, header)
+        for start in range(0, count, _CHUNK_ROWS):
+            stop = min(count, start + _CHUNK_ROWS)
+            block = vectors[start:stop] if rows is None else vectors[rows[start:stop]]
+            f.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
 
     def write_docs(f: IO[bytes]) -> None:
-        for doc in docs:
-            record = {"id": doc.id, "page_content": doc.page_content, "metadata": doc.metadata}
+        nonlocal written
+        for doc_id, text, metadata in records:
+            record = {"id": doc_id, "page_content": text, "metadata": metadata}
             f.write(json.dumps(record, ensure_ascii=False).encode("utf-8"))
             f.write(b"\n")
+            written += 1
 
-    atomic_write(directory / vectors_name, lambda f: np.save(f, vectors, allow_pickle=False))
+    atomic_write(directory / vectors_name, write_vectors)
     atomic_write(directory / docs_name, write_docs)
+    if written != count:  # pragma: no cover - the store passes one record per row
+        msg = f"wrote {written} documents for {count} vectors; the save is not consistent."
+        raise RuntimeError(msg)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
-        "count": len(docs),
+        "count": count,
         "dimension": dimension,
         "vectors": vectors_name,
         "documents": docs_name,
@@ -68,8 +100,12 @@ def write(
     )
 
 
-def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int | None]:
-    """Read the generation the manifest names; check that its parts agree."""
+def read(directory: Path) -> Saved:
+    """Read the generation the manifest names; check that its parts agree.
+
+    Documents go straight into store columns (texts packed line by line), so loading never
+    holds a ``Document`` per row; the vectors stay on disk until ``read_vectors``.
+    """
     manifest_path = directory / MANIFEST
     if not manifest_path.is_file():
         msg = (
@@ -84,30 +120,80 @@ def read(directory: Path) -> tuple[npt.NDArray[np.float32], list[Document], int 
             f"(got format={manifest.get('format')!r}, version={manifest.get('version')!r})."
         )
         raise ValueError(msg)
-    vectors = np.load(directory / manifest["vectors"], allow_pickle=False)
-    docs = []
+    vectors_path = directory / manifest["vectors"]
+    shape = _npy_shape(vectors_path)
+    ids: list[str] = []
+    texts: list[str] = []
+    metadatas: list[dict[str, Any]] = []
+    columns = DocumentColumns()
     with (directory / manifest["documents"]).open(encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 rec = json.loads(line)
-                docs.append(
-                    Document(
-                        id=rec["id"], page_content=rec["page_content"], metadata=rec["metadata"]
-                    )
-                )
+                ids.append(rec["id"])
+                texts.append(rec["page_content"])
+                metadatas.append(rec["metadata"])
+                if len(ids) == _CHUNK_ROWS:
+                    columns.extend(ids, texts, metadatas)
+                    ids, texts, metadatas = [], [], []
+    columns.extend(ids, texts, metadatas)
     count = manifest["count"]
-    if len(docs) != count or vectors.shape[0] != count:
+    if len(columns) != count or shape[0] != count:
         msg = (
             f"saved store at {str(directory)!r} is inconsistent: manifest says {count} "
-            f"documents, {manifest['documents']} has {len(docs)} and {manifest['vectors']} "
-            f"has {vectors.shape[0]} rows. Re-run the ingestion to rebuild it."
+            f"documents, {manifest['documents']} has {len(columns)} and {manifest['vectors']} "
+            f"has {shape[0]} rows. Re-run the ingestion to rebuild it."
         )
         raise ValueError(msg)
-    dim = manifest.get("dimension")
-    if count and vectors.ndim != 2:  # pragma: no cover - np.save always writes 2-D here
-        msg = f"{manifest['vectors']} must hold a 2-D matrix, got shape {vectors.shape}."
+    if count and len(shape) != 2:  # pragma: no cover - dump always writes 2-D here
+        msg = f"{manifest['vectors']} must hold a 2-D matrix, got shape {shape}."
         raise ValueError(msg)
-    return vectors.astype(np.float32, copy=False), docs, dim if isinstance(dim, int) else None
+    dim = manifest.get("dimension")
+    return Saved(columns, vectors_path, dim if isinstance(dim, int) else None)
+
+
+def npy_width(path: Path) -> int:
+    """Columns of the 2-D ``.npy`` matrix at ``path``."""
+    return int(_npy_shape(path)[1])
+
+
+def _npy_shape(path: Path) -> tuple[int, ...]:
+    with path.open("rb") as f:
+        shape, _, _ = _read_header(f)
+    return shape
+
+
+def _read_header(f: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)  # type: ignore[no-any-return]  # numpy
+    return np.lib.format.read_array_header_2_0(f)  # type: ignore[no-any-return]  # stubs: Any
+
+
+def read_vectors(path: Path, out: npt.NDArray[np.float32]) -> None:
+    """Read the rows of the ``.npy`` at ``path`` into ``out`` (C-contiguous, same shape).
+
+    float32 files are read straight into ``out``; others are converted a chunk at a time.
+    """
+    with path.open("rb") as f:
+        shape, fortran, dtype = _read_header(f)
+        if fortran or tuple(shape) != out.shape or not out.flags.c_contiguous:  # pragma: no cover
+            msg = f"{path.name} holds shape {shape}, expected {out.shape} in C order."
+            raise ValueError(msg)
+        if not out.size:
+            return
+        if dtype == np.dtype("<f4"):
+            view = out.reshape(-1).view(np.uint8).data  # the matrix's own bytes
+            if f.readinto(view) != view.nbytes:  # type: ignore[attr-defined]  # binary file
+                msg = f"{path.name} is truncated: fewer than {shape[0]} rows of vectors."
+                raise ValueError(msg)
+            return
+        for start in range(0, shape[0], _CHUNK_ROWS):
+            stop = min(shape[0], start + _CHUNK_ROWS)
+            n = (stop - start) * shape[1]
+            out[start:stop] = np.frombuffer(f.read(n * dtype.itemsize), dtype, n).reshape(
+                stop - start, shape[1]
+            )
 
 
 def read_codebook(directory: Path) -> bytes | None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,33 +17,24 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck.vectorstores import _matrix_io, _quantized
+from langchain_holodeck.vectorstores._columns import DocumentColumns, copy_metadata
 
 logger = logging.getLogger(__name__)
 
-DocumentFilter = Callable[[Document], bool]
-"""A metadata filter: keep the documents for which it returns ``True``."""
+DocumentFilter = Callable[[Document], bool] | Mapping[str, Any]
+"""A filter: a callable keeping the documents for which it returns ``True``, or a mapping
+keeping those whose metadata has each of its ``key: value`` pairs (``metadata.get(key) ==
+value``). A mapping is matched against the stored metadata directly; a callable is given a
+``Document`` built for it, which costs a few microseconds per candidate."""
 SearchMode = Literal["auto", "exact", "quantized"]
 """How queries find candidates: see ``MatrixVectorStore``."""
 
-_SCALARS = (str, int, float, bool, type(None))
 _MIN_CAPACITY = 64
 
 
-def copy_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Copy metadata so neither side can mutate the other (fast path for JSON-like values)."""
-    out: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if isinstance(value, _SCALARS):
-            out[key] = value
-        elif isinstance(value, list) and all(isinstance(v, _SCALARS) for v in value):
-            out[key] = list(value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def _copy_document(doc: Document) -> Document:
-    return Document(id=doc.id, page_content=doc.page_content, metadata=copy_metadata(doc.metadata))
+def _copy_document(docs: DocumentColumns, row: int) -> Document:
+    """A caller's own ``Document`` of a stored row (the one place results are built)."""
+    return docs.document(row)
 
 
 def _normalize(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -63,14 +53,14 @@ class _Snapshot:
     """
 
     vectors: npt.NDArray[np.float32]  # shape (size, dim): a view of the live buffer
-    docs: list[Document]  # shared, append-only; only the first ``size`` entries are ours
+    docs: DocumentColumns  # shared, append-only; only the first ``size`` rows are ours
     alive: npt.NDArray[np.bool_] | None  # None when no row is tombstoned
     size: int
     live: int
     quantized: _quantized.QuantizedIndex | None = None  # codes of rows < quantized.sealed
 
 
-_EMPTY = _Snapshot(np.zeros((0, 0), dtype=np.float32), [], None, 0, 0)
+_EMPTY = _Snapshot(np.zeros((0, 0), dtype=np.float32), DocumentColumns(), None, 0, 0)
 _SEARCH_MODES = ("auto", "exact", "quantized")
 
 
@@ -83,6 +73,10 @@ class MatrixVectorStore(VectorStore):
     ``InMemoryVectorStore``. Writes are upserts by id: an existing id is replaced, never
     duplicated. Deleted and replaced rows are tombstoned and compacted away once they make
     up half of the matrix.
+
+    Memory: no ``Document`` is kept per row. Ids, texts and metadata are stored as columns
+    (texts of 128 characters or more zlib-compressed when that saves space), and a
+    ``Document`` is built when one is returned or given to a callable ``filter``.
 
     Search modes: ``"exact"`` scores every row (one matrix-vector product). ``"quantized"``
     also keeps a 4-bit product-quantization code of each row (faiss ``IndexPQFastScan``, 1/8
@@ -125,7 +119,8 @@ class MatrixVectorStore(VectorStore):
         ```python
         store.similarity_search_with_relevance_scores("shift rotation", k=1)
         # -> [(Document(id='a', ...), 0.83)]
-        store.similarity_search("shift", k=2, filter=lambda d: d.metadata.get("namespace") == "kb")
+        store.similarity_search("shift", k=2, filter={"namespace": "kb"})  # metadata values
+        store.similarity_search("shift", k=2, filter=lambda d: "rota" in d.page_content)
         ```
 
     Save and load:
@@ -175,7 +170,7 @@ class MatrixVectorStore(VectorStore):
         self._version = 0
         self._lock = threading.RLock()
         self._buffer: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
-        self._docs: list[Document] = []
+        self._docs = DocumentColumns()
         self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._rows: dict[str, int] = {}
         self._size = 0
@@ -288,14 +283,12 @@ class MatrixVectorStore(VectorStore):
         # Within one call the last occurrence of an id wins, as with sequential upserts.
         last = {doc_id: n for n, doc_id in enumerate(out_ids)}
         keep = [n for n, doc_id in enumerate(out_ids) if last[doc_id] == n]
-        stored = [
-            Document(
-                id=out_ids[n],
-                page_content=documents[n].page_content,
-                metadata=copy_metadata(documents[n].metadata),
-            )
-            for n in keep
-        ]
+        stored = DocumentColumns()  # packed before the lock: compression is the slow part
+        stored.extend(
+            [out_ids[n] for n in keep],
+            [documents[n].page_content for n in keep],
+            [copy_metadata(documents[n].metadata) for n in keep],
+        )
         with self._lock:
             if self._dim is None:
                 self._dim = int(matrix.shape[1])
@@ -310,7 +303,7 @@ class MatrixVectorStore(VectorStore):
         return out_ids
 
     def _append(
-        self, matrix: npt.NDArray[np.float32], docs: list[Document], *, normalize: bool
+        self, matrix: npt.NDArray[np.float32], docs: DocumentColumns, *, normalize: bool
     ) -> None:
         """Append rows, tombstoning the previous rows of the same ids (lock held).
 
@@ -326,12 +319,12 @@ class MatrixVectorStore(VectorStore):
             _normalize(self._buffer[start : start + n])
         alive = self._alive.copy()
         alive[start : start + n] = True
-        for offset, doc in enumerate(docs):
-            old = self._rows.get(doc.id)  # type: ignore[arg-type]  # ids are set above
+        for offset, doc_id in enumerate(docs.ids):
+            old = self._rows.get(doc_id)
             if old is not None:
                 alive[old] = False
-            self._rows[doc.id] = start + offset  # type: ignore[index]  # ids are set above
-        self._docs.extend(docs)
+            self._rows[doc_id] = start + offset
+        self._docs.extend_packed(docs.ids, docs.texts, docs.metadatas)
         self._size += n
         self._alive = alive
         self._publish()
@@ -398,8 +391,8 @@ class MatrixVectorStore(VectorStore):
         capacity = max(_MIN_CAPACITY, 1 << int(max(len(rows), 1) - 1).bit_length())
         buffer = np.zeros((capacity, self._dim or 0), dtype=np.float32)
         buffer[: len(rows)] = self._buffer[rows]
-        self._docs = [self._docs[r] for r in rows]
-        self._rows = {doc.id: n for n, doc in enumerate(self._docs)}  # type: ignore[misc]
+        self._docs = self._docs.take(rows.tolist())
+        self._rows = {doc_id: n for n, doc_id in enumerate(self._docs.ids)}
         self._alive = np.zeros(capacity, dtype=bool)
         self._alive[: len(rows)] = True
         self._buffer, self._size = buffer, len(rows)
@@ -440,16 +433,17 @@ class MatrixVectorStore(VectorStore):
                 self._dim = None
             self._buffer = np.zeros((0, self._dim or 0), dtype=np.float32)
             self._alive = np.zeros(0, dtype=bool)
-            self._docs, self._rows, self._size = [], {}, 0
+            self._docs, self._rows, self._size = DocumentColumns(), {}, 0
             self._quantized = None
             self._publish()
 
     # ------------------------------------------------------------------ reads
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Copies of the stored documents, in the order of ``ids``; unknown ids are skipped."""
-        with self._lock:
-            found = [self._docs[r] for r in (self._rows.get(i) for i in ids) if r is not None]
-        return [_copy_document(d) for d in found]
+        with self._lock:  # the columns are append-only: their rows stay valid after the lock
+            docs = self._docs
+            found = [r for r in (self._rows.get(i) for i in ids) if r is not None]
+        return [_copy_document(docs, r) for r in found]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return self.get_by_ids(ids)
@@ -459,7 +453,7 @@ class MatrixVectorStore(VectorStore):
         snap = self._snapshot
         for row in range(snap.size):
             if snap.alive is None or snap.alive[row]:
-                yield _copy_document(snap.docs[row])
+                yield _copy_document(snap.docs, row)
 
     def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored (normalized) vectors of ``ids``; unknown ids are absent from the result."""
@@ -485,8 +479,8 @@ class MatrixVectorStore(VectorStore):
         Args:
             query: The query text (embedded with ``embed_query``).
             k: Number of documents to return.
-            **kwargs: ``filter``, a ``Callable[[Document], bool]``: only documents it
-                accepts are returned.
+            **kwargs: ``filter``, a ``DocumentFilter`` (a ``Callable[[Document], bool]``,
+                or a mapping of metadata values): only documents it accepts are returned.
         """
         vector = self.embedding.embed_query(query)
         return self.similarity_search_with_score_by_vector(vector, k, **kwargs)
@@ -522,7 +516,7 @@ class MatrixVectorStore(VectorStore):
         """
         snap = self._snapshot
         rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
-        return [(_copy_document(snap.docs[r]), float(s)) for r, s in zip(rows, scores, strict=True)]
+        return [(_copy_document(snap.docs, r), float(s)) for r, s in zip(rows, scores, strict=True)]
 
     def search_ids_by_vector(
         self,
@@ -540,7 +534,7 @@ class MatrixVectorStore(VectorStore):
         """
         snap = self._snapshot
         rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
-        return [(str(snap.docs[r].id), _clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
+        return [(snap.docs.ids[r], _clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
 
     def similarity_by_ids(
         self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]
@@ -568,6 +562,7 @@ class MatrixVectorStore(VectorStore):
         *,
         exact: bool = False,
     ) -> tuple[list[int], list[float]]:
+        accept = _row_predicate(snap.docs, doc_filter)  # a bad filter fails on any store
         if k <= 0 or snap.live == 0:
             return [], []
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
@@ -581,24 +576,21 @@ class MatrixVectorStore(VectorStore):
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
         if snap.quantized is not None and not exact:
-            found = self._quantized_rows(snap, unit, k, doc_filter)
+            found = self._quantized_rows(snap, unit, k, accept)
             if found is not None:
                 return found
         scores = np.asarray(snap.vectors @ unit, dtype=np.float32)
         if snap.alive is not None:
             scores[~snap.alive] = -np.inf
-        if doc_filter is None:
+        if accept is None:
             rows = _top_k(scores, min(k, snap.live))
             return rows.tolist(), scores[rows].tolist()
-        accepted: dict[int, bool] = {}
         fetch = 4 * k
         while True:
             rows = _top_k(scores, min(fetch, snap.live))
             hits = []
             for r in rows.tolist():
-                if r not in accepted:
-                    accepted[r] = bool(doc_filter(snap.docs[r]))
-                if accepted[r]:
+                if accept(r):
                     hits.append(r)
                     if len(hits) == k:
                         break
@@ -611,7 +603,7 @@ class MatrixVectorStore(VectorStore):
         snap: _Snapshot,
         unit: npt.NDArray[np.float32],
         k: int,
-        doc_filter: DocumentFilter | None,
+        accept: Callable[[int], bool] | None,
     ) -> tuple[list[int], list[float]] | None:
         """Top rows from the codes, re-scored exactly; ``None``: use the exact scan instead.
 
@@ -633,7 +625,7 @@ class MatrixVectorStore(VectorStore):
             coded = _quantized.candidate_rows(index, unit, pool, snap.alive, min_per_segment=2 * k)
             rows = np.concatenate([coded, tail])
             scores = np.concatenate([snap.vectors[coded] @ unit, tail_scores]).astype(np.float32)
-            if doc_filter is None:
+            if accept is None:
                 if len(rows) < want:
                     return None
                 top = _top_k(scores, want)
@@ -641,9 +633,12 @@ class MatrixVectorStore(VectorStore):
             # enough candidates must pass for their best k to be as good as an unfiltered
             # top k: 20 per result (half the pool at most), else the pool grows
             needed = max(k, min(20 * k, pool // 2))
-            hits = [
-                n for n in _top_k(scores, len(rows)).tolist() if doc_filter(snap.docs[int(rows[n])])
-            ]
+            hits = []
+            for n in _top_k(scores, len(rows)).tolist():  # best first, until enough pass
+                if accept(int(rows[n])):
+                    hits.append(n)
+                    if len(hits) == needed:
+                        break
             if len(hits) >= needed:
                 return rows[hits[:k]].tolist(), scores[hits[:k]].tolist()
             pool *= 8
@@ -690,7 +685,7 @@ class MatrixVectorStore(VectorStore):
         snap = self._snapshot
         rows, scores = self._top_rows(snap, embedding, max(k, fetch_k), filter, exact=exact)
         chosen = _mmr(snap.vectors[rows], np.asarray(scores, dtype=np.float32), k, lambda_mult)
-        return [_copy_document(snap.docs[rows[i]]) for i in chosen]
+        return [_copy_document(snap.docs, rows[i]) for i in chosen]
 
     # ------------------------------------------------------------------ construction, I/O
     @classmethod
@@ -719,11 +714,16 @@ class MatrixVectorStore(VectorStore):
         """
         with self._lock:
             snap, codebook = self._snapshot, self._codebook
-        rows = np.arange(snap.size) if snap.alive is None else np.flatnonzero(snap.alive)
+        rows = None if snap.alive is None else np.flatnonzero(snap.alive)
+        docs = snap.docs
         _matrix_io.write(
             Path(path),
-            snap.vectors[rows],
-            [snap.docs[r] for r in rows.tolist()],
+            snap.vectors,
+            rows,
+            (
+                (docs.ids[r], docs.text(r), docs.metadata(r))
+                for r in (range(snap.size) if rows is None else rows.tolist())
+            ),
             dimension=self._dim,
             codebook=None if codebook is None else _quantized.codebook_bytes(codebook),
         )
@@ -744,7 +744,7 @@ class MatrixVectorStore(VectorStore):
             FileNotFoundError: If ``path`` holds no ``manifest.json``.
             ValueError: If the saved files are inconsistent (the message names them).
         """
-        vectors, docs, dim = _matrix_io.read(Path(path))
+        saved = _matrix_io.read(Path(path))
         store = cls(
             embedding,
             search_mode=search_mode,
@@ -754,13 +754,33 @@ class MatrixVectorStore(VectorStore):
         codebook = _matrix_io.read_codebook(Path(path))
         if codebook is not None and search_mode != "exact" and _quantized.faiss_available():
             store._codebook = _quantized.from_codebook_bytes(codebook)
-        if dim is not None:
-            store._dim = dim
-            store._buffer = np.zeros((0, dim), dtype=np.float32)
-        if docs:
-            # saved rows are already normalized: loading keeps them bit for bit
-            store._upsert(np.array(vectors, dtype=np.float32, ndmin=2), docs, None, normalize=False)
+        if saved.dimension is not None:
+            store._dim = saved.dimension
+            store._buffer = np.zeros((0, saved.dimension), dtype=np.float32)
+        if len(saved.columns):
+            store._load_rows(saved)
         return store
+
+    def _load_rows(self, saved: _matrix_io.Saved) -> None:
+        """Fill an empty store from a save, reading the vectors straight into the matrix.
+
+        Saved rows are already normalized, so they are kept bit for bit. A file that names
+        an id twice keeps its last row, as sequential upserts would.
+        """
+        docs = saved.columns
+        with self._lock:
+            if self._dim is None:  # files written before the manifest had a dimension
+                self._dim = _matrix_io.npy_width(saved.vectors)
+            self._reserve(len(docs))
+            _matrix_io.read_vectors(saved.vectors, self._buffer[: len(docs)])
+            self._docs = docs
+            self._rows = {doc_id: n for n, doc_id in enumerate(docs.ids)}
+            self._size = len(docs)
+            self._alive[: self._size] = True
+            if len(self._rows) != self._size:  # an id saved twice: its earlier rows are dead
+                self._alive[: self._size] = False
+                self._alive[list(self._rows.values())] = True
+            self._publish()
 
 
 def _as_documents(
@@ -786,6 +806,42 @@ def _check_lengths(
     if ids is not None and len(ids) != n:
         msg = f"ids has {len(ids)} entries for {n} documents; pass one id per document."
         raise ValueError(msg)
+
+
+def _row_predicate(
+    docs: DocumentColumns, doc_filter: DocumentFilter | None
+) -> Callable[[int], bool] | None:
+    """``doc_filter`` as a test of a row; a callable's answers are remembered for the query.
+
+    Raises:
+        TypeError: If ``doc_filter`` is neither a callable nor a mapping.
+    """
+    if doc_filter is None:
+        return None
+    if isinstance(doc_filter, Mapping):
+        pairs = tuple(doc_filter.items())
+        metadatas = docs.metadatas
+
+        def matches(row: int) -> bool:
+            meta = metadatas[row] or {}
+            return all(meta.get(key) == value for key, value in pairs)
+
+        return matches
+    if not callable(doc_filter):
+        msg = (
+            "filter must be a callable taking a Document or a mapping of metadata values, "
+            f"got {type(doc_filter).__name__} {doc_filter!r}."
+        )
+        raise TypeError(msg)
+    seen: dict[int, bool] = {}  # the pool grows in rounds: each row is judged once
+
+    def accepted(row: int) -> bool:
+        hit = seen.get(row)
+        if hit is None:
+            hit = seen[row] = bool(doc_filter(docs.filter_view(row)))
+        return hit
+
+    return accepted
 
 
 def _clip_unit(score: float) -> float:

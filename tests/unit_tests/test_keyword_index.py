@@ -232,8 +232,11 @@ def test_rank_bm25_missing_gives_install_hint(monkeypatch) -> None:
         BM25KeywordIndex(engine="rank_bm25")
 
 
-def test_token_arrays_are_int32(index: BM25KeywordIndex) -> None:
-    assert all(a.dtype == np.int32 for a in index._tokens.values())
+def test_terms_of_every_chunk_share_one_narrow_array(index: BM25KeywordIndex) -> None:
+    flat, offsets = index._tokens.packed()
+    assert flat.dtype == np.uint16  # the vocabulary is far below 65,536 terms
+    assert len(offsets) == len(index) + 1
+    assert offsets[-1] == len(flat)
 
 
 @pytest.mark.parametrize(

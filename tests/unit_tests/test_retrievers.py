@@ -242,10 +242,10 @@ def test_dense_leg_builds_no_documents_for_candidates(parts, monkeypatch) -> Non
     copies = 0
     real = matrix._copy_document
 
-    def counting(doc):
+    def counting(*args):
         nonlocal copies
         copies += 1
-        return real(doc)
+        return real(*args)
 
     monkeypatch.setattr(matrix, "_copy_document", counting)
     r = HybridRetriever(vector_store=store, keyword_index=bm25, exact_index=exact, fetch_k=50)
