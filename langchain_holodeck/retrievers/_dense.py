@@ -31,6 +31,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import is_window, window_parent
+from langchain_holodeck.embeddings.windows import stored_windows
 
 logger = logging.getLogger(__name__)
 
@@ -154,9 +155,10 @@ class DenseLeg:
         """Relevance in [0, 1] of ``ids`` for ``query`` (chunks the leg did not rank).
 
         The id-search path looks the stored vectors up (``documents`` unused); any other
-        store embeds the query and the texts of ``documents`` with ``store.embeddings`` and
-        takes the cosine clipped to [0, 1]. Ids whose similarity cannot be computed (no
-        document, no ``embeddings``) are absent.
+        store embeds the query and the texts of ``documents`` with ``store.embeddings`` (each
+        model window, when the model keeps windows, keeping the best) and takes the cosine
+        clipped to [0, 1]. Ids whose similarity cannot be computed (no document, no
+        ``embeddings``) are absent.
         """
         if not ids:
             return {}
@@ -168,8 +170,15 @@ class DenseLeg:
         if embeddings is None or not known:
             return {}
         vector = result.vector or embeddings.embed_query(query)
-        vectors = embeddings.embed_documents([documents[i].page_content for i in known])
-        return {i: _cosine01(vector, v) for i, v in zip(known, vectors, strict=True)}
+        texts = [[documents[i].page_content] for i in known]
+        window_texts = stored_windows(embeddings)
+        if window_texts is not None:  # a chunk's similarity is its best window's
+            texts = window_texts([t for (t,) in texts])
+        vectors = iter(embeddings.embed_documents([t for windows in texts for t in windows]))
+        return {
+            i: max(_cosine01(vector, next(vectors)) for _ in windows)
+            for i, windows in zip(known, texts, strict=True)
+        }
 
     @property
     def needs_documents(self) -> bool:

@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import window_id
 from langchain_holodeck.vectorstores import _matrix_io, _quantized
 from langchain_holodeck.vectorstores._columns import DocumentColumns, copy_metadata
 
@@ -541,17 +542,28 @@ class MatrixVectorStore(VectorStore):
     ) -> dict[str, float]:
         """Relevance scores (cosine clipped to [0, 1]) of the stored ``ids`` for ``embedding``.
 
-        Unknown ids are absent from the result.
+        A chunk stored with model windows (entries ``<id>:w<n>``) scores its best window, as
+        the dense search ranks it. Unknown ids are absent from the result.
         """
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
         with self._lock:
-            found = [(i, r) for i in ids if (r := self._rows.get(i)) is not None]
+            found: list[tuple[str, int]] = []
+            for doc_id in ids:
+                row = self._rows.get(doc_id)
+                n = 1
+                while row is not None:
+                    found.append((doc_id, row))
+                    row = self._rows.get(window_id(doc_id, n))
+                    n += 1
             if not found:
                 return {}
             scores = self._buffer[[r for _, r in found]] @ unit
-        return {i: _clip_unit(float(s)) for (i, _), s in zip(found, scores, strict=True)}
+        out: dict[str, float] = {}
+        for (doc_id, _), score in zip(found, scores, strict=True):
+            out[doc_id] = max(out.get(doc_id, 0.0), _clip_unit(float(score)))
+        return out
 
     def _top_rows(
         self,

@@ -157,3 +157,22 @@ def test_a_model_without_windows_writes_chunks_only() -> None:
     store = MatrixVectorStore(HashingEmbeddings())
     sync_documents(_docs(LONG), store, namespace="kb")
     assert _ids(store) == {stable_id("kb", "a.md_chunk_0")}
+
+
+@pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)
+def test_a_keyword_only_hit_is_held_to_the_threshold_by_its_best_window(
+    store: VectorStore,
+) -> None:
+    from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
+
+    sync_documents(_docs(LONG, SHORT), store, namespace="kb")
+    long_id = stable_id("kb", "a.md_chunk_0")
+    leg = DenseLeg(store, {})
+    documents = {d.id: d for d in store.get_by_ids([long_id]) if d.id}
+    vector = store.embeddings.embed_query(TAIL)  # type: ignore[union-attr]  # set above
+    for result in (
+        DenseResult(hits=[], kind="relevance"),  # the store's embeddings embed the windows
+        DenseResult(hits=[], kind="relevance", vector=vector),  # MatrixVectorStore: lookups
+    ):
+        found = leg.similarities(result, TAIL, [long_id], documents)
+        assert found[long_id] == pytest.approx(1.0, abs=1e-5)  # the tail window, not the first
