@@ -144,7 +144,7 @@ def main() -> None:
     rows.append((f"**HierarchicalDocumentTool (ours, {label})**", scores(runs, pairs)))
     print(f"(ours: {secs:.0f} s for {len(pairs)} queries)")
     if not args.no_peer:  # the peers embed each function whole (truncated at 256)
-        rows += peers(pairs, docs, emb if args.long_text == "first" else DiskCachedMiniLM())
+        rows += peers(pairs, docs, emb.truncating())
     print("\n| retriever | Pass@5 | Pass@10 | Pass@20 | nDCG@10 |\n|---|---:|---:|---:|---:|")
     for label, values in rows:
         print(f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + " |")

@@ -5,7 +5,8 @@
 Corpora: each structure fixture (tests/data/structure, tests/data/legal) and each of three
 license texts every Debian system ships (/usr/share/common-licenses: GPL-3, Apache-2.0,
 MPL-2.0), one corpus per document, ingested by the default ``HierarchicalDocumentTool``
-(real all-MiniLM-L6-v2, vectors cached in ~/.cache/holodeck-bench/minilm).
+(real all-MiniLM-L6-v2, vectors cached in ~/.cache/holodeck-bench/minilm; ours stores model
+windows of 128 word pieces as the default embedder does, the peer embeds each chunk whole).
 
 (b) ``Section X`` for every labelled section: the fixtures' hand-labelled ``section_id``s
 (``*.expected.json``) and, for the licenses, their numbered sections listed by hand below.
@@ -140,7 +141,7 @@ def build(path: Path, emb: DiskCachedMiniLM, work: Path) -> tuple[Search, Search
         Document(id=d.id, page_content=d.page_content, metadata=d.metadata)
         for d in scan_documents(retriever.vector_store, namespace=None)
     ]
-    store = InMemoryVectorStore(emb)
+    store = InMemoryVectorStore(emb.truncating())  # the peer embeds each chunk whole
     store.add_documents(chunks)
     peer = EnsembleRetriever(
         retrievers=[
@@ -168,7 +169,7 @@ def defines(doc: Document | None, term: str) -> bool:
 
 def main() -> None:
     logging.basicConfig(level=logging.ERROR)
-    emb = DiskCachedMiniLM()
+    emb = DiskCachedMiniLM(long_text="best")  # as the tool's default embedder: model windows
     rows = []
     misses: list[str] = []
     totals = {"sections": [0, 0, 0], "terms": [0, 0, 0]}

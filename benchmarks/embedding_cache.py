@@ -6,6 +6,7 @@ a benchmark embeds each text once across runs; ``embed_documents`` computes only
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from collections.abc import Sequence
@@ -79,6 +80,12 @@ class DiskCachedMiniLM(Embeddings):
             for (k, _), vec in zip(part, vectors, strict=True):
                 self._table[k] = vec
             self.computed += len(part)
+
+    def truncating(self) -> DiskCachedMiniLM:
+        """The same cache (shared), embedding each text whole, truncated at 256: the peers'."""
+        twin = copy.copy(self)
+        twin.long_text = "first"
+        return twin
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         """Each text cut into the model's windows (254 word pieces, 32 shared)."""
