@@ -337,7 +337,7 @@ _NOT_ON_WINDOWS = frozenset(
 """Chunk metadata a window entry does not carry: the file record and the chunk's own keys."""
 
 
-def window_documents(
+def _window_documents(
     chunks: Sequence[Document], window_texts: WindowTexts
 ) -> dict[str, list[Document]]:
     """Each long chunk's further model windows as entries of their own; sets ``window_count``.
@@ -445,7 +445,7 @@ def sync_documents(
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
     window_texts = stored_windows(getattr(vector_store, "embeddings", None))
-    windows = window_documents(to_write, window_texts) if window_texts else {}
+    windows = _window_documents(to_write, window_texts) if window_texts else {}
 
     written, errors, failed = _write(vector_store, to_write, windows, batch_size, on_batch)
     written_ids = {doc.id for doc in written}
@@ -512,7 +512,9 @@ def _write(
     the number of chunks not written.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
-    window_ok, errors, _ = _write_batches(vector_store, entries, batch_size, None)
+    window_ok, errors, _ = _write_batches(
+        vector_store, entries, batch_size, None, what="model windows"
+    )
     window_ids = {w.id for w in window_ok}
     without = [
         c for c in chunks if any(w.id not in window_ids for w in windows.get(c.id or "", ()))
@@ -553,6 +555,7 @@ def _write_batches(
     chunks: Sequence[Document],
     batch_size: int,
     on_batch: Callable[[int], None] | None,
+    what: str = "chunks",
 ) -> tuple[list[Document], list[str], int]:
     written: list[Document] = []
     errors: list[str] = []
@@ -563,7 +566,7 @@ def _write_batches(
         except Exception as error:  # one bad batch never stops the rest
             failed += len(batch)
             first = batch[0].metadata.get("source_path")
-            line = f"batch of {len(batch)} chunks from {first!r}: {sanitize_error(error)}"
+            line = f"batch of {len(batch)} {what} from {first!r}: {sanitize_error(error)}"
             logger.warning("sync: %s", line)
             errors.append(line)
         else:
