@@ -14,9 +14,9 @@ Three paths, chosen by what the store can do (never by its name):
   own meaning; they are oriented (higher is better) for score fusion only.
 
 On every path, a model window's hit (id ``<chunk id>:w<n>``, see ``_chunk``) counts for its
-chunk: each chunk keeps its best-scoring entry, so its dense score is its best window's. Once a
-store has answered with windows, the leg asks it for twice ``k`` entries, so ``k`` chunks
-remain after the merge.
+chunk: each chunk keeps its best-scoring entry, so its dense score is its best window's. When
+the store's model keeps windows, or once the store has answered with windows, the leg asks it
+for twice ``k`` entries, so ``k`` chunks remain after the merge.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ class DenseLeg:
         self.search_kwargs = dict(search_kwargs)
         self.path = "ids" if isinstance(store, IdVectorSearch) else "documents"
         self._no_relevance = False
-        self._windows = False
+        # a store whose model keeps windows holds them; any other learns it from its answers
+        self._windows = stored_windows(getattr(store, "embeddings", None)) is not None
 
     def _fetch(self, k: int) -> int:
         """Entries to ask the store for, so ``k`` chunks remain once windows are merged."""

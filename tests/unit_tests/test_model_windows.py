@@ -176,3 +176,15 @@ def test_a_keyword_only_hit_is_held_to_the_threshold_by_its_best_window(
     ):
         found = leg.similarities(result, TAIL, [long_id], documents)
         assert found[long_id] == pytest.approx(1.0, abs=1e-5)  # the tail window, not the first
+
+
+def test_the_first_search_already_returns_k_chunks() -> None:
+    from langchain_holodeck.retrievers._dense import DenseLeg
+
+    store = MatrixVectorStore(WindowedHashingEmbeddings())
+    sync_documents(_docs(LONG, SHORT, HEAD), store, namespace="kb")
+    # LONG's two further windows are the best entries: asked for 3 entries, the store would
+    # give 2 chunks; a model that keeps windows makes the leg ask for twice as many
+    hits = DenseLeg(store, {}).search(f"{MIDDLE} {TAIL}", 3).hits
+    assert hits[0][0] == stable_id("kb", "a.md_chunk_0")
+    assert len({doc_id for doc_id, _ in hits}) == len(hits) == 3
