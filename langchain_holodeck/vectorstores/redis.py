@@ -31,6 +31,7 @@ from redisvl.query.filter import FilterExpression
 from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
+from langchain_holodeck._chunk import WINDOW_COUNT, window_id
 from langchain_holodeck.backends.base import check_native_hybrid_args
 from langchain_holodeck.search_strategy import NativeHit
 from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
@@ -393,20 +394,33 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """Relevance scores in [0, 1] of the stored ``ids`` for ``embedding`` (one pipeline).
 
         The distance is computed here with the index's metric from the stored vectors, and
-        mapped to [0, 1] as in ``similarity_search_with_relevance_scores``. Unknown ids are
-        absent from the result.
+        mapped to [0, 1] as in ``similarity_search_with_relevance_scores``. A chunk stored with
+        model windows (``window_count`` in its metadata; entries ``<id>:w<n>``) scores its best
+        window, as the dense search ranks it (a second pipeline reads the windows). Unknown ids
+        are absent from the result.
         """
         if not ids:
             return {}
         with self._index.client.pipeline(transaction=False) as pipe:
             for doc_id in ids:
-                pipe.hget(self._key(doc_id), EMBEDDING_FIELD)
-            blobs = pipe.execute()
+                pipe.hmget(self._key(doc_id), [EMBEDDING_FIELD, METADATA_FIELD])
+            rows = pipe.execute()
+        windows = [
+            (doc_id, window_id(doc_id, n))
+            for doc_id, (_, meta) in zip(ids, rows, strict=True)
+            for n in range(1, int(_meta(meta).get(WINDOW_COUNT) or 0) + 1)
+        ]
+        blobs = [(doc_id, blob) for doc_id, (blob, _) in zip(ids, rows, strict=True)]
+        if windows:
+            with self._index.client.pipeline(transaction=False) as pipe:
+                for _, key in windows:
+                    pipe.hget(self._key(key), EMBEDDING_FIELD)
+                blobs += [(i, b) for (i, _), b in zip(windows, pipe.execute(), strict=True)]
         query = np.asarray(embedding, dtype=np.float32)
         metric = str(self.config.distance_metric).upper()
         relevance = self._select_relevance_score_fn()
         out: dict[str, float] = {}
-        for doc_id, blob in zip(ids, blobs, strict=True):
+        for doc_id, blob in blobs:
             if blob is None:
                 continue
             vector = np.frombuffer(blob, dtype=np.float32)
@@ -417,7 +431,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             else:
                 norms = float(np.linalg.norm(vector) * np.linalg.norm(query))
                 distance = 1.0 - (float(vector @ query) / norms if norms > 0 else 0.0)
-            out[doc_id] = relevance(distance)
+            out[doc_id] = max(out.get(doc_id, 0.0), relevance(distance))
         return out
 
     def similarity_search_with_score_by_vector(  # type: ignore[override]

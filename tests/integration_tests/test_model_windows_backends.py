@@ -51,6 +51,12 @@ def test_redis_dense_leg_finds_the_tail_and_keyword_leg_skips_windows(
     assert [h.page_content for h in hits] == [LONG, SHORT]
     assert hits[0].metadata["semantic_score"] == pytest.approx(1.0, abs=1e-5)
 
+    # min_similarity_score reads a keyword-only hit's best window, as the dense leg ranks it
+    vector = store.embeddings.embed_query(TAIL)
+    similar = store.similarity_by_ids(vector, [long_id, stable_id("kb", "a.md_chunk_1")])
+    assert similar[long_id] == pytest.approx(1.0, abs=1e-5)
+    assert similar[stable_id("kb", "a.md_chunk_1")] < 0.5
+
     native = HybridRetriever(
         vector_store=store, keyword_index=keywords, k=2, search_strategy="native"
     )
