@@ -17,7 +17,7 @@ from langchain_holodeck.embeddings.windows import (
     LongTextMode,
     check_long_text,
     combine_windows,
-    token_windows,
+    window_substrings,
 )
 
 if TYPE_CHECKING:
@@ -180,14 +180,10 @@ class LocalEmbeddings(Embeddings):
         if not getattr(tokenizer, "is_fast", False) or size <= self.window_overlap:
             return [[t] for t in texts]  # no offsets: sentence-transformers truncates
         encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
-        pieces = []
-        for text, offsets in zip(texts, encoded["offset_mapping"], strict=True):
-            windows = token_windows(len(offsets), size=size, overlap=self.window_overlap)
-            if len(windows) == 1:
-                pieces.append([text])
-                continue
-            pieces.append([text[offsets[s][0] : offsets[e - 1][1]] for s, e in windows])
-        return pieces
+        return [
+            window_substrings(text, offsets, size=size, overlap=self.window_overlap)
+            for text, offsets in zip(texts, encoded["offset_mapping"], strict=True)
+        ]
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         """Each text cut into the windows the model reads whole, as substrings of the text."""

@@ -23,6 +23,7 @@ from langchain_holodeck.embeddings.windows import (
     check_long_text,
     combine_windows,
     token_windows,
+    window_substrings,
 )
 
 if TYPE_CHECKING:
@@ -259,17 +260,11 @@ class OnnxEmbeddings(Embeddings):
         """
         _, tokenizer = self._load()
         size = self.document_window - 2
-        out = []
-        for text, encoding in zip(
-            texts, tokenizer.encode_batch(list(texts), add_special_tokens=False), strict=True
-        ):
-            offsets = encoding.offsets
-            spans = token_windows(len(offsets), size=size, overlap=self.window_overlap)
-            if len(spans) == 1:
-                out.append([text])
-            else:
-                out.append([text[offsets[s][0] : offsets[e - 1][1]] for s, e in spans])
-        return out
+        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [
+            window_substrings(text, e.offsets, size=size, overlap=self.window_overlap)
+            for text, e in zip(texts, encodings, strict=True)
+        ]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         pooled: LongTextMode = "mean" if self.long_text == "mean" else "first"

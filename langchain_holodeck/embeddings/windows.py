@@ -17,7 +17,7 @@ A query is one vector in every mode: the mean of its windows (``"first"``: its f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -74,6 +74,20 @@ def token_windows(n_tokens: int, *, size: int, overlap: int = 0) -> list[tuple[i
         start += step
     windows.append((n_tokens - size, n_tokens))
     return windows
+
+
+def window_substrings(
+    text: str, offsets: Sequence[tuple[int, int]], *, size: int, overlap: int
+) -> list[str]:
+    """``text`` cut into windows of ``size`` tokens, given each token's ``(start, end)`` offsets.
+
+    Each window is the substring from its first token's start to its last token's end (the
+    text itself when it fits one window); consecutive windows share ``overlap`` tokens.
+    """
+    spans = token_windows(len(offsets), size=size, overlap=overlap)
+    if len(spans) == 1:
+        return [text]
+    return [text[offsets[s][0] : offsets[e - 1][1]] for s, e in spans]
 
 
 def combine_windows(vectors: np.ndarray, mode: LongTextMode = "mean") -> np.ndarray:

@@ -272,6 +272,24 @@ def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
     assert float(windowed @ np.asarray(onnx.embed_query(long))) >= 0.998
 
 
+def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
+    long = " ".join(
+        f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
+    )
+    local = LocalEmbeddings(window_tokens=128)
+    windows = local.window_texts([long, "short text"])
+    assert windows == OnnxEmbeddings().window_texts([long, "short text"])
+    assert len(windows[0]) > 3
+    assert windows[1] == ["short text"]
+    assert long.startswith(windows[0][0])
+    assert long.endswith(windows[0][-1])
+    # a document is its first window; a query keeps the model's whole window
+    np.testing.assert_allclose(
+        local.embed_documents([long])[0], local.embed_documents([windows[0][0]])[0], atol=1e-5
+    )
+    assert LocalEmbeddings().window_texts([long])[0] != windows[0]  # None: max_seq_length
+
+
 def test_committed_reference_vectors_are_the_torch_models() -> None:
     import json
 
