@@ -445,7 +445,9 @@ def sync_documents(
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
     window_texts = stored_windows(getattr(vector_store, "embeddings", None))
-    windows = _window_documents(to_write, window_texts) if window_texts else {}
+    windows = _window_documents([*plan.add, *plan.update], window_texts) if window_texts else {}
+    for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
+        chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 
     written, errors, failed = _write(vector_store, to_write, windows, batch_size, on_batch)
     written_ids = {doc.id for doc in written}

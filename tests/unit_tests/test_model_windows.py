@@ -188,3 +188,31 @@ def test_the_first_search_already_returns_k_chunks() -> None:
     hits = DenseLeg(store, {}).search(f"{MIDDLE} {TAIL}", 3).hits
     assert hits[0][0] == stable_id("kb", "a.md_chunk_0")
     assert len({doc_id for doc_id, _ in hits}) == len(hits) == 3
+
+
+class _CountsWrites(MatrixVectorStore):
+    """Records the ids of every write."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.written: list[str] = []
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        self.written += [d.id or "" for d in documents]
+        return super().add_documents(documents, **kwargs)
+
+
+def test_a_touched_file_rewrites_its_record_but_not_the_windows() -> None:
+    store = _CountsWrites(WindowedHashingEmbeddings())
+    docs = _docs(LONG, SHORT)
+    sync_documents(docs, store, namespace="kb")
+    store.written.clear()
+    for doc in docs:
+        doc.metadata["mtime"] = 2.0  # the file was touched: same text, a new record
+    result = sync_documents(docs, store, namespace="kb")
+    long_id = stable_id("kb", "a.md_chunk_0")
+    assert (result.skipped, result.deleted) == (2, 0)
+    assert store.written == [long_id]  # chunk 0, the record; its windows are unchanged
+    (chunk,) = store.get_by_ids([long_id])
+    assert chunk.metadata["window_count"] == 2
+    assert {f"{long_id}:w1", f"{long_id}:w2"} <= _ids(store)
