@@ -86,7 +86,7 @@ class DenseLeg:
         # a store whose model keeps windows holds them; any other learns it from its answers
         self._windows = stored_windows(getattr(store, "embeddings", None)) is not None
 
-    def _fetch(self, k: int) -> int:
+    def entries_for(self, k: int) -> int:
         """Entries to ask the store for, so ``k`` chunks remain once windows are merged."""
         return 2 * k if self._windows else k
 
@@ -102,7 +102,7 @@ class DenseLeg:
         if self.path == "ids":
             vector = self._embeddings().embed_query(query)
             return self._by_vector(vector, k)
-        fetch = self._fetch(k)
+        fetch = self.entries_for(k)
         if not self._no_relevance:
             try:
                 pairs = self.store.similarity_search_with_relevance_scores(
@@ -119,7 +119,7 @@ class DenseLeg:
         if self.path == "ids":
             vector = await self._embeddings().aembed_query(query)
             return self._by_vector(vector, k)
-        fetch = self._fetch(k)
+        fetch = self.entries_for(k)
         if not self._no_relevance:
             try:
                 pairs = await self.store.asimilarity_search_with_relevance_scores(
@@ -133,7 +133,7 @@ class DenseLeg:
 
     def _by_vector(self, vector: list[float], k: int) -> DenseResult:
         store: IdVectorSearch = self.store  # type: ignore[assignment]  # path == "ids" checked it
-        hits = store.search_ids_by_vector(vector, self._fetch(k), **self.search_kwargs)
+        hits = store.search_ids_by_vector(vector, self.entries_for(k), **self.search_kwargs)
         result = DenseResult(hits=_best_per_chunk(hits), kind="relevance", vector=list(vector))
         return self._merged(result, k, len(hits))
 
@@ -171,15 +171,15 @@ class DenseLeg:
         if embeddings is None or not known:
             return {}
         vector = result.vector or embeddings.embed_query(query)
-        texts = [[documents[i].page_content] for i in known]
+        texts = [documents[i].page_content for i in known]
         window_texts = stored_windows(embeddings)
-        if window_texts is not None:  # a chunk's similarity is its best window's
-            texts = window_texts([t for (t,) in texts])
-        vectors = iter(embeddings.embed_documents([t for windows in texts for t in windows]))
-        return {
-            i: max(_cosine01(vector, next(vectors)) for _ in windows)
-            for i, windows in zip(known, texts, strict=True)
-        }
+        windows = window_texts(texts) if window_texts else [[t] for t in texts]
+        owners = [i for i, pieces in zip(known, windows, strict=True) for _ in pieces]
+        vectors = embeddings.embed_documents([t for pieces in windows for t in pieces])
+        out: dict[str, float] = {}
+        for doc_id, v in zip(owners, vectors, strict=True):  # a chunk: its best window
+            out[doc_id] = max(out.get(doc_id, 0.0), _cosine01(vector, v))
+        return out
 
     @property
     def needs_documents(self) -> bool:

@@ -384,7 +384,7 @@ class HybridRetriever(BaseRetriever):
     def _native_call(self, query: str, k: int, fetch: int) -> Call:
         store: Any = self.vector_store  # validated: it implements NativeHybridSearch
         kwargs = {
-            "k": 2 * k,  # a chunk and its model windows may each take a row
+            "k": self._dense().entries_for(k),  # a chunk and its model windows: a row each
             "fetch_k": fetch,
             "weights": (self.weights[0], self.weights[1]),
             "rrf_k": self.rrf_k,
