@@ -86,6 +86,23 @@ class WindowedHashingEmbeddings(HashingEmbeddings):
         return super().embed_documents([w[0] for w in self.window_texts(list(texts))])
 
 
+WINDOW_HEAD = "alpha bravo charlie delta echo foxtrot golf hotel"
+WINDOW_MIDDLE = "india juliet kilo lima mike november oscar papa"
+WINDOW_TAIL = "replicator dispenses earl grey tea hot always ready"
+LONG_CHUNK = f"{WINDOW_HEAD} {WINDOW_MIDDLE} {WINDOW_TAIL}"
+"""Three windows of ``WindowedHashingEmbeddings``' eight words."""
+SHORT_CHUNK = "shuttle bay doors sealed before launch pilots confirm"
+"""One window."""
+
+
+def chunk_documents(*texts: str, source: str = "a.md") -> list[Document]:
+    """One Document per text, chunks 0, 1, ... of ``source``."""
+    return [
+        Document(page_content=t, metadata={"source": source, "chunk_index": i})
+        for i, t in enumerate(texts)
+    ]
+
+
 def redis_url_or_skip() -> str:
     """``REDIS_URL``, or skip — unless ``HOLODECK_REQUIRE_REDIS=1``, where a missing URL fails."""
     url = os.environ.get("REDIS_URL")

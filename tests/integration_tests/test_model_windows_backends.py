@@ -8,20 +8,19 @@ from langchain_core.documents import Document
 
 from langchain_holodeck import HybridRetriever
 from langchain_holodeck.sync import stable_id, sync_documents
-from tests.helpers import WindowedHashingEmbeddings
+from tests.helpers import (
+    LONG_CHUNK,
+    SHORT_CHUNK,
+    WINDOW_TAIL,
+    WindowedHashingEmbeddings,
+    chunk_documents,
+)
 
-HEAD = "alpha bravo charlie delta echo foxtrot golf hotel"
-MIDDLE = "india juliet kilo lima mike november oscar papa"
-TAIL = "replicator dispenses earl grey tea hot always ready"
-LONG = f"{HEAD} {MIDDLE} {TAIL}"
-SHORT = "shuttle bay doors sealed before launch pilots confirm"
+LONG, SHORT, TAIL = LONG_CHUNK, SHORT_CHUNK, WINDOW_TAIL
 
 
 def _docs() -> list[Document]:
-    return [
-        Document(page_content=t, metadata={"source": "a.md", "chunk_index": i})
-        for i, t in enumerate((LONG, SHORT))
-    ]
+    return chunk_documents(LONG, SHORT)
 
 
 def test_redis_dense_leg_finds_the_tail_and_keyword_leg_skips_windows(

@@ -16,20 +16,20 @@ from langchain_holodeck import BM25KeywordIndex, HybridRetriever, MatrixVectorSt
 from langchain_holodeck._chunk import window_id, window_parent
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.vectorstores import scan_documents
-from tests.helpers import HashingEmbeddings, WindowedHashingEmbeddings
+from tests.helpers import (
+    LONG_CHUNK,
+    SHORT_CHUNK,
+    WINDOW_HEAD,
+    WINDOW_MIDDLE,
+    WINDOW_TAIL,
+    HashingEmbeddings,
+    WindowedHashingEmbeddings,
+    chunk_documents,
+)
 
-HEAD = "alpha bravo charlie delta echo foxtrot golf hotel"
-MIDDLE = "india juliet kilo lima mike november oscar papa"
-TAIL = "replicator dispenses earl grey tea hot always ready"
-LONG = f"{HEAD} {MIDDLE} {TAIL}"  # three windows of eight words
-SHORT = "shuttle bay doors sealed before launch pilots confirm"
-
-
-def _docs(*texts: str, source: str = "a.md") -> list[Document]:
-    return [
-        Document(page_content=t, metadata={"source": source, "chunk_index": i})
-        for i, t in enumerate(texts)
-    ]
+HEAD, MIDDLE, TAIL = WINDOW_HEAD, WINDOW_MIDDLE, WINDOW_TAIL
+LONG, SHORT = LONG_CHUNK, SHORT_CHUNK
+_docs = chunk_documents
 
 
 def _stores() -> list[VectorStore]:
