@@ -26,10 +26,6 @@ MANIFEST = "manifest.json"
 """The file whose presence in ``store_dir`` means a saved store."""
 
 
-def _in_namespace(namespace: str) -> Any:
-    return lambda doc: doc.metadata.get("namespace") == namespace
-
-
 @register_backend
 class MemoryBackend(Backend):
     """``provider: in-memory``: a ``MatrixVectorStore``; persistent when given a ``store_dir``."""
@@ -89,7 +85,9 @@ class MemoryBackend(Backend):
         if not isinstance(store, MatrixVectorStore):
             return super().iter_documents(store, namespace=namespace)
         docs = store.iter_documents()
-        return docs if namespace is None else (d for d in docs if _in_namespace(namespace)(d))
+        if namespace is None:
+            return docs
+        return (d for d in docs if d.metadata.get("namespace") == namespace)
 
 
 @register_keyword_index
