@@ -43,6 +43,8 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
 _SNIFF_BYTES = 8192
+_SHOWN_KINDS = 8
+"""Extensions the skip summary names before ``...``."""
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16: it starts with the UTF-16-LE BOM
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -83,8 +85,12 @@ class SourceLoader(BaseLoader):
     text; no plugins, no network).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
-    Hidden files and directories (name starting with ``.``) are ignored. Skipped with a
-    WARNING naming the file: unsupported extensions, empty files (0 bytes, or only
+    Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the
+    paths of ``exclude`` (a store directory inside the source) are ignored. Files of an
+    unsupported extension are skipped with one WARNING per walk that counts them by
+    extension (``Skipping 246 files of unsupported types: png 183, svg 56, ...``), each named
+    at DEBUG; a loader repeating the same walk does not warn again. Skipped with a
+    WARNING naming the file: empty files (0 bytes, or only
     whitespace once converted), binary content under a text extension (NUL bytes, or
     not decodable), non-regular files, and symlinks resolving outside the source. A file
     over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
@@ -119,6 +125,8 @@ class SourceLoader(BaseLoader):
             ``"raise"`` raises ``DocumentLoadError``.
         max_file_bytes: Size above which a file is warned about (it is still loaded).
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
+        exclude: Files or directories never loaded (relative ones resolve like ``source``),
+            e.g. a store directory that lies inside the source.
 
     Instantiate:
         ```python
@@ -152,6 +160,7 @@ class SourceLoader(BaseLoader):
         on_error: Literal["raise", "skip"] = "skip",
         max_file_bytes: int = 100 * 1024**2,
         encoding_fallbacks: Sequence[str] = ("cp1252",),
+        exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if not os.fspath(source):
             msg = "source must be a file or directory path, got ''."
@@ -182,6 +191,8 @@ class SourceLoader(BaseLoader):
         self.on_error = on_error
         self.max_file_bytes = max_file_bytes
         self.encoding_fallbacks = tuple(encoding_fallbacks)
+        self.exclude = tuple(exclude)
+        self._reported_skips: str | None = None
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
 
@@ -273,7 +284,14 @@ class SourceLoader(BaseLoader):
             )
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
-            found = [(f"{shown}/{rel}" if shown != "." else rel, path) for rel, path in _walk(root)]
+            excluded = {
+                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), p))
+                for p in self.exclude
+            }
+            found = [
+                (f"{shown}/{rel}" if shown != "." else rel, path)
+                for rel, path in _walk(root, excluded)
+            ]
         else:
             found = [(shown, root)]
         files: list[SourceFile] = []
@@ -282,7 +300,7 @@ class SourceLoader(BaseLoader):
             ext = os.path.splitext(path)[1].lower().lstrip(".")
             if ext not in SUPPORTED_FILE_TYPES:
                 unsupported[f".{ext}" if ext else "(no extension)"] += 1
-                logger.warning("Skipping %s: unsupported file type %r.", source_path, ext)
+                logger.debug("Skipping %s: unsupported file type %r.", source_path, ext)
                 continue
             try:
                 st = os.stat(path)
@@ -300,8 +318,25 @@ class SourceLoader(BaseLoader):
                 f"supported types: {', '.join(sorted(SUPPORTED_FILE_TYPES))}."
             )
             raise NoSupportedFilesError(msg)
+        if unsupported:
+            self._report_skips(unsupported)
         files.sort(key=lambda f: f.source_path)
         return files
+
+    def _report_skips(self, unsupported: Counter[str]) -> None:
+        """One WARNING counting the unsupported files by extension; DEBUG when repeated."""
+        kinds = [(ext.lstrip("."), n) for ext, n in unsupported.most_common()]
+        shown = ", ".join(f"{ext} {n}" for ext, n in kinds[:_SHOWN_KINDS])
+        if len(kinds) > _SHOWN_KINDS:
+            shown += ", ..."
+        total = sum(unsupported.values())
+        summary = (
+            f"Skipping {total} file{'s' if total != 1 else ''} of unsupported types: {shown} "
+            "(DEBUG logging lists them; holodeck-rag -v)."
+        )
+        level = logging.DEBUG if summary == self._reported_skips else logging.WARNING
+        self._reported_skips = summary
+        logger.log(level, "%s", summary)
 
     # ------------------------------------------------------------------ reading
     def _read(self, file: SourceFile) -> str | None:
@@ -454,8 +489,10 @@ def _inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
 
 
-def _walk(root: str) -> list[tuple[str, str]]:
+def _walk(root: str, excluded: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """(posix path relative to root, absolute lexical path) of every regular file below root.
+
+    Entries whose real path is in ``excluded`` are left out, directories with all they hold.
 
     Real entries are walked first; symlinks are resolved afterwards in sorted order, so a
     target reachable directly keeps its direct path. Each real file and directory is
@@ -471,6 +508,9 @@ def _walk(root: str) -> list[tuple[str, str]]:
         if not dirs:
             links.sort(reverse=True)
             rel, path = links.pop()
+            if os.path.realpath(path) in excluded:
+                logger.debug("Ignoring symlink %s: it resolves to an excluded path.", rel)
+                continue
             _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs)
             continue
         prefix, dir_path, dir_real = dirs.pop()
@@ -484,6 +524,8 @@ def _walk(root: str) -> list[tuple[str, str]]:
             rel = prefix + entry.name
             if entry.name.startswith("."):
                 logger.debug("Ignoring hidden %s.", rel)
+            elif os.path.join(dir_real, entry.name) in excluded:
+                logger.debug("Ignoring %s: excluded (a store directory).", rel)
             elif entry.is_symlink():
                 links.append((rel, entry.path))
             elif entry.is_dir(follow_symlinks=False):

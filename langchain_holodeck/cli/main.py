@@ -36,6 +36,7 @@ from langchain_holodeck.cli.chat import (
     search_text,
 )
 from langchain_holodeck.cli.regression import add_test_parser
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STORE = Path(".holodeck") / "store"
+DEFAULT_STORE = DEFAULT_STORE_DIR
 """Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
 DEFAULT_TOOL_NAME = "default"
 """Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
@@ -400,6 +401,7 @@ def _build_tool(target: _Target, store: Path, *, top_k: int | None = None) -> _D
         "project_dir": target.project_dir,
         "base_dir": target.base_dir,
         "store_dir": _tool_store_dir(store, config.name),
+        "exclude": [store],  # the store (ingest.json) may lie inside the source
     }
     if isinstance(config, HierarchicalDocumentToolConfig):
         return HierarchicalDocumentTool(config, **options)

@@ -32,12 +32,13 @@ from langchain_holodeck.config.models import (
     VectorStoreToolConfig,
     resolve_database_config,
 )
-from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR, corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.loaders import SourceLoader
 from langchain_holodeck.search_strategy import (
     SearchStrategy,
     choose_search_strategy,
@@ -80,6 +81,7 @@ class _DocumentTool(Generic[ConfigT]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         self._config: ConfigT = config
         self._embeddings = embeddings
@@ -88,6 +90,8 @@ class _DocumentTool(Generic[ConfigT]):
         self._home_dir = Path(home_dir) if home_dir is not None else None
         self._base_dir = Path(base_dir) if base_dir is not None else None
         self._store_dir = Path(store_dir) if store_dir is not None else None
+        self._exclude = tuple(Path(p).absolute() for p in exclude)
+        self._loader: SourceLoader | None = None
         self._retriever: BaseRetriever | None = None
         self._cache: ByteStore | None = None
         self._backend: Backend | None = None
@@ -135,6 +139,18 @@ class _DocumentTool(Generic[ConfigT]):
 
     def _source_base(self) -> Path | None:
         return self._config.base_dir if self._base_dir is None else self._base_dir
+
+    def _source_loader(self) -> SourceLoader:
+        """The source's loader, one per tool: it leaves out ``store_dir`` and ``exclude``.
+
+        One loader for the legacy check and every ingest, so a skip summary is logged once.
+        """
+        if self._loader is None:
+            own = () if self._store_dir is None else (self._store_dir.absolute(),)
+            self._loader = SourceLoader(
+                self._config.source, base_dir=self._source_base(), exclude=own + self._exclude
+            )
+        return self._loader
 
     def describe_storage(self) -> str:
         """One line: where the vectors live (no secret), as the backend describes it."""
@@ -258,7 +274,7 @@ class _DocumentTool(Generic[ConfigT]):
             on_progress=on_progress,
             reindex=reindex,
         )
-        result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
+        result = pipeline.invoke(self._source_loader(), force_ingest=force_ingest)
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
@@ -317,14 +333,13 @@ class _DocumentTool(Generic[ConfigT]):
         Probes by id: the chunk 0 of each current file under the old namespace, one batched
         ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
         """
-        from langchain_holodeck.loaders import SourceLoader
         from langchain_holodeck.sync import make_chunk_key, read_stored, stable_id
 
         legacy = legacy_namespace(self.name)
         if self.namespace == legacy:
             return
         try:
-            loader = SourceLoader(self._config.source, base_dir=self._source_base())
+            loader = self._source_loader()
             ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
             self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
         except Exception as error:  # a check, never a reason not to start (ingest reports)
@@ -539,13 +554,42 @@ def load_tools(
     project_dir: str | Path | None = None,
     home_dir: str | Path | None = None,
     embeddings: Embeddings | None = None,
+    store_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> list[VectorStoreTool | HierarchicalDocumentTool]:
-    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
+    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order.
+
+    The tools persist, as ``holodeck-rag`` does: a tool on the in-memory store saves its
+    vectors, keyword index and embedding cache under ``<store_dir>/<tool name>/`` after each
+    ``initialize``, and a later process loads them, embedding only what changed. The store
+    directory is left out of the tools' sources.
+
+    Args:
+        agent_yaml: The agent.yaml; relative sources resolve against its directory.
+        project_dir: Where ``.holodeck/config.yaml`` is looked up; default the working
+            directory.
+        home_dir: Where ``~/.holodeck/config.yaml`` is looked up; default the home directory.
+        embeddings: Overrides every tool's ``embedding_model``.
+        store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
+            ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
+            keep their vectors there; the root then holds only what they do not.
+        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...).
+
+    Example:
+        ```python
+        tool = load_tools("agent.yaml")[0]
+        await tool.initialize()  # first run embeds; a new process reuses .holodeck/store/
+        ```
+    """
     from langchain_holodeck.config.models import load_agent_config
 
     path = Path(agent_yaml)
     config = load_agent_config(path)
+    root = (
+        Path(store_dir)
+        if store_dir is not None
+        else Path(project_dir or Path.cwd()) / DEFAULT_STORE_DIR
+    )
     tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
     for tool_config in config.tools:
         cls = (
@@ -560,6 +604,7 @@ def load_tools(
                 project_dir=project_dir,
                 home_dir=home_dir,
                 base_dir=path.parent,
+                store_dir=root / tool_config.name,
                 **kwargs,
             )
         )
@@ -601,6 +646,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         super().__init__(
             config,
@@ -610,6 +656,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             home_dir=home_dir,
             base_dir=base_dir,
             store_dir=store_dir,
+            exclude=exclude,
         )
         self._llm = llm
         self._keywords: KeywordIndex | None = None
