@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import encodings
+import encodings.aliases
+import importlib
 import io
 import json
 import logging
 import os
 import re
 import stat
+import sys
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -181,11 +185,7 @@ class SourceLoader(BaseLoader):
             )
             raise TypeError(msg)
         for name in encoding_fallbacks:
-            try:
-                codecs.lookup(name)
-            except LookupError:
-                msg = f"encoding_fallbacks has an unknown encoding {name!r}."
-                raise ValueError(msg) from None
+            _check_encoding(name)
         self.source = source
         self.base_dir = base_dir
         self.on_error = on_error
@@ -465,6 +465,33 @@ def _json_code_block(text: str, source_path: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}json\n{body}\n{fence}\n"
+
+
+def _check_encoding(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` is a codec this interpreter can load.
+
+    A known codec whose module fails to import (an interpreter this user cannot read) is
+    reported as that, with the import error, not as an unknown encoding.
+    """
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        module = encodings.normalize_encoding(name).lower()
+        module = encodings.aliases.aliases.get(module, module)
+        if module not in set(encodings.aliases.aliases.values()):
+            msg = f"encoding_fallbacks has an unknown encoding {name!r}."
+            raise ValueError(msg) from None
+        try:
+            importlib.import_module(f"encodings.{module}")
+            reason = "the codec registry refused it"
+        except Exception as error:  # the reason is the message
+            reason = f"{type(error).__name__}: {error}"
+        msg = (
+            f"encoding_fallbacks: the codec {name!r} exists but its module encodings.{module} "
+            f"could not be loaded ({reason}); check that this user can read the Python "
+            f"installation at {sys.prefix!r}, or pass encoding_fallbacks=()."
+        )
+        raise ValueError(msg) from None
 
 
 def _codec(name: str) -> str:

