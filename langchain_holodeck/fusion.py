@@ -8,8 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 __all__ = ["convex_score_fusion", "reciprocal_rank_fusion"]
+
+Fusion = Literal["rrf", "convex"]
+DEFAULT_FUSION: Fusion = "convex"
+"""The default fusion of ``HybridRetriever`` and of the ``fusion`` config key: the best mean
+nDCG@10 over the tuning sets (SciFact train, code dev; ``benchmarks/bench_fusion_sweep.py``),
+ahead of RRF at every depth."""
+FUSION_NAMES: dict[str, str] = {
+    "convex": "convex score fusion",
+    "rrf": "reciprocal rank fusion",
+}
+"""How help texts, ``holodeck-rag tools`` and the docs name each ``fusion`` value."""
 
 
 def reciprocal_rank_fusion(

@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from langchain_core.documents import Document  # a runtime name: the agent reads run's hints
-
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
+    from langchain_core.documents import Document
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
@@ -173,6 +172,11 @@ def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
         if not documents:
             return f"No relevant results found for query: {query}", []
         return format_results(documents, hybrid=hybrid, max_chars=max_chars), documents
+
+    from langchain_core.documents import Document
+
+    # the agent reads run's hints: real types, not the strings of postponed annotations
+    run.__annotations__ = {"query": str, "return": tuple[str, list[Document]]}
 
     return StructuredTool.from_function(
         func=run,

@@ -41,6 +41,7 @@ from langchain_holodeck.cli.chat import (
 from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.corpus import DEFAULT_STORE_DIR
 from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
 if TYPE_CHECKING:
     from langchain_holodeck.config.models import (
@@ -63,11 +64,11 @@ MANIFEST_NAME = "ingest.json"
 MANIFEST_FORMAT = 1
 
 _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own documents."
-_INGEST_HELP = """\
+_INGEST_HELP = f"""\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results unless
-`search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
+BM25 keywords; exact section lookup; fused by {FUSION_NAMES[DEFAULT_FUSION]}; 5 results
+unless `search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
@@ -737,7 +738,11 @@ def _search_line(config: Any, backend: Any) -> str:
         weights=(weights.semantic, weights.keyword),
         backend=str(backend.provider),
     )
-    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    how = (
+        "the vector store fuses dense + keyword"
+        if strategy == "native"
+        else f"{FUSION_NAMES[config.fusion]} in-process"
+    )
     return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 

@@ -63,6 +63,7 @@ from langchain_holodeck.config._yaml import (
     substitute_env,
 )
 from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.fusion import DEFAULT_FUSION
 
 __all__ = [
     "AgentConfig",
@@ -226,15 +227,17 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     fetch_k: int = Field(default=300, ge=1, le=1000)
     """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
     are fetched. The default is where quality stopped improving on the tuning sets."""
-    fusion: Literal["rrf", "convex"] = "convex"
-    """``convex``: weighted sum of each leg's scores divided by its best (Bruch et al., 2023);
-    ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
+    fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
+    """How the legs are fused in-process (``search_strategy: fallback``): ``convex`` (convex
+    score fusion, the default) adds each leg's scores divided by its best, weighted (Bruch et
+    al., 2023); ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"
     """``native``: the vector store fuses dense and keyword search in one request (Redis,
-    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
-    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
+    Qdrant; by the engine's reciprocal rank fusion); ``fallback``: separate legs fused
+    in-process by ``fusion`` (convex score fusion by default); ``auto``: native when the
+    backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"

@@ -22,7 +22,7 @@ from langchain_holodeck._chunk import window_parent
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
-from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
+from langchain_holodeck.fusion import DEFAULT_FUSION, convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
@@ -43,9 +43,6 @@ MAX_K = 1000
 
 EXACT_BOOST = 1.0
 """The ``fused_score`` of a pinned exact hit: the top of the [0, 1] scale."""
-DEFAULT_FUSION: Literal["rrf", "convex"] = "convex"
-"""The default fusion: the best mean nDCG@10 over the tuning sets (SciFact train, code dev;
-``benchmarks/bench_fusion_sweep.py``), ahead of RRF at every depth."""
 DEFAULT_WEIGHTS = (0.7, 0.3, 0.2)
 """Default (semantic, keyword, exact) weights: alpha = 0.7 won the same sweep."""
 DEFAULT_FETCH_K = 300

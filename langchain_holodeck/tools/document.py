@@ -113,7 +113,8 @@ class _DocumentTool(Generic[ConfigT]):
         """True when ``initialize`` found chunks of the old namespace scheme (the tool name)."""
         self.search_strategy: SearchStrategy | None = None
         """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
-        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
+        keyword search in one request) or ``fallback`` (separate legs, fused in-process by the
+        config's ``fusion``: convex score fusion by default)."""
 
     @property
     def config(self) -> ConfigT:
@@ -619,7 +620,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     searched by a ``HybridRetriever``: a query naming "Section 203(a)" gets that section
     first, a defined term brings its definition, cross-references can be followed.
     ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
-    when the backend fuses them in one request (Redis, Qdrant), else ``fallback`` (RRF here).
+    when the backend fuses them in one request (Redis, Qdrant), else ``fallback`` (fused here by
+    ``fusion``, convex score fusion by default).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.

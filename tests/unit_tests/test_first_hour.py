@@ -267,3 +267,73 @@ def test_chat_with_a_model_on_the_base_install_gives_the_install_hint(tmp_path: 
     assert len(lines) == 1, lines
     assert lines[0].startswith("error: chat with a model: section needs langchain")
     assert lines[0].endswith('pip install "langchain-holodeck[agents]"')
+
+
+# -- 9. start-up: a command imports what it needs -----------------------------------------------
+def loaded_after(argv: list[str], modules: tuple[str, ...]) -> list[str]:
+    """Run ``main(argv)`` and list which of ``modules`` got imported."""
+    return [
+        f"import sys; from langchain_holodeck.cli import main; code = main({argv!r}); "
+        f"print(','.join(m for m in {modules!r} if m in sys.modules)); sys.exit(code)"
+    ]
+
+
+def test_version_imports_no_library(tmp_path: Path) -> None:
+    (code,) = loaded_after(["--version"], ("langchain_core", "numpy", "pydantic", "yaml"))
+    result = cli(tmp_path, python=code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"holodeck-rag {__import__('langchain_holodeck').__version__}",
+        "",
+    ]
+
+
+def test_a_one_shot_search_imports_no_other_backend(images: Path) -> None:
+    assert cli(images, "--store", "st3", "ingest", "docs").returncode == 0
+    heavy = (
+        "qdrant_client",
+        "langchain_qdrant",
+        "redis",
+        "opensearchpy",
+        "openai",
+        "cohere",
+        "langchain",
+        "langgraph",
+        "markitdown",
+        "torch",
+    )
+    (code,) = loaded_after(["--store", "st3", "search", "revoke a token"], heavy)
+    result = cli(images, python=code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == ""
+
+
+# -- 5. one story about fusion ------------------------------------------------------------------
+def test_every_text_says_the_fusion_the_code_does(images: Path) -> None:
+    from langchain_holodeck import HybridRetriever, config_reference_markdown
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
+    from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
+
+    assert HybridRetriever.model_fields["fusion"].default == DEFAULT_FUSION
+    assert HierarchicalDocumentToolConfig.model_fields["fusion"].default == DEFAULT_FUSION
+    name = FUSION_NAMES[DEFAULT_FUSION]  # "convex score fusion"
+
+    helped = cli(images, "ingest", "--help")
+    assert f"fused by {name}" in " ".join(helped.stdout.split())
+    assert "reciprocal rank" not in helped.stdout
+    assert cli(images, "--store", "st4", "ingest", "docs").returncode == 0
+    listed = cli(images, "--store", "st4", "tools")
+    assert f"search:      fallback ({name} in-process; search_strategy: auto)" in listed.stdout
+
+    reference = config_reference_markdown()
+    (strategy,) = [r for r in reference.splitlines() if r.startswith("| `search_strategy` |")]
+    assert "fused in-process by ``fusion`` (convex score fusion by default)" in strategy
+    assert "RRF in-process" not in reference
+    notebooks = (ROOT / "notebooks" / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quickstart = (ROOT / "notebooks" / "01_quickstart.ipynb").read_text(encoding="utf-8")
+    for text in (notebooks, readme, quickstart):
+        assert "fused with\nreciprocal rank fusion" not in text
+        assert "concurrently → weighted reciprocal rank fusion" not in text
+        assert "fuses them with weighted reciprocal rank" not in text
+    assert "fused with\nconvex score fusion, the default" in notebooks
