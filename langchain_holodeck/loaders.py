@@ -47,6 +47,8 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
 _SNIFF_BYTES = 8192
+_BYTES_PER_CHUNK = 2048
+"""About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
 _SHOWN_KINDS = 8
 """Extensions the skip summary names before ``...``."""
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -127,7 +129,8 @@ class SourceLoader(BaseLoader):
         base_dir: Directory that a relative ``source`` is resolved against.
         on_error: ``"skip"`` logs and skips a file that fails to read or convert;
             ``"raise"`` raises ``DocumentLoadError``.
-        max_file_bytes: Size above which a file is warned about (it is still loaded).
+        max_file_bytes: Size above which a file is warned about (it is still loaded), with a
+            rough count of the chunks a text file that size makes; default 20 MiB.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
         exclude: Files or directories never loaded (relative ones resolve like ``source``),
             e.g. a store directory that lies inside the source.
@@ -162,7 +165,7 @@ class SourceLoader(BaseLoader):
         *,
         base_dir: str | os.PathLike[str] | None = None,
         on_error: Literal["raise", "skip"] = "skip",
-        max_file_bytes: int = 100 * 1024**2,
+        max_file_bytes: int = 20 * 1024**2,
         encoding_fallbacks: Sequence[str] = ("cp1252",),
         exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
@@ -344,11 +347,17 @@ class SourceLoader(BaseLoader):
             logger.warning("Skipping %s: empty file (0 bytes).", file.source_path)
             return None
         if file.size_bytes > self.max_file_bytes:
+            estimate = (
+                f" (as text, roughly {file.size_bytes // _BYTES_PER_CHUNK:,} chunks to embed)"
+                if file.file_type in _TEXT_TYPES
+                else ""
+            )
             logger.warning(
-                "%s is %d bytes, over max_file_bytes=%d; loading it anyway.",
+                "%s is %d bytes, over max_file_bytes=%d; loading it anyway%s.",
                 file.source_path,
                 file.size_bytes,
                 self.max_file_bytes,
+                estimate,
             )
         if file.file_type in _BINARY_CONVERTED_TYPES:
             with file.path.open("rb") as fh:

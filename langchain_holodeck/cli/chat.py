@@ -36,8 +36,9 @@ STORE built), then reads questions from standard input, one per line, until end 
 `exit`. With a `model:` section in AGENT_YAML (provider, name, base_url, api_key: see the
 configuration reference), each question goes to an agent that calls the tools and answers,
 followed by the sources it used; without one, each line is searched in every tool and the
-results are printed. Answers go to stdout; notes and errors to stderr. A failing question
-prints `error: ...` and the session goes on."""
+results are printed. Answers go to stdout; notes and errors to stderr. When input is piped,
+each answer is printed under its question (`> question`), as a transcript. A failing
+question prints `error: ...` and the session goes on."""
 
 
 def add_chat_parser(
@@ -321,6 +322,8 @@ def run_chat(args: argparse.Namespace) -> int:
     for question in _lines(sys.stdin, prompt="> " if interactive else None):
         if question in EXIT_WORDS:
             break
+        if not interactive:  # a transcript: each answer under the question it answers
+            print(f"> {question}", flush=True)
         try:
             text = answer(question)
         except Exception as error:  # one failing question (model server down...) ends nothing
@@ -328,8 +331,7 @@ def run_chat(args: argparse.Namespace) -> int:
             print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
             continue
         print(text, flush=True)
-        if interactive:
-            print(file=sys.stdout, flush=True)
+        print(file=sys.stdout, flush=True)
     return 0
 
 

@@ -614,11 +614,17 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    if not has_search_terms(query):
+        msg = (
+            f"QUERY has no letters or digits ({query!r}); pass the words to look for, e.g. "
+            "holodeck-rag search 'token'."
+        )
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)

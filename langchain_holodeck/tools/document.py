@@ -56,6 +56,11 @@ logger = logging.getLogger(__name__)
 RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
 
 
+def has_search_terms(query: str) -> bool:
+    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
+    return any(ch.isalnum() for ch in query)
+
+
 class SearchInput(BaseModel):
     """The single argument a model passes to a search tool."""
 
@@ -393,6 +398,12 @@ class _DocumentTool(Generic[ConfigT]):
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
+        if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
+            msg = (
+                f"Search query has no letters or digits, got {query!r}; ask with words, "
+                "identifiers or section numbers."
+            )
+            raise ValueError(msg)
         return self._retriever
 
     async def search(self, query: str) -> str:
@@ -403,7 +414,8 @@ class _DocumentTool(Generic[ConfigT]):
                 (with its cause).
             EmbeddingError: ``Failed to generate query embedding: ...`` when embedding the
                 query fails (a ``RuntimeError`` too).
-            ValueError: When ``query`` is empty or whitespace.
+            ValueError: When ``query`` is empty, whitespace or has no letter or digit
+                (``'""'``).
         """
         retriever = self._check_query(query)
         try:

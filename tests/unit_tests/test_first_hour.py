@@ -337,3 +337,192 @@ def test_every_text_says_the_fusion_the_code_does(images: Path) -> None:
         assert "concurrently → weighted reciprocal rank fusion" not in text
         assert "fuses them with weighted reciprocal rank" not in text
     assert "fused with\nconvex score fusion, the default" in notebooks
+
+
+# -- 6. the smaller items -----------------------------------------------------------------------
+LONG_SECTION = " ".join(
+    f"Rotation rule {i} assigns crew member {i} to deck {i % 7}." for i in range(30)
+)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A docs folder with MkDocs heading attributes, a heading alone and one very long section."""
+    root = tmp_path_factory.mktemp("small")
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(
+        "# Guide\n\nHow the holodeck works.\n\n## Steps { #steps }\n\nPress the red button.\n\n"
+        "## Empty Section\n\n## Safety\n\nNever disable the safety interlock.\n",
+        encoding="utf-8",
+    )
+    (docs / "rota.md").write_text(f"# Rota\n\n{LONG_SECTION}\n", encoding="utf-8")
+    assert cli(root, "ingest", "docs").returncode == 0
+    return root
+
+
+def test_mkdocs_heading_attributes_are_not_part_of_the_section(small: Path) -> None:
+    result = cli(small, "search", "--json", "press the red button")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    first = json.loads(result.stdout)[0]
+    assert first["heading"] == "Steps"
+    assert "{ #steps }" not in " ".join(first["parent_chain"] + [first["heading"]])
+
+
+def test_a_heading_alone_is_not_a_chunk(small: Path) -> None:
+    import json
+
+    result = cli(small, "search", "--json", "-k", "10", "Empty Section")
+    assert result.returncode == 0, result.stderr
+    texts = [r["text"].strip() for r in json.loads(result.stdout)]
+    assert "## Empty Section" not in texts
+    assert texts  # the rest is there
+
+
+@pytest.mark.parametrize("query", ['""', "?!", "..."])
+def test_a_query_of_punctuation_only_is_refused_like_an_empty_one(small: Path, query: str) -> None:
+    result = cli(small, "search", query)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert stderr_lines(result) == [
+        f"error: QUERY has no letters or digits ({query!r}); pass the words to look for, "
+        "e.g. holodeck-rag search 'token'."
+    ]
+
+
+def test_the_tool_refuses_a_query_of_punctuation_only(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="kb", description="Docs", source=str(tmp_path)
+    )
+    tool = HierarchicalDocumentTool(config, embeddings=HashingEmbeddings())
+    tool.initialize_sync()
+    with pytest.raises(ValueError, match=r"has no letters or digits, got '\?!'"):
+        tool.search_sync("?!")
+    assert tool.search_sync("Text 2").startswith("Found ")  # digits and words still search
+
+
+def test_piped_chat_prints_each_question_above_its_answer(small: Path) -> None:
+    result = cli(small, "chat", stdin="red button\nsafety interlock\n")
+    assert result.returncode == 0, result.stderr
+    blocks = result.stdout.split("> ")[1:]
+    assert [b.splitlines()[0] for b in blocks] == ["red button", "safety interlock"]
+    assert blocks[0].splitlines()[1].startswith("Found ")
+
+
+def test_the_ingest_summary_counts_chunks_only(small: Path) -> None:
+    """The long section has model windows; deleting its file deletes one chunk, not more."""
+    rota = small / "docs" / "rota.md"
+    saved = rota.read_text(encoding="utf-8")
+    rota.unlink()
+    try:
+        result = cli(small, "ingest", "docs")
+        assert result.returncode == 0, result.stderr
+        assert ", 1 deleted; " in result.stdout, result.stdout
+    finally:
+        rota.write_text(saved, encoding="utf-8")
+
+
+def test_a_code_chunk_is_labelled_by_all_its_symbols() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck.splitters.code import SourceCodeSplitter
+
+    two = "def start():\n    return 1\n\n\ndef stop():\n    return 2\n"
+    five = "".join(f"def step{i}():\n    return {i}\n\n\n" for i in range(5))
+    docs = SourceCodeSplitter(chunk_size=512).split_documents(
+        [
+            Document(page_content=two, metadata={"file_type": "py"}),
+            Document(page_content=five, metadata={"file_type": "py"}),
+        ]
+    )
+    assert [d.metadata["heading"] for d in docs] == [
+        "start, stop",
+        "step0 … step4 (5 definitions)",
+    ]
+
+
+def test_the_default_model_warns_once_when_it_keeps_only_a_first_window(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langchain_holodeck.embeddings import OnnxEmbeddings, resolve_embeddings
+
+    model = resolve_embeddings(None)
+    assert isinstance(model, OnnxEmbeddings)
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        model.embed_documents([LONG_SECTION, LONG_SECTION])
+        model.embed_documents([LONG_SECTION])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "as its first window of 128 only" in warnings[0]
+    assert "OnnxEmbeddings(long_text='mean')" in warnings[0]
+    caplog.clear()
+    synced = OnnxEmbeddings()
+    synced.window_texts([LONG_SECTION])  # what sync asks before it stores the other windows
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        synced.embed_documents([LONG_SECTION])
+    assert caplog.records == []
+
+
+# -- 7. huge inputs -----------------------------------------------------------------------------
+def test_a_text_file_of_50_mb_is_warned_about_with_a_chunk_estimate(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_holodeck.loaders import SourceLoader
+
+    assert SourceLoader(tmp_path).max_file_bytes < 50 * 1024**2
+    big = tmp_path / "big.txt"
+    line = "The replicator log grows by one line per order, every day of the year.\n"
+    big.write_text(line * (21 * 1024**2 // len(line) + 1), encoding="utf-8")
+    loader = SourceLoader(big)
+    (file,) = loader.iter_files()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        assert loader.load_file(file) is not None
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "over max_file_bytes=20971520; loading it anyway (as text, roughly 10," in warning
+    assert "chunks to embed)" in warning
+
+
+def test_a_long_sync_says_how_many_chunks_and_about_how_long_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck import MatrixVectorStore, sync_documents
+
+    docs = [
+        Document(page_content=f"order {i} earl grey", metadata={"source": f"f{i}.md"})
+        for i in range(2100)
+    ]
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        result = sync_documents(docs, MatrixVectorStore(HashingEmbeddings()), namespace="kb")
+    assert result.added == 2100
+    notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
+    assert len(notes) == 1
+    assert notes[0].startswith("note: embedding and writing 2100 chunks (and 0 model windows): ")
+    assert " left at the first batch's " in notes[0]
+
+
+def test_model_windows_are_cut_a_few_hundred_chunks_at_a_time() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck import MatrixVectorStore, sync_documents
+    from tests.helpers import LONG_CHUNK, WindowedHashingEmbeddings
+
+    class Recording(WindowedHashingEmbeddings):
+        largest = 0
+
+        def window_texts(self, texts: list[str]) -> list[list[str]]:
+            Recording.largest = max(Recording.largest, len(texts))
+            return super().window_texts(texts)
+
+    docs = [
+        Document(page_content=f"{LONG_CHUNK} {i}", metadata={"source": f"f{i}.md"})
+        for i in range(600)
+    ]
+    store = MatrixVectorStore(Recording())
+    result = sync_documents(docs, store, namespace="kb")
+    assert result.added == 600
+    assert 0 < Recording.largest <= 256
