@@ -35,8 +35,8 @@ from langchain_holodeck.backends.base import (
     check_native_hybrid_args,
 )
 from langchain_holodeck.config._backends import QdrantDatabaseConfig
+from langchain_holodeck.contracts import NativeHit
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
-from langchain_holodeck.search_strategy import NativeHit
 
 try:
     from langchain_qdrant import QdrantVectorStore as _Base

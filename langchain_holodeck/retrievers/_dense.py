@@ -25,32 +25,18 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import is_window, window_parent
+from langchain_holodeck.contracts import IdVectorSearch
 from langchain_holodeck.embeddings.windows import stored_windows
 
 logger = logging.getLogger(__name__)
 
 ScoreKind = Literal["relevance", "raw"]
-
-
-@runtime_checkable
-class IdVectorSearch(Protocol):
-    """A store that ranks by vector returning ids and relevance scores in [0, 1]."""
-
-    def search_ids_by_vector(
-        self, embedding: Sequence[float], k: int, **kwargs: Any
-    ) -> list[tuple[str, float]]:
-        """The ``k`` nearest ids with relevance scores in [0, 1], best first."""
-        ...
-
-    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
-        """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,10 @@ from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
-from langchain_holodeck.backends.base import check_native_hybrid_args
-from langchain_holodeck.search_strategy import NativeHit
-from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
+from langchain_holodeck._redisearch import query_words
+from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.vectorstores._columns import copy_metadata
+from langchain_holodeck.vectorstores._ranking import mmr
 
 logger = logging.getLogger(__name__)
 
@@ -493,7 +494,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         query = np.asarray(embedding, dtype=np.float32)
         query = query / (float(np.linalg.norm(query)) or 1.0)
-        chosen = _mmr(vectors, vectors @ query, k, lambda_mult)
+        chosen = mmr(vectors, vectors @ query, k, lambda_mult)
         return [hits[i][0] for i in chosen]
 
     def iter_documents(
@@ -552,8 +553,6 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 non-negative numbers with at least one above 0.
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
-        from langchain_holodeck.keyword_index.redis import query_words
-
         vector = list(embedding) if embedding is not None else self.embeddings.embed_query(query)
         words = query_words(query)
         relevance = self._select_relevance_score_fn()
