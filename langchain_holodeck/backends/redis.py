@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.stores import ByteStore
 
 from langchain_holodeck._byte_stores import RedisByteStore
-from langchain_holodeck._redact import one_line
+from langchain_holodeck._redact import mask_url_password, one_line
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import (
     Backend,
@@ -101,7 +101,7 @@ class RedisBackend(Backend):
                 connect_timeout=connect_timeout,
             )
         except (redis.RedisError, OSError) as e:
-            where = redis_store.mask_url(url)
+            where = mask_url_password(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"
             raise BackendUnavailableError(reason) from e
 

@@ -15,7 +15,6 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import redis
@@ -96,21 +95,6 @@ def _check_langchain_redis_version() -> None:
             installed,
             TESTED_LANGCHAIN_REDIS,
         )
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password (and user name, if any) replaced by ``***``; safe to log."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:
-        return "<unparseable connection string>"
-    if parts.password is None and parts.username is None:
-        return url
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:
