@@ -31,6 +31,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import is_window, window_parent
+from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import IdVectorSearch
 from langchain_holodeck.embeddings.windows import stored_windows
 
@@ -216,4 +217,4 @@ def _from_documents(pairs: Sequence[tuple[Document, float]], kind: ScoreKind) ->
 def _cosine01(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return min(1.0, max(0.0, dot / norm)) if norm > 0 else 0.0
+    return clip_unit(dot / norm) if norm > 0 else 0.0

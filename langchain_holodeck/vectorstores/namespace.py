@@ -13,6 +13,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._scores import clip_unit
+
 __all__ = ["NamespaceFilteredStore"]
 
 _MAX_FETCH = 10_000
@@ -91,7 +93,7 @@ class NamespaceFilteredStore(VectorStore):
                 return self.store.similarity_search_with_relevance_scores(query, k=n, **kwargs)
             except NotImplementedError:  # no relevance function: cosine similarity, clipped
                 hits = self.store.similarity_search_with_score(query, k=n, **kwargs)
-                return [(d, min(1.0, max(0.0, float(s)))) for d, s in hits]
+                return [(d, clip_unit(float(s))) for d, s in hits]
 
         return self._filtered(search, k, lambda hit: hit[0])
 

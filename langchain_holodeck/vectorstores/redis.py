@@ -32,6 +32,7 @@ from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
 from langchain_holodeck._redisearch import query_words
+from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
 from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._ranking import mmr
@@ -691,9 +692,9 @@ def relevance_fn(metric: str) -> Callable[[float], float]:
     """Map a Redis vector distance of ``metric`` to a similarity in [0, 1]."""
     metric = metric.upper()
     if metric == "L2":
-        return lambda d: min(1.0, max(0.0, 1.0 - d / 2.0))
+        return lambda d: clip_unit(1.0 - d / 2.0)
     if metric in ("COSINE", "IP"):
-        return lambda d: min(1.0, max(0.0, 1.0 - d))
+        return lambda d: clip_unit(1.0 - d)
     msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {metric!r}."
     raise ValueError(msg)
 
