@@ -21,9 +21,7 @@ from langchain_holodeck._byte_stores import LocalFileByteStore
 from langchain_holodeck.contracts import (
     BackendCapabilities,
     KeywordIndex,
-    NativeHit,
     check_native_hybrid_args,
-    supports_native_hybrid,
 )
 from langchain_holodeck.errors import EmbeddingModelMismatchError, HolodeckError
 from langchain_holodeck.vectorstores.namespace import NamespaceFilteredStore
@@ -194,37 +192,6 @@ class Backend(ABC):
     def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex | None:
         """The backend's own keyword index over ``store`` (one namespace), if it has one."""
         return None
-
-    def native_hybrid_search(
-        self,
-        store: VectorStore,
-        query: str,
-        *,
-        k: int,
-        fetch_k: int,
-        namespace: str,
-        weights: tuple[float, float] = (0.5, 0.5),
-        min_similarity_score: float | None = None,
-    ) -> list[NativeHit]:
-        """Keyword and vector search fused by the store in one query (``native_hybrid``).
-
-        The store's ``native_hybrid_search`` restricted to ``namespace`` by this backend's
-        filter; ``HybridRetriever(search_strategy="native")`` makes the same call.
-
-        Raises:
-            NotImplementedError: When the backend or the store has no native hybrid search.
-        """
-        if not (self.capabilities.native_hybrid and supports_native_hybrid(store)):
-            msg = f"{type(self).__name__} has no native hybrid search (capabilities.native_hybrid)."
-            raise NotImplementedError(msg)
-        return store.native_hybrid_search(  # type: ignore[attr-defined, no-any-return]  # checked above
-            query,
-            k=k,
-            fetch_k=fetch_k,
-            weights=weights,
-            min_similarity_score=min_similarity_score,
-            **(self.namespace_filter(store, namespace) or {}),
-        )
 
 
 class KeywordIndexProvider(ABC):

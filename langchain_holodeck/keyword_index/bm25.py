@@ -320,8 +320,9 @@ class BM25KeywordIndex:
     in one flat 16-bit array (32-bit once the vocabulary passes 65,536 terms).
 
     Engines:
-        ``"bm25s"`` (default): bm25s's eager sparse score matrix (Lucene BM25, ``k1``/``b``),
-        built vectorized with numpy; a query sums a few matrix columns. ``"rank_bm25"``:
+        ``"bm25s"`` (default): bm25s's eager sparse score-matrix layout and Lucene formula
+        (``k1``/``b``), implemented here with numpy (the bm25s package itself supplies only the
+        English stop words); a query sums a few matrix columns. ``"rank_bm25"``:
         ``rank_bm25.BM25Okapi`` (k1=1.5, b=0.75), rebuilt on the next search after any change.
 
     Top k (``bm25s``): with ``scoring="maxscore"`` a query does not score every posting of

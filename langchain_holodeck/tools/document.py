@@ -34,7 +34,7 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
-from langchain_holodeck.errors import EmbeddingError
+from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
@@ -364,17 +364,18 @@ class _DocumentTool(Generic[ConfigT]):
             logger.warning(RERANK_TOP_N_WARNING)
 
     # -- search -------------------------------------------------------------------------
+    def _not_built(self) -> str:
+        return f"{type(self).__name__} must be initialized before search"
+
     def as_retriever(self) -> BaseRetriever:
         """The retriever ``search`` uses, for LCEL chains (``retriever | format | llm``)."""
         if self._retriever is None:
-            msg = f"{type(self).__name__} must be initialized before search"
-            raise RuntimeError(msg)
+            raise IndexNotBuiltError(self._not_built())
         return self._retriever
 
     def _check_query(self, query: str) -> BaseRetriever:
         if not self.is_initialized or self._retriever is None:
-            msg = f"{type(self).__name__} must be initialized before search"
-            raise RuntimeError(msg)
+            raise IndexNotBuiltError(self._not_built())
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
