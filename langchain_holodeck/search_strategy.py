@@ -1,11 +1,11 @@
 """Search strategy: let the engine fuse dense + keyword in one request, or fuse in-process.
 
 ``native``: the store answers dense + keyword in one request and fuses them itself (Qdrant's
-Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids,
-quoted phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword
-legs, fused by weighted RRF in-process. ``auto`` picks ``native`` when the backend can fuse
-(``BackendCapabilities.native_hybrid``; its store implements :class:`NativeHybridSearch`) and
-the keyword index is not a separate engine.
+Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids, quoted
+phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword legs, fused
+in-process by the retriever's ``fusion`` (convex by default, or weighted RRF). ``auto`` picks
+``native`` when the backend can fuse (``BackendCapabilities.native_hybrid``; its store
+implements :class:`NativeHybridSearch`) and the keyword index is not a separate engine.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 SearchStrategy = Literal["native", "fallback"]
-"""The strategy in use: engine-side fusion (``native``) or in-process RRF (``fallback``)."""
+"""The strategy in use: engine-side fusion (``native``) or in-process fusion (``fallback``)."""
 
 
 def choose_search_strategy(

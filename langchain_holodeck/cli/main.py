@@ -65,7 +65,7 @@ _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own do
 _INGEST_HELP = """\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results unless
+BM25 keywords; exact section lookup; fused by score (convex) fusion; 5 results unless
 `search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
@@ -490,7 +490,7 @@ def _search_line(config: Any, backend: Any) -> str:
         weights=(weights.semantic, weights.keyword),
         backend=str(backend.provider),
     )
-    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    how = "the vector store fuses dense + keyword" if strategy == "native" else "fused in-process"
     return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 

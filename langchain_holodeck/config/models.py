@@ -235,7 +235,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Keyword index backend, selected by ``provider`` (the registered ones: see their tables)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"
     """``native``: the vector store fuses dense and keyword search in one request (a backend
-    with ``native_hybrid``); ``fallback``: separate legs fused by weighted RRF in-process;
+    with ``native_hybrid``); ``fallback``: separate legs fused in-process (``fusion``);
     ``auto``: native when the backend can and ``keyword_index`` is not a separate engine
     (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)

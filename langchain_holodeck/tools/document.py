@@ -560,7 +560,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     first, a defined term brings its definition, cross-references can be followed.
     ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
     when the backend fuses them in one request (``BackendCapabilities.native_hybrid``), else
-    ``fallback`` (RRF here).
+    ``fallback`` (fused here, by ``fusion``).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.
