@@ -19,7 +19,11 @@ from langchain_holodeck.embeddings.resolve import (
     embedding_dimension,
     resolve_embeddings,
 )
-from langchain_holodeck.embeddings.windows import combine_windows, token_windows
+from langchain_holodeck.embeddings.windows import (
+    WindowedEmbeddings,
+    combine_windows,
+    token_windows,
+)
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -29,6 +33,7 @@ __all__ = [
     "LocalFileByteStore",
     "OnnxEmbeddings",
     "RedisByteStore",
+    "WindowedEmbeddings",
     "combine_windows",
     "embedding_dimension",
     "embedding_model_id",

@@ -71,7 +71,7 @@ class DenseLeg:
         self.path = "ids" if isinstance(store, IdVectorSearch) else "documents"
         self._no_relevance = False
         # a store whose model keeps windows holds them; any other learns it from its answers
-        self._windows = stored_windows(getattr(store, "embeddings", None)) is not None
+        self._windows = stored_windows(store.embeddings) is not None
 
     def entries_for(self, k: int) -> int:
         """Entries to ask the store for, so ``k`` chunks remain once windows are merged."""
