@@ -38,11 +38,7 @@ from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
-from langchain_holodeck.search_strategy import (
-    SearchStrategy,
-    choose_search_strategy,
-    supports_native_hybrid,
-)
+from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
 from langchain_holodeck.tools.formatting import format_results
@@ -698,16 +694,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         config = self._config
         view, search_kwargs = self._scoped(store)
         backend = self._backend or backend_for_store(store)
-        weights = config.search_weights
-        self.search_strategy = choose_search_strategy(
-            config.search_strategy,
-            native_hybrid=backend.capabilities.native_hybrid and supports_native_hybrid(view),
-            # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
-            separate_keyword_engine=get_keyword_index_provider(
-                config.keyword_index
-            ).separate_engine(backend),
-            weights=(weights.semantic, weights.keyword),
-            backend=self.backend,
+        self.search_strategy = tool_search_strategy(
+            config, backend, store=view, backend_name=self.backend
         )
         retriever = HybridRetriever(
             vector_store=view,
