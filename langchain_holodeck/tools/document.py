@@ -38,6 +38,7 @@ from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.loaders import SourceLoader
 from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
@@ -239,7 +240,8 @@ class _DocumentTool(Generic[ConfigT]):
             raise
         self._warn_about_rerank_top_n()
         self._match_dimension(store, force_ingest=force_ingest)
-        self._report_legacy_chunks(store)
+        loader = SourceLoader(self._config.source, base_dir=self._source_base())  # one per ingest
+        self._report_legacy_chunks(store, loader)
         if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
             self._cache.mdelete(list(self._cache.yield_keys()))
         reindex = self._indexes_from_source(store)
@@ -255,7 +257,7 @@ class _DocumentTool(Generic[ConfigT]):
             on_progress=on_progress,
             reindex=reindex,
         )
-        result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
+        result = pipeline.invoke(loader, force_ingest=force_ingest)
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
@@ -308,20 +310,18 @@ class _DocumentTool(Generic[ConfigT]):
             return False
         return self._backend.save(store, self._store_dir)
 
-    def _report_legacy_chunks(self, store: VectorStore) -> None:
+    def _report_legacy_chunks(self, store: VectorStore, loader: SourceLoader) -> None:
         """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
 
         Probes by id: the chunk 0 of each current file under the old namespace, one batched
         ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
         """
-        from langchain_holodeck.loaders import SourceLoader
         from langchain_holodeck.sync import make_chunk_key, read_stored, stable_id
 
         legacy = legacy_namespace(self.name)
         if self.namespace == legacy:
             return
         try:
-            loader = SourceLoader(self._config.source, base_dir=self._source_base())
             ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
             self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
         except Exception as error:  # a check, never a reason not to start (ingest reports)
