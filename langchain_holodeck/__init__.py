@@ -56,7 +56,7 @@ from langchain_holodeck.contextual import (
     EnrichmentResult,
     EnrichmentStats,
 )
-from langchain_holodeck.corpus import corpus_namespace
+from langchain_holodeck.corpus import Corpus, corpus_namespace
 from langchain_holodeck.definitions import (
     Definition,
     DefinitionExtractor,
@@ -157,6 +157,7 @@ __all__ = [
     "ConfigError",
     "ContextModelConfig",
     "ContextualChunkEnricher",
+    "Corpus",
     "CostEstimate",
     "DatabaseConfig",
     "Definition",
