@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
 """The UUIDv5 namespace corpus namespaces are derived in."""
+DEFAULT_STORE_DIR = Path(".holodeck") / "store"
+"""Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
+project directory; one subdirectory per tool name. Never read as a source file."""
 
 
 def corpus_namespace(
@@ -108,6 +112,7 @@ class Corpus:
         home_dir: Path | None = None,
         base_dir: Path | None = None,
         store_dir: Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         self.config = config
         self.embeddings = embeddings
@@ -118,6 +123,9 @@ class Corpus:
         self.home_dir = home_dir
         self.base_dir = base_dir
         self.store_dir = store_dir
+        self.exclude = tuple(Path(p).absolute() for p in exclude)
+        """Paths under the source that are never read (besides ``store_dir``)."""
+        self._loader: SourceLoader | None = None
         self.backend: Backend | None = None
         """The ``Backend`` serving ``store``, once open."""
         self.cache: ByteStore | None = None
@@ -160,8 +168,16 @@ class Corpus:
         return self.backend.describe(store_dir=self.store_dir)
 
     def loader(self) -> SourceLoader:
-        """The ``SourceLoader`` of one ingest (the legacy check and the pipeline share it)."""
-        return SourceLoader(self.config.source, base_dir=self.source_base)
+        """The source's loader, one per corpus: it leaves out ``store_dir`` and ``exclude``.
+
+        One loader for the legacy check and every ingest, so a skip summary is logged once.
+        """
+        if self._loader is None:
+            own = () if self.store_dir is None else (self.store_dir.absolute(),)
+            self._loader = SourceLoader(
+                self.config.source, base_dir=self.source_base, exclude=own + self.exclude
+            )
+        return self._loader
 
     def open(self) -> VectorStore:
         """The store to sync into: the one given, else the configured one (with fallback).

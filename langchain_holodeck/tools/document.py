@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -29,7 +29,7 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.corpus import Corpus
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR, Corpus
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
+
+
+def has_search_terms(query: str) -> bool:
+    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
+    return any(ch.isalnum() for ch in query)
 
 
 class SearchInput(BaseModel):
@@ -74,6 +79,7 @@ class _DocumentTool(Generic[ConfigT]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         self._config: ConfigT = config
         self.corpus = Corpus(
@@ -84,6 +90,7 @@ class _DocumentTool(Generic[ConfigT]):
             home_dir=Path(home_dir) if home_dir is not None else None,
             base_dir=Path(base_dir) if base_dir is not None else None,
             store_dir=Path(store_dir) if store_dir is not None else None,
+            exclude=exclude,
         )
         """The corpus: its store, backend, embedding cache and source."""
         self._retriever: BaseRetriever | None = None
@@ -94,7 +101,8 @@ class _DocumentTool(Generic[ConfigT]):
         self.last_sync_result: SyncResult | None = None
         self.search_strategy: SearchStrategy | None = None
         """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
-        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
+        keyword search in one request) or ``fallback`` (separate legs, fused in-process by the
+        config's ``fusion``: convex score fusion by default)."""
 
     @property
     def config(self) -> ConfigT:
@@ -219,7 +227,7 @@ class _DocumentTool(Generic[ConfigT]):
             raise
         self._warn_about_rerank_top_n()
         self.corpus.match_dimension(store, force_ingest=force_ingest)
-        loader = self.corpus.loader()  # one per ingest
+        loader = self.corpus.loader()  # one per tool: the skip summary is logged once
         self.corpus.report_legacy_chunks(store, loader)
         if force_ingest:  # re-embed means re-embed (this corpus)
             self.corpus.clear_cache()
@@ -281,6 +289,12 @@ class _DocumentTool(Generic[ConfigT]):
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
+        if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
+            msg = (
+                f"Search query has no letters or digits, got {query!r}; ask with words, "
+                "identifiers or section numbers."
+            )
+            raise ValueError(msg)
         return self._retriever
 
     async def search(self, query: str) -> str:
@@ -291,7 +305,8 @@ class _DocumentTool(Generic[ConfigT]):
                 (with its cause).
             EmbeddingError: ``Failed to generate query embedding: ...`` when embedding the
                 query fails (a ``RuntimeError`` too).
-            ValueError: When ``query`` is empty or whitespace.
+            ValueError: When ``query`` is empty, whitespace or has no letter or digit
+                (``'""'``).
         """
         retriever = self._check_query(query)
         try:
@@ -426,13 +441,42 @@ def load_tools(
     project_dir: str | Path | None = None,
     home_dir: str | Path | None = None,
     embeddings: Embeddings | None = None,
+    store_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> list[VectorStoreTool | HierarchicalDocumentTool]:
-    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
+    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order.
+
+    The tools persist, as ``holodeck-rag`` does: a tool on the in-memory store saves its
+    vectors, keyword index and embedding cache under ``<store_dir>/<tool name>/`` after each
+    ``initialize``, and a later process loads them, embedding only what changed. The store
+    directory is left out of the tools' sources.
+
+    Args:
+        agent_yaml: The agent.yaml; relative sources resolve against its directory.
+        project_dir: Where ``.holodeck/config.yaml`` is looked up; default the working
+            directory.
+        home_dir: Where ``~/.holodeck/config.yaml`` is looked up; default the home directory.
+        embeddings: Overrides every tool's ``embedding_model``.
+        store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
+            ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
+            keep their vectors there; the root then holds only what they do not.
+        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...).
+
+    Example:
+        ```python
+        tool = load_tools("agent.yaml")[0]
+        await tool.initialize()  # first run embeds; a new process reuses .holodeck/store/
+        ```
+    """
     from langchain_holodeck.config.models import load_agent_config
 
     path = Path(agent_yaml)
     config = load_agent_config(path)
+    root = (
+        Path(store_dir)
+        if store_dir is not None
+        else Path(project_dir or Path.cwd()) / DEFAULT_STORE_DIR
+    )
     tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
     for tool_config in config.tools:
         cls = (
@@ -447,6 +491,7 @@ def load_tools(
                 project_dir=project_dir,
                 home_dir=home_dir,
                 base_dir=path.parent,
+                store_dir=root / tool_config.name,
                 **kwargs,
             )
         )
@@ -462,7 +507,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     first, a defined term brings its definition, cross-references can be followed.
     ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
     when the backend fuses them in one request (``BackendCapabilities.native_hybrid``), else
-    ``fallback`` (fused here, by ``fusion``).
+    ``fallback`` (fused here by ``fusion``, convex score fusion by default).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.
@@ -489,6 +534,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         super().__init__(
             config,
@@ -498,6 +544,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             home_dir=home_dir,
             base_dir=base_dir,
             store_dir=store_dir,
+            exclude=exclude,
         )
         self._llm = llm
         self._keywords: KeywordIndex | None = None
