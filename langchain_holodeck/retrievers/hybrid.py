@@ -203,8 +203,10 @@ class HybridRetriever(BaseRetriever):
     search_strategy: SearchStrategy = "fallback"
     """``native``: the store fuses dense + keyword search in one request
     (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score`` and
-    ``search_kwargs`` passed on) and the exact leg fuses on top here; ``fallback``: separate
-    legs fused here. Also the ``search.mode`` span attribute."""
+    ``search_kwargs`` passed on) and the exact leg fuses on top here (the exact leg runs
+    first: the engine is asked for ``k`` rows plus one per exact hit, twice that when the
+    store keeps model windows, not ``fetch_k``); ``fallback``: separate legs fused here.
+    Also the ``search.mode`` span attribute."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -285,7 +287,11 @@ class HybridRetriever(BaseRetriever):
             "search.fetch_k": fetch,
         }
         with span("holodeck.hybrid_search", attributes) as current:
-            legs = self._legs(query, (yield self._leg_calls(query, fetch, k)))
+            calls = self._leg_calls(query, fetch, k)
+            outcomes = (yield calls) if calls else {}
+            if self.search_strategy == "native":
+                outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes)}
+            legs = self._legs(query, outcomes)
             plan = self._plan(legs)
             result = yield from self._select(query, k, plan, legs)
             expanded = self._expansion(result)
@@ -323,7 +329,11 @@ class HybridRetriever(BaseRetriever):
         return leg
 
     def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
-        """The enabled legs; the dense (or native) leg last (the sync driver runs it inline)."""
+        """The enabled legs; the dense leg last (the sync driver runs it inline).
+
+        On the native strategy only the exact leg: the native request, sized by what the
+        exact leg found, follows it (``_native_call``).
+        """
         calls: dict[str, Call] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
         attributes: Attributes = {"search.fetch_k": fetch}
@@ -358,9 +368,7 @@ class HybridRetriever(BaseRetriever):
                     return hits
 
             calls["exact"] = Call(exact, in_process=True)  # an in-memory index
-        if native:
-            calls["native"] = self._native_call(query, k, fetch)
-        elif self.weights[0] > 0:
+        if not native and self.weights[0] > 0:
             leg = self._dense()
             dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
 
@@ -395,11 +403,23 @@ class HybridRetriever(BaseRetriever):
         ok = {name: o for name, o in outcomes.items() if name not in errors}
         return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 
-    def _native_call(self, query: str, k: int, fetch: int) -> Call:
+    def _native_call(self, query: str, k: int, fetch: int, outcomes: Outcomes) -> Call:
+        """The engine's one fused request, asked for the rows the result can use.
+
+        The engine fuses, so ranks below what the result takes change nothing: ``k`` rows,
+        plus one per exact hit (an exact hit may lift a chunk from below the engine's
+        ``k``), doubled when the store keeps model windows (a chunk and its windows: a row
+        each). The candidate window (``fetch_k``) is those rows too, the request a user of
+        the engine would send for them; only ``min_similarity_score``, which drops rows
+        after the engine ranked them, keeps the retriever's ``fetch_k`` depth.
+        """
         store: Any = self.vector_store  # validated: it implements NativeHybridSearch
+        exact = outcomes.get("exact")
+        found = len(exact) if isinstance(exact, list) else 0
+        rows = self._dense().entries_for(min(k + found, fetch))
         kwargs = {
-            "k": self._dense().entries_for(k),  # a chunk and its model windows: a row each
-            "fetch_k": fetch,
+            "k": rows,
+            "fetch_k": rows if self.min_similarity_score is None else max(rows, fetch),
             "weights": (self.weights[0], self.weights[1]),
             "rrf_k": self.rrf_k,
             "min_similarity_score": self.min_similarity_score,
