@@ -151,3 +151,36 @@ def test_only_remote_models_get_requests_in_flight(server: EmbeddingServer) -> N
             namespace="kb",
             max_concurrency=0,
         )
+
+
+def test_redis_store_takes_the_vectors_sync_embedded(server: EmbeddingServer) -> None:
+    import os
+
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
+            pytest.fail("REDIS_URL is unset but HOLODECK_REQUIRE_REDIS=1")
+        pytest.skip("REDIS_URL is unset")
+    import uuid
+
+    from langchain_holodeck.vectorstores import create_vector_store_with_status
+
+    name = f"holodeck_inflight_{uuid.uuid4().hex[:8]}"
+    store = create_vector_store_with_status(
+        {"provider": "redis", "connection_string": url, "index_name": name},
+        openai_embeddings(server),
+        fallback=False,
+    ).store
+    server.latency, server.throttle_every, server.retry_after = 0.02, 3, 0.05
+    try:
+        docs = chunks(40)
+        result = sync_documents(docs, store, namespace="kb", batch_size=5, max_concurrency=4)
+        assert (result.added, result.failed) == (40, 0)
+        assert server.throttled > 0
+        server.throttle_every = 0
+        hit = store.similarity_search_with_relevance_scores("note 17 about deck 3", k=1)[0]
+        assert hit[0].page_content == "note 17 about deck 3"
+        again = sync_documents(docs, store, namespace="kb", batch_size=5, max_concurrency=4)
+        assert (again.added, again.skipped) == (0, 40)
+    finally:
+        store._index.delete(drop=True)  # type: ignore[attr-defined]  # a redisvl SearchIndex
