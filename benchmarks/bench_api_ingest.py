@@ -82,9 +82,11 @@ class Server:
             [sys.executable, __file__, "--serve", str(latency), str(self.url_file)],
             cwd=ROOT,
         )
-        for _ in range(200):
-            if self.url_file.exists() and self.url_file.read_text():
-                break
+        deadline = time.monotonic() + 120  # a busy machine starts Python slowly
+        while not (self.url_file.exists() and self.url_file.read_text()):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                msg = "the embeddings server did not start"
+                raise RuntimeError(msg)
             time.sleep(0.05)
         self.url = self.url_file.read_text()
 
@@ -92,7 +94,7 @@ class Server:
         out = self.url_file.with_suffix(".out")
         out.unlink(missing_ok=True)
         self.url_file.with_suffix(".json").write_text(json.dumps({**values, "report": True}))
-        for _ in range(200):
+        for _ in range(1200):
             if out.exists():
                 return json.loads(out.read_text())  # type: ignore[no-any-return]
             time.sleep(0.05)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -209,8 +210,11 @@ def main() -> None:
                 fallback.invoke(q)
             ),
         }
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
         print(
-            f"Redis {version}, index {index_name}: {info.get('num_docs')} docs, "
+            f"commit {commit}; Redis {version}, index {index_name}: {info.get('num_docs')} docs, "
             f"{DIM}-dim HNSW COSINE; load {load_s:.1f} s; k={K}, fetch_k={DEFAULT_FETCH_K}, "
             f"weights={DEFAULT_WEIGHTS} (the defaults); load average {os.getloadavg()[0]:.1f}; "
             f"cpus={os.cpu_count()} (client and server share them); native and raw return "
