@@ -55,21 +55,24 @@ def serve(latency: float, port_file: str) -> None:
 
     with EmbeddingServer(default_dimensions=64, latency=latency) as server:
         control = Path(port_file)
+        settings, out = control.with_suffix(".json"), control.with_suffix(".out")
         control.write_text(server.url)
-        while True:  # the parent sets throttling through a small control file
-            time.sleep(0.05)
-            settings = control.with_suffix(".json")
+        seq = -1
+        while True:  # the parent sets throttling through a control file; counters go back
             if settings.exists():
                 try:
                     values = json.loads(settings.read_text())
                 except ValueError:
-                    continue
-                server.throttle_every = int(values.get("throttle_every", 0))
-                server.retry_after = float(values.get("retry_after", 0.5))
-                if values.get("report"):
-                    answer = {"answered": len(server.requests), "throttled": server.throttled}
-                    control.with_suffix(".out").write_text(json.dumps(answer))
-                    settings.unlink()
+                    values = {}
+                if values.get("seq", seq) != seq:
+                    server.throttle_every = int(values.get("throttle_every", 0))
+                    server.retry_after = float(values.get("retry_after", 0.5))
+                    seq = values["seq"]
+            answer = {"answered": len(server.requests), "throttled": server.throttled, "seq": seq}
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(json.dumps(answer))
+            tmp.replace(out)  # atomic: the parent never reads half a file
+            time.sleep(0.05)
 
 
 class Server:
@@ -77,7 +80,9 @@ class Server:
 
     def __init__(self, latency: float, workdir: Path) -> None:
         self.url_file = workdir / "server.url"
-        self.url_file.unlink(missing_ok=True)
+        self.seq = 0
+        for stale in (self.url_file, *(self.url_file.with_suffix(x) for x in (".json", ".out"))):
+            stale.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(latency), str(self.url_file)],
             cwd=ROOT,
@@ -91,13 +96,20 @@ class Server:
         self.url = self.url_file.read_text()
 
     def set(self, **values: Any) -> dict[str, int]:
-        out = self.url_file.with_suffix(".out")
-        out.unlink(missing_ok=True)
-        self.url_file.with_suffix(".json").write_text(json.dumps({**values, "report": True}))
+        """Apply ``values`` (throttle_every, retry_after); the server's counters after."""
+        self.seq += 1
+        settings, out = self.url_file.with_suffix(".json"), self.url_file.with_suffix(".out")
+        tmp = settings.with_suffix(".part")
+        tmp.write_text(json.dumps({**values, "seq": self.seq}))
+        tmp.replace(settings)
         for _ in range(1200):
-            if out.exists():
-                return json.loads(out.read_text())  # type: ignore[no-any-return]
             time.sleep(0.05)
+            try:
+                answer = json.loads(out.read_text())
+            except (OSError, ValueError):
+                continue
+            if answer.get("seq") == self.seq:
+                return {k: answer[k] for k in ("answered", "throttled")}
         msg = "the embeddings server did not answer its control file"
         raise RuntimeError(msg)
 

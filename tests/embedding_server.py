@@ -25,6 +25,7 @@ is the most requests the server held at once.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -41,12 +42,16 @@ Mode = Literal["ok", "error_500", "fail_on"]
 _WORD = re.compile(r"\w+")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word_hash(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+
+
 def hashed_vector(text: str, dimensions: int) -> list[float]:
     """The server's embedding of ``text``: hashed bag of words, L2-normalized."""
     vec = [0.0] * dimensions
     for word in _WORD.findall(text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-        vec[int.from_bytes(digest, "little") % dimensions] += 1.0
+        vec[_word_hash(word) % dimensions] += 1.0
     norm = math.sqrt(sum(v * v for v in vec)) or 1.0
     return [v / norm for v in vec]
 
