@@ -11,31 +11,33 @@ from __future__ import annotations
 
 from langchain_holodeck.backends._registry import (
     backend_for_store,
+    create_vector_store,
+    create_vector_store_with_status,
     get_backend,
     get_keyword_index_provider,
+    native_hybrid_providers,
     open_vector_store,
     register_backend,
     register_keyword_index,
     registered_providers,
+    scan_documents,
 )
 from langchain_holodeck.backends.base import (
     Backend,
-    BackendCapabilities,
     BackendUnavailableError,
     KeywordIndexProvider,
+    LangChainStoreBackend,
     VectorStoreHandle,
 )
 
 # importing each provider module registers it
-from langchain_holodeck.backends.langchain import (
-    CoreInMemoryBackend,
-    LangChainStoreBackend,
-    NamespaceFilteredStore,
-)
+from langchain_holodeck.backends.langchain import CoreInMemoryBackend
 from langchain_holodeck.backends.memory import MemoryBackend, MemoryKeywordIndexProvider
 from langchain_holodeck.backends.opensearch import OpenSearchKeywordIndexProvider
 from langchain_holodeck.backends.qdrant import QdrantBackend
 from langchain_holodeck.backends.redis import RedisBackend, RedisKeywordIndexProvider
+from langchain_holodeck.contracts import BackendCapabilities
+from langchain_holodeck.vectorstores.namespace import NamespaceFilteredStore
 
 __all__ = [
     "Backend",
@@ -53,10 +55,14 @@ __all__ = [
     "RedisKeywordIndexProvider",
     "VectorStoreHandle",
     "backend_for_store",
+    "create_vector_store",
+    "create_vector_store_with_status",
     "get_backend",
     "get_keyword_index_provider",
+    "native_hybrid_providers",
     "open_vector_store",
     "register_backend",
     "register_keyword_index",
     "registered_providers",
+    "scan_documents",
 ]

@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_vali
 from langchain_holodeck._chunk import window_parent
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
+from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
@@ -247,7 +248,8 @@ class HybridRetriever(BaseRetriever):
         if self.search_strategy == "native" and not supports_native_hybrid(self.vector_store):
             msg = (
                 "search_strategy='native' needs a vector store with native_hybrid_search "
-                f"(Redis, Qdrant), got {type(self.vector_store).__name__}; use 'fallback'."
+                f"(the stores of {', '.join(native_hybrid_providers())}), got "
+                f"{type(self.vector_store).__name__}; use 'fallback'."
             )
             raise ValueError(msg)
         return self
