@@ -107,8 +107,9 @@ class HybridRetriever(BaseRetriever):
 
     The legs run concurrently (a thread pool on ``invoke``, ``asyncio.gather`` on
     ``ainvoke``), except in-memory indexes (``in_process``: BM25, exact), which run on the
-    caller's thread, where a pool hand-off would only add latency; each returns ``fetch_k`` candidates as ids and scores,
-    and only the final ``k`` documents are read from the store (``get_by_ids``; a store
+    caller's thread, where a pool hand-off would only add latency; each returns ``fetch_k``
+    candidates as ids and scores, and only the final ``k`` documents are read from the store
+    (``get_by_ids``; a store
     without id search returns documents with its scores, which are kept instead). Fusion:
 
     - ``fusion="rrf"``: ``raw(d) = sum_i w_i / (rrf_k + rank_i(d))``;
