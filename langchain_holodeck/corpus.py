@@ -14,6 +14,9 @@ from pathlib import Path
 
 CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
 """The UUIDv5 namespace corpus namespaces are derived in."""
+DEFAULT_STORE_DIR = Path(".holodeck") / "store"
+"""Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
+project directory; one subdirectory per tool name. Never read as a source file."""
 
 
 def corpus_namespace(

@@ -9,8 +9,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from operator import itemgetter
+from typing import Literal
 
-__all__ = ["convex_score_fusion", "reciprocal_rank_fusion"]
+from langchain_holodeck._defaults import DEFAULT_FUSION
+
+__all__ = ["DEFAULT_FUSION", "convex_score_fusion", "reciprocal_rank_fusion"]
+
+Fusion = Literal["rrf", "convex"]
+FUSION_NAMES: dict[str, str] = {
+    "convex": "convex score fusion",
+    "rrf": "reciprocal rank fusion",
+}
+"""How help texts, ``holodeck-rag tools`` and the docs name each ``fusion`` value."""
 
 
 def reciprocal_rank_fusion(

@@ -19,6 +19,7 @@ import hashlib
 import inspect
 import json
 import logging
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -47,6 +48,7 @@ from langchain_holodeck._chunk import (
     FileRecord,
     source_path,
     window_id,
+    window_parent,
 )
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
@@ -76,7 +78,11 @@ class KeywordIndexLike(Protocol):
 
 @dataclass(frozen=True)
 class SyncResult:
-    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch."""
+    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch.
+
+    Every count is of chunks: the model windows of a long chunk (entries of their own in the
+    store) are written and deleted with it but never counted.
+    """
 
     added: int = 0
     updated: int = 0
@@ -355,7 +361,7 @@ def _window_documents(
     if not chunks:
         return {}
     out: dict[str, list[Document]] = {}
-    for chunk, texts in zip(chunks, window_texts([c.page_content for c in chunks]), strict=True):
+    for chunk, texts in zip(chunks, _cut_windows(chunks, window_texts), strict=True):
         chunk.metadata[WINDOW_COUNT] = len(texts) - 1
         if len(texts) < 2 or not chunk.id:
             continue
@@ -371,6 +377,13 @@ def _window_documents(
             for n, text in enumerate(texts[1:], start=1)
         ]
     return out
+
+
+def _cut_windows(chunks: Sequence[Document], window_texts: WindowTexts) -> Iterator[list[str]]:
+    """Each chunk's window texts, cut ``_WINDOW_CUT_BATCH`` chunks at a time (flat memory)."""
+    for start in range(0, len(chunks), _WINDOW_CUT_BATCH):
+        batch = chunks[start : start + _WINDOW_CUT_BATCH]
+        yield from window_texts([c.page_content for c in batch])
 
 
 def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
@@ -521,7 +534,7 @@ def sync_documents(
         updated=updated,
         skipped=skipped,
         failed=failed,
-        deleted=len(deleted),
+        deleted=sum(1 for doc_id in deleted if window_parent(doc_id) == doc_id),  # chunks only
         errors=tuple(errors + delete_errors),
     )
 
@@ -544,6 +557,7 @@ class _Writer:
             callable(add_vectors) and embeddings is not None and not runs_in_process(embeddings)
         )
         self.vectors: dict[str, list[float]] = {}
+        self.eta: _Eta | None = None
 
     def embed(self, documents: Sequence[Document]) -> list[str]:
         """Embed ``documents`` ahead, requests in flight; the error line of each failed batch.
@@ -557,6 +571,7 @@ class _Writer:
             [d.page_content for d in documents],
             batch_size=self.batch_size,
             max_concurrency=self.max_concurrency,
+            on_batch=self._embedded,
         )
         for doc, vector in zip(documents, result.vectors, strict=True):
             if vector is not None and doc.id:
@@ -570,6 +585,13 @@ class _Writer:
         if result.retries:
             logger.info("sync: %d embedding request(s) retried", result.retries)
         return lines
+
+    def _embedded(self, n: int) -> None:
+        """Progress while requests are in flight (embedding is the slow part)."""
+        if self.on_batch is not None:
+            self.on_batch(n)
+        if self.eta is not None:
+            self.eta.advance(n)
 
     def write(
         self, chunks: Sequence[Document], what: str = "chunks", *, progress: bool = True
@@ -601,8 +623,12 @@ class _Writer:
                 errors.append(line)
             else:
                 written.extend(ready)
+            if self.in_flight:
+                continue  # progress was reported as the batches were embedded
             if progress and self.on_batch is not None:
                 self.on_batch(len(batch))
+            if self.eta is not None:
+                self.eta.advance(len(batch))
         return written, errors, failed
 
 
@@ -621,6 +647,7 @@ def _write(
     the number of chunks not written.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
+    writer.eta = _Eta(len(chunks), len(entries))
     errors = writer.embed([*entries, *chunks])
     window_ok, more_errors, _ = writer.write(entries, "model windows", progress=False)
     errors += more_errors
@@ -654,6 +681,49 @@ def _write(
     )
     failed += more_failed + len(held) + len(without)
     return written + more, errors + more_errors, failed
+
+
+ETA_NOTE_ENTRIES = 2000
+"""A sync writing at least this many entries (chunks and model windows) says, after its first
+batch, how many there are and about how long the rest will take."""
+_WINDOW_CUT_BATCH = 256
+"""Chunks cut into model windows at a time: the tokenizer's work stays small (flat memory)."""
+
+
+class _Eta:
+    """One note after the first written batch of a long sync: entries to write, time left."""
+
+    def __init__(self, chunks: int, windows: int) -> None:
+        self.chunks, self.windows = chunks, windows
+        self.done = 0
+        self.start = time.perf_counter()
+        self.noted = chunks + windows < ETA_NOTE_ENTRIES
+
+    def advance(self, written: int) -> None:
+        self.done += written
+        if self.noted:
+            return
+        self.noted = True
+        elapsed = time.perf_counter() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.chunks + self.windows - self.done) / rate if rate > 0 else 0.0
+        logger.warning(
+            "note: embedding and writing %d chunks (and %d model windows): about %s left at "
+            "the first batch's %.1f entries/s. Ctrl-C keeps what is written; the next run "
+            "resumes.",
+            self.chunks,
+            self.windows,
+            _duration(left),
+            rate,
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``1 h 05 min``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _delete(vector_store: VectorStore, ids: Sequence[str]) -> tuple[list[str], list[str]]:

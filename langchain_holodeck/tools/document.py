@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -32,17 +32,14 @@ from langchain_holodeck.config.models import (
     VectorStoreToolConfig,
     resolve_database_config,
 )
-from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR, corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
-from langchain_holodeck.search_strategy import (
-    SearchStrategy,
-    choose_search_strategy,
-    supports_native_hybrid,
-)
+from langchain_holodeck.loaders import SourceLoader
+from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
 from langchain_holodeck.tools.formatting import format_results
@@ -54,6 +51,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
+
+
+def has_search_terms(query: str) -> bool:
+    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
+    return any(ch.isalnum() for ch in query)
 
 
 class SearchInput(BaseModel):
@@ -81,6 +83,7 @@ class _DocumentTool(Generic[ConfigT]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         self._config: ConfigT = config
         self._embeddings = embeddings
@@ -89,6 +92,8 @@ class _DocumentTool(Generic[ConfigT]):
         self._home_dir = Path(home_dir) if home_dir is not None else None
         self._base_dir = Path(base_dir) if base_dir is not None else None
         self._store_dir = Path(store_dir) if store_dir is not None else None
+        self._exclude = tuple(Path(p).absolute() for p in exclude)
+        self._loader: SourceLoader | None = None
         self._retriever: BaseRetriever | None = None
         self._cache: ByteStore | None = None
         self._backend: Backend | None = None
@@ -110,7 +115,8 @@ class _DocumentTool(Generic[ConfigT]):
         """True when ``initialize`` found chunks of the old namespace scheme (the tool name)."""
         self.search_strategy: SearchStrategy | None = None
         """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
-        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
+        keyword search in one request) or ``fallback`` (separate legs, fused in-process by the
+        config's ``fusion``: convex score fusion by default)."""
 
     @property
     def config(self) -> ConfigT:
@@ -136,6 +142,18 @@ class _DocumentTool(Generic[ConfigT]):
 
     def _source_base(self) -> Path | None:
         return self._config.base_dir if self._base_dir is None else self._base_dir
+
+    def _source_loader(self) -> SourceLoader:
+        """The source's loader, one per tool: it leaves out ``store_dir`` and ``exclude``.
+
+        One loader for the legacy check and every ingest, so a skip summary is logged once.
+        """
+        if self._loader is None:
+            own = () if self._store_dir is None else (self._store_dir.absolute(),)
+            self._loader = SourceLoader(
+                self._config.source, base_dir=self._source_base(), exclude=own + self._exclude
+            )
+        return self._loader
 
     def describe_storage(self) -> str:
         """One line: where the vectors live (no secret), as the backend describes it."""
@@ -243,7 +261,8 @@ class _DocumentTool(Generic[ConfigT]):
             raise
         self._warn_about_rerank_top_n()
         self._match_dimension(store, force_ingest=force_ingest)
-        self._report_legacy_chunks(store)
+        loader = self._source_loader()  # one per tool: the skip summary is logged once
+        self._report_legacy_chunks(store, loader)
         if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
             self._cache.mdelete(list(self._cache.yield_keys()))
         reindex = self._indexes_from_source(store)
@@ -259,7 +278,7 @@ class _DocumentTool(Generic[ConfigT]):
             on_progress=on_progress,
             reindex=reindex,
         )
-        result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
+        result = pipeline.invoke(loader, force_ingest=force_ingest)
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
@@ -312,20 +331,18 @@ class _DocumentTool(Generic[ConfigT]):
             return False
         return self._backend.save(store, self._store_dir)
 
-    def _report_legacy_chunks(self, store: VectorStore) -> None:
+    def _report_legacy_chunks(self, store: VectorStore, loader: SourceLoader) -> None:
         """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
 
         Probes by id: the chunk 0 of each current file under the old namespace, one batched
         ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
         """
-        from langchain_holodeck.loaders import SourceLoader
         from langchain_holodeck.sync import make_chunk_key, read_stored, stable_id
 
         legacy = legacy_namespace(self.name)
         if self.namespace == legacy:
             return
         try:
-            loader = SourceLoader(self._config.source, base_dir=self._source_base())
             ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
             self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
         except Exception as error:  # a check, never a reason not to start (ingest reports)
@@ -379,6 +396,12 @@ class _DocumentTool(Generic[ConfigT]):
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
+        if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
+            msg = (
+                f"Search query has no letters or digits, got {query!r}; ask with words, "
+                "identifiers or section numbers."
+            )
+            raise ValueError(msg)
         return self._retriever
 
     async def search(self, query: str) -> str:
@@ -389,7 +412,8 @@ class _DocumentTool(Generic[ConfigT]):
                 (with its cause).
             EmbeddingError: ``Failed to generate query embedding: ...`` when embedding the
                 query fails (a ``RuntimeError`` too).
-            ValueError: When ``query`` is empty or whitespace.
+            ValueError: When ``query`` is empty, whitespace or has no letter or digit
+                (``'""'``).
         """
         retriever = self._check_query(query)
         try:
@@ -524,13 +548,42 @@ def load_tools(
     project_dir: str | Path | None = None,
     home_dir: str | Path | None = None,
     embeddings: Embeddings | None = None,
+    store_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> list[VectorStoreTool | HierarchicalDocumentTool]:
-    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
+    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order.
+
+    The tools persist, as ``holodeck-rag`` does: a tool on the in-memory store saves its
+    vectors, keyword index and embedding cache under ``<store_dir>/<tool name>/`` after each
+    ``initialize``, and a later process loads them, embedding only what changed. The store
+    directory is left out of the tools' sources.
+
+    Args:
+        agent_yaml: The agent.yaml; relative sources resolve against its directory.
+        project_dir: Where ``.holodeck/config.yaml`` is looked up; default the working
+            directory.
+        home_dir: Where ``~/.holodeck/config.yaml`` is looked up; default the home directory.
+        embeddings: Overrides every tool's ``embedding_model``.
+        store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
+            ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
+            keep their vectors there; the root then holds only what they do not.
+        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...).
+
+    Example:
+        ```python
+        tool = load_tools("agent.yaml")[0]
+        await tool.initialize()  # first run embeds; a new process reuses .holodeck/store/
+        ```
+    """
     from langchain_holodeck.config.models import load_agent_config
 
     path = Path(agent_yaml)
     config = load_agent_config(path)
+    root = (
+        Path(store_dir)
+        if store_dir is not None
+        else Path(project_dir or Path.cwd()) / DEFAULT_STORE_DIR
+    )
     tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
     for tool_config in config.tools:
         cls = (
@@ -545,6 +598,7 @@ def load_tools(
                 project_dir=project_dir,
                 home_dir=home_dir,
                 base_dir=path.parent,
+                store_dir=root / tool_config.name,
                 **kwargs,
             )
         )
@@ -560,7 +614,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     first, a defined term brings its definition, cross-references can be followed.
     ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
     when the backend fuses them in one request (``BackendCapabilities.native_hybrid``), else
-    ``fallback`` (fused here, by ``fusion``).
+    ``fallback`` (fused here by ``fusion``, convex score fusion by default).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.
@@ -587,6 +641,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         super().__init__(
             config,
@@ -596,6 +651,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             home_dir=home_dir,
             base_dir=base_dir,
             store_dir=store_dir,
+            exclude=exclude,
         )
         self._llm = llm
         self._keywords: KeywordIndex | None = None
@@ -698,16 +754,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         config = self._config
         view, search_kwargs = self._scoped(store)
         backend = self._backend or backend_for_store(store)
-        weights = config.search_weights
-        self.search_strategy = choose_search_strategy(
-            config.search_strategy,
-            native_hybrid=backend.capabilities.native_hybrid and supports_native_hybrid(view),
-            # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
-            separate_keyword_engine=get_keyword_index_provider(
-                config.keyword_index
-            ).separate_engine(backend),
-            weights=(weights.semantic, weights.keyword),
-            backend=self.backend,
+        self.search_strategy = tool_search_strategy(
+            config, backend, store=view, backend_name=self.backend
         )
         retriever = HybridRetriever(
             vector_store=view,
