@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         EnrichmentStats,
     )
     from langchain_holodeck.corpus import (
+        Corpus,
         corpus_namespace,
     )
     from langchain_holodeck.definitions import (
@@ -210,6 +211,7 @@ _EXPORTS: dict[str, str] = {
     "CostEstimate": "langchain_holodeck.contextual",
     "EnrichmentResult": "langchain_holodeck.contextual",
     "EnrichmentStats": "langchain_holodeck.contextual",
+    "Corpus": "langchain_holodeck.corpus",
     "corpus_namespace": "langchain_holodeck.corpus",
     "Definition": "langchain_holodeck.definitions",
     "DefinitionExtractor": "langchain_holodeck.definitions",
@@ -302,6 +304,7 @@ __all__ = [
     "ConfigError",
     "ContextModelConfig",
     "ContextualChunkEnricher",
+    "Corpus",
     "CostEstimate",
     "DatabaseConfig",
     "Definition",

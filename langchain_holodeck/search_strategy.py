@@ -11,11 +11,20 @@ implements :class:`NativeHybridSearch`) and the keyword index is not a separate 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from langchain_holodeck.backends._registry import native_hybrid_providers
+from langchain_holodeck.backends._registry import (
+    get_keyword_index_provider,
+    native_hybrid_providers,
+)
 from langchain_holodeck.contracts import NativeHit, NativeHybridSearch, supports_native_hybrid
 from langchain_holodeck.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.vectorstores import VectorStore
+
+    from langchain_holodeck.backends.base import Backend
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 
 __all__ = [
     "NativeHit",
@@ -23,6 +32,7 @@ __all__ = [
     "SearchStrategy",
     "choose_search_strategy",
     "supports_native_hybrid",
+    "tool_search_strategy",
 ]
 
 SearchStrategy = Literal["native", "fallback"]
@@ -69,6 +79,41 @@ def choose_search_strategy(
         return "native"
     both_legs = len(weights) >= 2 and weights[0] > 0 and weights[1] > 0
     return "native" if native_hybrid and both_legs and not separate_keyword_engine else "fallback"
+
+
+def tool_search_strategy(
+    config: HierarchicalDocumentToolConfig,
+    backend: Backend,
+    *,
+    store: VectorStore | None = None,
+    backend_name: str | None = None,
+) -> SearchStrategy:
+    """The strategy a hierarchical tool searches with: the one builder of tools and the CLI.
+
+    Args:
+        config: The tool's configuration (``search_strategy``, ``search_weights``,
+            ``keyword_index``).
+        backend: The backend serving its store (its ``capabilities.native_hybrid``).
+        store: The store (or namespace view) searched, when open: native needs it to
+            implement :class:`NativeHybridSearch` too. ``None`` (the CLI's description before
+            any store is opened) trusts the backend's flag.
+        backend_name: How the backend is named in the error message (default its provider).
+
+    Raises:
+        ConfigError: When ``native`` is requested and the backend cannot fuse.
+    """
+    weights = config.search_weights
+    native = backend.capabilities.native_hybrid and (store is None or supports_native_hybrid(store))
+    return choose_search_strategy(
+        config.search_strategy,
+        native_hybrid=native,
+        # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
+        separate_keyword_engine=get_keyword_index_provider(config.keyword_index).separate_engine(
+            backend
+        ),
+        weights=(weights.semantic, weights.keyword),
+        backend=backend_name or str(backend.provider or type(backend).__name__),
+    )
 
 
 def _native_names() -> str:

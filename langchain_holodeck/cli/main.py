@@ -542,19 +542,9 @@ def _describe(target: _Target, store: Path) -> str:
 
 def _search_line(config: Any, backend: Any) -> str:
     """The search strategy a hierarchical tool will use, from its backend's capabilities."""
-    from langchain_holodeck.backends import get_keyword_index_provider
-    from langchain_holodeck.search_strategy import choose_search_strategy
+    from langchain_holodeck.search_strategy import tool_search_strategy
 
-    weights = config.search_weights
-    strategy = choose_search_strategy(
-        config.search_strategy,
-        native_hybrid=backend.capabilities.native_hybrid,
-        separate_keyword_engine=get_keyword_index_provider(config.keyword_index).separate_engine(
-            backend
-        ),
-        weights=(weights.semantic, weights.keyword),
-        backend=str(backend.provider),
-    )
+    strategy = tool_search_strategy(config, backend)
     how = (
         "the vector store fuses dense + keyword"
         if strategy == "native"

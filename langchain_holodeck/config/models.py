@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck._defaults import DEFAULT_FETCH_K, DEFAULT_FUSION
 from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
     DatabaseConfig,
@@ -65,7 +66,6 @@ from langchain_holodeck.config._yaml import (
     substitute_env,
 )
 from langchain_holodeck.errors import ConfigError
-from langchain_holodeck.fusion import DEFAULT_FUSION
 
 __all__ = [
     "AgentConfig",
@@ -226,7 +226,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    fetch_k: int = Field(default=300, ge=1, le=1000)
+    fetch_k: int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
     """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
     are fetched. The default is where quality stopped improving on the tuning sets."""
     fusion: Literal["rrf", "convex"] = DEFAULT_FUSION

@@ -47,8 +47,8 @@ def check_ids(documents: Sequence[Document], owner: str) -> list[str]:
 
 def scan_store(store: VectorStore, namespace: str | None) -> Iterator[Document]:
     """Every chunk stored in ``store`` (optionally one namespace), via ``scan_documents``."""
-    # imported here: the backends package imports the keyword indexes (a module-level import
-    # is a cycle as soon as a keyword index is imported before the backends)
+    # imported here: the backends package imports the keyword indexes (memory -> bm25 -> this
+    # module), so a module-level import is a cycle when keyword_index is imported first
     from langchain_holodeck.backends._registry import scan_documents
 
     return scan_documents(store, namespace=namespace)
