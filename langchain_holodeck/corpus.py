@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
+from langchain_holodeck._defaults import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR
 from langchain_holodeck.backends import Backend, backend_for_store, open_vector_store
 from langchain_holodeck.config.models import resolve_database_config
 from langchain_holodeck.embeddings import (
@@ -42,9 +43,6 @@ logger = logging.getLogger(__name__)
 
 CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
 """The UUIDv5 namespace corpus namespaces are derived in."""
-DEFAULT_STORE_DIR = Path(".holodeck") / "store"
-"""Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
-project directory; one subdirectory per tool name. Never read as a source file."""
 
 
 def corpus_namespace(

@@ -19,6 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
+from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
@@ -29,7 +30,7 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.corpus import DEFAULT_STORE_DIR, Corpus
+from langchain_holodeck.corpus import Corpus
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
