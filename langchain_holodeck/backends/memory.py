@@ -60,7 +60,7 @@ class MemoryBackend(Backend):
             return False
         if self._saved.get(id(store)) == store.version:  # nothing written since
             return False
-        store.dump(store_dir)
+        store.dump(store_dir, merge=True)  # another process's corpus in the directory stays
         self._saved[id(store)] = store.version
         return True
 
