@@ -37,7 +37,7 @@ from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
-from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
 from langchain_holodeck.search_strategy import (
     SearchStrategy,
     choose_search_strategy,
@@ -617,6 +617,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._exact_loaded = False
         self._fan_out: _IndexFanOut | None = None
         self._keywords_stale = False
+        self._keywords_rebuilt = False  # the saved index was behind the store: save it again
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -682,8 +683,32 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         if not self._exact_loaded and listable:  # else sync gives it every chunk
             _rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
+            self._check_keyword_index(store)
         self._fan_out = _IndexFanOut((self._keywords, self._exact), keep=not listable)
         return self._fan_out
+
+    def _check_keyword_index(self, store: VectorStore) -> None:
+        """Rebuild a saved BM25 index that does not hold exactly the store's chunks.
+
+        The index is saved after the store, so a process killed in between (or a store
+        written by another tool) leaves it behind the store; its ids are checked against
+        the exact index's, just rebuilt from the store.
+        """
+        keywords = self._keywords
+        if not isinstance(keywords, BM25KeywordIndex):
+            return
+        have, want = keywords.ids, self._exact.ids
+        if have == want:
+            return
+        logger.warning(
+            "%s: the saved keyword index holds %d chunk(s) the store does not and lacks %d "
+            "it does; rebuilding it from the store.",
+            self.name,
+            len(have - want),
+            len(want - have),
+        )
+        _rebuild_index("keyword", keywords, store, self.namespace)
+        self._keywords_rebuilt = True
 
     def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.definitions import DefinitionExtractor
@@ -694,8 +719,12 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             self._keywords_stale = True
         if self._keywords is not None and self._store_dir is not None:
             get_keyword_index_provider(self._config.keyword_index).save(
-                self._keywords, self._store_dir, namespace=self.namespace, store_saved=saved
+                self._keywords,
+                self._store_dir,
+                namespace=self.namespace,
+                store_saved=saved or self._keywords_rebuilt,
             )
+            self._keywords_rebuilt = False
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
             if self._fan_out is not None and self._fan_out.kept is not None:
                 chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
