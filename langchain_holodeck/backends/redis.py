@@ -98,6 +98,13 @@ class RedisBackend(Backend):
             where = redis_store.mask_url(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"
             raise BackendUnavailableError(reason) from e
+        except ValueError as e:  # redis-py's message quotes part of the URL: not repeated
+            where = redis_store.mask_url(url)
+            reason = (
+                f"Redis connection string {where} cannot be parsed; percent-encode the "
+                "password's special characters (space %20, / %2F, # %23, @ %40, : %3A)"
+            )
+            raise BackendUnavailableError(reason) from e
 
     def describe(self, *, store_dir: Path | None = None) -> str:
         if self.config is None:

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from langchain_holodeck._redact import mask_url_password
+from langchain_holodeck._redact import mask_connection_string
 from langchain_holodeck.config._sections import MODEL_CONFIG, check_http_url
 
 
@@ -101,7 +101,7 @@ class RedisDatabaseConfig(DatabaseProviderConfig):
     @property
     def masked_connection_string(self) -> str:
         """The connection string with its password replaced by ``***``: safe to log or show."""
-        return mask_url_password(self.connection_string.get_secret_value())
+        return mask_connection_string(self.connection_string.get_secret_value())
 
 
 class QdrantDatabaseConfig(DatabaseProviderConfig):

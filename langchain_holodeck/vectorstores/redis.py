@@ -15,7 +15,6 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import redis
@@ -32,6 +31,7 @@ from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
+from langchain_holodeck._redact import mask_connection_string
 from langchain_holodeck.backends.base import check_native_hybrid_args
 from langchain_holodeck.search_strategy import NativeHit
 from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
@@ -98,18 +98,8 @@ def _check_langchain_redis_version() -> None:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its password (and user name, if any) replaced by ``***``; safe to log."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:
-        return "<unparseable connection string>"
-    if parts.password is None and parts.username is None:
-        return url
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    """``url`` with its password replaced by ``***`` (``_redact.mask_connection_string``)."""
+    return mask_connection_string(url)
 
 
 def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:

@@ -31,7 +31,7 @@ def test_a_file_name_that_is_not_utf8_is_ingested_under_a_stable_escaped_name(
     src = tmp_path / "src"
     src.mkdir()
     name = os.fsencode(src) + b"/caf\xff.md"
-    with open(name, "wb") as f:  # noqa: PTH123  # a bytes path: pathlib decodes it lossily
+    with open(name, "wb") as f:  # a bytes path: pathlib decodes it lossily
         f.write(b"# Menu\n\nCoffee of the day.\n")
     (src / "good.md").write_text("# Good\n\nStill loaded.\n", encoding="utf-8")
 
