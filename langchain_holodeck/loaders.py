@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import threading
+import zipfile
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ source code: as written)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
+_ZIPPED_TYPES = frozenset({"docx", "pptx", "xlsx"})  # Office Open XML: zip archives
 """Handed to markitdown's converter for the format as a binary stream."""
 
 SUPPORTED_FILE_TYPES: frozenset[str] = (
@@ -318,6 +320,16 @@ class SourceLoader(BaseLoader):
                 self.max_file_bytes,
             )
         if file.file_type in _BINARY_CONVERTED_TYPES:
+            expanded = _zip_expanded_bytes(file.path) if file.file_type in _ZIPPED_TYPES else None
+            if expanded is not None and expanded > self.max_file_bytes:
+                logger.warning(
+                    "Skipping %s: it expands to %d bytes, over max_file_bytes=%d (a zip bomb?); "
+                    "raise max_file_bytes to load it.",
+                    file.source_path,
+                    expanded,
+                    self.max_file_bytes,
+                )
+                return None
             with file.path.open("rb") as fh:
                 return self._convert(file, fh)
         with file.path.open("rb") as fh:
@@ -495,6 +507,19 @@ def _mostly_utf8(data: bytes) -> tuple[str, int] | None:
     text = data.decode("utf-8", errors="replace")
     invalid = text.count("\ufffd") - data.count("\ufffd".encode())
     return (text, invalid) if 0 < invalid * 4 <= valid else None
+
+
+def _zip_expanded_bytes(path: Path) -> int | None:
+    """The uncompressed size of the zip archive at ``path`` (its directory's sum), or ``None``.
+
+    Read from the central directory, without inflating anything; a file that is not a zip
+    gives ``None`` (the converter then reports it).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
 
 
 def _codec(name: str) -> str:
