@@ -614,6 +614,18 @@ def _run_tools(args: argparse.Namespace) -> int:
 
 def _run_purge_legacy(args: argparse.Namespace) -> int:
     target = _search_target(args)
+    if args.config is not None:  # a tool pinning corpus_id to this name keeps those chunks live
+        from langchain_holodeck.config.models import load_agent_config
+
+        name = target.config.name
+        pinned = [t.name for t in load_agent_config(args.config).tools if t.corpus_id == name]
+        if pinned:
+            msg = (
+                f"purge-legacy: namespace {name!r} is the corpus_id of tool(s) "
+                f"{', '.join(map(repr, pinned))} in {args.config}, so its chunks are live, not "
+                f"legacy; nothing deleted. Remove corpus_id: {name} from them first to purge."
+            )
+            raise HolodeckError(msg)
     tool = _build_tool(target, args.store)
     deleted = tool.purge_legacy_chunks()
     where = _where(tool, target, args.store)
