@@ -575,11 +575,16 @@ def _run_search(args: argparse.Namespace) -> int:
     if not (args.json or args.explain):
         print(search_text(tool, query, max_chars=args.max_chars))
         return 0
-    from langchain_holodeck.cli._format import explain_line, result_record
+    from langchain_holodeck.cli._format import (
+        explain_line,
+        result_record,
+        terminal_documents,
+        terminal_text,
+    )
     from langchain_holodeck.tools.document import format_results
     from langchain_holodeck.tools.formatting import snippet
 
-    documents = tool.as_retriever().invoke(query)
+    documents = tool.retrieve_sync(query)
     hybrid = isinstance(tool, HierarchicalDocumentTool)
     if args.json:
         records = [
@@ -591,11 +596,14 @@ def _run_search(args: argparse.Namespace) -> int:
         print(json.dumps(records, indent=2, ensure_ascii=False))
     elif documents:
         text = format_results(
-            documents, hybrid=hybrid, explain=explain_line, max_chars=args.max_chars
+            terminal_documents(documents),
+            hybrid=hybrid,
+            explain=explain_line,
+            max_chars=args.max_chars,
         )
         print(text)
     else:
-        print(f"No relevant results found for query: {query}")
+        print(terminal_text(f"No relevant results found for query: {query}"))
     return 0
 
 

@@ -398,11 +398,18 @@ class _DocumentTool(Generic[ConfigT]):
 
     def search_sync(self, query: str) -> str:
         """Blocking twin of ``search``."""
+        return self.format_documents(query, self.retrieve_sync(query))
+
+    def retrieve_sync(self, query: str) -> list[Document]:
+        """The documents ``search_sync`` formats (same errors), for callers that show them."""
         retriever = self._check_query(query)
         try:
-            documents = retriever.invoke(query)
+            return retriever.invoke(query)
         except Exception as error:
             raise _search_error(error) from error
+
+    def format_documents(self, query: str, documents: list[Document]) -> str:
+        """The text ``search`` returns for ``documents`` found for ``query``."""
         return self._format(query, documents)
 
     def _format(self, query: str, documents: list[Document]) -> str:
