@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
-from langchain_holodeck.backends.base import Backend, BackendCapabilities, KeywordIndexProvider
+from langchain_holodeck.backends.base import (
+    Backend,
+    BackendCapabilities,
+    BackendUnavailableError,
+    KeywordIndexProvider,
+)
 from langchain_holodeck.config._backends import InMemoryDatabaseConfig, InMemoryKeywordIndexConfig
 from langchain_holodeck.vectorstores.matrix import MatrixVectorStore
 
@@ -50,7 +55,11 @@ class MemoryBackend(Backend):
         connect_timeout: float = 2.0,
     ) -> MatrixVectorStore:
         if store_dir is not None and (Path(store_dir) / MANIFEST).exists():
-            store = MatrixVectorStore.load(store_dir, embeddings)
+            try:
+                store = MatrixVectorStore.load(store_dir, embeddings)
+            except ValueError as error:  # a damaged save (the message names the file)
+                msg = f"the store saved in {store_dir} is damaged: {error}"
+                raise BackendUnavailableError(msg) from error
             self._saved[id(store)] = store.version
             return store
         return MatrixVectorStore(embeddings)

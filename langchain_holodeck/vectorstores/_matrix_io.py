@@ -150,7 +150,7 @@ def read(directory: Path) -> Saved:
     except ValueError as error:  # UnicodeDecodeError and JSONDecodeError: a torn manifest
         msg = (
             f"{str(manifest_path)!r} is not valid JSON ({error}); the save is damaged. "
-            "Re-run the ingestion with --force-ingest (or delete the directory) to rebuild it."
+            "Delete the directory and run the ingestion again to rebuild it."
         )
         raise ValueError(msg) from error
     if not isinstance(manifest, dict):
