@@ -474,14 +474,6 @@ def test_fallback_to_memory_false_in_config_raises(embeddings: HashingEmbeddings
     assert (handle.backend, handle.requested, handle.fell_back) == ("in-memory", "redis", True)
 
 
-def test_mask_url_hides_credentials() -> None:
-    from langchain_holodeck.vectorstores.redis import mask_url
-
-    assert mask_url("redis://user:pw@host:6379/0") == "redis://user:***@host:6379/0"
-    assert mask_url("rediss://:pw@host:6380") == "rediss://:***@host:6380"
-    assert mask_url("redis://host:6379") == "redis://host:6379"
-
-
 def test_relevance_fn_per_metric() -> None:
     from langchain_holodeck.vectorstores.redis import relevance_fn
 
