@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -20,6 +21,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
+from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
@@ -43,6 +45,9 @@ from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strat
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
 from langchain_holodeck.tools.formatting import format_results
+
+UNREADABLE_FILES = "unreadable_files.json"
+"""In ``store_dir``: per corpus, the files that could not be loaded, with their mtime and size."""
 
 if TYPE_CHECKING:
     from langchain_holodeck.ingestion import ChunkEnricher
@@ -256,8 +261,10 @@ class _DocumentTool(Generic[ConfigT]):
             base_dir=self._config.base_dir if self._base_dir is None else self._base_dir,
             on_progress=on_progress,
             reindex=reindex,
+            unreadable=self._unreadable_files(),
         )
         result = pipeline.invoke(loader, force_ingest=force_ingest)
+        self._save_unreadable_files(pipeline.unreadable)
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
@@ -268,6 +275,33 @@ class _DocumentTool(Generic[ConfigT]):
         self.is_initialized = True
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
+
+    def _unreadable_path(self) -> Path | None:
+        return None if self._store_dir is None else self._store_dir / UNREADABLE_FILES
+
+    def _unreadable_files(self) -> dict[str, list[float]]:
+        """This corpus's files that could not be loaded, remembered in ``store_dir``."""
+        path = self._unreadable_path()
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8")) if path else {}
+            files = saved.get(self.namespace, {}) if isinstance(saved, dict) else {}
+            return {k: list(v) for k, v in files.items()} if isinstance(files, dict) else {}
+        except (OSError, ValueError, TypeError):  # absent or damaged: files are read again
+            return {}
+
+    def _save_unreadable_files(self, files: Mapping[str, list[float]] | None) -> None:
+        """Remember them, so a search does not re-read (and re-warn about) a corrupt file."""
+        path = self._unreadable_path()
+        if path is None or files is None or files == self._unreadable_files():
+            return
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        saved = saved if isinstance(saved, dict) else {}
+        saved[self.namespace] = dict(files)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, json.dumps(saved, ensure_ascii=False).encode("utf-8"))
 
     def _match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.

@@ -111,3 +111,34 @@ def test_an_office_file_expanding_past_max_file_bytes_is_skipped_unopened(
         f"Skipping bomb.{suffix}: it expands to 40000000 bytes, over max_file_bytes=10000000 "
         "(a zip bomb?); raise max_file_bytes to load it."
     ]
+
+
+def test_a_corrupt_pdf_is_not_reparsed_or_rewarned_until_it_changes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 16: every ``search`` (a re-sync) re-parsed a corrupt PDF and warned again."""
+    from langchain_holodeck import HierarchicalDocumentTool, HierarchicalDocumentToolConfig
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "good.md").write_text("# Good\n\nwarp core.\n", encoding="utf-8")
+    broken = tmp_path / "src" / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 200)
+
+    def warnings_after_a_run() -> list[str]:
+        caplog.clear()
+        config = HierarchicalDocumentToolConfig(
+            type="hierarchical_document", name="kb", source="src"
+        )
+        tool = HierarchicalDocumentTool(
+            config, embeddings=HashingEmbeddings(), base_dir=tmp_path, store_dir=tmp_path / "s"
+        )
+        with caplog.at_level(logging.WARNING):
+            tool.initialize_sync()
+        return [r.getMessage() for r in caplog.records if "broken.pdf" in r.getMessage()]
+
+    assert len(warnings_after_a_run()) == 1
+    assert warnings_after_a_run() == []  # the next process remembers the failure
+    later = broken.stat().st_mtime + 10
+    os.utime(broken, (later, later))
+    assert len(warnings_after_a_run()) == 1  # changed: read (and warned about) again
