@@ -59,7 +59,11 @@ def build_server(
     loopback = is_loopback(host)
     options: dict[str, Any] = {"instructions": _instructions(tools), "log_level": "WARNING"}
     if _Server.__name__ == "FastMCP":  # 1.x: HTTP settings are constructor arguments
-        options.update(host=host, transport_security=_transport_security(loopback=loopback))
+        options.update(
+            host=host,
+            transport_security=_transport_security(loopback=loopback),
+            json_response=True,  # a call's answer as one JSON body, not an SSE stream
+        )
     server = _Server("holodeck-rag", **options)
     limiter = anyio.CapacityLimiter(max_concurrency)
     for tool in tools:
@@ -167,7 +171,9 @@ def bind(host: str, port: int) -> socket.socket:
         OSError: When the address cannot be bound (in use, not an address of this machine).
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets' connections;
+    # without it Nagle + delayed ACK hold each response for ~40 ms
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
@@ -190,6 +196,7 @@ def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: Htt
         app = server.streamable_http_app(
             transport_security=_transport_security(loopback=is_loopback(host)),
             host=host,
+            json_response=True,
             max_request_body_size=limits.max_body_bytes,
         )
     guarded = HttpGuard(app, token=token, limits=limits)

@@ -16,9 +16,9 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_holodeck.cli.chat import positive_int
 from langchain_holodeck.errors import ConfigError
@@ -92,44 +92,80 @@ def _port(text: str) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Load the tools, then serve them until the client leaves (stdio) or an interrupt (http)."""
-    token = os.environ.get(TOKEN_ENV) or None
-    host = args.host or "127.0.0.1"
-    port = DEFAULT_PORT if args.port is None else args.port
     if args.transport == "stdio" and (args.host is not None or args.port is not None):
         msg = "--host and --port apply to --transport http; stdio needs neither."
         raise ConfigError(msg)
+    host = args.host or "127.0.0.1"
+    _check_serving(args.transport, host)  # before loading anything
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
+        tools = served_tools(args.agent_yaml, args.store, quiet=args.quiet)
+    if args.transport == "stdio" and not args.quiet:
+        print(f"serving {len(tools)} tool(s) over stdio", file=sys.stderr, flush=True)
+    serve_tools(
+        tools,
+        transport=args.transport,
+        host=host,
+        port=DEFAULT_PORT if args.port is None else args.port,
+        max_concurrency=args.max_concurrency,
+        max_in_flight=args.max_in_flight,
+        max_body_bytes=args.max_body_bytes,
+    )
+    return 0
+
+
+def serve_tools(
+    tools: Sequence[ServedTool | _DocumentTool],
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    max_concurrency: int = 4,
+    max_in_flight: int = 32,
+    max_body_bytes: int = 1_000_000,
+) -> None:
+    """Serve initialized tools over MCP until the client leaves (stdio) or an interrupt (http).
+
+    Over HTTP the bearer token is read from ``HOLODECK_MCP_TOKEN``; a non-loopback ``host``
+    requires one. The address (``port`` 0 picks a free one) is printed on stderr.
+
+    Raises:
+        ConfigError: When ``host`` is not loopback and ``HOLODECK_MCP_TOKEN`` is unset.
+        ImportError: When the ``mcp`` package is not installed (the message says how).
+        OSError: When ``host:port`` cannot be bound.
+    """
+    _check_serving(transport, host)
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    served = [t if isinstance(t, ServedTool) else ServedTool(_given(t)) for t in tools]
+    server = _mcp.build_server(served, max_concurrency=max_concurrency, host=host)
+    if transport == "stdio":
+        _mcp.run_stdio(server)
+        return
+    limits = HttpLimits(max_body_bytes=max_body_bytes, max_in_flight=max_in_flight)
+    with _mcp.bind(host, port) as sock:
+        _mcp.run_http(server, sock, token=os.environ.get(TOKEN_ENV) or None, limits=limits)
+
+
+def _given(tool: _DocumentTool) -> Callable[[], _DocumentTool]:
+    return lambda: tool
+
+
+def _check_serving(transport: str, host: str) -> None:
+    """The SDK is importable; a non-loopback HTTP host has a token."""
     try:
         from langchain_holodeck.cli import _mcp
-        from langchain_holodeck.cli._http_guard import HttpLimits
     except ImportError as error:
         if (error.name or "").split(".")[0] in {"mcp", "uvicorn", "starlette", "anyio"}:
             raise ImportError(INSTALL_HINT) from error
         raise
-    if args.transport == "http" and not _mcp.is_loopback(host) and token is None:
+    if transport == "http" and not _mcp.is_loopback(host) and not os.environ.get(TOKEN_ENV):
         msg = (
             f"--host {host!r} is not a loopback address, so clients must authenticate: set "
             f"{TOKEN_ENV} to a secret token (clients send Authorization: Bearer <token>), "
             "or bind to 127.0.0.1."
         )
         raise ConfigError(msg)
-    sock = _mcp.bind(host, port) if args.transport == "http" else None
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-            tools = served_tools(args.agent_yaml, args.store, quiet=args.quiet)
-        server = _mcp.build_server(tools, max_concurrency=args.max_concurrency, host=host)
-        if sock is None:
-            if not args.quiet:
-                print(f"serving {len(tools)} tool(s) over stdio", file=sys.stderr, flush=True)
-            _mcp.run_stdio(server)
-        else:
-            limits = HttpLimits(
-                max_body_bytes=args.max_body_bytes, max_in_flight=args.max_in_flight
-            )
-            _mcp.run_http(server, sock, token=token, limits=limits)
-    finally:
-        if sock is not None:
-            sock.close()
-    return 0
 
 
 # -- the served tools ---------------------------------------------------------------------

@@ -44,6 +44,20 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``tools/call`` and its result as on the wire (camelCase keys), for the 1.x and 2.x SDKs."""
+    result: Any = await session.call_tool(name, arguments)
+    return dict(result.model_dump(by_alias=True, exclude_none=True))
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+def sources(result: dict[str, Any]) -> list[str]:
+    return [r["source_path"] for r in result["structuredContent"]["results"]]
+
+
 def _cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -91,28 +105,27 @@ async def stdio_session(root: Path) -> AsyncIterator[ClientSession]:
 async def test_stdio_lists_the_tool_and_answers_like_the_search_command(corpus: Path) -> None:
     async with stdio_session(corpus) as session:
         listed = (await session.list_tools()).tools
-        result = await session.call_tool("default", {"query": QUERY})
-        top2 = await session.call_tool("default", {"query": QUERY, "top_k": 2})
+        result = await call(session, "default", {"query": QUERY})
+        top2 = await call(session, "default", {"query": QUERY, "top_k": 2})
     assert [t.name for t in listed] == ["default"]
     tool = listed[0]
     assert "docs" in (tool.description or "")
-    assert tool.inputSchema["required"] == ["query"]
-    assert set(tool.inputSchema["properties"]) == {"query", "top_k"}
-    assert tool.annotations is not None
-    assert tool.annotations.readOnlyHint is True
-    assert not result.isError
-    text = result.content[0].text  # type: ignore[union-attr]  # a TextContent
+    schema = tool.model_dump(by_alias=True)
+    assert schema["inputSchema"]["required"] == ["query"]
+    assert set(schema["inputSchema"]["properties"]) == {"query", "top_k"}
+    assert schema["annotations"]["readOnlyHint"] is True
+    assert not result["isError"]
+    text = text_of(result)
     assert text == _search_cli(corpus, QUERY).rstrip("\n")
     records = json.loads(_search_cli(corpus, QUERY, "--json"))
-    served = result.structuredContent
-    assert served is not None
+    served = result["structuredContent"]
     assert served["tool"] == "default"
     assert [r["source_path"] for r in served["results"]] == [r["source_path"] for r in records]
     assert [r["section_id"] for r in served["results"]] == [r["section_id"] for r in records]
     assert served["results"][0]["source_path"] == "docs/auth.md"
     assert served["results"][0]["fused_score"] == pytest.approx(records[0]["fused_score"])
-    assert len(top2.structuredContent["results"]) == 2  # type: ignore[index]
-    assert top2.content[0].text.startswith("Found 2 result(s):")  # type: ignore[union-attr]
+    assert len(top2["structuredContent"]["results"]) == 2
+    assert text_of(top2).startswith("Found 2 result(s):")
 
 
 async def test_stdio_bad_input_gets_tool_errors_and_the_next_call_is_answered(
@@ -130,14 +143,14 @@ async def test_stdio_bad_input_gets_tool_errors_and_the_next_call_is_answered(
     ]
     async with stdio_session(corpus) as session:
         for name, arguments, expected in bad:
-            result = await session.call_tool(name, arguments)
-            text = result.content[0].text  # type: ignore[union-attr]
-            assert result.isError, (name, arguments)
+            result = await call(session, name, arguments)
+            text = text_of(result)
+            assert result["isError"], (name, arguments)
             assert expected in text, text
             assert "Traceback" not in text
-        after = await session.call_tool("default", {"query": QUERY, "top_k": 1})
-    assert not after.isError
-    assert after.structuredContent["results"][0]["source_path"] == "docs/auth.md"  # type: ignore[index]
+        after = await call(session, "default", {"query": QUERY, "top_k": 1})
+    assert not after["isError"]
+    assert sources(after) == ["docs/auth.md"]
 
 
 # -- streamable HTTP --------------------------------------------------------------------------
@@ -196,8 +209,8 @@ async def http_session(url: str, token: str | None = None) -> AsyncIterator[Clie
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
         httpx.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(url, http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
+        streamable_http_client(url, http_client=http) as streams,  # 2 or 3 (mcp 1.x) items
+        ClientSession(streams[0], streams[1]) as session,
     ):
         await session.initialize()
         yield session
@@ -212,10 +225,10 @@ def served(corpus: Path) -> Iterator[HttpServer]:
 async def test_http_answers_like_the_search_command(corpus: Path, served: HttpServer) -> None:
     async with http_session(served.url, TOKEN) as session:
         listed = (await session.list_tools()).tools
-        result = await session.call_tool("default", {"query": QUERY})
+        result = await call(session, "default", {"query": QUERY})
     assert [t.name for t in listed] == ["default"]
-    assert result.content[0].text == _search_cli(corpus, QUERY).rstrip("\n")  # type: ignore[union-attr]
-    assert result.structuredContent["results"][0]["source_path"] == "docs/auth.md"  # type: ignore[index]
+    assert text_of(result) == _search_cli(corpus, QUERY).rstrip("\n")
+    assert sources(result)[0] == "docs/auth.md"
 
 
 def _post(url: str, body: bytes, **headers: str) -> httpx.Response:
@@ -268,18 +281,18 @@ def test_http_bad_requests_get_protocol_errors_not_tracebacks(served: HttpServer
 async def test_http_client_leaving_mid_call_and_concurrent_clients(served: HttpServer) -> None:
     async def leave_mid_call() -> None:
         async with http_session(served.url, TOKEN) as session:
-            call = asyncio.ensure_future(session.call_tool("default", {"query": QUERY}))
+            pending = asyncio.ensure_future(call(session, "default", {"query": QUERY}))
             await asyncio.sleep(0.01)
-            call.cancel()
+            pending.cancel()
 
     for _ in range(3):  # the request is sent, then the client cancels it and hangs up
         await leave_mid_call()
 
     async def one_client(top_k: int) -> list[str]:
         async with http_session(served.url, TOKEN) as session:
-            result = await session.call_tool("default", {"query": QUERY, "top_k": top_k})
-        assert not result.isError
-        return [r["source_path"] for r in result.structuredContent["results"]]  # type: ignore[index]
+            result = await call(session, "default", {"query": QUERY, "top_k": top_k})
+        assert not result["isError"]
+        return sources(result)
 
     answers = await asyncio.gather(*(one_client(3) for _ in range(6)))
     assert all(answer == answers[0] for answer in answers)
@@ -300,7 +313,7 @@ async def test_reingest_from_another_process_is_served_without_restart(
         with http_server(root) as server:
             query = "quokka migration schedule"
             async with http_session(server.url) as session:
-                before = await session.call_tool("default", {"query": query, "top_k": 1})
+                before = await call(session, "default", {"query": query, "top_k": 1})
                 (root / "docs" / "quokka.md").write_text(
                     "# Quokka migration\n\nThe quokka migration schedule runs every spring.\n",
                     encoding="utf-8",
@@ -308,12 +321,11 @@ async def test_reingest_from_another_process_is_served_without_restart(
                 time.sleep(0.01)
                 code, _, err = _cli("-q", "ingest", "docs")  # another writer: this process
                 assert code == 0, err
-                after = await session.call_tool("default", {"query": query, "top_k": 1})
+                after = await call(session, "default", {"query": query, "top_k": 1})
     finally:
         os.chdir(cwd)
-    first = before.structuredContent["results"][0]["source_path"]  # type: ignore[index]
-    assert first != "docs/quokka.md"
-    assert after.structuredContent["results"][0]["source_path"] == "docs/quokka.md"  # type: ignore[index]
+    assert sources(before) != ["docs/quokka.md"]
+    assert sources(after) == ["docs/quokka.md"]
     assert "reloaded from the store" in "".join(server.stderr)
 
 
@@ -340,7 +352,7 @@ def test_host_with_stdio_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.Mo
 async def test_agent_loads_the_served_tools_and_cites_the_served_sources(
     served: HttpServer,
 ) -> None:
-    adapters = pytest.importorskip("langchain_mcp_adapters.client")
+    adapters = pytest.importorskip("langchain_mcp_adapters.client", exc_type=ImportError)
     from langchain.agents import create_agent
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
@@ -371,3 +383,72 @@ async def test_agent_loads_the_served_tools_and_cites_the_served_sources(
     # the model's tool call went through MCP: the model's second request carries the result
     assert len(llm.requests) == 2
     assert "Found " in json.dumps(llm.requests[1]["messages"][-1])
+
+
+# -- a search that fails ----------------------------------------------------------------------
+REDIS_SCRIPT = Path(os.environ.get("HOLODECK_SHARED", REPO.parent / "shared")) / "scripts"
+REDIS_SCRIPT = REDIS_SCRIPT / "redis-stack.sh"
+FAULT_PORT = os.environ.get("HOLODECK_MCP_REDIS_PORT", "6396")
+"""A Redis Stack of this test's own, stopped mid-session (never the shared one at REDIS_URL)."""
+
+
+def _redis(command: str) -> None:
+    subprocess.run(
+        ["bash", str(REDIS_SCRIPT), command, FAULT_PORT],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.redis
+async def test_store_down_is_a_tool_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    if not REDIS_SCRIPT.is_file():
+        if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
+            pytest.fail(f"{REDIS_SCRIPT} is missing: set HOLODECK_SHARED.")
+        pytest.skip(f"{REDIS_SCRIPT} is missing: set HOLODECK_SHARED.")
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n"
+        "  - type: vectorstore\n"
+        "    name: redis_docs\n"
+        "    description: The docs, in Redis.\n"
+        "    source: docs\n"
+        "    database:\n"
+        "      provider: redis\n"
+        f"      connection_string: redis://127.0.0.1:{FAULT_PORT}\n"
+        "      index_name: mcp_store_down\n"
+        "      fallback_to_memory: false\n",
+        encoding="utf-8",
+    )
+    _redis("start")
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-c", _SERVE, "serve", "agent.yaml"],
+            env=_env(),
+            cwd=str(tmp_path),
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            first = await call(session, "redis_docs", {"query": QUERY, "top_k": 1})
+            _redis("stop")  # the store goes away mid-session
+            failed = await call(session, "redis_docs", {"query": QUERY, "top_k": 1})
+            listed = await session.list_tools()
+            _redis("start")  # back, empty (no persistence): re-ingested by another process
+            code, _, err = _cli("-q", "ingest", "--config", "agent.yaml")
+            assert code == 0, err
+            again = await call(session, "redis_docs", {"query": QUERY, "top_k": 1})
+    finally:
+        os.chdir(cwd)
+        _redis("stop")
+    assert not first["isError"]
+    assert failed["isError"]
+    text = text_of(failed)
+    assert text.startswith("Search failed: "), text
+    assert "Traceback" not in text
+    assert [t.name for t in listed.tools] == ["redis_docs"]
+    assert not again["isError"]
+    assert again["structuredContent"] == first["structuredContent"]
