@@ -20,8 +20,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_holodeck.cli.chat import positive_int
+from langchain_holodeck.cli._format import result_record
+from langchain_holodeck.cli._targets import (
+    MANIFEST_NAME,
+    Target,
+    build_tool,
+    config_tool_target,
+    read_manifest,
+    target_from_manifest,
+)
+from langchain_holodeck.cli.chat import is_hybrid, positive_int
 from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.sync import sanitize_error
+from langchain_holodeck.tools.formatting import format_results
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -204,11 +215,6 @@ class ServedTool:
         Raises:
             RuntimeError: ``Search failed: ...`` when the store or the model fails.
         """
-        from langchain_holodeck.cli._format import result_record
-        from langchain_holodeck.cli.chat import is_hybrid
-        from langchain_holodeck.sync import sanitize_error
-        from langchain_holodeck.tools.formatting import format_results
-
         tool = self._fresh()
         kwargs: dict[str, Any] = {} if top_k is None else {"k": top_k}
         try:
@@ -246,13 +252,12 @@ class ServedTool:
 
 
 def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[ServedTool]:
-    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), initialized."""
-    from langchain_holodeck.cli.main import (
-        MANIFEST_NAME,
-        _config_tool_target,
-        _read_manifest,
-        _target_from_manifest,
-    )
+    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), initialized.
+
+    Each is rebuilt when ``store``'s ``ingest.json`` changes; the embedding model objects are
+    made once and shared by every build.
+    """
+    from langchain_holodeck.embeddings import resolve_embeddings
 
     manifest = store / MANIFEST_NAME
     models: dict[str | None, Embeddings] = {}
@@ -264,10 +269,14 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
-    def builder(fixed: Any | None) -> Callable[[], _DocumentTool]:
+    def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
         def build() -> _DocumentTool:
-            target = fixed or _target_from_manifest(_read_manifest(store))
-            tool = _initialized(target, store, models)
+            target = fixed or target_from_manifest(read_manifest(store))
+            name = target.config.embedding_model
+            if name not in models:
+                models[name] = resolve_embeddings(name)
+            tool = build_tool(target, store, embeddings=models[name])
+            tool.initialize_sync()
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
             return tool
@@ -279,30 +288,5 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     from langchain_holodeck.config.models import load_agent_config
 
     agent = load_agent_config(agent_yaml)
-    targets = [_config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
+    targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
     return [ServedTool(builder(target), generation=generation) for target in targets]
-
-
-def _initialized(target: Any, store: Path, models: dict[str | None, Embeddings]) -> _DocumentTool:
-    """The target's tool over ``store``, initialized; one embedding model object per name."""
-    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-    from langchain_holodeck.embeddings import resolve_embeddings
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
-
-    config = target.config
-    name = config.embedding_model
-    if name not in models:
-        models[name] = resolve_embeddings(name)
-    options: dict[str, Any] = {
-        "embeddings": models[name],
-        "project_dir": target.project_dir,
-        "base_dir": target.base_dir,
-        "store_dir": store / config.name,
-    }
-    tool: _DocumentTool
-    if isinstance(config, HierarchicalDocumentToolConfig):
-        tool = HierarchicalDocumentTool(config, **options)
-    else:
-        tool = VectorStoreTool(config, **options)
-    tool.initialize_sync()
-    return tool

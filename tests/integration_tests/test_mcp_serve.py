@@ -386,8 +386,7 @@ async def test_agent_loads_the_served_tools_and_cites_the_served_sources(
 
 
 # -- a search that fails ----------------------------------------------------------------------
-REDIS_SCRIPT = Path(os.environ.get("HOLODECK_SHARED", REPO.parent / "shared")) / "scripts"
-REDIS_SCRIPT = REDIS_SCRIPT / "redis-stack.sh"
+REDIS_SCRIPT = REPO / "scripts" / "redis-stack.sh"
 FAULT_PORT = os.environ.get("HOLODECK_MCP_REDIS_PORT", "6396")
 """A Redis Stack of this test's own, stopped mid-session (never the shared one at REDIS_URL)."""
 
@@ -403,10 +402,6 @@ def _redis(command: str) -> None:
 
 @pytest.mark.redis
 async def test_store_down_is_a_tool_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
-    if not REDIS_SCRIPT.is_file():
-        if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
-            pytest.fail(f"{REDIS_SCRIPT} is missing: set HOLODECK_SHARED.")
-        pytest.skip(f"{REDIS_SCRIPT} is missing: set HOLODECK_SHARED.")
     shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
     (tmp_path / "agent.yaml").write_text(
         "tools:\n"
