@@ -203,6 +203,7 @@ def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: Htt
     config = uvicorn.Config(
         guarded,
         log_level="warning",
+        log_config=None,  # uvicorn logs through the CLI's handler: one line, traceback with -v
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=2,
