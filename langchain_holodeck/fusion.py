@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
+from langchain_holodeck._defaults import DEFAULT_FUSION
 from langchain_holodeck._scores import clip_unit
 
-__all__ = ["convex_score_fusion", "reciprocal_rank_fusion"]
+__all__ = ["DEFAULT_FUSION", "convex_score_fusion", "reciprocal_rank_fusion"]
+
+Fusion = Literal["rrf", "convex"]
+FUSION_NAMES: dict[str, str] = {
+    "convex": "convex score fusion",
+    "rrf": "reciprocal rank fusion",
+}
+"""How help texts, ``holodeck-rag tools`` and the docs name each ``fusion`` value."""
 
 
 def reciprocal_rank_fusion(
