@@ -6,6 +6,7 @@ holodeck-rag search "revoke a token"      # searches what the last ingest built
 holodeck-rag tools --config agent.yaml    # the tools an agent.yaml defines, and their data
 holodeck-rag chat agent.yaml              # one answer per line, tools (and model) kept warm
 holodeck-rag test agent.yaml              # the agent.yaml's retrieval cases: hit@k and MRR
+holodeck-rag serve agent.yaml             # the tools as an MCP server (stdio or --transport http)
 ```
 
 ``ingest`` writes ``<store>/ingest.json`` (tool type and name, source, config file, embedding
@@ -50,6 +51,7 @@ from langchain_holodeck.cli.chat import (
     search_text,
 )
 from langchain_holodeck.cli.regression import add_test_parser
+from langchain_holodeck.cli.serve import add_serve_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
 from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
@@ -283,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.set_defaults(run=_run_tools)
     add_chat_parser(verbs, common)
     add_test_parser(verbs, common)
+    add_serve_parser(verbs, common)
 
     purge = verbs.add_parser(
         "purge-legacy",
