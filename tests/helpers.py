@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import os
 import re
@@ -16,6 +17,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 DATA_DIR = __import__("pathlib").Path(__file__).parent / "data"
+needs_sentence_transformers = pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None,
+    reason="LocalEmbeddings needs sentence-transformers (torch), which the test extra leaves "
+    'out; run these with: pip install -e ".[test,local]"',
+)
+"""Marks a test of ``LocalEmbeddings`` or of the torch reference model."""
 _WORD = re.compile(r"\w+")
 
 
@@ -110,7 +117,7 @@ def redis_url_or_skip() -> str:
         return url
     if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
         pytest.fail("HOLODECK_REQUIRE_REDIS=1 but REDIS_URL is unset: start Redis Stack first.")
-    pytest.skip("REDIS_URL is unset: start ../shared/scripts/redis-stack.sh to run Redis tests.")
+    pytest.skip("REDIS_URL is unset: start scripts/redis-stack.sh to run Redis tests.")
 
 
 class PlainStore(VectorStore):

@@ -16,19 +16,33 @@ model), so ``search`` rebuilds the same tool without being told again. Errors th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._version import __version__
+from langchain_holodeck.cli._targets import (
+    DEFAULT_STORE,
+    MANIFEST_NAME,
+)
+from langchain_holodeck.cli._targets import Target as _Target
+from langchain_holodeck.cli._targets import build_tool as _build_tool
+from langchain_holodeck.cli._targets import config_target as _config_target
+from langchain_holodeck.cli._targets import config_tool_target as _config_tool_target
+from langchain_holodeck.cli._targets import default_target as _default_target
+from langchain_holodeck.cli._targets import read_manifest as _read_manifest
+from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
+from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
+from langchain_holodeck.cli._targets import write_manifest as _write_manifest
 from langchain_holodeck.cli.chat import (
     add_chat_parser,
     one_blas_thread,
@@ -37,6 +51,7 @@ from langchain_holodeck.cli.chat import (
 )
 from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
 if TYPE_CHECKING:
     from langchain_holodeck.config.models import (
@@ -49,21 +64,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STORE = Path(".holodeck") / "store"
-"""Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
-DEFAULT_TOOL_NAME = "default"
-"""Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
-DEFAULT_TOP_K = 5
-"""Results ``search`` prints for the default tool unless ``--top-k`` is given."""
-MANIFEST_NAME = "ingest.json"
-MANIFEST_FORMAT = 1
 
 _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own documents."
-_INGEST_HELP = """\
+_INGEST_HELP = f"""\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results unless
-`search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
+BM25 keywords; exact section lookup; fused by {FUSION_NAMES[DEFAULT_FUSION]}; 5 results
+unless `search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
@@ -115,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error argparse already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
+    with (
+        _exit_on_interrupt(),
+        _cli_logging(verbose=args.verbose, quiet=args.quiet),
+        one_blas_thread(),
+    ):
         try:
             code = int(args.run(args))
             sys.stdout.flush()  # a closed pipe fails here, not at exit after main returned
@@ -132,6 +143,57 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             print(f"error: {_one_line(error)}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # where the signal thread is not available
+            print(INTERRUPTED, file=sys.stderr)
+            return 130
+
+
+INTERRUPTED = (
+    "interrupted: the embeddings computed so far are kept; run the same command again to resume."
+)
+"""The one line Ctrl-C prints (exit status 130)."""
+
+
+@contextmanager
+def _exit_on_interrupt() -> Iterator[None]:
+    """Ctrl-C prints ``INTERRUPTED`` and exits 130 at once, even inside a long native call.
+
+    SIGINT is blocked in every thread and taken by one waiting thread, so it does not wait for
+    the main thread to leave onnxruntime or a socket, nor for worker threads to finish.
+    Whatever was committed stays: the embedding cache is written after every model call, the
+    store in batches, and each file's record last (the next run redoes unfinished files and
+    embeds only what the cache lacks).
+    """
+    if (
+        not hasattr(signal, "pthread_sigmask")
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    done = threading.Event()
+
+    def wait() -> None:
+        signal.sigwait({signal.SIGINT})
+        if done.is_set():
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(("\n" if sys.stderr.isatty() else "") + INTERRUPTED + "\n")
+            sys.stderr.flush()
+        os._exit(130)
+
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    waiter = threading.Thread(target=wait, name="holodeck-rag-sigint", daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if waiter.is_alive() and waiter.ident is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, quietly
+        waiter.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _silence_stdout() -> None:
@@ -280,198 +342,6 @@ def _top_k(text: str) -> int:
     return value
 
 
-# -- what a run works on --------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Manifest:
-    """``<store>/ingest.json``: enough to rebuild the tool that was ingested."""
-
-    tool: str
-    type: str
-    source: str
-    """The source as given or configured; relative ones resolve against ``base_dir``."""
-    base_dir: str
-    project_dir: str
-    """Working directory of the ingest: where ``.holodeck/config.yaml`` was looked up."""
-    config: str | None
-    """Absolute path of the agent.yaml, or None for the default tool."""
-    source_overridden: bool
-    embedding_model: str | None
-    """The ``embedding_model`` setting of the default tool (None: the local default)."""
-    embedding_model_id: str | None
-    backend: str
-    store_dir: str
-    ingested_at: str
-    format: int = MANIFEST_FORMAT
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Target:
-    """A tool configuration and the directories it resolves against."""
-
-    config: AnyToolConfig
-    base_dir: Path
-    project_dir: Path
-    config_path: Path | None
-    source_overridden: bool
-    embedding_model: str | None = None
-
-
-def _default_target(
-    source: str, *, embedding_model: str | None, base_dir: Path, project_dir: Path
-) -> _Target:
-    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-
-    config = HierarchicalDocumentToolConfig(
-        type="hierarchical_document",
-        name=DEFAULT_TOOL_NAME,
-        source=source,
-        embedding_model=embedding_model,
-        top_k=DEFAULT_TOP_K,
-    )
-    return _Target(
-        config=config,
-        base_dir=base_dir,
-        project_dir=project_dir,
-        config_path=None,
-        source_overridden=False,
-        embedding_model=embedding_model,
-    )
-
-
-def _config_target(
-    path: Path, tool: str | None, *, source: str | None, base_dir: Path | None, project_dir: Path
-) -> _Target:
-    from langchain_holodeck.config.models import load_agent_config
-
-    agent = load_agent_config(path)
-    names = [t.name for t in agent.tools]
-    if tool is None:
-        chosen = agent.tools[0]
-        if len(names) > 1:
-            logger.warning(
-                "%s defines %d tools (%s); using the first, %r. Pick one with --tool.",
-                path,
-                len(names),
-                ", ".join(names),
-                chosen.name,
-            )
-    else:
-        found = [t for t in agent.tools if t.name == tool]
-        if not found:
-            msg = f"{path}: --tool {tool!r} is not a tool of this file; its tools: " + ", ".join(
-                names
-            )
-            raise ConfigError(msg)
-        chosen = found[0]
-    if source is None:
-        return _config_tool_target(chosen, path, project_dir)
-    return _Target(
-        config=chosen.model_copy(update={"source": source}),
-        base_dir=base_dir or Path.cwd(),
-        project_dir=project_dir,
-        config_path=path,
-        source_overridden=True,
-    )
-
-
-def _config_tool_target(config: AnyToolConfig, path: Path, project_dir: Path) -> _Target:
-    """A tool of an agent.yaml as configured: its source resolves against the file's folder."""
-    return _Target(
-        config=config,
-        base_dir=config.base_dir or path.parent.absolute(),
-        project_dir=project_dir,
-        config_path=path,
-        source_overridden=False,
-    )
-
-
-def _tool_store_dir(store: Path, name: str) -> Path:
-    return store / name
-
-
-def _build_tool(target: _Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
-    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
-
-    config = target.config
-    if top_k is not None:
-        config = config.model_copy(update={"top_k": top_k})
-    options: dict[str, Any] = {
-        "project_dir": target.project_dir,
-        "base_dir": target.base_dir,
-        "store_dir": _tool_store_dir(store, config.name),
-    }
-    if isinstance(config, HierarchicalDocumentToolConfig):
-        return HierarchicalDocumentTool(config, **options)
-    return VectorStoreTool(config, **options)
-
-
-def _read_manifest(store: Path) -> _Manifest:
-    path = store / MANIFEST_NAME
-    if not path.is_file():
-        msg = (
-            f"nothing ingested in {store} yet ({path} not found); run "
-            "`holodeck-rag ingest SOURCE` first, pass the --store DIR you ingested into, "
-            "or --config AGENT_YAML."
-        )
-        raise HolodeckError(msg)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != MANIFEST_FORMAT:
-            msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
-            raise ValueError(msg)
-        return _Manifest(**data)
-    except (ValueError, TypeError, AttributeError) as error:
-        msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
-        raise HolodeckError(msg) from error
-
-
-def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
-    manifest = _Manifest(
-        tool=tool.name,
-        type=target.config.type,
-        source=target.config.source,
-        base_dir=str(target.base_dir.absolute()),
-        project_dir=str(target.project_dir.absolute()),
-        config=str(target.config_path.absolute()) if target.config_path else None,
-        source_overridden=target.source_overridden,
-        embedding_model=target.embedding_model,
-        embedding_model_id=_model_id(target),
-        backend=tool.backend,
-        store_dir=str(_tool_store_dir(store, tool.name).absolute()),
-        ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
-    from langchain_holodeck._persist import atomic_write_bytes
-
-    store.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(asdict(manifest), indent=2) + "\n"
-    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
-
-
-def _model_id(target: _Target) -> str:
-    from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
-
-    return embedding_model_id(resolve_embeddings(target.config.embedding_model))
-
-
-def _target_from_manifest(manifest: _Manifest) -> _Target:
-    project_dir = Path(manifest.project_dir)
-    if manifest.config is None:
-        return _default_target(
-            manifest.source,
-            embedding_model=manifest.embedding_model,
-            base_dir=Path(manifest.base_dir),
-            project_dir=project_dir,
-        )
-    return _config_target(
-        Path(manifest.config),
-        manifest.tool,
-        source=manifest.source if manifest.source_overridden else None,
-        base_dir=Path(manifest.base_dir),
-        project_dir=project_dir,
-    )
-
-
 def _search_target(args: argparse.Namespace) -> _Target:
     store: Path = args.store
     if args.config is None:
@@ -553,11 +423,17 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    if not has_search_terms(query):
+        msg = (
+            f"QUERY has no letters or digits ({query!r}); pass the words to look for, e.g. "
+            "holodeck-rag search 'token'."
+        )
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
@@ -666,18 +542,14 @@ def _describe(target: _Target, store: Path) -> str:
 
 def _search_line(config: Any, backend: Any) -> str:
     """The search strategy a hierarchical tool will use, from its backend's capabilities."""
-    from langchain_holodeck.search_strategy import choose_search_strategy
+    from langchain_holodeck.search_strategy import tool_search_strategy
 
-    weights = config.search_weights
-    strategy = choose_search_strategy(
-        config.search_strategy,
-        native_hybrid=backend.capabilities.native_hybrid,
-        separate_keyword_engine=config.keyword_index.provider
-        not in ("in-memory", backend.provider),
-        weights=(weights.semantic, weights.keyword),
-        backend=str(backend.provider),
+    strategy = tool_search_strategy(config, backend)
+    how = (
+        "the vector store fuses dense + keyword"
+        if strategy == "native"
+        else f"{FUSION_NAMES[config.fusion]} in-process"
     )
-    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
     return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 

@@ -107,7 +107,9 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
     import onnxruntime
 
     try:
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.quant_utils import add_pre_process_metadata
     except ImportError as e:  # onnxruntime.quantization imports onnx
         msg = "the int8 path of OnnxEmbeddings needs onnx: pip install onnx"
         raise ImportError(msg) from e
@@ -125,7 +127,9 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.optimized_model_filepath = str(folded)
         onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-        quantize_dynamic(folded, quantized, weight_type=QuantType.QInt8, per_channel=True)
+        graph = onnx.load(folded)
+        add_pre_process_metadata(graph)  # the folding is its pre-processing: no root warning
+        quantize_dynamic(graph, quantized, weight_type=QuantType.QInt8, per_channel=True)
         data = quantized.read_bytes()
     atomic_write_bytes(target, data)
     return target

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -57,11 +58,15 @@ def test_the_cache_dir_follows_the_environment(
     assert default_cache_dir() == tmp_path / "mine"
 
 
-def test_the_int8_graph_is_built_once_and_keyed_by_model_and_runtime(tmp_path: Path) -> None:
+def test_the_int8_graph_is_built_once_and_keyed_by_model_and_runtime(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import onnxruntime
 
     weights = OnnxEmbeddings()._weights()
-    built = int8_model(weights, cache_dir=tmp_path)
+    with caplog.at_level(logging.WARNING):
+        built = int8_model(weights, cache_dir=tmp_path)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert built.parent == tmp_path / "onnx"
     assert file_digest(weights)[:24] in built.name  # other model bytes, other graph
     assert f"ort{onnxruntime.__version__}" in built.name
