@@ -60,11 +60,13 @@ class WindowedHashingEmbeddings(HashingEmbeddings):
     (substrings), and a document is embedded as its first window only.
     """
 
-    long_text = "best"
-
-    def __init__(self, size: int = 64, *, window_words: int = 8, **kwargs: Any) -> None:
+    def __init__(
+        self, size: int = 64, *, window_words: int = 8, long_text: str = "best", **kwargs: Any
+    ) -> None:
         super().__init__(size, **kwargs)
         self.window_words = window_words
+        self.long_text = long_text
+        """``"best"``, or ``"auto"``: a long text is itself (whole) followed by its windows."""
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         out = []
@@ -74,12 +76,11 @@ class WindowedHashingEmbeddings(HashingEmbeddings):
                 out.append([text])
                 continue
             starts = range(0, len(spans), self.window_words)
-            out.append(
-                [
-                    text[spans[i][0] : spans[min(i + self.window_words, len(spans)) - 1][1]]
-                    for i in starts
-                ]
-            )
+            windows = [
+                text[spans[i][0] : spans[min(i + self.window_words, len(spans)) - 1][1]]
+                for i in starts
+            ]
+            out.append([text, *windows] if self.long_text == "auto" else windows)
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

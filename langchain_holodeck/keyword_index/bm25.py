@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
@@ -36,6 +37,9 @@ _TOKENS_FILE = "bm25_tokens.npz"
 _WORD_PATTERN = r"[^\W\d]\w*(?:\.[^\W\d]\w*)+|\w+"  # words; dotted names (``a.b``) stay one
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _PART_SEPARATORS = re.compile(r"[._]+")
+_PLAIN_PATTERN = r"(?u)\b\w\w+\b"  # words of 2+ word characters (scikit-learn's, bm25s's)
+IdentifierPolicy = Literal["code", "everywhere"]
+"""Which chunks' identifiers are split (``BM25KeywordIndex(identifiers=...)``)."""
 
 
 class Tokenizer:
@@ -74,6 +78,9 @@ class Tokenizer:
         self.term_ids: dict[str, int] = {}  # term -> term id
         self._word_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its term ids
         self._word_terms: dict[str, tuple[str, ...]] = {}  # raw word -> its terms
+        self._plain_split = re.compile(_PLAIN_PATTERN).findall
+        self._plain_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its plain term ids
+        self._union_terms: dict[str, tuple[str, ...]] = {}  # query word -> both readings' terms
 
     def _term_of(self, word: str) -> str | None:
         if word in self.stopwords:
@@ -116,27 +123,48 @@ class Tokenizer:
             self.terms.append(term)
         return tid
 
-    def encode(self, text: str) -> np.ndarray:
-        """Term ids of ``text`` (growing the vocabulary), in order, as ``int32``."""
-        words = self._split(text)
-        cache = self._word_ids
+    def plain_terms_of(self, word: str) -> list[str]:
+        """The term of one plain word (no identifier splitting): lowercased, stemmed."""
+        term = self._term_of(word.lower())
+        return [] if term is None else [term]
+
+    def encode(self, text: str, *, identifiers: bool = True) -> np.ndarray:
+        """Term ids of ``text`` (growing the vocabulary), in order, as ``int32``.
+
+        With ``identifiers=False`` the text is read as plain words (runs of 2+ word
+        characters, lowercased, stemmed), without splitting identifiers.
+        """
+        if identifiers:
+            words, cache, analyze = self._split(text), self._word_ids, self.terms_of
+        else:
+            words, cache, analyze = self._plain_split(text), self._plain_ids, self.plain_terms_of
         try:
             groups = list(map(cache.__getitem__, words))  # C-speed lookups: the hot path
         except KeyError:
             for w in set(words).difference(cache):
-                cache[w] = tuple(self._add_term(t) for t in self.terms_of(w))
+                cache[w] = tuple(self._add_term(t) for t in analyze(w))
             groups = list(map(cache.__getitem__, words))
         ids = list(itertools.chain.from_iterable(groups))
         return np.fromiter(ids, dtype=np.int32, count=len(ids))
 
-    def encode_query(self, text: str) -> dict[int, int]:
-        """Known term ids of ``text`` with their counts; never grows the vocabulary."""
+    def encode_query(self, text: str, *, plain: bool = False) -> dict[int, int]:
+        """Known term ids of ``text`` with their counts; never grows the vocabulary.
+
+        With ``plain``, each word also gives its plain term (``encode(identifiers=False)``),
+        once per word, so one query matches chunks read either way.
+        """
+        cache = self._union_terms if plain else self._word_terms
         counts: dict[int, int] = {}
         for w in self._split(text):
-            ids = self._word_ids.get(w)
-            if ids is None:
-                ids = tuple(self.term_ids.get(t, -1) for t in self.terms_of(w))
-            for tid in ids:
+            terms = cache.get(w)
+            if terms is None:
+                found = self.terms_of(w)
+                if plain:
+                    plain_terms = (t for p in self._plain_split(w) for t in self.plain_terms_of(p))
+                    found = list(dict.fromkeys([*found, *plain_terms]))
+                terms = cache[w] = tuple(found)
+            for t in terms:
+                tid = self.term_ids.get(t, -1)
                 if tid >= 0:
                     counts[tid] = counts.get(tid, 0) + 1
         return counts
@@ -490,7 +518,11 @@ class BM25KeywordIndex:
         stemmer: str | None = "english",
         max_delta_ratio: float = 0.1,
         scoring: Literal["maxscore", "exhaustive"] = "maxscore",
+        identifiers: IdentifierPolicy = "everywhere",
     ) -> None:
+        if identifiers not in ("code", "everywhere"):
+            msg = f"identifiers must be 'code' or 'everywhere', got {identifiers!r}."
+            raise ValueError(msg)
         if scoring not in ("maxscore", "exhaustive"):
             msg = f"scoring must be 'maxscore' or 'exhaustive', got {scoring!r}."
             raise ValueError(msg)
@@ -513,6 +545,8 @@ class BM25KeywordIndex:
         self.max_delta_ratio = max_delta_ratio
         self.scoring = scoring
         """``"maxscore"`` (prune with per-term bounds) or ``"exhaustive"`` (score all)."""
+        self.identifiers: IdentifierPolicy = identifiers
+        """``"code"``: only code chunks' identifiers are split; ``"everywhere"``: all chunks'."""
         self.tokenizer = Tokenizer(stopwords=stopwords, stemmer=stemmer)
         self._tokens = TermStore()  # live documents: id -> term ids, in one flat array
         self._lock = threading.RLock()
@@ -544,7 +578,7 @@ class BM25KeywordIndex:
         """
         ids = check_ids(documents, type(self).__name__)
         with self._lock:  # the tokenizer's vocabulary grows: one writer at a time
-            encoded = [self.tokenizer.encode(doc.page_content) for doc in documents]
+            encoded = [self._encode(doc) for doc in documents]
             for old in self._tokens.put(ids, encoded):
                 if old is not None and old < len(self._main_ids):
                     self._tombstones.add(old)
@@ -580,10 +614,17 @@ class BM25KeywordIndex:
             self._tokens.clear()
             self._tokens.put(
                 [d.id for d in docs],  # type: ignore[misc]  # id-less ones are dropped above
-                [self.tokenizer.encode(d.page_content) for d in docs],
+                [self._encode(d) for d in docs],
             )
             self._reset_segments()
             return len(self._tokens)
+
+    def _encode(self, doc: Document) -> np.ndarray:
+        """A chunk's term ids: identifiers split in code chunks, or everywhere (``identifiers``)."""
+        split = self.identifiers == "everywhere" or (
+            doc.metadata.get(CHUNK_TYPE) == CODE_CHUNK_TYPE
+        )
+        return self.tokenizer.encode(doc.page_content, identifiers=split)
 
     def _reset_segments(self) -> None:
         self._main_ids, self._main, self._main_stats = [], None, None
@@ -604,7 +645,7 @@ class BM25KeywordIndex:
             ValueError: When ``k`` is not a positive integer.
         """
         check_k(k)
-        query_terms = self.tokenizer.encode_query(query)
+        query_terms = self.tokenizer.encode_query(query, plain=self.identifiers == "code")
         if not query_terms or not self._tokens:
             return []
         if self.engine == "rank_bm25":
@@ -720,6 +761,7 @@ class BM25KeywordIndex:
                 "b": self.b,
                 "max_delta_ratio": self.max_delta_ratio,
                 "scoring": self.scoring,
+                "identifiers": self.identifiers,
                 "stopwords": self.tokenizer.stopwords_spec,
                 "stemmer": self.tokenizer.stemmer_name,
                 "terms": list(self.tokenizer.terms),
@@ -764,6 +806,7 @@ class BM25KeywordIndex:
             stemmer=meta["stemmer"],
             max_delta_ratio=meta["max_delta_ratio"],
             scoring=meta.get("scoring", "maxscore"),
+            identifiers=meta.get("identifiers", "everywhere"),  # saves before it split all
         )
         tok = index.tokenizer
         tok.terms = list(meta["terms"])
