@@ -218,20 +218,24 @@ def _ensemble(docs, queries, qrels, cache, table) -> list[tuple[str, float, floa
     ]
 
 
-def code_rows(split: str, *, peer: bool) -> list[tuple[str, float, float]]:
+def code_rows(
+    split: str, *, peer: bool, limit: int | None = None, modes: Sequence[str] = ("auto", "best")
+) -> list[tuple[str, float, float]]:
     """The code set through the tool end to end: Pass@10 (as 'nDCG' column: nDCG@10)."""
     from bench_code import ours, peers, scores
     from code_pairs import load_pairs
     from embedding_cache import DiskCachedMiniLM
 
-    pairs = load_pairs(split)
+    pairs = load_pairs(split)[:limit]
     print(f"\n## code ({split}): {len(pairs)} sympy functions, one query each")
     rows: list[tuple[str, float, float]] = []
-    for mode, label in (
-        ("auto", "**ours, every default (long_text=auto)**"),
-        ("best", "previous default (windows of 128 for every chunk)"),
-        ("first", "truncated at 256"),
-    ):
+    labels = {
+        "auto": "**ours, every default (long_text=auto)**",
+        "best": "previous default (windows of 128 for every chunk)",
+        "first": "truncated at 256",
+    }
+    for mode in modes:
+        label = labels[mode]
         emb = DiskCachedMiniLM(long_text=mode)
         emb.ensure([p.query for p in pairs] + [p.document for p in pairs])
         with tempfile.TemporaryDirectory() as tmp:
@@ -245,6 +249,30 @@ def code_rows(split: str, *, peer: bool) -> list[tuple[str, float, float]]:
     return rows
 
 
+def cost_rows(name: str, texts: Sequence[str], n: int) -> None:
+    """Print what each policy costs at ingest on ``n`` of the texts: vectors per chunk and
+    chunks/s of ``OnnxEmbeddings`` (computed here, not cached; wall and CPU seconds)."""
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+
+    sample = list(texts[:n])
+    w128, w256 = windows_of(sample), windows_of(sample, 256)
+    model = OnnxEmbeddings(long_text="first")  # each entry embedded as its first 256
+    model.embed_documents(["warm up"])
+    print(f"\nCost of windows, {name} ({len(sample)} chunks):\n")
+    print("| policy | vectors per chunk | chunks/s | CPU s per chunk |\n|---|---:|---:|---:|")
+    for policy in ("first", "auto", "best128"):
+        entries = [
+            e for t, a, b in zip(sample, w128, w256, strict=True) for e in POLICIES[policy](t, a, b)
+        ]
+        wall, cpu = time.perf_counter(), time.process_time()
+        model.embed_documents(entries)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(
+            f"| {policy} | {len(entries) / len(sample):.2f} | {len(sample) / wall:.1f} | "
+            f"{cpu / len(sample):.3f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scifact", type=Path, default=None, help="BEIR SciFact directory")
@@ -253,6 +281,15 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "test"), default="test", help="code split")
     parser.add_argument("--tune", action="store_true", help="SciFact train + candidates")
     parser.add_argument("--no-peer", action="store_true", help="skip EnsembleRetriever")
+    parser.add_argument("--limit", type=int, default=None, help="code: first N pairs only")
+    parser.add_argument(
+        "--code-modes",
+        nargs="+",
+        choices=("auto", "best", "first"),
+        default=["auto", "best"],
+        help="code: the long_text modes to run the tool with (auto: the default)",
+    )
+    parser.add_argument("--cost", type=int, default=0, help="time N chunks per set per policy")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     started_wall, started_cpu = time.perf_counter(), time.process_time()
@@ -269,6 +306,8 @@ def main() -> None:
                 "nDCG@10 | Recall@100",
             )
         )
+        if args.cost:
+            cost_rows("SciFact", [d.page_content for d in data.docs], args.cost)
     for path in args.prose:
         data = beir(path)
         tables.append(
@@ -278,11 +317,15 @@ def main() -> None:
                 "nDCG@10 | Recall@100",
             )
         )
+        if args.cost:
+            cost_rows(data.name, [d.page_content for d in data.docs], args.cost)
     if args.code:
         tables.append(
             (
                 f"code {args.split}",
-                code_rows(args.split, peer=not args.no_peer),
+                code_rows(
+                    args.split, peer=not args.no_peer, limit=args.limit, modes=args.code_modes
+                ),
                 "nDCG@10 | Pass@10",
             )
         )
