@@ -455,7 +455,7 @@ def sync_documents(
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
-    model = getattr(vector_store, "embeddings", None)
+    model = vector_store.embeddings
     window_texts = stored_windows(model)
     windows = (
         _window_documents([*plan.add, *plan.update], window_texts, windowless_chunk_types(model))
