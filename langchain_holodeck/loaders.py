@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import encodings
+import encodings.aliases
+import importlib
 import io
 import json
 import logging
 import os
 import re
 import stat
+import sys
 import threading
+import zipfile
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
+from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
 if TYPE_CHECKING:
@@ -35,6 +40,7 @@ source code: as written)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
+_ZIPPED_TYPES = frozenset({"docx", "pptx", "xlsx"})  # Office Open XML: zip archives
 """Handed to markitdown's converter for the format as a binary stream."""
 
 SUPPORTED_FILE_TYPES: frozenset[str] = (
@@ -43,6 +49,10 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
 _SNIFF_BYTES = 8192
+_BYTES_PER_CHUNK = 2048
+"""About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
+_SHOWN_KINDS = 8
+"""Extensions the skip summary names before ``...``."""
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16: it starts with the UTF-16-LE BOM
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -83,8 +93,12 @@ class SourceLoader(BaseLoader):
     text; no plugins, no network).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
-    Hidden files and directories (name starting with ``.``) are ignored. Skipped with a
-    WARNING naming the file: unsupported extensions, empty files (0 bytes, or only
+    Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the
+    paths of ``exclude`` (a store directory inside the source) are ignored. Files of an
+    unsupported extension are skipped with one WARNING per walk that counts them by
+    extension (``Skipping 246 files of unsupported types: png 183, svg 56, ...``), each named
+    at DEBUG; a loader repeating the same walk does not warn again. Skipped with a
+    WARNING naming the file: empty files (0 bytes, or only
     whitespace once converted), binary content under a text extension (NUL bytes, or
     not decodable), non-regular files, and symlinks resolving outside the source. A file
     over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
@@ -117,8 +131,11 @@ class SourceLoader(BaseLoader):
         base_dir: Directory that a relative ``source`` is resolved against.
         on_error: ``"skip"`` logs and skips a file that fails to read or convert;
             ``"raise"`` raises ``DocumentLoadError``.
-        max_file_bytes: Size above which a file is warned about (it is still loaded).
+        max_file_bytes: Size above which a file is warned about (it is still loaded), with a
+            rough count of the chunks a text file that size makes; default 20 MiB.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
+        exclude: Files or directories never loaded (relative ones resolve like ``source``),
+            e.g. a store directory that lies inside the source.
 
     Instantiate:
         ```python
@@ -150,8 +167,9 @@ class SourceLoader(BaseLoader):
         *,
         base_dir: str | os.PathLike[str] | None = None,
         on_error: Literal["raise", "skip"] = "skip",
-        max_file_bytes: int = 100 * 1024**2,
+        max_file_bytes: int = 20 * 1024**2,
         encoding_fallbacks: Sequence[str] = ("cp1252",),
+        exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if not os.fspath(source):
             msg = "source must be a file or directory path, got ''."
@@ -172,16 +190,14 @@ class SourceLoader(BaseLoader):
             )
             raise TypeError(msg)
         for name in encoding_fallbacks:
-            try:
-                codecs.lookup(name)
-            except LookupError:
-                msg = f"encoding_fallbacks has an unknown encoding {name!r}."
-                raise ValueError(msg) from None
+            _check_encoding(name)
         self.source = source
         self.base_dir = base_dir
         self.on_error = on_error
         self.max_file_bytes = max_file_bytes
         self.encoding_fallbacks = tuple(encoding_fallbacks)
+        self.exclude = tuple(exclude)
+        self._reported_skips: str | None = None
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
 
@@ -266,6 +282,7 @@ class SourceLoader(BaseLoader):
 
     def _collect_files(self) -> list[SourceFile]:
         root, shown = self._root()
+        _refuse_system_directories(root, self.source)
         if not os.path.exists(root):
             msg = (
                 f"source {os.fspath(self.source)!r} does not exist (looked at {root!r}); "
@@ -273,16 +290,24 @@ class SourceLoader(BaseLoader):
             )
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
-            found = [(f"{shown}/{rel}" if shown != "." else rel, path) for rel, path in _walk(root)]
+            excluded = {
+                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), p))
+                for p in self.exclude
+            }
+            found = [
+                (f"{shown}/{rel}" if shown != "." else rel, path)
+                for rel, path in _walk(root, excluded)
+            ]
         else:
             found = [(shown, root)]
         files: list[SourceFile] = []
         unsupported: Counter[str] = Counter()
-        for source_path, path in found:
+        for raw_source_path, path in found:
+            source_path = _readable_name(raw_source_path)
             ext = os.path.splitext(path)[1].lower().lstrip(".")
             if ext not in SUPPORTED_FILE_TYPES:
                 unsupported[f".{ext}" if ext else "(no extension)"] += 1
-                logger.warning("Skipping %s: unsupported file type %r.", source_path, ext)
+                logger.debug("Skipping %s: unsupported file type %r.", source_path, ext)
                 continue
             try:
                 st = os.stat(path)
@@ -300,8 +325,25 @@ class SourceLoader(BaseLoader):
                 f"supported types: {', '.join(sorted(SUPPORTED_FILE_TYPES))}."
             )
             raise NoSupportedFilesError(msg)
+        if unsupported:
+            self._report_skips(unsupported)
         files.sort(key=lambda f: f.source_path)
         return files
+
+    def _report_skips(self, unsupported: Counter[str]) -> None:
+        """One WARNING counting the unsupported files by extension; DEBUG when repeated."""
+        kinds = [(ext.lstrip("."), n) for ext, n in unsupported.most_common()]
+        shown = ", ".join(f"{ext} {n}" for ext, n in kinds[:_SHOWN_KINDS])
+        if len(kinds) > _SHOWN_KINDS:
+            shown += ", ..."
+        total = sum(unsupported.values())
+        summary = (
+            f"Skipping {total} file{'s' if total != 1 else ''} of unsupported types: {shown} "
+            "(DEBUG logging lists them; holodeck-rag -v)."
+        )
+        level = logging.DEBUG if summary == self._reported_skips else logging.WARNING
+        self._reported_skips = summary
+        logger.log(level, "%s", summary)
 
     # ------------------------------------------------------------------ reading
     def _read(self, file: SourceFile) -> str | None:
@@ -309,13 +351,29 @@ class SourceLoader(BaseLoader):
             logger.warning("Skipping %s: empty file (0 bytes).", file.source_path)
             return None
         if file.size_bytes > self.max_file_bytes:
+            estimate = (
+                f" (as text, roughly {file.size_bytes // _BYTES_PER_CHUNK:,} chunks to embed)"
+                if file.file_type in _TEXT_TYPES
+                else ""
+            )
             logger.warning(
-                "%s is %d bytes, over max_file_bytes=%d; loading it anyway.",
+                "%s is %d bytes, over max_file_bytes=%d; loading it anyway%s.",
                 file.source_path,
                 file.size_bytes,
                 self.max_file_bytes,
+                estimate,
             )
         if file.file_type in _BINARY_CONVERTED_TYPES:
+            expanded = _zip_expanded_bytes(file.path) if file.file_type in _ZIPPED_TYPES else None
+            if expanded is not None and expanded > self.max_file_bytes:
+                logger.warning(
+                    "Skipping %s: it expands to %d bytes, over max_file_bytes=%d (a zip bomb?); "
+                    "raise max_file_bytes to load it.",
+                    file.source_path,
+                    expanded,
+                    self.max_file_bytes,
+                )
+                return None
             with file.path.open("rb") as fh:
                 return self._convert(file, fh)
         with file.path.open("rb") as fh:
@@ -325,6 +383,16 @@ class SourceLoader(BaseLoader):
                 return None
             data = head + fh.read()
         text, encoding = self._decode(data)
+        if encoding not in ("utf-8", "utf-8-sig"):  # a few bad bytes in UTF-8 text?
+            mostly = _mostly_utf8(data)
+            if mostly is not None:
+                text, encoding = mostly[0], "utf-8"
+                logger.warning(
+                    "%s: %d invalid UTF-8 byte sequence(s) replaced with U+FFFD; the rest "
+                    "is read as UTF-8.",
+                    file.source_path,
+                    mostly[1],
+                )
         if text is None:
             logger.warning(
                 "Skipping %s: binary or undecodable content (not UTF-8, no BOM, no plausible "
@@ -427,9 +495,102 @@ def _json_code_block(text: str, source_path: str) -> str:
         body = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
     except ValueError as error:
         logger.warning("%s is not valid JSON (%s); loading it as written.", source_path, error)
+    except RecursionError:  # valid, but nested deeper than the parser's stack
+        logger.warning("%s nests too deeply to pretty-print; loading it as written.", source_path)
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}json\n{body}\n{fence}\n"
+
+
+_SYSTEM_DIRECTORIES = ("/proc", "/sys", "/dev")
+_UTF8_MULTIBYTE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
+
+
+def _refuse_system_directories(root: str, source: str | os.PathLike[str]) -> None:
+    """Refuse the file system root and the kernel's pseudo file systems as a source.
+
+    Raises:
+        ConfigError: When ``root`` resolves to ``/`` or lies under /proc, /sys or /dev.
+    """
+    real = os.path.realpath(root)
+    if real == os.path.sep or any(_inside(real, d) for d in _SYSTEM_DIRECTORIES):
+        msg = (
+            f"source {os.fspath(source)!r} resolves to {real!r}, the file system root or a "
+            "system directory (/proc, /sys, /dev); point source at a folder of documents."
+        )
+        raise ConfigError(msg)
+
+
+def _readable_name(name: str) -> str:
+    r"""``name`` with each byte that is not UTF-8 (a surrogate escape) spelled as ``\xNN``.
+
+    File names are bytes on POSIX; ``os.fsdecode`` keeps undecodable ones as lone
+    surrogates, which no UTF-8 encoder (ids, JSON, Redis) accepts. The escaped form is
+    stable, so the file keeps its chunk ids from run to run.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+def _mostly_utf8(data: bytes) -> tuple[str, int] | None:
+    """(text, invalid sequences) when ``data`` is UTF-8 text with a few invalid bytes.
+
+    UTF-8 it is when its valid multi-byte sequences outnumber the invalid ones four to one:
+    one stray byte in a UTF-8 file is not a reason to read all of it as cp1252.
+    """
+    if _bom_encoding(data) is not None or b"\x00" in data:
+        return None
+    valid = len(_UTF8_MULTIBYTE.findall(data))
+    if not valid:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    invalid = text.count("\ufffd") - data.count("\ufffd".encode())
+    return (text, invalid) if 0 < invalid * 4 <= valid else None
+
+
+def _zip_expanded_bytes(path: Path) -> int | None:
+    """The uncompressed size of the zip archive at ``path`` (its directory's sum), or ``None``.
+
+    Read from the central directory, without inflating anything; a file that is not a zip
+    gives ``None`` (the converter then reports it).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+
+
+def _check_encoding(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` is a codec this interpreter can load.
+
+    A known codec whose module fails to import (an interpreter this user cannot read) is
+    reported as that, with the import error, not as an unknown encoding.
+    """
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        module = encodings.normalize_encoding(name).lower()
+        module = encodings.aliases.aliases.get(module, module)
+        if module not in set(encodings.aliases.aliases.values()):
+            msg = f"encoding_fallbacks has an unknown encoding {name!r}."
+            raise ValueError(msg) from None
+        try:
+            importlib.import_module(f"encodings.{module}")
+            reason = "the codec registry refused it"
+        except Exception as error:  # the reason is the message
+            reason = f"{type(error).__name__}: {error}"
+        msg = (
+            f"encoding_fallbacks: the codec {name!r} exists but its module encodings.{module} "
+            f"could not be loaded ({reason}); check that this user can read the Python "
+            f"installation at {sys.prefix!r}, or pass encoding_fallbacks=()."
+        )
+        raise ValueError(msg) from None
 
 
 def _codec(name: str) -> str:
@@ -454,8 +615,10 @@ def _inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
 
 
-def _walk(root: str) -> list[tuple[str, str]]:
+def _walk(root: str, excluded: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """(posix path relative to root, absolute lexical path) of every regular file below root.
+
+    Entries whose real path is in ``excluded`` are left out, directories with all they hold.
 
     Real entries are walked first; symlinks are resolved afterwards in sorted order, so a
     target reachable directly keeps its direct path. Each real file and directory is
@@ -471,6 +634,9 @@ def _walk(root: str) -> list[tuple[str, str]]:
         if not dirs:
             links.sort(reverse=True)
             rel, path = links.pop()
+            if os.path.realpath(path) in excluded:
+                logger.debug("Ignoring symlink %s: it resolves to an excluded path.", rel)
+                continue
             _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs)
             continue
         prefix, dir_path, dir_real = dirs.pop()
@@ -484,6 +650,8 @@ def _walk(root: str) -> list[tuple[str, str]]:
             rel = prefix + entry.name
             if entry.name.startswith("."):
                 logger.debug("Ignoring hidden %s.", rel)
+            elif os.path.join(dir_real, entry.name) in excluded:
+                logger.debug("Ignoring %s: excluded (a store directory).", rel)
             elif entry.is_symlink():
                 links.append((rel, entry.path))
             elif entry.is_dir(follow_symlinks=False):

@@ -14,9 +14,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STORE = Path(".holodeck") / "store"
+DEFAULT_STORE = DEFAULT_STORE_DIR
 """Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
 DEFAULT_TOOL_NAME = "default"
 """Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
@@ -145,7 +148,14 @@ def tool_store_dir(store: Path, name: str) -> Path:
     return store / name
 
 
-def build_tool(target: Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
+def build_tool(
+    target: Target,
+    store: Path,
+    *,
+    top_k: int | None = None,
+    embeddings: Embeddings | None = None,
+) -> _DocumentTool:
+    """The target's tool over ``store`` (not initialized); ``embeddings`` overrides the model."""
     from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
     from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
 
@@ -156,6 +166,8 @@ def build_tool(target: Target, store: Path, *, top_k: int | None = None) -> _Doc
         "project_dir": target.project_dir,
         "base_dir": target.base_dir,
         "store_dir": tool_store_dir(store, config.name),
+        "embeddings": embeddings,
+        "exclude": [store],  # the store (ingest.json) may lie inside the source
     }
     if isinstance(config, HierarchicalDocumentToolConfig):
         return HierarchicalDocumentTool(config, **options)

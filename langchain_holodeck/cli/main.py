@@ -6,6 +6,7 @@ holodeck-rag search "revoke a token"      # searches what the last ingest built
 holodeck-rag tools --config agent.yaml    # the tools an agent.yaml defines, and their data
 holodeck-rag chat agent.yaml              # one answer per line, tools (and model) kept warm
 holodeck-rag test agent.yaml              # the agent.yaml's retrieval cases: hit@k and MRR
+holodeck-rag serve agent.yaml             # the tools as an MCP server (stdio or --transport http)
 ```
 
 ``ingest`` writes ``<store>/ingest.json`` (tool type and name, source, config file, embedding
@@ -16,10 +17,13 @@ model), so ``search`` rebuilds the same tool without being told again. Errors th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -47,7 +51,9 @@ from langchain_holodeck.cli.chat import (
     search_text,
 )
 from langchain_holodeck.cli.regression import add_test_parser
+from langchain_holodeck.cli.serve import add_serve_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
 if TYPE_CHECKING:
     from langchain_holodeck.config.models import (
@@ -62,11 +68,11 @@ logger = logging.getLogger(__name__)
 
 
 _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own documents."
-_INGEST_HELP = """\
+_INGEST_HELP = f"""\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by score (convex) fusion; 5 results unless
-`search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
+BM25 keywords; exact section lookup; fused by {FUSION_NAMES[DEFAULT_FUSION]}; 5 results
+unless `search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
@@ -118,7 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error argparse already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
+    with (
+        _exit_on_interrupt(),
+        _cli_logging(verbose=args.verbose, quiet=args.quiet),
+        one_blas_thread(),
+    ):
         try:
             code = int(args.run(args))
             sys.stdout.flush()  # a closed pipe fails here, not at exit after main returned
@@ -135,6 +145,57 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             print(f"error: {_one_line(error)}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # where the signal thread is not available
+            print(INTERRUPTED, file=sys.stderr)
+            return 130
+
+
+INTERRUPTED = (
+    "interrupted: the embeddings computed so far are kept; run the same command again to resume."
+)
+"""The one line Ctrl-C prints (exit status 130)."""
+
+
+@contextmanager
+def _exit_on_interrupt() -> Iterator[None]:
+    """Ctrl-C prints ``INTERRUPTED`` and exits 130 at once, even inside a long native call.
+
+    SIGINT is blocked in every thread and taken by one waiting thread, so it does not wait for
+    the main thread to leave onnxruntime or a socket, nor for worker threads to finish.
+    Whatever was committed stays: the embedding cache is written after every model call, the
+    store in batches, and each file's record last (the next run redoes unfinished files and
+    embeds only what the cache lacks).
+    """
+    if (
+        not hasattr(signal, "pthread_sigmask")
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    done = threading.Event()
+
+    def wait() -> None:
+        signal.sigwait({signal.SIGINT})
+        if done.is_set():
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(("\n" if sys.stderr.isatty() else "") + INTERRUPTED + "\n")
+            sys.stderr.flush()
+        os._exit(130)
+
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    waiter = threading.Thread(target=wait, name="holodeck-rag-sigint", daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if waiter.is_alive() and waiter.ident is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, quietly
+        waiter.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _silence_stdout() -> None:
@@ -224,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.set_defaults(run=_run_tools)
     add_chat_parser(verbs, common)
     add_test_parser(verbs, common)
+    add_serve_parser(verbs, common)
 
     purge = verbs.add_parser(
         "purge-legacy",
@@ -364,11 +426,17 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    if not has_search_terms(query):
+        msg = (
+            f"QUERY has no letters or digits ({query!r}); pass the words to look for, e.g. "
+            "holodeck-rag search 'token'."
+        )
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
@@ -386,11 +454,16 @@ def _run_search(args: argparse.Namespace) -> int:
     if not (args.json or args.explain):
         print(search_text(tool, query, max_chars=args.max_chars))
         return 0
-    from langchain_holodeck.cli._format import explain_line, result_record
+    from langchain_holodeck.cli._format import (
+        explain_line,
+        result_record,
+        terminal_documents,
+        terminal_text,
+    )
     from langchain_holodeck.tools.document import format_results
     from langchain_holodeck.tools.formatting import snippet
 
-    documents = tool.as_retriever().invoke(query)
+    documents = tool.retrieve_sync(query)
     hybrid = isinstance(tool, HierarchicalDocumentTool)
     if args.json:
         records = [
@@ -402,11 +475,14 @@ def _run_search(args: argparse.Namespace) -> int:
         print(json.dumps(records, indent=2, ensure_ascii=False))
     elif documents:
         text = format_results(
-            documents, hybrid=hybrid, explain=explain_line, max_chars=args.max_chars
+            terminal_documents(documents),
+            hybrid=hybrid,
+            explain=explain_line,
+            max_chars=args.max_chars,
         )
         print(text)
     else:
-        print(f"No relevant results found for query: {query}")
+        print(terminal_text(f"No relevant results found for query: {query}"))
     return 0
 
 
@@ -425,6 +501,18 @@ def _run_tools(args: argparse.Namespace) -> int:
 
 def _run_purge_legacy(args: argparse.Namespace) -> int:
     target = _search_target(args)
+    if args.config is not None:  # a tool pinning corpus_id to this name keeps those chunks live
+        from langchain_holodeck.config.models import load_agent_config
+
+        name = target.config.name
+        pinned = [t.name for t in load_agent_config(args.config).tools if t.corpus_id == name]
+        if pinned:
+            msg = (
+                f"purge-legacy: namespace {name!r} is the corpus_id of tool(s) "
+                f"{', '.join(map(repr, pinned))} in {args.config}, so its chunks are live, not "
+                f"legacy; nothing deleted. Remove corpus_id: {name} from them first to purge."
+            )
+            raise HolodeckError(msg)
     tool = _build_tool(target, args.store)
     deleted = tool.purge_legacy_chunks()
     where = _where(tool, target, args.store)
@@ -480,7 +568,11 @@ def _search_line(config: Any, backend: Any) -> str:
     from langchain_holodeck.search_strategy import tool_search_strategy
 
     strategy = tool_search_strategy(config, backend)
-    how = "the vector store fuses dense + keyword" if strategy == "native" else "fused in-process"
+    how = (
+        "the vector store fuses dense + keyword"
+        if strategy == "native"
+        else f"{FUSION_NAMES[config.fusion]} in-process"
+    )
     return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 

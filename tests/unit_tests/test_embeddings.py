@@ -23,7 +23,7 @@ from langchain_holodeck.embeddings import (
     resolve_embeddings,
 )
 from langchain_holodeck.errors import ConfigError
-from tests.helpers import HashingEmbeddings
+from tests.helpers import HashingEmbeddings, needs_sentence_transformers
 
 
 def test_embeddings_instance_passes_through(embeddings: HashingEmbeddings) -> None:
@@ -37,6 +37,7 @@ def test_none_resolves_to_the_onnx_minilm_without_loading() -> None:
     assert resolved._session is None  # lazy: nothing loaded yet
 
 
+@needs_sentence_transformers
 def test_sentence_transformers_name_resolves_locally() -> None:
     resolved = resolve_embeddings("sentence-transformers/paraphrase-MiniLM-L3-v2")
     assert isinstance(resolved, LocalEmbeddings)
@@ -82,6 +83,7 @@ def test_non_string_model_is_a_type_error() -> None:
         resolve_embeddings(42)  # type: ignore[arg-type]
 
 
+@needs_sentence_transformers
 def test_uncached_local_model_fails_with_offline_hint() -> None:
     emb = LocalEmbeddings("sentence-transformers/definitely-not-cached-model-xyz")
     with pytest.raises(OSError, match="not in the local Hugging Face cache"):
@@ -93,7 +95,9 @@ def test_local_embeddings_rejects_bad_batch_size() -> None:
         LocalEmbeddings(batch_size=0)
 
 
-@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+@pytest.mark.parametrize(
+    "runtime", ["onnx", pytest.param("torch", marks=needs_sentence_transformers)]
+)
 def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> None:
     emb = resolve_embeddings(None) if runtime == "onnx" else LocalEmbeddings()
     vectors = np.array(
@@ -113,10 +117,12 @@ def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> No
     name = "OnnxEmbeddings" if runtime == "onnx" else "LocalEmbeddings"
     window = ":window_tokens=128" if runtime == "onnx" else ""  # LocalEmbeddings: the model's
     mode = "auto" if runtime == "onnx" else "best"  # each class's default
-    model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text={mode}{window}"
+    int8 = ":int8" if getattr(emb, "precision", None) == "int8" else ""
+    model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text={mode}{window}{int8}"
     assert embedding_model_id(emb) == model_id
 
 
+@needs_sentence_transformers
 def test_loading_the_local_model_draws_no_progress_bar(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -133,6 +139,7 @@ def test_loading_the_local_model_draws_no_progress_bar(
     assert "Loading weights" not in capsys.readouterr().err
 
 
+@needs_sentence_transformers
 def test_local_embeddings_are_thread_safe() -> None:
     emb = LocalEmbeddings()
     results: dict[int, list[float]] = {}
@@ -261,11 +268,12 @@ def test_cached_vectors_are_finite_floats(embeddings: HashingEmbeddings) -> None
     assert all(isinstance(v, float) and math.isfinite(v) for v in vec)
 
 
+@needs_sentence_transformers
 def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
     long = " ".join(
         f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
     )
-    local, onnx = LocalEmbeddings(), OnnxEmbeddings()
+    local, onnx = LocalEmbeddings(), OnnxEmbeddings(precision="fp32")  # torch computes fp32
     assert local.count_tokens(long) == onnx.count_tokens(long) > 254
     windowed = np.asarray(local.embed_query(long))
     truncated = np.asarray(LocalEmbeddings(long_text="first").embed_query(long))
@@ -273,6 +281,7 @@ def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
     assert float(windowed @ np.asarray(onnx.embed_query(long))) >= 0.998
 
 
+@needs_sentence_transformers
 def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
     long = " ".join(
         f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
@@ -296,6 +305,7 @@ def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
     assert LocalEmbeddings().window_texts([long])[0] != windows[0]  # None: max_seq_length
 
 
+@needs_sentence_transformers
 def test_committed_reference_vectors_are_the_torch_models() -> None:
     import json
 
@@ -305,6 +315,7 @@ def test_committed_reference_vectors_are_the_torch_models() -> None:
     np.testing.assert_allclose(vectors, np.load(reference / "vectors.npy"), atol=1e-5)
 
 
+@needs_sentence_transformers
 class TestLocalEmbeddingsUnit(EmbeddingsUnitTests):
     @property
     def embeddings_class(self) -> type[LocalEmbeddings]:
@@ -315,6 +326,7 @@ class TestLocalEmbeddingsUnit(EmbeddingsUnitTests):
         return {}
 
 
+@needs_sentence_transformers
 class TestLocalEmbeddingsStandard(EmbeddingsIntegrationTests):
     @property
     def embeddings_class(self) -> type[LocalEmbeddings]:
