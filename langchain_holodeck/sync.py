@@ -54,6 +54,11 @@ from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
 )
 from langchain_holodeck._redact import one_line
+from langchain_holodeck.embeddings.inflight import (
+    DEFAULT_MAX_CONCURRENCY,
+    embed_in_flight,
+    runs_in_process,
+)
 from langchain_holodeck.embeddings.windows import WindowTexts, stored_windows
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
@@ -412,8 +417,17 @@ def sync_documents(
     unchanged_sources: Mapping[str, int] | None = None,
     on_batch: Callable[[int], None] | None = None,
     index_unchanged: bool = False,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> SyncResult:
     """Write ``documents`` (chunks) into ``vector_store`` idempotently; return the counts.
+
+    With an embeddings API (any model that does not run in this process) and a store that
+    takes precomputed vectors (``add_vectors(documents, vectors, ids=...)``:
+    ``MatrixVectorStore``, Redis), sync embeds the chunks itself, ``max_concurrency``
+    batch requests in flight at once, retrying rate-limited (HTTP 429, after its
+    ``Retry-After``) and failing (5xx, connection) requests with backoff; a batch that still
+    fails is counted in ``failed`` and the rest go on. Then it writes the vectors in
+    batches. Other stores embed inside ``add_documents``, one batch at a time.
 
     Args:
         documents: Chunks with ``source_path`` (or ``source``) and, ideally, ``chunk_index``.
@@ -435,17 +449,26 @@ def sync_documents(
         on_batch: Called with the size of each batch written (progress bars).
         index_unchanged: Also give ``keyword_index`` the unchanged (skipped) chunks, for an
             index that cannot be rebuilt from a store no backend can list.
+        max_concurrency: Embedding requests in flight at once (above); 1 sends them one
+            after another.
 
     Returns:
         A ``SyncResult``; store failures are counted in ``failed`` and ``errors``, not raised.
 
     Raises:
         TypeError: When the store lacks a capability sync needs.
-        ValueError: When ``batch_size`` < 1 or a document has no source.
+        ValueError: When ``batch_size`` or ``max_concurrency`` < 1 or a document has no source.
         EmbeddingModelMismatchError: When the store holds another model's vectors.
     """
     if batch_size < 1:
         msg = f"batch_size must be >= 1, got {batch_size}."
+        raise ValueError(msg)
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or (max_concurrency < 1)
+    ):
+        msg = f"max_concurrency must be an integer >= 1, got {max_concurrency!r}."
         raise ValueError(msg)
     check_store_capabilities(vector_store)
     chunks = assign_ids(
@@ -462,24 +485,47 @@ def sync_documents(
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 
-    written, errors, failed = _write(vector_store, to_write, windows, batch_size, on_batch)
+    counts: dict[str, int] = defaultdict(int)
+    for chunk in chunks:
+        counts[chunk.metadata["source_path"]] += 1
+    errors: list[str] = []
+    deletes = type(vector_store).delete is not VectorStore.delete
+    # a shrunk file's old tail goes before its chunk 0 (the record the fast path trusts) is
+    # written, so a kill in between leaves the old record and the next run redoes the file
+    tails: dict[str, list[str]] = {}
+    try:
+        for source, count in counts.items():
+            known = _known_count(stored, namespace, source)
+            tail = _stale_tail_ids(vector_store, namespace, source, count, known)
+            if tail:
+                tails[source] = tail
+    except Exception as error:  # the store failed mid-sync: reported, re-running converges
+        errors.append(f"looking for stale chunks: {sanitize_error(error)}")
+        logger.warning("sync: %s", errors[-1])
+        tails = {source: [] for source in counts}  # no record moves: every file is redone
+    kept_tails = [] if deletes else [i for ids in tails.values() for i in ids]
+    if not deletes:
+        tails = {}  # reported with the other stale chunks below
+
+    written, write_errors, failed, deleted = _write(
+        vector_store,
+        to_write,
+        windows,
+        _Writer(vector_store, batch_size, max_concurrency, on_batch),
+        tails,
+    )
+    errors += write_errors
     written_ids = {doc.id for doc in written}
     added = sum(1 for doc in plan.add if doc.id in written_ids)
     updated = sum(1 for doc in plan.update if doc.id in written_ids)
     skipped = len(plan.skip) + sum(unchanged.values())
 
-    counts: dict[str, int] = defaultdict(int)
-    for chunk in chunks:
-        counts[chunk.metadata["source_path"]] += 1
     stale: list[str] = []
     for chunk in written:  # windows a rewritten chunk no longer has
         old = stored.get(chunk.id or "")
         if old is not None and chunk.id:
             stale += _window_ids(chunk.id, _window_count(chunk), _window_count(old))
     try:
-        for source, count in counts.items():
-            known = _known_count(stored, namespace, source)
-            stale.extend(_stale_tail_ids(vector_store, namespace, source, count, known))
         if cleanup:
             stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
     except TypeError as error:  # a store scan_documents cannot enumerate: say so, keep the tails
@@ -488,15 +534,16 @@ def sync_documents(
     except Exception as error:  # the store failed mid-sync: reported, re-running converges
         errors.append(f"looking for stale chunks: {sanitize_error(error)}")
         logger.warning("sync: %s", errors[-1])
-    if stale and type(vector_store).delete is VectorStore.delete:
+    if (stale or kept_tails) and not deletes:
         errors.append(
             f"stale-chunk cleanup skipped: {type(vector_store).__name__} does not override "
-            f"delete(), so {len(set(stale))} stale chunk(s) stay in the store; use a store "
-            "that implements delete() to remove them."
+            f"delete(), so {len(set(stale) | set(kept_tails))} stale chunk(s) stay in the "
+            "store; use a store that implements delete() to remove them."
         )
         logger.warning("sync: %s", errors[-1])
         stale = []
-    deleted, delete_errors = _delete(vector_store, stale)
+    more_deleted, delete_errors = _delete(vector_store, stale)
+    deleted += more_deleted
 
     if keyword_index is not None:
         indexed = [*written, *plan.skip] if index_unchanged else written
@@ -511,26 +558,120 @@ def sync_documents(
     )
 
 
+class _Writer:
+    """Writes batches to the store: by precomputed vectors when sync embeds them itself."""
+
+    def __init__(
+        self,
+        vector_store: VectorStore,
+        batch_size: int,
+        max_concurrency: int,
+        on_batch: Callable[[int], None] | None,
+    ) -> None:
+        self.store, self.batch_size, self.on_batch = vector_store, batch_size, on_batch
+        self.max_concurrency = max_concurrency
+        embeddings = getattr(vector_store, "embeddings", None)
+        add_vectors = getattr(vector_store, "add_vectors", None)
+        self.in_flight = (
+            callable(add_vectors) and embeddings is not None and not runs_in_process(embeddings)
+        )
+        self.vectors: dict[str, list[float]] = {}
+        self.eta: _Eta | None = None
+
+    def embed(self, documents: Sequence[Document]) -> list[str]:
+        """Embed ``documents`` ahead, requests in flight; the error line of each failed batch.
+
+        A document whose batch failed gets no vector: its write counts as failed.
+        """
+        if not self.in_flight or not documents:
+            return []
+        result = embed_in_flight(
+            self.store.embeddings,  # type: ignore[arg-type]  # checked in __init__
+            [d.page_content for d in documents],
+            batch_size=self.batch_size,
+            max_concurrency=self.max_concurrency,
+            on_batch=self._embedded,
+        )
+        for doc, vector in zip(documents, result.vectors, strict=True):
+            if vector is not None and doc.id:
+                self.vectors[doc.id] = vector
+        lines = []
+        for failure in result.failures:
+            first = documents[failure.start].metadata.get("source_path")
+            line = f"embedding batch of {failure.size} from {first!r}: {failure.error}"
+            logger.warning("sync: %s", line)
+            lines.append(line)
+        if result.retries:
+            logger.info("sync: %d embedding request(s) retried", result.retries)
+        return lines
+
+    def _embedded(self, n: int) -> None:
+        """Progress while requests are in flight (embedding is the slow part)."""
+        if self.on_batch is not None:
+            self.on_batch(n)
+        if self.eta is not None:
+            self.eta.advance(n)
+
+    def write(
+        self, chunks: Sequence[Document], what: str = "chunks", *, progress: bool = True
+    ) -> tuple[list[Document], list[str], int]:
+        """Write ``chunks`` in batches; a failing batch is counted and the rest go on."""
+        written: list[Document] = []
+        errors: list[str] = []
+        failed = 0
+        for batch in _batched(chunks, self.batch_size):
+            ready = list(batch)
+            if self.in_flight:  # a chunk whose embedding failed was reported by embed()
+                ready = [d for d in batch if d.id in self.vectors]
+                failed += len(batch) - len(ready)
+            try:
+                if not ready:
+                    pass
+                elif self.in_flight:
+                    vectors = [self.vectors[d.id or ""] for d in ready]
+                    self.store.add_vectors(  # type: ignore[attr-defined]  # checked
+                        ready, vectors, ids=[d.id for d in ready]
+                    )
+                else:
+                    self.store.add_documents(ready, ids=[doc.id for doc in ready])
+            except Exception as error:  # one bad batch never stops the rest
+                failed += len(ready)
+                first = ready[0].metadata.get("source_path")
+                line = f"batch of {len(ready)} {what} from {first!r}: {sanitize_error(error)}"
+                logger.warning("sync: %s", line)
+                errors.append(line)
+            else:
+                written.extend(ready)
+            if self.in_flight:
+                continue  # progress was reported as the batches were embedded
+            if progress and self.on_batch is not None:
+                self.on_batch(len(batch))
+            if self.eta is not None:
+                self.eta.advance(len(batch))
+        return written, errors, failed
+
+
 def _write(
     vector_store: VectorStore,
     chunks: Sequence[Document],
     windows: Mapping[str, Sequence[Document]],
-    batch_size: int,
-    on_batch: Callable[[int], None] | None,
-) -> tuple[list[Document], list[str], int]:
-    """Write in batches: model windows first, then chunks, and each file's chunk 0 last.
+    writer: _Writer,
+    tails: Mapping[str, Sequence[str]],
+) -> tuple[list[Document], list[str], int, list[str]]:
+    """Write in batches: windows, then chunks, then delete ``tails``, each chunk 0 last.
 
     A chunk goes in only once all its windows are in, and chunk 0 carries the mtime the fast
-    path trusts, so it is written only once every other chunk of its file is in: a run that
-    fails or is killed part-way leaves the old record, and the next run redoes that file
-    instead of skipping it. Returns the chunks written (never windows), the error lines and
-    the number of chunks not written.
+    path trusts, so it is written only once every other chunk of its file is in and its
+    stale tail (``tails``: source -> ids) is gone: a run that fails or is killed part-way
+    leaves the old record, and the next run redoes that file instead of skipping it.
+    Returns the chunks written (never windows), the error lines, the number of chunks not
+    written and the ids deleted.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
-    eta = _Eta(len(chunks), len(entries))
-    window_ok, errors, _ = _write_batches(
-        vector_store, entries, batch_size, None, what="model windows", eta=eta
-    )
+    writer.eta = _Eta(len(chunks), len(entries))
+    errors = writer.embed([*entries, *chunks])
+    window_ok, more_errors, _ = writer.write(entries, "model windows", progress=False)
+    errors += more_errors
     window_ids = {w.id for w in window_ok}
     without = [
         c for c in chunks if any(w.id not in window_ids for w in windows.get(c.id or "", ()))
@@ -544,27 +685,27 @@ def _write(
     ready = [c for c in chunks if c.id not in without_ids]
     heads = [c for c in ready if c.metadata.get("chunk_index") == 0]
     body = [c for c in ready if c.metadata.get("chunk_index") != 0]
-    written, more_errors, failed = _write_batches(vector_store, body, batch_size, on_batch, eta=eta)
+    written, more_errors, failed = writer.write(body)
     errors += more_errors
     written_ids = {doc.id for doc in written}
     broken = {c.metadata["source_path"] for c in without} | {
         c.metadata["source_path"] for c in body if c.id not in written_ids
     }
+    deleted, delete_errors = _delete(vector_store, [i for ids in tails.values() for i in ids])
+    errors += delete_errors
+    if delete_errors or any(not ids for ids in tails.values()):  # a tail may remain
+        broken |= set(tails)
     held = [c for c in heads if c.metadata["source_path"] in broken]
     if held:
         errors.append(
             f"{len(held)} file record(s) not written because other chunks of the file failed: "
             f"{', '.join(sorted(c.metadata['source_path'] for c in held)[:5])}"
         )
-    more, more_errors, more_failed = _write_batches(
-        vector_store,
-        [c for c in heads if c.metadata["source_path"] not in broken],
-        batch_size,
-        on_batch,
-        eta=eta,
+    more, more_errors, more_failed = writer.write(
+        [c for c in heads if c.metadata["source_path"] not in broken]
     )
     failed += more_failed + len(held) + len(without)
-    return written + more, errors + more_errors, failed
+    return written + more, errors + more_errors, failed, deleted
 
 
 ETA_NOTE_ENTRIES = 2000
@@ -608,35 +749,6 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)
     return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def _write_batches(
-    vector_store: VectorStore,
-    chunks: Sequence[Document],
-    batch_size: int,
-    on_batch: Callable[[int], None] | None,
-    what: str = "chunks",
-    eta: _Eta | None = None,
-) -> tuple[list[Document], list[str], int]:
-    written: list[Document] = []
-    errors: list[str] = []
-    failed = 0
-    for batch in _batched(chunks, batch_size):
-        try:
-            vector_store.add_documents(list(batch), ids=[doc.id for doc in batch])
-        except Exception as error:  # one bad batch never stops the rest
-            failed += len(batch)
-            first = batch[0].metadata.get("source_path")
-            line = f"batch of {len(batch)} {what} from {first!r}: {sanitize_error(error)}"
-            logger.warning("sync: %s", line)
-            errors.append(line)
-        else:
-            written.extend(batch)
-        if on_batch is not None:
-            on_batch(len(batch))
-        if eta is not None:
-            eta.advance(len(batch))
-    return written, errors, failed
 
 
 def _delete(vector_store: VectorStore, ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -687,8 +799,10 @@ class DocumentSync(Runnable[Sequence[Document], SyncResult]):
         cleanup: bool = False,
         keyword_index: KeywordIndexLike | None = None,
         embedding_model: str | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         self.vector_store = vector_store
+        self.max_concurrency = max_concurrency
         self.namespace = namespace
         self.batch_size = batch_size
         self.overwrite = overwrite
@@ -711,4 +825,5 @@ class DocumentSync(Runnable[Sequence[Document], SyncResult]):
             cleanup=self.cleanup,
             keyword_index=self.keyword_index,
             embedding_model=self.embedding_model,
+            max_concurrency=self.max_concurrency,
         )

@@ -32,6 +32,8 @@ class HashingEmbeddings(Embeddings):
     Counts its calls, so tests can assert that nothing was re-embedded.
     """
 
+    in_process = True  # a local model: sync lets the store embed (no requests in flight)
+
     def __init__(self, size: int = 64, *, fail_on: str | None = None) -> None:
         self.size = size
         self.fail_on = fail_on
