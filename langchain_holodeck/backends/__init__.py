@@ -34,6 +34,7 @@ from langchain_holodeck.backends.langchain import (
 )
 from langchain_holodeck.backends.memory import MemoryBackend, MemoryKeywordIndexProvider
 from langchain_holodeck.backends.opensearch import OpenSearchKeywordIndexProvider
+from langchain_holodeck.backends.postgres import PostgresBackend
 from langchain_holodeck.backends.qdrant import QdrantBackend
 from langchain_holodeck.backends.redis import RedisBackend, RedisKeywordIndexProvider
 
@@ -48,6 +49,7 @@ __all__ = [
     "MemoryKeywordIndexProvider",
     "NamespaceFilteredStore",
     "OpenSearchKeywordIndexProvider",
+    "PostgresBackend",
     "QdrantBackend",
     "RedisBackend",
     "RedisKeywordIndexProvider",
