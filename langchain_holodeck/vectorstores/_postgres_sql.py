@@ -225,7 +225,8 @@ def hybrid_sql(
             "coalesce(%(w_dense)s / (%(rrf_k)s + dr.r), 0) "
             "+ coalesce(%(w_keyword)s / (%(rrf_k)s + kr.r), 0) AS s "
             "FROM dr FULL OUTER JOIN kr ON dr.id = kr.id "
-            "WHERE (%(w_dense)s > 0 AND dr.id IS NOT NULL) OR (%(w_keyword)s > 0 AND kr.id IS NOT NULL) "
+            "WHERE (%(w_dense)s > 0 AND dr.id IS NOT NULL) "
+            "OR (%(w_keyword)s > 0 AND kr.id IS NOT NULL) "
             "ORDER BY s DESC, id LIMIT %(top)s)"
         )
     else:

@@ -3,8 +3,8 @@
 Pairs: the same tool name over two roots (two projects on one machine), and two tool names over
 one root. Backends: MatrixVectorStore (given, and configured with one shared store directory),
 langchain-core InMemoryVectorStore, a LangChain store that cannot filter (post-filtered), Redis
-(REDIS_URL), Postgres (POSTGRES_URL), Qdrant (in-process), and an OpenSearch keyword index shared by both corpora
-(loopback fake speaking the wire format).
+(REDIS_URL), Postgres (POSTGRES_URL), Qdrant (in-process), and an OpenSearch keyword index shared
+by both corpora (loopback fake speaking the wire format).
 """
 
 from __future__ import annotations

@@ -43,13 +43,15 @@ def vector_tool(
     root: Path, url: str, table: str, size: int = 64, *, source: str = "docs", **fields: Any
 ) -> VectorStoreTool:
     database = {"provider": "postgres", "connection_string": url, "table_name": table}
-    config = VectorStoreToolConfig(
-        type="vectorstore",
-        name=fields.pop("name", table),
-        source=source,
-        top_k=3,
-        database=database,
-        **fields,
+    config = VectorStoreToolConfig.model_validate(
+        {
+            "type": "vectorstore",
+            "name": fields.pop("name", table),
+            "source": source,
+            "top_k": 3,
+            "database": database,
+            **fields,
+        }
     )
     return VectorStoreTool(
         config, embeddings=HashingEmbeddings(size), project_dir=root, home_dir=root, base_dir=root
@@ -181,14 +183,16 @@ def hierarchical_tool(
     root: Path, url: str, table: str, strategy: str, **fields: Any
 ) -> HierarchicalDocumentTool:
     database = {"provider": "postgres", "connection_string": url, "table_name": table}
-    config = HierarchicalDocumentToolConfig(
-        type="hierarchical_document",
-        name="legal",
-        source="legal",
-        top_k=3,
-        search_strategy=strategy,
-        database=database,
-        **fields,
+    config = HierarchicalDocumentToolConfig.model_validate(
+        {
+            "type": "hierarchical_document",
+            "name": "legal",
+            "source": "legal",
+            "top_k": 3,
+            "search_strategy": strategy,
+            "database": database,
+            **fields,
+        }
     )
     return HierarchicalDocumentTool(
         config, embeddings=HashingEmbeddings(), project_dir=root, home_dir=root, base_dir=root
