@@ -5,7 +5,9 @@ Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (sec
 quoted phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword
 legs, fused by weighted RRF in-process. ``auto`` picks ``native`` when the backend can fuse
 (``BackendCapabilities.native_hybrid``; its store implements :class:`NativeHybridSearch`) and
-the keyword index is not a separate engine.
+the keyword index is not a separate engine. A store whose engine also fuses by convex
+combination lists it in ``native_fusions`` (``("rrf", "convex")``) and takes ``fusion=``; the
+others fuse by RRF whatever the retriever's ``fusion``.
 """
 
 from __future__ import annotations

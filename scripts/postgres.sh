@@ -80,7 +80,7 @@ start_server() {  # start the data directory of port $2 (initialised already)
   local bin="$1" port="$2" data
   data="$(data_dir "$port")"
   as_user "$bin/pg_ctl" -D "$data" -l "$data.log" -w -t 60 -o \
-    "-p $port -k $HOME_DIR/sock -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    "-p $port -k $HOME_DIR/sock -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c full_page_writes=off" \
     start >/dev/null || { tail -20 "$data.log" >&2; exit 1; }
 }
 
@@ -113,12 +113,11 @@ cmd_standby() {
     log "a server already answers on port $port"
   else
     prepare_dirs
-    if [ ! -f "$data/standby.signal" ]; then
-      rm -rf "$data"
-      # -c fast: do not wait for a spread checkpoint; -R writes primary_conninfo + standby.signal
-      as_user "$bin/pg_basebackup" -D "$data" -R -X stream -c fast \
-        -h 127.0.0.1 -p "$primary" -U postgres >/dev/null
-    fi
+    # a fresh copy each start: a stopped standby may need WAL the primary has recycled since
+    rm -rf "$data"
+    # -c fast: do not wait for a spread checkpoint; -R writes primary_conninfo + standby.signal
+    as_user "$bin/pg_basebackup" -D "$data" -R -X stream -c fast \
+      -h 127.0.0.1 -p "$primary" -U postgres >/dev/null
     start_server "$bin" "$port"
     log "started standby of $primary on port $port"
   fi

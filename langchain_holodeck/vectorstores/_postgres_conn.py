@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -129,26 +128,40 @@ class Connections:
         conn = self._conn(url, primary=primary)
         try:
             return fn(conn)
-        except psycopg.OperationalError as e:
+        except psycopg.Error as e:
             self._raise_shard_error(e)
-            if not conn.broken and not conn.closed:
+            if not isinstance(e, psycopg.OperationalError) or not (conn.broken or conn.closed):
                 raise
         try:  # the server restarted (or the connection dropped): reconnect once
             return fn(self._conn(url, primary=primary))
-        except psycopg.OperationalError as e:
+        except psycopg.Error as e:
             self._raise_shard_error(e)
             raise
 
     def _raise_shard_error(self, error: psycopg.Error) -> None:
+        """Raise ``ShardUnavailableError`` naming the unreachable shards, if any broke ``error``.
+
+        A shard's failure shows as SQLSTATE class 08 or names its fdw server; each shard is
+        then probed, so the error names the ones that are down.
+        """
+        if not self.shard_urls:
+            return
         text = str(error)
-        for server, url in self.shard_urls.items():
-            if re.search(rf'"{re.escape(server)}"', text):
-                msg = (
-                    f"shard {server} ({mask_url_password(url)}) is unavailable: "
-                    f"{_one_line(error)}. A sharded search needs every shard; start that "
-                    "server (scripts/postgres.sh start PORT) or remove it from database.shards."
-                )
-                raise ShardUnavailableError(msg) from error
+        named = [server for server in self.shard_urls if f'"{server}"' in text]
+        state = getattr(error, "sqlstate", None) or ""
+        if not named and not state.startswith("08") and "connection" not in text.lower():
+            return
+        down = named or [server for server, url in self.shard_urls.items() if not _reachable(url)]
+        if not down:
+            return
+        shown = ", ".join(f"{s} ({mask_url_password(self.shard_urls[s])})" for s in down)
+        verb = "is" if len(down) == 1 else "are"
+        msg = (
+            f"shard {shown} {verb} unavailable: {_one_line(error)}. A sharded search needs "
+            "every shard; start that server (scripts/postgres.sh start PORT) or remove it "
+            "from database.shards."
+        )
+        raise ShardUnavailableError(msg) from error
 
     # -- replica health ------------------------------------------------------------------------
     def _replica_order(self) -> list[str]:
@@ -168,16 +181,17 @@ class Connections:
                 .execute("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()")
                 .fetchone()
             )
-            current = self.primary().execute("SELECT pg_current_wal_lsn()").fetchone()
             lag = 0
-            if replay and replay[0] and replay[1] is not None and current:
-                lag = int(
+            if replay and replay[0] and replay[1] is not None:
+                row = (
                     self.primary()
                     .execute(
-                        "SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)", (current[0], replay[1])
+                        "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)",
+                        (replay[1],),
                     )
-                    .fetchone()[0]  # type: ignore[index]  # one row
+                    .fetchone()
                 )
+                lag = int(row[0]) if row else 0
         except psycopg.OperationalError as e:
             self._mark_down(url, f"is unreachable ({_one_line(e)})")
             return False
@@ -202,6 +216,14 @@ class Connections:
                 mask_url_password(url),
                 why,
             )
+
+
+def _reachable(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=2):
+            return True
+    except psycopg.Error:
+        return False
 
 
 def _one_line(error: BaseException) -> str:

@@ -27,6 +27,7 @@ from psycopg import sql
 
 Metric = Literal["COSINE", "L2", "IP"]
 KeywordScoring = Literal["bm25", "ts_rank_cd"]
+Fusion = Literal["rrf", "convex"]
 
 OPERATOR = {"COSINE": "<=>", "L2": "<->", "IP": "<#>"}
 """pgvector's distance operator of each metric."""
@@ -194,44 +195,88 @@ def keyword_sql(table: str, scoring: KeywordScoring, *, with_filter: bool) -> sq
     )
 
 
+def relevance_sql(metric: Metric, distance: str) -> str:
+    """SQL mapping a pgvector distance of ``metric`` to a similarity in [0, 1] (as in Python)."""
+    raw = {
+        "COSINE": f"1 - {distance}",
+        "L2": f"1 - {distance} * {distance} / 2",
+        "IP": f"-{distance}",
+    }
+    return f"greatest(0, least(1, {raw[metric]}))"
+
+
 def hybrid_sql(
-    table: str, metric: Metric, scoring: KeywordScoring, *, with_filter: bool, keyword: bool
+    table: str,
+    metric: Metric,
+    scoring: KeywordScoring,
+    *,
+    with_filter: bool,
+    keyword: bool,
+    fusion: Fusion = "rrf",
 ) -> sql.Composed:
-    """Dense and keyword candidates fused by weighted RRF, in one statement.
+    """Dense and keyword candidates fused in one statement, by weighted RRF or convex.
 
     Params: those of ``dense_sql`` (``k`` is ``fetch_k`` there), ``keyword_sql`` (when
     ``keyword``), ``w_dense``, ``w_keyword``, ``rrf_k`` and ``top`` (rows returned). A chunk's
-    dense rank is that of its best entry (itself or one of its model windows); each returned
-    row carries its text, metadata, fused score and distance (its best entry's; read for
-    keyword-only hits too).
+    dense rank is that of its best entry (itself or one of its model windows). ``rrf``:
+    ``w / (rrf_k + rank)`` per leg. ``convex``: ``w * score / best score`` per leg (dense:
+    the similarity in [0, 1]; keyword: the raw score; both with lower bound 0, as
+    ``fusion.convex_score_fusion`` with ``lower_bounds=[0, 0]``). A leg weighted 0 adds no
+    rows. Each returned row carries its text, metadata, fused score and distance (its best
+    entry's; read for keyword-only hits too).
     """
     n = _names(table)
     op = sql.SQL(OPERATOR[metric])
     dense = dense_sql(table, metric, with_filter=with_filter)
-    legs = [
+    rel = relevance_sql(metric, "d")
+    legs: list[sql.Composable] = [
         sql.SQL(
             "d AS (SELECT chunk AS id, min(d) AS d FROM ({dense}) c GROUP BY chunk), "
-            "dr AS (SELECT id, d, row_number() OVER (ORDER BY d, id) AS r FROM d)"
+            "dr AS (SELECT id, d, " + rel + " AS v, row_number() OVER (ORDER BY d, id) AS r FROM d)"
         ).format(dense=dense)
     ]
     if keyword:
         legs.append(
             sql.SQL(
-                "kr AS (SELECT id, row_number() OVER (ORDER BY s DESC, id) AS r FROM ({kw}) x)"
+                "kr AS (SELECT id, s AS v, row_number() OVER (ORDER BY s DESC, id) AS r "
+                "FROM ({kw}) x)"
             ).format(kw=keyword_sql(table, scoring, with_filter=with_filter))
         )
+    if fusion == "convex":
+        legs.append(
+            sql.SQL(
+                "dm AS (SELECT coalesce(max(v), 0) AS m FROM dr)"
+                + (", km AS (SELECT coalesce(max(v), 0) AS m FROM kr)" if keyword else "")
+            )
+        )
+        dense_term = (
+            "coalesce(%(w_dense)s * CASE WHEN dm.m > 0 THEN least(1, greatest(0, dr.v / dm.m)) "
+            "ELSE 1 END, 0)"
+        )
+        keyword_term = (
+            "coalesce(%(w_keyword)s * CASE WHEN km.m > 0 THEN least(1, greatest(0, kr.v / km.m)) "
+            "ELSE 1 END, 0)"
+        )
+        maxima = "CROSS JOIN dm" + (" CROSS JOIN km" if keyword else "")
+    else:
+        dense_term = "coalesce(%(w_dense)s / (%(rrf_k)s + dr.r), 0)"
+        keyword_term = "coalesce(%(w_keyword)s / (%(rrf_k)s + kr.r), 0)"
+        maxima = ""
+    if keyword:
         fused = sql.SQL(
             "f AS (SELECT coalesce(dr.id, kr.id) AS id, dr.d, "
-            "coalesce(%(w_dense)s / (%(rrf_k)s + dr.r), 0) "
-            "+ coalesce(%(w_keyword)s / (%(rrf_k)s + kr.r), 0) AS s "
-            "FROM dr FULL OUTER JOIN kr ON dr.id = kr.id "
+            + dense_term
+            + " + "
+            + keyword_term
+            + " AS s "
+            "FROM dr FULL OUTER JOIN kr ON dr.id = kr.id " + maxima + " "
             "WHERE (%(w_dense)s > 0 AND dr.id IS NOT NULL) "
             "OR (%(w_keyword)s > 0 AND kr.id IS NOT NULL) "
             "ORDER BY s DESC, id LIMIT %(top)s)"
         )
     else:
         fused = sql.SQL(
-            "f AS (SELECT id, d, %(w_dense)s / (%(rrf_k)s + r) AS s FROM dr "
+            "f AS (SELECT id, d, " + dense_term + " AS s FROM dr " + maxima + " "
             "ORDER BY s DESC, id LIMIT %(top)s)"
         )
     return sql.SQL(

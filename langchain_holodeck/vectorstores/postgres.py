@@ -70,6 +70,9 @@ class PostgresVectorStore(VectorStore):
         ```
     """
 
+    native_fusions = ("rrf", "convex")
+    """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
+
     def __init__(
         self,
         embedding: Embeddings,
@@ -277,21 +280,9 @@ class PostgresVectorStore(VectorStore):
                     delta[(namespace, "n")] -= 1
                     delta[(namespace, "len")] -= doc_len
             cur.execute(sql.SQL("DELETE FROM {terms} WHERE id = ANY(%s)").format(**names), (ids,))
-            cur.executemany(
-                sql.SQL(
-                    "INSERT INTO {t} (id, namespace, text, metadata, window_of, doc_len, embedding)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                ).format(**names),
-                records,
-            )
+            _copy(cur, names["t"], ROW_COLUMNS, records)
             if postings:
-                cur.executemany(
-                    sql.SQL(
-                        "INSERT INTO {terms} (id, namespace, term, tf, doc_len) "
-                        "VALUES (%s, %s, %s, %s, %s)"
-                    ).format(**names),
-                    postings,
-                )
+                _copy(cur, names["terms"], TERM_COLUMNS, postings)
             self._record_stats(cur, delta)
 
     def _record_stats(self, cur: Any, delta: Mapping[tuple[str | None, str], int]) -> None:
@@ -595,21 +586,27 @@ class PostgresVectorStore(VectorStore):
         min_similarity_score: float | None = None,
         filter: Any = None,
         embedding: Sequence[float] | None = None,
+        fusion: q.Fusion = "rrf",
     ) -> list[NativeHit]:
-        """Dense (HNSW) and keyword (BM25 in SQL, or ``ts_rank_cd``) fused by weighted RRF.
+        """Dense (HNSW) and keyword (BM25 in SQL, or ``ts_rank_cd``), fused in the server.
 
         One statement: the ``fetch_k`` nearest entries (a chunk ranked by its best model
-        window) and the ``fetch_k`` best keyword matches, fused as
-        ``w_dense / (rrf_k + rank_dense) + w_keyword / (rrf_k + rank_keyword)``; the best
-        rows come back with text, metadata and their dense distance, so each hit's
-        similarity is known and ``min_similarity_score`` drops those below it. ``filter``
-        may hold ``namespace`` only (the column the statement filters on).
+        window) and the ``fetch_k`` best keyword matches, fused by weighted RRF
+        (``w_dense / (rrf_k + rank_dense) + w_keyword / (rrf_k + rank_keyword)``) or, with
+        ``fusion="convex"``, by the convex combination of each leg's score over its best
+        (``fusion.convex_score_fusion`` with lower bounds 0, what the retriever does
+        in-process); the best rows come back with text, metadata and their dense distance,
+        so each hit's similarity is known and ``min_similarity_score`` drops those below it.
+        ``filter`` may hold ``namespace`` only (the column the statement filters on).
 
         Raises:
             ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
                 non-negative numbers with at least one above 0.
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
+        if fusion not in self.native_fusions:
+            msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
+            raise ValueError(msg)
         if self.vector_dimension is None:
             return []
         vector = list(embedding) if embedding is not None else self.embedding.embed_query(query)
@@ -622,6 +619,7 @@ class PostgresVectorStore(VectorStore):
             self.keyword_scoring,
             with_filter=namespace is not None,
             keyword=keyword is not None,
+            fusion=fusion,
         )
         top = k if min_similarity_score is None else max(k, fetch_k)
         params = {
@@ -647,6 +645,22 @@ class PostgresVectorStore(VectorStore):
     async def anative_hybrid_search(self, query: str, **kwargs: Any) -> list[NativeHit]:
         """:meth:`native_hybrid_search` in a worker thread (psycopg's sync connection)."""
         return await asyncio.to_thread(self.native_hybrid_search, query, **kwargs)
+
+
+ROW_COLUMNS = ("id", "namespace", "text", "metadata", "window_of", "doc_len", "embedding")
+TERM_COLUMNS = ("id", "namespace", "term", "tf", "doc_len")
+
+
+def _copy(
+    cur: Any, table: sql.Identifier, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """``COPY table (columns) FROM STDIN``, one stream per batch (foreign partitions too)."""
+    statement = sql.SQL("COPY {t} ({c}) FROM STDIN").format(
+        t=table, c=sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    with cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def relevance_fn(metric: str) -> Callable[[float], float]:

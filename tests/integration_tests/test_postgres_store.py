@@ -331,3 +331,29 @@ class TestPostgresVectorStoreStandard(VectorStoreIntegrationTests):
         finally:
             store.close()
             drop_postgres_tables(postgres_url, table)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
+def test_native_fusion_equals_the_in_process_fusion(
+    store: PostgresVectorStore, embeddings: HashingEmbeddings, fusion: str
+) -> None:
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    corpus = docs("kb")
+    store.add_documents(corpus)
+    memory = MatrixVectorStore(embeddings)
+    memory.add_documents(corpus)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(corpus)
+    settings: dict[str, Any] = {"fetch_k": 8, "fusion": fusion, "weights": (0.7, 0.3, 0)}
+    in_process = HybridRetriever(vector_store=memory, keyword_index=bm25, **settings)
+    # no keyword index: on native the store runs that leg, at the same fetch_k
+    native = HybridRetriever(vector_store=store, search_strategy="native", **settings)
+    for query in ["safety protocols captain", "tea earl grey", "warp core"]:
+        for k in (1, 4):
+            expected = [d.id for d in in_process.invoke(query, k=k)]
+            assert [d.id for d in native.invoke(query, k=k)] == expected, query
+    hits = store.native_hybrid_search("safety protocols", k=4, fetch_k=4, fusion="convex")
+    assert hits[0].score <= 1.0 + 1e-9
+    with pytest.raises(ValueError, match="fusion must be 'rrf' or 'convex', got 'max'"):
+        store.native_hybrid_search("x", k=1, fetch_k=1, fusion="max")  # type: ignore[arg-type]  # the error path
