@@ -118,7 +118,7 @@ def choose_search_strategy(
         if not native_hybrid:
             msg = (
                 f"search_strategy 'native' needs a backend that fuses dense and keyword search "
-                f"itself (Redis, Qdrant), got {backend}; use 'auto' or 'fallback'."
+                f"itself (Redis, Qdrant, Postgres), got {backend}; use 'auto' or 'fallback'."
             )
             raise ConfigError(msg)
         return "native"

@@ -234,8 +234,8 @@ class HybridRetriever(BaseRetriever):
     def _native_needs_a_native_store(self) -> HybridRetriever:
         if self.search_strategy == "native" and not supports_native_hybrid(self.vector_store):
             msg = (
-                "search_strategy='native' needs a vector store with native_hybrid_search "
-                f"(Redis, Qdrant), got {type(self.vector_store).__name__}; use 'fallback'."
+                "search_strategy='native' needs a vector store with native_hybrid_search (Redis, "
+                f"Qdrant, Postgres), got {type(self.vector_store).__name__}; use 'fallback'."
             )
             raise ValueError(msg)
         return self
