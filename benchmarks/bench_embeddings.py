@@ -35,14 +35,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ir_metrics import mean, ndcg_at_k, recall_at_k
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from tuning_data import BENCH_HOME, scifact_windows, window_store_rows
+from tuning_data import (
+    BENCH_HOME,
+    SCIFACT,
+    SCIFACT_HELP,
+    scifact_dir,
+    scifact_windows,
+    window_store_rows,
+)
 
 from langchain_holodeck.embeddings import OnnxEmbeddings, combine_windows
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import MatrixVectorStore
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
 
 def load_split(data: Path, split: str) -> tuple[list[dict], dict[str, dict[str, int]]]:
@@ -223,12 +228,13 @@ def sample_docs() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, default=SCIFACT, help=SCIFACT_HELP)
     parser.add_argument("--cache", type=Path, default=BENCH_HOME / "scifact")
     parser.add_argument("--throughput", type=int, default=256, help="texts; 0 skips it")
     parser.add_argument("--only-throughput", action="store_true")
     parser.add_argument("--only-hybrid", action="store_true", help="the hybrid table alone")
     args = parser.parse_args()
+    args.data = scifact_dir(args.data)
     if args.only_throughput:
         corpus = [json.loads(line) for line in (args.data / "corpus.jsonl").open(encoding="utf-8")]
         throughput([(c["title"] + " " + c["text"]).strip() for c in corpus][: args.throughput])

@@ -3,7 +3,7 @@
     REDIS_URL=redis://127.0.0.1:6380 python benchmarks/bench_redis_hybrid.py \
         [--chunks 10000] [--clients 1 10] [--queries-per-client 50]
 
-Start Redis Stack first if needed: ``bash ../shared/scripts/redis-stack.sh start``.
+Start Redis Stack first if needed: ``bash scripts/redis-stack.sh start``.
 
 ~``--chunks`` synthetic chunks of ~120 Zipf-distributed words with seeded random unit 384-dim
 vectors (cached in benchmarks/.cache/), written into a private index through
@@ -115,7 +115,7 @@ def main() -> None:
     url = os.environ.get("REDIS_URL")
     if not url:
         sys.exit(
-            "REDIS_URL is unset: bash ../shared/scripts/redis-stack.sh start, then "
+            "REDIS_URL is unset: bash scripts/redis-stack.sh start, then "
             "REDIS_URL=redis://127.0.0.1:6380 python benchmarks/bench_redis_hybrid.py"
         )
 

@@ -3,8 +3,9 @@
     python benchmarks/bench_scifact.py            # the test table (defaults chosen on train)
     python benchmarks/bench_fusion_sweep.py       # how the defaults were chosen (train / dev)
 
-Data: ../shared/data/scifact (corpus, 300 test queries, qrels, cached all-MiniLM-L6-v2 vectors;
-see ``tuning_data.py``). Query vectors are looked up, not computed. Ours: MatrixVectorStore +
+Data: ``--data DIR`` or ``$SCIFACT_DIR`` (corpus, 300 test queries, qrels, cached
+all-MiniLM-L6-v2 vectors; see ``tuning_data.py``). Query vectors are looked up, not computed.
+Ours: MatrixVectorStore +
 BM25KeywordIndex + ``HybridRetriever`` with every default (fusion, weights, fetch_k), first
 with the peers' vectors (the torch model, truncated at 256), then with every default, the
 embedder too (``OnnxEmbeddings``: each abstract scored by its best window of 128 word pieces,
@@ -27,7 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 from ir_metrics import mean, ndcg_at_k, recall_at_k
-from tuning_data import SCIFACT, LookupEmbeddings, scifact, scifact_windows, window_store_rows
+from tuning_data import (
+    SCIFACT,
+    SCIFACT_HELP,
+    LookupEmbeddings,
+    scifact,
+    scifact_windows,
+    window_store_rows,
+)
 
 from langchain_holodeck.embeddings import OnnxEmbeddings
 from langchain_holodeck.keyword_index import BM25KeywordIndex
@@ -63,7 +71,7 @@ def default_embedder_row(docs, queries, qrels, bm25) -> tuple[str, float, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=SCIFACT)
+    parser.add_argument("--data", type=Path, default=SCIFACT, help=SCIFACT_HELP)
     parser.add_argument("--no-peer", action="store_true", help="skip EnsembleRetriever")
     args = parser.parse_args()
     data = scifact(args.data)

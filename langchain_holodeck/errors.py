@@ -12,7 +12,7 @@ class ConfigError(HolodeckError, ValueError):
 
 
 class IndexNotBuiltError(HolodeckError, RuntimeError):
-    """A search ran on an index that was never built or loaded."""
+    """A tool was searched before ``initialize`` built or loaded its indexes."""
 
 
 class EmbeddingModelMismatchError(HolodeckError, RuntimeError):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from langchain_holodeck._scores import clip_unit
+
 __all__ = ["convex_score_fusion", "reciprocal_rank_fusion"]
 
 
@@ -123,7 +125,7 @@ def convex_score_fusion(
         low = min(first.values()) if bound is None else float(bound)
         span = top - low
         for doc_id, score in first.items():
-            norm = 1.0 if span <= 0 else min(1.0, max(0.0, (score - low) / span))
+            norm = 1.0 if span <= 0 else clip_unit((score - low) / span)
             scores[doc_id] = scores.get(doc_id, 0.0) + weight * norm
     return _best_first(scores)
 

@@ -1,23 +1,30 @@
 """Search strategy: let the engine fuse dense + keyword in one request, or fuse in-process.
 
 ``native``: the store answers dense + keyword in one request and fuses them itself (Qdrant's
-Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids,
-quoted phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword
-legs, fused by weighted RRF in-process. ``auto`` picks ``native`` when the backend can fuse
-(``BackendCapabilities.native_hybrid``; its store implements :class:`NativeHybridSearch`) and
-the keyword index is not a separate engine. A store whose engine also fuses by convex
-combination lists it in ``native_fusions`` (``("rrf", "convex")``) and takes ``fusion=``; the
-others fuse by RRF whatever the retriever's ``fusion``.
+Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids, quoted
+phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword legs, fused
+in-process by the retriever's ``fusion`` (convex by default, or weighted RRF). ``auto`` picks
+``native`` when the backend can fuse (``BackendCapabilities.native_hybrid``; its store
+implements :class:`NativeHybridSearch`) and the keyword index is not a separate engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal
 
-from langchain_core.documents import Document
-
+from langchain_holodeck.backends._registry import (
+    get_keyword_index_provider,
+    native_hybrid_providers,
+)
+from langchain_holodeck.contracts import NativeHit, NativeHybridSearch, supports_native_hybrid
 from langchain_holodeck.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.vectorstores import VectorStore
+
+    from langchain_holodeck.backends.base import Backend
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 
 __all__ = [
     "NativeHit",
@@ -25,63 +32,11 @@ __all__ = [
     "SearchStrategy",
     "choose_search_strategy",
     "supports_native_hybrid",
+    "tool_search_strategy",
 ]
 
 SearchStrategy = Literal["native", "fallback"]
-"""The strategy in use: engine-side fusion (``native``) or in-process RRF (``fallback``)."""
-
-
-class NativeHit(NamedTuple):
-    """One result of a native hybrid search: the document, its fused score, its similarity."""
-
-    document: Document
-    """The chunk, ``id`` set, as the store keeps it."""
-    score: float
-    """The engine's fused score (higher is better; comparable within one query)."""
-    similarity: float | None
-    """Dense relevance in [0, 1] (cosine clipped), ``None`` when the engine did not say."""
-
-
-@runtime_checkable
-class NativeHybridSearch(Protocol):
-    """A vector store that runs dense + keyword search and fuses them in one request."""
-
-    def native_hybrid_search(
-        self,
-        query: str,
-        *,
-        k: int,
-        fetch_k: int,
-        weights: tuple[float, float] = (0.5, 0.5),
-        rrf_k: int = 60,
-        min_similarity_score: float | None = None,
-        filter: Any = None,  # the store's own filter syntax, like search_kwargs
-    ) -> list[NativeHit]:
-        """The ``k`` best chunks of ``fetch_k`` candidates per leg, best first.
-
-        ``weights`` are (dense, keyword); ``min_similarity_score`` drops every hit whose
-        dense relevance is below it; ``filter`` is the store's own (a namespace filter).
-        """
-        ...
-
-    async def anative_hybrid_search(
-        self,
-        query: str,
-        *,
-        k: int,
-        fetch_k: int,
-        weights: tuple[float, float] = (0.5, 0.5),
-        rrf_k: int = 60,
-        min_similarity_score: float | None = None,
-        filter: Any = None,  # the store's own filter syntax
-    ) -> list[NativeHit]:
-        """Async twin of :meth:`native_hybrid_search`."""
-        ...
-
-
-def supports_native_hybrid(store: object) -> bool:
-    """Whether ``store`` can fuse dense + keyword search in one request."""
-    return isinstance(store, NativeHybridSearch)
+"""The strategy in use: engine-side fusion (``native``) or in-process fusion (``fallback``)."""
 
 
 def choose_search_strategy(
@@ -118,9 +73,48 @@ def choose_search_strategy(
         if not native_hybrid:
             msg = (
                 f"search_strategy 'native' needs a backend that fuses dense and keyword search "
-                f"itself (Redis, Qdrant, Postgres), got {backend}; use 'auto' or 'fallback'."
+                f"itself ({_native_names()}), got {backend}; use 'auto' or 'fallback'."
             )
             raise ConfigError(msg)
         return "native"
     both_legs = len(weights) >= 2 and weights[0] > 0 and weights[1] > 0
     return "native" if native_hybrid and both_legs and not separate_keyword_engine else "fallback"
+
+
+def tool_search_strategy(
+    config: HierarchicalDocumentToolConfig,
+    backend: Backend,
+    *,
+    store: VectorStore | None = None,
+    backend_name: str | None = None,
+) -> SearchStrategy:
+    """The strategy a hierarchical tool searches with: the one builder of tools and the CLI.
+
+    Args:
+        config: The tool's configuration (``search_strategy``, ``search_weights``,
+            ``keyword_index``).
+        backend: The backend serving its store (its ``capabilities.native_hybrid``).
+        store: The store (or namespace view) searched, when open: native needs it to
+            implement :class:`NativeHybridSearch` too. ``None`` (the CLI's description before
+            any store is opened) trusts the backend's flag.
+        backend_name: How the backend is named in the error message (default its provider).
+
+    Raises:
+        ConfigError: When ``native`` is requested and the backend cannot fuse.
+    """
+    weights = config.search_weights
+    native = backend.capabilities.native_hybrid and (store is None or supports_native_hybrid(store))
+    return choose_search_strategy(
+        config.search_strategy,
+        native_hybrid=native,
+        # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
+        separate_keyword_engine=get_keyword_index_provider(config.keyword_index).separate_engine(
+            backend
+        ),
+        weights=(weights.semantic, weights.keyword),
+        backend=backend_name or str(backend.provider or type(backend).__name__),
+    )
+
+
+def _native_names() -> str:
+    return ", ".join(native_hybrid_providers()) or "none is registered"

@@ -444,7 +444,7 @@ def sync_documents(
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
-    window_texts = stored_windows(getattr(vector_store, "embeddings", None))
+    window_texts = stored_windows(vector_store.embeddings)
     windows = _window_documents([*plan.add, *plan.update], window_texts) if window_texts else {}
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])

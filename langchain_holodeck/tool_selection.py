@@ -181,11 +181,6 @@ class ToolSelector:
     def __contains__(self, name: object) -> bool:
         return name in self._texts
 
-    @property
-    def tool_names(self) -> list[str]:
-        """Names of the indexed tools, in the order they were first added."""
-        return list(self._texts)
-
     # -- writes -------------------------------------------------------------------------
     def add_tools(self, tools: Sequence[BaseTool]) -> int:
         """Index ``tools``, replacing any tool of the same name; return how many were (re)indexed.

@@ -110,7 +110,7 @@ def redis_url_or_skip() -> str:
         return url
     if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
         pytest.fail("HOLODECK_REQUIRE_REDIS=1 but REDIS_URL is unset: start Redis Stack first.")
-    pytest.skip("REDIS_URL is unset: start ../shared/scripts/redis-stack.sh to run Redis tests.")
+    pytest.skip("REDIS_URL is unset: start scripts/redis-stack.sh to run Redis tests.")
 
 
 def postgres_url_or_skip() -> str:

@@ -8,17 +8,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from langchain_holodeck._chunk import is_window
 from langchain_holodeck.backends.base import (
     Backend,
     BackendUnavailableError,
     KeywordIndexProvider,
+    LangChainStoreBackend,
     VectorStoreHandle,
 )
+from langchain_holodeck.config._backends import provider_value, register_provider_config
 from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
+    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
 
@@ -30,35 +35,72 @@ _K = TypeVar("_K", bound=type[KeywordIndexProvider])
 _BACKENDS: dict[str, type[Backend]] = {}
 _ADOPTERS: list[type[Backend]] = []
 _KEYWORD_INDEXES: dict[str, type[KeywordIndexProvider]] = {}
-_FALLBACK = "in-memory"
+_DEFAULT: type[Backend] | None = None
+"""The backend with ``is_default``: no ``database`` configured, or the service unreachable."""
 
 
 def register_backend(cls: _B) -> _B:
     """Class decorator: make ``cls`` the backend of ``cls.provider`` (and let it adopt stores).
 
+    Its ``config_type`` (a ``DatabaseConfig`` subclass) is registered too, so the ``database:``
+    section of an agent.yaml accepts ``provider: <cls.provider>`` from now on. The backend
+    with ``is_default`` serves tools without a ``database`` and unreachable services.
+
     Raises:
-        ValueError: When another class already serves that provider.
+        ValueError: When another class already serves that provider, or ``config_type``
+            selects another provider.
     """
+    global _DEFAULT
     if cls.provider is not None:
         other = _BACKENDS.get(cls.provider)
         if other is not None and other is not cls:
             msg = f"provider {cls.provider!r} is already served by {other.__name__}."
             raise ValueError(msg)
+        _check_config_type(cls, cls.provider)
         _BACKENDS[cls.provider] = cls
+        if cls.is_default:
+            _DEFAULT = cls
     if cls not in _ADOPTERS:
         _ADOPTERS.append(cls)
     return cls
 
 
 def register_keyword_index(cls: _K) -> _K:
-    """Class decorator: make ``cls`` the keyword index of ``keyword_index.provider``."""
+    """Class decorator: make ``cls`` the keyword index of ``keyword_index.provider``.
+
+    Its ``config_type`` (a ``KeywordIndexConfig`` subclass) is registered too, so the
+    ``keyword_index:`` section accepts ``provider: <cls.provider>`` from now on.
+
+    Raises:
+        ValueError: When ``config_type`` selects another provider.
+    """
+    _check_config_type(cls, cls.provider)
     _KEYWORD_INDEXES[cls.provider] = cls
     return cls
+
+
+def _check_config_type(cls: type[Backend] | type[KeywordIndexProvider], provider: str) -> None:
+    config_type = cls.config_type
+    if config_type is None:
+        return
+    if provider_value(config_type) != provider:
+        msg = (
+            f"{cls.__name__}.config_type {config_type.__name__} selects provider "
+            f"{provider_value(config_type)!r}, but {cls.__name__}.provider is {provider!r}; "
+            "make them equal."
+        )
+        raise ValueError(msg)
+    register_provider_config(config_type)
 
 
 def registered_providers() -> tuple[str, ...]:
     """The ``database.provider`` values a backend is registered for, sorted."""
     return tuple(sorted(_BACKENDS))
+
+
+def native_hybrid_providers() -> tuple[str, ...]:
+    """The ``database.provider`` values whose backend fuses dense + keyword search itself."""
+    return tuple(sorted(name for name, cls in _BACKENDS.items() if cls.capabilities.native_hybrid))
 
 
 def get_backend(config: Any | None) -> Backend:
@@ -71,7 +113,7 @@ def get_backend(config: Any | None) -> Backend:
         ConfigError: When ``provider`` is unknown or the settings are invalid (naming them).
     """
     if config is None:
-        return _BACKENDS[_FALLBACK]()
+        return _default_backend()()
     provider = config.get("provider") if isinstance(config, Mapping) else config.provider
     cls = _BACKENDS.get(str(provider))
     if cls is None:
@@ -86,8 +128,6 @@ def backend_for_store(store: VectorStore) -> Backend:
     for cls in reversed(_ADOPTERS):  # specific backends register after the generic one
         if cls.handles(store):
             return cls()
-    from langchain_holodeck.backends.langchain import LangChainStoreBackend
-
     return LangChainStoreBackend()
 
 
@@ -136,9 +176,101 @@ def open_vector_store(
         memory = get_backend(None)
         store = memory.open_store(embeddings, store_dir=store_dir)
         return VectorStoreHandle(
-            store, _FALLBACK, requested, fell_back=True, reason=reason, adapter=memory
+            store, str(memory.provider), requested, fell_back=True, reason=reason, adapter=memory
         )
     return VectorStoreHandle(store, requested, requested, fell_back=False, adapter=backend)
+
+
+def create_vector_store(
+    database_config: Any | None,
+    embeddings: Embeddings,
+    *,
+    fallback: bool = True,
+    connect_timeout: float = 2.0,
+) -> VectorStore:
+    """Build the vector store a ``DatabaseConfig`` describes (details: ``..._with_status``).
+
+    Args:
+        database_config: A ``DatabaseConfig`` variant, an equivalent mapping, or ``None``.
+        embeddings: The embeddings of documents and queries.
+        fallback: Fall back to memory when the service is unreachable (else raise).
+        connect_timeout: Seconds to wait for the connection.
+
+    Returns:
+        A ``MatrixVectorStore``, a ``HolodeckRedisVectorStore``, or another backend's store.
+    """
+    return create_vector_store_with_status(
+        database_config, embeddings, fallback=fallback, connect_timeout=connect_timeout
+    ).store
+
+
+def create_vector_store_with_status(
+    database_config: Any | None,
+    embeddings: Embeddings,
+    *,
+    fallback: bool = True,
+    connect_timeout: float = 2.0,
+) -> VectorStoreHandle:
+    """Build the vector store a ``DatabaseConfig`` describes, reporting any fallback.
+
+    A thin wrapper over ``backends.open_vector_store``: ``None`` or ``provider: in-memory``
+    gives a ``MatrixVectorStore``; ``provider: redis`` a ``HolodeckRedisVectorStore`` on
+    ``connection_string`` (the index is created when missing; an existing index keeps its own
+    settings). If the service cannot be reached within ``connect_timeout`` seconds, a WARNING
+    is logged (connection string masked) and, when both ``fallback`` and the config's
+    ``fallback_to_memory`` allow it, a ``MatrixVectorStore`` is returned with ``fell_back=True``.
+
+    Setup:
+        Redis needs the extra: ``pip install "langchain-holodeck[redis]"``.
+
+    Example:
+        ```python
+        handle = create_vector_store_with_status(None, embeddings)
+        handle.backend, handle.fell_back  # -> ('in-memory', False)
+        ```
+
+    Raises:
+        ConfigError: If ``provider`` is unknown or a setting is invalid (naming it).
+        ImportError: If the provider's extra is not installed.
+        BackendUnavailableError: If the service is unreachable and fallback is off.
+    """
+    return open_vector_store(
+        database_config, embeddings, fallback=fallback, connect_timeout=connect_timeout
+    )
+
+
+def scan_documents(
+    store: VectorStore,
+    *,
+    namespace: str | None = None,
+    batch_size: int = 1000,
+    windows: bool = False,
+) -> Iterator[Document]:
+    """Yield every stored chunk (copies with ``id`` set), optionally of one ``namespace``.
+
+    Works for every store a backend can enumerate (``MatrixVectorStore``, langchain-core
+    ``InMemoryVectorStore``, langchain-redis ``RedisVectorStore`` by SCAN, ``batch_size`` keys
+    per round trip). Order is unspecified. Model windows (entries ``<chunk id>:w<n>``, see
+    ``_chunk``) are left out unless ``windows``.
+
+    Raises:
+        TypeError: For a store no backend can enumerate, naming its class.
+        ValueError: If ``batch_size`` is not positive.
+    """
+    if batch_size <= 0:
+        msg = f"batch_size must be positive, got {batch_size}."
+        raise ValueError(msg)
+    docs = backend_for_store(store).iter_documents(
+        store, namespace=namespace, batch_size=batch_size
+    )
+    return docs if windows else (d for d in docs if not is_window(d))
+
+
+def _default_backend() -> type[Backend]:
+    if _DEFAULT is None:
+        msg = "no backend is registered with is_default; import langchain_holodeck.backends."
+        raise RuntimeError(msg)
+    return _DEFAULT
 
 
 def _coerce(cls: type[Backend] | type[KeywordIndexProvider], config: Any) -> BaseModel | None:

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
-from langchain_holodeck.errors import HolodeckError
+from langchain_holodeck._byte_stores import LocalFileByteStore
+from langchain_holodeck.contracts import (
+    BackendCapabilities,
+    KeywordIndex,
+    check_native_hybrid_args,
+)
+from langchain_holodeck.errors import EmbeddingModelMismatchError, HolodeckError
+from langchain_holodeck.vectorstores.namespace import NamespaceFilteredStore
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -25,44 +32,21 @@ if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
     from pydantic import BaseModel
 
-    from langchain_holodeck.keyword_index.base import KeywordIndex
-    from langchain_holodeck.search_strategy import NativeHit
+__all__ = [
+    "Backend",
+    "BackendCapabilities",
+    "BackendUnavailableError",
+    "KeywordIndexProvider",
+    "LangChainStoreBackend",
+    "VectorStoreHandle",
+    "check_native_hybrid_args",
+]
 
 logger = logging.getLogger(__name__)
 
 
 class BackendUnavailableError(HolodeckError, ConnectionError):
     """A backend's service could not be reached; the message is one line, secrets masked."""
-
-
-def check_native_hybrid_args(*, k: int, fetch_k: int, weights: tuple[float, float]) -> None:
-    """Validate the arguments every store's ``native_hybrid_search`` takes, before any I/O.
-
-    Raises:
-        ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
-            non-negative numbers with at least one above 0.
-    """
-    if k < 1 or fetch_k < 1:
-        msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
-        raise ValueError(msg)
-    if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
-        msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
-        raise ValueError(msg)
-
-
-@dataclass(frozen=True)
-class BackendCapabilities:
-    """What a backend can do; the tools and sync choose their path by these flags."""
-
-    filters_namespace: bool
-    """Dense search filters by namespace in the store itself (else results are post-filtered)."""
-    enumerates: bool
-    """A namespace's documents can be listed: needed for stale-file cleanup and index rebuilds."""
-    persistent: bool
-    """The data outlives the process (a server, or the directory the tool saves into)."""
-    native_hybrid: bool = False
-    """The store fuses keyword and vector search in one query (``native_hybrid_search``): the
-    ``auto`` search strategy is ``native`` on it."""
 
 
 class Backend(ABC):
@@ -78,6 +62,8 @@ class Backend(ABC):
     """The config class of ``provider`` (a ``DatabaseProviderConfig`` subclass)."""
     capabilities: ClassVar[BackendCapabilities]
     """What this backend can do."""
+    is_default: ClassVar[bool] = False
+    """Serves tools that configure no ``database``, and services that cannot be reached."""
 
     def __init__(self, config: BaseModel | None = None) -> None:
         self.config = config
@@ -131,8 +117,6 @@ class Backend(ABC):
         kwargs = self.namespace_filter(store, namespace)
         if kwargs is not None:
             return store, kwargs
-        from langchain_holodeck.backends.langchain import NamespaceFilteredStore
-
         return NamespaceFilteredStore(store, namespace=namespace), {}
 
     def iter_documents(
@@ -178,8 +162,6 @@ class Backend(ABC):
             EmbeddingModelMismatchError: When chunks of other namespaces share the store: one
                 store holds one width, and theirs must not be touched.
         """
-        from langchain_holodeck.errors import EmbeddingModelMismatchError
-
         if self.capabilities.enumerates:
             found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
             others = sorted(found - {namespace})
@@ -204,47 +186,12 @@ class Backend(ABC):
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
         """The embedding cache of one corpus: clearing it never touches another corpus's."""
         if store_dir is not None:
-            from langchain_holodeck.embeddings import LocalFileByteStore
-
             return LocalFileByteStore(Path(store_dir) / "embedding_cache" / namespace)
         return InMemoryByteStore()
 
     def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex | None:
         """The backend's own keyword index over ``store`` (one namespace), if it has one."""
         return None
-
-    def native_hybrid_search(
-        self,
-        store: VectorStore,
-        query: str,
-        *,
-        k: int,
-        fetch_k: int,
-        namespace: str,
-        weights: tuple[float, float] = (0.5, 0.5),
-        min_similarity_score: float | None = None,
-    ) -> list[NativeHit]:
-        """Keyword and vector search fused by the store in one query (``native_hybrid``).
-
-        The store's ``native_hybrid_search`` restricted to ``namespace`` by this backend's
-        filter; ``HybridRetriever(search_strategy="native")`` makes the same call.
-
-        Raises:
-            NotImplementedError: When the backend or the store has no native hybrid search.
-        """
-        from langchain_holodeck.search_strategy import supports_native_hybrid
-
-        if not (self.capabilities.native_hybrid and supports_native_hybrid(store)):
-            msg = f"{type(self).__name__} has no native hybrid search (capabilities.native_hybrid)."
-            raise NotImplementedError(msg)
-        return store.native_hybrid_search(  # type: ignore[attr-defined, no-any-return]  # checked above
-            query,
-            k=k,
-            fetch_k=fetch_k,
-            weights=weights,
-            min_similarity_score=min_similarity_score,
-            **(self.namespace_filter(store, namespace) or {}),
-        )
 
 
 class KeywordIndexProvider(ABC):
@@ -279,6 +226,14 @@ class KeywordIndexProvider(ABC):
         """One line for logs and the CLI: where the keyword index lives (no secret)."""
         return self.provider
 
+    def separate_engine(self, backend: Backend) -> bool:
+        """Whether this index is an engine apart from ``backend``'s store.
+
+        OpenSearch next to Qdrant, say: the ``auto`` search strategy then fuses in-process,
+        where this index is used.
+        """
+        return self.provider != backend.provider
+
 
 @dataclass(frozen=True)
 class VectorStoreHandle:
@@ -287,12 +242,38 @@ class VectorStoreHandle:
     store: VectorStore
     """The vector store to use."""
     backend: str
-    """The provider actually in use: ``"in-memory"``, ``"redis"``..."""
+    """The provider actually in use (the default backend's after a fallback)."""
     requested: str
     """The provider the configuration asked for."""
     fell_back: bool
-    """``True`` when the requested service was unreachable and memory is used instead."""
+    """``True`` when the requested service was unreachable and the default backend is used."""
     reason: str | None = None
     """Why it fell back (one line, connection string masked), else ``None``."""
     adapter: Backend | None = None
     """The ``Backend`` serving ``store``: ask it for filters, scans, caches, keyword index."""
+
+
+class LangChainStoreBackend(Backend):
+    """Any LangChain ``VectorStore`` given to a tool: searches are post-filtered by namespace.
+
+    The registry's answer for a store no registered backend ``handles``.
+    """
+
+    capabilities = BackendCapabilities(filters_namespace=False, enumerates=False, persistent=False)
+
+    @classmethod
+    def handles(cls, store: VectorStore) -> bool:
+        return True
+
+    def open_store(
+        self,
+        embeddings: Embeddings,
+        *,
+        store_dir: Path | None = None,
+        connect_timeout: float = 2.0,
+    ) -> VectorStore:
+        msg = "LangChainStoreBackend adopts a store a caller built; it opens none."
+        raise TypeError(msg)
+
+    def describe(self, *, store_dir: Path | None = None) -> str:
+        return "a LangChain vector store (searches post-filtered by namespace)"

@@ -6,7 +6,7 @@ over-fetches and drops other namespaces' chunks, so no corpus ever sees another'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,34 +15,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck.backends._registry import register_backend
-from langchain_holodeck.backends.base import Backend, BackendCapabilities
+from langchain_holodeck.backends.base import Backend, BackendCapabilities, LangChainStoreBackend
 from langchain_holodeck.vectorstores.matrix import copy_metadata
+from langchain_holodeck.vectorstores.namespace import NamespaceFilteredStore
 
-_MAX_FETCH = 10_000
-"""Largest candidate count a post-filtered search asks the wrapped store for."""
-
-
-class LangChainStoreBackend(Backend):
-    """Any LangChain ``VectorStore`` given to a tool: searches are post-filtered by namespace."""
-
-    capabilities = BackendCapabilities(filters_namespace=False, enumerates=False, persistent=False)
-
-    @classmethod
-    def handles(cls, store: VectorStore) -> bool:
-        return True
-
-    def open_store(
-        self,
-        embeddings: Embeddings,
-        *,
-        store_dir: Path | None = None,
-        connect_timeout: float = 2.0,
-    ) -> VectorStore:
-        msg = "LangChainStoreBackend adopts a store a caller built; it opens none."
-        raise TypeError(msg)
-
-    def describe(self, *, store_dir: Path | None = None) -> str:
-        return "a LangChain vector store (searches post-filtered by namespace)"
+__all__ = ["CoreInMemoryBackend", "LangChainStoreBackend", "NamespaceFilteredStore"]
 
 
 @register_backend
@@ -102,116 +79,3 @@ class CoreInMemoryBackend(Backend):
 
 def _in_namespace(namespace: str) -> Callable[[Document], bool]:
     return lambda doc: doc.metadata.get("namespace") == namespace
-
-
-class NamespaceFilteredStore(VectorStore):
-    """A read view of ``store`` showing one namespace: searches over-fetch, then post-filter.
-
-    Searches ask the wrapped store for 4x the requested count, growing 4x while too few
-    results survive and the store had more to give (at most 10 000 candidates). ``get_by_ids``
-    drops other namespaces' documents. Writes go to the wrapped store unchanged.
-    ``search_kwargs`` (a native filter, when the store has one) are passed on every search.
-    Relevance scores are the store's; a store without a relevance function (langchain-core's
-    ``InMemoryVectorStore``) reports its cosine similarity clipped to [0, 1].
-
-    Instantiate:
-        ```python
-        view = NamespaceFilteredStore(store, namespace=tool.namespace)
-        view.similarity_search("shift rota", k=4)  # only this corpus's chunks
-        ```
-    """
-
-    def __init__(
-        self, store: VectorStore, *, namespace: str, search_kwargs: dict[str, Any] | None = None
-    ) -> None:
-        if not namespace:
-            msg = "namespace must be a non-empty string, got ''."
-            raise ValueError(msg)
-        self.store = store
-        self.namespace = namespace
-        self.search_kwargs = dict(search_kwargs or {})
-
-    @property
-    def embeddings(self) -> Embeddings | None:
-        return self.store.embeddings
-
-    def _keep(self, doc: Document) -> bool:
-        return doc.metadata.get("namespace") == self.namespace
-
-    def _filtered(
-        self, search: Callable[[int], Sequence[Any]], k: int, doc_of: Callable[[Any], Document]
-    ) -> list[Any]:
-        fetch = max(4 * k, 20)
-        while True:
-            hits = list(search(fetch))
-            kept = [hit for hit in hits if self._keep(doc_of(hit))]
-            if len(kept) >= k or len(hits) < fetch or fetch >= _MAX_FETCH:
-                return kept[:k]
-            fetch = min(fetch * 4, _MAX_FETCH)
-
-    # -- reads ------------------------------------------------------------------------------
-    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
-        kwargs = {**self.search_kwargs, **kwargs}
-        return self._filtered(
-            lambda n: self.store.similarity_search(query, k=n, **kwargs), k, lambda d: d
-        )
-
-    def similarity_search_with_score(
-        self, query: str, k: int = 4, **kwargs: Any
-    ) -> list[tuple[Document, float]]:
-        kwargs = {**self.search_kwargs, **kwargs}
-        return self._filtered(
-            lambda n: self.store.similarity_search_with_score(query, k=n, **kwargs),
-            k,
-            lambda hit: hit[0],
-        )
-
-    def _similarity_search_with_relevance_scores(
-        self, query: str, k: int = 4, **kwargs: Any
-    ) -> list[tuple[Document, float]]:
-        kwargs = {**self.search_kwargs, **kwargs}
-
-        def search(n: int) -> list[tuple[Document, float]]:
-            try:
-                return self.store.similarity_search_with_relevance_scores(query, k=n, **kwargs)
-            except NotImplementedError:  # no relevance function: cosine similarity, clipped
-                hits = self.store.similarity_search_with_score(query, k=n, **kwargs)
-                return [(d, min(1.0, max(0.0, float(s)))) for d, s in hits]
-
-        return self._filtered(search, k, lambda hit: hit[0])
-
-    def similarity_search_by_vector(
-        self, embedding: list[float], k: int = 4, **kwargs: Any
-    ) -> list[Document]:
-        kwargs = {**self.search_kwargs, **kwargs}
-        return self._filtered(
-            lambda n: self.store.similarity_search_by_vector(embedding, k=n, **kwargs),
-            k,
-            lambda d: d,
-        )
-
-    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        return [d for d in self.store.get_by_ids(ids) if self._keep(d)]
-
-    # -- writes go through ------------------------------------------------------------------
-    def add_texts(
-        self, texts: Iterable[str], metadatas: list[dict] | None = None, **kwargs: Any
-    ) -> list[str]:
-        return self.store.add_texts(texts, metadatas, **kwargs)
-
-    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        return self.store.add_documents(documents, **kwargs)
-
-    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        return self.store.delete(ids, **kwargs)
-
-    @classmethod
-    def from_texts(
-        cls,
-        texts: list[str],
-        embedding: Embeddings,
-        metadatas: list[dict] | None = None,
-        **kwargs: Any,
-    ) -> NamespaceFilteredStore:
-        msg = "NamespaceFilteredStore wraps an existing store: NamespaceFilteredStore(store, ...)."
-        raise TypeError(msg)

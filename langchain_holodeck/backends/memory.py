@@ -11,14 +11,14 @@ from langchain_holodeck._tracing import span
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import Backend, BackendCapabilities, KeywordIndexProvider
 from langchain_holodeck.config._backends import InMemoryDatabaseConfig, InMemoryKeywordIndexConfig
+from langchain_holodeck.contracts import KeywordIndex
+from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex
 from langchain_holodeck.vectorstores.matrix import MatrixVectorStore
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
-
-    from langchain_holodeck.keyword_index.base import KeywordIndex
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ class MemoryBackend(Backend):
 
     provider = "in-memory"
     config_type = InMemoryDatabaseConfig
+    is_default = True
     capabilities = BackendCapabilities(filters_namespace=True, enumerates=True, persistent=False)
 
     def __init__(self, config: InMemoryDatabaseConfig | None = None) -> None:
@@ -97,6 +98,10 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
     provider = "in-memory"
     config_type = InMemoryKeywordIndexConfig
 
+    def separate_engine(self, backend: Backend) -> bool:
+        """BM25 in-process is no engine apart: any backend's native search may replace it."""
+        return False
+
     def open(
         self,
         *,
@@ -105,8 +110,6 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
         namespace: str,
         store_dir: Path | None = None,
     ) -> KeywordIndex:
-        from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex
-
         saved = self._directory(store_dir, namespace)
         if saved is not None and saved.exists():
             try:
@@ -133,8 +136,6 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
     def save(
         self, index: KeywordIndex, store_dir: Path, *, namespace: str, store_saved: bool
     ) -> None:
-        from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex
-
         directory = self._directory(store_dir, namespace)
         if not isinstance(index, BM25KeywordIndex) or directory is None:
             return

@@ -8,6 +8,7 @@ from langchain_holodeck._redact import mask_url_password
 from langchain_holodeck.backends._registry import register_keyword_index
 from langchain_holodeck.backends.base import KeywordIndexProvider
 from langchain_holodeck.config._backends import OpenSearchKeywordIndexConfig
+from langchain_holodeck.keyword_index.opensearch import OpenSearchKeywordIndex
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
 
     from langchain_holodeck.backends.base import Backend
-    from langchain_holodeck.keyword_index.base import KeywordIndex
+    from langchain_holodeck.contracts import KeywordIndex
 
 
 @register_keyword_index
@@ -39,8 +40,6 @@ class OpenSearchKeywordIndexProvider(KeywordIndexProvider):
         namespace: str,
         store_dir: Path | None = None,
     ) -> KeywordIndex:
-        from langchain_holodeck.keyword_index.opensearch import OpenSearchKeywordIndex
-
         config = self.config
         return OpenSearchKeywordIndex(
             config.endpoint,

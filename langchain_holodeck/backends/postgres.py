@@ -88,6 +88,7 @@ class PostgresBackend(Backend):
             read_replicas=[u.get_secret_value() for u in config.read_replicas],
             shards=[u.get_secret_value() for u in config.shards],
             max_replica_lag_bytes=config.max_replica_lag_bytes,
+            ef_search=config.ef_search,
             connect_timeout=connect_timeout,
         )
         try:  # reach the server now, not at the first search

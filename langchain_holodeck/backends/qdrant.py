@@ -27,6 +27,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import is_window
+from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.backends._registry import register_backend
 from langchain_holodeck.backends.base import (
     Backend,
@@ -35,8 +36,8 @@ from langchain_holodeck.backends.base import (
     check_native_hybrid_args,
 )
 from langchain_holodeck.config._backends import QdrantDatabaseConfig
+from langchain_holodeck.contracts import NativeHit
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
-from langchain_holodeck.search_strategy import NativeHit
 
 try:
     from langchain_qdrant import QdrantVectorStore as _Base
@@ -331,7 +332,7 @@ class HolodeckQdrantVectorStore(_Base):
         return [(self._to_document(p), float(p.score)) for p in points]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        return _clip_unit
+        return clip_unit
 
     def native_hybrid_search(
         self,
@@ -410,7 +411,7 @@ class HolodeckQdrantVectorStore(_Base):
             similarity = None
             if stored is not None:
                 v = np.asarray(stored, dtype=np.float32)
-                similarity = _clip_unit(float(v @ unit) / (float(np.linalg.norm(v)) or 1.0))
+                similarity = clip_unit(float(v @ unit) / (float(np.linalg.norm(v)) or 1.0))
             if min_similarity_score is not None and (similarity or 0.0) < min_similarity_score:
                 continue
             hits.append(NativeHit(self._to_document(point), float(point.score), similarity))
@@ -427,10 +428,6 @@ class HolodeckQdrantVectorStore(_Base):
             page_content=payload.get(self.content_payload_key, ""),
             metadata=dict(payload.get(self.metadata_payload_key) or {}),
         )
-
-
-def _clip_unit(score: float) -> float:
-    return min(1.0, max(0.0, score)) if math.isfinite(score) else 0.0
 
 
 def _is_local(client: Any) -> bool:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.stores import ByteStore
 
-from langchain_holodeck._redact import one_line
+from langchain_holodeck._byte_stores import RedisByteStore
+from langchain_holodeck._redact import mask_url_password, one_line
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import (
     Backend,
@@ -22,7 +23,14 @@ from langchain_holodeck.backends.base import (
     BackendUnavailableError,
     KeywordIndexProvider,
 )
-from langchain_holodeck.config._backends import RedisDatabaseConfig, RedisKeywordIndexConfig
+from langchain_holodeck.backends.memory import MemoryKeywordIndexProvider
+from langchain_holodeck.config._backends import (
+    RedisDatabaseConfig,
+    RedisKeywordIndexConfig,
+    default_keyword_index,
+)
+from langchain_holodeck.contracts import KeywordIndex
+from langchain_holodeck.keyword_index.redis import RedisKeywordIndex
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -30,8 +38,6 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
-
-    from langchain_holodeck.keyword_index.base import KeywordIndex
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +101,7 @@ class RedisBackend(Backend):
                 connect_timeout=connect_timeout,
             )
         except (redis.RedisError, OSError) as e:
-            where = redis_store.mask_url(url)
+            where = mask_url_password(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"
             raise BackendUnavailableError(reason) from e
 
@@ -130,15 +136,11 @@ class RedisBackend(Backend):
             return super().byte_store(namespace=namespace, store_dir=store_dir)
         import redis
 
-        from langchain_holodeck.embeddings import RedisByteStore
-
         config = self._config()
         client = redis.Redis.from_url(config.connection_string.get_secret_value())
         return RedisByteStore(client, prefix=f"{CACHE_PREFIX}{config.index_name}:{namespace}:")
 
     def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex:
-        from langchain_holodeck.keyword_index.redis import RedisKeywordIndex
-
         return RedisKeywordIndex(store, namespace=namespace)
 
     def _config(self) -> RedisDatabaseConfig:
@@ -175,9 +177,6 @@ class RedisKeywordIndexProvider(KeywordIndexProvider):
             "using the in-memory BM25 index.",
             backend.describe(),
         )
-        from langchain_holodeck.backends.memory import MemoryKeywordIndexProvider
-        from langchain_holodeck.config._backends import default_keyword_index
-
         memory = MemoryKeywordIndexProvider(default_keyword_index())
         return memory.open(backend=backend, store=store, namespace=namespace)
 

@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_core.documents import Document  # a runtime name: the agent reads run's hints
 
+from langchain_holodeck.cli._targets import (
+    build_tool,
+    config_tool_target,
+    read_manifest,
+    target_from_manifest,
+)
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -98,20 +104,13 @@ def session_tools(
     quiet: bool,
 ) -> list[_DocumentTool]:
     """Build and initialize the tools of ``agent`` (or of the last ingest into ``store``)."""
-    from langchain_holodeck.cli.main import (
-        _build_tool,
-        _config_tool_target,
-        _read_manifest,
-        _target_from_manifest,
-    )
-
     if agent is None or agent_yaml is None:
-        targets = [_target_from_manifest(_read_manifest(store))]
+        targets = [target_from_manifest(read_manifest(store))]
     else:
-        targets = [_config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
+        targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
     tools = []
     for target in targets:
-        tool = _build_tool(target, store)
+        tool = build_tool(target, store)
         result = tool.initialize_sync(force_ingest=force_ingest)
         if not quiet:
             print(

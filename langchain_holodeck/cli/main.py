@@ -23,12 +23,23 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._version import __version__
+from langchain_holodeck.cli._targets import (
+    DEFAULT_STORE,
+    MANIFEST_NAME,
+)
+from langchain_holodeck.cli._targets import Target as _Target
+from langchain_holodeck.cli._targets import build_tool as _build_tool
+from langchain_holodeck.cli._targets import config_target as _config_target
+from langchain_holodeck.cli._targets import config_tool_target as _config_tool_target
+from langchain_holodeck.cli._targets import default_target as _default_target
+from langchain_holodeck.cli._targets import read_manifest as _read_manifest
+from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
+from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
+from langchain_holodeck.cli._targets import write_manifest as _write_manifest
 from langchain_holodeck.cli.chat import (
     add_chat_parser,
     one_blas_thread,
@@ -49,20 +60,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STORE = Path(".holodeck") / "store"
-"""Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
-DEFAULT_TOOL_NAME = "default"
-"""Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
-DEFAULT_TOP_K = 5
-"""Results ``search`` prints for the default tool unless ``--top-k`` is given."""
-MANIFEST_NAME = "ingest.json"
-MANIFEST_FORMAT = 1
 
 _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own documents."
 _INGEST_HELP = """\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by reciprocal rank fusion; 5 results unless
+BM25 keywords; exact section lookup; fused by score (convex) fusion; 5 results unless
 `search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
@@ -280,198 +283,6 @@ def _top_k(text: str) -> int:
     return value
 
 
-# -- what a run works on --------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Manifest:
-    """``<store>/ingest.json``: enough to rebuild the tool that was ingested."""
-
-    tool: str
-    type: str
-    source: str
-    """The source as given or configured; relative ones resolve against ``base_dir``."""
-    base_dir: str
-    project_dir: str
-    """Working directory of the ingest: where ``.holodeck/config.yaml`` was looked up."""
-    config: str | None
-    """Absolute path of the agent.yaml, or None for the default tool."""
-    source_overridden: bool
-    embedding_model: str | None
-    """The ``embedding_model`` setting of the default tool (None: the local default)."""
-    embedding_model_id: str | None
-    backend: str
-    store_dir: str
-    ingested_at: str
-    format: int = MANIFEST_FORMAT
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Target:
-    """A tool configuration and the directories it resolves against."""
-
-    config: AnyToolConfig
-    base_dir: Path
-    project_dir: Path
-    config_path: Path | None
-    source_overridden: bool
-    embedding_model: str | None = None
-
-
-def _default_target(
-    source: str, *, embedding_model: str | None, base_dir: Path, project_dir: Path
-) -> _Target:
-    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-
-    config = HierarchicalDocumentToolConfig(
-        type="hierarchical_document",
-        name=DEFAULT_TOOL_NAME,
-        source=source,
-        embedding_model=embedding_model,
-        top_k=DEFAULT_TOP_K,
-    )
-    return _Target(
-        config=config,
-        base_dir=base_dir,
-        project_dir=project_dir,
-        config_path=None,
-        source_overridden=False,
-        embedding_model=embedding_model,
-    )
-
-
-def _config_target(
-    path: Path, tool: str | None, *, source: str | None, base_dir: Path | None, project_dir: Path
-) -> _Target:
-    from langchain_holodeck.config.models import load_agent_config
-
-    agent = load_agent_config(path)
-    names = [t.name for t in agent.tools]
-    if tool is None:
-        chosen = agent.tools[0]
-        if len(names) > 1:
-            logger.warning(
-                "%s defines %d tools (%s); using the first, %r. Pick one with --tool.",
-                path,
-                len(names),
-                ", ".join(names),
-                chosen.name,
-            )
-    else:
-        found = [t for t in agent.tools if t.name == tool]
-        if not found:
-            msg = f"{path}: --tool {tool!r} is not a tool of this file; its tools: " + ", ".join(
-                names
-            )
-            raise ConfigError(msg)
-        chosen = found[0]
-    if source is None:
-        return _config_tool_target(chosen, path, project_dir)
-    return _Target(
-        config=chosen.model_copy(update={"source": source}),
-        base_dir=base_dir or Path.cwd(),
-        project_dir=project_dir,
-        config_path=path,
-        source_overridden=True,
-    )
-
-
-def _config_tool_target(config: AnyToolConfig, path: Path, project_dir: Path) -> _Target:
-    """A tool of an agent.yaml as configured: its source resolves against the file's folder."""
-    return _Target(
-        config=config,
-        base_dir=config.base_dir or path.parent.absolute(),
-        project_dir=project_dir,
-        config_path=path,
-        source_overridden=False,
-    )
-
-
-def _tool_store_dir(store: Path, name: str) -> Path:
-    return store / name
-
-
-def _build_tool(target: _Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
-    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
-
-    config = target.config
-    if top_k is not None:
-        config = config.model_copy(update={"top_k": top_k})
-    options: dict[str, Any] = {
-        "project_dir": target.project_dir,
-        "base_dir": target.base_dir,
-        "store_dir": _tool_store_dir(store, config.name),
-    }
-    if isinstance(config, HierarchicalDocumentToolConfig):
-        return HierarchicalDocumentTool(config, **options)
-    return VectorStoreTool(config, **options)
-
-
-def _read_manifest(store: Path) -> _Manifest:
-    path = store / MANIFEST_NAME
-    if not path.is_file():
-        msg = (
-            f"nothing ingested in {store} yet ({path} not found); run "
-            "`holodeck-rag ingest SOURCE` first, pass the --store DIR you ingested into, "
-            "or --config AGENT_YAML."
-        )
-        raise HolodeckError(msg)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != MANIFEST_FORMAT:
-            msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
-            raise ValueError(msg)
-        return _Manifest(**data)
-    except (ValueError, TypeError, AttributeError) as error:
-        msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
-        raise HolodeckError(msg) from error
-
-
-def _write_manifest(store: Path, target: _Target, tool: _DocumentTool) -> None:
-    manifest = _Manifest(
-        tool=tool.name,
-        type=target.config.type,
-        source=target.config.source,
-        base_dir=str(target.base_dir.absolute()),
-        project_dir=str(target.project_dir.absolute()),
-        config=str(target.config_path.absolute()) if target.config_path else None,
-        source_overridden=target.source_overridden,
-        embedding_model=target.embedding_model,
-        embedding_model_id=_model_id(target),
-        backend=tool.backend,
-        store_dir=str(_tool_store_dir(store, tool.name).absolute()),
-        ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
-    from langchain_holodeck._persist import atomic_write_bytes
-
-    store.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(asdict(manifest), indent=2) + "\n"
-    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
-
-
-def _model_id(target: _Target) -> str:
-    from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
-
-    return embedding_model_id(resolve_embeddings(target.config.embedding_model))
-
-
-def _target_from_manifest(manifest: _Manifest) -> _Target:
-    project_dir = Path(manifest.project_dir)
-    if manifest.config is None:
-        return _default_target(
-            manifest.source,
-            embedding_model=manifest.embedding_model,
-            base_dir=Path(manifest.base_dir),
-            project_dir=project_dir,
-        )
-    return _config_target(
-        Path(manifest.config),
-        manifest.tool,
-        source=manifest.source if manifest.source_overridden else None,
-        base_dir=Path(manifest.base_dir),
-        project_dir=project_dir,
-    )
-
-
 def _search_target(args: argparse.Namespace) -> _Target:
     store: Path = args.store
     if args.config is None:
@@ -666,18 +477,10 @@ def _describe(target: _Target, store: Path) -> str:
 
 def _search_line(config: Any, backend: Any) -> str:
     """The search strategy a hierarchical tool will use, from its backend's capabilities."""
-    from langchain_holodeck.search_strategy import choose_search_strategy
+    from langchain_holodeck.search_strategy import tool_search_strategy
 
-    weights = config.search_weights
-    strategy = choose_search_strategy(
-        config.search_strategy,
-        native_hybrid=backend.capabilities.native_hybrid,
-        separate_keyword_engine=config.keyword_index.provider
-        not in ("in-memory", backend.provider),
-        weights=(weights.semantic, weights.keyword),
-        backend=str(backend.provider),
-    )
-    how = "the vector store fuses dense + keyword" if strategy == "native" else "RRF in-process"
+    strategy = tool_search_strategy(config, backend)
+    how = "the vector store fuses dense + keyword" if strategy == "native" else "fused in-process"
     return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 

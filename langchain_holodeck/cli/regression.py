@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_holodeck.cli._targets import build_tool, config_tool_target
 from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -128,7 +129,6 @@ def report(results: list[CaseResult]) -> str:
 
 def run_test(args: argparse.Namespace) -> int:
     """``holodeck-rag test``: exit 0 when every case passes, 1 otherwise."""
-    from langchain_holodeck.cli.main import _build_tool, _config_tool_target
     from langchain_holodeck.config.models import load_agent_config
 
     path: Path = args.agent_yaml or DEFAULT_AGENT_YAML
@@ -147,8 +147,8 @@ def run_test(args: argparse.Namespace) -> int:
         cases = [c for c in agent.tests if c.tool in (None, config.name)]
         if not cases:
             continue
-        target = _config_tool_target(config, path, Path.cwd())
-        tool = _build_tool(target, args.store, top_k=max(c.k for c in cases))
+        target = config_tool_target(config, path, Path.cwd())
+        tool = build_tool(target, args.store, top_k=max(c.k for c in cases))
         tool.initialize_sync(force_ingest=args.force_ingest)
         retriever = tool.as_retriever()
         results += [run_case(retriever.invoke(c.query), c, tool.name) for c in cases]

@@ -1,32 +1,77 @@
-"""Database and keyword-index configuration: one class per provider, joined by ``provider``.
+"""Database and keyword-index configuration: two open families, one class per provider.
 
-Private: import them from ``langchain_holodeck.config.models``, which re-exports them. Adding a
-provider is one class here (a subclass of ``DatabaseProviderConfig`` or
-``KeywordIndexProviderConfig``, added to its union) plus its module in ``backends/``.
+``DatabaseConfig`` (the ``database:`` / ``vectorstore:`` section) and ``KeywordIndexConfig``
+(the ``keyword_index:`` section) are family bases. Each provider is a subclass whose
+``provider`` field is a one-value ``Literal``, registered with ``register_provider_config``
+(``backends.register_backend`` / ``register_keyword_index`` do it for their ``config_type``).
+A field annotated with the family base validates against every provider registered *at that
+time*, by ``provider``; calling the base, ``DatabaseConfig(provider="redis", ...)``, builds the
+registered variant. A provider registered later (another package, a test) rebuilds the models
+that hold a section (``rebuild_on_new_provider``), so its ``provider:`` works in an agent.yaml
+without touching this package.
+
+Private: import these names from ``langchain_holodeck.config.models``, which re-exports them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args
 
 from pydantic import (
     AliasChoices,
     BaseModel,
     Field,
+    GetCoreSchemaHandler,
     SecretStr,
     field_validator,
     model_validator,
 )
+from pydantic_core import CoreSchema
 
 from langchain_holodeck._redact import mask_url_password
 from langchain_holodeck.config._sections import MODEL_CONFIG, check_http_url
+
+_C = TypeVar("_C", bound=type[BaseModel])
+_M = TypeVar("_M", bound=type[BaseModel])
+
+_FAMILY_KEYS = {
+    "DatabaseConfig": "database.provider",
+    "KeywordIndexConfig": "keyword_index.provider",
+}
+"""The family bases, by class name, and how their ``provider`` key is named in messages."""
+_VARIANTS: dict[str, dict[str, type[_ProviderConfig]]] = {name: {} for name in _FAMILY_KEYS}
+"""Family base name -> provider value -> its config class, in registration order."""
+_DEPENDENTS: list[type[BaseModel]] = []
+"""Models holding a family section, inner ones first: rebuilt when a provider is added."""
+
+
+def _is_family(cls: type) -> bool:
+    """Whether ``cls`` is a family base (a direct subclass of ``_ProviderConfig``)."""
+    base = cls.__base__
+    return cls.__name__ in _FAMILY_KEYS and base is not None and base.__name__ == "_ProviderConfig"
 
 
 class _ProviderConfig(BaseModel):
     """Shared by the variants of one family: a key of a sibling provider gets a clear error."""
 
     model_config = MODEL_CONFIG
+
+    def __new__(cls, *args: Any, **data: Any) -> Any:
+        if _is_family(cls) and data:
+            return provider_config_type(cls, data.get("provider"))(**data)
+        return super().__new__(cls)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """A family base, used as an annotation, is the union of its registered providers."""
+        if source is cls and _is_family(cls) and _VARIANTS[cls.__name__]:
+            members = tuple(_VARIANTS[cls.__name__].values())
+            if len(members) == 1:
+                return handler.generate_schema(members[0])
+            union = Annotated[Union[members], Field(discriminator="provider")]  # type: ignore[valid-type]  # noqa: UP007  (a runtime tuple of classes)
+            return handler.generate_schema(union)
+        return handler(source)
 
     @model_validator(mode="before")
     @classmethod
@@ -52,18 +97,121 @@ class _ProviderConfig(BaseModel):
         return data
 
 
-class DatabaseProviderConfig(_ProviderConfig):
-    """Base of the ``database:`` variants; each subclass is one vector-store provider."""
+def _family_of(cls: type[_ProviderConfig]) -> type[_ProviderConfig]:
+    return next(c for c in cls.__mro__ if _is_family(c))
 
 
-class InMemoryDatabaseConfig(DatabaseProviderConfig):
+def provider_value(cls: type[BaseModel]) -> str:
+    """The one ``provider`` value a variant accepts (its ``Literal``).
+
+    Raises:
+        TypeError: When ``provider`` is not a one-value ``Literal`` field.
+    """
+    field = cls.model_fields.get("provider")
+    values = get_args(field.annotation) if field is not None else ()
+    if len(values) != 1 or not isinstance(values[0], str):
+        msg = (
+            f"{cls.__name__}.provider must be a one-value Literal such as "
+            f"provider: Literal['mydb'], got {field.annotation if field else None!r}."
+        )
+        raise TypeError(msg)
+    return values[0]
+
+
+def register_provider_config(cls: _C) -> _C:
+    """Class decorator: make ``cls`` the config of its ``provider`` in its family.
+
+    ``cls`` subclasses ``DatabaseConfig`` or ``KeywordIndexConfig``. Registering the same class
+    again does nothing; models holding a section of the family are rebuilt, so YAML accepts the
+    new ``provider`` from now on.
+
+    Raises:
+        TypeError: When ``cls`` is not a variant of a family or its ``provider`` is no Literal.
+        ValueError: When another class already has that provider.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, _ProviderConfig)) or _is_family(cls):
+        msg = (
+            f"register_provider_config takes a subclass of DatabaseConfig or "
+            f"KeywordIndexConfig, got {cls!r}."
+        )
+        raise TypeError(msg)
+    family = _VARIANTS[_family_of(cls).__name__]
+    provider = provider_value(cls)
+    other = family.get(provider)
+    if other is cls:
+        return cls
+    if other is not None:
+        msg = f"provider {provider!r} already has the config class {other.__name__}."
+        raise ValueError(msg)
+    family[provider] = cls
+    for model in _DEPENDENTS:
+        if model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+    return cls
+
+
+def provider_configs(family: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    """The registered providers of ``DatabaseConfig`` or ``KeywordIndexConfig``, by value."""
+    return dict(_VARIANTS[family.__name__])
+
+
+def provider_config_type(family: type[BaseModel], provider: object) -> type[BaseModel]:
+    """The config class of ``provider`` in ``family``.
+
+    Raises:
+        ValueError: When no provider of that name is registered (naming the known ones).
+    """
+    variants = _VARIANTS[family.__name__]
+    found = variants.get(str(provider)) if provider is not None else None
+    if found is None:
+        known = ", ".join(repr(name) for name in variants)
+        msg = f"{_FAMILY_KEYS[family.__name__]} must be one of {known}, got {provider!r}."
+        raise ValueError(msg)
+    return found
+
+
+def family_members(annotation: object) -> list[type[BaseModel]] | None:
+    """The registered variants when ``annotation`` is a family base, else ``None``."""
+    if (
+        isinstance(annotation, type)
+        and issubclass(annotation, _ProviderConfig)
+        and _is_family(annotation)
+    ):
+        return list(_VARIANTS[annotation.__name__].values())
+    return None
+
+
+def rebuild_on_new_provider(*models: _M) -> None:
+    """Rebuild ``models`` (inner ones first) whenever a provider registers after them."""
+    _DEPENDENTS.extend(models)
+
+
+class DatabaseConfig(_ProviderConfig):
+    """Where a tool's vectors live: the ``database:`` section, selected by its ``provider`` key.
+
+    An open family: each provider is a subclass registered with ``register_provider_config``
+    (a backend's ``config_type``). ``DatabaseConfig(provider="redis", connection_string=...)``
+    builds that provider's class.
+    """
+
+    provider: str
+    """The provider's name; each variant narrows it to its one value."""
+
+
+DatabaseProviderConfig = DatabaseConfig
+"""The family base under its earlier name."""
+
+
+@register_provider_config
+class InMemoryDatabaseConfig(DatabaseConfig):
     """The in-memory vector store (``MatrixVectorStore``), saved in the tool's store directory."""
 
     provider: Literal["in-memory"]
     """Selects the in-memory store."""
 
 
-class RedisDatabaseConfig(DatabaseProviderConfig):
+@register_provider_config
+class RedisDatabaseConfig(DatabaseConfig):
     """Redis Stack (RediSearch), through langchain-redis; needs the ``redis`` extra."""
 
     provider: Literal["redis"]
@@ -104,7 +252,8 @@ class RedisDatabaseConfig(DatabaseProviderConfig):
         return mask_url_password(self.connection_string.get_secret_value())
 
 
-class QdrantDatabaseConfig(DatabaseProviderConfig):
+@register_provider_config
+class QdrantDatabaseConfig(DatabaseConfig):
     """Qdrant, through langchain-qdrant: in-process, on disk, or a server; needs ``qdrant``.
 
     Exactly one of ``location``, ``path`` and ``url``. ``location`` and ``path`` run
@@ -147,7 +296,8 @@ class QdrantDatabaseConfig(DatabaseProviderConfig):
         return self
 
 
-class PostgresDatabaseConfig(DatabaseProviderConfig):
+@register_provider_config
+class PostgresDatabaseConfig(DatabaseConfig):
     """PostgreSQL + pgvector (psycopg 3); needs the ``postgres`` extra.
 
     One table holds every corpus (apart by namespace). ``read_replicas`` take the searches;
@@ -167,6 +317,8 @@ class PostgresDatabaseConfig(DatabaseProviderConfig):
     keyword_scoring: Literal["bm25", "ts_rank_cd"] = "bm25"
     """Keyword leg of native hybrid search: BM25 computed in SQL from the term statistics the
     backend writes, or Postgres's ``ts_rank_cd`` (no IDF)."""
+    ef_search: int = Field(default=100, ge=1, le=1000)
+    """HNSW candidates per search (``hnsw.ef_search``; iterative scans continue past it)."""
     read_replicas: list[SecretStr] = Field(default_factory=list)
     """URLs of streaming standbys that take the searches (writes go to the primary)."""
     max_replica_lag_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
@@ -210,32 +362,39 @@ class PostgresDatabaseConfig(DatabaseProviderConfig):
         return mask_url_password(self.connection_string.get_secret_value())
 
 
-DatabaseConfig: TypeAlias = Annotated[
-    InMemoryDatabaseConfig | RedisDatabaseConfig | QdrantDatabaseConfig | PostgresDatabaseConfig,
-    Field(discriminator="provider"),
-]
-"""Where a tool's vectors live, selected by its ``provider`` key."""
+class KeywordIndexConfig(_ProviderConfig):
+    """The keyword (BM25) index of a hierarchical document tool, selected by ``provider``.
+
+    An open family like ``DatabaseConfig``: ``KeywordIndexConfig(provider="opensearch",
+    endpoint=...)`` builds that provider's class.
+    """
+
+    provider: str
+    """The provider's name; each variant narrows it to its one value."""
 
 
-class KeywordIndexProviderConfig(_ProviderConfig):
-    """Base of the ``keyword_index:`` variants; each subclass is one keyword-index provider."""
+KeywordIndexProviderConfig = KeywordIndexConfig
+"""The family base under its earlier name."""
 
 
-class InMemoryKeywordIndexConfig(KeywordIndexProviderConfig):
+@register_provider_config
+class InMemoryKeywordIndexConfig(KeywordIndexConfig):
     """BM25 in memory (bm25s), saved next to the in-memory store; the default."""
 
     provider: Literal["in-memory"]
     """Selects the in-memory BM25 index (the default when ``keyword_index`` is unset)."""
 
 
-class RedisKeywordIndexConfig(KeywordIndexProviderConfig):
+@register_provider_config
+class RedisKeywordIndexConfig(KeywordIndexConfig):
     """RediSearch full-text search on the Redis vector index itself (no second copy)."""
 
     provider: Literal["redis"]
     """Selects Redis full-text search; needs ``database`` provider ``redis``."""
 
 
-class OpenSearchKeywordIndexConfig(KeywordIndexProviderConfig):
+@register_provider_config
+class OpenSearchKeywordIndexConfig(KeywordIndexConfig):
     """An OpenSearch index; needs the ``opensearch`` extra."""
 
     provider: Literal["opensearch"]
@@ -289,13 +448,6 @@ class OpenSearchKeywordIndexConfig(KeywordIndexProviderConfig):
             msg = "set either api_key or username/password, not both"
             raise ValueError(msg)
         return self
-
-
-KeywordIndexConfig: TypeAlias = Annotated[
-    InMemoryKeywordIndexConfig | RedisKeywordIndexConfig | OpenSearchKeywordIndexConfig,
-    Field(discriminator="provider"),
-]
-"""The keyword (BM25) index of a hierarchical document tool, selected by ``provider``."""
 
 
 def default_keyword_index() -> InMemoryKeywordIndexConfig:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from langchain_holodeck._redact import mask_url_password, scrub, url_passwords
+from langchain_holodeck.config._backends import family_members
 from langchain_holodeck.config._yaml import JSONish, join_path
 
 _SECRET_KEY = re.compile(r"(api_?key|password|passwd|secret|token)$", re.IGNORECASE)
@@ -217,6 +218,9 @@ def _strip(annotation: object) -> object:
 
 
 def _union_models(annotation: object) -> list[type[BaseModel]]:
+    members = family_members(annotation)
+    if members is not None:
+        return members
     if get_origin(annotation) not in (Union, types.UnionType):
         return []
     args = [_strip(arg) for arg in get_args(annotation) if arg is not type(None)]

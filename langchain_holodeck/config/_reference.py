@@ -14,6 +14,8 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from langchain_holodeck.config._backends import family_members
+
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
@@ -57,6 +59,9 @@ def _type_name(annotation: object) -> str:
         return " or ".join(names)
     if origin is list:
         return f"list of {_type_name(args[0])}"
+    members = family_members(annotation)
+    if members is not None:
+        return " or ".join(_type_name(member) for member in members)
     if annotation is SecretStr:
         return "secret string"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):

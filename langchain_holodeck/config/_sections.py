@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from langchain_holodeck._defaults import DEFAULT_WEIGHTS
+
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Shared by every configuration model: unknown keys are errors, instances are immutable."""
 
@@ -94,11 +96,11 @@ class SearchWeights(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    semantic: float = Field(default=0.7, ge=0)
+    semantic: float = Field(default=DEFAULT_WEIGHTS[0], ge=0)
     """Weight of the dense (embedding) ranking (0.7 / 0.3: best on the tuning sets)."""
-    keyword: float = Field(default=0.3, ge=0)
+    keyword: float = Field(default=DEFAULT_WEIGHTS[1], ge=0)
     """Weight of the keyword (BM25) ranking."""
-    exact: float = Field(default=0.2, ge=0)
+    exact: float = Field(default=DEFAULT_WEIGHTS[2], ge=0)
     """Weight of the exact-match ranking (section numbers, quoted phrases)."""
 
     @model_validator(mode="after")

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck._defaults import DEFAULT_FETCH_K, DEFAULT_FUSION
 from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
     DatabaseConfig,
@@ -40,6 +41,8 @@ from langchain_holodeck.config._backends import (
     RedisKeywordIndexConfig,
     default_keyword_index,
     default_keyword_provider,
+    provider_configs,
+    rebuild_on_new_provider,
 )
 from langchain_holodeck.config._errors import (
     collect_secrets,
@@ -225,18 +228,19 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Largest chunk, in tokens, of the structure-aware splitter."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    fetch_k: int = Field(default=300, ge=1, le=1000)
+    fetch_k: int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
     """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
     are fetched. The default is where quality stopped improving on the tuning sets."""
-    fusion: Literal["rrf", "convex"] = "convex"
+    fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
     """``convex``: weighted sum of each leg's scores divided by its best (Bruch et al., 2023);
     ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
-    """Keyword index backend (``provider``: ``in-memory``, ``redis`` or ``opensearch``)."""
+    """Keyword index backend, selected by ``provider`` (the registered ones: see their tables)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"
-    """``native``: the vector store fuses dense and keyword search in one request (Redis,
-    Qdrant); ``fallback``: separate legs fused by weighted RRF in-process; ``auto``: native
-    when the backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
+    """``native``: the vector store fuses dense and keyword search in one request (a backend
+    with ``native_hybrid``); ``fallback``: separate legs fused in-process (``fusion``);
+    ``auto``: native when the backend can and ``keyword_index`` is not a separate engine
+    (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
@@ -374,6 +378,11 @@ class _VectorstoreSection(BaseModel):
     vectorstore: DatabaseConfig
 
 
+rebuild_on_new_provider(
+    VectorStoreToolConfig, HierarchicalDocumentToolConfig, _VectorstoreSection, AgentConfig
+)
+
+
 def load_agent_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
 ) -> AgentConfig:
@@ -485,24 +494,23 @@ def resolve_database_config(
 
 
 def config_reference_markdown() -> str:
-    """The configuration reference as Markdown: one table per model (field, type, default, ...)."""
+    """The configuration reference as Markdown: one table per model (field, type, default, ...).
+
+    The ``database`` and ``keyword_index`` providers are the registered ones, in registration
+    order (the built-in ones first).
+    """
     return render_models_markdown(
         [
             AgentConfig,
             ToolSelectionConfig,
             VectorStoreToolConfig,
             HierarchicalDocumentToolConfig,
-            InMemoryDatabaseConfig,
-            RedisDatabaseConfig,
-            PostgresDatabaseConfig,
-    QdrantDatabaseConfig,
+            *provider_configs(DatabaseConfig).values(),
             CohereRerankerConfig,
             VLLMRerankerConfig,
             ContextModelConfig,
             SearchWeights,
-            InMemoryKeywordIndexConfig,
-            RedisKeywordIndexConfig,
-            OpenSearchKeywordIndexConfig,
+            *provider_configs(KeywordIndexConfig).values(),
             ChatModelConfig,
             RetrievalTestCase,
         ]

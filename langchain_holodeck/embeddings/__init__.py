@@ -10,17 +10,20 @@
 """
 
 from langchain_holodeck._byte_stores import LocalFileByteStore, RedisByteStore
-from langchain_holodeck.embeddings.cached import CachedEmbeddings
+from langchain_holodeck.embeddings.cached import CachedEmbeddings, embedding_model_id
 from langchain_holodeck.embeddings.local import LocalEmbeddings
 from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
 from langchain_holodeck.embeddings.resolve import (
     DEFAULT_EMBEDDING_MODEL,
     OPENAI_EMBEDDING_MODELS,
     embedding_dimension,
-    embedding_model_id,
     resolve_embeddings,
 )
-from langchain_holodeck.embeddings.windows import combine_windows, token_windows
+from langchain_holodeck.embeddings.windows import (
+    WindowedEmbeddings,
+    combine_windows,
+    token_windows,
+)
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -30,6 +33,7 @@ __all__ = [
     "LocalFileByteStore",
     "OnnxEmbeddings",
     "RedisByteStore",
+    "WindowedEmbeddings",
     "combine_windows",
     "embedding_dimension",
     "embedding_model_id",

@@ -10,8 +10,6 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
-from langchain_holodeck.embeddings.resolve import embedding_model_id
-
 
 class CachedEmbeddings(Embeddings):
     """Embeddings cached by content: a text embedded once is never sent to the model again.
@@ -130,6 +128,40 @@ class CachedEmbeddings(Embeddings):
         if not self.cache_queries:
             return await self.underlying.aembed_query(text)
         return self.embed_query(text)
+
+
+def embedding_model_id(embeddings: Embeddings) -> str:
+    """A stable identifier of an embeddings object: class name, model, and dimension setting.
+
+    Sync stores it in metadata (``embedding_model``) to detect a model change.
+    ``CachedEmbeddings`` reports its underlying model; a ``long_text`` mode other than
+    ``mean`` (the default of earlier versions, so their ids still match) is part of the id.
+    Under ``best`` the document window size is too. Examples:
+    ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best:window_tokens=128``,
+    ``OpenAIEmbeddings:text-embedding-3-small``, ``DeterministicFakeEmbedding:size=6``.
+    """
+    if isinstance(embeddings, CachedEmbeddings):
+        return embedding_model_id(embeddings.underlying)
+    parts = [type(embeddings).__name__]
+    for attr in ("model_name", "model", "model_id", "deployment"):
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, str) and value:
+            parts.append(value)
+            break
+    for attr in ("dimensions", "size", "dimension"):
+        value = getattr(type(embeddings), attr, None)
+        if isinstance(value, property):
+            continue  # would load a model
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            parts.append(f"{attr}={value}")
+    long_text = getattr(embeddings, "long_text", None)
+    if isinstance(long_text, str) and long_text != "mean":
+        parts.append(f"long_text={long_text}")
+        window = getattr(embeddings, "window_tokens", None)
+        if long_text == "best" and isinstance(window, int) and not isinstance(window, bool):
+            parts.append(f"window_tokens={window}")
+    return ":".join(parts)
 
 
 def _decode(data: bytes) -> list[float]:

@@ -11,6 +11,7 @@ import logging
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck.embeddings.cached import CachedEmbeddings
 from langchain_holodeck.embeddings.local import LocalEmbeddings
 from langchain_holodeck.embeddings.onnx import MINILM_NAME, OnnxEmbeddings
 from langchain_holodeck.errors import ConfigError
@@ -94,42 +95,6 @@ def _openai(model: str) -> Embeddings:
         raise ConfigError(msg) from e
 
 
-def embedding_model_id(embeddings: Embeddings) -> str:
-    """A stable identifier of an embeddings object: class name, model, and dimension setting.
-
-    Sync stores it in metadata (``embedding_model``) to detect a model change.
-    ``CachedEmbeddings`` reports its underlying model; a ``long_text`` mode other than
-    ``mean`` (the default of earlier versions, so their ids still match) is part of the id.
-    Under ``best`` the document window size is too. Examples:
-    ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best:window_tokens=128``,
-    ``OpenAIEmbeddings:text-embedding-3-small``, ``DeterministicFakeEmbedding:size=6``.
-    """
-    from langchain_holodeck.embeddings.cached import CachedEmbeddings
-
-    if isinstance(embeddings, CachedEmbeddings):
-        return embedding_model_id(embeddings.underlying)
-    parts = [type(embeddings).__name__]
-    for attr in ("model_name", "model", "model_id", "deployment"):
-        value = getattr(embeddings, attr, None)
-        if isinstance(value, str) and value:
-            parts.append(value)
-            break
-    for attr in ("dimensions", "size", "dimension"):
-        value = getattr(type(embeddings), attr, None)
-        if isinstance(value, property):
-            continue  # would load a model
-        value = getattr(embeddings, attr, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            parts.append(f"{attr}={value}")
-    long_text = getattr(embeddings, "long_text", None)
-    if isinstance(long_text, str) and long_text != "mean":
-        parts.append(f"long_text={long_text}")
-        window = getattr(embeddings, "window_tokens", None)
-        if long_text == "best" and isinstance(window, int) and not isinstance(window, bool):
-            parts.append(f"window_tokens={window}")
-    return ":".join(parts)
-
-
 _PROBE = "dimension probe"
 _OPENAI_DIMENSIONS = {
     "text-embedding-3-small": 1536,
@@ -149,8 +114,6 @@ def embedding_dimension(embeddings: Embeddings) -> int:
     all-MiniLM-L6-v2) and OpenAI's models on OpenAI's API, a local model's ``dimension`` (it
     loads the model), else measured with one ``embed_query`` call.
     """
-    from langchain_holodeck.embeddings.cached import CachedEmbeddings
-
     base = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
     for attr in ("dimensions", "size"):
         value = getattr(base, attr, None)

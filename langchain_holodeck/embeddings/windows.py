@@ -18,9 +18,12 @@ A query is one vector in every mode: the mean of its windows (``"first"``: its f
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck.embeddings.cached import CachedEmbeddings
 
 LongTextMode = Literal["best", "mean", "first"]
 """How the windows of a long text become vectors (see the module docstring)."""
@@ -114,16 +117,31 @@ WindowTexts = Callable[[list[str]], list[list[str]]]
 """A model's ``window_texts``: each text cut into the windows the model reads whole."""
 
 
-def stored_windows(embeddings: Any) -> WindowTexts | None:
+@runtime_checkable
+class WindowedEmbeddings(Protocol):
+    """A model that reads long texts in windows (``OnnxEmbeddings``, ``LocalEmbeddings``).
+
+    Under ``long_text="best"`` its windows are stored as entries of their own (model
+    windows, ids ``<chunk id>:w<n>``): the one contract sync, the dense leg and the stores
+    ask, never by probing attributes.
+    """
+
+    long_text: str
+    """How a text longer than one window is embedded: ``mean``, ``first`` or ``best``."""
+
+    def window_texts(self, texts: list[str]) -> list[list[str]]:
+        """Each text cut into the windows the model reads whole, as substrings of the text."""
+        ...
+
+
+def stored_windows(embeddings: Embeddings | None) -> WindowTexts | None:
     """The model's ``window_texts`` when it keeps long texts as separate windows, else ``None``.
 
-    That is a model in ``long_text="best"`` mode (``OnnxEmbeddings``, ``LocalEmbeddings``),
-    also behind ``CachedEmbeddings``; sync then writes each chunk's further windows as
-    entries of their own. Any other model (its own window is the whole text, or unknown) has
-    none.
+    That is a :class:`WindowedEmbeddings` in ``long_text="best"`` mode, also behind
+    ``CachedEmbeddings``; sync then writes each chunk's further windows as entries of their
+    own. Any other model (its own window is the whole text, or unknown) has none.
     """
-    model = getattr(embeddings, "underlying", embeddings)  # CachedEmbeddings wraps a model
-    method = getattr(model, "window_texts", None)
-    if getattr(model, "long_text", None) != "best" or not callable(method):
+    model = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
+    if not isinstance(model, WindowedEmbeddings) or model.long_text != "best":
         return None
-    return method  # type: ignore[no-any-return]  # a bound window_texts
+    return model.window_texts

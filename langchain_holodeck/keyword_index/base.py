@@ -1,56 +1,26 @@
-"""What every keyword index shares: the hit type, the protocol, argument checks, store scans."""
+"""What every keyword index shares: argument checks and store scans.
+
+The hit type and the protocol (``KeywordHit``, ``KeywordIndex``) are contracts: they live in
+``langchain_holodeck.contracts`` and are re-exported here.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from langchain_holodeck._chunk import source_path
+from langchain_holodeck.backends._registry import scan_documents
+from langchain_holodeck.contracts import KeywordHit, KeywordIndex
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.vectorstores import VectorStore
 
+__all__ = ["KeywordHit", "KeywordIndex", "check_ids", "check_k", "scan_store"]
+
 logger = logging.getLogger(__name__)
-
-
-class KeywordHit(NamedTuple):
-    """One keyword search result: a chunk id and its score (higher is better).
-
-    A ``NamedTuple``, so it *is* the ``(id, score)`` pair that
-    :func:`~langchain_holodeck.fusion.reciprocal_rank_fusion` takes, and it is immutable.
-    """
-
-    id: str
-    """The chunk's ``Document.id`` (the same id as in the vector store)."""
-    score: float
-    """The engine's raw relevance score (BM25: unbounded, > 0); comparable within one query."""
-
-
-@runtime_checkable
-class KeywordIndex(Protocol):
-    """A sparse (keyword) index over the same chunks, with the same ids, as the vector store.
-
-    Every implementation indexes ``Document.page_content`` (the contextualized text when the
-    contextual enricher ran) and matches chunks by ``Document.id``.
-    """
-
-    def upsert(self, documents: Sequence[Document]) -> None:
-        """Add or replace documents by ``Document.id``; id-less documents are rejected."""
-        ...
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove documents by id; unknown ids are ignored."""
-        ...
-
-    def search(self, query: str, k: int) -> list[KeywordHit]:
-        """Return at most ``k`` hits, best first; ``[]`` when nothing matches."""
-        ...
-
-    def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
-        """Re-index every chunk stored in ``store`` (optionally one namespace); return the count."""
-        ...
 
 
 def check_k(k: object) -> int:
@@ -78,6 +48,4 @@ def check_ids(documents: Sequence[Document], owner: str) -> list[str]:
 
 def scan_store(store: VectorStore, namespace: str | None) -> Iterator[Document]:
     """Every chunk stored in ``store`` (optionally one namespace), via ``scan_documents``."""
-    from langchain_holodeck.vectorstores import scan_documents
-
     return scan_documents(store, namespace=namespace)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -15,84 +14,21 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.documents import Document
 
 from langchain_holodeck._chunk import CHUNK_TYPE, WINDOW_CHUNK_TYPE
+from langchain_holodeck._redisearch import MAX_QUERY_TERMS, escape_tag, query_terms, query_words
 from langchain_holodeck.keyword_index.base import KeywordHit, check_k
 
 if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
 
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "RedisKeywordIndex",
+    "escape_tag",
+    "query_terms",
+    "query_words",
+]
+
 logger = logging.getLogger(__name__)
-
-_WORD = re.compile(r"\w+")
-_NOT_ALNUM = re.compile(r"([^0-9A-Za-z\u00c0-\uffff])")
-_TAG_SPECIAL = re.compile(r"([,.<>{}\[\]\"':;!@#$%^&*()\-+=~|/\\ ?])")
-MAX_QUERY_TERMS = 64
-"""A query keeps at most this many distinct terms (a 100 KB query stays one cheap search)."""
-
-# RediSearch's default stop words (TEXT fields drop them at index time).
-_STOPWORDS = frozenset(
-    (
-        "a",
-        "is",
-        "the",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    )
-)
-
-
-def query_words(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
-    r"""The distinct lowercase ``\w+`` words of ``query`` without stop words, unescaped.
-
-    At most ``limit``, in order of appearance: what redisvl's hybrid queries take (they
-    escape each word themselves).
-    """
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
-    return [w for w in words if w not in _STOPWORDS][:limit]
-
-
-def query_terms(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
-    r"""The distinct lowercase words of ``query`` without stop words, each escaped for RediSearch.
-
-    Words are ``\w+`` runs, so no query-syntax character (``@ | - * { } ( ) [ ] " ' ~ % : ;
-    , . < > ! $ & = ^ \ /``) survives; the escaping of anything else non-alphanumeric (``_``)
-    is a second line of defence. At most ``limit`` terms are kept, in order of appearance.
-    """
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
-    terms = [_NOT_ALNUM.sub(r"\\\1", w) for w in words if w not in _STOPWORDS]
-    return terms[:limit]
-
-
-def escape_tag(value: str) -> str:
-    """Escape a TAG value (``{...}`` filter) for RediSearch."""
-    return _TAG_SPECIAL.sub(r"\\\1", value)
 
 
 def _is_redis_store(store: object) -> bool:
@@ -227,62 +163,3 @@ class RedisKeywordIndex:
     async def asearch(self, query: str, k: int) -> list[KeywordHit]:
         """:meth:`search` in a worker thread (the store's client is synchronous)."""
         return await asyncio.to_thread(self.search, query, k)
-
-    # -- single round trip hybrid --------------------------------------------------------
-    def server_supports_ft_hybrid(self) -> bool:
-        """True when the server (Redis >= 8.4) and redisvl offer ``FT.HYBRID``."""
-        try:
-            from redisvl.query import HybridQuery  # noqa: F401
-        except ImportError:
-            return False
-        version = str(self._client.info("server").get("redis_version", "0"))
-        parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0, 0]
-        return (parts[0], parts[1]) >= (8, 4)
-
-    def hybrid_search(
-        self, query: str, k: int, *, vector: Sequence[float], alpha: float = 0.5
-    ) -> list[tuple[Document, float]]:
-        """Text + vector in one round trip: ``alpha * vector_sim + (1 - alpha) * bm25``.
-
-        Uses redisvl ``AggregateHybridQuery`` (FT.AGGREGATE; Redis Stack 7.4 and later).
-        ``FT.HYBRID`` (redisvl ``HybridQuery``) needs Redis >= 8.4: see
-        :meth:`server_supports_ft_hybrid`; this method sticks to the portable aggregate.
-        Returns documents (content and metadata as the store keeps them) with the hybrid score.
-        """
-        check_k(k)
-        if not 0 <= alpha <= 1:
-            msg = f"alpha must be between 0 and 1, got {alpha!r}."
-            raise ValueError(msg)
-        terms = query_terms(query)
-        if not terms:
-            return []
-        from redisvl.query import AggregateHybridQuery
-        from redisvl.query.filter import Tag
-
-        from langchain_holodeck.vectorstores.redis import EMBEDDING_FIELD, METADATA_FIELD, _meta
-
-        flt = Tag(self.namespace_field) == self.namespace if self.namespace is not None else None
-        agg = AggregateHybridQuery(
-            text=" ".join(terms),
-            text_field_name=self.content_field,
-            vector=list(vector),
-            vector_field_name=EMBEDDING_FIELD,
-            text_scorer=self.scorer,
-            filter_expression=flt,
-            alpha=alpha,
-            num_results=k,
-            return_fields=["__key", self.content_field, METADATA_FIELD],
-            stopwords=None,
-        )
-        rows = self._index.query(agg)
-        prefix = f"{self.key_prefix}:"
-        out = []
-        for row in rows:
-            key = str(row.get("__key", ""))
-            doc = Document(
-                id=key[len(prefix) :] if key.startswith(prefix) else key,
-                page_content=str(row.get(self.content_field, "")),
-                metadata=_meta(row.get(METADATA_FIELD)),
-            )
-            out.append((doc, float(row.get("hybrid_score", 0.0))))
-        return out

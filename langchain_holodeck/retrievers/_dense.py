@@ -25,32 +25,19 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import is_window, window_parent
+from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.contracts import IdVectorSearch
 from langchain_holodeck.embeddings.windows import stored_windows
 
 logger = logging.getLogger(__name__)
 
 ScoreKind = Literal["relevance", "raw"]
-
-
-@runtime_checkable
-class IdVectorSearch(Protocol):
-    """A store that ranks by vector returning ids and relevance scores in [0, 1]."""
-
-    def search_ids_by_vector(
-        self, embedding: Sequence[float], k: int, **kwargs: Any
-    ) -> list[tuple[str, float]]:
-        """The ``k`` nearest ids with relevance scores in [0, 1], best first."""
-        ...
-
-    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
-        """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +71,7 @@ class DenseLeg:
         self.path = "ids" if isinstance(store, IdVectorSearch) else "documents"
         self._no_relevance = False
         # a store whose model keeps windows holds them; any other learns it from its answers
-        self._windows = stored_windows(getattr(store, "embeddings", None)) is not None
+        self._windows = stored_windows(store.embeddings) is not None
 
     def entries_for(self, k: int) -> int:
         """Entries to ask the store for, so ``k`` chunks remain once windows are merged."""
@@ -230,4 +217,4 @@ def _from_documents(pairs: Sequence[tuple[Document, float]], kind: ScoreKind) ->
 def _cosine01(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return min(1.0, max(0.0, dot / norm)) if norm > 0 else 0.0
+    return clip_unit(dot / norm) if norm > 0 else 0.0

@@ -19,8 +19,10 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_holodeck._chunk import window_parent
+from langchain_holodeck._defaults import DEFAULT_FETCH_K, DEFAULT_FUSION, DEFAULT_WEIGHTS
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
+from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
@@ -43,14 +45,6 @@ MAX_K = 1000
 
 EXACT_BOOST = 1.0
 """The ``fused_score`` of a pinned exact hit: the top of the [0, 1] scale."""
-DEFAULT_FUSION: Literal["rrf", "convex"] = "convex"
-"""The default fusion: the best mean nDCG@10 over the tuning sets (SciFact train, code dev;
-``benchmarks/bench_fusion_sweep.py``), ahead of RRF at every depth."""
-DEFAULT_WEIGHTS = (0.7, 0.3, 0.2)
-"""Default (semantic, keyword, exact) weights: alpha = 0.7 won the same sweep."""
-DEFAULT_FETCH_K = 300
-"""Candidates per leg by default: the smallest depth within 0.001 nDCG@10 of the sweep's best
-(quality stops improving there)."""
 
 logger = logging.getLogger(__name__)
 
@@ -234,8 +228,9 @@ class HybridRetriever(BaseRetriever):
     def _native_needs_a_native_store(self) -> HybridRetriever:
         if self.search_strategy == "native" and not supports_native_hybrid(self.vector_store):
             msg = (
-                "search_strategy='native' needs a vector store with native_hybrid_search (Redis, "
-                f"Qdrant, Postgres), got {type(self.vector_store).__name__}; use 'fallback'."
+                "search_strategy='native' needs a vector store with native_hybrid_search "
+                f"(the stores of {', '.join(native_hybrid_providers())}), got "
+                f"{type(self.vector_store).__name__}; use 'fallback'."
             )
             raise ValueError(msg)
         return self

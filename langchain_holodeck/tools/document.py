@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -34,16 +34,14 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
 from langchain_holodeck.definitions import Definition
-from langchain_holodeck.errors import EmbeddingError
+from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
-from langchain_holodeck.search_strategy import (
-    SearchStrategy,
-    choose_search_strategy,
-    supports_native_hybrid,
-)
+from langchain_holodeck.loaders import SourceLoader
+from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
+from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
 from langchain_holodeck.tools.formatting import format_results
 
 if TYPE_CHECKING:
@@ -242,7 +240,8 @@ class _DocumentTool(Generic[ConfigT]):
             raise
         self._warn_about_rerank_top_n()
         self._match_dimension(store, force_ingest=force_ingest)
-        self._report_legacy_chunks(store)
+        loader = SourceLoader(self._config.source, base_dir=self._source_base())  # one per ingest
+        self._report_legacy_chunks(store, loader)
         if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
             self._cache.mdelete(list(self._cache.yield_keys()))
         reindex = self._indexes_from_source(store)
@@ -258,7 +257,7 @@ class _DocumentTool(Generic[ConfigT]):
             on_progress=on_progress,
             reindex=reindex,
         )
-        result = pipeline.invoke(self._config.source, force_ingest=force_ingest)
+        result = pipeline.invoke(loader, force_ingest=force_ingest)
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
@@ -311,20 +310,18 @@ class _DocumentTool(Generic[ConfigT]):
             return False
         return self._backend.save(store, self._store_dir)
 
-    def _report_legacy_chunks(self, store: VectorStore) -> None:
+    def _report_legacy_chunks(self, store: VectorStore, loader: SourceLoader) -> None:
         """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
 
         Probes by id: the chunk 0 of each current file under the old namespace, one batched
         ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
         """
-        from langchain_holodeck.loaders import SourceLoader
         from langchain_holodeck.sync import make_chunk_key, read_stored, stable_id
 
         legacy = legacy_namespace(self.name)
         if self.namespace == legacy:
             return
         try:
-            loader = SourceLoader(self._config.source, base_dir=self._source_base())
             ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
             self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
         except Exception as error:  # a check, never a reason not to start (ingest reports)
@@ -363,17 +360,18 @@ class _DocumentTool(Generic[ConfigT]):
             logger.warning(RERANK_TOP_N_WARNING)
 
     # -- search -------------------------------------------------------------------------
+    def _not_built(self) -> str:
+        return f"{type(self).__name__} must be initialized before search"
+
     def as_retriever(self) -> BaseRetriever:
         """The retriever ``search`` uses, for LCEL chains (``retriever | format | llm``)."""
         if self._retriever is None:
-            msg = f"{type(self).__name__} must be initialized before search"
-            raise RuntimeError(msg)
+            raise IndexNotBuiltError(self._not_built())
         return self._retriever
 
     def _check_query(self, query: str) -> BaseRetriever:
         if not self.is_initialized or self._retriever is None:
-            msg = f"{type(self).__name__} must be initialized before search"
-            raise RuntimeError(msg)
+            raise IndexNotBuiltError(self._not_built())
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
@@ -467,7 +465,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
             search_kwargs=search_kwargs,
             provider=self.backend,
         )
-        return _with_reranker(retriever, self._config)
+        return with_reranker(retriever, self._config)
 
 
 _EMBED_QUERY = frozenset({"embed_query", "aembed_query"})
@@ -516,23 +514,6 @@ def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None
         raise EmbeddingError(msg) from error
 
 
-def _with_reranker(
-    retriever: BaseRetriever, config: VectorStoreToolConfig | HierarchicalDocumentToolConfig
-) -> BaseRetriever:
-    if not config.rerank or config.reranker is None:
-        return retriever
-    from langchain_holodeck.rerankers.cohere import RerankRetriever, create_reranker
-
-    return RerankRetriever(
-        retriever=retriever,
-        reranker=create_reranker(
-            config.reranker, use_contextualized=config.rerank_on == "contextualized"
-        ),
-        fetch_k=config.rerank_top_n or config.top_k * 3,
-        k=config.top_k,
-    )
-
-
 def load_tools(
     agent_yaml: str | Path,
     *,
@@ -574,7 +555,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     searched by a ``HybridRetriever``: a query naming "Section 203(a)" gets that section
     first, a defined term brings its definition, cross-references can be followed.
     ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
-    when the backend fuses them in one request (Redis, Qdrant), else ``fallback`` (RRF here).
+    when the backend fuses them in one request (``BackendCapabilities.native_hybrid``), else
+    ``fallback`` (fused here, by ``fusion``).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.
@@ -615,7 +597,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._keywords: KeywordIndex | None = None
         self._exact = ExactMatchIndex()
         self._exact_loaded = False
-        self._fan_out: _IndexFanOut | None = None
+        self._fan_out: IndexFanOut | None = None
         self._keywords_stale = False
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
@@ -630,7 +612,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             return None
         from langchain_holodeck.contextual import ContextualChunkEnricher
 
-        llm = self._llm or _chat_model(self._config)
+        llm = self._llm or chat_model(self._config)
         return ContextualChunkEnricher(
             llm,
             concurrency=self._config.context_concurrency,
@@ -671,7 +653,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         listable = self._listable(store)
         if self._keywords_stale and listable:  # a sync could not write to it: rebuild it
             try:
-                _rebuild_index("keyword", self._keywords, store, self.namespace)
+                rebuild_index("keyword", self._keywords, store, self.namespace)
                 self._keywords_stale = False
             except Exception as error:  # still down: the keyword leg degrades at search
                 logger.warning(
@@ -680,9 +662,9 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     sanitize_error(error),
                 )
         if not self._exact_loaded and listable:  # else sync gives it every chunk
-            _rebuild_index("exact", self._exact, store, self.namespace)
+            rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
-        self._fan_out = _IndexFanOut((self._keywords, self._exact), keep=not listable)
+        self._fan_out = IndexFanOut((self._keywords, self._exact), keep=not listable)
         return self._fan_out
 
     def _after_ingest(self, store: VectorStore) -> bool:
@@ -712,15 +694,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         config = self._config
         view, search_kwargs = self._scoped(store)
         backend = self._backend or backend_for_store(store)
-        weights = config.search_weights
-        self.search_strategy = choose_search_strategy(
-            config.search_strategy,
-            native_hybrid=backend.capabilities.native_hybrid and supports_native_hybrid(view),
-            # a keyword engine of its own (OpenSearch next to Qdrant) is what fallback uses
-            separate_keyword_engine=config.keyword_index.provider
-            not in ("in-memory", self.backend),
-            weights=(weights.semantic, weights.keyword),
-            backend=self.backend,
+        self.search_strategy = tool_search_strategy(
+            config, backend, store=view, backend_name=self.backend
         )
         retriever = HybridRetriever(
             vector_store=view,
@@ -743,87 +718,4 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             search_kwargs=search_kwargs,
             provider=self.backend,
         )
-        return _with_reranker(retriever, config)
-
-
-def _rebuild_index(
-    kind: str, index: KeywordIndex | ExactMatchIndex, store: VectorStore, namespace: str
-) -> int:
-    """``index.rebuild_from_store`` inside a ``holodeck.index_build`` span."""
-    attributes = {
-        "index.kind": kind,
-        "index.provider": type(index).__name__,
-        "index.source": "store",
-    }
-    with span("holodeck.index_build", attributes) as current:
-        count = index.rebuild_from_store(store, namespace=namespace)
-        current.set_attribute("index.document_count", count)
-        return count
-
-
-class _IndexFanOut:
-    """Keeps several indexes in step with one sync; one failing index never starves the rest.
-
-    The indexes that failed are listed in ``failed``; the first error is raised after every
-    index had its turn (sync logs it). With ``keep``, ``kept`` holds the chunks synced (by id),
-    for what is built from all chunks when the store cannot be listed (definitions).
-    """
-
-    def __init__(self, indexes: Sequence[KeywordIndexLike], *, keep: bool = False) -> None:
-        self.indexes = indexes
-        self.failed: list[KeywordIndexLike] = []
-        self.kept: dict[str, Document] | None = {} if keep else None
-
-    def upsert(self, documents: Sequence[Document]) -> None:
-        if self.kept is not None:
-            self.kept.update((doc.id, doc) for doc in documents if doc.id)
-        self._each(lambda index: index.upsert(documents))
-
-    def delete(self, ids: Sequence[str]) -> None:
-        if self.kept is not None:
-            for doc_id in ids:
-                self.kept.pop(doc_id, None)
-        self._each(lambda index: index.delete(ids))
-
-    def _each(self, call: Callable[[KeywordIndexLike], None]) -> None:
-        first: Exception | None = None
-        for index in self.indexes:
-            try:
-                call(index)
-            except Exception as error:  # raised below, after the other indexes
-                self.failed.append(index)
-                first = first or error
-        if first is not None:
-            raise first
-
-
-def _chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
-    """The chat model ``context_model`` names (``openai`` or ``anthropic``)."""
-    spec = config.context_model
-    if spec is None:
-        msg = "contextual_embeddings is true but context_model is not set; set it or pass llm=."
-        raise ValueError(msg)
-    if spec.provider == "openai":
-        try:
-            from langchain_openai import ChatOpenAI
-        except ImportError as error:
-            msg = 'context_model provider openai needs: pip install "langchain-holodeck[openai]"'
-            raise ImportError(msg) from error
-        return ChatOpenAI(
-            model=spec.name,
-            temperature=spec.temperature,
-            api_key=spec.api_key,
-            base_url=spec.base_url,
-        )
-    if spec.provider == "anthropic":
-        try:
-            from langchain_anthropic import ChatAnthropic  # type: ignore[import-not-found]
-        except ImportError as error:
-            msg = "context_model provider anthropic needs: pip install langchain-anthropic"
-            raise ImportError(msg) from error
-        return ChatAnthropic(model=spec.name, temperature=spec.temperature, api_key=spec.api_key)
-    msg = (
-        f"context_model.provider must be 'openai' or 'anthropic', got {spec.provider!r}; "
-        "or pass any chat model as llm=."
-    )
-    raise ValueError(msg)
+        return with_reranker(retriever, config)

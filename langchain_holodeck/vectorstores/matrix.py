@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,16 +17,23 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import window_id
+from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.vectorstores import _matrix_io, _quantized
 from langchain_holodeck.vectorstores._columns import DocumentColumns, copy_metadata
+from langchain_holodeck.vectorstores._ranking import (
+    DocumentFilter,
+    as_documents,
+    check_lengths,
+    mmr,
+    normalize_rows,
+    row_predicate,
+    top_k_rows,
+)
+
+__all__ = ["DocumentFilter", "MatrixVectorStore", "SearchMode", "copy_metadata"]
 
 logger = logging.getLogger(__name__)
 
-DocumentFilter = Callable[[Document], bool] | Mapping[str, Any]
-"""A filter: a callable keeping the documents for which it returns ``True``, or a mapping
-keeping those whose metadata has each of its ``key: value`` pairs (``metadata.get(key) ==
-value``). A mapping is matched against the stored metadata directly; a callable is given a
-``Document`` built for it, which costs a few microseconds per candidate."""
 SearchMode = Literal["auto", "exact", "quantized"]
 """How queries find candidates: see ``MatrixVectorStore``."""
 
@@ -36,13 +43,6 @@ _MIN_CAPACITY = 64
 def _copy_document(docs: DocumentColumns, row: int) -> Document:
     """A caller's own ``Document`` of a stored row (the one place results are built)."""
     return docs.document(row)
-
-
-def _normalize(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """L2-normalize rows in place; zero rows stay zero (their cosine with anything is 0)."""
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)
-    return matrix
 
 
 @dataclass(frozen=True)
@@ -208,13 +208,13 @@ class MatrixVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        return self.add_documents(_as_documents(texts, metadatas, ids))
+        return self.add_documents(as_documents(texts, metadatas, ids))
 
     def add_documents(
         self, documents: list[Document], *, ids: list[str] | None = None, **kwargs: Any
     ) -> list[str]:
         """Embed and upsert ``documents``; ``ids`` (else each ``Document.id``) take precedence."""
-        _check_lengths(len(documents), ids=ids)
+        check_lengths(len(documents), ids=ids)
         if not documents:
             return []
         vectors = self.embedding.embed_documents([d.page_content for d in documents])
@@ -223,7 +223,7 @@ class MatrixVectorStore(VectorStore):
     async def aadd_documents(
         self, documents: list[Document], *, ids: list[str] | None = None, **kwargs: Any
     ) -> list[str]:
-        _check_lengths(len(documents), ids=ids)
+        check_lengths(len(documents), ids=ids)
         if not documents:
             return []
         vectors = await self.embedding.aembed_documents([d.page_content for d in documents])
@@ -237,7 +237,7 @@ class MatrixVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        return await self.aadd_documents(_as_documents(texts, metadatas, ids))
+        return await self.aadd_documents(as_documents(texts, metadatas, ids))
 
     def add_vectors(
         self,
@@ -268,7 +268,7 @@ class MatrixVectorStore(VectorStore):
         if matrix.shape[0] != len(documents):
             msg = f"got {matrix.shape[0]} vectors for {len(documents)} documents; pass one each."
             raise ValueError(msg)
-        _check_lengths(len(documents), ids=list(ids) if ids is not None else None)
+        check_lengths(len(documents), ids=list(ids) if ids is not None else None)
         return self._upsert(matrix, documents, ids, normalize=True)
 
     def _upsert(
@@ -317,7 +317,7 @@ class MatrixVectorStore(VectorStore):
         start = self._size
         self._buffer[start : start + n] = matrix
         if normalize:
-            _normalize(self._buffer[start : start + n])
+            normalize_rows(self._buffer[start : start + n])
         alive = self._alive.copy()
         alive[start : start + n] = True
         for offset, doc_id in enumerate(docs.ids):
@@ -464,7 +464,7 @@ class MatrixVectorStore(VectorStore):
 
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        return _clip_unit
+        return clip_unit
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
@@ -535,7 +535,7 @@ class MatrixVectorStore(VectorStore):
         """
         snap = self._snapshot
         rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
-        return [(snap.docs.ids[r], _clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
+        return [(snap.docs.ids[r], clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
 
     def similarity_by_ids(
         self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]
@@ -562,7 +562,7 @@ class MatrixVectorStore(VectorStore):
             scores = self._buffer[[r for _, r in found]] @ unit
         out: dict[str, float] = {}
         for (doc_id, _), score in zip(found, scores, strict=True):
-            out[doc_id] = max(out.get(doc_id, 0.0), _clip_unit(float(score)))
+            out[doc_id] = max(out.get(doc_id, 0.0), clip_unit(float(score)))
         return out
 
     def _top_rows(
@@ -574,7 +574,7 @@ class MatrixVectorStore(VectorStore):
         *,
         exact: bool = False,
     ) -> tuple[list[int], list[float]]:
-        accept = _row_predicate(snap.docs, doc_filter)  # a bad filter fails on any store
+        accept = row_predicate(snap.docs, doc_filter)  # a bad filter fails on any store
         if k <= 0 or snap.live == 0:
             return [], []
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
@@ -595,11 +595,11 @@ class MatrixVectorStore(VectorStore):
         if snap.alive is not None:
             scores[~snap.alive] = -np.inf
         if accept is None:
-            rows = _top_k(scores, min(k, snap.live))
+            rows = top_k_rows(scores, min(k, snap.live))
             return rows.tolist(), scores[rows].tolist()
         fetch = 4 * k
         while True:
-            rows = _top_k(scores, min(fetch, snap.live))
+            rows = top_k_rows(scores, min(fetch, snap.live))
             hits = []
             for r in rows.tolist():
                 if accept(r):
@@ -640,13 +640,13 @@ class MatrixVectorStore(VectorStore):
             if accept is None:
                 if len(rows) < want:
                     return None
-                top = _top_k(scores, want)
+                top = top_k_rows(scores, want)
                 return rows[top].tolist(), scores[top].tolist()
             # enough candidates must pass for their best k to be as good as an unfiltered
             # top k: 20 per result (half the pool at most), else the pool grows
             needed = max(k, min(20 * k, pool // 2))
             hits = []
-            for n in _top_k(scores, len(rows)).tolist():  # best first, until enough pass
+            for n in top_k_rows(scores, len(rows)).tolist():  # best first, until enough pass
                 if accept(int(rows[n])):
                     hits.append(n)
                     if len(hits) == needed:
@@ -696,7 +696,7 @@ class MatrixVectorStore(VectorStore):
     ) -> list[Document]:
         snap = self._snapshot
         rows, scores = self._top_rows(snap, embedding, max(k, fetch_k), filter, exact=exact)
-        chosen = _mmr(snap.vectors[rows], np.asarray(scores, dtype=np.float32), k, lambda_mult)
+        chosen = mmr(snap.vectors[rows], np.asarray(scores, dtype=np.float32), k, lambda_mult)
         return [_copy_document(snap.docs, rows[i]) for i in chosen]
 
     # ------------------------------------------------------------------ construction, I/O
@@ -793,95 +793,3 @@ class MatrixVectorStore(VectorStore):
                 self._alive[: self._size] = False
                 self._alive[list(self._rows.values())] = True
             self._publish()
-
-
-def _as_documents(
-    texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: list[str] | None
-) -> list[Document]:
-    """``add_texts`` arguments as Documents (ids and metadata matched by position)."""
-    texts = list(texts)
-    _check_lengths(len(texts), metadatas=metadatas, ids=ids)
-    metas = metadatas or [{} for _ in texts]
-    id_list: Sequence[str | None] = ids or [None] * len(texts)
-    return [
-        Document(id=i, page_content=t, metadata=m)
-        for t, m, i in zip(texts, metas, id_list, strict=True)
-    ]
-
-
-def _check_lengths(
-    n: int, *, metadatas: Sequence[Any] | None = None, ids: Sequence[Any] | None = None
-) -> None:
-    if metadatas is not None and len(metadatas) != n:
-        msg = f"metadatas has {len(metadatas)} entries for {n} texts; pass one per text."
-        raise ValueError(msg)
-    if ids is not None and len(ids) != n:
-        msg = f"ids has {len(ids)} entries for {n} documents; pass one id per document."
-        raise ValueError(msg)
-
-
-def _row_predicate(
-    docs: DocumentColumns, doc_filter: DocumentFilter | None
-) -> Callable[[int], bool] | None:
-    """``doc_filter`` as a test of a row; a callable's answers are remembered for the query.
-
-    Raises:
-        TypeError: If ``doc_filter`` is neither a callable nor a mapping.
-    """
-    if doc_filter is None:
-        return None
-    if isinstance(doc_filter, Mapping):
-        pairs = tuple(doc_filter.items())
-        metadatas = docs.metadatas
-
-        def matches(row: int) -> bool:
-            meta = metadatas[row] or {}
-            return all(meta.get(key) == value for key, value in pairs)
-
-        return matches
-    if not callable(doc_filter):
-        msg = (
-            "filter must be a callable taking a Document or a mapping of metadata values, "
-            f"got {type(doc_filter).__name__} {doc_filter!r}."
-        )
-        raise TypeError(msg)
-    seen: dict[int, bool] = {}  # the pool grows in rounds: each row is judged once
-
-    def accepted(row: int) -> bool:
-        hit = seen.get(row)
-        if hit is None:
-            hit = seen[row] = bool(doc_filter(docs.filter_view(row)))
-        return hit
-
-    return accepted
-
-
-def _clip_unit(score: float) -> float:
-    return min(1.0, max(0.0, score))
-
-
-def _top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
-    """Indices of the ``k`` largest scores, best first (ties: lower row first)."""
-    n = scores.shape[0]
-    if k >= n:
-        return np.argsort(-scores, kind="stable")
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.lexsort((part, -scores[part]))]
-
-
-def _mmr(
-    vectors: npt.NDArray[np.float32], similarity: npt.NDArray[np.float32], k: int, lam: float
-) -> list[int]:
-    """Maximal marginal relevance over normalized ``vectors`` (cosine = dot product)."""
-    n = vectors.shape[0]
-    if n == 0 or k <= 0:
-        return []
-    chosen = [0]  # candidates arrive best first
-    redundancy = vectors @ vectors[0]
-    while len(chosen) < min(k, n):
-        score = lam * similarity - (1 - lam) * redundancy
-        score[chosen] = -np.inf
-        best = int(np.argmax(score))
-        chosen.append(best)
-        redundancy = np.maximum(redundancy, vectors @ vectors[best])
-    return chosen

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,16 +22,17 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from langchain_holodeck._chunk import NAMESPACE, WINDOW_OF
-from langchain_holodeck.backends.base import check_native_hybrid_args
+from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
-from langchain_holodeck.search_strategy import NativeHit
 from langchain_holodeck.vectorstores import _postgres_sql as q
+from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._postgres_conn import (
     Connections,
     create_sharded_schema,
     shard_server,
 )
-from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
+from langchain_holodeck.vectorstores._ranking import mmr
 
 logger = logging.getLogger(__name__)
 
@@ -533,7 +533,7 @@ class PostgresVectorStore(VectorStore):
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         query = np.asarray(embedding, dtype=np.float32)
         query = query / (float(np.linalg.norm(query)) or 1.0)
-        chosen = _mmr(vectors, vectors @ query, k, lambda_mult)
+        chosen = mmr(vectors, vectors @ query, k, lambda_mult)
         return [_document(*rows[i][:3]) for i in chosen]
 
     @classmethod
@@ -667,17 +667,13 @@ def relevance_fn(metric: str) -> Callable[[float], float]:
     """Map a pgvector distance of ``metric`` to a similarity in [0, 1]."""
     metric = metric.upper()
     if metric == "L2":
-        return lambda d: _clip(1.0 - d * d / 2.0)
+        return lambda d: clip_unit(1.0 - d * d / 2.0)
     if metric == "IP":
-        return lambda d: _clip(-d)
+        return lambda d: clip_unit(-d)
     if metric == "COSINE":
-        return lambda d: _clip(1.0 - d)
+        return lambda d: clip_unit(1.0 - d)
     msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {metric!r}."
     raise ValueError(msg)
-
-
-def _clip(value: float) -> float:
-    return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
 
 
 def _tables(table: str) -> dict[str, sql.Identifier]:

@@ -15,7 +15,6 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import redis
@@ -32,9 +31,11 @@ from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
-from langchain_holodeck.backends.base import check_native_hybrid_args
-from langchain_holodeck.search_strategy import NativeHit
-from langchain_holodeck.vectorstores.matrix import _mmr, copy_metadata
+from langchain_holodeck._redisearch import query_words
+from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.vectorstores._columns import copy_metadata
+from langchain_holodeck.vectorstores._ranking import mmr
 
 logger = logging.getLogger(__name__)
 
@@ -95,21 +96,6 @@ def _check_langchain_redis_version() -> None:
             installed,
             TESTED_LANGCHAIN_REDIS,
         )
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password (and user name, if any) replaced by ``***``; safe to log."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:
-        return "<unparseable connection string>"
-    if parts.password is None and parts.username is None:
-        return url
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:
@@ -493,7 +479,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         query = np.asarray(embedding, dtype=np.float32)
         query = query / (float(np.linalg.norm(query)) or 1.0)
-        chosen = _mmr(vectors, vectors @ query, k, lambda_mult)
+        chosen = mmr(vectors, vectors @ query, k, lambda_mult)
         return [hits[i][0] for i in chosen]
 
     def iter_documents(
@@ -552,8 +538,6 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 non-negative numbers with at least one above 0.
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
-        from langchain_holodeck.keyword_index.redis import query_words
-
         vector = list(embedding) if embedding is not None else self.embeddings.embed_query(query)
         words = query_words(query)
         relevance = self._select_relevance_score_fn()
@@ -708,9 +692,9 @@ def relevance_fn(metric: str) -> Callable[[float], float]:
     """Map a Redis vector distance of ``metric`` to a similarity in [0, 1]."""
     metric = metric.upper()
     if metric == "L2":
-        return lambda d: min(1.0, max(0.0, 1.0 - d / 2.0))
+        return lambda d: clip_unit(1.0 - d / 2.0)
     if metric in ("COSINE", "IP"):
-        return lambda d: min(1.0, max(0.0, 1.0 - d))
+        return lambda d: clip_unit(1.0 - d)
     msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {metric!r}."
     raise ValueError(msg)
 

@@ -249,7 +249,8 @@ def test_backend_picks_native_hybrid(store: PostgresVectorStore) -> None:
         == "native"
     )
     store.add_documents(docs("kb") + docs("other"))
-    hits = backend.native_hybrid_search(store, "tea earl grey", k=1, fetch_k=5, namespace="other")
+    scope = backend.namespace_filter(store, "other")
+    hits = store.native_hybrid_search("tea earl grey", k=1, fetch_k=5, **scope)
     assert [h.document.id for h in hits] == ["other-b"]
 
 

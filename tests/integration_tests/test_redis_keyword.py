@@ -111,18 +111,6 @@ async def test_async_search(store, chunks) -> None:
     assert await index.asearch("arch controls", 3) == index.search("arch controls", 3)
 
 
-def test_single_round_trip_hybrid(store, chunks, embeddings) -> None:
-    index = RedisKeywordIndex(store, namespace="legal")
-    by_sid = {c.metadata["section_id"]: c.id for c in chunks}
-    query = "second officer arch controls"
-    results = index.hybrid_search(query, 3, vector=embeddings.embed_query(query), alpha=0.5)
-    assert results[0][0].id == by_sid["202(a)"]
-    assert results[0][0].metadata["section_id"] == "202(a)"
-    assert [s for _, s in results] == sorted((s for _, s in results), reverse=True)
-    assert index.hybrid_search("the of", 3, vector=embeddings.embed_query("x")) == []
-    assert index.server_supports_ft_hybrid() in (True, False)
-
-
 def test_bad_arguments(store) -> None:
     with pytest.raises(ValueError, match="scorer must be 'BM25STD' or 'BM25', got 'TFIDF'"):
         RedisKeywordIndex(store, scorer="TFIDF")  # type: ignore[arg-type]

@@ -274,7 +274,7 @@ def test_unreachable_redis_falls_back_with_masked_warning(
         handle = create_vector_store_with_status(config, embeddings)
     assert handle.fell_back is True
     assert isinstance(handle.store, MatrixVectorStore)
-    assert "redis://***@127.0.0.1:1/0" in caplog.text
+    assert "redis://admin:***@127.0.0.1:1/0" in caplog.text
     assert "hunter2-secret" not in caplog.text
     assert isinstance(create_vector_store(config, embeddings), MatrixVectorStore)
 

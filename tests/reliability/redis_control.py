@@ -1,9 +1,8 @@
 """Start, stop, crash and restart a private Redis Stack server for fault tests.
 
 Each test module gets its own port (6391-6399), never the shared server at ``REDIS_URL``
-(6380): killing that one would break every other test. The server comes from
-``redis-stack.sh`` in the shared directory: ``$HOLODECK_SHARED`` in CI, else the ``shared/``
-folder next to the repository. It runs from a private working directory, so an RDB snapshot
+(6380): killing that one would break every other test. The server comes from the repository's
+``scripts/redis-stack.sh``. It runs from a private working directory, so an RDB snapshot
 (``crash(snapshot=True)``) lands there and is loaded again by the next ``start()``: that is how
 a test gets "Redis restarted with persistence". Without a snapshot the script's server keeps
 nothing (``--save "" --appendonly no``): a restart comes back empty.
@@ -27,9 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def redis_stack_script() -> Path:
-    """``redis-stack.sh``: under ``$HOLODECK_SHARED`` (CI), else ``<repo>/../shared``."""
-    shared = Path(os.environ.get("HOLODECK_SHARED", REPO.parent / "shared"))
-    return shared / "scripts" / "redis-stack.sh"
+    """The repository's ``scripts/redis-stack.sh``."""
+    return REPO / "scripts" / "redis-stack.sh"
 
 
 def script_or_skip() -> Path:
@@ -37,7 +35,7 @@ def script_or_skip() -> Path:
     script = redis_stack_script()
     if script.is_file():
         return script
-    message = f"{script} is missing: set HOLODECK_SHARED to the shared directory."
+    message = f"{script} is missing: the repository's scripts/ folder is incomplete."
     if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
         pytest.fail(message)
     pytest.skip(message)

@@ -199,7 +199,7 @@ def test_redis_down_at_start_up_falls_back_to_memory_with_a_warning(
         result = tool.initialize_sync()
     assert tool.backend == "in-memory"
     assert tool.fallback_reason is not None
-    assert f"redis://***@127.0.0.1:{PORT}" in tool.fallback_reason
+    assert f"redis://:***@127.0.0.1:{PORT}" in tool.fallback_reason
     assert "falling back to the in-memory vector store" in caplog.text
     # the fallback store really works: every chunk is in, nothing failed (the embedding
     # cache is not left on the Redis that is down)

@@ -224,7 +224,8 @@ def test_the_backend_is_registered_and_describes_where_vectors_live(
     assert [d.id for d in backend.iter_documents(store, namespace="n")] == ["a"]
     assert backend.iter_documents(store, namespace="other") is not None
     assert list(backend.iter_documents(store, namespace="other")) == []
-    hits = backend.native_hybrid_search(store, "arch", k=1, fetch_k=5, namespace="n")
+    scope = backend.namespace_filter(store, "n") or {}
+    hits = store.native_hybrid_search("arch", k=1, fetch_k=5, **scope)
     assert [h.document.id for h in hits] == ["a"]
     store.client.close()
 

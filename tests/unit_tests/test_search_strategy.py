@@ -16,7 +16,11 @@ from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers.hybrid import HybridRetriever
-from langchain_holodeck.search_strategy import choose_search_strategy, supports_native_hybrid
+from langchain_holodeck.search_strategy import (
+    choose_search_strategy,
+    supports_native_hybrid,
+    tool_search_strategy,
+)
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
@@ -254,3 +258,22 @@ def test_any_langchain_store_plugs_in_on_the_fallback_strategy(
     assert any(d.metadata["keyword_rank"] is not None for d in docs)
     again = sync_documents(DOCS[:4], store, namespace="docs", keyword_index=keywords)
     assert (again.added, again.skipped) == (0, 4)
+
+
+def _tool_config(**overrides: Any) -> HierarchicalDocumentToolConfig:
+    fields: dict[str, Any] = {"type": "hierarchical_document", "name": "t", "source": "."}
+    return HierarchicalDocumentToolConfig(**{**fields, **overrides})
+
+
+def test_the_tool_strategy_builder_reads_the_backend_and_the_keyword_index() -> None:
+    redis = get_backend({"provider": "redis", "connection_string": "redis://127.0.0.1:1"})
+    memory = get_backend(None)
+    assert tool_search_strategy(_tool_config(), redis) == "native"
+    assert tool_search_strategy(_tool_config(), memory) == "fallback"
+    opensearch = {"provider": "opensearch", "endpoint": "http://127.0.0.1:9200"}
+    assert tool_search_strategy(_tool_config(keyword_index=opensearch), redis) == "fallback"
+    # an open store that cannot fuse keeps the fallback even on a native backend
+    plain = InMemoryVectorStore(HashingEmbeddings())
+    assert tool_search_strategy(_tool_config(), redis, store=plain) == "fallback"
+    with pytest.raises(ConfigError, match=r"itself \(qdrant, redis\), got in-memory"):
+        tool_search_strategy(_tool_config(search_strategy="native"), memory)

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from langchain_holodeck.config import VectorStoreToolConfig
+from langchain_holodeck.errors import IndexNotBuiltError
 from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
@@ -139,6 +140,8 @@ async def test_rerank_candidate_pools_above_100_reach_the_reranker(
 async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
     with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
         await tool.search("anything")
+    with pytest.raises(IndexNotBuiltError, match="must be initialized before search"):
+        tool.as_retriever()
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])

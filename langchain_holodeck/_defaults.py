@@ -1,0 +1,18 @@
+"""The search defaults, in one home: the retriever and the configuration both read them.
+
+Chosen on the tuning sets (SciFact train, code dev; ``benchmarks/bench_fusion_sweep.py``),
+never on the test sets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+DEFAULT_FUSION: Literal["rrf", "convex"] = "convex"
+"""The default fusion: the best mean nDCG@10 over the tuning sets, ahead of RRF at every
+depth."""
+DEFAULT_WEIGHTS: tuple[float, float, float] = (0.7, 0.3, 0.2)
+"""Default (semantic, keyword, exact) weights: alpha = 0.7 won the same sweep."""
+DEFAULT_FETCH_K = 300
+"""Candidates per leg by default: the smallest depth within 0.001 nDCG@10 of the sweep's best
+(quality stops improving there)."""

@@ -1,0 +1,81 @@
+"""RediSearch query text: stop words, query words and escaping, for every Redis search.
+
+Plain Python (no ``redis`` import): the Redis vector store's hybrid query and the Redis keyword
+index build their query text here, so both read a query the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\w+")
+_NOT_ALNUM = re.compile(r"([^0-9A-Za-z\u00c0-\uffff])")
+_TAG_SPECIAL = re.compile(r"([,.<>{}\[\]\"':;!@#$%^&*()\-+=~|/\\ ?])")
+MAX_QUERY_TERMS = 64
+"""A query keeps at most this many distinct terms (a 100 KB query stays one cheap search)."""
+
+# RediSearch's default stop words (TEXT fields drop them at index time).
+_STOPWORDS = frozenset(
+    (
+        "a",
+        "is",
+        "the",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    )
+)
+
+
+def query_words(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
+    r"""The distinct lowercase ``\w+`` words of ``query`` without stop words, unescaped.
+
+    At most ``limit``, in order of appearance: what redisvl's hybrid queries take (they
+    escape each word themselves).
+    """
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
+    return [w for w in words if w not in _STOPWORDS][:limit]
+
+
+def query_terms(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
+    r"""The distinct lowercase words of ``query`` without stop words, each escaped for RediSearch.
+
+    Words are ``\w+`` runs, so no query-syntax character (``@ | - * { } ( ) [ ] " ' ~ % : ;
+    , . < > ! $ & = ^ \ /``) survives; the escaping of anything else non-alphanumeric (``_``)
+    is a second line of defence. At most ``limit`` terms are kept, in order of appearance.
+    """
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
+    terms = [_NOT_ALNUM.sub(r"\\\1", w) for w in words if w not in _STOPWORDS]
+    return terms[:limit]
+
+
+def escape_tag(value: str) -> str:
+    """Escape a TAG value (``{...}`` filter) for RediSearch."""
+    return _TAG_SPECIAL.sub(r"\\\1", value)

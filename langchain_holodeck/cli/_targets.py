@@ -1,0 +1,228 @@
+"""What a CLI run works on: a tool configuration and its directories, and the ingest manifest.
+
+``build_tool`` turns a target into the tool every command (ingest, search, chat, test) uses;
+``ingest.json`` (``write_manifest`` / ``read_manifest``) remembers the last ingest so ``search``
+and ``chat`` rebuild the same tool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_holodeck.errors import ConfigError, HolodeckError
+
+if TYPE_CHECKING:
+    from langchain_holodeck.config.models import (
+        HierarchicalDocumentToolConfig,
+        VectorStoreToolConfig,
+    )
+    from langchain_holodeck.tools.document import _DocumentTool
+
+    AnyToolConfig = VectorStoreToolConfig | HierarchicalDocumentToolConfig
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORE = Path(".holodeck") / "store"
+"""Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
+DEFAULT_TOOL_NAME = "default"
+"""Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
+DEFAULT_TOP_K = 5
+"""Results ``search`` prints for the default tool unless ``--top-k`` is given."""
+MANIFEST_NAME = "ingest.json"
+MANIFEST_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """``<store>/ingest.json``: enough to rebuild the tool that was ingested."""
+
+    tool: str
+    type: str
+    source: str
+    """The source as given or configured; relative ones resolve against ``base_dir``."""
+    base_dir: str
+    project_dir: str
+    """Working directory of the ingest: where ``.holodeck/config.yaml`` was looked up."""
+    config: str | None
+    """Absolute path of the agent.yaml, or None for the default tool."""
+    source_overridden: bool
+    embedding_model: str | None
+    """The ``embedding_model`` setting of the default tool (None: the local default)."""
+    embedding_model_id: str | None
+    backend: str
+    store_dir: str
+    ingested_at: str
+    format: int = MANIFEST_FORMAT
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """A tool configuration and the directories it resolves against."""
+
+    config: AnyToolConfig
+    base_dir: Path
+    project_dir: Path
+    config_path: Path | None
+    source_overridden: bool
+    embedding_model: str | None = None
+
+
+def default_target(
+    source: str, *, embedding_model: str | None, base_dir: Path, project_dir: Path
+) -> Target:
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
+
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name=DEFAULT_TOOL_NAME,
+        source=source,
+        embedding_model=embedding_model,
+        top_k=DEFAULT_TOP_K,
+    )
+    return Target(
+        config=config,
+        base_dir=base_dir,
+        project_dir=project_dir,
+        config_path=None,
+        source_overridden=False,
+        embedding_model=embedding_model,
+    )
+
+
+def config_target(
+    path: Path, tool: str | None, *, source: str | None, base_dir: Path | None, project_dir: Path
+) -> Target:
+    from langchain_holodeck.config.models import load_agent_config
+
+    agent = load_agent_config(path)
+    names = [t.name for t in agent.tools]
+    if tool is None:
+        chosen = agent.tools[0]
+        if len(names) > 1:
+            logger.warning(
+                "%s defines %d tools (%s); using the first, %r. Pick one with --tool.",
+                path,
+                len(names),
+                ", ".join(names),
+                chosen.name,
+            )
+    else:
+        found = [t for t in agent.tools if t.name == tool]
+        if not found:
+            msg = f"{path}: --tool {tool!r} is not a tool of this file; its tools: " + ", ".join(
+                names
+            )
+            raise ConfigError(msg)
+        chosen = found[0]
+    if source is None:
+        return config_tool_target(chosen, path, project_dir)
+    return Target(
+        config=chosen.model_copy(update={"source": source}),
+        base_dir=base_dir or Path.cwd(),
+        project_dir=project_dir,
+        config_path=path,
+        source_overridden=True,
+    )
+
+
+def config_tool_target(config: AnyToolConfig, path: Path, project_dir: Path) -> Target:
+    """A tool of an agent.yaml as configured: its source resolves against the file's folder."""
+    return Target(
+        config=config,
+        base_dir=config.base_dir or path.parent.absolute(),
+        project_dir=project_dir,
+        config_path=path,
+        source_overridden=False,
+    )
+
+
+def tool_store_dir(store: Path, name: str) -> Path:
+    return store / name
+
+
+def build_tool(target: Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
+    from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
+
+    config = target.config
+    if top_k is not None:
+        config = config.model_copy(update={"top_k": top_k})
+    options: dict[str, Any] = {
+        "project_dir": target.project_dir,
+        "base_dir": target.base_dir,
+        "store_dir": tool_store_dir(store, config.name),
+    }
+    if isinstance(config, HierarchicalDocumentToolConfig):
+        return HierarchicalDocumentTool(config, **options)
+    return VectorStoreTool(config, **options)
+
+
+def read_manifest(store: Path) -> Manifest:
+    path = store / MANIFEST_NAME
+    if not path.is_file():
+        msg = (
+            f"nothing ingested in {store} yet ({path} not found); run "
+            "`holodeck-rag ingest SOURCE` first, pass the --store DIR you ingested into, "
+            "or --config AGENT_YAML."
+        )
+        raise HolodeckError(msg)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != MANIFEST_FORMAT:
+            msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
+            raise ValueError(msg)
+        return Manifest(**data)
+    except (ValueError, TypeError, AttributeError) as error:
+        msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
+        raise HolodeckError(msg) from error
+
+
+def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
+    manifest = Manifest(
+        tool=tool.name,
+        type=target.config.type,
+        source=target.config.source,
+        base_dir=str(target.base_dir.absolute()),
+        project_dir=str(target.project_dir.absolute()),
+        config=str(target.config_path.absolute()) if target.config_path else None,
+        source_overridden=target.source_overridden,
+        embedding_model=target.embedding_model,
+        embedding_model_id=_model_id(target),
+        backend=tool.backend,
+        store_dir=str(tool_store_dir(store, tool.name).absolute()),
+        ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    from langchain_holodeck._persist import atomic_write_bytes
+
+    store.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(asdict(manifest), indent=2) + "\n"
+    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
+
+
+def _model_id(target: Target) -> str:
+    from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
+
+    return embedding_model_id(resolve_embeddings(target.config.embedding_model))
+
+
+def target_from_manifest(manifest: Manifest) -> Target:
+    project_dir = Path(manifest.project_dir)
+    if manifest.config is None:
+        return default_target(
+            manifest.source,
+            embedding_model=manifest.embedding_model,
+            base_dir=Path(manifest.base_dir),
+            project_dir=project_dir,
+        )
+    return config_target(
+        Path(manifest.config),
+        manifest.tool,
+        source=manifest.source if manifest.source_overridden else None,
+        base_dir=Path(manifest.base_dir),
+        project_dir=project_dir,
+    )

@@ -1,0 +1,172 @@
+"""The contracts every store, keyword index and backend meets: the ground floor of the package.
+
+Protocols, hit types and capability flags only; this module imports nothing of the package, so
+anything may import it. Implementations (``vectorstores/``, ``keyword_index/``, ``backends/``)
+import these contracts, never each other; policy (``search_strategy``, the retriever, the tools)
+sits above and asks by these types, never by a store's name.
+
+- :class:`KeywordIndex` / :class:`KeywordHit`: a sparse index over the same chunks and ids as
+  the vector store.
+- :class:`NativeHybridSearch` / :class:`NativeHit`: a store that fuses dense and keyword search
+  in one request (``check_native_hybrid_args`` validates its arguments).
+- :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
+- :class:`BackendCapabilities`: what a backend can do; the tools and sync choose by these flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+from langchain_core.documents import Document
+
+if TYPE_CHECKING:
+    from langchain_core.vectorstores import VectorStore
+
+__all__ = [
+    "BackendCapabilities",
+    "IdVectorSearch",
+    "KeywordHit",
+    "KeywordIndex",
+    "NativeHit",
+    "NativeHybridSearch",
+    "check_native_hybrid_args",
+    "supports_native_hybrid",
+]
+
+
+class KeywordHit(NamedTuple):
+    """One keyword search result: a chunk id and its score (higher is better).
+
+    A ``NamedTuple``, so it *is* the ``(id, score)`` pair that
+    :func:`~langchain_holodeck.fusion.reciprocal_rank_fusion` takes, and it is immutable.
+    """
+
+    id: str
+    """The chunk's ``Document.id`` (the same id as in the vector store)."""
+    score: float
+    """The engine's raw relevance score (BM25: unbounded, > 0); comparable within one query."""
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """A sparse (keyword) index over the same chunks, with the same ids, as the vector store.
+
+    Every implementation indexes ``Document.page_content`` (the contextualized text when the
+    contextual enricher ran) and matches chunks by ``Document.id``.
+    """
+
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Add or replace documents by ``Document.id``; id-less documents are rejected."""
+        ...
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove documents by id; unknown ids are ignored."""
+        ...
+
+    def search(self, query: str, k: int) -> list[KeywordHit]:
+        """Return at most ``k`` hits, best first; ``[]`` when nothing matches."""
+        ...
+
+    def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
+        """Re-index every chunk stored in ``store`` (optionally one namespace); return the count."""
+        ...
+
+
+class NativeHit(NamedTuple):
+    """One result of a native hybrid search: the document, its fused score, its similarity."""
+
+    document: Document
+    """The chunk, ``id`` set, as the store keeps it."""
+    score: float
+    """The engine's fused score (higher is better; comparable within one query)."""
+    similarity: float | None
+    """Dense relevance in [0, 1] (cosine clipped), ``None`` when the engine did not say."""
+
+
+@runtime_checkable
+class NativeHybridSearch(Protocol):
+    """A vector store that runs dense + keyword search and fuses them in one request."""
+
+    def native_hybrid_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        fetch_k: int,
+        weights: tuple[float, float] = (0.5, 0.5),
+        rrf_k: int = 60,
+        min_similarity_score: float | None = None,
+        filter: Any = None,  # the store's own filter syntax, like search_kwargs
+    ) -> list[NativeHit]:
+        """The ``k`` best chunks of ``fetch_k`` candidates per leg, best first.
+
+        ``weights`` are (dense, keyword); ``min_similarity_score`` drops every hit whose
+        dense relevance is below it; ``filter`` is the store's own (a namespace filter).
+        """
+        ...
+
+    async def anative_hybrid_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        fetch_k: int,
+        weights: tuple[float, float] = (0.5, 0.5),
+        rrf_k: int = 60,
+        min_similarity_score: float | None = None,
+        filter: Any = None,  # the store's own filter syntax
+    ) -> list[NativeHit]:
+        """Async twin of :meth:`native_hybrid_search`."""
+        ...
+
+
+def supports_native_hybrid(store: object) -> bool:
+    """Whether ``store`` can fuse dense + keyword search in one request."""
+    return isinstance(store, NativeHybridSearch)
+
+
+def check_native_hybrid_args(*, k: int, fetch_k: int, weights: tuple[float, float]) -> None:
+    """Validate the arguments every store's ``native_hybrid_search`` takes, before any I/O.
+
+    Raises:
+        ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
+            non-negative numbers with at least one above 0.
+    """
+    if k < 1 or fetch_k < 1:
+        msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
+        raise ValueError(msg)
+    if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
+        msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
+        raise ValueError(msg)
+
+
+@runtime_checkable
+class IdVectorSearch(Protocol):
+    """A store that ranks by vector returning ids and relevance scores in [0, 1]."""
+
+    def search_ids_by_vector(
+        self, embedding: Sequence[float], k: int, **kwargs: Any
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nearest ids with relevance scores in [0, 1], best first."""
+        ...
+
+    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
+        ...
+
+
+@dataclass(frozen=True)
+class BackendCapabilities:
+    """What a backend can do; the tools and sync choose their path by these flags."""
+
+    filters_namespace: bool
+    """Dense search filters by namespace in the store itself (else results are post-filtered)."""
+    enumerates: bool
+    """A namespace's documents can be listed: needed for stale-file cleanup and index rebuilds."""
+    persistent: bool
+    """The data outlives the process (a server, or the directory the tool saves into)."""
+    native_hybrid: bool = False
+    """The store fuses keyword and vector search in one query (``native_hybrid_search``): the
+    ``auto`` search strategy is ``native`` on it."""

@@ -1,0 +1,135 @@
+"""The BM25 tokenizer: identifier-aware words, lowercased, stop words dropped, stemmed."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Tokenizer"]
+
+_WORD_PATTERN = r"[^\W\d]\w*(?:\.[^\W\d]\w*)+|\w+"  # words; dotted names (``a.b``) stay one
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_PART_SEPARATORS = re.compile(r"[._]+")
+
+
+class Tokenizer:
+    """Identifier-aware: split words and identifiers, lowercase, drop stop words, stem (Snowball).
+
+    A word is a run of word characters, or a dotted name (``Shift.swap``; not ``3.5``). A
+    compound identifier — ``snake_case``, ``dotted.names``, ``camelCase`` / ``HTTPServer`` —
+    gives its parts (``parse``, ``section``; ``get``, ``user``) and, as one more token, the
+    whole identifier lowercased (``parse_sections``), so a query naming it matches it best and
+    a query using its words still matches. Parts of one character are dropped, like words.
+
+    Terms get integer ids in a vocabulary that only grows. Each distinct raw word is
+    analyzed once and cached, so tokenizing a large corpus is mostly dictionary lookups.
+    """
+
+    def __init__(
+        self,
+        *,
+        stopwords: str | Collection[str] | None = "english",
+        stemmer: str | None = "english",
+    ) -> None:
+        if isinstance(stopwords, str):
+            if stopwords not in ("english", "en"):
+                msg = f"stopwords must be 'english', a list of words or None, got {stopwords!r}."
+                raise ValueError(msg)
+            from bm25s.stopwords import STOPWORDS_EN
+
+            self.stopwords: frozenset[str] = frozenset(STOPWORDS_EN)
+        else:
+            self.stopwords = frozenset(w.lower() for w in (stopwords or ()))
+        self.stopwords_spec = stopwords if isinstance(stopwords, str) else sorted(self.stopwords)
+        self.stemmer_name = stemmer
+        self._stem = _load_stemmer(stemmer)
+        self._split = re.compile(_WORD_PATTERN).findall
+        self.terms: list[str] = []  # term id -> term
+        self.term_ids: dict[str, int] = {}  # term -> term id
+        self._word_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its term ids
+        self._word_terms: dict[str, tuple[str, ...]] = {}  # raw word -> its terms
+
+    def _term_of(self, word: str) -> str | None:
+        if word in self.stopwords:
+            return None
+        return self._stem(word) if self._stem is not None else word
+
+    def terms_of(self, word: str) -> list[str]:
+        """The terms one raw word gives (see the class docstring), in order."""
+        parts = [
+            piece
+            for part in _PART_SEPARATORS.split(word)
+            for piece in _CAMEL_BOUNDARY.split(part)
+            if len(piece) >= 2
+        ]
+        terms = [t for t in map(self._term_of, (p.lower() for p in parts)) if t is not None]
+        whole = word.strip("._").lower()
+        if len(parts) > 1 or (whole and len(parts) == 1 and parts[0].lower() != whole):
+            terms.append(whole)
+        return terms
+
+    def split_terms(self, text: str) -> list[str]:
+        """Every term of ``text`` in order (``terms_of`` of each word), cached per word.
+
+        Pure: the vocabulary is neither read nor grown, so the same text gives the same terms in
+        every process (what a store that hashes terms to sparse-vector indices needs).
+        """
+        cache = self._word_terms
+        out: list[str] = []
+        for word in self._split(text):
+            terms = cache.get(word)
+            if terms is None:
+                terms = cache[word] = tuple(self.terms_of(word))
+            out.extend(terms)
+        return out
+
+    def _add_term(self, term: str) -> int:
+        tid = self.term_ids.get(term)
+        if tid is None:
+            tid = self.term_ids[term] = len(self.terms)
+            self.terms.append(term)
+        return tid
+
+    def encode(self, text: str) -> np.ndarray:
+        """Term ids of ``text`` (growing the vocabulary), in order, as ``int32``."""
+        words = self._split(text)
+        cache = self._word_ids
+        try:
+            groups = list(map(cache.__getitem__, words))  # C-speed lookups: the hot path
+        except KeyError:
+            for w in set(words).difference(cache):
+                cache[w] = tuple(self._add_term(t) for t in self.terms_of(w))
+            groups = list(map(cache.__getitem__, words))
+        ids = list(itertools.chain.from_iterable(groups))
+        return np.fromiter(ids, dtype=np.int32, count=len(ids))
+
+    def encode_query(self, text: str) -> dict[int, int]:
+        """Known term ids of ``text`` with their counts; never grows the vocabulary."""
+        counts: dict[int, int] = {}
+        for w in self._split(text):
+            ids = self._word_ids.get(w)
+            if ids is None:
+                ids = tuple(self.term_ids.get(t, -1) for t in self.terms_of(w))
+            for tid in ids:
+                if tid >= 0:
+                    counts[tid] = counts.get(tid, 0) + 1
+        return counts
+
+
+def _load_stemmer(language: str | None) -> Any:
+    if language is None:
+        return None
+    try:
+        import Stemmer
+    except ImportError as e:  # pragma: no cover - PyStemmer is a runtime dependency
+        msg = "stemming needs PyStemmer: pip install PyStemmer (or pass stemmer=None)."
+        raise ImportError(msg) from e
+    try:
+        return Stemmer.Stemmer(language).stemWord
+    except KeyError as e:
+        msg = f"stemmer must be a Snowball language such as 'english', or None; got {language!r}."
+        raise ValueError(msg) from e
