@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import psycopg
@@ -24,9 +24,7 @@ from psycopg import sql
 
 from langchain_holodeck._redact import mask_url_password
 from langchain_holodeck.errors import HolodeckError
-
-if TYPE_CHECKING:
-    from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
+from langchain_holodeck.vectorstores import _postgres_sql as q
 
 logger = logging.getLogger(__name__)
 
@@ -230,29 +228,31 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())[:300]
 
 
-def create_sharded_schema(store: PostgresVectorStore, dim: int) -> None:
+def create_sharded_schema(
+    connections: Connections,
+    *,
+    table: str,
+    dim: int,
+    metric: q.Metric,
+    shards: Sequence[str],
+) -> None:
     """Create the shards' tables and the coordinator's partitioned tables over them.
 
     Each shard gets the plain tables and indexes of one node (its own HNSW and GIN); the
     coordinator gets ``postgres_fdw`` servers and user mappings for the shards, the tables
     ``PARTITION BY HASH (id)`` with one foreign partition per shard, and the stats table.
     """
-    from langchain_holodeck.vectorstores import _postgres_sql as q
-
-    table = store.table_name
-    for url in store.shards:
+    for url in shards:
         with psycopg.connect(url, autocommit=True, connect_timeout=5) as shard:
             shard.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            for statement in q.table_statements(
-                table, dim, store.distance_metric, primary_key=True
-            ):
+            for statement in q.table_statements(table, dim, metric, primary_key=True):
                 shard.execute(statement)
-    conn = store.connections.primary()
+    conn = connections.primary()
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
         conn.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
         servers = []
-        for i, url in enumerate(store.shards):
+        for i, url in enumerate(shards):
             server = shard_server(table, i)
             servers.append(server)
             parts = urlsplit(url)
@@ -263,7 +263,7 @@ def create_sharded_schema(store: PostgresVectorStore, dim: int) -> None:
                 "extensions": "vector",
                 "async_capable": "true",
                 "fetch_size": "1000",
-                "options": f"-c hnsw.ef_search={store.connections.ef_search} "
+                "options": f"-c hnsw.ef_search={connections.ef_search} "
                 "-c hnsw.iterative_scan=strict_order",
             }
             conn.execute(

@@ -138,7 +138,13 @@ class PostgresVectorStore(VectorStore):
         if self.vector_dimension is not None:
             return
         if self.shards:
-            create_sharded_schema(self, dim)
+            create_sharded_schema(
+                self.connections,
+                table=self.table_name,
+                dim=dim,
+                metric=self.distance_metric,
+                shards=self.shards,
+            )
         else:
             self.connections.run_primary(lambda c: self._create_tables(c, dim))
         self._dim = None
