@@ -283,5 +283,7 @@ def hybrid_sql(
         "WITH {legs}, {fused} "
         "SELECT f.id, t.text, t.metadata, f.s, coalesce(f.d, least(t.embedding {op} %(q)s, "
         "(SELECT min(w.embedding {op} %(q)s) FROM {t} w WHERE w.window_of = f.id))) AS d "
-        "FROM f JOIN {t} t ON t.id = f.id ORDER BY f.s DESC, f.id"
+        # the rows of the fused ids only: an array filter a shard receives (postgres_fdw)
+        "FROM f JOIN {t} t ON t.id = f.id AND t.id = ANY(ARRAY(SELECT id FROM f)) "
+        "ORDER BY f.s DESC, f.id"
     ).format(legs=sql.SQL(", ").join(legs), fused=fused, op=op, **n)
