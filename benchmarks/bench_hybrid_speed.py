@@ -13,13 +13,18 @@ over the *full* dense and BM25 rankings (recall@10 vs exact fusion), at the defa
 at fetch_k=50.
 Peer: EnsembleRetriever([BM25Retriever(k=50), InMemoryVectorStore.as_retriever(k=50)]),
 langchain-classic + langchain-community installed as benchmark peers only.
-Floor: numpy matmul + argpartition, bm25s (stop words + stemming) retrieve, a 20-line RRF.
+Floor: numpy matmul + argpartition, bm25s (stop words + stemming) retrieve, a 20-line RRF,
+at 50 candidates per leg ("floor") and at our default depth ("floor_default", DEFAULT_FETCH_K).
+Each worker runs with one BLAS thread (``--blas-threads``): one query at a time on a shared
+2-core machine, where BLAS threads only contend (the floor took 17 ms instead of 0.8 ms at
+load 4 with them). Wall and CPU time per query are both printed, with the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -31,7 +36,14 @@ import numpy as np
 from synthetic import corpus, floor_query_tokens, floor_search
 
 ROOT = Path(__file__).resolve().parents[1]
-N_QUERIES = {"ours": 200, "ours_previous": 200, "floor": 200, "ensemble": 20, "inputs": 0}
+N_QUERIES = {
+    "ours": 200,
+    "ours_previous": 200,
+    "floor": 200,
+    "floor_default": 200,
+    "ensemble": 20,
+    "inputs": 0,
+}
 PREVIOUS = {"fusion": "rrf", "weights": (0.5, 0.5, 0.2), "fetch_k": 50}
 """The defaults before the fusion sweep, for a same-run latency comparison."""
 ENSEMBLE_QUERIES_100K = 5
@@ -71,6 +83,7 @@ def worker(system: str, n: int) -> dict:
 
     emb = Lookup()
     latencies: list[float] = []
+    cpu: list[float] = []
     if system == "inputs":
         return {"build_s": 0.0, "rss_mb": rss_mb(), "base_rss_mb": base_rss, "lat": [0.0]}
     t0 = time.perf_counter()
@@ -90,9 +103,10 @@ def worker(system: str, n: int) -> dict:
         build = time.perf_counter() - t0
         retriever.invoke(queries[0])
         for q in queries:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             out = retriever.invoke(q)
             latencies.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
         assert len(out) == 10
         # peak of build + queries, before the update experiments below add their own
         extra = {"rss_mb": rss_mb(), "fetch_k": retriever.fetch_k}
@@ -107,7 +121,7 @@ def worker(system: str, n: int) -> dict:
         bm25.upsert(docs[: n // 5])
         bm25.search(queries[0], 10)
         extra["rebuild_20pct_s"] = time.perf_counter() - t
-    elif system == "floor":
+    elif system in ("floor", "floor_default"):
         import bm25s
         import Stemmer
 
@@ -122,11 +136,15 @@ def worker(system: str, n: int) -> dict:
         qv = {q: qvecs[i] for i, q in enumerate(queries)}
 
         q_tokens = floor_query_tokens(queries, stemmer)
+        depth = 50
+        if system == "floor_default":
+            from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K as depth
         for q in queries:
-            t = time.perf_counter()
-            out = floor_search(matrix, index, qv[q], q_tokens[q])
+            t, c = time.perf_counter(), time.process_time()
+            out = floor_search(matrix, index, qv[q], q_tokens[q], depth)
             latencies.append(time.perf_counter() - t)
-        extra = {}
+            cpu.append(time.process_time() - c)
+        extra = {"depth": depth}
     else:
         from langchain_classic.retrievers import EnsembleRetriever
         from langchain_community.retrievers import BM25Retriever
@@ -141,11 +159,18 @@ def worker(system: str, n: int) -> dict:
         )
         build = time.perf_counter() - t0
         for q in queries:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             out = ens.invoke(q)
             latencies.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
         extra = {"returned": len(out)}
-    return {"build_s": build, "rss_mb": rss_mb(), "base_rss_mb": base_rss, "lat": latencies} | extra
+    return {
+        "build_s": build,
+        "rss_mb": rss_mb(),
+        "base_rss_mb": base_rss,
+        "lat": latencies,
+        "cpu": cpu,
+    } | extra
 
 
 def exact_fusion_recall(retriever, queries, qvecs, vecs, bm25) -> dict:
@@ -188,14 +213,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument(
-        "--systems", nargs="+", default=["inputs", "floor", "ours", "ours_previous", "ensemble"]
+        "--systems",
+        nargs="+",
+        default=["inputs", "floor", "floor_default", "ours", "ours_previous", "ensemble"],
     )
+    parser.add_argument("--blas-threads", type=int, default=1)
     parser.add_argument("--worker", nargs=2, metavar=("SYSTEM", "N"))
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker[0], int(args.worker[1]))))
         return
     rows = []
+    threads = str(args.blas_threads)
+    env = os.environ | {"OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    loads = [os.getloadavg()[0]]
     for n in args.sizes:
         corpus(n)
         for system in args.systems:
@@ -204,7 +238,9 @@ def main() -> None:
                 capture_output=True,
                 text=True,
                 check=False,
+                env=env,
             )
+            loads.append(os.getloadavg()[0])
             if proc.returncode != 0:
                 print(f"{system} @ {n}: failed\n{proc.stderr[-2000:]}")
                 continue
@@ -213,21 +249,30 @@ def main() -> None:
             print(f"done: {system} @ {n}", file=sys.stderr)
     names = {
         "inputs": "inputs only (texts + vectors loaded)",
-        "floor": "bare floor",
+        "floor": "bare floor (50 per leg)",
+        "floor_default": "bare floor (default depth per leg)",
         "ours": "**HybridRetriever (ours, defaults)**",
         "ours_previous": "HybridRetriever, previous defaults (rrf, fetch_k=50)",
         "ensemble": "EnsembleRetriever (LangChain)",
     }
-    print("\n| chunks | system | queries | p50 ms | p95 ms | build s | peak RSS MB |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        f"\ncommit {commit}; load average (1 min) {min(loads):.1f}-{max(loads):.1f}; "
+        f"{threads} BLAS thread(s)"
+    )
+    print(
+        "\n| chunks | system | queries | p50 ms | p95 ms | CPU ms/query p50 | build s "
+        "| peak RSS MB |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for n, system, res in rows:
         lat = [x * 1000 for x in res["lat"]]
         if system == "inputs":
-            print(f"| {n:,} | {names[system]} | - | - | - | - | {res['rss_mb']:.0f} |")
+            print(f"| {n:,} | {names[system]} | - | - | - | - | - | {res['rss_mb']:.0f} |")
             continue
+        cpu = statistics.median(res["cpu"]) * 1000
         print(
-            f"| {n:,} | {names[system]} | {len(lat)} | {statistics.median(lat):.1f} | "
-            f"{pct(lat, 0.95):.1f} | {res['build_s']:.1f} | {res['rss_mb']:.0f} |"
+            f"| {n:,} | {names[system]} | {len(lat)} | {statistics.median(lat):.2f} | "
+            f"{pct(lat, 0.95):.2f} | {cpu:.2f} | {res['build_s']:.1f} | {res['rss_mb']:.0f} |"
         )
     for n, system, res in rows:
         if system == "ours":
@@ -242,6 +287,18 @@ def main() -> None:
                 f"(compaction: full rebuild)"
             )
     by = {(n, s): r for n, s, r in rows}
+    for n in args.sizes:
+        for floor in ("floor", "floor_default"):
+            if (n, "ours") in by and (n, floor) in by:
+                ours = statistics.median(by[(n, "ours")]["lat"])
+                bare = statistics.median(by[(n, floor)]["lat"])
+                cpu_ratio = statistics.median(by[(n, "ours")]["cpu"]) / statistics.median(
+                    by[(n, floor)]["cpu"]
+                )
+                print(
+                    f"ours (defaults) / {names[floor]} @ {n:,}: {ours / bare:.2f}x (p50 wall), "
+                    f"{cpu_ratio:.2f}x (p50 CPU)"
+                )
     for n in args.sizes:
         if (n, "ours") in by and (n, "ensemble") in by:
             ours = statistics.median(by[(n, "ours")]["lat"])

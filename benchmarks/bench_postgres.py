@@ -97,10 +97,8 @@ def load_postgres(
     store = PostgresVectorStore(emb, connection_string=url, table_name=table, **settings)
     started = time.perf_counter()
     store.add_vectors(
-        [d.page_content for d in docs],
+        [d.model_copy(update={"metadata": {"namespace": NAMESPACE}}) for d in docs],
         vectors,
-        [{"namespace": NAMESPACE} for _ in docs],
-        [str(d.id) for d in docs],
         batch_size=1000,
     )
     return store, time.perf_counter() - started

@@ -13,12 +13,14 @@ precomputed vectors too: query embedding is excluded everywhere.
 
 Strategies, each with ``--clients`` threads issuing queries back to back:
 - the tool's retriever on the **native** strategy (``HybridRetriever(search_strategy="native")``
-  as ``HierarchicalDocumentTool`` builds it: namespace filter, exact-match leg on, k=10,
-  fetch_k=50): one ``FT.AGGREGATE`` (redisvl ``AggregateHybridQuery``, KNN 50, best 10 rows
-  with their text and metadata) + the exact leg and result assembly in Python;
-- **raw redisvl** ``AggregateHybridQuery``: the same query (same text, vector, filter,
-  ``num_results=50``, ``LIMIT 0 10``, same returned fields), rows parsed to dicts, nothing else;
-  the benchmark checks that it returns the same 10 ids as the native path for every query;
+  as ``HierarchicalDocumentTool`` builds it, at the tool's defaults: namespace filter,
+  exact-match leg on, k=10, default fetch_k and weights): the exact leg, then one
+  ``FT.AGGREGATE`` (redisvl ``AggregateHybridQuery``) asked for the rows the result takes
+  (k, plus one per exact hit), with their text and metadata, and result assembly in Python;
+- **raw redisvl** ``AggregateHybridQuery``: the query a user of redisvl sends for the best
+  10 (same text, vector, filter, alpha, ``num_results=10``, ``LIMIT 0 10``, same returned
+  fields), rows parsed to dicts, nothing else; the benchmark counts the queries for which it
+  returns the same 10 ids as the native path;
 - the tool's retriever on the **fallback** strategy (``RedisKeywordIndex`` BM25 + KNN, two
   round trips run concurrently, RRF in Python), for comparison.
 Latency per query in ms (p50/p95), aggregate queries per second, and native / raw. The index and
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -49,10 +52,11 @@ from synthetic import DIM, corpus  # noqa: E402
 
 from langchain_holodeck.keyword_index import RedisKeywordIndex  # noqa: E402
 from langchain_holodeck.retrievers import HybridRetriever  # noqa: E402
+from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K, DEFAULT_WEIGHTS  # noqa: E402
 from langchain_holodeck.vectorstores import create_vector_store_with_status  # noqa: E402
 
 N_QUERIES = 200
-K, FETCH_K = 10, 50
+K = 10
 NAMESPACE = "bench"
 
 
@@ -159,6 +163,7 @@ def main() -> None:
             CONTENT_FIELD,
             EMBEDDING_FIELD,
             METADATA_FIELD,
+            linear_alpha,
         )
 
         exact = ExactMatchIndex()
@@ -171,8 +176,6 @@ def main() -> None:
                 keyword_index=keywords,
                 exact_index=exact,
                 k=K,
-                fetch_k=FETCH_K,
-                weights=(0.5, 0.5, 0.2),
                 search_strategy=strategy,  # type: ignore[arg-type]  # native or fallback
                 search_kwargs={"filter": namespace_filter},
             )
@@ -186,8 +189,8 @@ def main() -> None:
                 vector=qvec[q],
                 vector_field_name=EMBEDDING_FIELD,
                 filter_expression=namespace_filter,
-                alpha=0.99,  # linear_alpha((0.5, 0.5))
-                num_results=FETCH_K,
+                alpha=linear_alpha(DEFAULT_WEIGHTS[:2]),
+                num_results=K,
                 return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
                 stopwords=None,
             )
@@ -207,9 +210,13 @@ def main() -> None:
                 fallback.invoke(q)
             ),
         }
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
         print(
-            f"Redis {version}, index {index_name}: {info.get('num_docs')} docs, "
-            f"{DIM}-dim HNSW COSINE; load {load_s:.1f} s; k={K}, fetch_k={FETCH_K}; "
+            f"commit {commit}; Redis {version}, index {index_name}: {info.get('num_docs')} docs, "
+            f"{DIM}-dim HNSW COSINE; load {load_s:.1f} s; k={K}, fetch_k={DEFAULT_FETCH_K}, "
+            f"weights={DEFAULT_WEIGHTS} (the defaults); load average {os.getloadavg()[0]:.1f}; "
             f"cpus={os.cpu_count()} (client and server share them); native and raw return "
             f"the same {K} ids for {same}/{len(queries)} queries\n"
         )
@@ -229,6 +236,7 @@ def main() -> None:
         for clients in args.clients:
             ratio = qps[names[0], clients] / qps[names[1], clients]
             print(f"native / raw QPS at {clients} client(s): {ratio:.0%} (target >= 80%)")
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
     finally:
         client.ft(index_name).dropindex(delete_documents=True)
         leftovers = list(client.scan_iter(f"{index_name}*"))

@@ -31,7 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scifact import DATA, evaluate, load
+from bench_scifact import evaluate
+from tuning_data import SCIFACT, SCIFACT_HELP, scifact
 
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
@@ -96,11 +97,14 @@ NATIVE = {
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, default=SCIFACT, help=SCIFACT_HELP)
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    parser.add_argument("--k", type=int, default=K, help="results per query (nDCG@10 of them)")
     args = parser.parse_args()
-    docs, queries, qrels, emb = load(args.data)
-    print(f"SciFact: {len(docs)} docs, {len(queries)} queries with judgments; k={K}\n")
+    data = scifact(args.data)
+    docs, emb, qrels = data.docs, data.embeddings, data.qrels["test"]
+    queries = [{"_id": qid, "text": text} for qid, text in data.queries["test"]]
+    print(f"SciFact: {len(docs)} docs, {len(queries)} queries with judgments; k={args.k}\n")
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
     print("| backend | strategy | fusion | nDCG@10 | Recall@100 | s/query | Δ nDCG@10 |")
@@ -120,7 +124,9 @@ def main() -> None:
                     search_strategy=strategy,  # type: ignore[arg-type]  # native or fallback
                 )
                 t0 = time.perf_counter()
-                run = {q["_id"]: [d.id for d in retriever.invoke(q["text"], k=K)] for q in queries}
+                run = {
+                    q["_id"]: [d.id for d in retriever.invoke(q["text"], k=args.k)] for q in queries
+                }
                 per_query = (time.perf_counter() - t0) / len(queries)
                 nd, rc = evaluate(run, qrels)
                 fusion = NATIVE[backend] if strategy == "native" else f"RRF, dense + {kw_name}"

@@ -6,139 +6,287 @@ vector store (``sync_documents``), and search it by meaning, keyword and section
 (``HybridRetriever``), reranked (``create_reranker``) and exposed to agents (``VectorStoreTool``,
 ``HierarchicalDocumentTool``), with the few tools that matter chosen per model call by the same
 hybrid search (``ToolSelector``, ``HybridToolSelectorMiddleware``).
+
+Names are imported on first use (PEP 562): ``import langchain_holodeck`` and the
+``holodeck-rag`` command line load only what they touch.
 """
 
-from typing import TYPE_CHECKING
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._version import __version__ as __version__
-from langchain_holodeck.backends import (
-    Backend,
-    BackendCapabilities,
-    BackendUnavailableError,
-    KeywordIndexProvider,
-    NamespaceFilteredStore,
-    backend_for_store,
-    get_backend,
-    open_vector_store,
-    register_backend,
-    register_keyword_index,
-)
-from langchain_holodeck.config import (
-    AgentConfig,
-    ChatModelConfig,
-    CohereRerankerConfig,
-    ContextModelConfig,
-    DatabaseConfig,
-    HierarchicalDocumentToolConfig,
-    InMemoryDatabaseConfig,
-    InMemoryKeywordIndexConfig,
-    KeywordIndexConfig,
-    OpenSearchKeywordIndexConfig,
-    PostgresDatabaseConfig,
-    QdrantDatabaseConfig,
-    RedisDatabaseConfig,
-    RedisKeywordIndexConfig,
-    RerankerConfig,
-    RetrievalTestCase,
-    SearchWeights,
-    ToolConfig,
-    ToolSelectionConfig,
-    VectorStoreToolConfig,
-    VLLMRerankerConfig,
-    config_reference_markdown,
-    load_agent_config,
-    load_project_database_config,
-    resolve_database_config,
-)
-from langchain_holodeck.contextual import (
-    DEFAULT_PROMPT,
-    ContextualChunkEnricher,
-    CostEstimate,
-    EnrichmentResult,
-    EnrichmentStats,
-)
-from langchain_holodeck.corpus import corpus_namespace
-from langchain_holodeck.definitions import (
-    Definition,
-    DefinitionExtractor,
-    ResolvedReference,
-    find_section_refs,
-    normalize_section_ref,
-    normalize_term,
-    resolve_cross_references,
-)
-from langchain_holodeck.embeddings import (
-    DEFAULT_EMBEDDING_MODEL,
-    CachedEmbeddings,
-    LocalEmbeddings,
-    LocalFileByteStore,
-    OnnxEmbeddings,
-    RedisByteStore,
-    embedding_model_id,
-    resolve_embeddings,
-)
-from langchain_holodeck.errors import (
-    ConfigError,
-    DocumentLoadError,
-    EmbeddingError,
-    EmbeddingModelMismatchError,
-    HolodeckError,
-    IndexNotBuiltError,
-    NoSupportedFilesError,
-)
-from langchain_holodeck.exact import ExactMatchIndex
-from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
-from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
-from langchain_holodeck.keyword_index import (
-    BM25KeywordIndex,
-    KeywordHit,
-    KeywordIndex,
-    OpenSearchKeywordIndex,
-    RedisKeywordIndex,
-)
-from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
-from langchain_holodeck.rerankers import (
-    CohereReranker,
-    RerankRetriever,
-    VLLMReranker,
-    create_reranker,
-)
-from langchain_holodeck.retrievers import HybridRetriever
-from langchain_holodeck.splitters import (
-    CODE_LANGUAGES,
-    ChunkIndexedTextSplitter,
-    Section,
-    SourceCodeSplitter,
-    StructuredMarkdownSplitter,
-    Symbol,
-    default_text_splitter,
-    find_symbols,
-    parse_sections,
-)
-from langchain_holodeck.sync import (
-    DocumentSync,
-    SyncPlan,
-    SyncResult,
-    content_hash,
-    plan_sync,
-    stable_id,
-    sync_documents,
-)
-from langchain_holodeck.tool_selection import ToolMatch, ToolSelector, find_tool_mentions, tool_text
-from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool, load_tools
-from langchain_holodeck.vectorstores import (
-    MatrixVectorStore,
-    VectorStoreHandle,
-    create_vector_store,
-    create_vector_store_with_status,
-    scan_documents,
-)
 
 if TYPE_CHECKING:
+    from langchain_holodeck.backends import (
+        Backend,
+        BackendCapabilities,
+        BackendUnavailableError,
+        KeywordIndexProvider,
+        NamespaceFilteredStore,
+        backend_for_store,
+        get_backend,
+        open_vector_store,
+        register_backend,
+        register_keyword_index,
+    )
+    from langchain_holodeck.config import (
+        AgentConfig,
+        ChatModelConfig,
+        CohereRerankerConfig,
+        ContextModelConfig,
+        DatabaseConfig,
+        HierarchicalDocumentToolConfig,
+        InMemoryDatabaseConfig,
+        InMemoryKeywordIndexConfig,
+        KeywordIndexConfig,
+        OpenSearchKeywordIndexConfig,
+        PostgresDatabaseConfig,
+        QdrantDatabaseConfig,
+        RedisDatabaseConfig,
+        RedisKeywordIndexConfig,
+        RerankerConfig,
+        RetrievalTestCase,
+        SearchWeights,
+        ToolConfig,
+        ToolSelectionConfig,
+        VectorStoreToolConfig,
+        VLLMRerankerConfig,
+        config_reference_markdown,
+        load_agent_config,
+        load_project_database_config,
+        resolve_database_config,
+    )
+    from langchain_holodeck.contextual import (
+        DEFAULT_PROMPT,
+        ContextualChunkEnricher,
+        CostEstimate,
+        EnrichmentResult,
+        EnrichmentStats,
+    )
+    from langchain_holodeck.corpus import (
+        Corpus,
+        corpus_namespace,
+    )
+    from langchain_holodeck.definitions import (
+        Definition,
+        DefinitionExtractor,
+        ResolvedReference,
+        find_section_refs,
+        normalize_section_ref,
+        normalize_term,
+        resolve_cross_references,
+    )
+    from langchain_holodeck.embeddings import (
+        DEFAULT_EMBEDDING_MODEL,
+        CachedEmbeddings,
+        LocalEmbeddings,
+        LocalFileByteStore,
+        OnnxEmbeddings,
+        RedisByteStore,
+        embedding_model_id,
+        resolve_embeddings,
+    )
+    from langchain_holodeck.errors import (
+        ConfigError,
+        DocumentLoadError,
+        EmbeddingError,
+        EmbeddingModelMismatchError,
+        HolodeckError,
+        IndexNotBuiltError,
+        NoSupportedFilesError,
+    )
+    from langchain_holodeck.exact import (
+        ExactMatchIndex,
+    )
+    from langchain_holodeck.fusion import (
+        convex_score_fusion,
+        reciprocal_rank_fusion,
+    )
+    from langchain_holodeck.ingestion import (
+        IngestionPipeline,
+        IngestProgress,
+    )
+    from langchain_holodeck.keyword_index import (
+        BM25KeywordIndex,
+        KeywordHit,
+        KeywordIndex,
+        OpenSearchKeywordIndex,
+        RedisKeywordIndex,
+    )
+    from langchain_holodeck.loaders import (
+        SUPPORTED_FILE_TYPES,
+        SourceFile,
+        SourceLoader,
+    )
     from langchain_holodeck.middleware import (
         HybridToolSelectorMiddleware,
         build_tool_selector_middleware,
     )
+    from langchain_holodeck.rerankers import (
+        CohereReranker,
+        RerankRetriever,
+        VLLMReranker,
+        create_reranker,
+    )
+    from langchain_holodeck.retrievers import (
+        HybridRetriever,
+    )
+    from langchain_holodeck.splitters import (
+        CODE_LANGUAGES,
+        ChunkIndexedTextSplitter,
+        Section,
+        SourceCodeSplitter,
+        StructuredMarkdownSplitter,
+        Symbol,
+        default_text_splitter,
+        find_symbols,
+        parse_sections,
+    )
+    from langchain_holodeck.sync import (
+        DocumentSync,
+        SyncPlan,
+        SyncResult,
+        content_hash,
+        plan_sync,
+        stable_id,
+        sync_documents,
+    )
+    from langchain_holodeck.tool_selection import (
+        ToolMatch,
+        ToolSelector,
+        find_tool_mentions,
+        tool_text,
+    )
+    from langchain_holodeck.tools import (
+        HierarchicalDocumentTool,
+        VectorStoreTool,
+        load_tools,
+    )
+    from langchain_holodeck.vectorstores import (
+        MatrixVectorStore,
+        VectorStoreHandle,
+        create_vector_store,
+        create_vector_store_with_status,
+        scan_documents,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "Backend": "langchain_holodeck.backends",
+    "BackendCapabilities": "langchain_holodeck.backends",
+    "BackendUnavailableError": "langchain_holodeck.backends",
+    "KeywordIndexProvider": "langchain_holodeck.backends",
+    "NamespaceFilteredStore": "langchain_holodeck.backends",
+    "backend_for_store": "langchain_holodeck.backends",
+    "get_backend": "langchain_holodeck.backends",
+    "open_vector_store": "langchain_holodeck.backends",
+    "register_backend": "langchain_holodeck.backends",
+    "register_keyword_index": "langchain_holodeck.backends",
+    "AgentConfig": "langchain_holodeck.config",
+    "ChatModelConfig": "langchain_holodeck.config",
+    "CohereRerankerConfig": "langchain_holodeck.config",
+    "ContextModelConfig": "langchain_holodeck.config",
+    "DatabaseConfig": "langchain_holodeck.config",
+    "HierarchicalDocumentToolConfig": "langchain_holodeck.config",
+    "InMemoryDatabaseConfig": "langchain_holodeck.config",
+    "InMemoryKeywordIndexConfig": "langchain_holodeck.config",
+    "KeywordIndexConfig": "langchain_holodeck.config",
+    "OpenSearchKeywordIndexConfig": "langchain_holodeck.config",
+    "PostgresDatabaseConfig": "langchain_holodeck.config",
+    "QdrantDatabaseConfig": "langchain_holodeck.config",
+    "RedisDatabaseConfig": "langchain_holodeck.config",
+    "RedisKeywordIndexConfig": "langchain_holodeck.config",
+    "RerankerConfig": "langchain_holodeck.config",
+    "RetrievalTestCase": "langchain_holodeck.config",
+    "SearchWeights": "langchain_holodeck.config",
+    "ToolConfig": "langchain_holodeck.config",
+    "ToolSelectionConfig": "langchain_holodeck.config",
+    "VectorStoreToolConfig": "langchain_holodeck.config",
+    "VLLMRerankerConfig": "langchain_holodeck.config",
+    "config_reference_markdown": "langchain_holodeck.config",
+    "load_agent_config": "langchain_holodeck.config",
+    "load_project_database_config": "langchain_holodeck.config",
+    "resolve_database_config": "langchain_holodeck.config",
+    "DEFAULT_PROMPT": "langchain_holodeck.contextual",
+    "ContextualChunkEnricher": "langchain_holodeck.contextual",
+    "CostEstimate": "langchain_holodeck.contextual",
+    "EnrichmentResult": "langchain_holodeck.contextual",
+    "EnrichmentStats": "langchain_holodeck.contextual",
+    "Corpus": "langchain_holodeck.corpus",
+    "corpus_namespace": "langchain_holodeck.corpus",
+    "Definition": "langchain_holodeck.definitions",
+    "DefinitionExtractor": "langchain_holodeck.definitions",
+    "ResolvedReference": "langchain_holodeck.definitions",
+    "find_section_refs": "langchain_holodeck.definitions",
+    "normalize_section_ref": "langchain_holodeck.definitions",
+    "normalize_term": "langchain_holodeck.definitions",
+    "resolve_cross_references": "langchain_holodeck.definitions",
+    "DEFAULT_EMBEDDING_MODEL": "langchain_holodeck.embeddings",
+    "CachedEmbeddings": "langchain_holodeck.embeddings",
+    "LocalEmbeddings": "langchain_holodeck.embeddings",
+    "LocalFileByteStore": "langchain_holodeck.embeddings",
+    "OnnxEmbeddings": "langchain_holodeck.embeddings",
+    "RedisByteStore": "langchain_holodeck.embeddings",
+    "embedding_model_id": "langchain_holodeck.embeddings",
+    "resolve_embeddings": "langchain_holodeck.embeddings",
+    "ConfigError": "langchain_holodeck.errors",
+    "DocumentLoadError": "langchain_holodeck.errors",
+    "EmbeddingError": "langchain_holodeck.errors",
+    "EmbeddingModelMismatchError": "langchain_holodeck.errors",
+    "HolodeckError": "langchain_holodeck.errors",
+    "IndexNotBuiltError": "langchain_holodeck.errors",
+    "NoSupportedFilesError": "langchain_holodeck.errors",
+    "ExactMatchIndex": "langchain_holodeck.exact",
+    "convex_score_fusion": "langchain_holodeck.fusion",
+    "reciprocal_rank_fusion": "langchain_holodeck.fusion",
+    "IngestionPipeline": "langchain_holodeck.ingestion",
+    "IngestProgress": "langchain_holodeck.ingestion",
+    "BM25KeywordIndex": "langchain_holodeck.keyword_index",
+    "KeywordHit": "langchain_holodeck.keyword_index",
+    "KeywordIndex": "langchain_holodeck.keyword_index",
+    "OpenSearchKeywordIndex": "langchain_holodeck.keyword_index",
+    "RedisKeywordIndex": "langchain_holodeck.keyword_index",
+    "SUPPORTED_FILE_TYPES": "langchain_holodeck.loaders",
+    "SourceFile": "langchain_holodeck.loaders",
+    "SourceLoader": "langchain_holodeck.loaders",
+    "CohereReranker": "langchain_holodeck.rerankers",
+    "RerankRetriever": "langchain_holodeck.rerankers",
+    "VLLMReranker": "langchain_holodeck.rerankers",
+    "create_reranker": "langchain_holodeck.rerankers",
+    "HybridRetriever": "langchain_holodeck.retrievers",
+    "CODE_LANGUAGES": "langchain_holodeck.splitters",
+    "ChunkIndexedTextSplitter": "langchain_holodeck.splitters",
+    "Section": "langchain_holodeck.splitters",
+    "SourceCodeSplitter": "langchain_holodeck.splitters",
+    "StructuredMarkdownSplitter": "langchain_holodeck.splitters",
+    "Symbol": "langchain_holodeck.splitters",
+    "default_text_splitter": "langchain_holodeck.splitters",
+    "find_symbols": "langchain_holodeck.splitters",
+    "parse_sections": "langchain_holodeck.splitters",
+    "DocumentSync": "langchain_holodeck.sync",
+    "SyncPlan": "langchain_holodeck.sync",
+    "SyncResult": "langchain_holodeck.sync",
+    "content_hash": "langchain_holodeck.sync",
+    "plan_sync": "langchain_holodeck.sync",
+    "stable_id": "langchain_holodeck.sync",
+    "sync_documents": "langchain_holodeck.sync",
+    "ToolMatch": "langchain_holodeck.tool_selection",
+    "ToolSelector": "langchain_holodeck.tool_selection",
+    "find_tool_mentions": "langchain_holodeck.tool_selection",
+    "tool_text": "langchain_holodeck.tool_selection",
+    "HierarchicalDocumentTool": "langchain_holodeck.tools",
+    "VectorStoreTool": "langchain_holodeck.tools",
+    "load_tools": "langchain_holodeck.tools",
+    "MatrixVectorStore": "langchain_holodeck.vectorstores",
+    "VectorStoreHandle": "langchain_holodeck.vectorstores",
+    "create_vector_store": "langchain_holodeck.vectorstores",
+    "create_vector_store_with_status": "langchain_holodeck.vectorstores",
+    "scan_documents": "langchain_holodeck.vectorstores",
+    "HybridToolSelectorMiddleware": "langchain_holodeck.middleware",
+    "build_tool_selector_middleware": "langchain_holodeck.middleware",
+}
+"""Public name -> the module that defines (or re-exports) it."""
 
 __all__ = [
     "CODE_LANGUAGES",
@@ -158,6 +306,7 @@ __all__ = [
     "ConfigError",
     "ContextModelConfig",
     "ContextualChunkEnricher",
+    "Corpus",
     "CostEstimate",
     "DatabaseConfig",
     "Definition",
@@ -255,12 +404,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # The middleware subclasses langchain's AgentMiddleware, and importing langchain.agents
-    # loads langgraph (about a second): it is imported on first use, not with the package.
-    if name in ("HybridToolSelectorMiddleware", "build_tool_selector_middleware"):
-        from langchain_holodeck import middleware
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use, and keep the name here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        msg = f"module 'langchain_holodeck' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(middleware, name)
-    msg = f"module 'langchain_holodeck' has no attribute {name!r}"
-    raise AttributeError(msg)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

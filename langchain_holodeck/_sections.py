@@ -279,6 +279,10 @@ class _Open:
 _FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _ATX = re.compile(r"^ {0,3}(?P<hashes>#{1,6})(?:[ \t]+(?P<title>.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(?:={3,}|-{3,})[ \t]*$")
+_ATTR = r"(?:[#.][\w:-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
+_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*" + _ATTR + r"(?:[ \t]+" + _ATTR + r")*[ \t]*\}[ \t]*$")
+"""A heading's trailing attribute list (MkDocs/Python-Markdown ``attr_list``, Pandoc):
+``## Steps { #steps }``, ``{#id .class}``, ``{: #id }``. Not part of the title."""
 _KEYWORD_HEADING = re.compile(r"^ {0,3}" + _KW + r"\s*" + _NUM + _LABELS + r"(?P<rest>.*)$")
 _BARE_HEADING = re.compile(
     r"^ {0,3}(?P<num>\d{1,3}(?:\.\d{1,3})*)(?P<dot>\.?)[ \t]+(?P<rest>\S.*)$"
@@ -509,7 +513,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
         consumed = 1
         atx = _ATX.match(line)
         if atx:
-            title = (atx["title"] or "").strip()
+            title = _ATTRIBUTES.sub("", atx["title"] or "").strip()
             level = len(atx["hashes"])
             candidate = _Candidate(
                 level, title, _id_from_title(title), offsets[i + 1], markdown_level=level
@@ -521,7 +525,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
             and not _NOT_PARAGRAPH.match(line)
             and not _LIST_ITEM.match(line)
         ):
-            title = line.strip()
+            title = _ATTRIBUTES.sub("", line).strip()
             level = 1 if next_line.lstrip().startswith("=") else 2
             candidate = _Candidate(
                 level, title, _id_from_title(title), offsets[i + 2], markdown_level=level

@@ -54,7 +54,9 @@ class KeywordIndex(Protocol):
     """A sparse (keyword) index over the same chunks, with the same ids, as the vector store.
 
     Every implementation indexes ``Document.page_content`` (the contextualized text when the
-    contextual enricher ran) and matches chunks by ``Document.id``.
+    contextual enricher ran) and matches chunks by ``Document.id``. An index whose search
+    is CPU work in this process (no I/O) may set a class attribute ``in_process = True``:
+    the retriever then runs it on the caller's thread instead of a pool thread.
     """
 
     def upsert(self, documents: Sequence[Document]) -> None:

@@ -1,4 +1,4 @@
-"""Corpus identity: which chunks belong to one tool's corpus, on any shared store.
+"""The corpus: its identity (namespace) and the store, backend and cache it lives in.
 
 A corpus is its resolved absolute source root plus the tool name. Its namespace is the UUIDv5
 of the two; ``corpus_id`` pins it instead (a project that moves, machines indexing one share).
@@ -8,12 +8,43 @@ scoped to the namespace, so two corpora in one store never see or delete each ot
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from langchain_core.stores import ByteStore, InMemoryByteStore
+
+from langchain_holodeck.backends import Backend, backend_for_store, open_vector_store
+from langchain_holodeck.config.models import resolve_database_config
+from langchain_holodeck.embeddings import (
+    CachedEmbeddings,
+    embedding_dimension,
+    embedding_model_id,
+    resolve_embeddings,
+)
+from langchain_holodeck.errors import EmbeddingModelMismatchError
+from langchain_holodeck.loaders import SourceLoader
+from langchain_holodeck.sync import make_chunk_key, read_stored, sanitize_error, stable_id
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+
+    from langchain_holodeck.config.models import (
+        HierarchicalDocumentToolConfig,
+        VectorStoreToolConfig,
+    )
+
+logger = logging.getLogger(__name__)
 
 CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
 """The UUIDv5 namespace corpus namespaces are derived in."""
+DEFAULT_STORE_DIR = Path(".holodeck") / "store"
+"""Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
+project directory; one subdirectory per tool name. Never read as a source file."""
 
 
 def corpus_namespace(
@@ -53,3 +84,218 @@ def corpus_namespace(
 def legacy_namespace(name: str) -> str:
     """The namespace versions before corpus identity used: the bare tool name."""
     return name
+
+
+class Corpus:
+    """One tool's corpus on its store: the store, its backend, the embedding cache, the source.
+
+    What a document tool ingests into and searches: it opens the configured store (through the
+    backend registry, falling back when allowed), wraps the embeddings in the corpus's own
+    cache, refuses or rebuilds a store of another vector width, reports (and purges) chunks of
+    the old namespace scheme, and saves the store after an ingest. Nothing here searches: the
+    tools build their retrievers over :meth:`open`'s store.
+
+    Instantiate:
+        ```python
+        corpus = Corpus(config, store_dir=Path(".holodeck/store/kb"))
+        store = corpus.open()  # the store, its backend in corpus.backend
+        ```
+    """
+
+    def __init__(
+        self,
+        config: VectorStoreToolConfig | HierarchicalDocumentToolConfig,
+        *,
+        embeddings: Embeddings | None = None,
+        vector_store: VectorStore | None = None,
+        project_dir: Path | None = None,
+        home_dir: Path | None = None,
+        base_dir: Path | None = None,
+        store_dir: Path | None = None,
+        exclude: Sequence[str | Path] = (),
+    ) -> None:
+        self.config = config
+        self.embeddings = embeddings
+        """The embeddings given, then (once open) the ones the store writes with."""
+        self.store = vector_store
+        """The store given, then (once open) the one in use."""
+        self.project_dir = project_dir
+        self.home_dir = home_dir
+        self.base_dir = base_dir
+        self.store_dir = store_dir
+        self.exclude = tuple(Path(p).absolute() for p in exclude)
+        """Paths under the source that are never read (besides ``store_dir``)."""
+        self._loader: SourceLoader | None = None
+        self.backend: Backend | None = None
+        """The ``Backend`` serving ``store``, once open."""
+        self.cache: ByteStore | None = None
+        """This corpus's embedding cache (the backend's), once a configured store is open."""
+        self.model_id: str | None = None
+        self.dimension: int | None = None
+        self.provider = "unset"
+        """The provider the vectors live in (``in-memory``, ``redis``...), or the class name of
+        a store passed as ``vector_store``."""
+        self.requested_provider = "unset"
+        """The provider the configuration asked for (differs from ``provider`` on fallback)."""
+        self.fallback_reason: str | None = None
+        """Why the configured database was not used (unreachable Redis), or None."""
+        self.legacy_chunks_found = False
+        """True when the last check found chunks of the old namespace scheme (the tool name)."""
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.config.name
+
+    @property
+    def source_base(self) -> Path | None:
+        """What a relative ``source`` resolves against."""
+        return self.config.base_dir if self.base_dir is None else self.base_dir
+
+    @property
+    def namespace(self) -> str:
+        """``corpus_id``, else derived from the resolved source and the tool name."""
+        return corpus_namespace(
+            self.config.resolved_source(self.source_base),
+            name=self.config.name,
+            corpus_id=self.config.corpus_id,
+        )
+
+    def describe(self) -> str:
+        """One line: where the vectors live (no secret), as the backend describes it."""
+        if self.backend is None:
+            return self.provider
+        return self.backend.describe(store_dir=self.store_dir)
+
+    def loader(self) -> SourceLoader:
+        """The source's loader, one per corpus: it leaves out ``store_dir`` and ``exclude``.
+
+        One loader for the legacy check and every ingest, so a skip summary is logged once.
+        """
+        if self._loader is None:
+            own = () if self.store_dir is None else (self.store_dir.absolute(),)
+            self._loader = SourceLoader(
+                self.config.source, base_dir=self.source_base, exclude=own + self.exclude
+            )
+        return self._loader
+
+    def open(self) -> VectorStore:
+        """The store to sync into: the one given, else the configured one (with fallback).
+
+        Embeddings are wrapped in a ``CachedEmbeddings`` keyed by text, so a chunk whose key
+        shifted (a paragraph inserted above it) is rewritten without a model call. The cache
+        is the backend's, one per corpus: in ``store_dir`` for the persisted in-memory store,
+        in Redis for Redis, in memory otherwise.
+        """
+        if self.store is not None and self.backend is not None:
+            return self.store
+        base = self.embeddings or resolve_embeddings(self.config.embedding_model)
+        self.model_id = embedding_model_id(base)
+        if self.store is not None:
+            self.backend = backend_for_store(self.store)
+            self.provider = self.requested_provider = type(self.store).__name__
+            self.embeddings = base
+            return self.store
+        database = resolve_database_config(
+            self.config, project_dir=self.project_dir, home_dir=self.home_dir
+        )
+        embeddings = CachedEmbeddings(base, InMemoryByteStore(), model_id=self.model_id)
+        handle = open_vector_store(database, embeddings, store_dir=self.store_dir)
+        backend = handle.adapter or backend_for_store(handle.store)
+        self.cache = backend.byte_store(namespace=self.namespace, store_dir=self.store_dir)
+        embeddings.store = self.cache
+        self.provider, self.requested_provider = handle.backend, handle.requested
+        self.fallback_reason = handle.reason if handle.fell_back else None
+        self.backend = backend
+        self.embeddings = embeddings
+        self.store = handle.store
+        return handle.store
+
+    def backend_of(self, store: VectorStore) -> Backend:
+        """The backend serving ``store`` (this corpus's once open)."""
+        return self.backend or backend_for_store(store)
+
+    def clear_cache(self) -> None:
+        """Forget this corpus's cached embeddings (``force_ingest``: re-embed means re-embed)."""
+        if self.cache is not None:
+            self.cache.mdelete(list(self.cache.yield_keys()))
+
+    def match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
+
+        Raises:
+            EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
+                or the store is shared with corpora of the old width.
+        """
+        backend = self.backend_of(store)
+        have = backend.vector_dimension(store)
+        if have is None:
+            return
+        if self.dimension is None:
+            # the store's own embeddings write the vectors (a given store brings its own)
+            self.dimension = embedding_dimension(store.embeddings or self.embeddings)  # type: ignore[arg-type]  # open() sets one
+        if have == self.dimension:
+            return
+        if not force_ingest:
+            msg = (
+                f"{self.name}: the vector store ({self.provider}) holds {have}-dimensional "
+                f"vectors but the embedding model {self.model_id!r} makes "
+                f"{self.dimension}-dimensional ones; re-run with force_ingest=True "
+                "(CLI: --force-ingest) to rebuild this corpus's vectors."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        logger.warning(
+            "%s: rebuilding the vector store for %d-dimensional vectors (was %d).",
+            self.name,
+            self.dimension,
+            have,
+        )
+        backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self.dimension)
+
+    def save(self, store: VectorStore) -> bool:
+        """Save the store to ``store_dir`` if its backend saves there and it changed."""
+        if self.store_dir is None or self.backend is None:
+            return False
+        return self.backend.save(store, self.store_dir)
+
+    def report_legacy_chunks(self, store: VectorStore, loader: SourceLoader) -> None:
+        """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
+
+        Probes by id: the chunk 0 of each current file under the old namespace, one batched
+        ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
+        """
+        legacy = legacy_namespace(self.name)
+        if self.namespace == legacy:
+            return
+        try:
+            ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
+            self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
+        except Exception as error:  # a check, never a reason not to start (ingest reports)
+            logger.debug("%s: legacy chunk check failed: %s", self.name, sanitize_error(error))
+            return
+        if self.legacy_chunks_found:
+            logger.warning(
+                "%s: the store holds chunks an older version wrote under namespace %r (the "
+                "tool name); they are no longer searched. Keep using them with corpus_id: %s "
+                "in this tool's config, or delete them with: holodeck-rag purge-legacy "
+                "--config <agent.yaml> --tool %s",
+                self.name,
+                legacy,
+                legacy,
+                self.name,
+            )
+
+    def purge_legacy_chunks(self) -> int:
+        """Delete the chunks of the old scheme (namespace = tool name); return how many.
+
+        Only chunks whose ``namespace`` metadata equals the tool name are deleted; this corpus's
+        own chunks (and every other namespace) are untouched.
+        """
+        store = self.open()
+        legacy = legacy_namespace(self.name)
+        if self.backend is None or self.namespace == legacy:
+            return 0
+        deleted = self.backend.delete_namespace(store, legacy)
+        self.save(store)
+        self.legacy_chunks_found = False
+        return deleted

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import itemgetter
+from typing import Literal
 
-from langchain_holodeck._scores import clip_unit
+from langchain_holodeck._defaults import DEFAULT_FUSION
 
-__all__ = ["convex_score_fusion", "reciprocal_rank_fusion"]
+__all__ = ["DEFAULT_FUSION", "convex_score_fusion", "reciprocal_rank_fusion"]
+
+Fusion = Literal["rrf", "convex"]
+FUSION_NAMES: dict[str, str] = {
+    "convex": "convex score fusion",
+    "rrf": "reciprocal rank fusion",
+}
+"""How help texts, ``holodeck-rag tools`` and the docs name each ``fusion`` value."""
 
 
 def reciprocal_rank_fusion(
@@ -114,19 +123,32 @@ def convex_score_fusion(
             continue
         first: dict[str, float] = {}
         for doc_id, score in ranking:
-            if not math.isfinite(score):
-                msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {score!r}."
-                raise ValueError(msg)
-            first.setdefault(doc_id, float(score))
+            if doc_id not in first:
+                first[doc_id] = score
+        values = [float(v) for v in first.values()]
+        if not all(map(math.isfinite, values)):
+            doc_id, score = next((d, v) for d, v in first.items() if not math.isfinite(v))
+            msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {score!r}."
+            raise ValueError(msg)
         if bound is not None and not math.isfinite(bound):
             msg = f"lower_bounds[{i}] must be finite or None, got {bound!r}."
             raise ValueError(msg)
-        top = max(first.values())
-        low = min(first.values()) if bound is None else float(bound)
+        top = max(values)
+        low = min(values) if bound is None else float(bound)
         span = top - low
-        for doc_id, score in first.items():
-            norm = 1.0 if span <= 0 else clip_unit((score - low) / span)
-            scores[doc_id] = scores.get(doc_id, 0.0) + weight * norm
+        get = scores.get
+        if span <= 0:
+            for doc_id in first:
+                scores[doc_id] = get(doc_id, 0.0) + weight
+            continue
+        for doc_id, score in zip(first, values, strict=True):
+            if score >= top:
+                add = weight
+            elif score <= low:
+                add = 0.0
+            else:
+                add = weight * ((score - low) / span)
+            scores[doc_id] = get(doc_id, 0.0) + add
     return _best_first(scores)
 
 
@@ -151,5 +173,4 @@ def _check_weights(weights: Sequence[float] | None, n: int) -> Sequence[float]:
 
 def _best_first(scores: dict[str, float]) -> list[tuple[str, float]]:
     """Sort by score, descending; ties keep insertion order (first appearance)."""
-    order = {doc_id: i for i, doc_id in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)  # stable, also reversed

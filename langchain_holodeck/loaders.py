@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import encodings
+import encodings.aliases
+import importlib
 import io
 import json
 import logging
 import os
 import re
 import stat
+import sys
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -43,6 +47,10 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
 _SNIFF_BYTES = 8192
+_BYTES_PER_CHUNK = 2048
+"""About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
+_SHOWN_KINDS = 8
+"""Extensions the skip summary names before ``...``."""
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16: it starts with the UTF-16-LE BOM
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -83,8 +91,12 @@ class SourceLoader(BaseLoader):
     text; no plugins, no network).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
-    Hidden files and directories (name starting with ``.``) are ignored. Skipped with a
-    WARNING naming the file: unsupported extensions, empty files (0 bytes, or only
+    Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the
+    paths of ``exclude`` (a store directory inside the source) are ignored. Files of an
+    unsupported extension are skipped with one WARNING per walk that counts them by
+    extension (``Skipping 246 files of unsupported types: png 183, svg 56, ...``), each named
+    at DEBUG; a loader repeating the same walk does not warn again. Skipped with a
+    WARNING naming the file: empty files (0 bytes, or only
     whitespace once converted), binary content under a text extension (NUL bytes, or
     not decodable), non-regular files, and symlinks resolving outside the source. A file
     over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
@@ -117,8 +129,11 @@ class SourceLoader(BaseLoader):
         base_dir: Directory that a relative ``source`` is resolved against.
         on_error: ``"skip"`` logs and skips a file that fails to read or convert;
             ``"raise"`` raises ``DocumentLoadError``.
-        max_file_bytes: Size above which a file is warned about (it is still loaded).
+        max_file_bytes: Size above which a file is warned about (it is still loaded), with a
+            rough count of the chunks a text file that size makes; default 20 MiB.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
+        exclude: Files or directories never loaded (relative ones resolve like ``source``),
+            e.g. a store directory that lies inside the source.
 
     Instantiate:
         ```python
@@ -150,8 +165,9 @@ class SourceLoader(BaseLoader):
         *,
         base_dir: str | os.PathLike[str] | None = None,
         on_error: Literal["raise", "skip"] = "skip",
-        max_file_bytes: int = 100 * 1024**2,
+        max_file_bytes: int = 20 * 1024**2,
         encoding_fallbacks: Sequence[str] = ("cp1252",),
+        exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if not os.fspath(source):
             msg = "source must be a file or directory path, got ''."
@@ -172,16 +188,14 @@ class SourceLoader(BaseLoader):
             )
             raise TypeError(msg)
         for name in encoding_fallbacks:
-            try:
-                codecs.lookup(name)
-            except LookupError:
-                msg = f"encoding_fallbacks has an unknown encoding {name!r}."
-                raise ValueError(msg) from None
+            _check_encoding(name)
         self.source = source
         self.base_dir = base_dir
         self.on_error = on_error
         self.max_file_bytes = max_file_bytes
         self.encoding_fallbacks = tuple(encoding_fallbacks)
+        self.exclude = tuple(exclude)
+        self._reported_skips: str | None = None
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
 
@@ -273,7 +287,14 @@ class SourceLoader(BaseLoader):
             )
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
-            found = [(f"{shown}/{rel}" if shown != "." else rel, path) for rel, path in _walk(root)]
+            excluded = {
+                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), p))
+                for p in self.exclude
+            }
+            found = [
+                (f"{shown}/{rel}" if shown != "." else rel, path)
+                for rel, path in _walk(root, excluded)
+            ]
         else:
             found = [(shown, root)]
         files: list[SourceFile] = []
@@ -282,7 +303,7 @@ class SourceLoader(BaseLoader):
             ext = os.path.splitext(path)[1].lower().lstrip(".")
             if ext not in SUPPORTED_FILE_TYPES:
                 unsupported[f".{ext}" if ext else "(no extension)"] += 1
-                logger.warning("Skipping %s: unsupported file type %r.", source_path, ext)
+                logger.debug("Skipping %s: unsupported file type %r.", source_path, ext)
                 continue
             try:
                 st = os.stat(path)
@@ -300,8 +321,25 @@ class SourceLoader(BaseLoader):
                 f"supported types: {', '.join(sorted(SUPPORTED_FILE_TYPES))}."
             )
             raise NoSupportedFilesError(msg)
+        if unsupported:
+            self._report_skips(unsupported)
         files.sort(key=lambda f: f.source_path)
         return files
+
+    def _report_skips(self, unsupported: Counter[str]) -> None:
+        """One WARNING counting the unsupported files by extension; DEBUG when repeated."""
+        kinds = [(ext.lstrip("."), n) for ext, n in unsupported.most_common()]
+        shown = ", ".join(f"{ext} {n}" for ext, n in kinds[:_SHOWN_KINDS])
+        if len(kinds) > _SHOWN_KINDS:
+            shown += ", ..."
+        total = sum(unsupported.values())
+        summary = (
+            f"Skipping {total} file{'s' if total != 1 else ''} of unsupported types: {shown} "
+            "(DEBUG logging lists them; holodeck-rag -v)."
+        )
+        level = logging.DEBUG if summary == self._reported_skips else logging.WARNING
+        self._reported_skips = summary
+        logger.log(level, "%s", summary)
 
     # ------------------------------------------------------------------ reading
     def _read(self, file: SourceFile) -> str | None:
@@ -309,11 +347,17 @@ class SourceLoader(BaseLoader):
             logger.warning("Skipping %s: empty file (0 bytes).", file.source_path)
             return None
         if file.size_bytes > self.max_file_bytes:
+            estimate = (
+                f" (as text, roughly {file.size_bytes // _BYTES_PER_CHUNK:,} chunks to embed)"
+                if file.file_type in _TEXT_TYPES
+                else ""
+            )
             logger.warning(
-                "%s is %d bytes, over max_file_bytes=%d; loading it anyway.",
+                "%s is %d bytes, over max_file_bytes=%d; loading it anyway%s.",
                 file.source_path,
                 file.size_bytes,
                 self.max_file_bytes,
+                estimate,
             )
         if file.file_type in _BINARY_CONVERTED_TYPES:
             with file.path.open("rb") as fh:
@@ -432,6 +476,33 @@ def _json_code_block(text: str, source_path: str) -> str:
     return f"{fence}json\n{body}\n{fence}\n"
 
 
+def _check_encoding(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` is a codec this interpreter can load.
+
+    A known codec whose module fails to import (an interpreter this user cannot read) is
+    reported as that, with the import error, not as an unknown encoding.
+    """
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        module = encodings.normalize_encoding(name).lower()
+        module = encodings.aliases.aliases.get(module, module)
+        if module not in set(encodings.aliases.aliases.values()):
+            msg = f"encoding_fallbacks has an unknown encoding {name!r}."
+            raise ValueError(msg) from None
+        try:
+            importlib.import_module(f"encodings.{module}")
+            reason = "the codec registry refused it"
+        except Exception as error:  # the reason is the message
+            reason = f"{type(error).__name__}: {error}"
+        msg = (
+            f"encoding_fallbacks: the codec {name!r} exists but its module encodings.{module} "
+            f"could not be loaded ({reason}); check that this user can read the Python "
+            f"installation at {sys.prefix!r}, or pass encoding_fallbacks=()."
+        )
+        raise ValueError(msg) from None
+
+
 def _codec(name: str) -> str:
     return codecs.lookup(name).name
 
@@ -454,8 +525,10 @@ def _inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
 
 
-def _walk(root: str) -> list[tuple[str, str]]:
+def _walk(root: str, excluded: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """(posix path relative to root, absolute lexical path) of every regular file below root.
+
+    Entries whose real path is in ``excluded`` are left out, directories with all they hold.
 
     Real entries are walked first; symlinks are resolved afterwards in sorted order, so a
     target reachable directly keeps its direct path. Each real file and directory is
@@ -471,6 +544,9 @@ def _walk(root: str) -> list[tuple[str, str]]:
         if not dirs:
             links.sort(reverse=True)
             rel, path = links.pop()
+            if os.path.realpath(path) in excluded:
+                logger.debug("Ignoring symlink %s: it resolves to an excluded path.", rel)
+                continue
             _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs)
             continue
         prefix, dir_path, dir_real = dirs.pop()
@@ -484,6 +560,8 @@ def _walk(root: str) -> list[tuple[str, str]]:
             rel = prefix + entry.name
             if entry.name.startswith("."):
                 logger.debug("Ignoring hidden %s.", rel)
+            elif os.path.join(dir_real, entry.name) in excluded:
+                logger.debug("Ignoring %s: excluded (a store directory).", rel)
             elif entry.is_symlink():
                 links.append((rel, entry.path))
             elif entry.is_dir(follow_symlinks=False):

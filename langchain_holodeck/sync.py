@@ -19,6 +19,7 @@ import hashlib
 import inspect
 import json
 import logging
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -47,11 +48,17 @@ from langchain_holodeck._chunk import (
     FileRecord,
     source_path,
     window_id,
+    window_parent,
 )
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
 )
 from langchain_holodeck._redact import one_line
+from langchain_holodeck.embeddings.inflight import (
+    DEFAULT_MAX_CONCURRENCY,
+    embed_in_flight,
+    runs_in_process,
+)
 from langchain_holodeck.embeddings.windows import WindowTexts, stored_windows
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
@@ -71,7 +78,11 @@ class KeywordIndexLike(Protocol):
 
 @dataclass(frozen=True)
 class SyncResult:
-    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch."""
+    """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch.
+
+    Every count is of chunks: the model windows of a long chunk (entries of their own in the
+    store) are written and deleted with it but never counted.
+    """
 
     added: int = 0
     updated: int = 0
@@ -350,7 +361,7 @@ def _window_documents(
     if not chunks:
         return {}
     out: dict[str, list[Document]] = {}
-    for chunk, texts in zip(chunks, window_texts([c.page_content for c in chunks]), strict=True):
+    for chunk, texts in zip(chunks, _cut_windows(chunks, window_texts), strict=True):
         chunk.metadata[WINDOW_COUNT] = len(texts) - 1
         if len(texts) < 2 or not chunk.id:
             continue
@@ -366,6 +377,13 @@ def _window_documents(
             for n, text in enumerate(texts[1:], start=1)
         ]
     return out
+
+
+def _cut_windows(chunks: Sequence[Document], window_texts: WindowTexts) -> Iterator[list[str]]:
+    """Each chunk's window texts, cut ``_WINDOW_CUT_BATCH`` chunks at a time (flat memory)."""
+    for start in range(0, len(chunks), _WINDOW_CUT_BATCH):
+        batch = chunks[start : start + _WINDOW_CUT_BATCH]
+        yield from window_texts([c.page_content for c in batch])
 
 
 def _known_count(stored: Mapping[str, Document], namespace: str, source: str) -> int:
@@ -399,8 +417,17 @@ def sync_documents(
     unchanged_sources: Mapping[str, int] | None = None,
     on_batch: Callable[[int], None] | None = None,
     index_unchanged: bool = False,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> SyncResult:
     """Write ``documents`` (chunks) into ``vector_store`` idempotently; return the counts.
+
+    With an embeddings API (any model that does not run in this process) and a store that
+    takes precomputed vectors (``add_vectors(documents, vectors, ids=...)``:
+    ``MatrixVectorStore``, Redis), sync embeds the chunks itself, ``max_concurrency``
+    batch requests in flight at once, retrying rate-limited (HTTP 429, after its
+    ``Retry-After``) and failing (5xx, connection) requests with backoff; a batch that still
+    fails is counted in ``failed`` and the rest go on. Then it writes the vectors in
+    batches. Other stores embed inside ``add_documents``, one batch at a time.
 
     Args:
         documents: Chunks with ``source_path`` (or ``source``) and, ideally, ``chunk_index``.
@@ -422,17 +449,26 @@ def sync_documents(
         on_batch: Called with the size of each batch written (progress bars).
         index_unchanged: Also give ``keyword_index`` the unchanged (skipped) chunks, for an
             index that cannot be rebuilt from a store no backend can list.
+        max_concurrency: Embedding requests in flight at once (above); 1 sends them one
+            after another.
 
     Returns:
         A ``SyncResult``; store failures are counted in ``failed`` and ``errors``, not raised.
 
     Raises:
         TypeError: When the store lacks a capability sync needs.
-        ValueError: When ``batch_size`` < 1 or a document has no source.
+        ValueError: When ``batch_size`` or ``max_concurrency`` < 1 or a document has no source.
         EmbeddingModelMismatchError: When the store holds another model's vectors.
     """
     if batch_size < 1:
         msg = f"batch_size must be >= 1, got {batch_size}."
+        raise ValueError(msg)
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or (max_concurrency < 1)
+    ):
+        msg = f"max_concurrency must be an integer >= 1, got {max_concurrency!r}."
         raise ValueError(msg)
     check_store_capabilities(vector_store)
     chunks = assign_ids(
@@ -449,7 +485,12 @@ def sync_documents(
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 
-    written, errors, failed = _write(vector_store, to_write, windows, batch_size, on_batch)
+    written, errors, failed = _write(
+        vector_store,
+        to_write,
+        windows,
+        _Writer(vector_store, batch_size, max_concurrency, on_batch),
+    )
     written_ids = {doc.id for doc in written}
     added = sum(1 for doc in plan.add if doc.id in written_ids)
     updated = sum(1 for doc in plan.update if doc.id in written_ids)
@@ -493,17 +534,109 @@ def sync_documents(
         updated=updated,
         skipped=skipped,
         failed=failed,
-        deleted=len(deleted),
+        deleted=sum(1 for doc_id in deleted if window_parent(doc_id) == doc_id),  # chunks only
         errors=tuple(errors + delete_errors),
     )
+
+
+class _Writer:
+    """Writes batches to the store: by precomputed vectors when sync embeds them itself."""
+
+    def __init__(
+        self,
+        vector_store: VectorStore,
+        batch_size: int,
+        max_concurrency: int,
+        on_batch: Callable[[int], None] | None,
+    ) -> None:
+        self.store, self.batch_size, self.on_batch = vector_store, batch_size, on_batch
+        self.max_concurrency = max_concurrency
+        embeddings = getattr(vector_store, "embeddings", None)
+        add_vectors = getattr(vector_store, "add_vectors", None)
+        self.in_flight = (
+            callable(add_vectors) and embeddings is not None and not runs_in_process(embeddings)
+        )
+        self.vectors: dict[str, list[float]] = {}
+        self.eta: _Eta | None = None
+
+    def embed(self, documents: Sequence[Document]) -> list[str]:
+        """Embed ``documents`` ahead, requests in flight; the error line of each failed batch.
+
+        A document whose batch failed gets no vector: its write counts as failed.
+        """
+        if not self.in_flight or not documents:
+            return []
+        result = embed_in_flight(
+            self.store.embeddings,  # type: ignore[arg-type]  # checked in __init__
+            [d.page_content for d in documents],
+            batch_size=self.batch_size,
+            max_concurrency=self.max_concurrency,
+            on_batch=self._embedded,
+        )
+        for doc, vector in zip(documents, result.vectors, strict=True):
+            if vector is not None and doc.id:
+                self.vectors[doc.id] = vector
+        lines = []
+        for failure in result.failures:
+            first = documents[failure.start].metadata.get("source_path")
+            line = f"embedding batch of {failure.size} from {first!r}: {failure.error}"
+            logger.warning("sync: %s", line)
+            lines.append(line)
+        if result.retries:
+            logger.info("sync: %d embedding request(s) retried", result.retries)
+        return lines
+
+    def _embedded(self, n: int) -> None:
+        """Progress while requests are in flight (embedding is the slow part)."""
+        if self.on_batch is not None:
+            self.on_batch(n)
+        if self.eta is not None:
+            self.eta.advance(n)
+
+    def write(
+        self, chunks: Sequence[Document], what: str = "chunks", *, progress: bool = True
+    ) -> tuple[list[Document], list[str], int]:
+        """Write ``chunks`` in batches; a failing batch is counted and the rest go on."""
+        written: list[Document] = []
+        errors: list[str] = []
+        failed = 0
+        for batch in _batched(chunks, self.batch_size):
+            ready = list(batch)
+            if self.in_flight:  # a chunk whose embedding failed was reported by embed()
+                ready = [d for d in batch if d.id in self.vectors]
+                failed += len(batch) - len(ready)
+            try:
+                if not ready:
+                    pass
+                elif self.in_flight:
+                    vectors = [self.vectors[d.id or ""] for d in ready]
+                    self.store.add_vectors(  # type: ignore[attr-defined]  # checked
+                        ready, vectors, ids=[d.id for d in ready]
+                    )
+                else:
+                    self.store.add_documents(ready, ids=[doc.id for doc in ready])
+            except Exception as error:  # one bad batch never stops the rest
+                failed += len(ready)
+                first = ready[0].metadata.get("source_path")
+                line = f"batch of {len(ready)} {what} from {first!r}: {sanitize_error(error)}"
+                logger.warning("sync: %s", line)
+                errors.append(line)
+            else:
+                written.extend(ready)
+            if self.in_flight:
+                continue  # progress was reported as the batches were embedded
+            if progress and self.on_batch is not None:
+                self.on_batch(len(batch))
+            if self.eta is not None:
+                self.eta.advance(len(batch))
+        return written, errors, failed
 
 
 def _write(
     vector_store: VectorStore,
     chunks: Sequence[Document],
     windows: Mapping[str, Sequence[Document]],
-    batch_size: int,
-    on_batch: Callable[[int], None] | None,
+    writer: _Writer,
 ) -> tuple[list[Document], list[str], int]:
     """Write in batches: model windows first, then chunks, and each file's chunk 0 last.
 
@@ -514,9 +647,10 @@ def _write(
     the number of chunks not written.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
-    window_ok, errors, _ = _write_batches(
-        vector_store, entries, batch_size, None, what="model windows"
-    )
+    writer.eta = _Eta(len(chunks), len(entries))
+    errors = writer.embed([*entries, *chunks])
+    window_ok, more_errors, _ = writer.write(entries, "model windows", progress=False)
+    errors += more_errors
     window_ids = {w.id for w in window_ok}
     without = [
         c for c in chunks if any(w.id not in window_ids for w in windows.get(c.id or "", ()))
@@ -530,7 +664,7 @@ def _write(
     ready = [c for c in chunks if c.id not in without_ids]
     heads = [c for c in ready if c.metadata.get("chunk_index") == 0]
     body = [c for c in ready if c.metadata.get("chunk_index") != 0]
-    written, more_errors, failed = _write_batches(vector_store, body, batch_size, on_batch)
+    written, more_errors, failed = writer.write(body)
     errors += more_errors
     written_ids = {doc.id for doc in written}
     broken = {c.metadata["source_path"] for c in without} | {
@@ -542,40 +676,54 @@ def _write(
             f"{len(held)} file record(s) not written because other chunks of the file failed: "
             f"{', '.join(sorted(c.metadata['source_path'] for c in held)[:5])}"
         )
-    more, more_errors, more_failed = _write_batches(
-        vector_store,
-        [c for c in heads if c.metadata["source_path"] not in broken],
-        batch_size,
-        on_batch,
+    more, more_errors, more_failed = writer.write(
+        [c for c in heads if c.metadata["source_path"] not in broken]
     )
     failed += more_failed + len(held) + len(without)
     return written + more, errors + more_errors, failed
 
 
-def _write_batches(
-    vector_store: VectorStore,
-    chunks: Sequence[Document],
-    batch_size: int,
-    on_batch: Callable[[int], None] | None,
-    what: str = "chunks",
-) -> tuple[list[Document], list[str], int]:
-    written: list[Document] = []
-    errors: list[str] = []
-    failed = 0
-    for batch in _batched(chunks, batch_size):
-        try:
-            vector_store.add_documents(list(batch), ids=[doc.id for doc in batch])
-        except Exception as error:  # one bad batch never stops the rest
-            failed += len(batch)
-            first = batch[0].metadata.get("source_path")
-            line = f"batch of {len(batch)} {what} from {first!r}: {sanitize_error(error)}"
-            logger.warning("sync: %s", line)
-            errors.append(line)
-        else:
-            written.extend(batch)
-        if on_batch is not None:
-            on_batch(len(batch))
-    return written, errors, failed
+ETA_NOTE_ENTRIES = 2000
+"""A sync writing at least this many entries (chunks and model windows) says, after its first
+batch, how many there are and about how long the rest will take."""
+_WINDOW_CUT_BATCH = 256
+"""Chunks cut into model windows at a time: the tokenizer's work stays small (flat memory)."""
+
+
+class _Eta:
+    """One note after the first written batch of a long sync: entries to write, time left."""
+
+    def __init__(self, chunks: int, windows: int) -> None:
+        self.chunks, self.windows = chunks, windows
+        self.done = 0
+        self.start = time.perf_counter()
+        self.noted = chunks + windows < ETA_NOTE_ENTRIES
+
+    def advance(self, written: int) -> None:
+        self.done += written
+        if self.noted:
+            return
+        self.noted = True
+        elapsed = time.perf_counter() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.chunks + self.windows - self.done) / rate if rate > 0 else 0.0
+        logger.warning(
+            "note: embedding and writing %d chunks (and %d model windows): about %s left at "
+            "the first batch's %.1f entries/s. Ctrl-C keeps what is written; the next run "
+            "resumes.",
+            self.chunks,
+            self.windows,
+            _duration(left),
+            rate,
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``1 h 05 min``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _delete(vector_store: VectorStore, ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -626,8 +774,10 @@ class DocumentSync(Runnable[Sequence[Document], SyncResult]):
         cleanup: bool = False,
         keyword_index: KeywordIndexLike | None = None,
         embedding_model: str | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         self.vector_store = vector_store
+        self.max_concurrency = max_concurrency
         self.namespace = namespace
         self.batch_size = batch_size
         self.overwrite = overwrite
@@ -650,4 +800,5 @@ class DocumentSync(Runnable[Sequence[Document], SyncResult]):
             cleanup=self.cleanup,
             keyword_index=self.keyword_index,
             embedding_model=self.embedding_model,
+            max_concurrency=self.max_concurrency,
         )

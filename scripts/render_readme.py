@@ -1,7 +1,7 @@
-"""Regenerate the README's configuration reference from the pydantic models.
+"""Regenerate the configuration reference (docs/configuration.md) from the pydantic models.
 
-python scripts/render_readme.py          # rewrite README.md in place
-python scripts/render_readme.py --check  # exit 1 if README.md is out of date
+python scripts/render_readme.py          # rewrite docs/configuration.md in place
+python scripts/render_readme.py --check  # exit 1 if docs/configuration.md is out of date
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from langchain_holodeck import config_reference_markdown
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
 
 
@@ -24,18 +24,19 @@ def rendered(text: str) -> str:
 
 
 def main() -> int:
-    """Rewrite README.md's configuration reference; with ``--check``, exit 1 if it is stale."""
+    """Rewrite the configuration reference; with ``--check``, exit 1 if it is stale."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    current = README.read_text(encoding="utf-8")
+    current = REFERENCE.read_text(encoding="utf-8")
     wanted = rendered(current)
     if args.check:
         if current != wanted:
-            print("README.md is out of date: run python scripts/render_readme.py", file=sys.stderr)
+            msg = "docs/configuration.md is out of date: run python scripts/render_readme.py"
+            print(msg, file=sys.stderr)
             return 1
         return 0
-    README.write_text(wanted, encoding="utf-8")
+    REFERENCE.write_text(wanted, encoding="utf-8")
     return 0
 
 

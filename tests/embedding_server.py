@@ -13,17 +13,25 @@ L2-normalized: texts sharing words are close, as with ``tests.helpers.HashingEmb
 Modes (``server.mode``, changeable while running):
     ``ok``         answer normally.
     ``error_500``  HTTP 500 with an OpenAI error body (every request).
-    ``fail_on``    HTTP 500 for a request whose input holds ``server.fail_on``; others answer.
+    ``fail_on``    HTTP ``fail_status`` (500) for a request whose input holds ``server.fail_on``
+                   (only the first ``fail_times`` such requests when set); others answer.
+
+Load (any mode): ``latency`` seconds of sleep before each answer (a real API's round trip);
+``throttle_every=n`` answers every n-th request with HTTP 429 and ``Retry-After:
+retry_after`` (OpenAI's rate-limit body), and ``throttled`` counts them; ``peak_in_flight``
+is the most requests the server held at once.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -34,12 +42,16 @@ Mode = Literal["ok", "error_500", "fail_on"]
 _WORD = re.compile(r"\w+")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word_hash(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+
+
 def hashed_vector(text: str, dimensions: int) -> list[float]:
     """The server's embedding of ``text``: hashed bag of words, L2-normalized."""
     vec = [0.0] * dimensions
     for word in _WORD.findall(text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-        vec[int.from_bytes(digest, "little") % dimensions] += 1.0
+        vec[_word_hash(word) % dimensions] += 1.0
     norm = math.sqrt(sum(v * v for v in vec)) or 1.0
     return [v / norm for v in vec]
 
@@ -51,7 +63,16 @@ class EmbeddingServer:
     default_dimensions: int = 32
     mode: Mode = "ok"
     fail_on: str | None = None
+    fail_status: int = 500
+    fail_times: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    latency: float = 0.0
+    throttle_every: int = 0
+    retry_after: float = 0.05
+    throttled: int = 0
+    peak_in_flight: int = 0
+    _in_flight: int = field(default=0, repr=False)
+    _seen: int = field(default=0, repr=False)
     _httpd: ThreadingHTTPServer | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -86,18 +107,45 @@ class EmbeddingServer:
         with self._lock:
             return sum(len(_inputs(r)) for r in self.requests)
 
-    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Status, JSON body and extra headers of the answer to ``body``."""
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+            self._seen += 1
+            throttle = self.throttle_every > 0 and self._seen % self.throttle_every == 0
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            if throttle:
+                with self._lock:
+                    self.throttled += 1
+                error = {"message": "Rate limit reached.", "type": "requests"}
+                body_429 = {"error": {**error, "param": None, "code": "rate_limit_exceeded"}}
+                return 429, body_429, {"Retry-After": str(self.retry_after)}
+            status, answer = self._answer(body)
+            return status, answer, {}
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
             self.requests.append(body)
         texts = _inputs(body)
-        failing = self.mode == "error_500" or (
+        poisoned = (
             self.mode == "fail_on"
             and self.fail_on is not None
             and any(self.fail_on in t for t in texts)
         )
-        if failing:
+        if poisoned and self.fail_times is not None:
+            with self._lock:
+                poisoned = self.fail_times > 0
+                self.fail_times -= int(poisoned)
+        if self.mode == "error_500" or poisoned:
             error = {"message": "The embedding server is overloaded.", "type": "server_error"}
-            return 500, {"error": {**error, "param": None, "code": None}}
+            status = 500 if self.mode == "error_500" else self.fail_status
+            return status, {"error": {**error, "param": None, "code": None}}
         dims = int(body.get("dimensions") or self.default_dimensions)
         data = []
         for index, text in enumerate(texts):
@@ -130,12 +178,15 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
                 body = None
+            headers: dict[str, str] = {}
             if self.path.rstrip("/") != "/v1/embeddings" or not isinstance(body, dict):
                 status, answer = 404, {"error": {"message": f"no route {self.path}"}}
             else:
-                status, answer = server.answer(body)
+                status, answer, headers = server.answer(body)
             payload = json.dumps(answer).encode()
             self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

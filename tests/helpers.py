@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import os
 import re
@@ -16,6 +17,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 DATA_DIR = __import__("pathlib").Path(__file__).parent / "data"
+needs_sentence_transformers = pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None,
+    reason="LocalEmbeddings needs sentence-transformers (torch), which the test extra leaves "
+    'out; run these with: pip install -e ".[test,local]"',
+)
+"""Marks a test of ``LocalEmbeddings`` or of the torch reference model."""
 _WORD = re.compile(r"\w+")
 
 
@@ -24,6 +31,8 @@ class HashingEmbeddings(Embeddings):
 
     Counts its calls, so tests can assert that nothing was re-embedded.
     """
+
+    in_process = True  # a local model: sync lets the store embed (no requests in flight)
 
     def __init__(self, size: int = 64, *, fail_on: str | None = None) -> None:
         self.size = size

@@ -29,6 +29,9 @@ The contracts a store or index implements live in ``langchain_holodeck.contracts
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from langchain_holodeck.backends._registry import (
     backend_for_store,
     create_vector_store,
@@ -49,16 +52,38 @@ from langchain_holodeck.backends.base import (
     LangChainStoreBackend,
     VectorStoreHandle,
 )
-
-# importing each built-in provider module registers it (a new built-in is one line here)
-from langchain_holodeck.backends.langchain import CoreInMemoryBackend
-from langchain_holodeck.backends.memory import MemoryBackend, MemoryKeywordIndexProvider
-from langchain_holodeck.backends.opensearch import OpenSearchKeywordIndexProvider
-from langchain_holodeck.backends.postgres import PostgresBackend
-from langchain_holodeck.backends.qdrant import QdrantBackend
-from langchain_holodeck.backends.redis import RedisBackend, RedisKeywordIndexProvider
 from langchain_holodeck.contracts import BackendCapabilities
 from langchain_holodeck.vectorstores.namespace import NamespaceFilteredStore
+
+if TYPE_CHECKING:
+    from langchain_holodeck.backends.langchain import CoreInMemoryBackend
+    from langchain_holodeck.backends.memory import MemoryBackend, MemoryKeywordIndexProvider
+    from langchain_holodeck.backends.opensearch import OpenSearchKeywordIndexProvider
+    from langchain_holodeck.backends.postgres import PostgresBackend
+    from langchain_holodeck.backends.qdrant import QdrantBackend
+    from langchain_holodeck.backends.redis import RedisBackend, RedisKeywordIndexProvider
+
+_PROVIDER_NAMES = {
+    "CoreInMemoryBackend": "langchain",
+    "MemoryBackend": "memory",
+    "MemoryKeywordIndexProvider": "memory",
+    "OpenSearchKeywordIndexProvider": "opensearch",
+    "PostgresBackend": "postgres",
+    "QdrantBackend": "qdrant",
+    "RedisBackend": "redis",
+    "RedisKeywordIndexProvider": "redis",
+}
+"""The built-in providers' classes, by module: imported (and registered) on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    """A built-in provider class, importing (and so registering) its module on first use."""
+    if name in _PROVIDER_NAMES:
+        module = importlib.import_module(f"{__name__}.{_PROVIDER_NAMES[name]}")
+        return getattr(module, name)
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
 
 __all__ = [
     "Backend",

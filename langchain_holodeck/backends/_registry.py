@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,6 +36,12 @@ _K = TypeVar("_K", bound=type[KeywordIndexProvider])
 _BACKENDS: dict[str, type[Backend]] = {}
 _ADOPTERS: list[type[Backend]] = []
 _KEYWORD_INDEXES: dict[str, type[KeywordIndexProvider]] = {}
+BUILTIN_PROVIDER_MODULES = ("langchain", "memory", "opensearch", "postgres", "qdrant", "redis")
+"""The built-in provider modules of ``langchain_holodeck.backends``, imported by name (like
+plugins) the first time the registry is asked: importing one registers its classes. A new
+built-in provider is one name here; a provider of another package registers on its import."""
+_builtins_loaded = False
+
 _DEFAULT: type[Backend] | None = None
 """The backend with ``is_default``: no ``database`` configured, or the service unreachable."""
 
@@ -93,13 +100,25 @@ def _check_config_type(cls: type[Backend] | type[KeywordIndexProvider], provider
     register_provider_config(config_type)
 
 
+def load_builtin_providers() -> None:
+    """Import the built-in provider modules once (each registers itself)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    for name in BUILTIN_PROVIDER_MODULES:
+        importlib.import_module(f"langchain_holodeck.backends.{name}")
+
+
 def registered_providers() -> tuple[str, ...]:
     """The ``database.provider`` values a backend is registered for, sorted."""
+    load_builtin_providers()
     return tuple(sorted(_BACKENDS))
 
 
 def native_hybrid_providers() -> tuple[str, ...]:
     """The ``database.provider`` values whose backend fuses dense + keyword search itself."""
+    load_builtin_providers()
     return tuple(sorted(name for name, cls in _BACKENDS.items() if cls.capabilities.native_hybrid))
 
 
@@ -112,6 +131,7 @@ def get_backend(config: Any | None) -> Backend:
     Raises:
         ConfigError: When ``provider`` is unknown or the settings are invalid (naming them).
     """
+    load_builtin_providers()
     if config is None:
         return _default_backend()()
     provider = config.get("provider") if isinstance(config, Mapping) else config.provider
@@ -125,6 +145,7 @@ def get_backend(config: Any | None) -> Backend:
 
 def backend_for_store(store: VectorStore) -> Backend:
     """The backend that knows ``store``'s class; any other LangChain store gets the generic one."""
+    load_builtin_providers()
     for cls in reversed(_ADOPTERS):  # specific backends register after the generic one
         if cls.handles(store):
             return cls()
@@ -137,6 +158,7 @@ def get_keyword_index_provider(config: Any) -> KeywordIndexProvider:
     Raises:
         ConfigError: When ``provider`` is unknown.
     """
+    load_builtin_providers()
     provider = config.get("provider") if isinstance(config, Mapping) else config.provider
     cls = _KEYWORD_INDEXES.get(str(provider))
     if cls is None:
@@ -267,6 +289,7 @@ def scan_documents(
 
 
 def _default_backend() -> type[Backend]:
+    load_builtin_providers()
     if _DEFAULT is None:
         msg = "no backend is registered with is_default; import langchain_holodeck.backends."
         raise RuntimeError(msg)

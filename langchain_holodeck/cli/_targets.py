@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STORE = Path(".holodeck") / "store"
+DEFAULT_STORE = DEFAULT_STORE_DIR
 """Where ``ingest`` saves the in-memory store and ``ingest.json`` unless ``--store`` is given."""
 DEFAULT_TOOL_NAME = "default"
 """Name (and sync namespace) of the tool ``ingest SOURCE`` builds without ``--config``."""
@@ -156,6 +157,7 @@ def build_tool(target: Target, store: Path, *, top_k: int | None = None) -> _Doc
         "project_dir": target.project_dir,
         "base_dir": target.base_dir,
         "store_dir": tool_store_dir(store, config.name),
+        "exclude": [store],  # the store (ingest.json) may lie inside the source
     }
     if isinstance(config, HierarchicalDocumentToolConfig):
         return HierarchicalDocumentTool(config, **options)

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from langchain_core.documents import Document  # a runtime name: the agent reads run's hints
-
 from langchain_holodeck.cli._targets import (
     build_tool,
     config_tool_target,
@@ -26,6 +24,7 @@ from langchain_holodeck.cli._targets import (
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
+    from langchain_core.documents import Document
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
@@ -43,8 +42,9 @@ STORE built), then reads questions from standard input, one per line, until end 
 `exit`. With a `model:` section in AGENT_YAML (provider, name, base_url, api_key: see the
 configuration reference), each question goes to an agent that calls the tools and answers,
 followed by the sources it used; without one, each line is searched in every tool and the
-results are printed. Answers go to stdout; notes and errors to stderr. A failing question
-prints `error: ...` and the session goes on."""
+results are printed. Answers go to stdout; notes and errors to stderr. When input is piped,
+each answer is printed under its question (`> question`), as a transcript. A failing
+question prints `error: ...` and the session goes on."""
 
 
 def add_chat_parser(
@@ -173,6 +173,11 @@ def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
             return f"No relevant results found for query: {query}", []
         return format_results(documents, hybrid=hybrid, max_chars=max_chars), documents
 
+    from langchain_core.documents import Document
+
+    # the agent reads run's hints: real types, not the strings of postponed annotations
+    run.__annotations__ = {"query": str, "return": tuple[str, list[Document]]}
+
     return StructuredTool.from_function(
         func=run,
         name=base.name,
@@ -187,7 +192,10 @@ def chat_model(config: ChatModelConfig) -> Any:
     try:
         from langchain.chat_models import init_chat_model
     except ImportError as error:
-        msg = 'chat with a model: needs langchain: pip install "langchain-holodeck[agents]"'
+        msg = (
+            f"chat with a model: section needs langchain ({error}): "
+            'pip install "langchain-holodeck[agents]"'
+        )
         raise ImportError(msg) from error
     options: dict[str, Any] = {"temperature": config.temperature}
     if config.base_url is not None:
@@ -206,6 +214,25 @@ def chat_model(config: ChatModelConfig) -> Any:
         raise ConfigError(msg) from error
 
 
+def agent_support() -> tuple[Any, type[Exception]]:
+    """``create_agent`` and LangGraph's ``GraphRecursionError``, or the install hint.
+
+    Raises:
+        ImportError: When langchain (the ``agents`` extra) is not installed; the message
+            says ``pip install "langchain-holodeck[agents]"``.
+    """
+    try:
+        from langchain.agents import create_agent
+        from langgraph.errors import GraphRecursionError
+    except ImportError as error:
+        msg = (
+            f"chat with a model: section needs langchain ({error}): "
+            'pip install "langchain-holodeck[agents]"'
+        )
+        raise ImportError(msg) from error
+    return create_agent, GraphRecursionError
+
+
 def agent_answerer(
     config: ChatModelConfig,
     tools: list[_DocumentTool],
@@ -214,9 +241,9 @@ def agent_answerer(
     max_chars: int | None,
 ) -> Answer:
     """Each line goes to a ``create_agent`` agent over ``tools``; the conversation is kept."""
-    from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
-    from langgraph.errors import GraphRecursionError
+
+    create_agent, recursion_error = agent_support()
 
     agent = create_agent(
         chat_model(config),
@@ -230,7 +257,7 @@ def agent_answerer(
         messages = [*history, HumanMessage(question)]
         try:
             state = agent.invoke({"messages": messages}, config=run_config)  # type: ignore[call-overload]  # a plain dict for the agent state TypedDict
-        except GraphRecursionError as error:
+        except recursion_error as error:
             msg = f"the agent made more than {config.max_tool_calls} tool calls (max_tool_calls)"
             raise HolodeckError(msg) from error
         new = state["messages"][len(messages) :]
@@ -277,6 +304,8 @@ def run_chat(args: argparse.Namespace) -> int:
 
     agent = None if args.agent_yaml is None else load_agent_config(args.agent_yaml)
     model = None if agent is None else chat_model_config(agent, display=str(args.agent_yaml))
+    if model is not None:
+        agent_support()  # before the tools are initialized: the hint comes at once
     tools = session_tools(
         agent, args.agent_yaml, args.store, force_ingest=args.force_ingest, quiet=args.quiet
     )
@@ -292,6 +321,8 @@ def run_chat(args: argparse.Namespace) -> int:
     for question in _lines(sys.stdin, prompt="> " if interactive else None):
         if question in EXIT_WORDS:
             break
+        if not interactive:  # a transcript: each answer under the question it answers
+            print(f"> {question}", flush=True)
         try:
             text = answer(question)
         except Exception as error:  # one failing question (model server down...) ends nothing
@@ -299,8 +330,7 @@ def run_chat(args: argparse.Namespace) -> int:
             print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
             continue
         print(text, flush=True)
-        if interactive:
-            print(file=sys.stdout, flush=True)
+        print(file=sys.stdout, flush=True)
     return 0
 
 

@@ -16,10 +16,13 @@ model), so ``search`` rebuilds the same tool without being told again. Errors th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,6 +51,7 @@ from langchain_holodeck.cli.chat import (
 )
 from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
 if TYPE_CHECKING:
     from langchain_holodeck.config.models import (
@@ -62,11 +66,11 @@ logger = logging.getLogger(__name__)
 
 
 _DESCRIPTION = "Hybrid (dense + BM25 + exact section) retrieval over your own documents."
-_INGEST_HELP = """\
+_INGEST_HELP = f"""\
 Without --config, SOURCE is indexed by the default tool: a hierarchical_document tool named
 'default' (structure-aware splitting; dense all-MiniLM-L6-v2 embeddings, local and offline;
-BM25 keywords; exact section lookup; fused by score (convex) fusion; 5 results unless
-`search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
+BM25 keywords; exact section lookup; fused by {FUSION_NAMES[DEFAULT_FUSION]}; 5 results
+unless `search --top-k`). Its vectors and keyword index are saved under STORE/default/ so that
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 
@@ -118,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error argparse already printed
         return exit_.code if isinstance(exit_.code, int) else 1
-    with _cli_logging(verbose=args.verbose, quiet=args.quiet), one_blas_thread():
+    with (
+        _exit_on_interrupt(),
+        _cli_logging(verbose=args.verbose, quiet=args.quiet),
+        one_blas_thread(),
+    ):
         try:
             code = int(args.run(args))
             sys.stdout.flush()  # a closed pipe fails here, not at exit after main returned
@@ -135,6 +143,57 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             print(f"error: {_one_line(error)}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # where the signal thread is not available
+            print(INTERRUPTED, file=sys.stderr)
+            return 130
+
+
+INTERRUPTED = (
+    "interrupted: the embeddings computed so far are kept; run the same command again to resume."
+)
+"""The one line Ctrl-C prints (exit status 130)."""
+
+
+@contextmanager
+def _exit_on_interrupt() -> Iterator[None]:
+    """Ctrl-C prints ``INTERRUPTED`` and exits 130 at once, even inside a long native call.
+
+    SIGINT is blocked in every thread and taken by one waiting thread, so it does not wait for
+    the main thread to leave onnxruntime or a socket, nor for worker threads to finish.
+    Whatever was committed stays: the embedding cache is written after every model call, the
+    store in batches, and each file's record last (the next run redoes unfinished files and
+    embeds only what the cache lacks).
+    """
+    if (
+        not hasattr(signal, "pthread_sigmask")
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    done = threading.Event()
+
+    def wait() -> None:
+        signal.sigwait({signal.SIGINT})
+        if done.is_set():
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(("\n" if sys.stderr.isatty() else "") + INTERRUPTED + "\n")
+            sys.stderr.flush()
+        os._exit(130)
+
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    waiter = threading.Thread(target=wait, name="holodeck-rag-sigint", daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if waiter.is_alive() and waiter.ident is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, quietly
+        waiter.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _silence_stdout() -> None:
@@ -364,11 +423,17 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool
+    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    if not has_search_terms(query):
+        msg = (
+            f"QUERY has no letters or digits ({query!r}); pass the words to look for, e.g. "
+            "holodeck-rag search 'token'."
+        )
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
@@ -480,7 +545,11 @@ def _search_line(config: Any, backend: Any) -> str:
     from langchain_holodeck.search_strategy import tool_search_strategy
 
     strategy = tool_search_strategy(config, backend)
-    how = "the vector store fuses dense + keyword" if strategy == "native" else "fused in-process"
+    how = (
+        "the vector store fuses dense + keyword"
+        if strategy == "native"
+        else f"{FUSION_NAMES[config.fusion]} in-process"
+    )
     return f"{strategy} ({how}; search_strategy: {config.search_strategy})"
 
 

@@ -232,15 +232,16 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
     are fetched. The default is where quality stopped improving on the tuning sets."""
     fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
-    """``convex``: weighted sum of each leg's scores divided by its best (Bruch et al., 2023);
-    ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
+    """How the legs are fused in-process (``search_strategy: fallback``): ``convex`` (convex
+    score fusion, the default) adds each leg's scores divided by its best, weighted (Bruch et
+    al., 2023); ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend, selected by ``provider`` (the registered ones: see their tables)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"
     """``native``: the vector store fuses dense and keyword search in one request (a backend
-    with ``native_hybrid``); ``fallback``: separate legs fused in-process (``fusion``);
-    ``auto``: native when the backend can and ``keyword_index`` is not a separate engine
-    (OpenSearch)."""
+    with ``native_hybrid``); ``fallback``: separate legs fused in-process by ``fusion``
+    (convex score fusion by default); ``auto``: native when the backend can and
+    ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"

@@ -54,6 +54,11 @@ class OnnxEmbeddings(Embeddings):
     Queries are one vector: the mean of their ``max_tokens`` windows (``"first"``: the first).
     The session and tokenizer load on first use (thread-safe).
 
+    Outside this package's sync (``OnnxEmbeddings`` given to another LangChain vector store),
+    ``"best"`` still embeds a long document as its first window only, since no one stores
+    the other windows: it says so once, with a WARNING. For such stores pass
+    ``long_text="mean"`` (one vector per text, the mean of its windows).
+
     Key init args:
         model_path: An ONNX file with inputs ``input_ids``, ``attention_mask``,
             ``token_type_ids`` and output ``last_hidden_state`` (default: the packaged MiniLM).
@@ -128,6 +133,8 @@ class OnnxEmbeddings(Embeddings):
         self._tokenizer: Tokenizer | None = None
         self._special: tuple[int, int] = (101, 102)
         self._lock = threading.Lock()
+        self._windows_stored = False  # window_texts was asked for: sync stores the windows
+        self._cut_warned = False
 
     def __repr__(self) -> str:
         return (
@@ -218,6 +225,8 @@ class OnnxEmbeddings(Embeddings):
         for n, encoding in enumerate(tokenizer.encode_batch(list(texts), add_special_tokens=False)):
             ids = encoding.ids
             spans = token_windows(len(ids), size=size, overlap=self.window_overlap)
+            if first_only and len(spans) > 1:
+                self._warn_first_window_only(len(ids) + 2)
             for start, end in spans[:1] if first_only else spans:
                 windows.append([cls, *ids[start:end], sep])
                 owners.append(n)
@@ -259,12 +268,26 @@ class OnnxEmbeddings(Embeddings):
         word pieces.
         """
         _, tokenizer = self._load()
+        self._windows_stored = True
         size = self.document_window - 2
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [
             window_substrings(text, e.offsets, size=size, overlap=self.window_overlap)
             for text, e in zip(texts, encodings, strict=True)
         ]
+
+    def _warn_first_window_only(self, pieces: int) -> None:
+        if self.long_text != "best" or self._windows_stored or self._cut_warned:
+            return
+        self._cut_warned = True
+        logger.warning(
+            "OnnxEmbeddings(long_text='best') embedded a document of %d word pieces as its "
+            "first window of %d only: the other windows are stored by langchain_holodeck's "
+            "sync. In another vector store, use OnnxEmbeddings(long_text='mean') for one "
+            "vector of the whole text.",
+            pieces,
+            self.window_tokens,
+        )
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         pooled: LongTextMode = "mean" if self.long_text == "mean" else "first"

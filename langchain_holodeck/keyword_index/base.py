@@ -11,7 +11,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from langchain_holodeck._chunk import source_path
-from langchain_holodeck.backends._registry import scan_documents
 from langchain_holodeck.contracts import KeywordHit, KeywordIndex
 
 if TYPE_CHECKING:
@@ -48,4 +47,8 @@ def check_ids(documents: Sequence[Document], owner: str) -> list[str]:
 
 def scan_store(store: VectorStore, namespace: str | None) -> Iterator[Document]:
     """Every chunk stored in ``store`` (optionally one namespace), via ``scan_documents``."""
+    # imported here: the backends package imports the keyword indexes (memory -> bm25 -> this
+    # module), so a module-level import is a cycle when keyword_index is imported first
+    from langchain_holodeck.backends._registry import scan_documents
+
     return scan_documents(store, namespace=namespace)

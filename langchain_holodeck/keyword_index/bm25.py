@@ -12,7 +12,7 @@ import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -358,6 +358,9 @@ class BM25KeywordIndex:
         index = BM25KeywordIndex.load("store_dir")
         ```
     """
+
+    in_process: ClassVar[bool] = True
+    """Searches run in this process, holding the GIL (no I/O): callers need no thread."""
 
     def __init__(
         self,

@@ -2,7 +2,8 @@
 
 A core is a generator. Each ``yield`` hands the driver a ``Step`` (named ``Call``s that may
 run concurrently) and receives ``{name: result or Exception}``; the core's ``return`` value is
-the result. ``drive`` runs a step's calls on a thread pool (the last one inline), ``adrive``
+the result. ``drive`` runs a step's calls on a thread pool (the last one, and those marked
+``in_process``, on the caller's thread), ``adrive``
 awaits them with ``asyncio.gather`` (a call without an async form runs in the pool), so the
 sync and async paths share every decision and differ only in how the calls are gathered.
 """
@@ -34,6 +35,9 @@ class Call:
 
     run: Callable[[], Any]
     arun: Callable[[], Awaitable[Any]] | None = None
+    in_process: bool = False
+    """CPU work in this process that holds the GIL (an in-memory index): the sync driver runs
+    it on the caller's thread, since a pool thread would only add a hand-off."""
 
 
 Step = dict[str, Call]
@@ -53,12 +57,12 @@ def _run_step(step: Step) -> Outcomes:
     items = list(step.items())
     futures: dict[str, Future[Any]] = {}
     for name, call in items[:-1]:
+        if call.in_process:
+            continue
         ctx = contextvars.copy_context()  # spans opened in the pool nest under the caller's
         futures[name] = _pool().submit(ctx.run, _capture, call.run)
-    last_name, last = items[-1]
-    inline = _capture(last.run)
-    out = {name: future.result() for name, future in futures.items()}
-    out[last_name] = inline
+    out = {name: _capture(call.run) for name, call in items if name not in futures}
+    out.update({name: future.result() for name, future in futures.items()})
     return {name: out[name] for name, _ in items}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -78,19 +78,31 @@ def _scaled(score: float, best: float) -> float:
 
 @dataclass(frozen=True)
 class _Plan:
-    """The fused order (pinned exact hits first) and each id's scores."""
+    """The fused order (pinned exact hits first) and each id's scores, built on demand."""
 
     order: list[str]
-    meta: dict[str, dict[str, Any]]
     pinned: frozenset[str]
+    meta: Callable[[str], dict[str, Any]]
+    """The score metadata of one fused id (only the returned few are ever built)."""
+
+
+def _first_ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
+    """Each id's 1-based rank and score at its first (best) entry in ``hits``."""
+    out: dict[str, tuple[int, float]] = {}
+    for rank, (doc_id, score) in enumerate(hits, start=1):
+        if doc_id not in out:
+            out[doc_id] = (rank, score)
+    return out
 
 
 class HybridRetriever(BaseRetriever):
     """Dense + keyword (BM25) + exact-match retrieval, fused by weighted RRF or score fusion.
 
     The legs run concurrently (a thread pool on ``invoke``, ``asyncio.gather`` on
-    ``ainvoke``; both share one core); each returns ``fetch_k`` candidates as ids and scores,
-    and only the final ``k`` documents are read from the store (``get_by_ids``; a store
+    ``ainvoke``), except in-memory indexes (``in_process``: BM25, exact), which run on the
+    caller's thread, where a pool hand-off would only add latency; each returns ``fetch_k``
+    candidates as ids and scores, and only the final ``k`` documents are read from the store
+    (``get_by_ids``; a store
     without id search returns documents with its scores, which are kept instead). Fusion:
 
     - ``fusion="rrf"``: ``raw(d) = sum_i w_i / (rrf_k + rank_i(d))``;
@@ -187,8 +199,10 @@ class HybridRetriever(BaseRetriever):
     search_strategy: SearchStrategy = "fallback"
     """``native``: the store fuses dense + keyword search in one request
     (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score`` and
-    ``search_kwargs`` passed on) and the exact leg fuses on top here; ``fallback``: separate
-    legs fused here. Also the ``search.mode`` span attribute."""
+    ``search_kwargs`` passed on) and the exact leg fuses on top here (the exact leg runs
+    first: the engine is asked for ``k`` rows plus one per exact hit, twice that when the
+    store keeps model windows, not ``fetch_k``); ``fallback``: separate legs fused here.
+    Also the ``search.mode`` span attribute."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -270,7 +284,11 @@ class HybridRetriever(BaseRetriever):
             "search.fetch_k": fetch,
         }
         with span("holodeck.hybrid_search", attributes) as current:
-            legs = self._legs(query, (yield self._leg_calls(query, fetch, k)))
+            calls = self._leg_calls(query, fetch, k)
+            outcomes = (yield calls) if calls else {}
+            if self.search_strategy == "native":
+                outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes)}
+            legs = self._legs(query, outcomes)
             plan = self._plan(legs)
             result = yield from self._select(query, k, plan, legs)
             expanded = self._expansion(result)
@@ -312,7 +330,11 @@ class HybridRetriever(BaseRetriever):
         return leg
 
     def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
-        """The enabled legs; the dense (or native) leg last (the sync driver runs it inline)."""
+        """The enabled legs; the dense leg last (the sync driver runs it inline).
+
+        On the native strategy only the exact leg: the native request, sized by what the
+        exact leg found, follows it (``_native_call``).
+        """
         calls: dict[str, Call] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
         attributes: Attributes = {"search.fetch_k": fetch}
@@ -333,7 +355,11 @@ class HybridRetriever(BaseRetriever):
                     s.set_attribute("search.result_count", len(hits))
                     return hits
 
-            calls["keyword"] = Call(keyword, akeyword if asearch is not None else None)
+            calls["keyword"] = Call(
+                keyword,
+                akeyword if asearch is not None else None,
+                in_process=getattr(keyword_index, "in_process", False) is True,
+            )
         if exact_index is not None and self.weights[2] > 0:
 
             def exact() -> list[KeywordHit]:
@@ -342,10 +368,8 @@ class HybridRetriever(BaseRetriever):
                     s.set_attribute("search.result_count", len(hits))
                     return hits
 
-            calls["exact"] = Call(exact)
-        if native:
-            calls["native"] = self._native_call(query, k, fetch)
-        elif self.weights[0] > 0:
+            calls["exact"] = Call(exact, in_process=True)  # an in-memory index
+        if not native and self.weights[0] > 0:
             leg = self._dense()
             dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
 
@@ -380,11 +404,23 @@ class HybridRetriever(BaseRetriever):
         ok = {name: o for name, o in outcomes.items() if name not in errors}
         return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 
-    def _native_call(self, query: str, k: int, fetch: int) -> Call:
+    def _native_call(self, query: str, k: int, fetch: int, outcomes: Outcomes) -> Call:
+        """The engine's one fused request, asked for the rows the result can use.
+
+        The engine fuses, so ranks below what the result takes change nothing: ``k`` rows,
+        plus one per exact hit (an exact hit may lift a chunk from below the engine's
+        ``k``), doubled when the store keeps model windows (a chunk and its windows: a row
+        each). The candidate window (``fetch_k``) is those rows too, the request a user of
+        the engine would send for them; only ``min_similarity_score``, which drops rows
+        after the engine ranked them, keeps the retriever's ``fetch_k`` depth.
+        """
         store: Any = self.vector_store  # validated: it implements NativeHybridSearch
+        exact = outcomes.get("exact")
+        found = len(exact) if isinstance(exact, list) else 0
+        rows = self._dense().entries_for(min(k + found, fetch))
         kwargs = {
-            "k": self._dense().entries_for(k),  # a chunk and its model windows: a row each
-            "fetch_k": fetch,
+            "k": rows,
+            "fetch_k": rows if self.min_similarity_score is None else max(rows, fetch),
             "weights": (self.weights[0], self.weights[1]),
             "rrf_k": self.rrf_k,
             "min_similarity_score": self.min_similarity_score,
@@ -441,18 +477,26 @@ class HybridRetriever(BaseRetriever):
         else:
             fused = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=weights)
             best = sum(answered) / (self.rrf_k + 1)
-        meta = {doc_id: {"fused_score": _scaled(s, best), **_UNSCORED} for doc_id, s in fused}
         dense_hits = dense.hits if dense else []
-        for name, hits in zip(_LEGS, (dense_hits, rankings[1], rankings[2]), strict=True):
-            for rank, (doc_id, score) in enumerate(hits, start=1):
-                entry = meta.get(doc_id)
-                if entry is None or entry[f"{name}_rank"] is not None:
-                    continue  # a leg weighted 0 adds no candidates; repeats count once
-                entry[f"{name}_rank"] = rank
+        ranks = [
+            (name, _first_ranks(hits))
+            for name, hits in zip(_LEGS, (dense_hits, rankings[1], rankings[2]), strict=True)
+            if hits
+        ]
+
+        def meta(doc_id: str, score: float) -> dict[str, Any]:
+            entry = {"fused_score": _scaled(score, best), **_UNSCORED}
+            for name, first in ranks:
+                found = first.get(doc_id)
+                if found is None:
+                    continue
+                entry[f"{name}_rank"] = found[0]
                 if name == "exact":
                     entry["exact_match"] = True
                 else:
-                    entry[f"{name}_score"] = float(score)
+                    entry[f"{name}_score"] = float(found[1])
+            return entry
+
         return self._pinned_plan(fused, meta, legs.exact or [])
 
     def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
@@ -462,45 +506,56 @@ class HybridRetriever(BaseRetriever):
         fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
         answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
         best = sum(answered) / (self.rrf_k + 1)
-        meta = {
-            doc_id: {
+        native_first = _first_ranks(ranking)
+        similarity: dict[str, float] = {}
+        for hit in native:
+            if not hit.document.id:
+                continue
+            chunk = window_parent(hit.document.id)
+            seen = similarity.get(chunk)
+            if hit.similarity is not None and (seen is None or hit.similarity > seen):
+                similarity[chunk] = hit.similarity  # a chunk's best window
+        exact_first = _first_ranks(exact)
+
+        def meta(doc_id: str, score: float) -> dict[str, Any]:
+            entry = {
                 "fused_score": _scaled(score, best),
                 **_UNSCORED,
                 "native_rank": None,
                 "native_score": None,
             }
-            for doc_id, score in fused
-        }
-        for rank, hit in enumerate(native, start=1):
-            entry = meta.get(window_parent(hit.document.id or ""))
-            if entry is None:
-                continue
-            if entry["native_rank"] is None:
-                entry["native_rank"], entry["native_score"] = rank, hit.score
-            seen = entry["semantic_score"]
-            if hit.similarity is not None and (seen is None or hit.similarity > seen):
-                entry["semantic_score"] = hit.similarity  # a chunk's best window
-        for rank, (doc_id, _) in enumerate(exact, start=1):
-            entry = meta.get(doc_id)
-            if entry is not None and entry["exact_rank"] is None:
-                entry["exact_rank"], entry["exact_match"] = rank, True
+            if doc_id in native_first:
+                entry["native_rank"], entry["native_score"] = native_first[doc_id]
+            if doc_id in similarity:
+                entry["semantic_score"] = similarity[doc_id]
+            if doc_id in exact_first:
+                entry["exact_rank"], entry["exact_match"] = exact_first[doc_id][0], True
+            return entry
+
         return self._pinned_plan(fused, meta, exact)
 
     def _pinned_plan(
         self,
         fused: list[tuple[str, float]],
-        meta: dict[str, dict[str, Any]],
+        meta: Callable[[str, float], dict[str, Any]],
         exact: Sequence[KeywordHit],
     ) -> _Plan:
         """The fused order, with section-level exact hits first when ``exact_first``."""
-        order = [doc_id for doc_id, _ in fused]
-        pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE) & meta.keys()
-        if self.exact_first and pinned:
-            for doc_id in pinned:
-                meta[doc_id]["fused_score"] = EXACT_BOOST
+        scores = dict(fused)
+        order = list(scores)
+        pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE) & scores.keys()
+        boosted = pinned if self.exact_first else frozenset()
+        if boosted:
             # fused is sorted best first, so this stable sort keeps fused order within each group
-            order.sort(key=lambda doc_id: doc_id not in pinned)
-        return _Plan(order, meta, pinned)
+            order.sort(key=lambda doc_id: doc_id not in boosted)
+
+        def meta_of(doc_id: str) -> dict[str, Any]:
+            entry = meta(doc_id, scores[doc_id])
+            if doc_id in boosted:
+                entry["fused_score"] = EXACT_BOOST
+            return entry
+
+        return _Plan(order, pinned, meta_of)
 
     # -- selection: threshold, then read the final k ------------------------------------
     def _select(self, query: str, k: int, plan: _Plan, legs: _Legs) -> Core[list[Document]]:
@@ -551,11 +606,8 @@ class HybridRetriever(BaseRetriever):
                         "HybridRetriever: %d hits are not in the store: %s", len(gone), gone
                     )
             chosen += [i for i in take if i in docs]
-        if threshold is not None:
-            for doc_id in chosen:
-                if plan.meta[doc_id]["semantic_score"] is None and doc_id in similarity:
-                    plan.meta[doc_id]["semantic_score"] = similarity[doc_id]
-        return self._assemble(query, chosen, plan, docs)
+        found = similarity if threshold is not None else {}
+        return self._assemble(query, chosen, plan, docs, found)
 
     def _similarities(
         self,
@@ -589,13 +641,25 @@ class HybridRetriever(BaseRetriever):
         return dict(found)
 
     def _assemble(
-        self, query: str, chosen: Sequence[str], plan: _Plan, docs: Mapping[str, Document]
+        self,
+        query: str,
+        chosen: Sequence[str],
+        plan: _Plan,
+        docs: Mapping[str, Document],
+        similarity: Mapping[str, float],
     ) -> list[Document]:
+        """The chosen documents with their scores.
+
+        ``similarity`` fills a keyword-only hit's ``semantic_score`` (what the threshold
+        computed).
+        """
         definitions = self._definitions_for(query)
         out: list[Document] = []
         for doc_id in chosen:
             doc = docs[doc_id]
-            extra: dict[str, Any] = dict(plan.meta[doc_id])
+            extra = plan.meta(doc_id)
+            if extra["semantic_score"] is None and doc_id in similarity:
+                extra["semantic_score"] = similarity[doc_id]
             if definitions:
                 extra["definitions"] = definitions
             if self.expand_hops:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,6 +212,32 @@ def find_symbols(text: str, language: str) -> list[Symbol]:
     return out
 
 
+_LISTED_SYMBOLS = 3
+"""A code chunk's heading lists up to this many symbols; more are shown as a range."""
+
+
+def code_heading(defined: Sequence[str], enclosing: Sequence[str]) -> str:
+    """A code chunk's label: every symbol it defines (a range past three), else its context.
+
+    Args:
+        defined: Qualified names of the definitions starting in the chunk, in order.
+        enclosing: Qualified names of the definitions starting before it, in order.
+
+    Example:
+        ```python
+        code_heading(["Shift", "Shift.swap"], [])  # -> 'Shift, Shift.swap'
+        code_heading(["a", "b", "c", "d"], [])  # -> 'a … d (4 definitions)'
+        code_heading([], ["Shift.swap"])  # -> 'Shift.swap'
+        ```
+    """
+    names = list(dict.fromkeys(defined))
+    if not names:
+        return enclosing[-1] if enclosing else ""
+    if len(names) <= _LISTED_SYMBOLS:
+        return ", ".join(names)
+    return f"{names[0]} … {names[-1]} ({len(names)} definitions)"
+
+
 class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     """Split source code at definition boundaries, and name the symbols of each chunk.
 
@@ -222,8 +248,9 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
 
     Emits metadata (besides the input document's): ``chunk_index`` (int, 0-based per input
     document), ``language``, ``chunk_type`` (``"code"``), ``symbols`` (qualified names of the
-    definitions that start in the chunk, ``ClassName.method``), ``heading`` (the first of them,
-    else the definition the chunk continues, else ``""``) and ``parent_chain`` (``[]``).
+    definitions that start in the chunk, ``ClassName.method``), ``heading`` (all of them, up to
+    three: ``Shift, Shift.swap``; else the range ``Shift … Shift.undo (5 definitions)``; a chunk
+    defining nothing: the definition it continues, else ``""``) and ``parent_chain`` (``[]``).
 
     Key init args:
         chunk_size: Maximum chunk length, measured by ``length_function`` (default:
@@ -280,7 +307,7 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
                     "language": language,
                     "chunk_type": "code",
                     "symbols": list(dict.fromkeys(defined)),
-                    "heading": defined[0] if defined else (enclosing[-1] if enclosing else ""),
+                    "heading": code_heading(defined, enclosing),
                     "parent_chain": [],
                 }
                 if self._add_start_index:

@@ -190,6 +190,7 @@ class StructuredMarkdownSplitter(TextSplitter):
             sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
         packer = Packer(self._length_function, self._chunk_size)
         chunks: list[_Chunk] = []
+        headings_only: list[_Chunk] = []  # a heading alone ("## Empty" then "## Next"): dropped
         carry: int | None = None  # start of bare headings waiting for their first child
         carried: tuple[str, ...] = ()  # and their section ids
         for position, section in enumerate(sections):
@@ -207,14 +208,20 @@ class StructuredMarkdownSplitter(TextSplitter):
                 carry = spans[0][0]
                 carried = (*opens, section.section_id) if section.section_id else opens
                 continue
+            alone = (
+                section.body_start > section.start
+                and not opens
+                and not text[section.body_start : section.end].strip()
+            )
             for number, (start, end) in enumerate(spans):
                 piece = text[start:end]
                 stripped = piece.strip()
                 if stripped:
                     offset = start + len(piece) - len(piece.lstrip())
                     chunk_opens = opens if number == 0 else ()
-                    chunks.append(_Chunk(stripped, offset, section, chunk_opens))
-        return chunks
+                    chunk = _Chunk(stripped, offset, section, chunk_opens)
+                    (headings_only if alone else chunks).append(chunk)
+        return chunks or headings_only[:1]  # a file of headings alone still has its record
 
     @staticmethod
     def _is_bare_parent(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -14,7 +14,6 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.stores import ByteStore, InMemoryByteStore
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
@@ -25,20 +24,17 @@ from langchain_holodeck.backends import (
     Backend,
     backend_for_store,
     get_keyword_index_provider,
-    open_vector_store,
 )
 from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
-    resolve_database_config,
 )
-from langchain_holodeck.corpus import corpus_namespace, legacy_namespace
+from langchain_holodeck.corpus import DEFAULT_STORE_DIR, Corpus
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import KeywordIndex
-from langchain_holodeck.loaders import SourceLoader
 from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
@@ -51,6 +47,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
+
+
+def has_search_terms(query: str) -> bool:
+    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
+    return any(ch.isalnum() for ch in query)
 
 
 class SearchInput(BaseModel):
@@ -78,36 +79,30 @@ class _DocumentTool(Generic[ConfigT]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         self._config: ConfigT = config
-        self._embeddings = embeddings
-        self._vector_store = vector_store
-        self._project_dir = Path(project_dir) if project_dir is not None else None
-        self._home_dir = Path(home_dir) if home_dir is not None else None
-        self._base_dir = Path(base_dir) if base_dir is not None else None
-        self._store_dir = Path(store_dir) if store_dir is not None else None
+        self.corpus = Corpus(
+            config,
+            embeddings=embeddings,
+            vector_store=vector_store,
+            project_dir=Path(project_dir) if project_dir is not None else None,
+            home_dir=Path(home_dir) if home_dir is not None else None,
+            base_dir=Path(base_dir) if base_dir is not None else None,
+            store_dir=Path(store_dir) if store_dir is not None else None,
+            exclude=exclude,
+        )
+        """The corpus: its store, backend, embedding cache and source."""
         self._retriever: BaseRetriever | None = None
-        self._cache: ByteStore | None = None
-        self._backend: Backend | None = None
         self._search_scope: tuple[VectorStore, dict[str, Any]] | None = None
-        self._model_id: str | None = None
-        self._dimension: int | None = None
         self.is_initialized = False
         self.document_count = 0
         self.last_ingest_time: datetime | None = None
         self.last_sync_result: SyncResult | None = None
-        self.backend = "unset"
-        """The provider the vectors live in (``in-memory``, ``redis``...), or the class name of
-        a store passed as ``vector_store``."""
-        self.fallback_reason: str | None = None
-        """Why the configured database was not used (unreachable Redis), or None."""
-        self.requested_backend = "unset"
-        """The provider the configuration asked for (differs from ``backend`` on fallback)."""
-        self.legacy_chunks_found = False
-        """True when ``initialize`` found chunks of the old namespace scheme (the tool name)."""
         self.search_strategy: SearchStrategy | None = None
         """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
-        keyword search in one request) or ``fallback`` (separate legs, RRF in-process)."""
+        keyword search in one request) or ``fallback`` (separate legs, fused in-process by the
+        config's ``fusion``: convex score fusion by default)."""
 
     @property
     def config(self) -> ConfigT:
@@ -125,59 +120,51 @@ class _DocumentTool(Generic[ConfigT]):
 
         Every chunk id derives from it, and every search, write and deletion is scoped to it.
         """
-        return corpus_namespace(
-            self._config.resolved_source(self._source_base()),
-            name=self._config.name,
-            corpus_id=self._config.corpus_id,
-        )
+        return self.corpus.namespace
 
-    def _source_base(self) -> Path | None:
-        return self._config.base_dir if self._base_dir is None else self._base_dir
+    @property
+    def backend(self) -> str:
+        """The provider the vectors live in (``in-memory``, ``redis``...).
+
+        Or the class name of a store passed as ``vector_store``.
+        """
+        return self.corpus.provider
+
+    @property
+    def requested_backend(self) -> str:
+        """The provider the configuration asked for (differs from ``backend`` on fallback)."""
+        return self.corpus.requested_provider
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why the configured database was not used (unreachable Redis), or None."""
+        return self.corpus.fallback_reason
+
+    @property
+    def legacy_chunks_found(self) -> bool:
+        """True when ``initialize`` found chunks of the old namespace scheme (the tool name)."""
+        return self.corpus.legacy_chunks_found
+
+    @property
+    def _backend(self) -> Backend | None:
+        return self.corpus.backend
+
+    @property
+    def _store_dir(self) -> Path | None:
+        return self.corpus.store_dir
+
+    @property
+    def _vector_store(self) -> VectorStore | None:
+        return self.corpus.store
 
     def describe_storage(self) -> str:
         """One line: where the vectors live (no secret), as the backend describes it."""
-        if self._backend is None:
-            return self.backend
-        return self._backend.describe(store_dir=self._store_dir)
+        return self.corpus.describe()
 
     # -- building -----------------------------------------------------------------------
     def _resolve_store(self) -> VectorStore:
-        """The store to sync into: the one given, else the configured one (with fallback).
-
-        Embeddings are wrapped in a ``CachedEmbeddings`` keyed by text, so a chunk whose key
-        shifted (a paragraph inserted above it) is rewritten without a model call. The cache
-        is the backend's, one per corpus: in ``store_dir`` for the persisted in-memory store,
-        in Redis for Redis, in memory otherwise.
-        """
-        from langchain_holodeck.embeddings import (
-            CachedEmbeddings,
-            embedding_model_id,
-            resolve_embeddings,
-        )
-
-        if self._vector_store is not None and self._backend is not None:
-            return self._vector_store
-        base = self._embeddings or resolve_embeddings(self._config.embedding_model)
-        self._model_id = embedding_model_id(base)
-        if self._vector_store is not None:
-            self._backend = backend_for_store(self._vector_store)
-            self.backend = self.requested_backend = type(self._vector_store).__name__
-            self._embeddings = base
-            return self._vector_store
-        database = resolve_database_config(
-            self._config, project_dir=self._project_dir, home_dir=self._home_dir
-        )
-        embeddings = CachedEmbeddings(base, InMemoryByteStore(), model_id=self._model_id)
-        handle = open_vector_store(database, embeddings, store_dir=self._store_dir)
-        backend = handle.adapter or backend_for_store(handle.store)
-        self._cache = backend.byte_store(namespace=self.namespace, store_dir=self._store_dir)
-        embeddings.store = self._cache
-        self.backend, self.requested_backend = handle.backend, handle.requested
-        self.fallback_reason = handle.reason if handle.fell_back else None
-        self._backend = backend
-        self._embeddings = embeddings
-        self._vector_store = handle.store
-        return handle.store
+        """The store to sync into (``Corpus.open``)."""
+        return self.corpus.open()
 
     def _splitter(self) -> TextSplitter | None:
         return None
@@ -239,11 +226,11 @@ class _DocumentTool(Generic[ConfigT]):
                 raise EmbeddingError(msg) from error
             raise
         self._warn_about_rerank_top_n()
-        self._match_dimension(store, force_ingest=force_ingest)
-        loader = SourceLoader(self._config.source, base_dir=self._source_base())  # one per ingest
-        self._report_legacy_chunks(store, loader)
-        if force_ingest and self._cache is not None:  # re-embed means re-embed (this corpus)
-            self._cache.mdelete(list(self._cache.yield_keys()))
+        self.corpus.match_dimension(store, force_ingest=force_ingest)
+        loader = self.corpus.loader()  # one per tool: the skip summary is logged once
+        self.corpus.report_legacy_chunks(store, loader)
+        if force_ingest:  # re-embed means re-embed (this corpus)
+            self.corpus.clear_cache()
         reindex = self._indexes_from_source(store)
         pipeline = IngestionPipeline(
             store,
@@ -251,9 +238,9 @@ class _DocumentTool(Generic[ConfigT]):
             splitter=self._splitter(),
             enricher=self._enricher(),
             keyword_index=self._keyword_index(store),
-            embedding_model=self._model_id,
+            embedding_model=self.corpus.model_id,
             cleanup=not reindex,  # finding removed files' chunks needs a listable store
-            base_dir=self._config.base_dir if self._base_dir is None else self._base_dir,
+            base_dir=self.corpus.source_base,
             on_progress=on_progress,
             reindex=reindex,
         )
@@ -269,75 +256,9 @@ class _DocumentTool(Generic[ConfigT]):
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
 
-    def _match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
-        """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
-
-        Raises:
-            EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
-                or the store is shared with corpora of the old width.
-        """
-        from langchain_holodeck.embeddings import embedding_dimension
-        from langchain_holodeck.errors import EmbeddingModelMismatchError
-
-        backend = self._backend or backend_for_store(store)
-        have = backend.vector_dimension(store)
-        if have is None:
-            return
-        if self._dimension is None:
-            # the store's own embeddings write the vectors (a given store brings its own)
-            self._dimension = embedding_dimension(store.embeddings or self._embeddings)  # type: ignore[arg-type]  # _resolve_store sets one
-        if have == self._dimension:
-            return
-        if not force_ingest:
-            msg = (
-                f"{self.name}: the vector store ({self.backend}) holds {have}-dimensional "
-                f"vectors but the embedding model {self._model_id!r} makes "
-                f"{self._dimension}-dimensional ones; re-run with force_ingest=True "
-                "(CLI: --force-ingest) to rebuild this corpus's vectors."
-            )
-            raise EmbeddingModelMismatchError(msg)
-        logger.warning(
-            "%s: rebuilding the vector store for %d-dimensional vectors (was %d).",
-            self.name,
-            self._dimension,
-            have,
-        )
-        backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self._dimension)
-
     def _after_ingest(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""
-        if self._store_dir is None or self._backend is None:
-            return False
-        return self._backend.save(store, self._store_dir)
-
-    def _report_legacy_chunks(self, store: VectorStore, loader: SourceLoader) -> None:
-        """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
-
-        Probes by id: the chunk 0 of each current file under the old namespace, one batched
-        ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
-        """
-        from langchain_holodeck.sync import make_chunk_key, read_stored, stable_id
-
-        legacy = legacy_namespace(self.name)
-        if self.namespace == legacy:
-            return
-        try:
-            ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
-            self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
-        except Exception as error:  # a check, never a reason not to start (ingest reports)
-            logger.debug("%s: legacy chunk check failed: %s", self.name, sanitize_error(error))
-            return
-        if self.legacy_chunks_found:
-            logger.warning(
-                "%s: the store holds chunks an older version wrote under namespace %r (the "
-                "tool name); they are no longer searched. Keep using them with corpus_id: %s "
-                "in this tool's config, or delete them with: holodeck-rag purge-legacy "
-                "--config <agent.yaml> --tool %s",
-                self.name,
-                legacy,
-                legacy,
-                self.name,
-            )
+        return self.corpus.save(store)
 
     def purge_legacy_chunks(self) -> int:
         """Delete the chunks of the old scheme (namespace = tool name); return how many.
@@ -345,14 +266,7 @@ class _DocumentTool(Generic[ConfigT]):
         Only chunks whose ``namespace`` metadata equals the tool name are deleted; this corpus's
         own chunks (and every other namespace) are untouched.
         """
-        store = self._resolve_store()
-        legacy = legacy_namespace(self.name)
-        if self._backend is None or self.namespace == legacy:
-            return 0
-        deleted = self._backend.delete_namespace(store, legacy)
-        self._after_ingest(store)
-        self.legacy_chunks_found = False
-        return deleted
+        return self.corpus.purge_legacy_chunks()
 
     def _warn_about_rerank_top_n(self) -> None:
         top_n = self._config.rerank_top_n
@@ -375,6 +289,12 @@ class _DocumentTool(Generic[ConfigT]):
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
+        if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
+            msg = (
+                f"Search query has no letters or digits, got {query!r}; ask with words, "
+                "identifiers or section numbers."
+            )
+            raise ValueError(msg)
         return self._retriever
 
     async def search(self, query: str) -> str:
@@ -385,7 +305,8 @@ class _DocumentTool(Generic[ConfigT]):
                 (with its cause).
             EmbeddingError: ``Failed to generate query embedding: ...`` when embedding the
                 query fails (a ``RuntimeError`` too).
-            ValueError: When ``query`` is empty or whitespace.
+            ValueError: When ``query`` is empty, whitespace or has no letter or digit
+                (``'""'``).
         """
         retriever = self._check_query(query)
         try:
@@ -520,13 +441,42 @@ def load_tools(
     project_dir: str | Path | None = None,
     home_dir: str | Path | None = None,
     embeddings: Embeddings | None = None,
+    store_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> list[VectorStoreTool | HierarchicalDocumentTool]:
-    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order."""
+    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order.
+
+    The tools persist, as ``holodeck-rag`` does: a tool on the in-memory store saves its
+    vectors, keyword index and embedding cache under ``<store_dir>/<tool name>/`` after each
+    ``initialize``, and a later process loads them, embedding only what changed. The store
+    directory is left out of the tools' sources.
+
+    Args:
+        agent_yaml: The agent.yaml; relative sources resolve against its directory.
+        project_dir: Where ``.holodeck/config.yaml`` is looked up; default the working
+            directory.
+        home_dir: Where ``~/.holodeck/config.yaml`` is looked up; default the home directory.
+        embeddings: Overrides every tool's ``embedding_model``.
+        store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
+            ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
+            keep their vectors there; the root then holds only what they do not.
+        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...).
+
+    Example:
+        ```python
+        tool = load_tools("agent.yaml")[0]
+        await tool.initialize()  # first run embeds; a new process reuses .holodeck/store/
+        ```
+    """
     from langchain_holodeck.config.models import load_agent_config
 
     path = Path(agent_yaml)
     config = load_agent_config(path)
+    root = (
+        Path(store_dir)
+        if store_dir is not None
+        else Path(project_dir or Path.cwd()) / DEFAULT_STORE_DIR
+    )
     tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
     for tool_config in config.tools:
         cls = (
@@ -541,6 +491,7 @@ def load_tools(
                 project_dir=project_dir,
                 home_dir=home_dir,
                 base_dir=path.parent,
+                store_dir=root / tool_config.name,
                 **kwargs,
             )
         )
@@ -556,7 +507,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     first, a defined term brings its definition, cross-references can be followed.
     ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
     when the backend fuses them in one request (``BackendCapabilities.native_hybrid``), else
-    ``fallback`` (fused here, by ``fusion``).
+    ``fallback`` (fused here by ``fusion``, convex score fusion by default).
 
     Key init args:
         config: A ``HierarchicalDocumentToolConfig``.
@@ -583,6 +534,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         home_dir: str | Path | None = None,
         base_dir: str | Path | None = None,
         store_dir: str | Path | None = None,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         super().__init__(
             config,
@@ -592,6 +544,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             home_dir=home_dir,
             base_dir=base_dir,
             store_dir=store_dir,
+            exclude=exclude,
         )
         self._llm = llm
         self._keywords: KeywordIndex | None = None

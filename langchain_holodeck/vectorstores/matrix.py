@@ -535,7 +535,9 @@ class MatrixVectorStore(VectorStore):
         """
         snap = self._snapshot
         rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
-        return [(snap.docs.ids[r], clip_unit(s)) for r, s in zip(rows, scores, strict=True)]
+        ids = snap.docs.ids
+        clipped = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0).tolist()
+        return [(ids[r], s) for r, s in zip(rows, clipped, strict=True)]
 
     def similarity_by_ids(
         self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]

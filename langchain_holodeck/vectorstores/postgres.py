@@ -198,10 +198,42 @@ class PostgresVectorStore(VectorStore):
         out_ids = [str(i) if i else str(uuid.uuid4()) for i in given]
         metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
         vectors = self.embedding.embed_documents(texts)
-        self.add_vectors(texts, vectors, metas, out_ids, batch_size=batch_size)
+        self._write_rows(texts, vectors, metas, out_ids, batch_size=batch_size)
         return out_ids
 
     def add_vectors(
+        self,
+        documents: Sequence[Document],
+        vectors: Sequence[Sequence[float]],
+        *,
+        ids: Sequence[str | None] | None = None,
+        batch_size: int = 500,
+    ) -> list[str]:
+        """Upsert documents with precomputed vectors (no embedding call); return their ids.
+
+        ``ids`` override ``Document.id``; a document with neither gets a random UUID.
+
+        Raises:
+            ValueError: When the lengths differ or a vector's width differs from the table's.
+        """
+        if len(vectors) != len(documents) or (ids is not None and len(ids) != len(documents)):
+            msg = (
+                f"add_vectors needs one vector (and id) per document, got {len(documents)} "
+                f"documents, {len(vectors)} vectors and {len(ids or documents)} ids."
+            )
+            raise ValueError(msg)
+        given = ids if ids is not None else [d.id for d in documents]
+        out_ids = [str(i) if i else str(uuid.uuid4()) for i in given]
+        self._write_rows(
+            [d.page_content for d in documents],
+            vectors,
+            [dict(d.metadata) for d in documents],
+            out_ids,
+            batch_size=batch_size,
+        )
+        return out_ids
+
+    def _write_rows(
         self,
         texts: Sequence[str],
         vectors: Sequence[Sequence[float]],

@@ -195,11 +195,59 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         metas = metadatas or [{} for _ in texts]
         records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
         vectors = self.embeddings.embed_documents(texts)
+        return self._write(records, vectors, out_ids, batch_size)
+
+    def add_vectors(
+        self,
+        documents: Sequence[Document],
+        vectors: Sequence[Sequence[float]],
+        *,
+        ids: Sequence[str | None] | None = None,
+        batch_size: int = 500,
+    ) -> list[str]:
+        """Upsert documents with precomputed vectors (no embedding call).
+
+        Args:
+            documents: The documents; ``ids`` (else each ``Document.id``, else a random
+                UUID) name them.
+            vectors: One vector per document, of the index's dimension.
+            ids: Optional ids overriding ``Document.id``.
+            batch_size: Documents per pipeline (one round trip each).
+
+        Returns:
+            The ids written, in input order.
+
+        Raises:
+            ValueError: If ``vectors`` or ``ids`` do not have one entry per document.
+        """
+        if len(vectors) != len(documents):
+            msg = f"got {len(vectors)} vectors for {len(documents)} documents; pass one each."
+            raise ValueError(msg)
+        if ids is not None and len(ids) != len(documents):
+            msg = f"ids has {len(ids)} entries for {len(documents)} documents."
+            raise ValueError(msg)
+        given = ids if ids is not None else [d.id for d in documents]
+        out_ids = [i or str(uuid.uuid4()) for i in given]
+        records = [
+            self._record(d.page_content, dict(d.metadata), i)
+            for d, i in zip(documents, out_ids, strict=True)
+        ]
+        return self._write(records, vectors, out_ids, batch_size)
+
+    def _write(
+        self,
+        records: Sequence[dict[str, Any]],
+        vectors: Sequence[Sequence[float]],
+        out_ids: list[str],
+        batch_size: int,
+    ) -> list[str]:
+        if not records:
+            return []
         client = search_index(self).client
         self._ensure_index()
-        for start in range(0, len(texts), batch_size):
+        for start in range(0, len(records), batch_size):
             with client.pipeline(transaction=True) as pipe:
-                for n in range(start, min(start + batch_size, len(texts))):
+                for n in range(start, min(start + batch_size, len(records))):
                     key = self._key(out_ids[n])
                     record = {**records[n], EMBEDDING_FIELD: array_to_buffer(vectors[n], "float32")}
                     pipe.delete(key)

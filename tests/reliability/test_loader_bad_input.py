@@ -286,6 +286,14 @@ def test_unreadable_file_and_directory_are_skipped_as_root(world_readable_dir: P
         except PermissionError as e:
             print(json.dumps({"skip": str(e)}))
             sys.exit(0)
+        try:  # what the load imports lazily: the fallback codec, the encoding detector
+            import codecs
+            codecs.lookup("cp1252")
+            import charset_normalizer
+        except (LookupError, ImportError, OSError) as e:
+            print(json.dumps({"skip": f"uid 65534 cannot import from the interpreter at "
+                              f"{sys.prefix} ({type(e).__name__}: {e})"}))
+            sys.exit(0)
         docs = SourceLoader(sys.argv[1]).load()
         print(json.dumps({"loaded": [d.metadata["source_path"] for d in docs]}))
         """
@@ -301,7 +309,7 @@ def test_unreadable_file_and_directory_are_skipped_as_root(world_readable_dir: P
     )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if "skip" in result:
-        pytest.skip(f"cannot drop privileges here: {result['skip']}")
+        pytest.skip(f"cannot run as an unprivileged user here: {result['skip']}")
     assert result["loaded"] == [f"{src.as_posix()}/good.md"]
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("WARNING")]
     assert any("secret.md" in w and "PermissionError" in w for w in warnings), proc.stderr
@@ -316,7 +324,7 @@ def test_sparse_100mb_binary_md_is_warned_twice_and_skipped_quickly(
         fh.truncate(101 * 1024**2)  # sparse: no disk writes; all NUL bytes
     assert list(load(root, caplog)) == ["good.md"]
     warnings = warnings_naming(caplog, "huge.md")
-    assert any("over max_file_bytes=104857600; loading it anyway" in w for w in warnings)
+    assert any("over max_file_bytes=20971520; loading it anyway" in w for w in warnings)
     assert any("binary content (NUL bytes)" in w for w in warnings)
 
 
@@ -346,3 +354,26 @@ def test_unicode_and_space_names_keep_their_source_path(
     (root / "naïve notes" / "ünïcode file 🖖.md").write_text("# Vulcan\n", encoding="utf-8")
     docs = load(root, caplog)
     assert docs["naïve notes/ünïcode file 🖖.md"] == "# Vulcan\n"
+
+
+def test_a_codec_that_cannot_be_imported_is_not_called_unknown() -> None:
+    """An interpreter this user cannot read: the message says so, not 'unknown encoding'."""
+    script = (
+        "import sys; sys.modules['encodings.cp1252'] = None\n"
+        "from langchain_holodeck.loaders import SourceLoader\n"
+        "try:\n    SourceLoader('.')\nexcept ValueError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        timeout=120,
+        check=True,
+    )
+    assert "unknown encoding" not in proc.stdout
+    assert "the codec 'cp1252' exists but its module encodings.cp1252 could not be loaded" in (
+        proc.stdout
+    )
+    assert "can read the Python installation" in proc.stdout

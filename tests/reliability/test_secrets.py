@@ -87,7 +87,7 @@ tools:
 """,
         encoding="utf-8",
     )
-    tools = load_tools(agent, embeddings=HashingEmbeddings())
+    tools = load_tools(agent, embeddings=HashingEmbeddings(), store_dir=tmp_path / "store")
     seen: list[object] = [repr(t.config) for t in tools] + [t.config.model_dump() for t in tools]
     seen += [t.config.model_dump_json() for t in tools]
     act = tools[1]

@@ -315,7 +315,7 @@ def test_tools_without_config_describes_the_last_ingest(
     code, out, _ = run(capsys, "tools", "--store", str(ingested.store))
     assert code == 0
     assert out.startswith("default (hierarchical_document)\n")
-    assert "  search:      fallback (fused in-process; search_strategy: auto)" in out
+    assert "  search:      fallback (convex score fusion in-process; search_strategy: auto)" in out
     assert f"  source:      {ingested.workdir / 'docs'}" in out
 
 

@@ -17,7 +17,7 @@ from langchain_holodeck.embeddings import CachedEmbeddings, LocalEmbeddings, emb
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
-from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.helpers import DATA_DIR, HashingEmbeddings, needs_sentence_transformers
 
 FIX = r"force_ingest=True"
 
@@ -117,5 +117,9 @@ def test_embedding_dimension_reads_settings_before_probing() -> None:
 
     assert embedding_dimension(HashingEmbeddings(12)) == 12
     assert embedding_dimension(Probed()) == 7
-    assert embedding_dimension(LocalEmbeddings()) == 384  # the default: no model load
     assert embedding_dimension(CachedEmbeddings(HashingEmbeddings(5), InMemoryByteStore())) == 5
+
+
+@needs_sentence_transformers
+def test_local_embeddings_state_their_dimension_without_loading() -> None:
+    assert embedding_dimension(LocalEmbeddings()) == 384  # the default: no model load

@@ -23,7 +23,7 @@ from langchain_holodeck.embeddings import (
     resolve_embeddings,
 )
 from langchain_holodeck.errors import ConfigError
-from tests.helpers import HashingEmbeddings
+from tests.helpers import HashingEmbeddings, needs_sentence_transformers
 
 
 def test_embeddings_instance_passes_through(embeddings: HashingEmbeddings) -> None:
@@ -37,6 +37,7 @@ def test_none_resolves_to_the_onnx_minilm_without_loading() -> None:
     assert resolved._session is None  # lazy: nothing loaded yet
 
 
+@needs_sentence_transformers
 def test_sentence_transformers_name_resolves_locally() -> None:
     resolved = resolve_embeddings("sentence-transformers/paraphrase-MiniLM-L3-v2")
     assert isinstance(resolved, LocalEmbeddings)
@@ -82,6 +83,7 @@ def test_non_string_model_is_a_type_error() -> None:
         resolve_embeddings(42)  # type: ignore[arg-type]
 
 
+@needs_sentence_transformers
 def test_uncached_local_model_fails_with_offline_hint() -> None:
     emb = LocalEmbeddings("sentence-transformers/definitely-not-cached-model-xyz")
     with pytest.raises(OSError, match="not in the local Hugging Face cache"):
@@ -93,7 +95,9 @@ def test_local_embeddings_rejects_bad_batch_size() -> None:
         LocalEmbeddings(batch_size=0)
 
 
-@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+@pytest.mark.parametrize(
+    "runtime", ["onnx", pytest.param("torch", marks=needs_sentence_transformers)]
+)
 def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> None:
     emb = resolve_embeddings(None) if runtime == "onnx" else LocalEmbeddings()
     vectors = np.array(
@@ -116,6 +120,7 @@ def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> No
     assert embedding_model_id(emb) == model_id
 
 
+@needs_sentence_transformers
 def test_loading_the_local_model_draws_no_progress_bar(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -132,6 +137,7 @@ def test_loading_the_local_model_draws_no_progress_bar(
     assert "Loading weights" not in capsys.readouterr().err
 
 
+@needs_sentence_transformers
 def test_local_embeddings_are_thread_safe() -> None:
     emb = LocalEmbeddings()
     results: dict[int, list[float]] = {}
@@ -260,6 +266,7 @@ def test_cached_vectors_are_finite_floats(embeddings: HashingEmbeddings) -> None
     assert all(isinstance(v, float) and math.isfinite(v) for v in vec)
 
 
+@needs_sentence_transformers
 def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
     long = " ".join(
         f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
@@ -272,6 +279,7 @@ def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
     assert float(windowed @ np.asarray(onnx.embed_query(long))) >= 0.998
 
 
+@needs_sentence_transformers
 def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
     long = " ".join(
         f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
@@ -290,6 +298,7 @@ def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
     assert LocalEmbeddings().window_texts([long])[0] != windows[0]  # None: max_seq_length
 
 
+@needs_sentence_transformers
 def test_committed_reference_vectors_are_the_torch_models() -> None:
     import json
 
@@ -299,6 +308,7 @@ def test_committed_reference_vectors_are_the_torch_models() -> None:
     np.testing.assert_allclose(vectors, np.load(reference / "vectors.npy"), atol=1e-5)
 
 
+@needs_sentence_transformers
 class TestLocalEmbeddingsUnit(EmbeddingsUnitTests):
     @property
     def embeddings_class(self) -> type[LocalEmbeddings]:
@@ -309,6 +319,7 @@ class TestLocalEmbeddingsUnit(EmbeddingsUnitTests):
         return {}
 
 
+@needs_sentence_transformers
 class TestLocalEmbeddingsStandard(EmbeddingsIntegrationTests):
     @property
     def embeddings_class(self) -> type[LocalEmbeddings]:

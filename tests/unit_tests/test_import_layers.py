@@ -107,3 +107,26 @@ def test_relative_and_submodule_imports_resolve() -> None:
     graph = _graph()
     assert f"{NAME}.contracts" in graph[f"{NAME}.search_strategy"]
     assert f"{NAME}.backends._registry" in graph[f"{NAME}.backends"]
+
+
+def test_a_module_imported_first_finds_its_floors_loaded() -> None:
+    import subprocess
+    import sys
+
+    first = (
+        "langchain_holodeck.keyword_index.bm25",
+        "langchain_holodeck.vectorstores.matrix",
+        "langchain_holodeck.backends.memory",
+        "langchain_holodeck.tools",
+    )
+    code = "; ".join(
+        [
+            f"import importlib, subprocess, sys; mods = {first!r}",
+            "bad = [m for m in mods if subprocess.run([sys.executable, '-c', 'import ' + m])"
+            ".returncode]",
+            "print(', '.join(bad), file=sys.stderr)",
+            "sys.exit(1 if bad else 0)",
+        ]
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -85,6 +85,7 @@ EXPECTED_ALL = {
     "backend_for_store",
     "config_reference_markdown",
     "content_hash",
+    "Corpus",
     "corpus_namespace",
     "create_reranker",
     "create_vector_store",

@@ -105,7 +105,7 @@ def test_windows_a_chunk_no_longer_has_are_deleted(store: VectorStore) -> None:
     sync_documents(_docs(LONG, SHORT), store, namespace="kb")
     long_id = stable_id("kb", "a.md_chunk_0")
     result = sync_documents(_docs(f"{HEAD} {MIDDLE}", SHORT), store, namespace="kb")
-    assert (result.updated, result.deleted) == (1, 1)
+    assert (result.updated, result.deleted) == (1, 0)  # chunks: the dropped window is not one
     assert _ids(store) == {long_id, f"{long_id}:w1", stable_id("kb", "a.md_chunk_1")}
 
 
@@ -113,7 +113,7 @@ def test_windows_a_chunk_no_longer_has_are_deleted(store: VectorStore) -> None:
 def test_a_stale_tail_chunk_goes_with_its_windows(store: VectorStore) -> None:
     sync_documents(_docs(SHORT, LONG), store, namespace="kb")
     result = sync_documents(_docs(SHORT), store, namespace="kb")
-    assert result.deleted == 3  # chunk 1 and its two windows
+    assert result.deleted == 1  # chunk 1 (its two windows go with it, uncounted: one unit)
     assert _ids(store) == {stable_id("kb", "a.md_chunk_0")}
 
 
@@ -122,7 +122,7 @@ def test_cleanup_of_a_deleted_file_takes_its_windows(store: VectorStore) -> None
     sync_documents([*_docs(LONG), *_docs(SHORT, source="b.md")], store, namespace="kb")
     sync_documents(_docs(LONG, source="x.md"), store, namespace="other")
     result = sync_documents(_docs(SHORT, source="b.md"), store, namespace="kb", cleanup=True)
-    assert result.deleted == 3
+    assert result.deleted == 1  # a.md's one chunk; its two windows go with it, uncounted
     kept = stable_id("other", "x.md_chunk_0")
     assert _ids(store) == {stable_id("kb", "b.md_chunk_0"), kept, f"{kept}:w1", f"{kept}:w2"}
 

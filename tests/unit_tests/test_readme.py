@@ -58,3 +58,34 @@ def test_tool_selection_example_runs_and_its_results_hold() -> None:
     exec(compile(checked, "README.md", "exec"), namespace)
     namespace["agent"].invoke({"messages": [{"role": "user", "content": "rain in Oslo?"}]})
     assert model.bound == [["get_weather"]]
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_is_a_guide_and_its_links_into_docs_resolve() -> None:
+    assert len(README.splitlines()) <= 400
+    pages = {"README.md": README}
+    pages.update(
+        {f"docs/{p.name}": p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md")}
+    )
+    for page in ("configuration", "benchmarks", "reliability"):
+        assert f"docs/{page}.md" in pages
+    for name, text in pages.items():
+        base = (ROOT / name).parent
+        for target, anchor in re.findall(r"\]\(([\w./-]+)#?([\w-]*)\)", text):
+            path = (base / target).resolve()
+            assert path.exists(), f"{name} links to a missing {target}"
+            if anchor and target.endswith(".md"):
+                headings = re.findall(r"^#+ (.+)$", path.read_text(encoding="utf-8"), flags=re.M)
+                anchors = {_anchor(heading) for heading in headings}
+                assert anchor in anchors, f"{name} links to {target}#{anchor}, which is no heading"
+
+
+def test_the_reliability_and_benchmark_pages_keep_their_tables() -> None:
+    for page, marker in (("reliability", "reliability"), ("benchmarks", "benchmarks")):
+        text = (ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
+        table = text.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->")[0]
+        assert table.count("\n|") >= 5

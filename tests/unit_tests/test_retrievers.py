@@ -350,6 +350,8 @@ def test_every_leg_failing_raises_the_dense_error(chunks) -> None:
 class BarrierIndex(BM25KeywordIndex):
     """Keyword search that only proceeds once the dense leg is running at the same time."""
 
+    in_process = False  # it waits like an index doing I/O
+
     def __init__(self, barrier: threading.Barrier) -> None:
         super().__init__()
         self.barrier = barrier
@@ -385,6 +387,29 @@ def test_sync_legs_run_concurrently(chunks, embeddings) -> None:
     assert any(d.metadata["semantic_rank"] for d in docs)
     assert any(d.metadata["keyword_rank"] for d in docs)
     assert not barrier.broken
+
+
+class ThreadRecordingIndex(BM25KeywordIndex):
+    """An in-process index that records the thread each search ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def search(self, query, k):
+        self.threads.append(threading.current_thread().name)
+        return super().search(query, k)
+
+
+def test_in_process_legs_run_on_the_callers_thread(chunks, embeddings) -> None:
+    store = MatrixVectorStore(embeddings)
+    store.add_documents(chunks)
+    bm25 = ThreadRecordingIndex()
+    bm25.upsert(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=3)
+    docs = r.invoke("arch controls")
+    assert any(d.metadata["keyword_rank"] for d in docs)
+    assert bm25.threads == [threading.current_thread().name]  # no pool hand-off
 
 
 async def test_async_matches_sync(retriever) -> None:

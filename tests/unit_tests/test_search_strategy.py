@@ -125,6 +125,25 @@ def test_native_retriever_applies_min_similarity_score(embeddings: HashingEmbedd
     assert all(d.metadata["semantic_score"] >= 0.99 for d in strict)
 
 
+def test_native_request_asks_for_the_rows_it_returns_not_fetch_k(
+    embeddings: HashingEmbeddings,
+) -> None:
+    retriever = native_retriever(embeddings, k=2, fetch_k=300)
+    store = retriever.vector_store
+    asked: list[dict[str, Any]] = []
+    search = store.native_hybrid_search  # type: ignore[attr-defined]  # a native store
+
+    def recording(query: str, **kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return search(query, **kwargs)
+
+    store.native_hybrid_search = recording  # type: ignore[attr-defined]  # records the request
+    retriever.invoke("replicators maintained")
+    retriever.invoke("Section 104 replicators")  # one exact hit: one more row
+    retriever.model_copy(update={"min_similarity_score": 0.1}).invoke("replicators")
+    assert [(a["k"], a["fetch_k"]) for a in asked] == [(2, 2), (3, 3), (2, 300)]
+
+
 @pytest.mark.parametrize(
     ("requested", "database", "expected"),
     [

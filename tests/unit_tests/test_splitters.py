@@ -182,11 +182,18 @@ def test_subclauses_can_stay_in_their_section(act_text: str) -> None:
     assert records.metadata["chunk_type"] == "requirement"
 
 
-def test_bare_heading_stays_alone_when_followed_by_a_sibling() -> None:
+def test_a_heading_alone_before_a_sibling_is_dropped() -> None:
     text = "## One\n\n## Two\n\nBody of two.\n"
     docs = StructuredMarkdownSplitter().create_documents([text])
-    assert [d.page_content for d in docs] == ["## One", "## Two\n\nBody of two."]
-    assert docs[0].metadata["chunk_type"] == "header"
+    assert [d.page_content for d in docs] == ["## Two\n\nBody of two."]
+    assert docs[0].metadata["chunk_index"] == 0
+
+
+def test_a_file_of_headings_alone_keeps_its_first_heading() -> None:
+    docs = StructuredMarkdownSplitter().create_documents(["# Title\n\n## Empty\n"])
+    assert [(d.page_content, d.metadata["chunk_type"]) for d in docs] == [
+        ("# Title\n\n## Empty", "header")
+    ]
 
 
 def test_bare_heading_is_not_merged_past_the_token_limit() -> None:

@@ -1,0 +1,450 @@
+"""The Qdrant vector store: dense vectors plus BM25 sparse vectors, fused by Qdrant's own RRF.
+
+The sparse BM25 encoder (our own tokenizer, no model download), ``HolodeckQdrantVectorStore``
+and the function that builds it. Imported only when a Qdrant store is opened (the
+``QdrantBackend`` in ``backends/qdrant.py`` registers the provider without importing
+``qdrant-client``, which takes seconds).
+
+Setup:
+    ``pip install "langchain-holodeck[qdrant]"`` (``langchain-qdrant`` and ``qdrant-client``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_holodeck._chunk import is_window
+from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.backends.base import check_native_hybrid_args
+from langchain_holodeck.config._backends import QdrantDatabaseConfig
+from langchain_holodeck.contracts import NativeHit
+from langchain_holodeck.keyword_index.bm25 import Tokenizer
+
+try:
+    from langchain_qdrant import QdrantVectorStore as _Base
+    from qdrant_client import QdrantClient
+    from qdrant_client import models as _models
+except ImportError:  # the extra is missing: the config still validates, building raises
+    _Base = VectorStore  # type: ignore[assignment, misc]  # placeholder base without the extra
+    QdrantClient = None  # type: ignore[assignment, misc]  # checked in _require_extra
+    _models = None  # type: ignore[assignment]  # checked in _require_extra
+
+if TYPE_CHECKING:
+    from qdrant_client import models
+
+__all__ = [
+    "DENSE_VECTOR",
+    "ID_KEY",
+    "SPARSE_VECTOR",
+    "BM25SparseEncoder",
+    "HolodeckQdrantVectorStore",
+    "build_qdrant_store",
+    "make_client",
+    "point_id",
+]
+
+logger = logging.getLogger(__name__)
+
+DENSE_VECTOR = "dense"
+"""Name of the dense vector in the collection."""
+SPARSE_VECTOR = "bm25"
+"""Name of the sparse BM25 vector (``modifier: idf``: Qdrant computes the IDF itself)."""
+ID_KEY = "doc_id"
+"""Payload key holding ``Document.id`` as given (Qdrant point ids must be UUIDs or ints)."""
+_ID_NAMESPACE = uuid.UUID("6f1c5c8e-6d0b-5b0e-9a43-3c1e2f9b7a10")
+
+
+class BM25SparseEncoder:
+    """BM25 term weights as sparse vectors; Qdrant's IDF modifier supplies the IDF half.
+
+    Terms come from ``keyword_index.bm25.Tokenizer`` (lowercase, English stop words dropped,
+    Snowball-stemmed: the same terms as the in-memory BM25 index); each term's index is its
+    CRC-32, so indices are stable across processes without a stored vocabulary. A document
+    term weighs ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))``; a query term 1.0.
+    With ``modifier: idf`` Qdrant multiplies each matched term by its IDF over the collection,
+    so the dot product is the BM25 score (with ``avg_len`` fixed rather than measured).
+    """
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75, avg_len: float = 100.0) -> None:
+        if not (k1 > 0 and 0 <= b <= 1 and avg_len > 0):
+            msg = (
+                f"need k1 > 0, 0 <= b <= 1 and avg_len > 0; got k1={k1}, b={b}, avg_len={avg_len}."
+            )
+            raise ValueError(msg)
+        self.k1, self.b, self.avg_len = k1, b, avg_len
+        self.tokenizer = Tokenizer()
+
+    @staticmethod
+    def index_of(term: str) -> int:
+        """The sparse index of ``term`` (its CRC-32, an unsigned 32-bit integer)."""
+        return zlib.crc32(term.encode("utf-8"))
+
+    def encode_document(self, text: str) -> tuple[list[int], list[float]]:
+        """``(indices, values)`` of a document's BM25 term weights; empty for no term."""
+        terms = self.tokenizer.split_terms(text)
+        norm = self.k1 * (1 - self.b + self.b * len(terms) / self.avg_len)
+        weights: dict[int, float] = {}
+        for term, tf in Counter(terms).items():
+            weights[self.index_of(term)] = tf * (self.k1 + 1) / (tf + norm)
+        return list(weights), list(weights.values())
+
+    def encode_query(self, text: str) -> tuple[list[int], list[float]]:
+        """``(indices, values)`` of a query: each distinct term once, weight 1.0."""
+        indices = list(dict.fromkeys(self.index_of(t) for t in self.tokenizer.split_terms(text)))
+        return indices, [1.0] * len(indices)
+
+
+def _require_extra() -> None:
+    if QdrantClient is None:
+        msg = 'database.provider "qdrant" needs: pip install "langchain-holodeck[qdrant]"'
+        raise ImportError(msg)
+
+
+def point_id(doc_id: str) -> str:
+    """The Qdrant point id of ``doc_id``: itself when it is a UUID, else a UUIDv5 of it."""
+    try:
+        return str(uuid.UUID(doc_id))
+    except ValueError:
+        return str(uuid.uuid5(_ID_NAMESPACE, doc_id))
+
+
+class HolodeckQdrantVectorStore(_Base):
+    """``QdrantVectorStore`` with exact round-trips, [0, 1] scores and native hybrid search.
+
+    Differences from the parent (same client, same ``page_content``/``metadata`` payload):
+
+    - every point carries a dense vector (``dense``) and a BM25 sparse vector (``bm25``, see
+      ``BM25SparseEncoder``), except model windows (entries ``<chunk id>:w<n>``), which carry
+      the dense vector only, so the keyword leg ranks chunks; ``similarity_search*`` query
+      the dense vector only, and
+      ``native_hybrid_search`` fuses both legs in one Query API request (prefetch + RRF);
+    - ``Document.id`` round-trips as given (any string; stored in the payload as ``doc_id``,
+      the point id is the id itself when it is a UUID, else a UUIDv5 of it) and metadata
+      round-trips unchanged (no ``_id`` / ``_collection_name`` keys are added);
+    - relevance scores are the cosine similarity clipped to [0, 1], like the other stores;
+    - the collection is created on the first write (its dimension is the embeddings'), and
+      reads before that return nothing.
+
+    Setup:
+        ``pip install "langchain-holodeck[qdrant]"``
+
+    Instantiate:
+        ```python
+        from qdrant_client import QdrantClient
+
+        store = HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "docs", embeddings)
+        store.add_documents([Document(id="a", page_content="arch controls")])
+        store.native_hybrid_search("arch controls", k=1, fetch_k=10)
+        # -> [NativeHit(document=Document(id='a', ...), score=0.5, similarity=0.9)]
+        ```
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        collection_name: str,
+        embedding: Embeddings,
+        *,
+        sparse_encoder: BM25SparseEncoder | None = None,
+    ) -> None:
+        _require_extra()
+        super().__init__(
+            client=client,
+            collection_name=collection_name,
+            embedding=embedding,
+            vector_name=DENSE_VECTOR,
+            sparse_vector_name=SPARSE_VECTOR,
+            validate_collection_config=False,
+        )
+        self.sparse_encoder = sparse_encoder or BM25SparseEncoder()
+        self._exists = False
+
+    # -- collection ---------------------------------------------------------------------
+    def _collection_ready(self) -> bool:
+        if not self._exists:
+            self._exists = bool(self.client.collection_exists(self.collection_name))
+        return self._exists
+
+    def _ensure_collection(self, dims: int) -> None:
+        if self._collection_ready():
+            return
+        self.client.create_collection(
+            self.collection_name,
+            vectors_config={
+                DENSE_VECTOR: _models.VectorParams(size=dims, distance=_models.Distance.COSINE)
+            },
+            sparse_vectors_config={
+                SPARSE_VECTOR: _models.SparseVectorParams(modifier=_models.Modifier.IDF)
+            },
+        )
+        if not _is_local(self.client):  # local mode has no payload indexes (and warns)
+            self.client.create_payload_index(
+                self.collection_name, "metadata.namespace", _models.PayloadSchemaType.KEYWORD
+            )
+        self._exists = True
+
+    # -- writes -------------------------------------------------------------------------
+    def add_texts(  # type: ignore[override]  # ids are strings here
+        self,
+        texts: Iterable[str],
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        batch_size: int = 64,
+        **kwargs: Any,
+    ) -> list[str]:
+        texts = list(texts)
+        metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
+        doc_ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in texts]
+        if not len(texts) == len(metas) == len(doc_ids):
+            msg = (
+                f"texts, metadatas and ids must have the same length, got {len(texts)}, "
+                f"{len(metas)} and {len(doc_ids)}."
+            )
+            raise ValueError(msg)
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start : start + batch_size]
+            vectors = self._require_embeddings("add_texts").embed_documents(batch)
+            if not vectors:
+                continue
+            self._ensure_collection(len(vectors[0]))
+            points = []
+            for offset, (text, vector) in enumerate(zip(batch, vectors, strict=True)):
+                doc_id = doc_ids[start + offset]
+                named: dict[str, Any] = {DENSE_VECTOR: list(vector)}
+                if not is_window(metas[start + offset]):  # the keyword leg ranks chunks only
+                    indices, values = self.sparse_encoder.encode_document(text)
+                    named[SPARSE_VECTOR] = _models.SparseVector(indices=indices, values=values)
+                points.append(
+                    _models.PointStruct(
+                        id=point_id(doc_id),
+                        vector=named,
+                        payload={
+                            self.content_payload_key: text,
+                            self.metadata_payload_key: metas[start + offset],
+                            ID_KEY: doc_id,
+                        },
+                    )
+                )
+            self.client.upsert(self.collection_name, points=points, wait=True)
+        return doc_ids
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:  # type: ignore[override]
+        if ids is None:
+            msg = "delete needs ids; to drop everything, delete the collection."
+            raise ValueError(msg)
+        if ids and self._collection_ready():
+            self.client.delete(
+                self.collection_name,
+                points_selector=_models.PointIdsList(points=[point_id(str(i)) for i in ids]),
+                wait=True,
+            )
+        return True
+
+    # -- reads --------------------------------------------------------------------------
+    def get_by_ids(self, ids: Sequence[str | int], /) -> list[Document]:
+        if not ids or not self._collection_ready():
+            return []
+        points = self.client.retrieve(
+            self.collection_name, [point_id(str(i)) for i in ids], with_payload=True
+        )
+        by_id = {d.id: d for d in map(self._to_document, points)}
+        return [by_id[str(i)] for i in dict.fromkeys(ids) if str(i) in by_id]
+
+    def iter_documents(
+        self, *, namespace: str | None = None, batch_size: int = 1000
+    ) -> Iterator[Document]:
+        """Every stored document (optionally of one ``namespace``), by scrolling the collection."""
+        if not self._collection_ready():
+            return
+        offset = None
+        while True:
+            points, offset = self.client.scroll(
+                self.collection_name,
+                scroll_filter=self.namespace_filter(namespace),
+                limit=batch_size,
+                offset=offset,
+                with_payload=True,
+            )
+            yield from map(self._to_document, points)
+            if offset is None:
+                return
+
+    @staticmethod
+    def namespace_filter(namespace: str | None) -> models.Filter | None:
+        """The Qdrant filter keeping one namespace's points (``None``: no filter)."""
+        if namespace is None:
+            return None
+        return _models.Filter(
+            must=[
+                _models.FieldCondition(
+                    key="metadata.namespace", match=_models.MatchValue(value=namespace)
+                )
+            ]
+        )
+
+    def similarity_search(  # type: ignore[override]
+        self, query: str, k: int = 4, filter: models.Filter | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
+
+    def similarity_search_with_score(  # type: ignore[override]
+        self, query: str, k: int = 4, filter: models.Filter | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        if not self._collection_ready():
+            return []
+        vector = self._require_embeddings("similarity_search").embed_query(query)
+        return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
+
+    def similarity_search_with_score_by_vector(  # type: ignore[override]
+        self,
+        embedding: list[float],
+        k: int = 4,
+        filter: models.Filter | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        if not self._collection_ready():
+            return []
+        points = self.client.query_points(
+            self.collection_name,
+            query=list(embedding),
+            using=DENSE_VECTOR,
+            query_filter=filter,
+            limit=k,
+            with_payload=True,
+            **kwargs,
+        ).points
+        return [(self._to_document(p), float(p.score)) for p in points]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return clip_unit
+
+    def native_hybrid_search(
+        self,
+        query: str,
+        *,
+        k: int = 4,
+        fetch_k: int = 50,
+        weights: tuple[float, float] = (0.5, 0.5),
+        rrf_k: int = 60,
+        min_similarity_score: float | None = None,
+        filter: models.Filter | None = None,  # as in similarity_search
+        embedding: Sequence[float] | None = None,
+    ) -> list[NativeHit]:
+        """Dense + BM25 fused by Qdrant's RRF in one Query API request.
+
+        Each leg prefetches ``fetch_k`` points matching ``filter`` (the dense leg only those
+        with cosine similarity >= ``min_similarity_score``); Qdrant fuses them with weighted
+        RRF (``weights`` = (dense, keyword), constant ``rrf_k``; Qdrant's weighted form is
+        ``1 / (rank / w + rrf_k - 1)``) and returns the best points with their payloads and
+        dense vectors, so each hit's dense similarity is known (and a keyword-only hit below
+        ``min_similarity_score`` is dropped too). Documents are read for the returned points
+        only. A query with no keyword term runs the dense leg alone.
+
+        Raises:
+            ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
+                non-negative numbers with at least one above 0.
+        """
+        check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
+        if not self._collection_ready():
+            return []
+        vector = np.asarray(
+            embedding
+            if embedding is not None
+            else self._require_embeddings("native_hybrid_search").embed_query(query),
+            dtype=np.float32,
+        )
+        prefetch, legs = [], []
+        if weights[0] > 0:
+            prefetch.append(
+                _models.Prefetch(
+                    query=vector.tolist(),
+                    using=DENSE_VECTOR,
+                    filter=filter,
+                    limit=fetch_k,
+                    score_threshold=min_similarity_score or None,
+                )
+            )
+            legs.append(weights[0])
+        indices, values = self.sparse_encoder.encode_query(query)
+        if indices and weights[1] > 0:
+            prefetch.append(
+                _models.Prefetch(
+                    query=_models.SparseVector(indices=indices, values=values),
+                    using=SPARSE_VECTOR,
+                    filter=filter,
+                    limit=fetch_k,
+                )
+            )
+            legs.append(weights[1])
+        if not prefetch:
+            return []
+        points = self.client.query_points(
+            self.collection_name,
+            prefetch=prefetch,
+            query=_models.RrfQuery(rrf=_models.Rrf(k=rrf_k, weights=legs)),
+            limit=k if min_similarity_score is None else max(k, fetch_k),
+            with_payload=True,
+            with_vectors=[DENSE_VECTOR],
+        ).points
+        unit = vector / (float(np.linalg.norm(vector)) or 1.0)
+        hits = []
+        for point in points:
+            stored = (
+                (point.vector or {}).get(DENSE_VECTOR) if isinstance(point.vector, dict) else None
+            )
+            similarity = None
+            if stored is not None:
+                v = np.asarray(stored, dtype=np.float32)
+                similarity = clip_unit(float(v @ unit) / (float(np.linalg.norm(v)) or 1.0))
+            if min_similarity_score is not None and (similarity or 0.0) < min_similarity_score:
+                continue
+            hits.append(NativeHit(self._to_document(point), float(point.score), similarity))
+        return hits[:k]
+
+    async def anative_hybrid_search(self, query: str, **kwargs: Any) -> list[NativeHit]:
+        """:meth:`native_hybrid_search` in a worker thread (the client is synchronous)."""
+        return await asyncio.to_thread(self.native_hybrid_search, query, **kwargs)
+
+    def _to_document(self, point: Any) -> Document:
+        payload = point.payload or {}
+        return Document(
+            id=str(payload.get(ID_KEY, point.id)),
+            page_content=payload.get(self.content_payload_key, ""),
+            metadata=dict(payload.get(self.metadata_payload_key) or {}),
+        )
+
+
+def _is_local(client: Any) -> bool:
+    return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
+
+
+def make_client(config: QdrantDatabaseConfig) -> QdrantClient:
+    """The qdrant-client a configuration names (local in-process, local on disk, or server)."""
+    _require_extra()
+    if config.location is not None:
+        return QdrantClient(location=config.location)
+    if config.path is not None:
+        Path(config.path).expanduser().mkdir(parents=True, exist_ok=True)
+        return QdrantClient(path=str(Path(config.path).expanduser()))
+    api_key = config.api_key.get_secret_value() if config.api_key is not None else None
+    return QdrantClient(url=config.url, api_key=api_key, timeout=math.ceil(config.timeout))
+
+
+def build_qdrant_store(
+    config: QdrantDatabaseConfig, embeddings: Embeddings
+) -> HolodeckQdrantVectorStore:
+    """A ``HolodeckQdrantVectorStore`` on the configured client and collection."""
+    return HolodeckQdrantVectorStore(make_client(config), config.collection_name, embeddings)

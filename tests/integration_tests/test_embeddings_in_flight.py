@@ -1,0 +1,186 @@
+"""API embeddings with requests in flight, through the real OpenAI client and a loopback server.
+
+The server answers after a fixed latency, throttles every n-th request with HTTP 429 and
+``Retry-After``, and fails chosen requests: sync keeps several requests open, waits as told,
+retries, counts what still fails, and a re-run converges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+from langchain_core.documents import Document
+from langchain_openai import OpenAIEmbeddings
+
+from langchain_holodeck.embeddings.inflight import (
+    aembed_in_flight,
+    embed_in_flight,
+    retry_delay,
+    runs_in_process,
+)
+from langchain_holodeck.sync import sync_documents
+from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.embedding_server import EmbeddingServer, hashed_vector
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingServer]:
+    with EmbeddingServer() as srv:
+        yield srv
+
+
+def openai_embeddings(server: EmbeddingServer) -> OpenAIEmbeddings:
+    return OpenAIEmbeddings(
+        model="text-embedding-3-small",
+        base_url=server.url,
+        api_key="sk-test-not-a-key",  # type: ignore[arg-type]  # pydantic coerces to SecretStr
+        max_retries=0,  # the client's own retries off: ours answer the 429s
+        check_embedding_ctx_length=False,  # plain strings on the wire (no tiktoken download)
+    )
+
+
+def chunks(n: int, *, poison: int | None = None) -> list[Document]:
+    return [
+        Document(
+            page_content=f"note {i} about deck {i % 7}" + (" POISON" if i == poison else ""),
+            metadata={"source_path": f"notes/{i // 10:03}.md", "chunk_index": i % 10},
+        )
+        for i in range(n)
+    ]
+
+
+def test_sync_keeps_requests_in_flight_and_loses_nothing_to_rate_limits(
+    server: EmbeddingServer,
+) -> None:
+    server.latency, server.throttle_every, server.retry_after = 0.05, 4, 0.1
+    store = MatrixVectorStore(openai_embeddings(server))
+    docs = chunks(300)
+    result = sync_documents(docs, store, namespace="kb", batch_size=10, max_concurrency=6)
+    assert (result.added, result.failed, result.errors) == (300, 0, ())
+    assert server.throttled >= 5  # 429s were answered, waited out and retried
+    assert 1 < server.peak_in_flight <= 6
+    assert store.document_count == 300
+    server.throttle_every = 0  # the query below is not part of the sync
+    hit = store.similarity_search_with_relevance_scores("note 17 about deck 3", k=1)[0]
+    assert hit[0].page_content == "note 17 about deck 3"
+    assert hit[1] == pytest.approx(1.0, abs=1e-5)  # the server's own vector was stored
+    requests = len(server.requests)
+    again = sync_documents(docs, store, namespace="kb", batch_size=10, max_concurrency=6)
+    assert (again.added, again.skipped) == (0, 300)
+    assert len(server.requests) == requests  # nothing re-embedded
+
+
+def test_a_refused_batch_is_counted_the_rest_written_and_the_rerun_converges(
+    server: EmbeddingServer,
+) -> None:
+    server.mode, server.fail_on, server.fail_status = "fail_on", "POISON", 400
+    store = MatrixVectorStore(openai_embeddings(server))
+    docs = chunks(60, poison=33)
+    result = sync_documents(docs, store, namespace="kb", batch_size=10, max_concurrency=4)
+    # the refused batch holds chunks 30-39; chunk 30, file notes/003.md's record, waits too
+    assert (result.added, result.failed) == (50, 10)
+    assert any("BadRequestError" in e and "notes/003.md" in e for e in result.errors)
+    server.mode = "ok"
+    again = sync_documents(docs, store, namespace="kb", batch_size=10, max_concurrency=4)
+    assert (again.added, again.skipped, again.failed) == (10, 50, 0)
+
+
+def test_server_errors_are_retried_with_backoff(server: EmbeddingServer) -> None:
+    server.mode, server.fail_on, server.fail_times = "fail_on", "POISON", 1
+    store = MatrixVectorStore(openai_embeddings(server))
+    result = sync_documents(chunks(20, poison=5), store, namespace="kb", batch_size=10)
+    assert (result.added, result.failed) == (20, 0)
+    assert server.fail_times == 0  # the 500 happened, and the retry was answered
+
+
+async def test_async_requests_in_flight_are_bounded(server: EmbeddingServer) -> None:
+    server.latency, server.throttle_every, server.retry_after = 0.05, 5, 0.05
+    texts = [f"text number {i}" for i in range(200)]
+    result = await aembed_in_flight(
+        openai_embeddings(server), texts, batch_size=10, max_concurrency=5
+    )
+    assert result.failures == ()
+    assert result.retries >= 3
+    assert result.vectors[7] == pytest.approx(hashed_vector(texts[7], 32), abs=1e-6)
+    assert 1 < server.peak_in_flight <= 5
+
+
+def test_max_concurrency_one_sends_one_request_at_a_time(server: EmbeddingServer) -> None:
+    server.latency = 0.01
+    result = embed_in_flight(
+        openai_embeddings(server), ["a b", "c d", "e f"], batch_size=1, max_concurrency=1
+    )
+    assert [v is not None for v in result.vectors] == [True, True, True]
+    assert server.peak_in_flight == 1
+
+
+def _status_error(cls: type[openai.APIStatusError], status: int, **headers: str) -> Exception:
+    request = httpx.Request("POST", "http://127.0.0.1/v1/embeddings")
+    response = httpx.Response(status, headers=headers, request=request)
+    return cls("refused", response=response, body=None)
+
+
+def test_retry_delay_follows_the_answer() -> None:
+    limited = _status_error(openai.RateLimitError, 429, **{"retry-after": "2"})
+    assert retry_delay(limited, 0) == 2.0
+    assert retry_delay(
+        _status_error(openai.RateLimitError, 429, **{"retry-after-ms": "250"}), 3
+    ) == (0.25)
+    unsaid = retry_delay(_status_error(openai.RateLimitError, 429), 2)
+    assert unsaid is not None
+    assert 1.0 <= unsaid <= 2.0  # backoff 0.5 * 2**2, with jitter
+    assert retry_delay(_status_error(openai.InternalServerError, 503), 0) is not None
+    assert retry_delay(_status_error(openai.BadRequestError, 400), 0) is None
+    assert retry_delay(_status_error(openai.AuthenticationError, 401), 0) is None
+    assert retry_delay(ConnectionResetError("reset"), 0) is not None
+    assert retry_delay(ValueError("bad input"), 0) is None
+
+
+def test_only_remote_models_get_requests_in_flight(server: EmbeddingServer) -> None:
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+
+    assert not runs_in_process(openai_embeddings(server))
+    assert runs_in_process(OnnxEmbeddings.__new__(OnnxEmbeddings))
+    with pytest.raises(ValueError, match="max_concurrency must be an integer >= 1, got 0"):
+        sync_documents(
+            chunks(1),
+            MatrixVectorStore(openai_embeddings(server)),
+            namespace="kb",
+            max_concurrency=0,
+        )
+
+
+def test_redis_store_takes_the_vectors_sync_embedded(server: EmbeddingServer) -> None:
+    import os
+
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
+            pytest.fail("REDIS_URL is unset but HOLODECK_REQUIRE_REDIS=1")
+        pytest.skip("REDIS_URL is unset")
+    import uuid
+
+    from langchain_holodeck.vectorstores import create_vector_store_with_status
+
+    name = f"holodeck_inflight_{uuid.uuid4().hex[:8]}"
+    store = create_vector_store_with_status(
+        {"provider": "redis", "connection_string": url, "index_name": name},
+        openai_embeddings(server),
+        fallback=False,
+    ).store
+    server.latency, server.throttle_every, server.retry_after = 0.02, 3, 0.05
+    try:
+        docs = chunks(40)
+        result = sync_documents(docs, store, namespace="kb", batch_size=5, max_concurrency=4)
+        assert (result.added, result.failed) == (40, 0)
+        assert server.throttled > 0
+        server.throttle_every = 0
+        hit = store.similarity_search_with_relevance_scores("note 17 about deck 3", k=1)[0]
+        assert hit[0].page_content == "note 17 about deck 3"
+        again = sync_documents(docs, store, namespace="kb", batch_size=5, max_concurrency=4)
+        assert (again.added, again.skipped) == (0, 40)
+    finally:
+        store._index.delete(drop=True)  # type: ignore[attr-defined]  # a redisvl SearchIndex
