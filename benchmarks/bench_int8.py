@@ -1,0 +1,159 @@
+"""OnnxEmbeddings in int8 vs fp32: throughput per CPU-second, cosine, SciFact nDCG@10.
+
+    python benchmarks/bench_int8.py --data /path/to/scifact              # everything
+    python benchmarks/bench_int8.py --data /path/to/scifact --windows 1000 --no-ndcg
+
+1. Throughput: the first ``--windows`` windows of 128 word pieces (the default's document
+   windows) cut from SciFact abstracts, embedded by ``OnnxEmbeddings(precision="fp32")``
+   (today's path: the int8 weights dequantized, fp32 compute, batches of 32) and by
+   ``precision="int8"`` (onnxruntime dynamic quantization, one window per run, runs side by
+   side), one after the other in this process. Windows per CPU-second (process CPU time, all
+   threads) is the figure that survives a shared machine; wall time and load are printed too.
+2. Agreement: cosine of the int8 vectors with the fp32 ones (same windows), and of both with
+   the torch model's vectors of the fixed test sample (``tests/data/minilm_reference``).
+3. Quality: SciFact test (300 claims) nDCG@10, dense only and in ``HybridRetriever`` with
+   its defaults (BM25KeywordIndex + MatrixVectorStore), with every abstract truncated at 256
+   word pieces (``long_text="first"``: one window per abstract, so one corpus pass): fp32
+   from the dataset's cached all-MiniLM-L6-v2 vectors (the ONNX fp32 path agrees with them at
+   cosine >= 0.999), int8 computed here, documents and queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ir_metrics import mean, ndcg_at_k
+from langchain_core.documents import Document
+from tuning_data import LookupEmbeddings
+
+from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.vectorstores import MatrixVectorStore
+
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "minilm_reference"
+
+
+def load(data: Path) -> tuple[list[Document], list[tuple[str, str]], dict[str, dict[str, int]]]:
+    corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8")]
+    docs = [
+        Document(id=c["_id"], page_content=(c["title"] + " " + c["text"]).strip()) for c in corpus
+    ]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in list((data / "qrels" / "test.tsv").open(encoding="utf-8"))[1:]:
+        qid, did, score = line.strip().split("\t")
+        qrels.setdefault(qid, {})[did] = int(score)
+    rows = [json.loads(line) for line in (data / "queries.jsonl").open(encoding="utf-8")]
+    return docs, [(q["_id"], q["text"]) for q in rows], qrels
+
+
+def load_line() -> str:
+    return "load average " + " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def window_texts(texts: list[str], n: int) -> list[str]:
+    """The first ``n`` document windows of ``texts``, as texts of their own."""
+    emb = OnnxEmbeddings(precision="fp32")
+    out: list[str] = []
+    for windows in emb.window_texts(texts):
+        out.extend(windows)
+        if len(out) >= n:
+            break
+    return out[:n]
+
+
+def throughput(texts: list[str]) -> dict[str, np.ndarray]:
+    vectors = {}
+    for precision in ("fp32", "int8"):
+        emb = OnnxEmbeddings(precision=precision)  # type: ignore[arg-type]  # a literal
+        emb.embed_query("warm up")  # loads the session (and builds the int8 graph once)
+        cpu, wall = time.process_time(), time.perf_counter()
+        vectors[precision] = np.vstack([w[0] for w in emb.embed_windows(texts)])
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        print(
+            f"  {precision}: {len(texts)} windows of <= 128 word pieces in {cpu:.1f} CPU-s "
+            f"({len(texts) / cpu:.1f} windows per CPU-s), {wall:.1f} s wall; {load_line()}",
+            flush=True,
+        )
+    cos = (vectors["fp32"] * vectors["int8"]).sum(axis=1)
+    print(f"  int8 vs fp32 cosine: mean {cos.mean():.5f}, min {cos.min():.5f}")
+    return vectors
+
+
+def reference_agreement() -> None:
+    texts = json.loads((REFERENCE / "texts.json").read_text(encoding="utf-8"))
+    reference = np.load(REFERENCE / "vectors.npy")
+    for precision in ("fp32", "int8"):
+        emb = OnnxEmbeddings(precision=precision)  # type: ignore[arg-type]  # a literal
+        cos = (np.asarray(emb.embed_documents(texts)) * reference).sum(axis=1)
+        print(
+            f"  {precision} vs torch reference ({len(texts)} texts): mean {cos.mean():.5f}, "
+            f"min {cos.min():.5f}"
+        )
+
+
+def quality(data: Path) -> None:
+    docs, all_queries, qrels = load(data)
+    queries = [(q, t) for q, t in all_queries if q in qrels]
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    fp32_docs = np.load(data / "emb_minilm_l6_v2_docs.npy")
+    fp32_queries_all = np.load(data / "emb_minilm_l6_v2_queries.npy")
+    by_id = {q: i for i, (q, _) in enumerate(all_queries)}
+    fp32_queries = {t: fp32_queries_all[by_id[q]] for q, t in queries}
+    emb = OnnxEmbeddings(precision="int8", long_text="first")
+    cpu, wall = time.process_time(), time.perf_counter()
+    int8_docs = np.asarray(emb.embed_documents([d.page_content for d in docs]), dtype=np.float32)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    print(f"  int8 corpus pass: {len(docs)} abstracts, {cpu:.0f} CPU-s, {wall:.0f} s wall")
+    int8_queries = {t: np.asarray(emb.embed_query(t)) for _, t in queries}
+    cos = (fp32_docs * int8_docs).sum(axis=1)
+    print(f"  int8 vs fp32 (torch) abstract vectors: mean {cos.mean():.5f}, min {cos.min():.5f}")
+    print("\n| SciFact test, truncated at 256 | dense nDCG@10 | hybrid (defaults) nDCG@10 |")
+    print("|---|---|---|")
+    for label, doc_vectors, query_vectors in (
+        ("fp32 (today)", fp32_docs, fp32_queries),
+        ("int8", int8_docs, int8_queries),
+    ):
+        store = MatrixVectorStore(LookupEmbeddings(query_vectors))
+        store.add_vectors(docs, doc_vectors)
+        dense = {
+            q: [d.id for d, _ in store.similarity_search_with_score(t, k=10)] for q, t in queries
+        }
+        retriever = HybridRetriever(vector_store=store, keyword_index=bm25)
+        hybrid = {q: [d.id for d in retriever.invoke(t, k=10)] for q, t in queries}
+        nd_dense = mean([ndcg_at_k(dense[q], qrels[q], 10) for q, _ in queries])
+        nd_hybrid = mean([ndcg_at_k(hybrid[q], qrels[q], 10) for q, _ in queries])
+        print(f"| {label} | {nd_dense:.4f} | {nd_hybrid:.4f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="the BEIR SciFact folder")
+    parser.add_argument("--windows", type=int, default=1000, help="windows for throughput")
+    parser.add_argument("--no-ndcg", action="store_true", help="skip the SciFact corpus pass")
+    args = parser.parse_args()
+    docs, _, _ = load(args.data)
+    print(f"CPU count {os.cpu_count()}; {load_line()}")
+    print("\n1. Throughput (same windows, one process, fp32 then int8)")
+    throughput(window_texts([d.page_content for d in docs], args.windows))
+    print("\n2. Agreement with the torch model (fixed test sample)")
+    reference_agreement()
+    if not args.no_ndcg:
+        print("\n3. Quality")
+        quality(args.data)
+    print(f"\n{load_line()}")
+
+
+if __name__ == "__main__":
+    main()

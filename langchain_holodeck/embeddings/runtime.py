@@ -1,0 +1,135 @@
+"""How ``OnnxEmbeddings`` runs on this CPU: int8 support, physical cores, the int8 graph.
+
+The int8 path is onnxruntime's dynamic quantization of the model's fp32 graph: weights int8
+per output channel, activations quantized per batch to uint8, matrix products in integer
+instructions (``MatMulInteger``). It pays where the CPU multiplies int8 natively (x86 VNNI or
+AMX, Arm dot-product); elsewhere fp32 stays. The quantized graph is built once per model
+file and onnxruntime version, then read from a user cache directory (``int8_model``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from langchain_holodeck._persist import atomic_write_bytes
+
+logger = logging.getLogger(__name__)
+
+INT8_RECIPE = "dyn-qint8-perchannel-v1"
+"""Names the quantization settings; part of the cache key, so a new recipe rebuilds."""
+_INT8_CPU_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"})
+"""``/proc/cpuinfo`` flags of CPUs with native int8 dot products (VNNI, AMX, Arm dotprod)."""
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The CPU feature flags the kernel reports (empty where there is no ``/proc/cpuinfo``)."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in {"flags", "Features"}:
+            return frozenset(value.split())
+    return frozenset()
+
+
+def cpu_has_int8_dot(flags: Iterable[str] | None = None) -> bool:
+    """Whether the CPU multiplies int8 natively (x86 VNNI/AMX, Arm dotprod; Apple silicon).
+
+    ``flags`` defaults to this machine's (``cpu_flags()``).
+    """
+    if flags is None:
+        if platform.system() == "Darwin" and platform.machine() == "arm64":
+            return True
+        flags = cpu_flags()
+    return not _INT8_CPU_FLAGS.isdisjoint(flags)
+
+
+def physical_cores(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
+    """Physical cores this process may run on (hyper-threads counted once), at least 1.
+
+    Read from Linux sysfs topology for the CPUs in the process's affinity mask; elsewhere
+    ``os.cpu_count()``.
+    """
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+    cores: set[tuple[str, str]] = set()
+    for cpu in allowed:
+        topology = sysfs / f"cpu{cpu}" / "topology"
+        try:
+            package = (topology / "physical_package_id").read_text().strip()
+            core = (topology / "core_id").read_text().strip()
+        except OSError:
+            return max(1, len(allowed))
+        cores.add((package, core))
+    return max(1, len(cores))
+
+
+def default_cache_dir() -> Path:
+    """``$HOLODECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/langchain-holodeck`` (``~/.cache``)."""
+    explicit = os.environ.get("HOLODECK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "langchain-holodeck"
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
+    """The int8 graph of the ONNX file ``model``, built on first use and cached.
+
+    The cache key is the model's SHA-256, the onnxruntime version and ``INT8_RECIPE``; the
+    file is written atomically, so concurrent first loads at worst both build it. Building
+    takes a few CPU-seconds: onnxruntime folds the graph's constants (so int8 weights stored
+    with a dequantize step become plain fp32 ones), then ``quantize_dynamic`` quantizes every
+    weight matrix product per output channel.
+
+    Raises:
+        ImportError: When the ``onnx`` package, which the quantizer needs, is missing.
+    """
+    import onnxruntime
+
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.quant_utils import add_pre_process_metadata
+    except ImportError as e:  # onnxruntime.quantization imports onnx
+        msg = "the int8 path of OnnxEmbeddings needs onnx: pip install onnx"
+        raise ImportError(msg) from e
+    directory = (cache_dir or default_cache_dir()) / "onnx"
+    key = f"{file_digest(model)[:24]}-ort{onnxruntime.__version__}-{INT8_RECIPE}"
+    target = directory / f"{model.stem}-{key}.int8.onnx"
+    if target.is_file():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    logger.info("OnnxEmbeddings: building the int8 graph of %s once, into %s", model, target)
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        folded, quantized = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        graph = onnx.load(folded)
+        add_pre_process_metadata(graph)  # the folding is its pre-processing: no root warning
+        quantize_dynamic(graph, quantized, weight_type=QuantType.QInt8, per_channel=True)
+        data = quantized.read_bytes()
+    atomic_write_bytes(target, data)
+    return target
