@@ -344,7 +344,7 @@ class PostgresDatabaseConfig(DatabaseConfig):
     def _postgres_scheme(cls, value: SecretStr | list[SecretStr]) -> SecretStr | list[SecretStr]:
         for url in value if isinstance(value, list) else [value]:
             if not url.get_secret_value().startswith(("postgresql://", "postgres://")):
-                shown = mask_url_password(url.get_secret_value())
+                shown = mask_connection_string(url.get_secret_value())
                 msg = f"must start with postgresql://, got {shown!r}"
                 raise ValueError(msg)
         return value
@@ -359,7 +359,7 @@ class PostgresDatabaseConfig(DatabaseConfig):
     @property
     def masked_connection_string(self) -> str:
         """The connection string with its password replaced by ``***``: safe to log or show."""
-        return mask_url_password(self.connection_string.get_secret_value())
+        return mask_connection_string(self.connection_string.get_secret_value())
 
 
 class KeywordIndexConfig(_ProviderConfig):
