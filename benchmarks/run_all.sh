@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
-for bench in vector_store memory hybrid_speed scifact sync insert_paragraph splitting lookups symbols code rerank \
+for bench in vector_store memory hybrid_speed scifact sync api_ingest insert_paragraph splitting lookups symbols code rerank \
   embeddings chat qdrant_hybrid; do
   echo "### bench_$bench"
   python "benchmarks/bench_$bench.py"

@@ -5,18 +5,103 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_URL_PASSWORD = re.compile(r"(?P<user>[^\s:/@]*):(?P<password>[^\s@/]+)@")
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_SPACE = re.compile(r"(\s+)")
+
+
+def _split_url(url: str) -> tuple[str, str, str] | None:
+    """(``scheme://``, user info, ``host...``) of a URL with user info, else ``None``.
+
+    The user info ends at the *last* ``@``: a password holding a space, ``/``, ``#`` or ``@``
+    (which ``urlsplit`` misreads as path, fragment or host) stays inside it. Linear time.
+    """
+    mark = url.find("://")
+    if mark <= 0 or not all(c in _SCHEME_CHARS for c in url[:mark]):
+        return None
+    rest = url[mark + 3 :]
+    at = rest.rfind("@")
+    if at < 0:
+        return None
+    return url[: mark + 3], rest[:at], rest[at + 1 :]
+
+
+def _masked_userinfo(userinfo: str) -> str:
+    user, colon, _ = userinfo.partition(":")
+    return f"{user}:***" if colon else "***"  # a lone user name is Redis's password form
+
+
+def mask_connection_string(url: str) -> str:
+    """A whole connection string, its password masked: ``redis://user:***@host:6379/0``.
+
+    The one URL masker: every message, summary and error that shows a URL goes through it
+    (``mask_url_password`` for free text). A user name alone (``redis://secret@host``) is
+    masked too, since Redis reads it as a password.
+    """
+    parts = _split_url(url.strip())
+    if parts is None:
+        return url
+    scheme, userinfo, host = parts
+    return f"{scheme}{_masked_userinfo(userinfo)}@{host}"
+
+
+def url_password(url: str) -> str | None:
+    """The password (or lone user name) of a whole connection string, to scrub it elsewhere."""
+    parts = _split_url(url.strip())
+    if parts is None:
+        return None
+    user, colon, password = parts[1].partition(":")
+    return (password if colon else user) or None
 
 
 def mask_url_password(text: str) -> str:
-    """Mask the password of ``scheme://user:password@host`` forms: ``redis://:***@host:6379``."""
-    return _URL_PASSWORD.sub(lambda m: f"{m['user']}:***@", text)
+    """Mask the passwords of the ``scheme://user:password@host`` forms in ``text``.
+
+    A text that is one URL is masked whole (``mask_connection_string``: any password);
+    otherwise each whitespace-separated word holding a URL or ``user:password@host`` is,
+    so a password with a space in free text is only masked when passed to ``scrub`` as a
+    known secret. Linear time, whatever the input.
+    """
+    if _split_url(text.strip()) is not None and text.lstrip()[:1].isalpha():
+        return mask_connection_string(text)
+    words = _SPACE.split(text)
+    for n, word in enumerate(words):
+        if "@" not in word:
+            continue
+        parts = _split_url(word[_scheme_start(word) :])
+        if parts is not None:
+            start = _scheme_start(word)
+            words[n] = f"{word[:start]}{parts[0]}{_masked_userinfo(parts[1])}@{parts[2]}"
+        elif ":" in word[: word.rfind("@")]:
+            at = word.rfind("@")
+            user, _, _ = word[:at].partition(":")
+            words[n] = f"{user}:***{word[at:]}"
+    return "".join(words)
+
+
+def _scheme_start(word: str) -> int:
+    """Where the ``scheme://`` of ``word`` starts (after quotes or brackets), else 0."""
+    mark = word.find("://")
+    if mark <= 0:
+        return 0
+    start = mark
+    while start > 0 and word[start - 1] in _SCHEME_CHARS:
+        start -= 1
+    return start
 
 
 def url_passwords(text: str) -> list[str]:
-    """The passwords of the ``user:password@`` forms in ``text`` (to scrub them elsewhere)."""
-    return [m["password"] for m in _URL_PASSWORD.finditer(text)]
+    """The passwords of the URLs in ``text`` (one whole URL, or words), to scrub elsewhere."""
+    whole = url_password(text)
+    found = [whole] if whole else []
+    for word in text.split():
+        if "@" in word:
+            password = url_password(word[_scheme_start(word) :])
+            if password is None and ":" in word[: word.rfind("@")]:
+                password = word[: word.rfind("@")].partition(":")[2]
+            if password:
+                found.append(password)
+    return list(dict.fromkeys(found))
 
 
 def scrub(text: str, secrets: Iterable[str] = (), *, max_chars: int | None = None) -> str:

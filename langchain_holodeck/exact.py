@@ -185,6 +185,12 @@ class ExactMatchIndex:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._chunks
 
+    @property
+    def ids(self) -> frozenset[str]:
+        """The ids of the indexed chunks."""
+        with self._lock:
+            return frozenset(self._chunks)
+
     # -- writes -------------------------------------------------------------------------
     def upsert(self, documents: Sequence[Document]) -> None:
         """Add or replace chunks by ``Document.id`` (metadata is read, text kept for phrases).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -107,6 +107,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         base_dir: str | Path | None = None,
         on_progress: Callable[[IngestProgress], None] | None = None,
         reindex: bool = False,
+        unreadable: MutableMapping[str, list[float]] | None = None,
     ) -> None:
         from langchain_holodeck.splitters.code import SourceCodeSplitter
         from langchain_holodeck.splitters.structured import default_text_splitter
@@ -127,6 +128,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         self.base_dir = base_dir
         self.on_progress = on_progress
         self.reindex = reindex
+        self.unreadable = unreadable
+        """Files that could not be loaded: ``source_path -> [mtime, size]``. A file still at
+        that mtime and size is not read again (nor warned about again); the caller keeps the
+        mapping between runs. Updated by each run."""
         self.fingerprint = pipeline_fingerprint(
             self.splitter, enricher, code_splitter=self.code_splitter
         )
@@ -156,14 +161,25 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         files = list(loader.iter_files())
         unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
         split: list[tuple[Document, list[Document]]] = []
+        failed = self.unreadable if self.unreadable is not None else {}
         for file in files:
-            if file.source_path not in unchanged:
+            stat = [file.mtime, float(file.size_bytes)]
+            if file.source_path in unchanged:
+                pass
+            elif failed.get(file.source_path) == stat and not force_ingest:
+                logger.debug("%s: unreadable at this mtime and size; not read again.", file)
+                unchanged[file.source_path] = 0
+            else:
                 loaded = self._split(loader, file)
                 if loaded is None:  # unreadable now (the loader warned): keep what is stored
                     unchanged[file.source_path] = 0
+                    failed[file.source_path] = stat
                 else:
+                    failed.pop(file.source_path, None)
                     split.append(loaded)
             self._progress("files", 1, len(files))
+        for gone in set(failed) - {file.source_path for file in files}:
+            del failed[gone]
         gaps: dict[str, str] = {}
         chunks = (
             self._enriched(self.enricher, split, gaps)

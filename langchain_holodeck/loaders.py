@@ -15,6 +15,7 @@ import re
 import stat
 import sys
 import threading
+import zipfile
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
+from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ source code: as written)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
+_ZIPPED_TYPES = frozenset({"docx", "pptx", "xlsx"})  # Office Open XML: zip archives
 """Handed to markitdown's converter for the format as a binary stream."""
 
 SUPPORTED_FILE_TYPES: frozenset[str] = (
@@ -280,6 +282,7 @@ class SourceLoader(BaseLoader):
 
     def _collect_files(self) -> list[SourceFile]:
         root, shown = self._root()
+        _refuse_system_directories(root, self.source)
         if not os.path.exists(root):
             msg = (
                 f"source {os.fspath(self.source)!r} does not exist (looked at {root!r}); "
@@ -299,7 +302,8 @@ class SourceLoader(BaseLoader):
             found = [(shown, root)]
         files: list[SourceFile] = []
         unsupported: Counter[str] = Counter()
-        for source_path, path in found:
+        for raw_source_path, path in found:
+            source_path = _readable_name(raw_source_path)
             ext = os.path.splitext(path)[1].lower().lstrip(".")
             if ext not in SUPPORTED_FILE_TYPES:
                 unsupported[f".{ext}" if ext else "(no extension)"] += 1
@@ -360,6 +364,16 @@ class SourceLoader(BaseLoader):
                 estimate,
             )
         if file.file_type in _BINARY_CONVERTED_TYPES:
+            expanded = _zip_expanded_bytes(file.path) if file.file_type in _ZIPPED_TYPES else None
+            if expanded is not None and expanded > self.max_file_bytes:
+                logger.warning(
+                    "Skipping %s: it expands to %d bytes, over max_file_bytes=%d (a zip bomb?); "
+                    "raise max_file_bytes to load it.",
+                    file.source_path,
+                    expanded,
+                    self.max_file_bytes,
+                )
+                return None
             with file.path.open("rb") as fh:
                 return self._convert(file, fh)
         with file.path.open("rb") as fh:
@@ -369,6 +383,16 @@ class SourceLoader(BaseLoader):
                 return None
             data = head + fh.read()
         text, encoding = self._decode(data)
+        if encoding not in ("utf-8", "utf-8-sig"):  # a few bad bytes in UTF-8 text?
+            mostly = _mostly_utf8(data)
+            if mostly is not None:
+                text, encoding = mostly[0], "utf-8"
+                logger.warning(
+                    "%s: %d invalid UTF-8 byte sequence(s) replaced with U+FFFD; the rest "
+                    "is read as UTF-8.",
+                    file.source_path,
+                    mostly[1],
+                )
         if text is None:
             logger.warning(
                 "Skipping %s: binary or undecodable content (not UTF-8, no BOM, no plausible "
@@ -471,9 +495,75 @@ def _json_code_block(text: str, source_path: str) -> str:
         body = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
     except ValueError as error:
         logger.warning("%s is not valid JSON (%s); loading it as written.", source_path, error)
+    except RecursionError:  # valid, but nested deeper than the parser's stack
+        logger.warning("%s nests too deeply to pretty-print; loading it as written.", source_path)
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}json\n{body}\n{fence}\n"
+
+
+_SYSTEM_DIRECTORIES = ("/proc", "/sys", "/dev")
+_UTF8_MULTIBYTE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
+
+
+def _refuse_system_directories(root: str, source: str | os.PathLike[str]) -> None:
+    """Refuse the file system root and the kernel's pseudo file systems as a source.
+
+    Raises:
+        ConfigError: When ``root`` resolves to ``/`` or lies under /proc, /sys or /dev.
+    """
+    real = os.path.realpath(root)
+    if real == os.path.sep or any(_inside(real, d) for d in _SYSTEM_DIRECTORIES):
+        msg = (
+            f"source {os.fspath(source)!r} resolves to {real!r}, the file system root or a "
+            "system directory (/proc, /sys, /dev); point source at a folder of documents."
+        )
+        raise ConfigError(msg)
+
+
+def _readable_name(name: str) -> str:
+    r"""``name`` with each byte that is not UTF-8 (a surrogate escape) spelled as ``\xNN``.
+
+    File names are bytes on POSIX; ``os.fsdecode`` keeps undecodable ones as lone
+    surrogates, which no UTF-8 encoder (ids, JSON, Redis) accepts. The escaped form is
+    stable, so the file keeps its chunk ids from run to run.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+def _mostly_utf8(data: bytes) -> tuple[str, int] | None:
+    """(text, invalid sequences) when ``data`` is UTF-8 text with a few invalid bytes.
+
+    UTF-8 it is when its valid multi-byte sequences outnumber the invalid ones four to one:
+    one stray byte in a UTF-8 file is not a reason to read all of it as cp1252.
+    """
+    if _bom_encoding(data) is not None or b"\x00" in data:
+        return None
+    valid = len(_UTF8_MULTIBYTE.findall(data))
+    if not valid:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    invalid = text.count("\ufffd") - data.count("\ufffd".encode())
+    return (text, invalid) if 0 < invalid * 4 <= valid else None
+
+
+def _zip_expanded_bytes(path: Path) -> int | None:
+    """The uncompressed size of the zip archive at ``path`` (its directory's sum), or ``None``.
+
+    Read from the central directory, without inflating anything; a file that is not a zip
+    gives ``None`` (the converter then reports it).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
 
 
 def _check_encoding(name: str) -> None:

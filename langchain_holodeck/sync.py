@@ -485,29 +485,47 @@ def sync_documents(
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 
-    written, errors, failed = _write(
+    counts: dict[str, int] = defaultdict(int)
+    for chunk in chunks:
+        counts[chunk.metadata["source_path"]] += 1
+    errors: list[str] = []
+    deletes = type(vector_store).delete is not VectorStore.delete
+    # a shrunk file's old tail goes before its chunk 0 (the record the fast path trusts) is
+    # written, so a kill in between leaves the old record and the next run redoes the file
+    tails: dict[str, list[str]] = {}
+    try:
+        for source, count in counts.items():
+            known = _known_count(stored, namespace, source)
+            tail = _stale_tail_ids(vector_store, namespace, source, count, known)
+            if tail:
+                tails[source] = tail
+    except Exception as error:  # the store failed mid-sync: reported, re-running converges
+        errors.append(f"looking for stale chunks: {sanitize_error(error)}")
+        logger.warning("sync: %s", errors[-1])
+        tails = {source: [] for source in counts}  # no record moves: every file is redone
+    kept_tails = [] if deletes else [i for ids in tails.values() for i in ids]
+    if not deletes:
+        tails = {}  # reported with the other stale chunks below
+
+    written, write_errors, failed, deleted = _write(
         vector_store,
         to_write,
         windows,
         _Writer(vector_store, batch_size, max_concurrency, on_batch),
+        tails,
     )
+    errors += write_errors
     written_ids = {doc.id for doc in written}
     added = sum(1 for doc in plan.add if doc.id in written_ids)
     updated = sum(1 for doc in plan.update if doc.id in written_ids)
     skipped = len(plan.skip) + sum(unchanged.values())
 
-    counts: dict[str, int] = defaultdict(int)
-    for chunk in chunks:
-        counts[chunk.metadata["source_path"]] += 1
     stale: list[str] = []
     for chunk in written:  # windows a rewritten chunk no longer has
         old = stored.get(chunk.id or "")
         if old is not None and chunk.id:
             stale += _window_ids(chunk.id, _window_count(chunk), _window_count(old))
     try:
-        for source, count in counts.items():
-            known = _known_count(stored, namespace, source)
-            stale.extend(_stale_tail_ids(vector_store, namespace, source, count, known))
         if cleanup:
             stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
     except TypeError as error:  # a store scan_documents cannot enumerate: say so, keep the tails
@@ -516,15 +534,16 @@ def sync_documents(
     except Exception as error:  # the store failed mid-sync: reported, re-running converges
         errors.append(f"looking for stale chunks: {sanitize_error(error)}")
         logger.warning("sync: %s", errors[-1])
-    if stale and type(vector_store).delete is VectorStore.delete:
+    if (stale or kept_tails) and not deletes:
         errors.append(
             f"stale-chunk cleanup skipped: {type(vector_store).__name__} does not override "
-            f"delete(), so {len(set(stale))} stale chunk(s) stay in the store; use a store "
-            "that implements delete() to remove them."
+            f"delete(), so {len(set(stale) | set(kept_tails))} stale chunk(s) stay in the "
+            "store; use a store that implements delete() to remove them."
         )
         logger.warning("sync: %s", errors[-1])
         stale = []
-    deleted, delete_errors = _delete(vector_store, stale)
+    more_deleted, delete_errors = _delete(vector_store, stale)
+    deleted += more_deleted
 
     if keyword_index is not None:
         indexed = [*written, *plan.skip] if index_unchanged else written
@@ -637,14 +656,16 @@ def _write(
     chunks: Sequence[Document],
     windows: Mapping[str, Sequence[Document]],
     writer: _Writer,
-) -> tuple[list[Document], list[str], int]:
-    """Write in batches: model windows first, then chunks, and each file's chunk 0 last.
+    tails: Mapping[str, Sequence[str]],
+) -> tuple[list[Document], list[str], int, list[str]]:
+    """Write in batches: windows, then chunks, then delete ``tails``, each chunk 0 last.
 
     A chunk goes in only once all its windows are in, and chunk 0 carries the mtime the fast
-    path trusts, so it is written only once every other chunk of its file is in: a run that
-    fails or is killed part-way leaves the old record, and the next run redoes that file
-    instead of skipping it. Returns the chunks written (never windows), the error lines and
-    the number of chunks not written.
+    path trusts, so it is written only once every other chunk of its file is in and its
+    stale tail (``tails``: source -> ids) is gone: a run that fails or is killed part-way
+    leaves the old record, and the next run redoes that file instead of skipping it.
+    Returns the chunks written (never windows), the error lines, the number of chunks not
+    written and the ids deleted.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
     writer.eta = _Eta(len(chunks), len(entries))
@@ -670,6 +691,10 @@ def _write(
     broken = {c.metadata["source_path"] for c in without} | {
         c.metadata["source_path"] for c in body if c.id not in written_ids
     }
+    deleted, delete_errors = _delete(vector_store, [i for ids in tails.values() for i in ids])
+    errors += delete_errors
+    if delete_errors or any(not ids for ids in tails.values()):  # a tail may remain
+        broken |= set(tails)
     held = [c for c in heads if c.metadata["source_path"] in broken]
     if held:
         errors.append(
@@ -680,7 +705,7 @@ def _write(
         [c for c in heads if c.metadata["source_path"] not in broken]
     )
     failed += more_failed + len(held) + len(without)
-    return written + more, errors + more_errors, failed
+    return written + more, errors + more_errors, failed, deleted
 
 
 ETA_NOTE_ENTRIES = 2000

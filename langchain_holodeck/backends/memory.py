@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
-from langchain_holodeck.backends.base import Backend, BackendCapabilities, KeywordIndexProvider
+from langchain_holodeck.backends.base import (
+    Backend,
+    BackendCapabilities,
+    BackendUnavailableError,
+    KeywordIndexProvider,
+)
 from langchain_holodeck.config._backends import InMemoryDatabaseConfig, InMemoryKeywordIndexConfig
 from langchain_holodeck.contracts import KeywordIndex
 from langchain_holodeck.keyword_index.bm25 import BM25KeywordIndex
@@ -51,7 +56,11 @@ class MemoryBackend(Backend):
         connect_timeout: float = 2.0,
     ) -> MatrixVectorStore:
         if store_dir is not None and (Path(store_dir) / MANIFEST).exists():
-            store = MatrixVectorStore.load(store_dir, embeddings)
+            try:
+                store = MatrixVectorStore.load(store_dir, embeddings)
+            except ValueError as error:  # a damaged save (the message names the file)
+                msg = f"the store saved in {store_dir} is damaged: {error}"
+                raise BackendUnavailableError(msg) from error
             self._saved[id(store)] = store.version
             return store
         return MatrixVectorStore(embeddings)
@@ -61,7 +70,7 @@ class MemoryBackend(Backend):
             return False
         if self._saved.get(id(store)) == store.version:  # nothing written since
             return False
-        store.dump(store_dir)
+        store.dump(store_dir, merge=True)  # another process's corpus in the directory stays
         self._saved[id(store)] = store.version
         return True
 

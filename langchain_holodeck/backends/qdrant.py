@@ -100,7 +100,18 @@ class QdrantBackend(Backend):
         connect_timeout: float = 2.0,
     ) -> VectorStore:
         config = self._config()
-        store = _store_module().build_qdrant_store(config, embeddings)
+        try:
+            store = _store_module().build_qdrant_store(config, embeddings)
+        except RuntimeError as e:  # path: held by another process (qdrant-client's lock)
+            if config.path is None:
+                raise
+            from langchain_holodeck._redact import one_line
+
+            reason = (
+                f"Qdrant path {config.path} is in use by another process; stop it, or use a "
+                f"Qdrant server for concurrent access ({one_line(e)})"
+            )
+            raise BackendUnavailableError(reason) from e
         if config.url is not None:
             try:
                 store.client.get_collections()  # reach the server now, not at the first search

@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 INSTALL_HINT = 'pip install "langchain-holodeck[redis]"'
 CACHE_PREFIX = "holodeck:embcache:"
 """Key prefix of the embedding cache; then ``<index_name>:<namespace>:``, one per corpus."""
+CACHE_TTL_SECONDS = 30 * 24 * 3600
+"""Life of an embedding-cache entry in Redis, from its write. The cache only spares a model
+call for a chunk whose key moved (unchanged chunks are skipped by hash), so an expired entry
+costs at most one embedding, and texts no chunk has any more leave Redis by themselves."""
 
 
 def _redis_store_type() -> type | None:
@@ -104,6 +108,13 @@ class RedisBackend(Backend):
             where = mask_url_password(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"
             raise BackendUnavailableError(reason) from e
+        except ValueError as e:  # redis-py's message quotes part of the URL: not repeated
+            where = mask_url_password(url)
+            reason = (
+                f"Redis connection string {where} cannot be parsed; percent-encode the "
+                "password's special characters (space %20, / %2F, # %23, @ %40, : %3A)"
+            )
+            raise BackendUnavailableError(reason) from e
 
     def describe(self, *, store_dir: Path | None = None) -> str:
         if self.config is None:
@@ -131,14 +142,21 @@ class RedisBackend(Backend):
         return scan_redis(store, namespace=namespace, batch_size=batch_size)  # type: ignore[arg-type]  # handles() checked the type
 
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
-        """The embedding cache in Redis under ``holodeck:embcache:<index_name>:<namespace>:``."""
+        """The embedding cache in Redis under ``holodeck:embcache:<index_name>:<namespace>:``.
+
+        Entries expire ``CACHE_TTL_SECONDS`` after they are written (pruning without a scan).
+        """
         if self.config is None:  # an adopted store: the default cache
             return super().byte_store(namespace=namespace, store_dir=store_dir)
         import redis
 
         config = self._config()
         client = redis.Redis.from_url(config.connection_string.get_secret_value())
-        return RedisByteStore(client, prefix=f"{CACHE_PREFIX}{config.index_name}:{namespace}:")
+        return RedisByteStore(
+            client,
+            prefix=f"{CACHE_PREFIX}{config.index_name}:{namespace}:",
+            ttl=CACHE_TTL_SECONDS,
+        )
 
     def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex:
         return RedisKeywordIndex(store, namespace=namespace)

@@ -6,6 +6,8 @@ Private to the CLI: pure functions returning strings, and tqdm progress bars on 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -46,6 +48,49 @@ _STAGES = {
     "chunks": ("chunks", "chunk"),
 }
 _DEFAULT_STAGE = ("embeddings", "chunk")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 (but tab, newline), DEL, C1
+_LINE_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ONE_LINE_KEYS = ("source", "source_path", "heading", "section_id", "title")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\x{ord(match[0]):02x}" if ord(match[0]) < 0x100 else f"\\u{ord(match[0]):04x}"
+
+
+def terminal_text(text: str) -> str:
+    r"""``text`` safe to print: control characters spelled out (``\x1b``...).
+
+    An ESC starting a colour or window-title sequence, a carriage return or a backspace
+    cannot rewrite the terminal then; tabs and newlines are kept.
+    """
+    return _CONTROL.sub(_escape, text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control and line-break character spelled out: one line, always."""
+    return _LINE_BREAK.sub(_escape, text)
+
+
+def terminal_documents(documents: Sequence[Document]) -> list[Document]:
+    """Copies of ``documents`` fit for a terminal; the documents themselves are untouched.
+
+    Texts go through ``terminal_text``, the one-line fields (file name, heading, section,
+    parents) through ``one_line``, so a newline in a file name cannot start a line that
+    looks like another result.
+    """
+    out = []
+    for doc in documents:
+        meta = dict(doc.metadata)
+        for key in _ONE_LINE_KEYS:
+            if isinstance(meta.get(key), str):
+                meta[key] = one_line(meta[key])
+        if isinstance(meta.get("parent_chain"), list):
+            meta["parent_chain"] = [one_line(str(p)) for p in meta["parent_chain"]]
+        text = terminal_text(doc.page_content)
+        out.append(doc.model_copy(update={"page_content": text, "metadata": meta}))
+    return out
 
 
 def result_record(rank: int, document: Document, *, hybrid: bool) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from langchain_holodeck.corpus import DEFAULT_STORE_DIR
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
@@ -146,7 +148,14 @@ def tool_store_dir(store: Path, name: str) -> Path:
     return store / name
 
 
-def build_tool(target: Target, store: Path, *, top_k: int | None = None) -> _DocumentTool:
+def build_tool(
+    target: Target,
+    store: Path,
+    *,
+    top_k: int | None = None,
+    embeddings: Embeddings | None = None,
+) -> _DocumentTool:
+    """The target's tool over ``store`` (not initialized); ``embeddings`` overrides the model."""
     from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
     from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
 
@@ -157,6 +166,7 @@ def build_tool(target: Target, store: Path, *, top_k: int | None = None) -> _Doc
         "project_dir": target.project_dir,
         "base_dir": target.base_dir,
         "store_dir": tool_store_dir(store, config.name),
+        "embeddings": embeddings,
         "exclude": [store],  # the store (ingest.json) may lie inside the source
     }
     if isinstance(config, HierarchicalDocumentToolConfig):

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from langchain_core.documents import Document  # a runtime name: the agent reads run's hints
+
+from langchain_holodeck.cli._format import terminal_documents, terminal_text
 from langchain_holodeck.cli._targets import (
     build_tool,
     config_tool_target,
@@ -130,14 +133,16 @@ def is_hybrid(tool: _DocumentTool) -> bool:
 
 
 def search_text(tool: _DocumentTool, query: str, *, max_chars: int | None) -> str:
-    """The tool's text for ``query``, each result cut to ``max_chars`` when given."""
-    if max_chars is None:
-        return tool.search_sync(query)
+    """The tool's text for ``query``, each result cut to ``max_chars`` when given.
+
+    Made safe for a terminal (``terminal_documents``): escape sequences from documents are
+    spelled out, and a file name holding a newline stays on its ``Source:`` line.
+    """
     from langchain_holodeck.tools.formatting import format_results
 
-    documents = tool.as_retriever().invoke(query)
-    if not documents:
-        return f"No relevant results found for query: {query}"
+    documents = terminal_documents(tool.retrieve_sync(query))
+    if max_chars is None or not documents:
+        return terminal_text(tool.format_documents(query, documents))
     return format_results(documents, hybrid=is_hybrid(tool), max_chars=max_chars)
 
 
@@ -329,7 +334,7 @@ def run_chat(args: argparse.Namespace) -> int:
             logger.debug("question failed", exc_info=True)
             print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
             continue
-        print(text, flush=True)
+        print(terminal_text(text), flush=True)
         print(file=sys.stdout, flush=True)
     return 0
 

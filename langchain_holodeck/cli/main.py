@@ -6,6 +6,7 @@ holodeck-rag search "revoke a token"      # searches what the last ingest built
 holodeck-rag tools --config agent.yaml    # the tools an agent.yaml defines, and their data
 holodeck-rag chat agent.yaml              # one answer per line, tools (and model) kept warm
 holodeck-rag test agent.yaml              # the agent.yaml's retrieval cases: hit@k and MRR
+holodeck-rag serve agent.yaml             # the tools as an MCP server (stdio or --transport http)
 ```
 
 ``ingest`` writes ``<store>/ingest.json`` (tool type and name, source, config file, embedding
@@ -50,6 +51,7 @@ from langchain_holodeck.cli.chat import (
     search_text,
 )
 from langchain_holodeck.cli.regression import add_test_parser
+from langchain_holodeck.cli.serve import add_serve_parser
 from langchain_holodeck.errors import ConfigError, HolodeckError
 from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
@@ -283,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.set_defaults(run=_run_tools)
     add_chat_parser(verbs, common)
     add_test_parser(verbs, common)
+    add_serve_parser(verbs, common)
 
     purge = verbs.add_parser(
         "purge-legacy",
@@ -451,11 +454,16 @@ def _run_search(args: argparse.Namespace) -> int:
     if not (args.json or args.explain):
         print(search_text(tool, query, max_chars=args.max_chars))
         return 0
-    from langchain_holodeck.cli._format import explain_line, result_record
+    from langchain_holodeck.cli._format import (
+        explain_line,
+        result_record,
+        terminal_documents,
+        terminal_text,
+    )
     from langchain_holodeck.tools.document import format_results
     from langchain_holodeck.tools.formatting import snippet
 
-    documents = tool.as_retriever().invoke(query)
+    documents = tool.retrieve_sync(query)
     hybrid = isinstance(tool, HierarchicalDocumentTool)
     if args.json:
         records = [
@@ -467,11 +475,14 @@ def _run_search(args: argparse.Namespace) -> int:
         print(json.dumps(records, indent=2, ensure_ascii=False))
     elif documents:
         text = format_results(
-            documents, hybrid=hybrid, explain=explain_line, max_chars=args.max_chars
+            terminal_documents(documents),
+            hybrid=hybrid,
+            explain=explain_line,
+            max_chars=args.max_chars,
         )
         print(text)
     else:
-        print(f"No relevant results found for query: {query}")
+        print(terminal_text(f"No relevant results found for query: {query}"))
     return 0
 
 
@@ -490,6 +501,18 @@ def _run_tools(args: argparse.Namespace) -> int:
 
 def _run_purge_legacy(args: argparse.Namespace) -> int:
     target = _search_target(args)
+    if args.config is not None:  # a tool pinning corpus_id to this name keeps those chunks live
+        from langchain_holodeck.config.models import load_agent_config
+
+        name = target.config.name
+        pinned = [t.name for t in load_agent_config(args.config).tools if t.corpus_id == name]
+        if pinned:
+            msg = (
+                f"purge-legacy: namespace {name!r} is the corpus_id of tool(s) "
+                f"{', '.join(map(repr, pinned))} in {args.config}, so its chunks are live, not "
+                f"legacy; nothing deleted. Remove corpus_id: {name} from them first to purge."
+            )
+            raise HolodeckError(msg)
     tool = _build_tool(target, args.store)
     deleted = tool.purge_legacy_chunks()
     where = _where(tool, target, args.store)

@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
-from langchain_holodeck._redact import mask_url_password
+from langchain_holodeck._redact import mask_connection_string
 from langchain_holodeck.config._sections import MODEL_CONFIG, check_http_url
 
 _C = TypeVar("_C", bound=type[BaseModel])
@@ -249,7 +249,7 @@ class RedisDatabaseConfig(DatabaseConfig):
     @property
     def masked_connection_string(self) -> str:
         """The connection string with its password replaced by ``***``: safe to log or show."""
-        return mask_url_password(self.connection_string.get_secret_value())
+        return mask_connection_string(self.connection_string.get_secret_value())
 
 
 @register_provider_config

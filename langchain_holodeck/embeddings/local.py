@@ -14,6 +14,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.embeddings.onnx import MINILM_NAME
 from langchain_holodeck.embeddings.windows import (
+    MAX_QUERY_WINDOWS,
     LongTextMode,
     check_long_text,
     combine_windows,
@@ -201,6 +202,8 @@ class LocalEmbeddings(Embeddings):
             pieces = self._spans(model, list(texts), query=query)
             if pooled == "first":
                 pieces = [text_pieces[:1] for text_pieces in pieces]
+            elif query:  # a pasted book costs a few windows, not hundreds
+                pieces = [text_pieces[:MAX_QUERY_WINDOWS] for text_pieces in pieces]
             flat = [p for text_pieces in pieces for p in text_pieces]
             vectors = np.asarray(
                 model.encode(

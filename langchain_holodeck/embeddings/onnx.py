@@ -22,6 +22,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.embeddings.runtime import cpu_has_int8_dot, int8_model, physical_cores
 from langchain_holodeck.embeddings.windows import (
+    MAX_QUERY_WINDOWS,
     LongTextMode,
     check_long_text,
     combine_windows,
@@ -241,13 +242,19 @@ class OnnxEmbeddings(Embeddings):
         return self.window_tokens if self.long_text == "best" else self.max_tokens
 
     def embed_windows(
-        self, texts: Sequence[str], *, first_only: bool = False, window: int | None = None
+        self,
+        texts: Sequence[str],
+        *,
+        first_only: bool = False,
+        window: int | None = None,
+        max_windows: int | None = None,
     ) -> list[np.ndarray]:
         """Each text's window vectors: a float32 ``[n_windows, dim]`` array per text.
 
         Windows are ``window`` word pieces, special tokens included (default: the documents'
         windows, ``document_window``). A text that fits one window has one row; rows are
-        L2-normalized. With ``first_only``, only the first window of each text is run.
+        L2-normalized. With ``first_only``, only the first window of each text is run; with
+        ``max_windows``, only the first ``max_windows``.
         """
         if not texts:
             return []
@@ -268,7 +275,7 @@ class OnnxEmbeddings(Embeddings):
             spans = token_windows(len(ids), size=size, overlap=self.window_overlap)
             if first_only and len(spans) > 1:
                 self._warn_first_window_only(len(ids) + 2)
-            for start, end in spans[:1] if first_only else spans:
+            for start, end in spans[: 1 if first_only else max_windows]:
                 windows.append([cls, *ids[start:end], sep])
                 owners.append(n)
         vectors = self._forward(session, windows)
@@ -373,7 +380,12 @@ class OnnxEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         pooled: LongTextMode = "first" if self.long_text == "first" else "mean"
-        windows = self.embed_windows([text], first_only=pooled == "first", window=self.max_tokens)
+        windows = self.embed_windows(
+            [text],
+            first_only=pooled == "first",
+            window=self.max_tokens,
+            max_windows=MAX_QUERY_WINDOWS,
+        )
         return combine_windows(windows[0], pooled).tolist()
 
 

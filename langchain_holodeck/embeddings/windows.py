@@ -12,7 +12,9 @@ windows become vectors is the model's ``long_text`` mode:
 - ``"mean"``: ``combine_windows`` averages the windows into one vector (every window counts).
 - ``"first"``: the first window only (what truncation gave).
 
-A query is one vector in every mode: the mean of its windows (``"first"``: its first window).
+A query is one vector in every mode: the mean of its windows (``"first"``: its first window),
+at most ``MAX_QUERY_WINDOWS`` of them, so a pasted 100k-character query costs a few forward
+passes, not hundreds (the keyword leg caps a query at 64 terms likewise).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from langchain_holodeck.embeddings.cached import CachedEmbeddings
 LongTextMode = Literal["best", "mean", "first"]
 """How the windows of a long text become vectors (see the module docstring)."""
 LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("best", "mean", "first")
+MAX_QUERY_WINDOWS = 4
+"""Windows of a query that are embedded (and averaged): 4 of 256 word pieces, ~700 words."""
 
 
 def check_long_text(mode: object) -> LongTextMode:

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import threading
+import zipfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,10 @@ import numpy as np
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
+    directory_lock,
     generation_name,
     remove_other_generations,
+    remove_stale_temporaries,
 )
 from langchain_holodeck.keyword_index._term_store import TermStore
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
@@ -417,6 +420,12 @@ class BM25KeywordIndex:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._tokens
 
+    @property
+    def ids(self) -> frozenset[str]:
+        """The ids of the indexed chunks (to check the index against a store)."""
+        with self._lock:
+            return frozenset(self._tokens.slots)
+
     # -- writes -------------------------------------------------------------------------
     def upsert(self, documents: Sequence[Document]) -> None:
         """Add or replace ``documents`` by ``Document.id``.
@@ -609,14 +618,17 @@ class BM25KeywordIndex:
             }
         # the tokens go to a new generation file; the JSON names it and is replaced last, so a
         # kill in between leaves the previous save whole
+        # (all under the directory's exclusive lock: processes saving here take turns)
         tokens_name = generation_name(_TOKENS_FILE.removesuffix(".npz"), ".npz")
-        atomic_write(
-            path / tokens_name,
-            lambda f: np.savez(f, tokens=flat, lengths=lengths),
-        )
-        meta["tokens_file"] = tokens_name
-        atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
-        remove_other_generations(path, "bm25_tokens*.npz", keep={tokens_name})
+        with directory_lock(path, exclusive=True):
+            remove_stale_temporaries(path)
+            atomic_write(
+                path / tokens_name,
+                lambda f: np.savez(f, tokens=flat, lengths=lengths),
+            )
+            meta["tokens_file"] = tokens_name
+            atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
+            remove_other_generations(path, "bm25_tokens*.npz", keep={tokens_name})
         return path
 
     @classmethod
@@ -625,19 +637,30 @@ class BM25KeywordIndex:
 
         Raises:
             FileNotFoundError: When ``directory`` holds no saved index.
-            ValueError: When the files are not a saved ``BM25KeywordIndex``.
+            ValueError: When the files are not a saved ``BM25KeywordIndex``, or are damaged
+                (a truncated token file or JSON: save the index again).
         """
         path = Path(directory)
         meta_file = path / _META_FILE
-        if not meta_file.is_file():
-            msg = f"no saved BM25KeywordIndex in {str(path)!r} ({_META_FILE} is missing)."
-            raise FileNotFoundError(msg)
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-            msg = f"{str(meta_file)!r} is not a saved BM25KeywordIndex (format {_FORMAT!r})."
-            raise ValueError(msg)
-        with np.load(path / meta.get("tokens_file", _TOKENS_FILE), allow_pickle=False) as npz:
-            flat, lengths = npz["tokens"], npz["lengths"]
+        with directory_lock(path, exclusive=False):  # never half of a save in progress
+            if not meta_file.is_file():
+                msg = f"no saved BM25KeywordIndex in {str(path)!r} ({_META_FILE} is missing)."
+                raise FileNotFoundError(msg)
+            try:
+                meta = json.loads(meta_file.read_text(encoding="utf-8"))
+            except ValueError as error:  # JSONDecodeError, UnicodeDecodeError: torn or edited
+                msg = f"{str(meta_file)!r} is not valid JSON ({error}); save the index again."
+                raise ValueError(msg) from error
+            if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+                msg = f"{str(meta_file)!r} is not a saved BM25KeywordIndex (format {_FORMAT!r})."
+                raise ValueError(msg)
+            tokens_file = path / meta.get("tokens_file", _TOKENS_FILE)
+            try:
+                with np.load(tokens_file, allow_pickle=False) as npz:
+                    flat, lengths = npz["tokens"], npz["lengths"]
+            except (zipfile.BadZipFile, EOFError, KeyError) as error:  # truncated or foreign
+                msg = f"{str(tokens_file)!r} is damaged ({error}); save the index again."
+                raise ValueError(msg) from error
         index = cls(
             engine=meta["engine"],
             k1=meta["k1"],

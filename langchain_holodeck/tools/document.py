@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -19,6 +20,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
+from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
@@ -34,11 +36,14 @@ from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
-from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
 from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
 from langchain_holodeck.tools.formatting import format_results
+
+UNREADABLE_FILES = "unreadable_files.json"
+"""In ``store_dir``: per corpus, the files that could not be loaded, with their mtime and size."""
 
 if TYPE_CHECKING:
     from langchain_holodeck.ingestion import ChunkEnricher
@@ -243,8 +248,10 @@ class _DocumentTool(Generic[ConfigT]):
             base_dir=self.corpus.source_base,
             on_progress=on_progress,
             reindex=reindex,
+            unreadable=self._unreadable_files(),
         )
         result = pipeline.invoke(loader, force_ingest=force_ingest)
+        self._save_unreadable_files(pipeline.unreadable)
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
@@ -255,6 +262,33 @@ class _DocumentTool(Generic[ConfigT]):
         self.is_initialized = True
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
+
+    def _unreadable_path(self) -> Path | None:
+        return None if self._store_dir is None else self._store_dir / UNREADABLE_FILES
+
+    def _unreadable_files(self) -> dict[str, list[float]]:
+        """This corpus's files that could not be loaded, remembered in ``store_dir``."""
+        path = self._unreadable_path()
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8")) if path else {}
+            files = saved.get(self.namespace, {}) if isinstance(saved, dict) else {}
+            return {k: list(v) for k, v in files.items()} if isinstance(files, dict) else {}
+        except (OSError, ValueError, TypeError):  # absent or damaged: files are read again
+            return {}
+
+    def _save_unreadable_files(self, files: Mapping[str, list[float]] | None) -> None:
+        """Remember them, so a search does not re-read (and re-warn about) a corrupt file."""
+        path = self._unreadable_path()
+        if path is None or files is None or files == self._unreadable_files():
+            return
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        saved = saved if isinstance(saved, dict) else {}
+        saved[self.namespace] = dict(files)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, json.dumps(saved, ensure_ascii=False).encode("utf-8"))
 
     def _after_ingest(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""
@@ -317,11 +351,18 @@ class _DocumentTool(Generic[ConfigT]):
 
     def search_sync(self, query: str) -> str:
         """Blocking twin of ``search``."""
+        return self.format_documents(query, self.retrieve_sync(query))
+
+    def retrieve_sync(self, query: str) -> list[Document]:
+        """The documents ``search_sync`` formats (same errors), for callers that show them."""
         retriever = self._check_query(query)
         try:
-            documents = retriever.invoke(query)
+            return retriever.invoke(query)
         except Exception as error:
             raise _search_error(error) from error
+
+    def format_documents(self, query: str, documents: list[Document]) -> str:
+        """The text ``search`` returns for ``documents`` found for ``query``."""
         return self._format(query, documents)
 
     def _format(self, query: str, documents: list[Document]) -> str:
@@ -552,6 +593,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._exact_loaded = False
         self._fan_out: IndexFanOut | None = None
         self._keywords_stale = False
+        self._keywords_rebuilt = False  # the saved index was behind the store: save it again
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -617,8 +659,32 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         if not self._exact_loaded and listable:  # else sync gives it every chunk
             rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
+            self._check_keyword_index(store)
         self._fan_out = IndexFanOut((self._keywords, self._exact), keep=not listable)
         return self._fan_out
+
+    def _check_keyword_index(self, store: VectorStore) -> None:
+        """Rebuild a saved BM25 index that does not hold exactly the store's chunks.
+
+        The index is saved after the store, so a process killed in between (or a store
+        written by another tool) leaves it behind the store; its ids are checked against
+        the exact index's, just rebuilt from the store.
+        """
+        keywords = self._keywords
+        if not isinstance(keywords, BM25KeywordIndex):
+            return
+        have, want = keywords.ids, self._exact.ids
+        if have == want:
+            return
+        logger.warning(
+            "%s: the saved keyword index holds %d chunk(s) the store does not and lacks %d "
+            "it does; rebuilding it from the store.",
+            self.name,
+            len(have - want),
+            len(want - have),
+        )
+        rebuild_index("keyword", keywords, store, self.namespace)
+        self._keywords_rebuilt = True
 
     def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.definitions import DefinitionExtractor
@@ -629,8 +695,12 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             self._keywords_stale = True
         if self._keywords is not None and self._store_dir is not None:
             get_keyword_index_provider(self._config.keyword_index).save(
-                self._keywords, self._store_dir, namespace=self.namespace, store_saved=saved
+                self._keywords,
+                self._store_dir,
+                namespace=self.namespace,
+                store_saved=saved or self._keywords_rebuilt,
             )
+            self._keywords_rebuilt = False
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
             if self._fan_out is not None and self._fan_out.kept is not None:
                 chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw

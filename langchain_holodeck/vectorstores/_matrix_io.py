@@ -14,8 +14,10 @@ import numpy.typing as npt
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
+    directory_lock,
     generation_name,
     remove_other_generations,
+    remove_stale_temporaries,
 )
 from langchain_holodeck.vectorstores._columns import DocumentColumns
 
@@ -44,15 +46,31 @@ def write(
     *,
     dimension: int | None,
     codebook: bytes | None = None,
-) -> None:
+) -> str:
     """Write one generation, then point the manifest at it, then drop older generations.
 
     ``rows`` (``None``: all) are the rows of ``vectors`` to save; ``records`` are their
     ``(id, page_content, metadata)``, in the same order. Rows are copied a chunk at a time,
     so saving needs no second copy of the matrix. ``codebook`` (a serialized quantization
-    codebook) is saved as ``codebook-<gen>.faiss``.
+    codebook) is saved as ``codebook-<gen>.faiss``. All of it holds the directory's
+    exclusive lock, so no other writer's fresh generation and no reader's open one is removed.
+
+    Returns:
+        The name of the generation's vectors file, as the manifest names it.
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    with directory_lock(directory, exclusive=True):
+        remove_stale_temporaries(directory)
+        return _write_locked(directory, vectors, rows, records, dimension, codebook)
+
+
+def _write_locked(
+    directory: Path,
+    vectors: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.intp] | None,
+    records: Iterable[tuple[str, str, dict[str, Any]]],
+    dimension: int | None,
+    codebook: bytes | None,
+) -> str:
     vectors_name = generation_name("vectors", ".npy")
     docs_name = generation_name("documents", ".jsonl")
     count = vectors.shape[0] if rows is None else len(rows)
@@ -98,6 +116,20 @@ def write(
     remove_other_generations(
         directory, "codebook-*.faiss", keep=set() if codebook_name is None else {codebook_name}
     )
+    return vectors_name
+
+
+def current_generation(directory: Path) -> str | None:
+    """The vectors file the manifest of ``directory`` names; ``None`` when nothing is saved."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError as error:  # torn or hand-edited: the writer replaces it
+        msg = f"{str(directory / MANIFEST)!r} is not valid JSON ({error})."
+        raise ValueError(msg) from error
+    name = manifest.get("vectors") if isinstance(manifest, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def read(directory: Path) -> Saved:
@@ -113,7 +145,16 @@ def read(directory: Path) -> Saved:
             "Save one with MatrixVectorStore.dump(path) first."
         )
         raise FileNotFoundError(msg)
-    manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    try:
+        manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except ValueError as error:  # UnicodeDecodeError and JSONDecodeError: a torn manifest
+        msg = (
+            f"{str(manifest_path)!r} is not valid JSON ({error}); the save is damaged. "
+            "Delete the directory and run the ingestion again to rebuild it."
+        )
+        raise ValueError(msg) from error
+    if not isinstance(manifest, dict):
+        manifest = {"format": type(manifest).__name__}
     if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         msg = (
             f"{str(manifest_path)!r} is not a {FORMAT} manifest of version {VERSION} "

@@ -17,6 +17,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import window_id
+from langchain_holodeck._persist import directory_lock
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.vectorstores import _matrix_io, _quantized
 from langchain_holodeck.vectorstores._columns import DocumentColumns, copy_metadata
@@ -177,6 +178,9 @@ class MatrixVectorStore(VectorStore):
         self._size = 0
         self._dim: int | None = None
         self._snapshot = _EMPTY
+        self._base: str | None = None  # the saved generation these rows were loaded from
+        self._written: dict[str, bool] = {}  # since then: id -> upserted (True) / deleted
+        self._cleared = False  # clear() since then: the next dump replaces, never merges
 
     # ------------------------------------------------------------------ properties
     @property
@@ -325,6 +329,7 @@ class MatrixVectorStore(VectorStore):
             if old is not None:
                 alive[old] = False
             self._rows[doc_id] = start + offset
+            self._written[doc_id] = True
         self._docs.extend_packed(docs.ids, docs.texts, docs.metadatas)
         self._size += n
         self._alive = alive
@@ -410,7 +415,12 @@ class MatrixVectorStore(VectorStore):
         if not ids:
             return False
         with self._lock:
-            rows = [r for r in (self._rows.pop(i, None) for i in ids) if r is not None]
+            rows = []
+            for doc_id in ids:
+                row = self._rows.pop(doc_id, None)
+                if row is not None:
+                    rows.append(row)
+                    self._written[doc_id] = False
             if not rows:
                 return False
             alive = self._alive.copy()
@@ -436,6 +446,7 @@ class MatrixVectorStore(VectorStore):
             self._alive = np.zeros(0, dtype=bool)
             self._docs, self._rows, self._size = DocumentColumns(), {}, 0
             self._quantized = None
+            self._written, self._cleared = {}, True
             self._publish()
 
     # ------------------------------------------------------------------ reads
@@ -716,7 +727,7 @@ class MatrixVectorStore(VectorStore):
         store.add_texts(texts, metadatas, ids=ids)
         return store
 
-    def dump(self, path: str | Path) -> None:
+    def dump(self, path: str | Path, *, merge: bool = False) -> None:
         """Save to the directory ``path`` (created if needed), atomically.
 
         Writes ``vectors-<gen>.npy`` (float32, normalized), ``documents-<gen>.jsonl`` (one
@@ -725,22 +736,87 @@ class MatrixVectorStore(VectorStore):
         previous save loadable. Older generations are removed afterwards. A trained
         quantization codebook is saved too (``codebook-<gen>.faiss``), so loading re-encodes
         the rows without training again.
+
+        The whole save holds the directory's exclusive lock (``_persist.directory_lock``):
+        processes saving into one directory take turns, and ``load`` never sees half a save.
+
+        Args:
+            path: The directory.
+            merge: When another process saved into ``path`` since this store was loaded from
+                it (or created), save that save plus this store's own writes since then
+                (upserts and deletions by id), and hold the merged rows here too; without
+                it, this store's rows replace the save. Several processes ingesting
+                corpora into one directory pass ``merge=True``, so none is lost.
         """
+        directory = Path(path)
+        with directory_lock(directory, exclusive=True):
+            if merge and not self._cleared and self._saved_since(directory):
+                self._merge_saved(directory)
+            with self._lock:
+                snap, codebook, dim = self._snapshot, self._codebook, self._dim
+                written, cleared = self._written, self._cleared
+                self._written, self._cleared = {}, False
+            rows = None if snap.alive is None else np.flatnonzero(snap.alive)
+            docs = snap.docs
+            try:
+                generation = _matrix_io.write(
+                    directory,
+                    snap.vectors,
+                    rows,
+                    (
+                        (docs.ids[r], docs.text(r), docs.metadata(r))
+                        for r in (range(snap.size) if rows is None else rows.tolist())
+                    ),
+                    dimension=dim,
+                    codebook=None if codebook is None else _quantized.codebook_bytes(codebook),
+                )
+            except BaseException:
+                with self._lock:  # not saved: still this store's own writes
+                    self._written = {**written, **self._written}
+                    self._cleared = self._cleared or cleared
+                raise
+            self._base = generation
+
+    def _saved_since(self, directory: Path) -> bool:
+        """Whether ``directory`` holds a save other than the one these rows came from."""
+        try:
+            saved = _matrix_io.current_generation(directory)
+        except ValueError as error:  # a torn manifest: nothing to keep, the save replaces it
+            logger.warning("MatrixVectorStore: %s; replacing the save.", error)
+            return False
+        return saved is not None and saved != self._base
+
+    def _merge_saved(self, directory: Path) -> None:
+        """Become the save in ``directory`` plus this store's writes since its base (lock held).
+
+        Rows another process saved are adopted; rows this store upserted or deleted since
+        its base win over the saved ones.
+        """
+        try:
+            saved = type(self)._read(directory, self.embedding, search_mode="exact")
+        except (OSError, ValueError) as error:  # unreadable: nothing to keep
+            logger.warning("MatrixVectorStore: %s; replacing the save.", error)
+            return
         with self._lock:
-            snap, codebook = self._snapshot, self._codebook
-        rows = None if snap.alive is None else np.flatnonzero(snap.alive)
-        docs = snap.docs
-        _matrix_io.write(
-            Path(path),
-            snap.vectors,
-            rows,
-            (
-                (docs.ids[r], docs.text(r), docs.metadata(r))
-                for r in (range(snap.size) if rows is None else rows.tolist())
-            ),
-            dimension=self._dim,
-            codebook=None if codebook is None else _quantized.codebook_bytes(codebook),
-        )
+            if saved._dim is not None and self._dim is not None and saved._dim != self._dim:
+                logger.warning(
+                    "MatrixVectorStore: the save in %s holds %d-dimensional vectors, this "
+                    "store %d-dimensional ones; replacing the save.",
+                    directory,
+                    saved._dim,
+                    self._dim,
+                )
+                return
+            saved.delete([i for i, upserted in self._written.items() if not upserted])
+            mine = [self._rows[i] for i, up in self._written.items() if up and i in self._rows]
+            if mine:
+                saved._dim = self._dim
+                saved._append(self._buffer[mine], self._docs.take(mine), normalize=False)
+            self._buffer, self._docs, self._alive = saved._buffer, saved._docs, saved._alive
+            self._rows, self._size = saved._rows, saved._size
+            self._dim = saved._dim if saved._dim is not None else self._dim
+            self._quantized = None
+            self._publish()
 
     @classmethod
     def load(
@@ -754,25 +830,36 @@ class MatrixVectorStore(VectorStore):
     ) -> MatrixVectorStore:
         """Load a store saved by ``dump`` (the keyword arguments are the constructor's).
 
+        Holds the directory's shared lock while reading, so a save in progress in another
+        process is never seen half-written.
+
         Raises:
             FileNotFoundError: If ``path`` holds no ``manifest.json``.
             ValueError: If the saved files are inconsistent (the message names them).
         """
-        saved = _matrix_io.read(Path(path))
-        store = cls(
-            embedding,
-            search_mode=search_mode,
-            quantize_min_rows=quantize_min_rows,
-            rescore_candidates=rescore_candidates,
-        )
-        codebook = _matrix_io.read_codebook(Path(path))
-        if codebook is not None and search_mode != "exact" and _quantized.faiss_available():
+        with directory_lock(Path(path), exclusive=False):
+            return cls._read(
+                Path(path),
+                embedding,
+                search_mode=search_mode,
+                quantize_min_rows=quantize_min_rows,
+                rescore_candidates=rescore_candidates,
+            )
+
+    @classmethod
+    def _read(cls, directory: Path, embedding: Embeddings, **options: Any) -> MatrixVectorStore:
+        """``load`` with the directory's lock held."""
+        saved = _matrix_io.read(directory)
+        store = cls(embedding, **options)
+        codebook = _matrix_io.read_codebook(directory)
+        if codebook is not None and store.search_mode != "exact" and _quantized.faiss_available():
             store._codebook = _quantized.from_codebook_bytes(codebook)
         if saved.dimension is not None:
             store._dim = saved.dimension
             store._buffer = np.zeros((0, saved.dimension), dtype=np.float32)
         if len(saved.columns):
             store._load_rows(saved)
+        store._base = saved.vectors.name
         return store
 
     def _load_rows(self, saved: _matrix_io.Saved) -> None:

@@ -46,3 +46,24 @@ class TestRedisByteStoreAsync(BaseStoreAsyncTests[bytes]):
     @pytest.fixture
     def three_values(self) -> tuple[bytes, bytes, bytes]:
         return VALUES
+
+
+def test_the_redis_backends_embedding_cache_entries_expire(
+    redis_url: str, redis_index_name: str
+) -> None:
+    """Issue 25 item 15: cache keys had no TTL and grew with every edit."""
+    from langchain_holodeck.backends.redis import CACHE_TTL_SECONDS, RedisBackend
+    from langchain_holodeck.config._backends import RedisDatabaseConfig
+
+    config = RedisDatabaseConfig(
+        provider="redis", connection_string=redis_url, index_name=redis_index_name
+    )
+    cache = RedisBackend(config).byte_store(namespace="kb")
+    cache.mset([("text-hash", b"vector")])
+    client = redis.Redis.from_url(redis_url)
+    try:
+        (key,) = client.scan_iter(f"holodeck:embcache:{redis_index_name}:kb:*")
+        assert 0 < client.ttl(key) <= CACHE_TTL_SECONDS
+        client.delete(key)
+    finally:
+        client.close()

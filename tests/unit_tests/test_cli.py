@@ -448,3 +448,26 @@ def test_purge_legacy_deletes_only_the_old_namespace(
     left = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
     assert list(scan_documents(left, namespace="kb")) == []
     assert len(list(left.iter_documents())) == own
+
+
+def test_purge_legacy_refuses_a_namespace_another_tool_pins(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 25 item 10: the README's way to keep old chunks (corpus_id: <tool name>) made
+    purge-legacy of that tool name delete the pinned corpus's live chunks."""
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: vectorstore\n    name: kb\n    description: d\n    source: docs\n"
+        "  - type: vectorstore\n    name: archive\n    description: d\n    source: docs\n"
+        "    corpus_id: kb\n",
+    )
+    code, out, err = run(
+        capsys, "purge-legacy", "--config", str(agent), "--tool", "kb", "--store", "s"
+    )
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: purge-legacy: namespace 'kb' is the corpus_id of tool(s) 'archive' in {agent}, "
+        "so its chunks are live, not legacy; nothing deleted. Remove corpus_id: kb from them "
+        "first to purge."
+    ]
+    assert not (tmp_path / "s").exists()

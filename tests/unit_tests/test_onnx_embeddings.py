@@ -319,3 +319,14 @@ class TestCachedEmbeddingsStandard(EmbeddingsIntegrationTests):
     @property
     def embedding_model_params(self) -> dict:
         return {"underlying": OnnxEmbeddings(), "store": InMemoryByteStore()}
+
+
+def test_a_query_embeds_a_bounded_number_of_windows(onnx: OnnxEmbeddings) -> None:
+    """Issue 25 item 6: a 100k-character query cost ~77 s; words past the cap change nothing."""
+    from langchain_holodeck.embeddings.windows import MAX_QUERY_WINDOWS
+
+    words = "warp core diagnostics of the replicator console on deck nine " * 400
+    capped = onnx.embed_windows([words], window=onnx.max_tokens, max_windows=MAX_QUERY_WINDOWS)[0]
+    assert capped.shape[0] == MAX_QUERY_WINDOWS
+    pasted = words + "holodeck safety protocols " * 8_000  # ~100k more characters
+    np.testing.assert_allclose(onnx.embed_query(pasted), onnx.embed_query(words), atol=1e-6)

@@ -1,4 +1,17 @@
-from langchain_holodeck._redact import mask_url_password, one_line, scrub
+import logging
+
+import pytest
+
+from langchain_holodeck._redact import (
+    mask_connection_string,
+    mask_url_password,
+    one_line,
+    scrub,
+    url_password,
+    url_passwords,
+)
+from langchain_holodeck.vectorstores import create_vector_store_with_status
+from tests.helpers import HashingEmbeddings
 
 
 def test_url_passwords_are_masked() -> None:
@@ -21,3 +34,35 @@ def test_one_line_has_type_no_newlines_no_secret() -> None:
     error = ConnectionError("cannot reach\nredis://u:pw@h:1\n  with key sk-live-9")
     line = one_line(error, ["sk-live-9"])
     assert line == "ConnectionError: cannot reach redis://u:***@h:1 with key ***"
+
+
+@pytest.mark.parametrize("password", ["pa ss", "ab/cd", "ab#cd", "a@b", "x:y#z/w", "@/# :"])
+def test_a_connection_string_password_with_url_characters_is_masked_whole(password: str) -> None:
+    url = f"redis://admin:{password}@db.example:6379/0"
+    assert mask_connection_string(url) == "redis://admin:***@db.example:6379/0"
+    assert mask_url_password(url) == "redis://admin:***@db.example:6379/0"
+    assert url_password(url) == password
+    assert password in url_passwords(url)
+
+
+@pytest.mark.parametrize("password", ["pa ss", "ab/cd", "ab#cd", "a@b"])
+def test_a_redis_url_that_does_not_parse_falls_back_with_one_masked_line(
+    password: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"redis://:{password}@127.0.0.1:1/0"
+    config = {"provider": "redis", "connection_string": url, "index_name": "i"}
+    with caplog.at_level(logging.WARNING):
+        handle = create_vector_store_with_status(config, HashingEmbeddings())
+    assert handle.fell_back
+    assert "redis://:***@127.0.0.1:1/0" in (handle.reason or "")
+    for piece in password.split():
+        assert piece not in caplog.text.replace("127.0.0.1", "")
+        assert piece not in (handle.reason or "").replace("127.0.0.1", "")
+
+
+@pytest.mark.timeout(20)  # a bound, not a benchmark: the old regex took hours on this
+def test_masking_is_linear_in_the_text() -> None:
+    token = "a" * 1_000_000
+    assert mask_url_password(token + ":" + token) == token + ":" + token
+    assert scrub(f"x://{token}:{token}") == f"x://{token}:{token}"
+    assert url_passwords(f"{token}:{token}@h") == [token]

@@ -1,0 +1,214 @@
+"""The MCP side of ``holodeck-rag serve``: served tools as MCP tools, over stdio or HTTP.
+
+Imported only by ``serve`` once the ``mcp`` package is known to be installed. Works with the
+``mcp`` SDK 1.x (``FastMCP``, what ``langchain-mcp-adapters`` requires) and 2.x (``MCPServer``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any, Protocol
+
+import anyio
+import anyio.to_thread
+import mcp.types as mcp_types
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import Field
+
+from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
+from langchain_holodeck.tools.document import SearchInput
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import MCPServer as _Server
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as _Server  # type: ignore[no-redef]  # same surface
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2000
+"""Longest query a client may send (characters); longer ones get a tool error."""
+MAX_TOP_K = 100
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+_QUERY_HELP = str(SearchInput.model_fields["query"].description)
+_TOP_K_HELP = f"How many results to return, 1-{MAX_TOP_K} (default: the tool's top_k)."
+
+
+class Searchable(Protocol):
+    """What ``serve`` exposes per tool: a name, a description and a search returning both forms."""
+
+    name: str
+    description: str
+
+    def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
+        """The tool's text for ``query`` and its structured results; raises on failure."""
+        ...
+
+
+def build_server(
+    tools: Sequence[Searchable], *, max_concurrency: int, host: str = "127.0.0.1"
+) -> Any:
+    """An MCP server (``MCPServer`` or ``FastMCP``) serving each tool as a read-only MCP tool.
+
+    Each call runs in a worker thread, at most ``max_concurrency`` at once (the rest wait):
+    the event loop keeps answering other requests while a search runs.
+    """
+    loopback = is_loopback(host)
+    options: dict[str, Any] = {"instructions": _instructions(tools), "log_level": "WARNING"}
+    if _Server.__name__ == "FastMCP":  # 1.x: HTTP settings are constructor arguments
+        options.update(
+            host=host,
+            transport_security=_transport_security(loopback=loopback),
+            json_response=True,  # a call's answer as one JSON body, not an SSE stream
+        )
+    server = _Server("holodeck-rag", **options)
+    limiter = anyio.CapacityLimiter(max_concurrency)
+    for tool in tools:
+        server.add_tool(
+            _tool_function(tool, limiter),
+            name=tool.name,
+            title=tool.name,
+            description=tool.description,
+            annotations=mcp_types.ToolAnnotations(
+                readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+            ),
+        )
+    return server
+
+
+def _instructions(tools: Sequence[Searchable]) -> str:
+    names = ", ".join(tool.name for tool in tools)
+    return (
+        f"Search tools over a team's own documents ({names}); each result names its source "
+        "file and section: cite them. Read-only."
+    )
+
+
+def _tool_function(tool: Searchable, limiter: anyio.CapacityLimiter) -> Any:
+    async def search(
+        query: Annotated[str, Field(description=_QUERY_HELP, max_length=MAX_QUERY_CHARS)],
+        top_k: Annotated[int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K)] = None,
+    ) -> mcp_types.CallToolResult:
+        if not query.strip():
+            return _error("query is empty; pass the words to look for, e.g. 'revoke a token'.")
+        try:
+            text, structured = await anyio.to_thread.run_sync(
+                tool.search, query, top_k, limiter=limiter
+            )
+        except Exception as error:  # the client gets one line; the server keeps serving
+            logger.warning("%s: %s", tool.name, _first_line(error))
+            return _error(_first_line(error))
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=text)],
+            structuredContent=structured,
+        )
+
+    search.__name__ = tool.name
+    search.__doc__ = tool.description
+    return search
+
+
+def _error(text: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text)], isError=True
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback interface (``localhost``, 127.x, ::1)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _transport_security(*, loopback: bool) -> TransportSecuritySettings:
+    """On loopback, only loopback Host/Origin headers (DNS rebinding); elsewhere the token."""
+    if not loopback:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(LOOPBACK_HOSTS),
+        allowed_origins=[f"http://{h}" for h in LOOPBACK_HOSTS],
+    )
+
+
+def run_stdio(server: Any) -> None:
+    """Serve over stdin/stdout until the client closes stdin.
+
+    The SDK closes the stream it writes to when done; it gets a duplicate of stdout, so the
+    CLI's own stdout stays open for its exit.
+    """
+    import io
+    import os
+
+    saved = sys.stdout
+    sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.close()
+        sys.stdout = saved
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free port).
+
+    Raises:
+        OSError: When the address cannot be bound (in use, not an address of this machine).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets' connections;
+    # without it Nagle + delayed ACK hold each response for ~40 ms
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: HttpLimits) -> None:
+    """Serve streamable HTTP at ``/mcp`` on ``sock`` until interrupted."""
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    if _Server.__name__ == "FastMCP":
+        app = server.streamable_http_app()
+    else:
+        app = server.streamable_http_app(
+            transport_security=_transport_security(loopback=is_loopback(host)),
+            host=host,
+            json_response=True,
+            max_request_body_size=limits.max_body_bytes,
+        )
+    guarded = HttpGuard(app, token=token, limits=limits)
+    config = uvicorn.Config(
+        guarded,
+        log_level="warning",
+        log_config=None,  # uvicorn logs through the CLI's handler: one line, traceback with -v
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
+    address = sock.getsockname()
+    shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+    print(f"serving on http://{shown}:{address[1]}/mcp", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run(sockets=[sock])

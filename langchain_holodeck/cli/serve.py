@@ -1,0 +1,292 @@
+"""``holodeck-rag serve``: the configured tools as an MCP server (stdio or streamable HTTP).
+
+The tools are initialized once (model and indexes stay loaded); each becomes a read-only MCP
+tool with its name, description and input schema (``query``, optional ``top_k``) that returns
+the tool's text plus structured results (the ``search --json`` records). Before each call the
+store's ``ingest.json`` is stat-ed: after an ``ingest`` from another process the tool is
+rebuilt (same embedding model object, nothing reloaded from disk but the store), so the next
+call sees the new data without a restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_holodeck.cli._format import result_record
+from langchain_holodeck.cli._targets import (
+    MANIFEST_NAME,
+    Target,
+    build_tool,
+    config_tool_target,
+    read_manifest,
+    target_from_manifest,
+)
+from langchain_holodeck.cli.chat import is_hybrid, positive_int
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.sync import sanitize_error
+from langchain_holodeck.tools.formatting import format_results
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_holodeck.tools.document import _DocumentTool
+
+logger = logging.getLogger(__name__)
+
+TOKEN_ENV = "HOLODECK_MCP_TOKEN"
+"""Environment variable holding the bearer token HTTP clients must send."""
+DEFAULT_PORT = 8765
+INSTALL_HINT = 'holodeck-rag serve needs the MCP SDK: pip install "langchain-holodeck[mcp]"'
+_SERVE_HELP = f"""\
+Initializes every tool of AGENT_YAML once (or, without it, the tool the last `ingest` into
+STORE built) and serves each as an MCP tool: its name, its description, arguments `query`
+(string) and optional `top_k` (1-100); the result is the tool's text (as `search` prints
+it) plus structured content {{tool, query, results: [the `search --json` records]}}.
+Read-only: no call writes, deletes or re-ingests.
+
+--transport stdio (default): speak MCP on stdin/stdout (a client spawns this command).
+--transport http: streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:{DEFAULT_PORT};
+--port 0 picks a free port; the address is printed on stderr). When {TOKEN_ENV} is set,
+every request must send `Authorization: Bearer <token>`; binding to a non-loopback HOST
+requires it. Bodies over --max-body-bytes get 413, requests beyond --max-in-flight get 503,
+at most --max-concurrency searches run at once (the rest wait).
+
+After `holodeck-rag ingest` into the same STORE (another process), the next call rebuilds
+the tool from the store: no restart needed."""
+
+
+def add_serve_parser(
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``serve`` on the ``holodeck-rag`` parser."""
+    serve = verbs.add_parser(
+        "serve",
+        parents=[common],
+        help="serve the tools to any agent over MCP (stdio or streamable HTTP)",
+        description=_SERVE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("agent_yaml", nargs="?", type=Path, metavar="AGENT_YAML")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", help="http: address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=_port, help=f"http: port (default: {DEFAULT_PORT})")
+    serve.add_argument(
+        "--max-concurrency", type=positive_int, default=4, metavar="N", help="searches at once"
+    )
+    serve.add_argument(
+        "--max-in-flight", type=positive_int, default=32, metavar="N", help="http: requests"
+    )
+    serve.add_argument(
+        "--max-body-bytes", type=positive_int, default=1_000_000, metavar="N", help="http"
+    )
+    serve.set_defaults(run=run_serve)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        msg = f"must be a port number from 0 to 65535, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Load the tools, then serve them until the client leaves (stdio) or an interrupt (http)."""
+    if args.transport == "stdio" and (args.host is not None or args.port is not None):
+        msg = "--host and --port apply to --transport http; stdio needs neither."
+        raise ConfigError(msg)
+    host = args.host or "127.0.0.1"
+    _check_serving(args.transport, host)  # before loading anything
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
+        tools = served_tools(args.agent_yaml, args.store, quiet=args.quiet)
+    if args.transport == "stdio" and not args.quiet:
+        print(f"serving {len(tools)} tool(s) over stdio", file=sys.stderr, flush=True)
+    serve_tools(
+        tools,
+        transport=args.transport,
+        host=host,
+        port=DEFAULT_PORT if args.port is None else args.port,
+        max_concurrency=args.max_concurrency,
+        max_in_flight=args.max_in_flight,
+        max_body_bytes=args.max_body_bytes,
+    )
+    return 0
+
+
+def serve_tools(
+    tools: Sequence[ServedTool | _DocumentTool],
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    max_concurrency: int = 4,
+    max_in_flight: int = 32,
+    max_body_bytes: int = 1_000_000,
+) -> None:
+    """Serve initialized tools over MCP until the client leaves (stdio) or an interrupt (http).
+
+    Over HTTP the bearer token is read from ``HOLODECK_MCP_TOKEN``; a non-loopback ``host``
+    requires one. The address (``port`` 0 picks a free one) is printed on stderr.
+
+    Raises:
+        ConfigError: When ``host`` is not loopback and ``HOLODECK_MCP_TOKEN`` is unset.
+        ImportError: When the ``mcp`` package is not installed (the message says how).
+        OSError: When ``host:port`` cannot be bound.
+    """
+    _check_serving(transport, host)
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    served = [t if isinstance(t, ServedTool) else ServedTool(_given(t)) for t in tools]
+    server = _mcp.build_server(served, max_concurrency=max_concurrency, host=host)
+    if transport == "stdio":
+        _mcp.run_stdio(server)
+        return
+    limits = HttpLimits(max_body_bytes=max_body_bytes, max_in_flight=max_in_flight)
+    with _mcp.bind(host, port) as sock:
+        _mcp.run_http(server, sock, token=os.environ.get(TOKEN_ENV) or None, limits=limits)
+
+
+def _given(tool: _DocumentTool) -> Callable[[], _DocumentTool]:
+    return lambda: tool
+
+
+def _check_serving(transport: str, host: str) -> None:
+    """The SDK is importable; a non-loopback HTTP host has a token."""
+    try:
+        from langchain_holodeck.cli import _mcp
+    except ImportError as error:
+        if (error.name or "").split(".")[0] in {"mcp", "uvicorn", "starlette", "anyio"}:
+            raise ImportError(INSTALL_HINT) from error
+        raise
+    if transport == "http" and not _mcp.is_loopback(host) and not os.environ.get(TOKEN_ENV):
+        msg = (
+            f"--host {host!r} is not a loopback address, so clients must authenticate: set "
+            f"{TOKEN_ENV} to a secret token (clients send Authorization: Bearer <token>), "
+            "or bind to 127.0.0.1."
+        )
+        raise ConfigError(msg)
+
+
+# -- the served tools ---------------------------------------------------------------------
+class ServedTool:
+    """One tool as ``serve`` exposes it: searched with an optional ``top_k``, rebuilt on re-ingest.
+
+    Key init args:
+        build: Returns the tool, initialized (called now, and again after each re-ingest).
+        generation: Returns a value that changes when the store was re-ingested (None: never).
+    """
+
+    def __init__(
+        self,
+        build: Callable[[], _DocumentTool],
+        *,
+        generation: Callable[[], object] | None = None,
+    ) -> None:
+        self._build = build
+        self._generation = generation or (lambda: None)
+        self._seen = self._generation()
+        self._tool = build()
+        self._lock = threading.Lock()
+        self.name = self._tool.name
+        self.description = self._tool.config.description
+        self.reloads = 0
+        """How many times the tool was rebuilt after a re-ingest."""
+
+    @property
+    def tool(self) -> _DocumentTool:
+        """The tool currently served."""
+        return self._tool
+
+    def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
+        """The tool's text for ``query`` and ``{tool, query, results}`` (``search --json``).
+
+        Raises:
+            RuntimeError: ``Search failed: ...`` when the store or the model fails.
+        """
+        tool = self._fresh()
+        kwargs: dict[str, Any] = {} if top_k is None else {"k": top_k}
+        try:
+            documents = tool.as_retriever().invoke(query, None, **kwargs)
+        except Exception as error:
+            msg = f"Search failed: {sanitize_error(error)}"
+            raise RuntimeError(msg) from error
+        hybrid = is_hybrid(tool)
+        if documents:
+            text = format_results(documents, hybrid=hybrid)
+        else:
+            text = f"No relevant results found for query: {query}"
+        records = [result_record(i, doc, hybrid=hybrid) for i, doc in enumerate(documents, 1)]
+        return text, {"tool": self.name, "query": query, "results": records}
+
+    def _fresh(self) -> _DocumentTool:
+        """The served tool, rebuilt first when the store was re-ingested since it was built."""
+        if self._generation() == self._seen:
+            return self._tool
+        with self._lock:
+            current = self._generation()
+            if current != self._seen:
+                self._seen = current
+                try:
+                    self._tool = self._build()
+                    self.reloads += 1
+                    logger.warning("note: %s: re-ingested; reloaded from the store.", self.name)
+                except Exception as error:  # keep serving what was loaded
+                    logger.warning(
+                        "%s: reload after re-ingest failed (%s); serving the previous data.",
+                        self.name,
+                        str(error).splitlines()[0] if str(error) else type(error).__name__,
+                    )
+        return self._tool
+
+
+def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[ServedTool]:
+    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), initialized.
+
+    Each is rebuilt when ``store``'s ``ingest.json`` changes; the embedding model objects are
+    made once and shared by every build.
+    """
+    from langchain_holodeck.embeddings import resolve_embeddings
+
+    manifest = store / MANIFEST_NAME
+    models: dict[str | None, Embeddings] = {}
+
+    def generation() -> object:
+        try:
+            stat = manifest.stat()
+        except OSError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+    def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
+        def build() -> _DocumentTool:
+            target = fixed or target_from_manifest(read_manifest(store))
+            name = target.config.embedding_model
+            if name not in models:
+                models[name] = resolve_embeddings(name)
+            tool = build_tool(target, store, embeddings=models[name])
+            tool.initialize_sync()
+            if not quiet:
+                print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
+            return tool
+
+        return build
+
+    if agent_yaml is None:
+        return [ServedTool(builder(None), generation=generation)]
+    from langchain_holodeck.config.models import load_agent_config
+
+    agent = load_agent_config(agent_yaml)
+    targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
+    return [ServedTool(builder(target), generation=generation) for target in targets]

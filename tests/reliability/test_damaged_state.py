@@ -1,0 +1,95 @@
+"""Issue 25 item 13: damaged or busy state gives one ``error:`` line or a documented recovery.
+
+- a Qdrant ``path:`` held by another process: the store falls back to memory (the default
+  ``fallback_to_memory``) or raises ``BackendUnavailableError``; was a raw ``RuntimeError``;
+- a truncated ``bm25_tokens-*.npz``: ``BadZipFile`` escaped the documented "rebuilding it";
+- a truncated ``manifest.json``: was a raw ``JSONDecodeError`` traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_holodeck import HierarchicalDocumentTool, HierarchicalDocumentToolConfig
+from langchain_holodeck.backends.base import BackendUnavailableError
+from langchain_holodeck.errors import HolodeckError
+from langchain_holodeck.vectorstores import MatrixVectorStore, create_vector_store_with_status
+from tests.helpers import HashingEmbeddings
+from tests.reliability import corpus
+
+REPO = Path(__file__).resolve().parents[2]
+HOLD = (
+    "import sys\nfrom qdrant_client import QdrantClient\nc = QdrantClient(path=sys.argv[1])\n"
+    "print('open', flush=True)\nsys.stdin.read()\n"
+)
+
+
+def make_tool(tmp_path: Path) -> HierarchicalDocumentTool:
+    config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="kb", source="src")
+    return HierarchicalDocumentTool(
+        config, embeddings=HashingEmbeddings(), base_dir=tmp_path, store_dir=tmp_path / "store"
+    )
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_qdrant_path_held_by_another_process_falls_back_or_fails_in_one_line(
+    tmp_path: Path, fallback: bool
+) -> None:
+    pytest.importorskip("qdrant_client")
+    path = tmp_path / "qdrant"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "open"
+        config = {"provider": "qdrant", "path": str(path), "fallback_to_memory": fallback}
+        if fallback:
+            handle = create_vector_store_with_status(config, HashingEmbeddings())
+            assert handle.fell_back
+            assert isinstance(handle.store, MatrixVectorStore)
+            assert "in use by another process" in (handle.reason or "")
+        else:
+            with pytest.raises(BackendUnavailableError, match="in use by another process"):
+                create_vector_store_with_status(config, HashingEmbeddings())
+    finally:
+        holder.communicate("", timeout=60)  # closing stdin ends the process we started
+
+
+def test_a_truncated_bm25_token_file_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    corpus.write_files(tmp_path / "src", files=3, paragraphs=4)
+    first = make_tool(tmp_path)
+    first.initialize_sync()
+    (tokens,) = (tmp_path / "store" / "bm25" / first.namespace).glob("bm25_tokens-*.npz")
+    tokens.write_bytes(tokens.read_bytes()[:100])
+    again = make_tool(tmp_path)
+    result = again.initialize_sync()
+    assert (result.added, result.updated, result.failed) == (0, 0, 0)
+    assert "rebuilding it" in caplog.text
+    assert "Found 10 result(s)" in again.search_sync("warp core")
+
+
+def test_a_truncated_store_manifest_is_one_error_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    corpus.write_files(tmp_path / "src", files=2, paragraphs=3)
+    make_tool(tmp_path).initialize_sync()
+    manifest = tmp_path / "store" / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:20])
+    with pytest.raises(ValueError, match=r"is not valid JSON .* Delete the directory"):
+        MatrixVectorStore.load(tmp_path / "store", HashingEmbeddings())
+    with pytest.raises(HolodeckError, match=r"store saved in .* is damaged: .* not valid JSON"):
+        make_tool(tmp_path).initialize_sync()  # the CLI prints a HolodeckError as one line

@@ -1,0 +1,144 @@
+"""Issue 25, hostile files and sources: each is read losslessly, or refused in one line.
+
+- 3: a file name that is not UTF-8 (byte 0xff) crashed every ingest with
+  ``UnicodeEncodeError ... surrogates not allowed``; now its ``source_path`` spells the byte
+  ``\\xff``, its ids are stable, and the store saves and loads.
+- 9: one invalid byte turned a whole UTF-8 file into cp1252 mojibake.
+- 12: ``ingest /`` walked /proc and /sys.
+- 16: valid JSON nested 200k deep was skipped with ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.ingestion import IngestionPipeline
+from langchain_holodeck.loaders import SourceLoader
+from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import HashingEmbeddings
+
+LOGGER = "langchain_holodeck.loaders"
+
+
+def test_a_file_name_that_is_not_utf8_is_ingested_under_a_stable_escaped_name(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    name = os.fsencode(src) + b"/caf\xff.md"
+    with open(name, "wb") as f:  # a bytes path: pathlib decodes it lossily
+        f.write(b"# Menu\n\nCoffee of the day.\n")
+    (src / "good.md").write_text("# Good\n\nStill loaded.\n", encoding="utf-8")
+
+    runs = []
+    for _ in range(2):
+        store = MatrixVectorStore(HashingEmbeddings())
+        result = IngestionPipeline(store, namespace="kb", base_dir=tmp_path).invoke("src")
+        assert (result.failed, result.errors) == (0, ())
+        store.dump(tmp_path / "store")
+        loaded = MatrixVectorStore.load(tmp_path / "store", HashingEmbeddings())
+        runs.append({d.id: d.metadata["source_path"] for d in loaded.iter_documents()})
+    assert runs[0] == runs[1]  # same ids, run after run
+    assert set(runs[0].values()) == {"src/caf\\xff.md", "src/good.md"}
+
+
+def test_one_invalid_byte_keeps_a_utf8_file_utf8(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    line = "Crème brûlée, 東京の抹茶, naïve café au lait.\n"
+    data = ("# Café menu\n\n" + line * 5).encode() + b"\xff" + (line * 15).encode()
+    (tmp_path / "menu.md").write_bytes(data)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        (doc,) = SourceLoader(tmp_path / "menu.md", base_dir=tmp_path).load()
+    assert "Crème brûlée, 東京の抹茶" in doc.page_content
+    assert "Ã" not in doc.page_content
+    assert doc.page_content.count("\ufffd") == 1
+    warned = [r.getMessage() for r in caplog.records if "menu.md" in r.getMessage()]
+    assert len(warned) == 1
+    assert "1 invalid UTF-8 byte sequence(s) replaced" in warned[0]
+
+
+def test_a_latin1_file_is_still_read_as_latin1(tmp_path: Path) -> None:
+    (tmp_path / "old.md").write_bytes("# Café\n\nUne crème brûlée.\n".encode("cp1252"))
+    (doc,) = SourceLoader(tmp_path / "old.md", base_dir=tmp_path).load()
+    assert "Une crème brûlée." in doc.page_content
+
+
+@pytest.mark.parametrize("source", ["/", "/proc", "/sys/kernel", "/dev"])
+def test_the_root_and_pseudo_file_systems_are_refused(source: str) -> None:
+    if not os.path.exists(source):
+        pytest.skip(f"{source} does not exist here")
+    with pytest.raises(ConfigError, match="system directory"):
+        list(SourceLoader(source).iter_files())
+
+
+def test_json_nested_too_deep_to_parse_is_kept_as_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    depth = 200_000
+    (tmp_path / "deep.json").write_text("[" * depth + "]" * depth, encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        (doc,) = SourceLoader(tmp_path / "deep.json", base_dir=tmp_path).load()
+    assert "[" * depth in doc.page_content
+    assert any("nests too deeply" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("suffix", ["docx", "pptx", "xlsx"])
+def test_an_office_file_expanding_past_max_file_bytes_is_skipped_unopened(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, suffix: str
+) -> None:
+    """Item 8: a 725 KB .docx expanding to 310 MB ran 900 s at 3.6 GB RSS."""
+    bomb = tmp_path / f"bomb.{suffix}"
+    with (
+        zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+        archive.open("word/document.xml", "w") as member,
+    ):
+        for _ in range(40):
+            member.write(b"\0" * 1_000_000)
+    assert bomb.stat().st_size < 200_000
+    (tmp_path / "good.md").write_text("# Good\n\nStill loaded.\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        docs = SourceLoader(tmp_path, base_dir=tmp_path, max_file_bytes=10_000_000).load()
+    assert [d.metadata["source_path"] for d in docs] == ["good.md"]
+    warned = [r.getMessage() for r in caplog.records if f"bomb.{suffix}" in r.getMessage()]
+    assert warned == [
+        f"Skipping bomb.{suffix}: it expands to 40000000 bytes, over max_file_bytes=10000000 "
+        "(a zip bomb?); raise max_file_bytes to load it."
+    ]
+
+
+def test_a_corrupt_pdf_is_not_reparsed_or_rewarned_until_it_changes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 16: every ``search`` (a re-sync) re-parsed a corrupt PDF and warned again."""
+    from langchain_holodeck import HierarchicalDocumentTool, HierarchicalDocumentToolConfig
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "good.md").write_text("# Good\n\nwarp core.\n", encoding="utf-8")
+    broken = tmp_path / "src" / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 200)
+
+    def warnings_after_a_run() -> list[str]:
+        caplog.clear()
+        config = HierarchicalDocumentToolConfig(
+            type="hierarchical_document", name="kb", source="src"
+        )
+        tool = HierarchicalDocumentTool(
+            config, embeddings=HashingEmbeddings(), base_dir=tmp_path, store_dir=tmp_path / "s"
+        )
+        with caplog.at_level(logging.WARNING):
+            tool.initialize_sync()
+        return [r.getMessage() for r in caplog.records if "broken.pdf" in r.getMessage()]
+
+    assert len(warnings_after_a_run()) == 1
+    assert warnings_after_a_run() == []  # the next process remembers the failure
+    later = broken.stat().st_mtime + 10
+    os.utime(broken, (later, later))
+    assert len(warnings_after_a_run()) == 1  # changed: read (and warned about) again

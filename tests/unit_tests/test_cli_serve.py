@@ -1,0 +1,55 @@
+"""``holodeck-rag serve`` without a server running: lazy import, install hint, argument checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_holodeck.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(REPO)},
+    )
+
+
+def test_the_cli_imports_no_mcp_until_serve_runs() -> None:
+    out = _run(
+        "import sys; from langchain_holodeck.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('mcp', 'uvicorn', 'starlette') if m in sys.modules))"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_serve_without_the_mcp_package_prints_the_install_hint() -> None:
+    out = _run(
+        "import sys; sys.modules['mcp'] = None  # as if not installed\n"
+        "from langchain_holodeck.cli import main; sys.exit(main(['serve']))"
+    )
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'error: holodeck-rag serve needs the MCP SDK: pip install "langchain-holodeck[mcp]"'
+    )
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "http"])
+def test_serve_rejects_a_port_out_of_range(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--transport", "http", "--port", port]) == 2
+    assert f"must be a port number from 0 to 65535, got {port!r}" in capsys.readouterr().err
+
+
+def test_serve_rejects_an_unknown_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--transport", "sse"]) == 2
+    assert "invalid choice: 'sse'" in capsys.readouterr().err
