@@ -123,6 +123,27 @@ def redis_url_or_skip() -> str:
     pytest.skip("REDIS_URL is unset: start scripts/redis-stack.sh to run Redis tests.")
 
 
+def postgres_url_or_skip() -> str:
+    """``POSTGRES_URL``, or skip — unless ``HOLODECK_REQUIRE_POSTGRES=1``, where a missing URL
+    fails."""
+    url = os.environ.get("POSTGRES_URL")
+    if url:
+        return url
+    if os.environ.get("HOLODECK_REQUIRE_POSTGRES") == "1":
+        pytest.fail("HOLODECK_REQUIRE_POSTGRES=1 but POSTGRES_URL is unset: start Postgres first.")
+    pytest.skip("POSTGRES_URL is unset: run scripts/postgres.sh start to run Postgres tests.")
+
+
+def drop_postgres_tables(url: str, table: str) -> None:
+    """Drop a Postgres store's tables (``table``, its terms, stats and embedding cache)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in (table, f"{table}_terms", f"{table}_stats", f"{table}_embcache"):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
 class PlainStore(VectorStore):
     """A LangChain store with no filter support at all: searches ignore every kwarg."""
 
