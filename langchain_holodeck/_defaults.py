@@ -6,7 +6,12 @@ never on the test sets.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
+
+DEFAULT_STORE_DIR = Path(".holodeck") / "store"
+"""Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
+project directory; one subdirectory per tool name. Never read as a source file."""
 
 DEFAULT_FUSION: Literal["rrf", "convex"] = "convex"
 """The default fusion: the best mean nDCG@10 over the tuning sets, ahead of RRF at every

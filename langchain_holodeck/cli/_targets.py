@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_holodeck.corpus import DEFAULT_STORE_DIR
+from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:

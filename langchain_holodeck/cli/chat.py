@@ -15,9 +15,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from langchain_core.documents import Document  # a runtime name: the agent reads run's hints
-
-from langchain_holodeck.cli._format import terminal_documents, terminal_text
 from langchain_holodeck.cli._targets import (
     build_tool,
     config_tool_target,
@@ -138,6 +135,7 @@ def search_text(tool: _DocumentTool, query: str, *, max_chars: int | None) -> st
     Made safe for a terminal (``terminal_documents``): escape sequences from documents are
     spelled out, and a file name holding a newline stays on its ``Source:`` line.
     """
+    from langchain_holodeck.cli._format import terminal_documents, terminal_text
     from langchain_holodeck.tools.formatting import format_results
 
     documents = terminal_documents(tool.retrieve_sync(query))
@@ -334,7 +332,7 @@ def run_chat(args: argparse.Namespace) -> int:
             logger.debug("question failed", exc_info=True)
             print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
             continue
-        print(terminal_text(text), flush=True)
+        print(_terminal_text(text), flush=True)
         print(file=sys.stdout, flush=True)
     return 0
 
@@ -349,3 +347,10 @@ def _lines(stream: TextIO, *, prompt: str | None) -> Iterator[str]:
         text = line.strip()
         if text:
             yield text
+
+
+def _terminal_text(text: str) -> str:
+    """``cli._format.terminal_text``, imported on use (it loads the tool formatting)."""
+    from langchain_holodeck.cli._format import terminal_text
+
+    return terminal_text(text)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_holodeck.cli._format import result_record
 from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
     Target,
@@ -31,8 +30,6 @@ from langchain_holodeck.cli._targets import (
 )
 from langchain_holodeck.cli.chat import is_hybrid, positive_int
 from langchain_holodeck.errors import ConfigError
-from langchain_holodeck.sync import sanitize_error
-from langchain_holodeck.tools.formatting import format_results
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -215,6 +212,11 @@ class ServedTool:
         Raises:
             RuntimeError: ``Search failed: ...`` when the store or the model fails.
         """
+        # imported on use: the other commands' start-up does not pay for the formatting
+        from langchain_holodeck.cli._format import result_record
+        from langchain_holodeck.sync import sanitize_error
+        from langchain_holodeck.tools.formatting import format_results
+
         tool = self._fresh()
         kwargs: dict[str, Any] = {} if top_k is None else {"k": top_k}
         try:

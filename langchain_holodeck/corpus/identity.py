@@ -4,7 +4,7 @@ A corpus is its resolved absolute source root plus the tool name. Its namespace 
 of the two; ``corpus_id`` pins it instead (a project that moves, machines indexing one share).
 Every chunk id is ``stable_id(namespace, chunk_key)``, and every write, search and deletion is
 scoped to the namespace, so two corpora in one store never see or delete each other's chunks.
-Plain Python, light to import (the command line reads ``DEFAULT_STORE_DIR`` from here).
+Plain Python, light to import.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import os
 import uuid
 from pathlib import Path
 
+from langchain_holodeck._defaults import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR
+
 CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
 """The UUIDv5 namespace corpus namespaces are derived in."""
-DEFAULT_STORE_DIR = Path(".holodeck") / "store"
-"""Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
-project directory; one subdirectory per tool name. Never read as a source file."""
 
 
 def corpus_namespace(

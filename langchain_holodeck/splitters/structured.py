@@ -221,7 +221,7 @@ class StructuredMarkdownSplitter(TextSplitter):
                     chunk_opens = opens if number == 0 else ()
                     chunk = _Chunk(stripped, offset, section, chunk_opens)
                     (headings_only if alone else chunks).append(chunk)
-        return chunks or headings_only[:1]  # a file of headings alone still has its record
+        return chunks or headings_only  # a file of headings alone keeps them (and its record)
 
     @staticmethod
     def _is_bare_parent(

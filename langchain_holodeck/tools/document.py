@@ -20,6 +20,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
 
+from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
@@ -31,7 +32,6 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.corpus import DEFAULT_STORE_DIR
 from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
