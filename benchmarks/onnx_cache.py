@@ -41,6 +41,8 @@ class DiskCachedOnnx(Embeddings):
             model = OnnxEmbeddings(long_text="first")
         self.model = model
         name = tag or str(getattr(model, "model_name", type(model).__name__))
+        if tag is None and getattr(model, "precision", None):  # int8 and fp32 never share vectors
+            name = f"{name}__{model.precision}"
         self.cache = CACHE / name.replace("/", "__")
         self.cache.mkdir(parents=True, exist_ok=True)
         self._table: dict[str, np.ndarray] = {}
