@@ -125,9 +125,10 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip the LangChain peers")
     parser.add_argument(
         "--long-text",
-        choices=("best", "first"),
-        default="best",
-        help="ours: model windows stored (best, the default) or truncation (first)",
+        choices=("auto", "best", "first"),
+        default="auto",
+        help="ours: whole when it fits, else windows too (auto, the default), windows of 128 "
+        "(best, the previous default) or truncation (first)",
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
@@ -140,7 +141,7 @@ def main() -> None:
     rows: list[tuple[str, tuple[float, ...]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         runs, secs = ours(pairs, emb, Path(tmp), sweep=args.sweep)
-    label = "defaults" if args.long_text == "best" else "defaults but long_text=first"
+    label = "defaults" if args.long_text == "auto" else f"defaults but long_text={args.long_text}"
     rows.append((f"**HierarchicalDocumentTool (ours, {label})**", scores(runs, pairs)))
     print(f"(ours: {secs:.0f} s for {len(pairs)} queries)")
     if not args.no_peer:  # the peers embed each function whole (truncated at 256)

@@ -5,8 +5,9 @@
 Corpora: each structure fixture (tests/data/structure, tests/data/legal) and each of three
 license texts every Debian system ships (/usr/share/common-licenses: GPL-3, Apache-2.0,
 MPL-2.0), one corpus per document, ingested by the default ``HierarchicalDocumentTool``
-(real all-MiniLM-L6-v2, vectors cached in ~/.cache/holodeck-bench/minilm; ours stores model
-windows of 128 word pieces as the default embedder does, the peer embeds each chunk whole).
+(real all-MiniLM-L6-v2, vectors cached in ~/.cache/holodeck-bench/minilm; ours embeds as the
+default embedder does, ``long_text="auto"``: a chunk that fits 256 word pieces whole, a longer
+one also as windows of 128; the peer embeds each chunk whole).
 
 (b) ``Section X`` for every labelled section: the fixtures' hand-labelled ``section_id``s
 (``*.expected.json``) and, for the licenses, their numbered sections listed by hand below.
@@ -169,7 +170,7 @@ def defines(doc: Document | None, term: str) -> bool:
 
 def main() -> None:
     logging.basicConfig(level=logging.ERROR)
-    emb = DiskCachedMiniLM(long_text="best")  # as the tool's default embedder: model windows
+    emb = DiskCachedMiniLM(long_text="auto")  # as the tool's default embedder: model windows
     rows = []
     misses: list[str] = []
     totals = {"sections": [0, 0, 0], "terms": [0, 0, 0]}

@@ -35,8 +35,8 @@ class DiskCachedMiniLM(Embeddings):
     def __init__(
         self, cache: Path = CACHE, *, batch_size: int = 64, long_text: str = "first"
     ) -> None:
-        if long_text not in ("first", "best"):
-            msg = f"long_text must be 'first' or 'best', got {long_text!r}."
+        if long_text not in ("first", "best", "auto"):
+            msg = f"long_text must be 'first', 'best' or 'auto', got {long_text!r}."
             raise ValueError(msg)
         self.long_text = long_text
         self._windows = None
@@ -88,15 +88,15 @@ class DiskCachedMiniLM(Embeddings):
         return twin
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
-        """Each text cut into the model's windows (254 word pieces, 32 shared)."""
+        """Each text as ``OnnxEmbeddings(long_text=...)`` stores it (its entry, then windows)."""
         if self._windows is None:
             from langchain_holodeck.embeddings import OnnxEmbeddings
 
-            self._windows = OnnxEmbeddings()
+            self._windows = OnnxEmbeddings(long_text=self.long_text)
         return self._windows.window_texts(texts)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if self.long_text == "best":  # a document is its first window
+        if self.long_text in ("best", "auto"):  # a document is its own entry's text
             texts = [w[0] for w in self.window_texts(list(texts))]
         self.ensure(texts)
         return [self._table[_key(t)].tolist() for t in texts]

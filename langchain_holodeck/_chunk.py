@@ -43,6 +43,8 @@ WINDOW_COUNT = "window_count"
 WINDOW_CHUNK_TYPE = "window"
 """``chunk_type`` of a window entry (keyword indexes that share the store skip it)."""
 CHUNK_TYPE = "chunk_type"
+CODE_CHUNK_TYPE = "code"
+"""``chunk_type`` of a source-code chunk (``SourceCodeSplitter``)."""
 CONTEXT_MISSING = "context_missing"
 """On a file's chunk 0: how many of its chunks the enricher left without context (absent when
 none). A file so marked is re-read and re-enriched by the next run."""

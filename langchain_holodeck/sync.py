@@ -59,7 +59,11 @@ from langchain_holodeck.embeddings.inflight import (
     embed_in_flight,
     runs_in_process,
 )
-from langchain_holodeck.embeddings.windows import WindowTexts, stored_windows
+from langchain_holodeck.embeddings.windows import (
+    WindowTexts,
+    stored_windows,
+    windowless_chunk_types,
+)
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 
 logger = logging.getLogger(__name__)
@@ -349,15 +353,22 @@ _NOT_ON_WINDOWS = frozenset(
 
 
 def _window_documents(
-    chunks: Sequence[Document], window_texts: WindowTexts
+    chunks: Sequence[Document],
+    window_texts: WindowTexts,
+    windowless: Collection[str] = frozenset(),
 ) -> dict[str, list[Document]]:
     """Each long chunk's further model windows as entries of their own; sets ``window_count``.
 
     A window entry's id is ``<chunk id>:w<n>`` (n from 1), its text the window's text, its
     metadata the chunk's (namespace, source, section...: what filters read) without the file
     record, plus ``window_of``, ``window`` and ``chunk_type: "window"``. ``chunks`` are
-    mutated in place (``window_count``); chunks that fit have none.
+    mutated in place (``window_count``); chunks that fit have none, and so have chunks whose
+    ``chunk_type`` is in ``windowless``.
     """
+    for chunk in chunks:
+        if chunk.metadata.get(CHUNK_TYPE) in windowless:
+            chunk.metadata[WINDOW_COUNT] = 0
+    chunks = [c for c in chunks if c.metadata.get(CHUNK_TYPE) not in windowless]
     if not chunks:
         return {}
     out: dict[str, list[Document]] = {}
@@ -480,8 +491,13 @@ def sync_documents(
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
-    window_texts = stored_windows(vector_store.embeddings)
-    windows = _window_documents([*plan.add, *plan.update], window_texts) if window_texts else {}
+    model = vector_store.embeddings
+    window_texts = stored_windows(model)
+    windows = (
+        _window_documents([*plan.add, *plan.update], window_texts, windowless_chunk_types(model))
+        if window_texts
+        else {}
+    )
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 

@@ -9,7 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import DATA_DIR, HashingEmbeddings, redis_url_or_skip
+from tests.helpers import (
+    DATA_DIR,
+    HashingEmbeddings,
+    drop_postgres_tables,
+    postgres_url_or_skip,
+    redis_url_or_skip,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -44,3 +50,16 @@ def redis_index_name(redis_url: str) -> Iterator[str]:
             client.delete(key)
     finally:
         client.close()
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    return postgres_url_or_skip()
+
+
+@pytest.fixture
+def postgres_table(postgres_url: str) -> Iterator[str]:
+    """A fresh table name; the store's tables are dropped after the test."""
+    name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
+    yield name
+    drop_postgres_tables(postgres_url, name)

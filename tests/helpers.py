@@ -69,11 +69,13 @@ class WindowedHashingEmbeddings(HashingEmbeddings):
     (substrings), and a document is embedded as its first window only.
     """
 
-    long_text = "best"
-
-    def __init__(self, size: int = 64, *, window_words: int = 8, **kwargs: Any) -> None:
+    def __init__(
+        self, size: int = 64, *, window_words: int = 8, long_text: str = "best", **kwargs: Any
+    ) -> None:
         super().__init__(size, **kwargs)
         self.window_words = window_words
+        self.long_text = long_text
+        """``"best"``, or ``"auto"``: a long text is itself (whole) followed by its windows."""
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         out = []
@@ -83,12 +85,11 @@ class WindowedHashingEmbeddings(HashingEmbeddings):
                 out.append([text])
                 continue
             starts = range(0, len(spans), self.window_words)
-            out.append(
-                [
-                    text[spans[i][0] : spans[min(i + self.window_words, len(spans)) - 1][1]]
-                    for i in starts
-                ]
-            )
+            windows = [
+                text[spans[i][0] : spans[min(i + self.window_words, len(spans)) - 1][1]]
+                for i in starts
+            ]
+            out.append([text, *windows] if self.long_text == "auto" else windows)
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -120,6 +121,27 @@ def redis_url_or_skip() -> str:
     if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
         pytest.fail("HOLODECK_REQUIRE_REDIS=1 but REDIS_URL is unset: start Redis Stack first.")
     pytest.skip("REDIS_URL is unset: start scripts/redis-stack.sh to run Redis tests.")
+
+
+def postgres_url_or_skip() -> str:
+    """``POSTGRES_URL``, or skip — unless ``HOLODECK_REQUIRE_POSTGRES=1``, where a missing URL
+    fails."""
+    url = os.environ.get("POSTGRES_URL")
+    if url:
+        return url
+    if os.environ.get("HOLODECK_REQUIRE_POSTGRES") == "1":
+        pytest.fail("HOLODECK_REQUIRE_POSTGRES=1 but POSTGRES_URL is unset: start Postgres first.")
+    pytest.skip("POSTGRES_URL is unset: run scripts/postgres.sh start to run Postgres tests.")
+
+
+def drop_postgres_tables(url: str, table: str) -> None:
+    """Drop a Postgres store's tables (``table``, its terms, stats and embedding cache)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in (table, f"{table}_terms", f"{table}_stats", f"{table}_embcache"):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 class PlainStore(VectorStore):

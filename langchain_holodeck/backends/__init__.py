@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from langchain_holodeck.backends.langchain import CoreInMemoryBackend
     from langchain_holodeck.backends.memory import MemoryBackend, MemoryKeywordIndexProvider
     from langchain_holodeck.backends.opensearch import OpenSearchKeywordIndexProvider
+    from langchain_holodeck.backends.postgres import PostgresBackend
     from langchain_holodeck.backends.qdrant import QdrantBackend
     from langchain_holodeck.backends.redis import RedisBackend, RedisKeywordIndexProvider
 
@@ -67,6 +68,7 @@ _PROVIDER_NAMES = {
     "MemoryBackend": "memory",
     "MemoryKeywordIndexProvider": "memory",
     "OpenSearchKeywordIndexProvider": "opensearch",
+    "PostgresBackend": "postgres",
     "QdrantBackend": "qdrant",
     "RedisBackend": "redis",
     "RedisKeywordIndexProvider": "redis",
@@ -94,6 +96,7 @@ __all__ = [
     "MemoryKeywordIndexProvider",
     "NamespaceFilteredStore",
     "OpenSearchKeywordIndexProvider",
+    "PostgresBackend",
     "QdrantBackend",
     "RedisBackend",
     "RedisKeywordIndexProvider",

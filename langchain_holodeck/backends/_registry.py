@@ -36,7 +36,7 @@ _K = TypeVar("_K", bound=type[KeywordIndexProvider])
 _BACKENDS: dict[str, type[Backend]] = {}
 _ADOPTERS: list[type[Backend]] = []
 _KEYWORD_INDEXES: dict[str, type[KeywordIndexProvider]] = {}
-BUILTIN_PROVIDER_MODULES = ("langchain", "memory", "opensearch", "qdrant", "redis")
+BUILTIN_PROVIDER_MODULES = ("langchain", "memory", "opensearch", "postgres", "qdrant", "redis")
 """The built-in provider modules of ``langchain_holodeck.backends``, imported by name (like
 plugins) the first time the registry is asked: importing one registers its classes. A new
 built-in provider is one name here; a provider of another package registers on its import."""

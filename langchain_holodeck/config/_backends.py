@@ -296,6 +296,72 @@ class QdrantDatabaseConfig(DatabaseConfig):
         return self
 
 
+@register_provider_config
+class PostgresDatabaseConfig(DatabaseConfig):
+    """PostgreSQL + pgvector (psycopg 3); needs the ``postgres`` extra.
+
+    One table holds every corpus (apart by namespace). ``read_replicas`` take the searches;
+    ``shards`` make ``connection_string`` a coordinator whose table is hash-partitioned over
+    ``postgres_fdw`` foreign partitions on those servers.
+    """
+
+    provider: Literal["postgres"]
+    """Selects PostgreSQL."""
+    connection_string: SecretStr = Field(json_schema_extra={"rule": "postgresql:// URL"})
+    """Primary (or coordinator) URL such as ``${POSTGRES_URL}``; a secret (it may embed a
+    password)."""
+    table_name: str = Field(default="holodeck_vectors", pattern=r"^[a-z_][a-z0-9_]{0,40}$")
+    """Table of the chunks (``<table>_terms`` and ``<table>_stats`` hold BM25's statistics)."""
+    distance_metric: Literal["COSINE", "L2", "IP"] = "COSINE"
+    """Distance of the HNSW index; scores are reported as similarities in [0, 1]."""
+    keyword_scoring: Literal["bm25", "ts_rank_cd"] = "bm25"
+    """Keyword leg of native hybrid search: BM25 computed in SQL from the term statistics the
+    backend writes, or Postgres's ``ts_rank_cd`` (no IDF)."""
+    ef_search: int = Field(default=100, ge=1, le=1000)
+    """HNSW candidates per search (``hnsw.ef_search``; iterative scans continue past it)."""
+    read_replicas: list[SecretStr] = Field(default_factory=list)
+    """URLs of streaming standbys that take the searches (writes go to the primary)."""
+    max_replica_lag_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    """A replica whose replay lags the primary by more WAL than this is skipped (WARNING)."""
+    shards: list[SecretStr] = Field(default_factory=list)
+    """URLs of shard servers (reachable from the coordinator and from this process)."""
+    fallback_to_memory: bool = True
+    """When PostgreSQL is unreachable: warn and use the in-memory store (true), or fail."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _connection_string_first(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("connection_string") is None:
+            msg = (
+                "provider 'postgres' needs connection_string "
+                "(for example postgresql://postgres@127.0.0.1:5433/postgres or ${POSTGRES_URL})"
+            )
+            raise ValueError(msg)
+        return data
+
+    @field_validator("connection_string", "read_replicas", "shards")
+    @classmethod
+    def _postgres_scheme(cls, value: SecretStr | list[SecretStr]) -> SecretStr | list[SecretStr]:
+        for url in value if isinstance(value, list) else [value]:
+            if not url.get_secret_value().startswith(("postgresql://", "postgres://")):
+                shown = mask_connection_string(url.get_secret_value())
+                msg = f"must start with postgresql://, got {shown!r}"
+                raise ValueError(msg)
+        return value
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> PostgresDatabaseConfig:
+        if len(self.shards) == 1:
+            msg = "shards needs two or more servers (one shard is one node: drop shards)"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def masked_connection_string(self) -> str:
+        """The connection string with its password replaced by ``***``: safe to log or show."""
+        return mask_connection_string(self.connection_string.get_secret_value())
+
+
 class KeywordIndexConfig(_ProviderConfig):
     """The keyword (BM25) index of a hierarchical document tool, selected by ``provider``.
 

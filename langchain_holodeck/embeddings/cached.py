@@ -136,8 +136,8 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     Sync stores it in metadata (``embedding_model``) to detect a model change.
     ``CachedEmbeddings`` reports its underlying model; a ``long_text`` mode other than
     ``mean`` (the default of earlier versions, so their ids still match) is part of the id.
-    Under ``best`` the document window size is too. Examples:
-    ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best:window_tokens=128``
+    Under ``auto`` and ``best`` the document window size is too. Examples:
+    ``OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=auto:window_tokens=128``
     (``...:int8`` when it computes in int8: other vectors, so another id),
     ``OpenAIEmbeddings:text-embedding-3-small``, ``DeterministicFakeEmbedding:size=6``.
     """
@@ -160,7 +160,8 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if isinstance(long_text, str) and long_text != "mean":
         parts.append(f"long_text={long_text}")
         window = getattr(embeddings, "window_tokens", None)
-        if long_text == "best" and isinstance(window, int) and not isinstance(window, bool):
+        windowed = long_text in ("auto", "best")
+        if windowed and isinstance(window, int) and not isinstance(window, bool):
             parts.append(f"window_tokens={window}")
     if getattr(embeddings, "precision", None) == "int8":
         parts.append("int8")

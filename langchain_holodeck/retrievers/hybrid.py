@@ -311,11 +311,15 @@ class HybridRetriever(BaseRetriever):
         return k
 
     def _enabled_weights(self) -> tuple[float, float, float]:
-        """The weights of the legs that run (a leg without its index is off)."""
+        """The weights of the legs that run (a leg without its index is off).
+
+        On ``native`` the store runs the keyword leg itself: it needs no keyword index here.
+        """
         semantic, keyword, exact = self.weights
+        native = self.search_strategy == "native"
         return (
             semantic,
-            keyword if self.keyword_index is not None else 0.0,
+            keyword if self.keyword_index is not None or native else 0.0,
             exact if self.exact_index is not None else 0.0,
         )
 
@@ -422,6 +426,8 @@ class HybridRetriever(BaseRetriever):
             "min_similarity_score": self.min_similarity_score,
             **self.search_kwargs,
         }
+        if self.fusion in getattr(store, "native_fusions", ("rrf",)) and self.fusion != "rrf":
+            kwargs["fusion"] = self.fusion  # the engine fuses as the tool's fusion says
         attributes: Attributes = {"search.fetch_k": fetch}
 
         def native() -> list[NativeHit]:

@@ -32,7 +32,7 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.corpus import Corpus
+from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
 from langchain_holodeck.exact import ExactMatchIndex

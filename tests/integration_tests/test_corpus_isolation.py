@@ -3,8 +3,8 @@
 Pairs: the same tool name over two roots (two projects on one machine), and two tool names over
 one root. Backends: MatrixVectorStore (given, and configured with one shared store directory),
 langchain-core InMemoryVectorStore, a LangChain store that cannot filter (post-filtered), Redis
-(REDIS_URL), Qdrant (in-process), and an OpenSearch keyword index shared by both corpora
-(loopback fake speaking the wire format).
+(REDIS_URL), Postgres (POSTGRES_URL), Qdrant (in-process), and an OpenSearch keyword index shared
+by both corpora (loopback fake speaking the wire format).
 """
 
 from __future__ import annotations
@@ -24,7 +24,13 @@ from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStor
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
-from tests.helpers import HashingEmbeddings, PlainStore, redis_url_or_skip
+from tests.helpers import (
+    HashingEmbeddings,
+    PlainStore,
+    drop_postgres_tables,
+    postgres_url_or_skip,
+    redis_url_or_skip,
+)
 from tests.opensearch_server import FakeOpenSearch, serve
 
 Tool = VectorStoreTool | HierarchicalDocumentTool
@@ -108,7 +114,23 @@ def redis_database(redis_index_name: str) -> Iterator[dict[str, Any]]:
         client.close()
 
 
-BACKENDS = ["matrix", "core-in-memory", "post-filtered", "in-memory-dir", "redis", "qdrant"]
+@pytest.fixture
+def postgres_database() -> Iterator[dict[str, Any]]:
+    url = postgres_url_or_skip()
+    table = f"holodeck_test_{uuid.uuid4().hex[:10]}"
+    yield {"provider": "postgres", "connection_string": url, "table_name": table}
+    drop_postgres_tables(url, table)
+
+
+BACKENDS = [
+    "matrix",
+    "core-in-memory",
+    "post-filtered",
+    "in-memory-dir",
+    "redis",
+    "postgres",
+    "qdrant",
+]
 
 
 def qdrant_store(embeddings: Embeddings) -> VectorStore:
@@ -131,7 +153,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
         return configured_backend(name, None)
     if name == "qdrant":
         return given_store_backend(name, qdrant_store)
-    return configured_backend(name, request.getfixturevalue("redis_database"))
+    return configured_backend(name, request.getfixturevalue(f"{name}_database"))
 
 
 def chunks_of(tool: Tool) -> set[str]:

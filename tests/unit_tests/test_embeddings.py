@@ -116,8 +116,9 @@ def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> No
     assert len(emb.embed_query("cat")) == 384
     name = "OnnxEmbeddings" if runtime == "onnx" else "LocalEmbeddings"
     window = ":window_tokens=128" if runtime == "onnx" else ""  # LocalEmbeddings: the model's
+    mode = "auto" if runtime == "onnx" else "best"  # each class's default
     int8 = ":int8" if getattr(emb, "precision", None) == "int8" else ""
-    model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text=best{window}{int8}"
+    model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text={mode}{window}{int8}"
     assert embedding_model_id(emb) == model_id
 
 
@@ -285,14 +286,19 @@ def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
     long = " ".join(
         f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60)
     )
+    auto = LocalEmbeddings(window_tokens=128, long_text="auto")
+    assert auto.window_texts([long, "short text"]) == OnnxEmbeddings().window_texts(
+        [long, "short text"]
+    )
     local = LocalEmbeddings(window_tokens=128)
     windows = local.window_texts([long, "short text"])
-    assert windows == OnnxEmbeddings().window_texts([long, "short text"])
+    assert windows == OnnxEmbeddings(long_text="best").window_texts([long, "short text"])
+    assert auto.window_texts([long])[0] == [long, *windows[0]]  # itself, then its windows
     assert len(windows[0]) > 3
     assert windows[1] == ["short text"]
     assert long.startswith(windows[0][0])
     assert long.endswith(windows[0][-1])
-    # a document is its first window; a query keeps the model's whole window
+    # "best": a document is its first window; a query keeps the model's whole window
     np.testing.assert_allclose(
         local.embed_documents([long])[0], local.embed_documents([windows[0][0]])[0], atol=1e-5
     )

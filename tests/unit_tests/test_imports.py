@@ -56,6 +56,7 @@ EXPECTED_ALL = {
     "NoSupportedFilesError",
     "OpenSearchKeywordIndex",
     "OpenSearchKeywordIndexConfig",
+    "PostgresDatabaseConfig",
     "QdrantDatabaseConfig",
     "RedisByteStore",
     "RedisDatabaseConfig",

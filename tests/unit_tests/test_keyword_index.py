@@ -267,3 +267,39 @@ def test_identifier_query_ranks_its_definition_first() -> None:
     assert {h.id for h in index.search("parse sections", k=3)} >= {"a", "b"}
     assert index.search("Shift.swap", k=1)[0].id == "c"
     assert "3.5" not in Tokenizer().terms_of("3.5")
+
+
+def _code_and_prose() -> list[Document]:
+    return [
+        Document(
+            id="code",
+            page_content="def parse_sections(text): ...",
+            metadata={"chunk_type": "code"},
+        ),
+        Document(id="prose", page_content="We call parse_sections on each file."),
+        Document(id="other", page_content="Sections of the report follow."),
+    ]
+
+
+def test_identifiers_split_everywhere_by_default() -> None:
+    index = BM25KeywordIndex()
+    index.upsert(_code_and_prose())
+    assert {h.id for h in index.search("parse", k=3)} == {"code", "prose"}
+
+
+def test_identifiers_code_splits_only_code_chunks_and_still_matches_whole_names(
+    tmp_path,
+) -> None:
+    index = BM25KeywordIndex(identifiers="code")
+    index.upsert(_code_and_prose())
+    assert [h.id for h in index.search("parse", k=3)] == ["code"]  # prose keeps the name whole
+    hits = [h.id for h in index.search("parse_sections", k=3)]
+    assert set(hits[:2]) == {"code", "prose"}  # the whole name; "other" only has "sections"
+    loaded = BM25KeywordIndex.load(index.save(tmp_path))
+    assert loaded.identifiers == "code"
+    assert [h.id for h in loaded.search("parse", k=3)] == ["code"]
+
+
+def test_identifiers_must_be_code_or_everywhere() -> None:
+    with pytest.raises(ValueError, match="identifiers must be 'code' or 'everywhere', got 'all'"):
+        BM25KeywordIndex(identifiers="all")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck import BM25KeywordIndex, HybridRetriever, MatrixVectorStore
 from langchain_holodeck._chunk import window_id, window_parent
+from langchain_holodeck.embeddings.windows import document_texts
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.vectorstores import scan_documents
 from tests.helpers import (
@@ -216,3 +217,49 @@ def test_a_touched_file_rewrites_its_record_but_not_the_windows() -> None:
     (chunk,) = store.get_by_ids([long_id])
     assert chunk.metadata["window_count"] == 2
     assert {f"{long_id}:w1", f"{long_id}:w2"} <= _ids(store)
+
+
+def test_auto_keeps_a_text_that_fits_whole_and_adds_windows_to_a_longer_one() -> None:
+    offsets = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]  # "a b c d e": five one-letter tokens
+    text = "a b c d e"
+    assert document_texts(text, offsets, mode="auto", whole=5, window=2, overlap=0) == [text]
+    assert document_texts(text, offsets, mode="auto", whole=4, window=2, overlap=0) == [
+        text,
+        "a b",
+        "c d",
+        "d e",
+    ]
+    assert document_texts(text, offsets, mode="best", whole=5, window=2, overlap=0) == [
+        "a b",
+        "c d",
+        "d e",
+    ]
+    # windows as large as the model's window: the text's own entry is its first window
+    assert document_texts(text, offsets, mode="auto", whole=4, window=4, overlap=0) == [
+        "a b c d",
+        "b c d e",
+    ]
+
+
+def test_auto_stores_no_windows_for_code_chunks() -> None:
+    store = MatrixVectorStore(WindowedHashingEmbeddings(long_text="auto"))
+    docs = _docs(LONG, LONG + " again")
+    docs[1].metadata["chunk_type"] = "code"
+    result = sync_documents(docs, store, namespace="kb")
+    assert (result.added, result.failed) == (2, 0)
+    prose_id, code_id = (stable_id("kb", f"a.md_chunk_{i}") for i in (0, 1))
+    # prose: itself (whole) plus its three windows; code: itself only
+    assert _ids(store) == {prose_id, code_id, *(f"{prose_id}:w{n}" for n in (1, 2, 3))}
+    (code,) = store.get_by_ids([code_id])
+    assert code.metadata["window_count"] == 0
+    (window,) = store.get_by_ids([f"{prose_id}:w3"])
+    assert window.page_content == TAIL
+
+
+def test_best_stores_windows_for_code_chunks_too() -> None:
+    store = MatrixVectorStore(WindowedHashingEmbeddings())
+    docs = _docs(LONG)
+    docs[0].metadata["chunk_type"] = "code"
+    sync_documents(docs, store, namespace="kb")
+    chunk_id = stable_id("kb", "a.md_chunk_0")
+    assert _ids(store) == {chunk_id, f"{chunk_id}:w1", f"{chunk_id}:w2"}

@@ -118,7 +118,7 @@ def test_the_default_model_name_also_resolves_to_the_onnx_runtime() -> None:
     assert isinstance(emb, OnnxEmbeddings)
     int8 = ":int8" if emb.precision == "int8" else ""
     assert embedding_model_id(emb) == (
-        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=best:window_tokens=128"
+        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=auto:window_tokens=128"
         + int8
     )
     assert embedding_model_id(OnnxEmbeddings(long_text="mean", precision="fp32")) == (
@@ -138,7 +138,9 @@ def test_count_tokens_uses_the_models_word_pieces(onnx: OnnxEmbeddings) -> None:
 def test_a_long_text_is_embedded_as_windows_and_pooled(onnx: OnnxEmbeddings) -> None:
     n_tokens = onnx.count_tokens(LONG)
     assert n_tokens > 254
-    (best,) = onnx.embed_windows([LONG])  # a document's windows: 128 word pieces by default
+    (best,) = onnx.embed_windows([LONG], window=128)  # a document's windows of 128
+    (own,) = onnx.embed_windows([LONG])  # auto: a document's own entry reads 256
+    np.testing.assert_allclose(own, onnx.embed_windows([LONG], window=256)[0], atol=1e-6)
     assert best.shape == (len(token_windows(n_tokens, size=126, overlap=32)), 384)
     (windows,) = onnx.embed_windows([LONG], window=256)  # what the model reads
     assert windows.shape == (len(token_windows(n_tokens, size=254, overlap=32)), 384)
@@ -160,8 +162,8 @@ def test_the_tail_of_a_long_text_is_found_only_with_windows(onnx: OnnxEmbeddings
     truncated = np.asarray(OnnxEmbeddings(long_text="first").embed_documents([text, other]))
     mean = np.asarray(OnnxEmbeddings(long_text="mean").embed_documents([text, other]))
     assert mean[0] @ q > truncated[0] @ q + 0.05
-    # "best" (the default): a document is its first window; its other windows are texts of
-    # their own (sync stores them), and the last one holds the tail
+    # "auto" (the default): a long document is its first 256 word pieces; its windows of 128
+    # are texts of their own (sync stores them), and the last one holds the tail
     np.testing.assert_allclose(
         onnx.embed_documents([text])[0], onnx.embed_windows([text])[0][0], atol=1e-6
     )
@@ -179,7 +181,9 @@ def test_windows_cut_by_window_texts_embed_as_the_texts_own_windows(
 ) -> None:
     # sync cuts a chunk with window_texts, then embeds the chunk and its windows: the token
     # ids are kept from the cut (no second tokenization), so each window's vector is the
-    # text's own window (a window starting inside a word keeps its ## piece)
+    # text's own window (a window starting inside a word keeps its ## piece); under "best",
+    # where the chunk and its windows are all windows of 128 ("auto" tokenizes again)
+    onnx = OnnxEmbeddings(long_text="best")
     text = LONG + " The replicator on deck nine dispenses tea."
     (windows,) = onnx.window_texts([text])
     assert len(windows) >= 3
@@ -223,7 +227,7 @@ def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> Non
         ({"max_tokens": 2}, "max_tokens must be >= 3"),
         ({"window_overlap": 126}, "window_overlap must be >= 0 and < window_tokens - 2"),
         ({"window_tokens": 512}, "window_tokens must be >= 3 and <= max_tokens"),
-        ({"long_text": "max"}, "long_text must be 'best', 'mean' or 'first', got 'max'"),
+        ({"long_text": "max"}, "long_text must be 'auto', 'best', 'mean' or 'first', got 'max'"),
         ({"batch_size": 0}, "batch_size must be positive, got 0"),
         ({"threads": 0}, "threads must be positive or None, got 0"),
         ({"precision": "int4"}, "precision must be 'auto', 'int8' or 'fp32', got 'int4'"),
@@ -272,7 +276,9 @@ def test_combine_windows_mean_and_first() -> None:
     rows = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
     np.testing.assert_allclose(combine_windows(rows, "mean"), [2**-0.5, 2**-0.5], atol=1e-6)
     np.testing.assert_allclose(combine_windows(rows, "first"), [1.0, 0.0])
-    with pytest.raises(ValueError, match="long_text must be 'best', 'mean' or 'first', got 'max'"):
+    with pytest.raises(
+        ValueError, match="long_text must be 'auto', 'best', 'mean' or 'first', got 'max'"
+    ):
         combine_windows(rows, "max")  # type: ignore[arg-type]  # the error path
     with pytest.raises(ValueError, match="non-empty 2-d array"):
         combine_windows(np.zeros((0, 2)))

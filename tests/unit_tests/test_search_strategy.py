@@ -294,5 +294,5 @@ def test_the_tool_strategy_builder_reads_the_backend_and_the_keyword_index() -> 
     # an open store that cannot fuse keeps the fallback even on a native backend
     plain = InMemoryVectorStore(HashingEmbeddings())
     assert tool_search_strategy(_tool_config(), redis, store=plain) == "fallback"
-    with pytest.raises(ConfigError, match=r"itself \(qdrant, redis\), got in-memory"):
+    with pytest.raises(ConfigError, match=r"itself \(postgres, qdrant, redis\), got in-memory"):
         tool_search_strategy(_tool_config(search_strategy="native"), memory)

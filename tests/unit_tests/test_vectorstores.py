@@ -416,7 +416,7 @@ def test_create_vector_store_defaults_to_memory(embeddings: HashingEmbeddings) -
 
 
 def test_create_vector_store_rejects_bad_settings(embeddings: HashingEmbeddings) -> None:
-    expected = "must be 'in-memory' or 'qdrant' or 'redis', got 'mongo'"
+    expected = "must be 'in-memory' or 'postgres' or 'qdrant' or 'redis', got 'mongo'"
     with pytest.raises(ConfigError, match=expected):
         create_vector_store(FakeDatabaseConfig(provider="mongo"), embeddings)
     with pytest.raises(ConfigError, match="provider 'redis' needs connection_string"):

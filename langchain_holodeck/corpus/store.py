@@ -1,25 +1,17 @@
-"""The corpus: its identity (namespace) and the store, backend and cache it lives in.
-
-A corpus is its resolved absolute source root plus the tool name. Its namespace is the UUIDv5
-of the two; ``corpus_id`` pins it instead (a project that moves, machines indexing one share).
-Every chunk id is ``stable_id(namespace, chunk_key)``, and every write, search and deletion is
-scoped to the namespace, so two corpora in one store never see or delete each other's chunks.
-"""
+"""The corpus object: the store, backend, embedding cache and source a document tool uses."""
 
 from __future__ import annotations
 
 import logging
-import os
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
-from langchain_holodeck._defaults import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR
 from langchain_holodeck.backends import Backend, backend_for_store, open_vector_store
 from langchain_holodeck.config.models import resolve_database_config
+from langchain_holodeck.corpus.identity import corpus_namespace, legacy_namespace
 from langchain_holodeck.embeddings import (
     CachedEmbeddings,
     embedding_dimension,
@@ -40,48 +32,6 @@ if TYPE_CHECKING:
     )
 
 logger = logging.getLogger(__name__)
-
-CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
-"""The UUIDv5 namespace corpus namespaces are derived in."""
-
-
-def corpus_namespace(
-    source: str | os.PathLike[str], *, name: str, corpus_id: str | None = None
-) -> str:
-    """The namespace of the corpus at ``source`` indexed by the tool ``name``.
-
-    Args:
-        source: The file or directory indexed; resolved (absolute, symlinks followed).
-        name: The tool name; two tools over one folder are two corpora.
-        corpus_id: When set, the namespace is exactly this (the root and name are ignored).
-
-    Returns:
-        ``corpus_id``, or the UUIDv5 (in ``CORPUS_UUID_NAMESPACE``) of the resolved root's
-        POSIX path and ``name``, joined by a newline.
-
-    Raises:
-        ValueError: When ``name`` or ``corpus_id`` is empty.
-
-    Example:
-        ```python
-        corpus_namespace("docs/", name="kb") == corpus_namespace("./docs", name="kb")  # True
-        ```
-    """
-    if corpus_id is not None:
-        if not corpus_id.strip():
-            msg = "corpus_id must be a non-empty string or None, got ''."
-            raise ValueError(msg)
-        return corpus_id
-    if not name:
-        msg = "name must be the non-empty tool name, got ''."
-        raise ValueError(msg)
-    root = Path(source).expanduser().resolve()
-    return str(uuid.uuid5(CORPUS_UUID_NAMESPACE, f"{root.as_posix()}\n{name}"))
-
-
-def legacy_namespace(name: str) -> str:
-    """The namespace versions before corpus identity used: the bare tool name."""
-    return name
 
 
 class Corpus:

@@ -1,0 +1,743 @@
+"""PostgreSQL + pgvector: ``PostgresVectorStore``, with BM25 in SQL and native hybrid search.
+
+Imported lazily: it needs the ``postgres`` extra (``pip install "langchain-holodeck[postgres]"``:
+psycopg 3 and pgvector). The SQL lives in ``_postgres_sql``; the connections (primary, read
+replicas, per thread) in ``_postgres_conn``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from langchain_holodeck._chunk import NAMESPACE, WINDOW_OF
+from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.keyword_index.bm25 import Tokenizer
+from langchain_holodeck.vectorstores import _postgres_sql as q
+from langchain_holodeck.vectorstores._columns import copy_metadata
+from langchain_holodeck.vectorstores._postgres_conn import (
+    Connections,
+    create_sharded_schema,
+    shard_server,
+)
+from langchain_holodeck.vectorstores._ranking import mmr
+
+logger = logging.getLogger(__name__)
+
+STATS_COMPACT_ROWS = 64
+"""Delta rows per namespace in ``T_stats`` past which a write folds them into one."""
+
+
+class PostgresVectorStore(VectorStore):
+    """A LangChain ``VectorStore`` on PostgreSQL + pgvector, one table per store.
+
+    - ids are text (any string: chunk UUIDs and model-window ids ``<chunk id>:w<n>``); writes
+      replace by id (DELETE then INSERT in one transaction: no ``ON CONFLICT``, so the same
+      path writes through a sharded coordinator);
+    - metadata round-trips exactly (jsonb); ``metadata["namespace"]`` is also a column, and
+      ``filter={"namespace": ...}`` (other keys: jsonb containment) restricts searches;
+    - relevance scores are similarities in [0, 1]: COSINE ``1 - d``, L2 ``1 - d^2 / 2``,
+      IP ``-d`` (pgvector's negated inner product), clipped; ``similarity_search_with_score``
+      returns pgvector's raw distance;
+    - the schema (see ``_postgres_sql``) is created on the first write, with the vector
+      width of the embeddings; reads before that return nothing;
+    - searches go to a read replica when ``read_replicas`` are given (see ``Connections``),
+      writes and reads by id to the primary; ``shards`` make the table hash-partitioned over
+      ``postgres_fdw`` foreign partitions on those servers.
+
+    Setup:
+        ``pip install "langchain-holodeck[postgres]"``; a PostgreSQL server with pgvector
+        (``scripts/postgres.sh start`` runs one).
+
+    Instantiate:
+        ```python
+        store = PostgresVectorStore(embeddings, connection_string="postgresql://...")
+        store.add_documents([Document(id="a", page_content="arch controls")])
+        store.native_hybrid_search("arch controls", k=1, fetch_k=10)
+        # -> [NativeHit(document=Document(id='a', ...), score=0.0164, similarity=1.0)]
+        ```
+    """
+
+    native_fusions = ("rrf", "convex")
+    """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
+
+    def __init__(
+        self,
+        embedding: Embeddings,
+        *,
+        connection_string: str,
+        table_name: str = "holodeck_vectors",
+        distance_metric: q.Metric = "COSINE",
+        keyword_scoring: q.KeywordScoring = "bm25",
+        read_replicas: Sequence[str] = (),
+        shards: Sequence[str] = (),
+        max_replica_lag_bytes: int = 16 * 1024 * 1024,
+        connect_timeout: float = 2.0,
+        ef_search: int = 100,
+    ) -> None:
+        if distance_metric not in q.OPERATOR:
+            msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {distance_metric!r}."
+            raise ValueError(msg)
+        if keyword_scoring not in ("bm25", "ts_rank_cd"):
+            msg = f"keyword_scoring must be 'bm25' or 'ts_rank_cd', got {keyword_scoring!r}."
+            raise ValueError(msg)
+        self.embedding = embedding
+        self.table_name = table_name
+        self.distance_metric = distance_metric
+        self.keyword_scoring = keyword_scoring
+        self.shards = list(shards)
+        self.tokenizer = Tokenizer()
+        self.connections = Connections(
+            connection_string,
+            read_replicas=read_replicas,
+            max_replica_lag_bytes=max_replica_lag_bytes,
+            connect_timeout=connect_timeout,
+            ef_search=ef_search,
+        )
+        self.connections.shard_urls = {
+            shard_server(table_name, i): url for i, url in enumerate(self.shards)
+        }
+        self._dim: int | None = None
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.embedding
+
+    def close(self) -> None:
+        """Close every connection this store opened (in any thread)."""
+        self.connections.close()
+
+    # -- schema --------------------------------------------------------------------------
+    @property
+    def vector_dimension(self) -> int | None:
+        """Width of the table's vector column; ``None`` before the first write."""
+        if self._dim is None:
+            row = self.connections.run_primary(
+                lambda c: c.execute(
+                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                    "AND attname = 'embedding'",
+                    (self.table_name,),
+                ).fetchone()
+            )
+            self._dim = int(row[0]) if row and row[0] and row[0] > 0 else None
+        return self._dim
+
+    def _ensure_schema(self, dim: int) -> None:
+        if self.vector_dimension is not None:
+            return
+        if self.shards:
+            create_sharded_schema(
+                self.connections,
+                table=self.table_name,
+                dim=dim,
+                metric=self.distance_metric,
+                shards=self.shards,
+            )
+        else:
+            self.connections.run_primary(lambda c: self._create_tables(c, dim))
+        self._dim = None
+
+    def _create_tables(self, conn: Any, dim: int) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table_name,))
+            for statement in q.table_statements(
+                self.table_name, dim, self.distance_metric, primary_key=True
+            ):
+                conn.execute(statement)
+            conn.execute(q.stats_statement(self.table_name))
+
+    def reset_dimension(self, dimension: int) -> None:
+        """Make the vector column ``dimension`` wide; stored vectors become NULL until rewritten.
+
+        Rows keep their text and metadata (sync reads them), but no search finds them until
+        the re-ingest writes their new vectors; the HNSW index is rebuilt by the ALTER.
+        """
+        if self.vector_dimension is None:
+            return
+        statement = sql.SQL(
+            "ALTER TABLE {t} ALTER COLUMN embedding TYPE vector({d}) USING NULL"
+        ).format(t=sql.Identifier(self.table_name), d=sql.Literal(int(dimension)))
+        self.connections.run_primary(lambda c: c.execute(statement))
+        self._dim = None
+        logger.info(
+            "Postgres table %r now holds %d-dimensional vectors.", self.table_name, dimension
+        )
+
+    # -- writes --------------------------------------------------------------------------
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        batch_size: int = 500,
+        **kwargs: Any,
+    ) -> list[str]:
+        texts = list(texts)
+        if metadatas is not None and len(metadatas) != len(texts):
+            msg = f"metadatas has {len(metadatas)} entries for {len(texts)} texts."
+            raise ValueError(msg)
+        if ids is not None and len(ids) != len(texts):
+            msg = f"ids has {len(ids)} entries for {len(texts)} texts."
+            raise ValueError(msg)
+        if not texts:
+            return []
+        given: Sequence[str | None] = ids or [None] * len(texts)
+        out_ids = [str(i) if i else str(uuid.uuid4()) for i in given]
+        metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
+        vectors = self.embedding.embed_documents(texts)
+        self._write_rows(texts, vectors, metas, out_ids, batch_size=batch_size)
+        return out_ids
+
+    def add_vectors(
+        self,
+        documents: Sequence[Document],
+        vectors: Sequence[Sequence[float]],
+        *,
+        ids: Sequence[str | None] | None = None,
+        batch_size: int = 500,
+    ) -> list[str]:
+        """Upsert documents with precomputed vectors (no embedding call); return their ids.
+
+        ``ids`` override ``Document.id``; a document with neither gets a random UUID.
+
+        Raises:
+            ValueError: When the lengths differ or a vector's width differs from the table's.
+        """
+        if len(vectors) != len(documents) or (ids is not None and len(ids) != len(documents)):
+            msg = (
+                f"add_vectors needs one vector (and id) per document, got {len(documents)} "
+                f"documents, {len(vectors)} vectors and {len(ids or documents)} ids."
+            )
+            raise ValueError(msg)
+        given = ids if ids is not None else [d.id for d in documents]
+        out_ids = [str(i) if i else str(uuid.uuid4()) for i in given]
+        self._write_rows(
+            [d.page_content for d in documents],
+            vectors,
+            [dict(d.metadata) for d in documents],
+            out_ids,
+            batch_size=batch_size,
+        )
+        return out_ids
+
+    def _write_rows(
+        self,
+        texts: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        metadatas: Sequence[Mapping[str, Any]],
+        ids: Sequence[str],
+        *,
+        batch_size: int = 500,
+    ) -> None:
+        """Write rows with vectors computed already (replacing by id), in transactions.
+
+        Raises:
+            ValueError: When a vector's width differs from the table's.
+        """
+        if not texts:
+            return
+        self._ensure_schema(len(vectors[0]))
+        dim = self.vector_dimension
+        for n, vector in enumerate(vectors):
+            if len(vector) != dim:
+                msg = (
+                    f"vector {n} (id {ids[n]!r}) has dimension {len(vector)} but the Postgres "
+                    f"table {self.table_name!r} holds dimension {dim}: the embedding model "
+                    "changed. Re-ingest with force_ingest=True (CLI: --force-ingest)."
+                )
+                raise ValueError(msg)
+        latest = {doc_id: n for n, doc_id in enumerate(ids)}  # a repeated id: the last wins
+        order = sorted(latest.values())
+        for start in range(0, len(order), batch_size):
+            self._write_batch(
+                [
+                    (ids[n], texts[n], vectors[n], metadatas[n])
+                    for n in order[start : start + batch_size]
+                ]
+            )
+
+    def _write_batch(self, rows: list[tuple[str, str, Sequence[float], Mapping[str, Any]]]) -> None:
+        records, postings = [], []
+        delta: Counter[tuple[str | None, str]] = Counter()
+        for doc_id, text, vector, metadata in rows:
+            namespace = _namespace(metadata)
+            window_of = metadata.get(WINDOW_OF)
+            doc_len = 0
+            if not window_of:
+                terms = Counter(self.tokenizer.split_terms(text))
+                doc_len = sum(terms.values())
+                postings += [(doc_id, namespace, t, tf, doc_len) for t, tf in terms.items()]
+                delta[(namespace, "n")] += 1
+                delta[(namespace, "len")] += doc_len
+            records.append(
+                (
+                    doc_id,
+                    namespace,
+                    text,
+                    Jsonb(_json_safe(metadata, doc_id)),
+                    str(window_of) if window_of else None,
+                    doc_len,
+                    np.asarray(vector, dtype=np.float32),
+                )
+            )
+        self.connections.run_primary(lambda c: self._replace(c, records, postings, delta))
+
+    def _replace(
+        self,
+        conn: Any,
+        records: list[tuple[Any, ...]],
+        postings: list[tuple[Any, ...]],
+        delta: Counter[tuple[str | None, str]],
+    ) -> None:
+        """One transaction: delete the ids, insert rows and postings, record the stats."""
+        names = _tables(self.table_name)
+        delta = Counter(delta)
+        with conn.transaction(), conn.cursor() as cur:
+            ids = [r[0] for r in records]
+            cur.execute(
+                sql.SQL(
+                    "DELETE FROM {t} WHERE id = ANY(%s) RETURNING namespace, doc_len, window_of"
+                ).format(**names),
+                (ids,),
+            )
+            for namespace, doc_len, window_of in cur.fetchall():
+                if window_of is None:
+                    delta[(namespace, "n")] -= 1
+                    delta[(namespace, "len")] -= doc_len
+            cur.execute(sql.SQL("DELETE FROM {terms} WHERE id = ANY(%s)").format(**names), (ids,))
+            _copy(cur, names["t"], ROW_COLUMNS, records)
+            if postings:
+                _copy(cur, names["terms"], TERM_COLUMNS, postings)
+            self._record_stats(cur, delta)
+
+    def _record_stats(self, cur: Any, delta: Mapping[tuple[str | None, str], int]) -> None:
+        """Append the batch's (namespace, chunks, length) change; fold long delta logs."""
+        names = _tables(self.table_name)
+        namespaces = {ns for ns, _ in delta}
+        rows = [(ns, delta[(ns, "n")], delta[(ns, "len")]) for ns in namespaces]
+        rows = [r for r in rows if r[1] or r[2]]
+        if not rows:
+            return
+        cur.executemany(
+            sql.SQL(
+                "INSERT INTO {stats} (namespace, n_docs, total_len) VALUES (%s, %s, %s)"
+            ).format(**names),
+            rows,
+        )
+        for namespace, *_ in rows:
+            cur.execute(
+                sql.SQL(
+                    "SELECT count(*) FROM {stats} WHERE namespace IS NOT DISTINCT FROM %s"
+                ).format(**names),
+                (namespace,),
+            )
+            if cur.fetchone()[0] > STATS_COMPACT_ROWS:
+                cur.execute(
+                    sql.SQL(
+                        "WITH gone AS (DELETE FROM {stats} WHERE namespace IS NOT DISTINCT FROM %s "
+                        "RETURNING n_docs, total_len) INSERT INTO {stats} (namespace, n_docs, "
+                        "total_len) SELECT %s, sum(n_docs), sum(total_len) FROM gone"
+                    ).format(**names),
+                    (namespace, namespace),
+                )
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        """Delete rows by id; unknown ids are ignored; ``None`` deletes nothing.
+
+        Returns:
+            ``True`` if at least one row was deleted.
+        """
+        if not ids or self.vector_dimension is None:
+            return False
+        return bool(self.connections.run_primary(lambda c: self._delete(c, [str(i) for i in ids])))
+
+    def _delete(self, conn: Any, ids: list[str]) -> int:
+        names = _tables(self.table_name)
+        delta: Counter[tuple[str | None, str]] = Counter()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(
+                sql.SQL(
+                    "DELETE FROM {t} WHERE id = ANY(%s) RETURNING namespace, doc_len, window_of"
+                ).format(**names),
+                (ids,),
+            )
+            gone = cur.fetchall()
+            for namespace, doc_len, window_of in gone:
+                if window_of is None:
+                    delta[(namespace, "n")] -= 1
+                    delta[(namespace, "len")] -= doc_len
+            cur.execute(sql.SQL("DELETE FROM {terms} WHERE id = ANY(%s)").format(**names), (ids,))
+            self._record_stats(cur, delta)
+        return len(gone)
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        return await asyncio.to_thread(self.add_texts, texts, metadatas, ids=ids, **kwargs)
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        return await asyncio.to_thread(self.delete, ids, **kwargs)
+
+    # -- reads by id (primary: sync reads what it just wrote) ----------------------------
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Documents of ``ids`` in input order; unknown ids are skipped."""
+        if not ids or self.vector_dimension is None:
+            return []
+        statement = sql.SQL("SELECT id, text, metadata FROM {t} WHERE id = ANY(%s)").format(
+            **_tables(self.table_name)
+        )
+        wanted = [str(i) for i in ids]
+        rows = self.connections.run_primary(lambda c: c.execute(statement, (wanted,)).fetchall())
+        by_id = {r[0]: r for r in rows}
+        return [_document(*by_id[str(i)]) for i in dict.fromkeys(ids) if str(i) in by_id]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return await asyncio.to_thread(self.get_by_ids, ids)
+
+    def iter_documents(
+        self, *, namespace: str | None = None, batch_size: int = 1000
+    ) -> Iterator[Document]:
+        """Every stored row (optionally of one ``namespace``), by id order, in pages."""
+        if self.vector_dimension is None:
+            return
+        where = "namespace = %(ns)s AND" if namespace is not None else ""
+        statement = sql.SQL(
+            "SELECT id, text, metadata FROM {t} WHERE " + where + " id > %(after)s "
+            "ORDER BY id LIMIT %(n)s"
+        ).format(**_tables(self.table_name))
+        after = ""
+        while True:
+            params = {"ns": namespace, "after": after, "n": batch_size}
+            rows = self.connections.run_primary(
+                lambda c, p=params: c.execute(statement, p).fetchall()  # type: ignore[misc]  # bound now
+            )
+            yield from (_document(*r) for r in rows)
+            if len(rows) < batch_size:
+                return
+            after = rows[-1][0]
+
+    # -- dense search (replicas when given) ----------------------------------------------
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return relevance_fn(self.distance_metric)
+
+    def _filter(self, filter: Any) -> tuple[sql.Composable, dict[str, Any]]:
+        """A WHERE fragment and its params for ``filter`` (``namespace`` + jsonb containment)."""
+        if not filter:
+            return sql.SQL("TRUE"), {}
+        if not isinstance(filter, Mapping):
+            msg = (
+                f"filter must be a mapping of metadata keys to values, got "
+                f"{type(filter).__name__}; e.g. filter={{'namespace': 'docs'}}."
+            )
+            raise TypeError(msg)
+        parts: list[sql.Composable] = []
+        params: dict[str, Any] = {}
+        rest = {k: v for k, v in filter.items() if k != NAMESPACE}
+        if NAMESPACE in filter:
+            parts.append(sql.SQL("namespace = %(f_ns)s"))
+            params["f_ns"] = filter[NAMESPACE]
+        if rest:
+            parts.append(sql.SQL("metadata @> %(f_meta)s"))
+            params["f_meta"] = Jsonb(rest)
+        return sql.SQL(" AND ").join(parts), params
+
+    def _dense(
+        self, embedding: Sequence[float], k: int, filter: Any, *, columns: str
+    ) -> list[tuple[Any, ...]]:
+        if self.vector_dimension is None:
+            return []
+        self._check_query_width(embedding)
+        where, params = self._filter(filter)
+        statement = sql.SQL(
+            "SELECT " + columns + ", embedding {op} %(q)s AS d FROM {t} WHERE {where} "
+            "AND embedding IS NOT NULL ORDER BY embedding {op} %(q)s LIMIT %(k)s"
+        ).format(
+            op=sql.SQL(q.OPERATOR[self.distance_metric]), where=where, **_tables(self.table_name)
+        )
+        params |= {"q": np.asarray(embedding, dtype=np.float32), "k": k}
+        return self.connections.run_search(lambda c: c.execute(statement, params).fetchall())
+
+    def _check_query_width(self, embedding: Sequence[float]) -> None:
+        dim = self.vector_dimension
+        if dim is not None and len(embedding) != dim:
+            msg = (
+                f"the query vector has dimension {len(embedding)} but the Postgres table "
+                f"{self.table_name!r} holds dimension {dim}: the embedding model changed. "
+                "Re-ingest with force_ingest=True (CLI: --force-ingest) to rebuild the vectors."
+            )
+            raise ValueError(msg)
+
+    def similarity_search_with_score_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Rows nearest to ``embedding`` with pgvector's distance (lower is closer)."""
+        rows = self._dense(embedding, k, filter, columns="id, text, metadata")
+        return [(_document(i, t, m), float(d)) for i, t, m, d in rows]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        if self.vector_dimension is None:
+            return []
+        vector = self.embedding.embed_query(query)
+        return self.similarity_search_with_score_by_vector(vector, k, filter)
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, filter)]
+
+    def similarity_search(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        return [d for d, _ in self.similarity_search_with_score(query, k, filter)]
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        relevance = self._select_relevance_score_fn()
+        pairs = self.similarity_search_with_score(query, k, kwargs.get("filter"))
+        return [(d, relevance(s)) for d, s in pairs]
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return await asyncio.to_thread(self.similarity_search, query, k, **kwargs)
+
+    async def asimilarity_search_with_score(
+        self, *args: Any, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return await asyncio.to_thread(self.similarity_search_with_score, *args, **kwargs)
+
+    def search_ids_by_vector(
+        self, embedding: Sequence[float], k: int, *, filter: Any = None
+    ) -> list[tuple[str, float]]:
+        """Ids and relevance scores in [0, 1] of the ``k`` nearest rows, best first."""
+        relevance = self._select_relevance_score_fn()
+        return [
+            (i, relevance(float(d))) for i, d in self._dense(embedding, k, filter, columns="id")
+        ]
+
+    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Relevance scores in [0, 1] of the stored ``ids`` (each chunk: its best window)."""
+        if not ids or self.vector_dimension is None:
+            return {}
+        self._check_query_width(embedding)
+        statement = sql.SQL(
+            "SELECT coalesce(window_of, id), min(embedding {op} %(q)s) FROM {t} "
+            "WHERE (id = ANY(%(ids)s) OR window_of = ANY(%(ids)s)) AND embedding IS NOT NULL "
+            "GROUP BY 1"
+        ).format(op=sql.SQL(q.OPERATOR[self.distance_metric]), **_tables(self.table_name))
+        params = {"q": np.asarray(embedding, dtype=np.float32), "ids": [str(i) for i in ids]}
+        rows = self.connections.run_search(lambda c: c.execute(statement, params).fetchall())
+        relevance = self._select_relevance_score_fn()
+        wanted = set(map(str, ids))
+        return {i: relevance(float(d)) for i, d in rows if i in wanted}
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        rows = self._dense(
+            embedding,
+            max(k, fetch_k),
+            kwargs.get("filter"),
+            columns="id, text, metadata, embedding",
+        )
+        if not rows:
+            return []
+        vectors = np.array([np.asarray(r[3], dtype=np.float32) for r in rows])
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        query = np.asarray(embedding, dtype=np.float32)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        chosen = mmr(vectors, vectors @ query, k, lambda_mult)
+        return [_document(*rows[i][:3]) for i in chosen]
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> PostgresVectorStore:
+        store = cls(embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    # -- keyword and native hybrid -------------------------------------------------------
+    def _keyword_params(self, query: str) -> dict[str, Any] | None:
+        """Params of ``keyword_sql`` for ``query``; ``None`` when it has no searchable term."""
+        if self.keyword_scoring == "ts_rank_cd":
+            words = [w for w in self.tokenizer._split(query) if w.isalnum()]
+            return {"tsq": " | ".join(dict.fromkeys(words))} if words else None
+        counts = Counter(self.tokenizer.split_terms(query))
+        if not counts:
+            return None
+        return {"terms": list(counts), "qtf": list(counts.values())}
+
+    def keyword_search(
+        self, query: str, k: int, *, namespace: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Ids and keyword scores (BM25 or ``ts_rank_cd``) of the best ``k`` chunks."""
+        params = self._keyword_params(query)
+        if params is None or self.vector_dimension is None:
+            return []
+        statement = q.keyword_sql(
+            self.table_name, self.keyword_scoring, with_filter=namespace is not None
+        )
+        params |= {"ns": namespace, "k": k}
+        rows = self.connections.run_search(lambda c: c.execute(statement, params).fetchall())
+        return [(i, float(s)) for i, s in rows]
+
+    def native_hybrid_search(
+        self,
+        query: str,
+        *,
+        k: int = 4,
+        fetch_k: int = 50,
+        weights: tuple[float, float] = (0.5, 0.5),
+        rrf_k: int = 60,
+        min_similarity_score: float | None = None,
+        filter: Any = None,
+        embedding: Sequence[float] | None = None,
+        fusion: q.Fusion = "rrf",
+    ) -> list[NativeHit]:
+        """Dense (HNSW) and keyword (BM25 in SQL, or ``ts_rank_cd``), fused in the server.
+
+        One statement: the ``fetch_k`` nearest entries (a chunk ranked by its best model
+        window) and the ``fetch_k`` best keyword matches, fused by weighted RRF
+        (``w_dense / (rrf_k + rank_dense) + w_keyword / (rrf_k + rank_keyword)``) or, with
+        ``fusion="convex"``, by the convex combination of each leg's score over its best
+        (``fusion.convex_score_fusion`` with lower bounds 0, what the retriever does
+        in-process); the best rows come back with text, metadata and their dense distance,
+        so each hit's similarity is known and ``min_similarity_score`` drops those below it.
+        ``filter`` may hold ``namespace`` only (the column the statement filters on).
+
+        Raises:
+            ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
+                non-negative numbers with at least one above 0.
+        """
+        check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
+        if fusion not in self.native_fusions:
+            msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
+            raise ValueError(msg)
+        if self.vector_dimension is None:
+            return []
+        vector = list(embedding) if embedding is not None else self.embedding.embed_query(query)
+        self._check_query_width(vector)
+        namespace = (filter or {}).get(NAMESPACE) if isinstance(filter, Mapping) else None
+        keyword = self._keyword_params(query) if weights[1] > 0 else None
+        statement = q.hybrid_sql(
+            self.table_name,
+            self.distance_metric,
+            self.keyword_scoring,
+            with_filter=namespace is not None,
+            keyword=keyword is not None,
+            fusion=fusion,
+        )
+        top = k if min_similarity_score is None else max(k, fetch_k)
+        params = {
+            **(keyword or {}),
+            "q": np.asarray(vector, dtype=np.float32),
+            "ns": namespace,
+            "k": fetch_k,
+            "top": top,
+            "w_dense": float(weights[0]),
+            "w_keyword": float(weights[1]),
+            "rrf_k": float(rrf_k),
+        }
+        rows = self.connections.run_search(lambda c: c.execute(statement, params).fetchall())
+        relevance = self._select_relevance_score_fn()
+        hits = []
+        for doc_id, text, metadata, score, distance in rows:
+            similarity = relevance(float(distance)) if distance is not None else None
+            if min_similarity_score is not None and (similarity or 0.0) < min_similarity_score:
+                continue
+            hits.append(NativeHit(_document(doc_id, text, metadata), float(score), similarity))
+        return hits[:k]
+
+    async def anative_hybrid_search(self, query: str, **kwargs: Any) -> list[NativeHit]:
+        """:meth:`native_hybrid_search` in a worker thread (psycopg's sync connection)."""
+        return await asyncio.to_thread(self.native_hybrid_search, query, **kwargs)
+
+
+ROW_COLUMNS = ("id", "namespace", "text", "metadata", "window_of", "doc_len", "embedding")
+TERM_COLUMNS = ("id", "namespace", "term", "tf", "doc_len")
+
+
+def _copy(
+    cur: Any, table: sql.Identifier, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """``COPY table (columns) FROM STDIN``, one stream per batch (foreign partitions too)."""
+    statement = sql.SQL("COPY {t} ({c}) FROM STDIN").format(
+        t=table, c=sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    with cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def relevance_fn(metric: str) -> Callable[[float], float]:
+    """Map a pgvector distance of ``metric`` to a similarity in [0, 1]."""
+    metric = metric.upper()
+    if metric == "L2":
+        return lambda d: clip_unit(1.0 - d * d / 2.0)
+    if metric == "IP":
+        return lambda d: clip_unit(-d)
+    if metric == "COSINE":
+        return lambda d: clip_unit(1.0 - d)
+    msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {metric!r}."
+    raise ValueError(msg)
+
+
+def _tables(table: str) -> dict[str, sql.Identifier]:
+    return {
+        "t": sql.Identifier(table),
+        "terms": sql.Identifier(f"{table}_terms"),
+        "stats": sql.Identifier(f"{table}_stats"),
+    }
+
+
+def _namespace(metadata: Mapping[str, Any]) -> str | None:
+    value = metadata.get(NAMESPACE)
+    return None if value is None else str(value)
+
+
+def _json_safe(metadata: Mapping[str, Any], doc_id: str) -> dict[str, Any]:
+    import json
+
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        msg = f"metadata of document {doc_id!r} must be JSON-serializable (no NaN): {e}"
+        raise TypeError(msg) from e
+    return dict(metadata)
+
+
+def _document(doc_id: str, text: str, metadata: Any) -> Document:
+    meta = copy_metadata(metadata) if isinstance(metadata, dict) else {}
+    return Document(id=doc_id, page_content=text, metadata=meta)

@@ -1,0 +1,360 @@
+"""The Postgres backend (PostgresVectorStore, pgvector) against the real server at POSTGRES_URL."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+from langchain_tests.integration_tests import VectorStoreIntegrationTests
+
+from langchain_holodeck.backends import get_backend, open_vector_store
+from langchain_holodeck.backends.postgres import PostgresBackend, PostgresByteStore
+from langchain_holodeck.embeddings import CachedEmbeddings
+from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
+from tests.helpers import HashingEmbeddings, drop_postgres_tables
+
+pytestmark = pytest.mark.postgres
+
+CHUNK_META = {
+    "source": "data/docs/my file, v2.md",
+    "source_path": "data/docs/my file, v2.md",
+    "chunk_index": 3,
+    "parent_chain": ["Title I", "Section 201"],
+    "section_id": "201(a)(1)",
+    "heading": "Scope — ünïcode",
+    "namespace": "kb",
+    "content_hash": "ab" * 32,
+    "flag": True,
+    "ratio": 0.1,
+    "nothing": None,
+    "mixed": [1, 2.5, "x", True, None],
+    "nested": {"a": [1, {"b": None}]},
+}
+
+
+def database(url: str, table: str, **settings: Any) -> dict[str, Any]:
+    return {"provider": "postgres", "connection_string": url, "table_name": table, **settings}
+
+
+def open_store(
+    url: str, table: str, embeddings: HashingEmbeddings, **settings: Any
+) -> PostgresVectorStore:
+    handle = open_vector_store(database(url, table, **settings), embeddings, fallback=False)
+    assert handle.backend == "postgres", handle.reason
+    assert isinstance(handle.store, PostgresVectorStore)
+    return handle.store
+
+
+@pytest.fixture
+def store(
+    postgres_url: str, postgres_table: str, embeddings: HashingEmbeddings
+) -> Iterator[PostgresVectorStore]:
+    opened = open_store(postgres_url, postgres_table, embeddings)
+    yield opened
+    opened.close()
+
+
+def docs(namespace: str = "kb") -> list[Document]:
+    texts = {
+        "a": "holodeck safety protocols require two officers",
+        "b": "the replicator menu lists tea earl grey hot",
+        "c": "warp core maintenance happens every shift rotation",
+        "d": "safety protocols can be disabled by the captain",
+    }
+    return [
+        Document(
+            id=f"{namespace}-{key}",
+            page_content=text,
+            metadata={"namespace": namespace, "source_path": f"docs/{key}.md", "chunk_index": n},
+        )
+        for n, (key, text) in enumerate(texts.items())
+    ]
+
+
+def test_all_metadata_types_round_trip(store: PostgresVectorStore) -> None:
+    store.add_documents([Document(id="x", page_content="chunk text", metadata=CHUNK_META)])
+    (got,) = store.get_by_ids(["x"])
+    assert got.metadata == CHUNK_META
+    assert store.similarity_search("chunk text", k=1)[0].metadata == CHUNK_META
+
+
+def test_upsert_replaces_without_duplicates(store: PostgresVectorStore) -> None:
+    store.add_documents(docs())
+    edited = Document(id="kb-a", page_content="rewritten text", metadata={"namespace": "kb"})
+    store.add_documents([edited, edited])  # a repeated id in one call: written once
+    assert store.get_by_ids(["kb-a"]) == [edited]
+    assert sum(1 for d in scan_documents(store) if d.id == "kb-a") == 1
+
+
+def test_get_by_ids_order_and_missing(store: PostgresVectorStore) -> None:
+    store.add_documents(docs())
+    got = store.get_by_ids(["kb-c", "missing", "kb-a"])
+    assert [d.id for d in got] == ["kb-c", "kb-a"]
+
+
+def test_delete_removes_rows_and_postings(store: PostgresVectorStore) -> None:
+    store.add_documents(docs())
+    assert store.delete(["kb-a", "missing"]) is True
+    assert store.delete(["missing"]) is False
+    assert store.get_by_ids(["kb-a"]) == []
+    assert [i for i, _ in store.keyword_search("holodeck officers", 5)] == []
+
+
+def test_ids_are_text_so_window_ids_fit(store: PostgresVectorStore) -> None:
+    chunk = str(uuid.uuid4())
+    window = f"{chunk}:w1"
+    store.add_documents(
+        [
+            Document(id=chunk, page_content="arch controls", metadata={"namespace": "kb"}),
+            Document(
+                id=window,
+                page_content="the far end of the chunk",
+                metadata={"namespace": "kb", "window_of": chunk, "window": 1},
+            ),
+        ]
+    )
+    assert [d.id for d in store.get_by_ids([window, chunk])] == [window, chunk]
+    # the keyword leg ranks chunks only; a window's text finds nothing
+    assert store.keyword_search("far end", 5) == []
+
+
+@pytest.mark.parametrize("metric", ["COSINE", "IP", "L2"])
+def test_relevance_scores_equal_the_in_memory_store(
+    postgres_url: str, postgres_table: str, metric: str
+) -> None:
+    embeddings = HashingEmbeddings()
+    store = open_store(postgres_url, postgres_table, embeddings, distance_metric=metric)
+    store.add_documents(docs())
+    results = store.similarity_search_with_relevance_scores("safety protocols", k=4)
+    scores = [s for _, s in results]
+    assert len(results) == 4
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    memory = MatrixVectorStore(embeddings)
+    memory.add_documents(docs())
+    expected = dict(
+        (d.id, s) for d, s in memory.similarity_search_with_relevance_scores("safety protocols", 4)
+    )
+    for doc, score in results:
+        assert score == pytest.approx(expected[doc.id], abs=1e-4)
+    vector = embeddings.embed_query("safety protocols")
+    ids = store.search_ids_by_vector(vector, 4)
+    assert ids == [(d.id, pytest.approx(s, abs=1e-6)) for d, s in results]
+    looked_up = store.similarity_by_ids(vector, ["kb-b", "kb-a", "missing"])
+    assert set(looked_up) == {"kb-a", "kb-b"}
+    for doc_id, score in looked_up.items():
+        assert score == pytest.approx(expected[doc_id], abs=1e-4)
+    store.close()
+
+
+def test_similarity_by_ids_scores_a_chunk_by_its_best_window(store: PostgresVectorStore) -> None:
+    store.add_documents(
+        [
+            Document(id="c", page_content="unrelated words", metadata={"window_count": 1}),
+            Document(id="c:w1", page_content="warp core", metadata={"window_of": "c"}),
+        ]
+    )
+    vector = store.embeddings.embed_query("warp core")
+    assert store.similarity_by_ids(vector, ["c"]) == {"c": pytest.approx(1.0, abs=1e-5)}
+
+
+def test_namespace_and_metadata_filters(store: PostgresVectorStore) -> None:
+    store.add_documents(docs("kb") + docs("other"))
+    hits = store.similarity_search("safety", k=10, filter={"namespace": "other"})
+    assert {d.id for d in hits} == {"other-a", "other-b", "other-c", "other-d"}
+    path = store.similarity_search("x", k=10, filter={"source_path": "docs/c.md"})
+    assert {d.id for d in path} == {"kb-c", "other-c"}
+    with pytest.raises(TypeError, match="filter must be a mapping"):
+        store.similarity_search("x", k=1, filter="namespace = 'kb'")
+
+
+def test_scan_documents_by_namespace(store: PostgresVectorStore) -> None:
+    store.add_documents(docs("kb") + docs("other"))
+    kb = list(scan_documents(store, namespace="kb", batch_size=2))
+    assert sorted(d.id for d in kb) == ["kb-a", "kb-b", "kb-c", "kb-d"]  # type: ignore[type-var]
+    assert len(list(scan_documents(store))) == 8
+
+
+def test_bm25_in_sql_equals_the_in_memory_index(store: PostgresVectorStore) -> None:
+    corpus = docs("kb") + docs("other")
+    store.add_documents(corpus)
+    memory = BM25KeywordIndex()
+    memory.upsert(docs("kb"))
+    for query in ["safety protocols", "tea earl grey captain", "warp shift", "zzz"]:
+        got = store.keyword_search(query, 4, namespace="kb")
+        expected = memory.search(query, k=4)
+        assert [i for i, _ in got] == [h.id for h in expected], query
+        assert [s for _, s in got] == pytest.approx([h.score for h in expected], rel=1e-4)
+
+
+def test_bm25_statistics_follow_updates_and_deletes(store: PostgresVectorStore) -> None:
+    store.add_documents(docs())
+    store.add_documents(docs())  # rewritten: the same statistics
+    store.delete(["kb-c"])
+    memory = BM25KeywordIndex()
+    memory.upsert([d for d in docs() if d.id != "kb-c"])
+    got = store.keyword_search("safety protocols captain", 4, namespace="kb")
+    expected = memory.search("safety protocols captain", k=4)
+    assert [s for _, s in got] == pytest.approx([h.score for h in expected], rel=1e-4)
+
+
+@pytest.mark.parametrize("scoring", ["bm25", "ts_rank_cd"])
+def test_native_hybrid_search_fuses_both_legs(
+    postgres_url: str, postgres_table: str, embeddings: HashingEmbeddings, scoring: str
+) -> None:
+    store = open_store(postgres_url, postgres_table, embeddings, keyword_scoring=scoring)
+    store.add_documents(docs("kb") + docs("other"))
+    hits = store.native_hybrid_search(
+        "safety protocols", k=3, fetch_k=10, filter={"namespace": "kb"}
+    )
+    assert [h.document.id for h in hits][:2] in (["kb-a", "kb-d"], ["kb-d", "kb-a"])
+    assert all(h.document.metadata["namespace"] == "kb" for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.similarity is not None and 0 <= h.similarity <= 1 for h in hits)
+    dense = dict(store.search_ids_by_vector(embeddings.embed_query("safety protocols"), 8))
+    for hit in hits:
+        assert hit.similarity == pytest.approx(dense[str(hit.document.id)], abs=1e-5)
+    # a dense leg alone: rank 1 scores w / (rrf_k + 1)
+    only_dense = store.native_hybrid_search(
+        "safety protocols", k=1, fetch_k=10, weights=(1.0, 0.0), filter={"namespace": "kb"}
+    )
+    assert only_dense[0].score == pytest.approx(1 / 61)
+    strict = store.native_hybrid_search(
+        "safety protocols", k=3, fetch_k=10, min_similarity_score=0.99
+    )
+    assert all((h.similarity or 0) >= 0.99 for h in strict)
+    with pytest.raises(ValueError, match="fetch_k must be positive"):
+        store.native_hybrid_search("x", k=1, fetch_k=0)
+    store.close()
+
+
+def test_backend_picks_native_hybrid(store: PostgresVectorStore) -> None:
+    from langchain_holodeck.search_strategy import choose_search_strategy, supports_native_hybrid
+
+    backend = PostgresBackend()
+    assert supports_native_hybrid(store)
+    assert (
+        choose_search_strategy(
+            "auto",
+            native_hybrid=backend.capabilities.native_hybrid and supports_native_hybrid(store),
+        )
+        == "native"
+    )
+    store.add_documents(docs("kb") + docs("other"))
+    scope = backend.namespace_filter(store, "other")
+    hits = store.native_hybrid_search("tea earl grey", k=1, fetch_k=5, **scope)
+    assert [h.document.id for h in hits] == ["other-b"]
+
+
+def test_reopening_reads_the_dimension_without_embedding(
+    store: PostgresVectorStore, postgres_url: str, postgres_table: str
+) -> None:
+    store.add_documents(docs())
+    fresh = HashingEmbeddings()
+    again = open_store(postgres_url, postgres_table, fresh)
+    assert again.vector_dimension == 64
+    assert fresh.calls == 0
+    assert [d.id for d in again.get_by_ids(["kb-b"])] == ["kb-b"]
+    again.close()
+
+
+def test_query_of_another_width_names_the_fix(store: PostgresVectorStore) -> None:
+    store.add_documents(docs())
+    with pytest.raises(ValueError, match="force_ingest"):
+        store.similarity_search_by_vector([0.1] * 8, k=1)
+
+
+def test_unreachable_postgres_falls_back_with_masked_warning(
+    caplog: pytest.LogCaptureFixture, embeddings: HashingEmbeddings
+) -> None:
+    config = database("postgresql://admin:hunter2-secret@127.0.0.1:1/postgres", "t")
+    with caplog.at_level(logging.WARNING):
+        handle = open_vector_store(config, embeddings)
+    assert handle.fell_back is True
+    assert isinstance(handle.store, MatrixVectorStore)
+    assert "***@127.0.0.1:1" in caplog.text
+    assert "hunter2-secret" not in caplog.text
+    from langchain_holodeck.backends import BackendUnavailableError
+
+    with pytest.raises(BackendUnavailableError, match="PostgreSQL at postgresql://admin:\\*\\*\\*"):
+        open_vector_store({**config, "fallback_to_memory": False}, embeddings)
+
+
+def test_config_errors_name_the_field() -> None:
+    with pytest.raises(ConfigError, match="needs connection_string"):
+        get_backend({"provider": "postgres"})
+    with pytest.raises(ConfigError, match="must start with postgresql://"):
+        get_backend({"provider": "postgres", "connection_string": "redis://x"})
+    with pytest.raises(ConfigError, match="two or more"):
+        get_backend(
+            {
+                "provider": "postgres",
+                "connection_string": "postgresql://h/d",
+                "shards": ["postgresql://s/d"],
+            }
+        )
+
+
+def test_embedding_cache_in_postgres(
+    postgres_url: str, postgres_table: str, embeddings: HashingEmbeddings
+) -> None:
+    backend = get_backend(database(postgres_url, postgres_table))
+    cache = backend.byte_store(namespace="kb")
+    assert isinstance(cache, PostgresByteStore)
+    first = CachedEmbeddings(embeddings, cache)
+    vectors = first.embed_documents(["a b", "c d"])
+    second = CachedEmbeddings(embeddings, backend.byte_store(namespace="kb"))
+    assert second.embed_documents(["c d", "a b"]) == [vectors[1], vectors[0]]
+    assert embeddings.calls == 1
+    assert len(list(backend.byte_store(namespace="kb").yield_keys())) == 2
+    assert list(backend.byte_store(namespace="other").yield_keys()) == []  # one cache per corpus
+    cache.mdelete(list(cache.yield_keys()))
+    assert list(cache.yield_keys()) == []
+
+
+class TestPostgresVectorStoreStandard(VectorStoreIntegrationTests):
+    @pytest.fixture
+    def vectorstore(self, postgres_url: str) -> Iterator[VectorStore]:
+        table = f"holodeck_std_{uuid.uuid4().hex[:10]}"
+        store = PostgresVectorStore(
+            self.get_embeddings(), connection_string=postgres_url, table_name=table
+        )
+        try:
+            yield store
+        finally:
+            store.close()
+            drop_postgres_tables(postgres_url, table)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
+def test_native_fusion_equals_the_in_process_fusion(
+    store: PostgresVectorStore, embeddings: HashingEmbeddings, fusion: str
+) -> None:
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    corpus = docs("kb")
+    store.add_documents(corpus)
+    memory = MatrixVectorStore(embeddings)
+    memory.add_documents(corpus)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(corpus)
+    settings: dict[str, Any] = {"fetch_k": 8, "fusion": fusion, "weights": (0.7, 0.3, 0)}
+    in_process = HybridRetriever(vector_store=memory, keyword_index=bm25, **settings)
+    # no keyword index: on native the store runs that leg, at the same fetch_k
+    native = HybridRetriever(vector_store=store, search_strategy="native", **settings)
+    for query in ["safety protocols captain", "tea earl grey", "warp core"]:
+        for k in (1, 4):
+            expected = [d.id for d in in_process.invoke(query, k=k)]
+            assert [d.id for d in native.invoke(query, k=k)] == expected, query
+    hits = store.native_hybrid_search("safety protocols", k=4, fetch_k=4, fusion="convex")
+    assert hits[0].score <= 1.0 + 1e-9
+    with pytest.raises(ValueError, match="fusion must be 'rrf' or 'convex', got 'max'"):
+        store.native_hybrid_search("x", k=1, fetch_k=1, fusion="max")  # type: ignore[arg-type]  # the error path
