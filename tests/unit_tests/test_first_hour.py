@@ -444,13 +444,28 @@ def test_a_code_chunk_is_labelled_by_all_its_symbols() -> None:
     ]
 
 
-def test_the_default_model_warns_once_when_it_keeps_only_a_first_window(
+def test_the_default_model_embeds_a_long_text_whole_up_to_256_outside_sync(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """In another store the default gives what a truncating model gives, silently."""
     from langchain_holodeck.embeddings import OnnxEmbeddings, resolve_embeddings
 
     model = resolve_embeddings(None)
     assert isinstance(model, OnnxEmbeddings)
+    assert model.long_text == "auto"
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        (vector,) = model.embed_documents([LONG_SECTION])
+    assert [r for r in caplog.records if r.levelno == logging.WARNING] == []
+    (first,) = OnnxEmbeddings(long_text="first").embed_documents([LONG_SECTION])
+    assert sum(a * b for a, b in zip(vector, first, strict=True)) > 0.999
+
+
+def test_best_window_mode_warns_once_when_it_keeps_only_a_first_window(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+
+    model = OnnxEmbeddings(long_text="best")
     with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
         model.embed_documents([LONG_SECTION, LONG_SECTION])
         model.embed_documents([LONG_SECTION])
@@ -459,7 +474,7 @@ def test_the_default_model_warns_once_when_it_keeps_only_a_first_window(
     assert "as its first window of 128 only" in warnings[0]
     assert "OnnxEmbeddings(long_text='mean')" in warnings[0]
     caplog.clear()
-    synced = OnnxEmbeddings()
+    synced = OnnxEmbeddings(long_text="best")
     synced.window_texts([LONG_SECTION])  # what sync asks before it stores the other windows
     with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
         synced.embed_documents([LONG_SECTION])
