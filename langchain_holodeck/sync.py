@@ -19,7 +19,6 @@ import hashlib
 import inspect
 import json
 import logging
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -53,12 +52,19 @@ from langchain_holodeck._chunk import (
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
 )
-from langchain_holodeck._redact import one_line
-from langchain_holodeck.embeddings.inflight import (
-    DEFAULT_MAX_CONCURRENCY,
-    embed_in_flight,
-    runs_in_process,
+from langchain_holodeck._sync_write import (
+    ETA_NOTE_ENTRIES as ETA_NOTE_ENTRIES,  # re-exported: sync.ETA_NOTE_ENTRIES
 )
+from langchain_holodeck._sync_write import (
+    Writer,
+    batched,
+    delete_ids,
+    write_entries,
+)
+from langchain_holodeck._sync_write import (
+    sanitize_error as sanitize_error,  # re-exported: sync.sanitize_error
+)
+from langchain_holodeck.embeddings.inflight import DEFAULT_MAX_CONCURRENCY
 from langchain_holodeck.embeddings.windows import (
     WindowTexts,
     stored_windows,
@@ -145,11 +151,6 @@ def content_hash(document: Document) -> str:
         [document.page_content, stable], sort_keys=True, ensure_ascii=False, default=str
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def sanitize_error(error: BaseException) -> str:
-    """One line, no traceback, no credentials: safe to store in ``SyncResult.errors``."""
-    return one_line(error)
 
 
 def check_store_capabilities(vector_store: VectorStore) -> None:
@@ -273,17 +274,12 @@ def plan_sync(
     return SyncPlan(add=tuple(add), update=tuple(update), skip=tuple(skip), refresh=tuple(refresh))
 
 
-def _batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def read_stored(
     vector_store: VectorStore, ids: Sequence[str], *, batch_size: int
 ) -> dict[str, Document]:
     """What the store holds for ``ids``, read with ``get_by_ids`` in batches."""
     stored: dict[str, Document] = {}
-    for batch in _batched(list(ids), batch_size):
+    for batch in batched(list(ids), batch_size):
         for doc in vector_store.get_by_ids(list(batch)):
             if doc.id is not None:
                 stored[doc.id] = doc
@@ -523,11 +519,11 @@ def sync_documents(
     if not deletes:
         tails = {}  # reported with the other stale chunks below
 
-    written, write_errors, failed, deleted = _write(
+    written, write_errors, failed, deleted = write_entries(
         vector_store,
         to_write,
         windows,
-        _Writer(vector_store, batch_size, max_concurrency, on_batch),
+        Writer(vector_store, batch_size, max_concurrency, on_batch),
         tails,
     )
     errors += write_errors
@@ -558,7 +554,7 @@ def sync_documents(
         )
         logger.warning("sync: %s", errors[-1])
         stale = []
-    more_deleted, delete_errors = _delete(vector_store, stale)
+    more_deleted, delete_errors = delete_ids(vector_store, stale)
     deleted += more_deleted
 
     if keyword_index is not None:
@@ -574,210 +570,8 @@ def sync_documents(
     )
 
 
-class _Writer:
-    """Writes batches to the store: by precomputed vectors when sync embeds them itself."""
-
-    def __init__(
-        self,
-        vector_store: VectorStore,
-        batch_size: int,
-        max_concurrency: int,
-        on_batch: Callable[[int], None] | None,
-    ) -> None:
-        self.store, self.batch_size, self.on_batch = vector_store, batch_size, on_batch
-        self.max_concurrency = max_concurrency
-        embeddings = getattr(vector_store, "embeddings", None)
-        add_vectors = getattr(vector_store, "add_vectors", None)
-        self.in_flight = (
-            callable(add_vectors) and embeddings is not None and not runs_in_process(embeddings)
-        )
-        self.vectors: dict[str, list[float]] = {}
-        self.eta: _Eta | None = None
-
-    def embed(self, documents: Sequence[Document]) -> list[str]:
-        """Embed ``documents`` ahead, requests in flight; the error line of each failed batch.
-
-        A document whose batch failed gets no vector: its write counts as failed.
-        """
-        if not self.in_flight or not documents:
-            return []
-        result = embed_in_flight(
-            self.store.embeddings,  # type: ignore[arg-type]  # checked in __init__
-            [d.page_content for d in documents],
-            batch_size=self.batch_size,
-            max_concurrency=self.max_concurrency,
-            on_batch=self._embedded,
-        )
-        for doc, vector in zip(documents, result.vectors, strict=True):
-            if vector is not None and doc.id:
-                self.vectors[doc.id] = vector
-        lines = []
-        for failure in result.failures:
-            first = documents[failure.start].metadata.get("source_path")
-            line = f"embedding batch of {failure.size} from {first!r}: {failure.error}"
-            logger.warning("sync: %s", line)
-            lines.append(line)
-        if result.retries:
-            logger.info("sync: %d embedding request(s) retried", result.retries)
-        return lines
-
-    def _embedded(self, n: int) -> None:
-        """Progress while requests are in flight (embedding is the slow part)."""
-        if self.on_batch is not None:
-            self.on_batch(n)
-        if self.eta is not None:
-            self.eta.advance(n)
-
-    def write(
-        self, chunks: Sequence[Document], what: str = "chunks", *, progress: bool = True
-    ) -> tuple[list[Document], list[str], int]:
-        """Write ``chunks`` in batches; a failing batch is counted and the rest go on."""
-        written: list[Document] = []
-        errors: list[str] = []
-        failed = 0
-        for batch in _batched(chunks, self.batch_size):
-            ready = list(batch)
-            if self.in_flight:  # a chunk whose embedding failed was reported by embed()
-                ready = [d for d in batch if d.id in self.vectors]
-                failed += len(batch) - len(ready)
-            try:
-                if not ready:
-                    pass
-                elif self.in_flight:
-                    vectors = [self.vectors[d.id or ""] for d in ready]
-                    self.store.add_vectors(  # type: ignore[attr-defined]  # checked
-                        ready, vectors, ids=[d.id for d in ready]
-                    )
-                else:
-                    self.store.add_documents(ready, ids=[doc.id for doc in ready])
-            except Exception as error:  # one bad batch never stops the rest
-                failed += len(ready)
-                first = ready[0].metadata.get("source_path")
-                line = f"batch of {len(ready)} {what} from {first!r}: {sanitize_error(error)}"
-                logger.warning("sync: %s", line)
-                errors.append(line)
-            else:
-                written.extend(ready)
-            if self.in_flight:
-                continue  # progress was reported as the batches were embedded
-            if progress and self.on_batch is not None:
-                self.on_batch(len(batch))
-            if self.eta is not None:
-                self.eta.advance(len(batch))
-        return written, errors, failed
-
-
-def _write(
-    vector_store: VectorStore,
-    chunks: Sequence[Document],
-    windows: Mapping[str, Sequence[Document]],
-    writer: _Writer,
-    tails: Mapping[str, Sequence[str]],
-) -> tuple[list[Document], list[str], int, list[str]]:
-    """Write in batches: windows, then chunks, then delete ``tails``, each chunk 0 last.
-
-    A chunk goes in only once all its windows are in, and chunk 0 carries the mtime the fast
-    path trusts, so it is written only once every other chunk of its file is in and its
-    stale tail (``tails``: source -> ids) is gone: a run that fails or is killed part-way
-    leaves the old record, and the next run redoes that file instead of skipping it.
-    Returns the chunks written (never windows), the error lines, the number of chunks not
-    written and the ids deleted.
-    """
-    entries = [w for c in chunks for w in windows.get(c.id or "", ())]
-    writer.eta = _Eta(len(chunks), len(entries))
-    errors = writer.embed([*entries, *chunks])
-    window_ok, more_errors, _ = writer.write(entries, "model windows", progress=False)
-    errors += more_errors
-    window_ids = {w.id for w in window_ok}
-    without = [
-        c for c in chunks if any(w.id not in window_ids for w in windows.get(c.id or "", ()))
-    ]
-    without_ids = {c.id for c in without}
-    if without:
-        errors.append(
-            f"{len(without)} chunk(s) not written because their model windows failed: "
-            f"{', '.join(sorted({c.metadata['source_path'] for c in without})[:5])}"
-        )
-    ready = [c for c in chunks if c.id not in without_ids]
-    heads = [c for c in ready if c.metadata.get("chunk_index") == 0]
-    body = [c for c in ready if c.metadata.get("chunk_index") != 0]
-    written, more_errors, failed = writer.write(body)
-    errors += more_errors
-    written_ids = {doc.id for doc in written}
-    broken = {c.metadata["source_path"] for c in without} | {
-        c.metadata["source_path"] for c in body if c.id not in written_ids
-    }
-    deleted, delete_errors = _delete(vector_store, [i for ids in tails.values() for i in ids])
-    errors += delete_errors
-    if delete_errors or any(not ids for ids in tails.values()):  # a tail may remain
-        broken |= set(tails)
-    held = [c for c in heads if c.metadata["source_path"] in broken]
-    if held:
-        errors.append(
-            f"{len(held)} file record(s) not written because other chunks of the file failed: "
-            f"{', '.join(sorted(c.metadata['source_path'] for c in held)[:5])}"
-        )
-    more, more_errors, more_failed = writer.write(
-        [c for c in heads if c.metadata["source_path"] not in broken]
-    )
-    failed += more_failed + len(held) + len(without)
-    return written + more, errors + more_errors, failed, deleted
-
-
-ETA_NOTE_ENTRIES = 2000
-"""A sync writing at least this many entries (chunks and model windows) says, after its first
-batch, how many there are and about how long the rest will take."""
 _WINDOW_CUT_BATCH = 256
 """Chunks cut into model windows at a time: the tokenizer's work stays small (flat memory)."""
-
-
-class _Eta:
-    """One note after the first written batch of a long sync: entries to write, time left."""
-
-    def __init__(self, chunks: int, windows: int) -> None:
-        self.chunks, self.windows = chunks, windows
-        self.done = 0
-        self.start = time.perf_counter()
-        self.noted = chunks + windows < ETA_NOTE_ENTRIES
-
-    def advance(self, written: int) -> None:
-        self.done += written
-        if self.noted:
-            return
-        self.noted = True
-        elapsed = time.perf_counter() - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        left = (self.chunks + self.windows - self.done) / rate if rate > 0 else 0.0
-        logger.warning(
-            "note: embedding and writing %d chunks (and %d model windows): about %s left at "
-            "the first batch's %.1f entries/s. Ctrl-C keeps what is written; the next run "
-            "resumes.",
-            self.chunks,
-            self.windows,
-            _duration(left),
-            rate,
-        )
-
-
-def _duration(seconds: float) -> str:
-    """``40 s``, ``12 min``, ``1 h 05 min``."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def _delete(vector_store: VectorStore, ids: Sequence[str]) -> tuple[list[str], list[str]]:
-    unique = list(dict.fromkeys(ids))
-    if not unique:
-        return [], []
-    try:
-        vector_store.delete(ids=unique)
-    except Exception as error:  # reported, re-running converges
-        line = f"delete of {len(unique)} stale chunks: {sanitize_error(error)}"
-        logger.warning("sync: %s", line)
-        return [], [line]
-    return unique, []
 
 
 def _update_keyword_index(

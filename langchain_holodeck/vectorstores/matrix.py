@@ -6,7 +6,6 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,9 +26,8 @@ from langchain_holodeck.vectorstores._ranking import (
     check_lengths,
     mmr,
     normalize_rows,
-    row_predicate,
-    top_k_rows,
 )
+from langchain_holodeck.vectorstores._snapshot import EMPTY, Snapshot, top_rows
 
 __all__ = ["DocumentFilter", "MatrixVectorStore", "SearchMode", "copy_metadata"]
 
@@ -46,23 +44,6 @@ def _copy_document(docs: DocumentColumns, row: int) -> Document:
     return docs.document(row)
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """An immutable view of the store: what one query sees, whatever writers do meanwhile.
-
-    ``vectors`` and ``docs`` are append-only between compactions (rows ``< size`` are
-    never written again), and ``alive`` is replaced, not mutated, on every write.
-    """
-
-    vectors: npt.NDArray[np.float32]  # shape (size, dim): a view of the live buffer
-    docs: DocumentColumns  # shared, append-only; only the first ``size`` rows are ours
-    alive: npt.NDArray[np.bool_] | None  # None when no row is tombstoned
-    size: int
-    live: int
-    quantized: _quantized.QuantizedIndex | None = None  # codes of rows < quantized.sealed
-
-
-_EMPTY = _Snapshot(np.zeros((0, 0), dtype=np.float32), DocumentColumns(), None, 0, 0)
 _SEARCH_MODES = ("auto", "exact", "quantized")
 
 
@@ -177,7 +158,7 @@ class MatrixVectorStore(VectorStore):
         self._rows: dict[str, int] = {}
         self._size = 0
         self._dim: int | None = None
-        self._snapshot = _EMPTY
+        self._snapshot = EMPTY
         self._base: str | None = None  # the saved generation these rows were loaded from
         self._written: dict[str, bool] = {}  # since then: id -> upserted (True) / deleted
         self._cleared = False  # clear() since then: the next dump replaces, never merges
@@ -364,7 +345,7 @@ class MatrixVectorStore(VectorStore):
             dead, compacted = 0, True
         self._update_codes(live, rebuild=compacted)
         alive = None if dead == 0 else self._alive[: self._size]
-        self._snapshot = _Snapshot(
+        self._snapshot = Snapshot(
             self._buffer[: self._size], self._docs, alive, self._size, live, self._quantized
         )
 
@@ -527,7 +508,9 @@ class MatrixVectorStore(VectorStore):
         ``exact=True`` scores every row even when quantized codes exist.
         """
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
+        rows, scores = top_rows(
+            snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
+        )
         return [(_copy_document(snap.docs, r), float(s)) for r, s in zip(rows, scores, strict=True)]
 
     def search_ids_by_vector(
@@ -545,7 +528,9 @@ class MatrixVectorStore(VectorStore):
         ``exact=True`` scores every row even when quantized codes exist.
         """
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, k, filter, exact=exact)
+        rows, scores = top_rows(
+            snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
+        )
         ids = snap.docs.ids
         clipped = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0).tolist()
         return [(ids[r], s) for r, s in zip(rows, clipped, strict=True)]
@@ -577,98 +562,6 @@ class MatrixVectorStore(VectorStore):
         for (doc_id, _), score in zip(found, scores, strict=True):
             out[doc_id] = max(out.get(doc_id, 0.0), clip_unit(float(score)))
         return out
-
-    def _top_rows(
-        self,
-        snap: _Snapshot,
-        embedding: Sequence[float] | npt.ArrayLike,
-        k: int,
-        doc_filter: DocumentFilter | None,
-        *,
-        exact: bool = False,
-    ) -> tuple[list[int], list[float]]:
-        accept = row_predicate(snap.docs, doc_filter)  # a bad filter fails on any store
-        if k <= 0 or snap.live == 0:
-            return [], []
-        query = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        if query.shape[0] != snap.vectors.shape[1]:
-            msg = (
-                f"query vector has dimension {query.shape[0]} but the store holds "
-                f"dimension {snap.vectors.shape[1]}; use the embedding model of the store, "
-                "or re-ingest with force_ingest=True to rebuild its vectors."
-            )
-            raise ValueError(msg)
-        norm = float(np.linalg.norm(query))
-        unit = query / norm if norm > 0 else query
-        if snap.quantized is not None and not exact:
-            found = self._quantized_rows(snap, unit, k, accept)
-            if found is not None:
-                return found
-        scores = np.asarray(snap.vectors @ unit, dtype=np.float32)
-        if snap.alive is not None:
-            scores[~snap.alive] = -np.inf
-        if accept is None:
-            rows = top_k_rows(scores, min(k, snap.live))
-            return rows.tolist(), scores[rows].tolist()
-        fetch = 4 * k
-        while True:
-            rows = top_k_rows(scores, min(fetch, snap.live))
-            hits = []
-            for r in rows.tolist():
-                if accept(r):
-                    hits.append(r)
-                    if len(hits) == k:
-                        break
-            if len(hits) == k or fetch >= snap.live:
-                return hits, scores[hits].tolist()
-            fetch *= 4
-
-    def _quantized_rows(
-        self,
-        snap: _Snapshot,
-        unit: npt.NDArray[np.float32],
-        k: int,
-        accept: Callable[[int], bool] | None,
-    ) -> tuple[list[int], list[float]] | None:
-        """Top rows from the codes, re-scored exactly; ``None``: use the exact scan instead.
-
-        The exact scan is used when too few candidates survive deletions (or the filter)
-        even after the candidate pool has grown to a quarter of the store.
-        """
-        index = snap.quantized
-        if index is None:
-            return None
-        want = min(k, snap.live)
-        tail = np.arange(index.sealed, snap.size, dtype=np.int64)
-        if snap.alive is None:
-            tail_scores = snap.vectors[index.sealed : snap.size] @ unit
-        else:
-            tail = tail[snap.alive[index.sealed : snap.size]]
-            tail_scores = snap.vectors[tail] @ unit
-        pool = max(self.rescore_candidates, 4 * k)
-        while True:
-            coded = _quantized.candidate_rows(index, unit, pool, snap.alive, min_per_segment=2 * k)
-            rows = np.concatenate([coded, tail])
-            scores = np.concatenate([snap.vectors[coded] @ unit, tail_scores]).astype(np.float32)
-            if accept is None:
-                if len(rows) < want:
-                    return None
-                top = top_k_rows(scores, want)
-                return rows[top].tolist(), scores[top].tolist()
-            # enough candidates must pass for their best k to be as good as an unfiltered
-            # top k: 20 per result (half the pool at most), else the pool grows
-            needed = max(k, min(20 * k, pool // 2))
-            hits = []
-            for n in top_k_rows(scores, len(rows)).tolist():  # best first, until enough pass
-                if accept(int(rows[n])):
-                    hits.append(n)
-                    if len(hits) == needed:
-                        break
-            if len(hits) >= needed:
-                return rows[hits[:k]].tolist(), scores[hits[:k]].tolist()
-            pool *= 8
-            if pool * 4 > snap.size:
-                return None
 
     def max_marginal_relevance_search(
         self,
@@ -708,7 +601,14 @@ class MatrixVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         snap = self._snapshot
-        rows, scores = self._top_rows(snap, embedding, max(k, fetch_k), filter, exact=exact)
+        rows, scores = top_rows(
+            snap,
+            embedding,
+            max(k, fetch_k),
+            filter,
+            exact=exact,
+            rescore_candidates=self.rescore_candidates,
+        )
         chosen = mmr(snap.vectors[rows], np.asarray(scores, dtype=np.float32), k, lambda_mult)
         return [_copy_document(snap.docs, rows[i]) for i in chosen]
 
