@@ -7,6 +7,7 @@ results are compared with what ``holodeck-rag search`` prints for the same query
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -280,10 +281,13 @@ def test_http_bad_requests_get_protocol_errors_not_tracebacks(served: HttpServer
 
 async def test_http_client_leaving_mid_call_and_concurrent_clients(served: HttpServer) -> None:
     async def leave_mid_call() -> None:
-        async with http_session(served.url, TOKEN) as session:
-            pending = asyncio.ensure_future(call(session, "default", {"query": QUERY}))
-            await asyncio.sleep(0.01)
-            pending.cancel()
+        # What the leaving client itself sees is not asserted: the SDK's transport may answer
+        # its abandoned request with a 500 after it hung up. The server must stay up (below).
+        with contextlib.suppress(Exception):
+            async with http_session(served.url, TOKEN) as session:
+                pending = asyncio.ensure_future(call(session, "default", {"query": QUERY}))
+                await asyncio.sleep(0.01)
+                pending.cancel()
 
     for _ in range(3):  # the request is sent, then the client cancels it and hangs up
         await leave_mid_call()
