@@ -6,7 +6,7 @@ beside a search loop left a manifest naming a deleted ``vectors-<gen>.npy`` (eve
 failed), and of two corpora ingested at once the last writer's survived alone. Afterwards
 every corpus must be complete (a sequential re-sync adds and updates nothing), the store
 loadable, and each corpus's BM25 index must hold exactly that corpus's stored ids.
-``HOLODECK_SHARED_SECONDS`` sets the length of the loop test (the issue's probe: 60).
+``HOLODECK_LOOP_SECONDS`` sets the length of the loop test (the issue's probe: 60).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.reliability import corpus
 from tests.reliability._store_child import make_tool
 
 REPO = Path(__file__).resolve().parents[2]
-SECONDS = float(os.environ.get("HOLODECK_SHARED_SECONDS", "15"))
+SECONDS = float(os.environ.get("HOLODECK_LOOP_SECONDS", "15"))
 
 
 def spawn(workdir: Path, *args: str, barrier: Path | None = None) -> subprocess.Popen[str]:
