@@ -27,6 +27,7 @@ from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.vectorstores import _postgres_sql as q
 from langchain_holodeck.vectorstores._columns import copy_metadata
+from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._postgres_conn import (
     Connections,
     create_sharded_schema,
@@ -186,16 +187,9 @@ class PostgresVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[str]:
         texts = list(texts)
-        if metadatas is not None and len(metadatas) != len(texts):
-            msg = f"metadatas has {len(metadatas)} entries for {len(texts)} texts."
-            raise ValueError(msg)
-        if ids is not None and len(ids) != len(texts):
-            msg = f"ids has {len(ids)} entries for {len(texts)} texts."
-            raise ValueError(msg)
+        out_ids = entry_ids(texts, metadatas, ids)
         if not texts:
             return []
-        given: Sequence[str | None] = ids or [None] * len(texts)
-        out_ids = [str(i) if i else str(uuid.uuid4()) for i in given]
         metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
         vectors = self.embedding.embed_documents(texts)
         self._write_rows(texts, vectors, metas, out_ids, batch_size=batch_size)

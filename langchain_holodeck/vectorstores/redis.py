@@ -35,6 +35,7 @@ from langchain_holodeck._redisearch import query_words
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
 from langchain_holodeck.vectorstores._columns import copy_metadata
+from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import mmr
 
 logger = logging.getLogger(__name__)
@@ -181,17 +182,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         **kwargs: Any,
     ) -> list[str]:
         texts = list(texts)
-        id_source = ids if ids is not None else keys
-        if metadatas is not None and len(metadatas) != len(texts):
-            msg = f"metadatas has {len(metadatas)} entries for {len(texts)} texts."
-            raise ValueError(msg)
-        if id_source is not None and len(id_source) != len(texts):
-            msg = f"ids has {len(id_source)} entries for {len(texts)} texts."
-            raise ValueError(msg)
+        out_ids = entry_ids(texts, metadatas, ids if ids is not None else keys)
         if not texts:
             return []
-        given: Sequence[str | None] = id_source or [None] * len(texts)
-        out_ids = [i or str(uuid.uuid4()) for i in given]
         metas = metadatas or [{} for _ in texts]
         records = [self._record(t, m, i) for t, m, i in zip(texts, metas, out_ids, strict=True)]
         vectors = self.embeddings.embed_documents(texts)
