@@ -4,14 +4,16 @@
 
 The synthetic corpus of the other speed benchmarks (``synthetic.corpus``: ~120 Zipf words per
 chunk, seeded random unit 384-dim vectors, five-word queries with their own vectors; query
-embedding is a dictionary lookup everywhere). One client, queries back to back, k=10, fetch_k=50:
+embedding is a dictionary lookup everywhere). One client, queries back to back, k=10, at the
+tool's defaults (``fetch_k``, weights and fusion from ``_defaults``; ``--fetch-k`` overrides):
 
 - **ours, Qdrant native**: ``HybridRetriever(search_strategy="native")`` on a
   ``HolodeckQdrantVectorStore`` (qdrant-client local mode, ``:memory:``) as
   ``HierarchicalDocumentTool`` builds it (namespace filter, exact leg on): one Query API call,
-  dense + BM25 sparse prefetches (50 each) fused by Qdrant's RRF;
+  dense + BM25 sparse prefetches (``fetch_k`` each) fused by Qdrant's RRF, ``k`` rows returned
+  (plus one per exact hit);
 - **ours, in-memory fallback**: the same retriever on ``MatrixVectorStore`` + ``BM25KeywordIndex``
-  (the default backend), legs fused by RRF in Python;
+  (the default backend), legs fused in Python (the default fusion);
 - **ours, the store alone**: ``HolodeckQdrantVectorStore.native_hybrid_search`` with the
   settings langchain-qdrant uses (no filter, prefetches ``k`` deep), to separate the engine's
   cost from the retriever's;
@@ -26,7 +28,9 @@ qdrant-client's pure-Python engine, not the Rust server.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -44,9 +48,14 @@ from synthetic import corpus  # noqa: E402
 from langchain_holodeck.exact import ExactMatchIndex  # noqa: E402
 from langchain_holodeck.keyword_index import BM25KeywordIndex  # noqa: E402
 from langchain_holodeck.retrievers import HybridRetriever  # noqa: E402
+from langchain_holodeck.retrievers.hybrid import (  # noqa: E402
+    DEFAULT_FETCH_K,
+    DEFAULT_FUSION,
+    DEFAULT_WEIGHTS,
+)
 from langchain_holodeck.vectorstores import MatrixVectorStore  # noqa: E402
 
-K, FETCH_K = 10, 50
+K = 10
 NAMESPACE = "bench"
 
 
@@ -54,14 +63,16 @@ def timed(fn: Callable[[str], int], queries: list[str]) -> dict[str, float]:
     for q in queries[:5]:
         fn(q)  # warm-up
     latencies, empty = [], 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for q in queries:
         start = time.perf_counter()
         if fn(q) == 0:
             empty += 1
         latencies.append((time.perf_counter() - start) * 1000)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     return {
+        "cpu": cpu / len(latencies) * 1000,
         "p50": statistics.median(latencies),
         "p95": float(np.percentile(latencies, 95)),
         "qps": len(latencies) / wall,
@@ -73,6 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--fetch-k", type=int, default=DEFAULT_FETCH_K)
     args = parser.parse_args()
     from langchain_qdrant import QdrantVectorStore, RetrievalMode, SparseEmbeddings, SparseVector
     from qdrant_client import QdrantClient
@@ -84,6 +96,10 @@ def main() -> None:
         HolodeckQdrantVectorStore,
     )
 
+    load_before = os.getloadavg()[0]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
     texts, vecs, queries, qvecs = corpus(args.chunks)
     queries = queries[: args.queries]
     embeddings = Lookup(texts, vecs, queries, qvecs)
@@ -110,8 +126,8 @@ def main() -> None:
         vector_store=qdrant,
         exact_index=exact,
         k=K,
-        fetch_k=FETCH_K,
-        weights=(0.5, 0.5, 0.2),
+        fetch_k=args.fetch_k,
+        weights=DEFAULT_WEIGHTS,
         search_strategy="native",
         search_kwargs={"filter": qdrant.namespace_filter(NAMESPACE)},
     )
@@ -120,8 +136,8 @@ def main() -> None:
         keyword_index=bm25,
         exact_index=exact,
         k=K,
-        fetch_k=FETCH_K,
-        weights=(0.5, 0.5, 0.2),
+        fetch_k=args.fetch_k,
+        weights=DEFAULT_WEIGHTS,
         search_kwargs={"filter": lambda d: d.metadata.get("namespace") == NAMESPACE},
     )
 
@@ -153,7 +169,7 @@ def main() -> None:
         "ours, Qdrant native (HybridRetriever, one Query API call)": lambda q: len(
             native.invoke(q)
         ),
-        "ours, in-memory fallback (MatrixVectorStore + BM25, RRF in Python)": lambda q: len(
+        f"ours, in-memory fallback (Matrix + BM25, {DEFAULT_FUSION} in Python)": lambda q: len(
             fallback.invoke(q)
         ),
         "ours, the store's native_hybrid_search alone (no filter, prefetch 10)": lambda q: len(
@@ -165,13 +181,18 @@ def main() -> None:
     }
     print(
         f"{len(docs)} chunks, 384-dim; load: Qdrant local {qdrant_load:.1f} s, in-memory "
-        f"{memory_load:.1f} s; k={K}, fetch_k={FETCH_K}; {len(queries)} queries, one client\n"
+        f"{memory_load:.1f} s; k={K}, fetch_k={args.fetch_k}, weights {DEFAULT_WEIGHTS}; "
+        f"{len(queries)} queries, one client; commit {commit}; load average {load_before:.1f}\n"
     )
-    print("| path | p50 (ms) | p95 (ms) | QPS | empty results |")
-    print("|---|---:|---:|---:|---:|")
+    print("| path | p50 (ms) | p95 (ms) | CPU ms/query | QPS | empty results |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, fn in rows.items():
         r = timed(fn, queries)
-        print(f"| {name} | {r['p50']:.1f} | {r['p95']:.1f} | {r['qps']:.1f} | {r['empty']:.0f} |")
+        print(
+            f"| {name} | {r['p50']:.1f} | {r['p95']:.1f} | {r['cpu']:.1f} | {r['qps']:.1f} "
+            f"| {r['empty']:.0f} |"
+        )
+    print(f"\nload average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

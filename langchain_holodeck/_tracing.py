@@ -35,12 +35,17 @@ def span(
     """A span named ``name`` with ``attributes`` (``None`` values are left out).
 
     The span is the current one while the block runs (children nest under it, also in
-    threads that run a copied ``contextvars`` context). Without ``opentelemetry-api`` the
-    block gets a span that records nothing.
+    threads that run a copied ``contextvars`` context). Without ``opentelemetry-api``, or
+    before a tracer provider is set, the block gets a span that records nothing.
     """
     try:
         from opentelemetry import trace
     except ImportError:
+        yield _NoSpan()
+        return
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # no SDK configured (in code or OTEL_PYTHON_TRACER_PROVIDER): the tracer would hand
+        # out non-recording spans; skip building them (a search opens several per query)
         yield _NoSpan()
         return
     tracer = trace.get_tracer(TRACER_NAME)

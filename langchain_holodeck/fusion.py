@@ -121,13 +121,11 @@ def convex_score_fusion(
     ):
         if weight == 0 or not ranking:
             continue
-        first: dict[str, float] = {}
-        for doc_id, score in ranking:
-            if doc_id not in first:
-                first[doc_id] = score
-        values = [float(v) for v in first.values()]
+        ids, values = _first_entries(ranking)
         if not all(map(math.isfinite, values)):
-            doc_id, score = next((d, v) for d, v in first.items() if not math.isfinite(v))
+            doc_id, score = next(
+                (d, v) for d, v in zip(ids, values, strict=True) if not math.isfinite(v)
+            )
             msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {score!r}."
             raise ValueError(msg)
         if bound is not None and not math.isfinite(bound):
@@ -138,10 +136,10 @@ def convex_score_fusion(
         span = top - low
         get = scores.get
         if span <= 0:
-            for doc_id in first:
+            for doc_id in ids:
                 scores[doc_id] = get(doc_id, 0.0) + weight
             continue
-        for doc_id, score in zip(first, values, strict=True):
+        for doc_id, score in zip(ids, values, strict=True):
             if score >= top:
                 add = weight
             elif score <= low:
@@ -150,6 +148,18 @@ def convex_score_fusion(
                 add = weight * ((score - low) / span)
             scores[doc_id] = get(doc_id, 0.0) + add
     return _best_first(scores)
+
+
+def _first_entries(ranking: Sequence[tuple[str, float]]) -> tuple[Sequence[str], list[float]]:
+    """The ids of ``ranking`` at their first entry, and those entries' scores as floats."""
+    ids, scores = zip(*ranking, strict=True)
+    if len(set(ids)) == len(ids):  # the usual case: every id once
+        return ids, list(map(float, scores))
+    first: dict[str, float] = {}
+    for doc_id, score in ranking:
+        if doc_id not in first:
+            first[doc_id] = float(score)
+    return list(first), list(first.values())
 
 
 def _check_weights(weights: Sequence[float] | None, n: int) -> Sequence[float]:

@@ -12,6 +12,7 @@ import threading
 import zipfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -515,7 +516,7 @@ class BM25KeywordIndex:
         if self.engine == "rank_bm25":
             return self._search_okapi(query_terms, k)
         snap = self._fresh_snapshot()
-        ids: list[str] = []
+        segments: list[tuple[Sequence[str], np.ndarray | None]] = []
         parts: list[np.ndarray] = []
         for matrix, matrix_ids, live in (
             (snap.main, snap.main_ids, snap.live),
@@ -525,15 +526,15 @@ class BM25KeywordIndex:
                 continue
             if self.scoring == "exhaustive":
                 parts.append(matrix.scores(query_terms, live))
-                ids += matrix_ids
+                segments.append((matrix_ids, None))
             else:  # a subsequence of the rows, in row order: ties still break by position
                 rows, scores = matrix.top_candidates(query_terms, live, k)
                 parts.append(scores)
-                ids += [matrix_ids[r] for r in rows.tolist()]
+                segments.append((matrix_ids, rows))
         if not parts:
             return []
         scores = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return _top_k(ids, scores, k)
+        return _top_k(segments, scores, k)
 
     def _fresh_snapshot(self) -> _Snapshot:
         snap = self._snapshot
@@ -600,7 +601,7 @@ class BM25KeywordIndex:
         for tid in query_terms:  # rank_bm25 scores non-matching documents 0 (or below)
             matched |= np.fromiter((tid in f for f in okapi.doc_freqs), bool, count=len(ids))
         scores = np.where(matched, scores, -np.inf)
-        return _top_k(ids, scores, k)
+        return _top_k([(ids, None)], scores, k)
 
     # -- persistence --------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -700,8 +701,17 @@ class BM25KeywordIndex:
         return index
 
 
-def _top_k(ids: Sequence[str], scores: np.ndarray, k: int) -> list[KeywordHit]:
-    """The ``k`` best positive scores, best first; ties by position."""
+def _top_k(
+    segments: Sequence[tuple[Sequence[str], np.ndarray | None]],
+    scores: np.ndarray,
+    k: int,
+) -> list[KeywordHit]:
+    """The ``k`` best positive scores, best first; ties by position.
+
+    ``scores`` concatenates the segments' scores, one per position; a segment is its ids
+    and the rows its positions stand for (``None``: position ``i`` is row ``i``). Only the
+    returned positions are turned into ids.
+    """
     candidates = np.flatnonzero(scores > 0)
     if len(candidates) == 0:
         return []
@@ -709,8 +719,21 @@ def _top_k(ids: Sequence[str], scores: np.ndarray, k: int) -> list[KeywordHit]:
         part = scores[candidates]
         kth = np.partition(part, len(part) - k)[len(part) - k]
         candidates = candidates[part >= kth]
-    order = np.lexsort((candidates, -scores[candidates].astype(np.float64)))[:k]
-    return [KeywordHit(ids[i], float(scores[i])) for i in candidates[order]]
+    best = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))[:k]]
+    ids: list[str] = [""] * len(best)
+    start = 0
+    for segment_ids, rows in segments:
+        size = len(segment_ids) if rows is None else len(rows)
+        slots = np.flatnonzero((best >= start) & (best < start + size))
+        local = best[slots] - start
+        for slot, row in zip(
+            slots.tolist(), (local if rows is None else rows[local]).tolist(), strict=True
+        ):
+            ids[slot] = segment_ids[row]
+        start += size
+    values = scores[best].astype(np.float64).tolist()
+    # tuple.__new__ is what KeywordHit(id, score) runs, without a Python frame per hit
+    return list(map(tuple.__new__, repeat(KeywordHit), zip(ids, values, strict=True)))
 
 
 def _import_rank_bm25() -> Any:

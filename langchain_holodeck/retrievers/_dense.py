@@ -186,6 +186,11 @@ class DenseLeg:
 
 def _best_per_chunk(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     """Window hits counted for their chunk; each chunk once, at its first (best) entry."""
+    if not hits:
+        return []
+    ids, scores = zip(*hits, strict=True)
+    if ":w" not in "\n".join(ids) and len(set(ids)) == len(ids):  # no window, each id once
+        return list(zip(ids, map(float, scores), strict=True))
     seen: set[str] = set()
     out: list[tuple[str, float]] = []
     for doc_id, score in hits:

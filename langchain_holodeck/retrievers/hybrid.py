@@ -7,6 +7,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -86,13 +87,28 @@ class _Plan:
     """The score metadata of one fused id (only the returned few are ever built)."""
 
 
-def _first_ranks(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
-    """Each id's 1-based rank and score at its first (best) entry in ``hits``."""
-    out: dict[str, tuple[int, float]] = {}
-    for rank, (doc_id, score) in enumerate(hits, start=1):
-        if doc_id not in out:
-            out[doc_id] = (rank, score)
-    return out
+class _FirstRanks:
+    """Each id's 1-based rank and score at its first (best) entry in ``hits``.
+
+    Built for every candidate but read for the few returned: one C-level dict of ranks.
+    """
+
+    def __init__(self, hits: Sequence[tuple[str, float]]) -> None:
+        self._hits = hits
+        ids = list(map(itemgetter(0), hits))
+        # assigned last to first, so each id keeps the rank of its first entry
+        self._ranks = dict(zip(reversed(ids), range(len(ids), 0, -1), strict=True))
+
+    def __contains__(self, doc_id: str) -> bool:
+        return doc_id in self._ranks
+
+    def __getitem__(self, doc_id: str) -> tuple[int, float]:
+        rank = self._ranks[doc_id]
+        return rank, self._hits[rank - 1][1]
+
+    def get(self, doc_id: str) -> tuple[int, float] | None:
+        """``(rank, score)`` of ``doc_id``, or ``None`` when ``hits`` lack it."""
+        return self[doc_id] if doc_id in self._ranks else None
 
 
 class HybridRetriever(BaseRetriever):
@@ -481,7 +497,7 @@ class HybridRetriever(BaseRetriever):
             best = sum(answered) / (self.rrf_k + 1)
         dense_hits = dense.hits if dense else []
         ranks = [
-            (name, _first_ranks(hits))
+            (name, _FirstRanks(hits))
             for name, hits in zip(_LEGS, (dense_hits, rankings[1], rankings[2]), strict=True)
             if hits
         ]
@@ -508,7 +524,7 @@ class HybridRetriever(BaseRetriever):
         fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
         answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
         best = sum(answered) / (self.rrf_k + 1)
-        native_first = _first_ranks(ranking)
+        native_first = _FirstRanks(ranking)
         similarity: dict[str, float] = {}
         for hit in native:
             if not hit.document.id:
@@ -517,7 +533,7 @@ class HybridRetriever(BaseRetriever):
             seen = similarity.get(chunk)
             if hit.similarity is not None and (seen is None or hit.similarity > seen):
                 similarity[chunk] = hit.similarity  # a chunk's best window
-        exact_first = _first_ranks(exact)
+        exact_first = _FirstRanks(exact)
 
         def meta(doc_id: str, score: float) -> dict[str, Any]:
             entry = {

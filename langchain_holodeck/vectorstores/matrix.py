@@ -531,9 +531,8 @@ class MatrixVectorStore(VectorStore):
         rows, scores = top_rows(
             snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
         )
-        ids = snap.docs.ids
         clipped = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0).tolist()
-        return [(ids[r], s) for r, s in zip(rows, clipped, strict=True)]
+        return list(zip(map(snap.docs.ids.__getitem__, rows), clipped, strict=True))
 
     def similarity_by_ids(
         self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]
