@@ -134,18 +134,18 @@ def convex_score_fusion(
         top = max(values)
         low = min(values) if bound is None else float(bound)
         span = top - low
-        get = scores.get
         if span <= 0:
-            for doc_id in ids:
-                scores[doc_id] = get(doc_id, 0.0) + weight
+            adds = [weight] * len(ids)
+        else:
+            adds = [
+                weight if score >= top else 0.0 if score <= low else weight * ((score - low) / span)
+                for score in values
+            ]
+        if not scores:  # the first list: 0.0 + add is add (never -0.0), in the same order
+            scores = dict(zip(ids, map(float, adds), strict=True))
             continue
-        for doc_id, score in zip(ids, values, strict=True):
-            if score >= top:
-                add = weight
-            elif score <= low:
-                add = 0.0
-            else:
-                add = weight * ((score - low) / span)
+        get = scores.get
+        for doc_id, add in zip(ids, adds, strict=True):
             scores[doc_id] = get(doc_id, 0.0) + add
     return _best_first(scores)
 
