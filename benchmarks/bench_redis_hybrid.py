@@ -27,7 +27,7 @@ Strategies, each with ``--clients`` threads issuing queries back to back:
   compared with: cheaper, but its top 10 differs (fewer candidates fused), so it is printed
   for reference with its own same-ids count;
 - the tool's retriever on the **fallback** strategy (``RedisKeywordIndex`` BM25 + KNN, two
-  round trips run concurrently, RRF in Python), for comparison.
+  round trips run concurrently, fused in Python by the default fusion), for comparison.
 Latency per query in ms (p50/p95), aggregate queries per second, and native / raw. The index and
 its keys are dropped at the end (also on failure).
 """
@@ -57,7 +57,11 @@ from synthetic import DIM, corpus  # noqa: E402
 
 from langchain_holodeck.keyword_index import RedisKeywordIndex  # noqa: E402
 from langchain_holodeck.retrievers import HybridRetriever  # noqa: E402
-from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K, DEFAULT_WEIGHTS  # noqa: E402
+from langchain_holodeck.retrievers.hybrid import (  # noqa: E402
+    DEFAULT_FETCH_K,
+    DEFAULT_FUSION,
+    DEFAULT_WEIGHTS,
+)
 from langchain_holodeck.vectorstores import create_vector_store_with_status  # noqa: E402
 
 N_QUERIES = 200
@@ -222,7 +226,7 @@ def main() -> None:
             ),
             raw_name: lambda q: len(raw(q)),
             f"raw redisvl, KNN {K} (shallower: a different top 10)": lambda q: len(shallow(q)),
-            "tool retriever, fallback (BM25 + KNN, RRF in Python)": lambda q: len(
+            f"tool retriever, fallback (BM25 + KNN, {DEFAULT_FUSION} in Python)": lambda q: len(
                 fallback.invoke(q)
             ),
         }

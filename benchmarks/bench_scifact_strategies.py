@@ -5,13 +5,15 @@
 
 Data and vectors as in ``bench_scifact.py`` (BEIR SciFact, 300 test queries, cached
 all-MiniLM-L6-v2 vectors looked up by text). Every row is ``HybridRetriever`` with weights
-0.5 / 0.5 (no exact leg: SciFact has no sections), ``k=100``, ``fetch_k=max(50, 2k)``:
+0.5 / 0.5 (no exact leg: SciFact has no sections), ``k=100`` (``--k``), the default
+``fetch_k`` and fusion:
 
 - ``fallback``: the store's dense search and a keyword index (in-memory BM25, or Redis BM25STD
-  on the Redis index), fused by weighted RRF in Python (rrf_k=60);
+  on the Redis index), fused in Python by the default fusion;
 - ``native``: the store fuses in one request: Qdrant's RRF over its dense and BM25-sparse
   prefetches (our tokenizer, Qdrant's IDF); Redis Stack 7.4's ``AggregateHybridQuery``
   (KNN candidates, ``0.99 * vector_similarity + 0.01 * BM25STD``: see ``LINEAR_VECTOR_SCALE``).
+  Both fuse ``fetch_k`` candidates per leg and return ``k`` rows.
 
 The last column is the native row's nDCG@10 minus the fallback row's on the same backend.
 """
@@ -129,7 +131,11 @@ def main() -> None:
                 }
                 per_query = (time.perf_counter() - t0) / len(queries)
                 nd, rc = evaluate(run, qrels)
-                fusion = NATIVE[backend] if strategy == "native" else f"RRF, dense + {kw_name}"
+                fusion = (
+                    NATIVE[backend]
+                    if strategy == "native"
+                    else f"{retriever.fusion}, dense + {kw_name}"
+                )
                 delta = "" if base is None else f"{nd - base:+.3f}"
                 base = nd if base is None else base
                 print(

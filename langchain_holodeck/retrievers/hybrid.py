@@ -581,8 +581,8 @@ class HybridRetriever(BaseRetriever):
         dense = legs.dense
         threshold = self.min_similarity_score
         docs: dict[str, Document] = dict(dense.documents) if dense else {}
-        similarity: dict[str, float] = {}
-        if dense is not None and dense.kind == "relevance":
+        similarity: dict[str, float] = {}  # read only for the threshold
+        if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
         for hit in legs.native or []:  # the engine returned these documents already
             if not hit.document.id:
