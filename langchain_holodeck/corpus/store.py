@@ -123,7 +123,11 @@ class Corpus:
         if self._loader is None:
             own = () if self.store_dir is None else (self.store_dir.absolute(),)
             self._loader = SourceLoader(
-                self.config.source, base_dir=self.source_base, exclude=own + self.exclude
+                self.config.source,
+                base_dir=self.source_base,
+                exclude=own + self.exclude,
+                max_convert_seconds=self.config.max_convert_seconds,
+                max_convert_memory_bytes=self.config.max_convert_memory_bytes,
             )
         return self._loader
 
