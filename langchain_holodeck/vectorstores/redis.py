@@ -348,6 +348,21 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             return False
         return bool(search_index(self).client.delete(*(self._key(i) for i in ids)))
 
+    def delete_existing(self, ids: Sequence[str]) -> list[str]:
+        """Delete ``ids``; return those that existed, in input order (``CountingDelete``).
+
+        One ``DEL`` per key in a pipeline: Redis runs each atomically, so of two processes
+        deleting the same id only one sees it removed.
+        """
+        unique = list(dict.fromkeys(str(i) for i in ids))
+        if not unique:
+            return []
+        pipe = search_index(self).client.pipeline(transaction=False)
+        for doc_id in unique:
+            pipe.delete(self._key(doc_id))
+        removed = pipe.execute()
+        return [doc_id for doc_id, n in zip(unique, removed, strict=True) if n]
+
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return relevance_fn(self.config.distance_metric)
