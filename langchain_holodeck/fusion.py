@@ -134,15 +134,16 @@ def convex_score_fusion(
         top = max(values)
         low = min(values) if bound is None else float(bound)
         span = top - low
+        w = float(weight)  # what 0.0 + weight gives
         if span <= 0:
-            adds = [weight] * len(ids)
+            adds = [w] * len(ids)
         else:
             adds = [
-                weight if score >= top else 0.0 if score <= low else weight * ((score - low) / span)
+                w if score >= top else 0.0 if score <= low else w * ((score - low) / span)
                 for score in values
             ]
-        if not scores:  # the first list: 0.0 + add is add (never -0.0), in the same order
-            scores = dict(zip(ids, map(float, adds), strict=True))
+        if not scores:  # the first list: 0.0 + add is add (adds are never -0.0), same order
+            scores = dict(zip(ids, adds, strict=True))
             continue
         get = scores.get
         for doc_id, add in zip(ids, adds, strict=True):
