@@ -2,6 +2,8 @@
 
     python benchmarks/bench_hybrid_speed.py                 # 10k and 100k chunks
     python benchmarks/bench_hybrid_speed.py --sizes 10000   # quicker
+    python benchmarks/bench_hybrid_speed.py --sizes 10000 --paired 3   # floors and ours
+                                                    # alternating in one process
 
 Synthetic chunks of ~120 Zipf-distributed words and random unit 384-dim vectors (cached in
 benchmarks/.cache/). The query embedding is excluded: every system gets an Embeddings that
@@ -173,6 +175,70 @@ def worker(system: str, n: int) -> dict:
     } | extra
 
 
+def paired(n: int, rounds: int) -> dict:
+    """Floor (50 and default depth per leg) and ours in one process, query by query.
+
+    Each query runs the three in turn (the order rotating), so every system meets the same
+    load: on a shared machine the per-process rows differ by more than the systems do.
+    """
+    sys.path.insert(0, str(ROOT))
+    import bm25s
+    import Stemmer
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_holodeck.keyword_index import BM25KeywordIndex
+    from langchain_holodeck.retrievers import HybridRetriever
+    from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+
+    texts, vecs, queries, qvecs = corpus(n)
+    qv = {q: qvecs[i] for i, q in enumerate(queries)}
+
+    class Lookup(Embeddings):
+        def embed_documents(self, batch: list[str]) -> list[list[float]]:
+            raise NotImplementedError
+
+        def embed_query(self, text: str) -> list[float]:
+            return qv[text].tolist()
+
+    docs = [Document(id=str(i), page_content=t) for i, t in enumerate(texts)]
+    store = MatrixVectorStore(Lookup())
+    store.add_vectors(docs, vecs)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    bm25.search("warmup", 1)
+    retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
+    stemmer = Stemmer.Stemmer("english")
+    matrix = np.ascontiguousarray(vecs)
+    index = bm25s.BM25()
+    index.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
+    q_tokens = floor_query_tokens(queries, stemmer)
+    systems = {
+        "floor": lambda q: floor_search(matrix, index, qv[q], q_tokens[q], 50),
+        "floor_default": lambda q: floor_search(matrix, index, qv[q], q_tokens[q], DEFAULT_FETCH_K),
+        "ours": retriever.invoke,
+    }
+    names = list(systems)
+    for q in queries[:5]:
+        for fn in systems.values():
+            fn(q)
+    lat: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for i, q in enumerate(queries):
+            shift = (i + r) % len(names)
+            for name in names[shift:] + names[:shift]:
+                t, c = time.perf_counter(), time.process_time()
+                systems[name](q)
+                lat[name].append(time.perf_counter() - t)
+                cpu[name].append(time.process_time() - c)
+    return {"lat": lat, "cpu": cpu, "fetch_k": retriever.fetch_k, "queries": len(queries)}
+
+
 def exact_fusion_recall(retriever, queries, qvecs, vecs, bm25) -> dict:
     """Recall@10 of the retriever (default depth and fetch_k=50, each fusion) against the same
     fusion over the *full* dense and BM25 rankings (every chunk scored)."""
@@ -219,9 +285,64 @@ def main() -> None:
     )
     parser.add_argument("--blas-threads", type=int, default=1)
     parser.add_argument("--worker", nargs=2, metavar=("SYSTEM", "N"))
+    parser.add_argument(
+        "--paired",
+        type=int,
+        metavar="ROUNDS",
+        help="run the floors and ours in one process, alternating query by query, ROUNDS "
+        "passes over the queries (same load for all three; no RSS or build rows)",
+    )
     args = parser.parse_args()
     if args.worker:
+        if args.worker[0] == "paired":
+            n, rounds = (int(x) for x in args.worker[1].split(":"))
+            print(json.dumps(paired(n, rounds)))
+            return
         print(json.dumps(worker(args.worker[0], int(args.worker[1]))))
+        return
+    if args.paired:
+        threads = str(args.blas_threads)
+        env = os.environ | {"OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
+        for n in args.sizes:
+            before = os.getloadavg()[0]
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker", "paired", f"{n}:{args.paired}"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,  # BLAS threads are read when NumPy loads: set them for the worker
+            )
+            res = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(
+                f"\npaired @ {n:,}, commit {commit}: {res['queries']} queries x {args.paired} "
+                f"rounds, order rotating; load average {before:.1f}-{os.getloadavg()[0]:.1f}; "
+                f"{threads} BLAS thread(s)"
+            )
+            print("\n| chunks | system | calls | p50 ms | p95 ms | CPU ms/query p50 |")
+            print("|---:|---|---:|---:|---:|---:|")
+            names = {
+                "floor": "bare floor (50 per leg)",
+                "floor_default": f"bare floor ({res['fetch_k']} per leg)",
+                "ours": f"**HybridRetriever (ours, defaults: fetch_k {res['fetch_k']})**",
+            }
+            for name, label in names.items():
+                lat = [x * 1000 for x in res["lat"][name]]
+                cpu = statistics.median(res["cpu"][name]) * 1000
+                print(
+                    f"| {n:,} | {label} | {len(lat)} | {statistics.median(lat):.2f} | "
+                    f"{pct(lat, 0.95):.2f} | {cpu:.2f} |"
+                )
+            ours_cpu = statistics.median(res["cpu"]["ours"])
+            ours_lat = statistics.median(res["lat"]["ours"])
+            for name in ("floor", "floor_default"):
+                print(
+                    f"ours / {names[name]}: {ours_lat / statistics.median(res['lat'][name]):.2f}x"
+                    f" (p50 wall), {ours_cpu / statistics.median(res['cpu'][name]):.2f}x "
+                    "(p50 CPU)"
+                )
         return
     rows = []
     threads = str(args.blas_threads)
