@@ -181,7 +181,7 @@ class _Worker:
 
 
 def _read_reply(stdout: IO[bytes], reply: list[tuple[Any, ...]]) -> None:
-    with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
+    with contextlib.suppress(EOFError, OSError, ValueError, pickle.UnpicklingError):
         reply.append(pickle.load(stdout))
 
 
@@ -239,9 +239,13 @@ class ConversionPool:
         raise ConversionError(msg)
 
     def _take(self) -> _Worker:
+        """An idle worker still running, else a fresh one."""
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.process.poll() is None:
+                    return worker
+                worker.kill()  # ended while idle (killed from outside): start another
         worker = _Worker(self.max_memory_bytes)
         reply = worker.ask(None, _START_SECONDS)
         if reply[0] != "ready":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -76,6 +77,14 @@ def conversion_workers() -> list[int]:
         if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"_conversion" in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def dead(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie waiting for its parent, or gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def skip_warnings(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
@@ -145,3 +154,20 @@ def test_conversion_limits_must_be_positive(kwargs: dict[str, float]) -> None:
     name, value = next(iter(kwargs.items()))
     with pytest.raises(ValueError, match=f"{name} must be > 0 .*got {value}"):
         SourceLoader("docs", **kwargs)  # type: ignore[arg-type]  # the values under test
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_worker_killed_while_idle_is_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_pdf(root / "one.pdf", lines=3)
+    loader = SourceLoader(root, max_convert_seconds=60)
+    assert "line1 alpha" in loader.load()[0].page_content
+    workers = conversion_workers()
+    assert workers  # the worker stays up for the next file
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)  # the OOM killer, an operator
+    deadline = time.monotonic() + 30
+    while not all(map(dead, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "line1 alpha" in loader.load()[0].page_content
