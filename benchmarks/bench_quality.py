@@ -66,6 +66,8 @@ POLICIES: dict[str, Policy] = {
     "first": lambda t, w128, w256: [t],
     # candidates: whole when it fits, else windows of 128 only (own entry = first 128)
     "auto-w128": lambda t, w128, w256: [t] if len(w256) == 1 else w128,
+    # whole when it fits, else itself (its first 256) plus its further windows of 256
+    "auto-w256": lambda t, w128, w256: [t] if len(w256) == 1 else [t, *w256[1:]],
 }
 
 
@@ -117,9 +119,15 @@ class _PlainWordsIndex(BM25KeywordIndex):
 
 
 def prose_rows(
-    data: BeirSet, split: str, cache: DiskCachedOnnx, *, tune: bool, peer: bool
+    data: BeirSet,
+    split: str,
+    cache: DiskCachedOnnx,
+    *,
+    tune: bool,
+    peer: bool,
+    candidates: bool = False,
 ) -> list[tuple[str, float, float]]:
-    """Every row for one BEIR set's ``split``."""
+    """Every row for one BEIR set's ``split`` (``candidates``: the window candidates too)."""
     docs, queries, qrels = data.docs, data.queries[split], data.qrels[split]
     texts = [d.page_content for d in docs]
     cache.ensure([t for _, t in queries], label="queries")
@@ -139,7 +147,8 @@ def prose_rows(
         rows.append((label, *_evaluate(run, qrels)))
 
     stores: dict[str, MatrixVectorStore] = {}
-    wanted = ["auto", "best128", "first"] + (["auto-w128"] if tune else [])
+    candidates = candidates or tune
+    wanted = ["auto", "best128", "first"] + (["auto-w128", "auto-w256"] if candidates else [])
     for name in wanted:
         entries = _entries(docs, POLICIES[name], w128, w256)
         began = time.perf_counter()
@@ -171,15 +180,20 @@ def prose_rows(
             fetch_k=50,
         ),
     )
-    if tune:
+    if candidates:
         hybrid(
             "candidate: whole when it fits, else windows of 128 only",
             default.model_copy(update={"vector_store": stores["auto-w128"]}),
         )
         hybrid(
+            "candidate: whole when it fits, else its first 256 + further windows of 256",
+            default.model_copy(update={"vector_store": stores["auto-w256"]}),
+        )
+        hybrid(
             "candidate: truncated at 256 (no windows)",
             default.model_copy(update={"vector_store": stores["first"]}),
         )
+    if tune:
         code_ids = BM25KeywordIndex(identifiers="code")
         code_ids.upsert(docs)
         hybrid(
@@ -260,7 +274,7 @@ def cost_rows(name: str, texts: Sequence[str], n: int) -> None:
     model.embed_documents(["warm up"])
     print(f"\nCost of windows, {name} ({len(sample)} chunks):\n")
     print("| policy | vectors per chunk | chunks/s | CPU s per chunk |\n|---|---:|---:|---:|")
-    for policy in ("first", "auto", "best128"):
+    for policy in ("first", "auto", "auto-w128", "auto-w256", "best128"):
         entries = [
             e for t, a, b in zip(sample, w128, w256, strict=True) for e in POLICIES[policy](t, a, b)
         ]
@@ -289,6 +303,9 @@ def main() -> None:
         default=["auto", "best"],
         help="code: the long_text modes to run the tool with (auto: the default)",
     )
+    parser.add_argument(
+        "--candidates", action="store_true", help="the window candidates on any split"
+    )
     parser.add_argument("--cost", type=int, default=0, help="time N chunks per set per policy")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
@@ -302,7 +319,14 @@ def main() -> None:
         tables.append(
             (
                 f"SciFact {split}",
-                prose_rows(data, split, cache, tune=args.tune, peer=not args.no_peer),
+                prose_rows(
+                    data,
+                    split,
+                    cache,
+                    tune=args.tune,
+                    peer=not args.no_peer,
+                    candidates=args.candidates,
+                ),
                 "nDCG@10 | Recall@100",
             )
         )
