@@ -68,6 +68,8 @@ POLICIES: dict[str, Policy] = {
     "auto-w128": lambda t, w128, w256: [t] if len(w256) == 1 else w128,
     # whole when it fits, else itself (its first 256) plus its further windows of 256
     "auto-w256": lambda t, w128, w256: [t] if len(w256) == 1 else [t, *w256[1:]],
+    # whole when it fits, else itself plus its windows of 128 past the first (inside it)
+    "auto-skip1": lambda t, w128, w256: [t] if len(w256) == 1 else [t, *w128[1:]],
 }
 
 
@@ -148,7 +150,9 @@ def prose_rows(
 
     stores: dict[str, MatrixVectorStore] = {}
     candidates = candidates or tune
-    wanted = ["auto", "best128", "first"] + (["auto-w128", "auto-w256"] if candidates else [])
+    wanted = ["auto", "best128", "first"] + (
+        ["auto-w128", "auto-w256", "auto-skip1"] if candidates else []
+    )
     for name in wanted:
         entries = _entries(docs, POLICIES[name], w128, w256)
         began = time.perf_counter()
@@ -188,6 +192,10 @@ def prose_rows(
         hybrid(
             "candidate: whole when it fits, else its first 256 + further windows of 256",
             default.model_copy(update={"vector_store": stores["auto-w256"]}),
+        )
+        hybrid(
+            "candidate: whole when it fits, else its first 256 + windows of 128 past the first",
+            default.model_copy(update={"vector_store": stores["auto-skip1"]}),
         )
         hybrid(
             "candidate: truncated at 256 (no windows)",
@@ -274,7 +282,7 @@ def cost_rows(name: str, texts: Sequence[str], n: int) -> None:
     model.embed_documents(["warm up"])
     print(f"\nCost of windows, {name} ({len(sample)} chunks):\n")
     print("| policy | vectors per chunk | chunks/s | CPU s per chunk |\n|---|---:|---:|---:|")
-    for policy in ("first", "auto", "auto-w128", "auto-w256", "best128"):
+    for policy in ("first", "auto", "auto-skip1", "auto-w128", "auto-w256", "best128"):
         entries = [
             e for t, a, b in zip(sample, w128, w256, strict=True) for e in POLICIES[policy](t, a, b)
         ]
