@@ -10,6 +10,7 @@ sits above and asks by these types, never by a store's name.
 - :class:`NativeHybridSearch` / :class:`NativeHit`: a store that fuses dense and keyword search
   in one request (``check_native_hybrid_args`` validates its arguments).
 - :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
+- :class:`CountingDelete`: a store whose delete says which ids it actually removed.
 - :class:`BackendCapabilities`: what a backend can do; the tools and sync choose by these flags.
 """
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackendCapabilities",
+    "CountingDelete",
     "IdVectorSearch",
     "KeywordHit",
     "KeywordIndex",
@@ -156,6 +158,22 @@ class IdVectorSearch(Protocol):
 
     def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
         """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
+        ...
+
+
+@runtime_checkable
+class CountingDelete(Protocol):
+    """A store whose delete reports the ids it actually removed.
+
+    ``VectorStore.delete`` returns ``Optional[bool]``, which cannot tell two processes that
+    delete the same stale ids apart. A store that knows which ids existed (Redis: one ``DEL``
+    per key; PostgreSQL: ``DELETE ... RETURNING``; the in-memory matrix: its rows) implements
+    this, and sync counts only those ids in ``SyncResult.deleted``; of two processes that
+    delete the same ids at once, each id is counted by exactly one.
+    """
+
+    def delete_existing(self, ids: Sequence[str]) -> list[str]:
+        """Delete ``ids``; return those that existed (and so were removed), in input order."""
         ...
 
 

@@ -9,6 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck._sync_write import AHEAD_BATCHES
+from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.sync import (
     DocumentSync,
@@ -344,3 +345,20 @@ def test_a_failing_slice_fails_only_the_batch_that_fails_alone() -> None:
     assert any("poison" in line for line in result.errors)
     kept = store.get_by_ids([stable_id("kb", f"a.md_chunk_{n}") for n in (1, 3, 4, 5)])
     assert len(kept) == 4
+
+
+def test_matrix_store_reports_the_ids_it_deleted(embeddings: HashingEmbeddings) -> None:
+    store = MatrixVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    ids = [stable_id("kb", "a.md_chunk_2"), "not-stored", stable_id("kb", "a.md_chunk_2")]
+    assert isinstance(store, CountingDelete)
+    assert store.delete_existing(ids) == [stable_id("kb", "a.md_chunk_2")]
+    assert store.delete_existing(ids) == []  # already gone: nothing to count
+
+
+def test_deleted_counts_only_chunks_the_store_still_held(embeddings: HashingEmbeddings) -> None:
+    store = MatrixVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    shrunk = [*chunks("a.md", ["alpha one"]), *CORPUS[3:]]
+    assert sync_documents(shrunk, store, namespace="kb").deleted == 2
+    assert sync_documents(shrunk, store, namespace="kb", overwrite=True).deleted == 0
