@@ -17,7 +17,8 @@ all-MiniLM-L6-v2 int8, every text embedded once and cached by ``onnx_cache.py``)
 - dense only and BM25 only (our legs), plain RRF 0.5/0.5 of the same legs;
 - ``EnsembleRetriever(BM25Retriever, InMemoryVectorStore)``, equal weights, each leg 100 deep,
   on the same truncated vectors (what a hand-written LangChain pipeline gets).
-With ``--tune`` also the candidate policies the default was chosen from.
+With ``--tune`` also the candidate policies the default was chosen from (``--candidates``:
+the window candidates on the test split too).
 
 nDCG@10 and Recall@100 come from one ``invoke(k=100)`` per query (the top 10 of it is what
 ``invoke(k=10)`` returns: both fuse the same ``fetch_k`` candidates). Code rows: the tool end to
