@@ -1,0 +1,90 @@
+"""Dense pseudo-relevance feedback (``HybridRetriever(feedback_docs, feedback_weight)``), swept.
+
+    python benchmarks/bench_feedback.py --data PATH/scifact                 # SciFact train
+    python benchmarks/bench_feedback.py --data PATH/scifact --split test --grid 3:0.75
+    python benchmarks/bench_feedback.py --data PATH/dbpedia --split test --grid 0:0 3:0.75
+
+The defaults (3 chunks, weight 0.75) are the best nDCG@10 of this grid on SciFact train (the
+tuning split); every other set is only reported. Each row is the retriever itself
+(``invoke(k=100)`` per query) on the default stores of ``bench_quality.py``: ``long_text="auto"``
+entries of the cached ``OnnxEmbeddings`` vectors, ``BM25KeywordIndex()``, convex fusion
+0.7/0.3, fetch_k 300. ``0:0`` is feedback off (the default before it).
+
+Cost: CPU ms per query of ``invoke(k=10)`` over the split's queries, each configuration timed
+next to feedback off in the same run (``time.process_time``; the load average is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_quality import POLICIES, _entries, _evaluate, _run, _store
+from onnx_cache import DiskCachedOnnx, windows_of
+from prose_data import beir
+
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+
+GRID = [(0, 0.0)] + [(m, w) for m in (1, 2, 3, 4, 5) for w in (0.25, 0.5, 0.75, 1.0)]
+
+
+def _pair(text: str) -> tuple[int, float]:
+    docs, weight = text.split(":")
+    return int(docs), float(weight)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, required=True, help="a BEIR directory")
+    parser.add_argument("--split", default="train", help="train: the tuning split")
+    parser.add_argument(
+        "--grid", type=_pair, nargs="*", default=GRID, help="docs:weight pairs (0:0 = off)"
+    )
+    parser.add_argument("--timing", type=int, default=200, help="queries timed per config")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    print(f"(load average at start: {os.getloadavg()[0]:.1f})")
+    started_wall, started_cpu = time.perf_counter(), time.process_time()
+    data = beir(args.data, splits=(args.split,))
+    docs, queries, qrels = data.docs, data.queries[args.split], data.qrels[args.split]
+    texts = [d.page_content for d in docs]
+    cache = DiskCachedOnnx()
+    cache.ensure([t for _, t in queries], label="queries")
+    table = {t: cache.vector(t) for _, t in queries}
+    entries = _entries(docs, POLICIES["auto"], windows_of(texts), windows_of(texts, 256))
+    store = _store(docs, entries, cache, table)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    base = HybridRetriever(vector_store=store, keyword_index=bm25, feedback_docs=0)
+    timed = queries[: args.timing]
+
+    def cpu_ms(retriever: HybridRetriever) -> float:
+        began = time.process_time()
+        for _, text in timed:
+            retriever.invoke(text, k=10)
+        return (time.process_time() - began) / len(timed) * 1000
+
+    cpu_ms(base)  # warm up
+    print(f"\n## {data.name} {args.split}: {len(docs)} documents, {len(queries)} judged queries\n")
+    print("| feedback_docs | weight | nDCG@10 | Recall@100 | CPU ms/query | off, same run |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, weight in args.grid:
+        retriever = base.model_copy(update={"feedback_docs": n, "feedback_weight": weight})
+        run = _run(queries, lambda q, r=retriever: [d.id for d in r.invoke(q, k=100)])
+        nd, rc = _evaluate(run, qrels)
+        on, off = cpu_ms(retriever), cpu_ms(base)
+        print(f"| {n} | {weight} | {nd:.4f} | {rc:.4f} | {on:.2f} | {off:.2f} |", flush=True)
+    wall, cpu = time.perf_counter() - started_wall, time.process_time() - started_cpu
+    print(f"\n(wall {wall:.0f} s, CPU {cpu:.0f} s, load average at end {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
