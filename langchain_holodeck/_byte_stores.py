@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,6 +22,8 @@ class LocalFileByteStore(ByteStore):
     Keys must be simple names (letters, digits, ``.``, ``_``, ``-``; like the hex keys of
     ``CachedEmbeddings``); files live in ``root/<first two chars>/<key>``. Each write goes
     through a temporary file and ``os.replace``: a killed process never leaves half a value.
+    ``prune`` removes every key but those given (the embedding cache of a corpus keeps only
+    the texts its stored chunks hold).
 
     Instantiate:
         ```python
@@ -63,14 +65,38 @@ class LocalFileByteStore(ByteStore):
                 os.unlink(self._path(key))
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
+        for path in self._files():
+            if not prefix or path.name.startswith(prefix):
+                yield path.name
+
+    def prune(self, keep: Collection[str], *, written_before: float) -> int:
+        """Delete every entry whose key is not in ``keep`` and that was written before then.
+
+        Args:
+            keep: Keys that stay.
+            written_before: A ``time.time()``; entries written since (by another process
+                syncing at the same time, say) stay.
+
+        Returns:
+            The number of entries deleted.
+        """
+        removed = 0
+        for path in self._files():
+            if path.name in keep:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mtime < written_before:
+                    path.unlink()
+                    removed += 1
+        return removed
+
+    def _files(self) -> Iterator[Path]:
         if not self.root.is_dir():
             return
         for shard in sorted(p for p in self.root.iterdir() if p.is_dir()):
             for path in sorted(shard.iterdir()):
-                name = path.name
-                if name.startswith(".") or (prefix and not name.startswith(prefix)):
-                    continue
-                yield name
+                if not path.name.startswith("."):
+                    yield path
 
 
 def _writer(value: bytes) -> Callable[[IO[bytes]], None]:
@@ -82,6 +108,9 @@ def _writer(value: bytes) -> Callable[[IO[bytes]], None]:
 
 class RedisByteStore(ByteStore):
     """A ``ByteStore`` in Redis: key ``{prefix}{key}``, optional TTL in seconds.
+
+    With a ``ttl`` an entry expires ``ttl`` seconds after it was last written or read
+    (``mget`` refreshes the TTL of every hit with ``GETEX``): what is used stays.
 
     Setup:
         ``pip install "langchain-holodeck[redis]"``
@@ -102,7 +131,12 @@ class RedisByteStore(ByteStore):
     def mget(self, keys: Sequence[str]) -> list[bytes | None]:
         if not keys:
             return []
-        return list(self.client.mget([self.prefix + k for k in keys]))
+        if self.ttl is None:
+            return list(self.client.mget([self.prefix + k for k in keys]))
+        with self.client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.getex(self.prefix + key, ex=self.ttl)  # a hit lives another ttl
+            return list(pipe.execute())
 
     def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
         if not key_value_pairs:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._redact import one_line
+from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.embeddings.inflight import embed_in_flight, runs_in_process
 
 logger = logging.getLogger("langchain_holodeck.sync")
@@ -130,7 +132,7 @@ def write_entries(
     windows: Mapping[str, Sequence[Document]],
     writer: Writer,
     tails: Mapping[str, Sequence[str]],
-) -> tuple[list[Document], list[str], int, list[str]]:
+) -> tuple[list[Document], list[str], int, Deleted]:
     """Write in batches: windows, then chunks, then delete ``tails``, each chunk 0 last.
 
     A chunk goes in only once all its windows are in, and chunk 0 carries the mtime the fast
@@ -138,7 +140,7 @@ def write_entries(
     stale tail (``tails``: source -> ids) is gone: a run that fails or is killed part-way
     leaves the old record, and the next run redoes that file instead of skipping it.
     Returns the chunks written (never windows), the error lines, the number of chunks not
-    written and the ids deleted.
+    written and what was deleted.
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
     writer.eta = Eta(len(chunks), len(entries))
@@ -164,9 +166,9 @@ def write_entries(
     broken = {c.metadata["source_path"] for c in without} | {
         c.metadata["source_path"] for c in body if c.id not in written_ids
     }
-    deleted, delete_errors = delete_ids(vector_store, [i for ids in tails.values() for i in ids])
-    errors += delete_errors
-    if delete_errors or any(not ids for ids in tails.values()):  # a tail may remain
+    deleted = delete_ids(vector_store, [i for ids in tails.values() for i in ids])
+    errors += deleted.errors
+    if deleted.errors or any(not ids for ids in tails.values()):  # a tail may remain
         broken |= set(tails)
     held = [c for c in heads if c.metadata["source_path"] in broken]
     if held:
@@ -222,14 +224,36 @@ def duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def delete_ids(vector_store: VectorStore, ids: Sequence[str]) -> tuple[list[str], list[str]]:
-    unique = list(dict.fromkeys(ids))
+@dataclass(frozen=True)
+class Deleted:
+    """What one or more deletes did: the ids asked for, those that existed, the error lines."""
+
+    ids: tuple[str, ...] = ()
+    """Every id sync asked the store to delete (the keyword index drops them all)."""
+    existed: tuple[str, ...] = ()
+    """The ids the store says it removed; without ``CountingDelete``, all of ``ids``."""
+    errors: tuple[str, ...] = ()
+    """One line per failed delete."""
+
+    def __add__(self, other: Deleted) -> Deleted:
+        return Deleted(
+            self.ids + other.ids, self.existed + other.existed, self.errors + other.errors
+        )
+
+
+def delete_ids(vector_store: VectorStore, ids: Sequence[str]) -> Deleted:
+    """Delete ``ids``; a store that is ``CountingDelete`` says which of them existed."""
+    unique = tuple(dict.fromkeys(ids))
     if not unique:
-        return [], []
+        return Deleted()
     try:
-        vector_store.delete(ids=unique)
+        if isinstance(vector_store, CountingDelete):
+            existed = tuple(vector_store.delete_existing(unique))
+        else:  # the LangChain contract cannot say: every id counts as deleted
+            vector_store.delete(ids=list(unique))
+            existed = unique
     except Exception as error:  # reported, re-running converges
         line = f"delete of {len(unique)} stale chunks: {sanitize_error(error)}"
         logger.warning("sync: %s", line)
-        return [], [line]
-    return unique, []
+        return Deleted(errors=(line,))
+    return Deleted(unique, existed)

@@ -11,6 +11,7 @@ sits above and asks by these types, never by a store's name.
   in one request (``check_native_hybrid_args`` validates its arguments).
 - :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
 - :class:`StoredVectors`: a store that hands back the vectors it holds, by id.
+- :class:`CountingDelete`: a store whose delete says which ids it actually removed.
 - :class:`BackendCapabilities`: what a backend can do; the tools and sync choose by these flags.
 """
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackendCapabilities",
+    "CountingDelete",
     "IdVectorSearch",
     "KeywordHit",
     "KeywordIndex",
@@ -167,6 +169,22 @@ class StoredVectors(Protocol):
 
     def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored vectors of ``ids``; unknown ids absent."""
+        ...
+
+
+@runtime_checkable
+class CountingDelete(Protocol):
+    """A store whose delete reports the ids it actually removed.
+
+    ``VectorStore.delete`` returns ``Optional[bool]``, which cannot tell two processes that
+    delete the same stale ids apart. A store that knows which ids existed (Redis: one ``DEL``
+    per key; PostgreSQL: ``DELETE ... RETURNING``; the in-memory matrix: its rows) implements
+    this, and sync counts only those ids in ``SyncResult.deleted``; of two processes that
+    delete the same ids at once, each id is counted by exactly one.
+    """
+
+    def delete_existing(self, ids: Sequence[str]) -> list[str]:
+        """Delete ``ids``; return those that existed (and so were removed), in input order."""
         ...
 
 

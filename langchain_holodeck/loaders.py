@@ -7,7 +7,6 @@ import codecs
 import encodings
 import encodings.aliases
 import importlib
-import io
 import json
 import logging
 import os
@@ -20,11 +19,21 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, BinaryIO, Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
+from langchain_holodeck._conversion import (
+    DEFAULT_MAX_CONVERT_MEMORY_BYTES,
+    DEFAULT_MAX_CONVERT_SECONDS,
+    ConversionError,
+    ConversionLimitError,
+    ConversionRequest,
+    convert,
+    converters,
+    shared_pool,
+)
 from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
@@ -101,7 +110,13 @@ class SourceLoader(BaseLoader):
     WARNING naming the file: empty files (0 bytes, or only
     whitespace once converted), binary content under a text extension (NUL bytes, or
     not decodable), non-regular files, and symlinks resolving outside the source. A file
-    over ``max_file_bytes`` is loaded with a WARNING. A file that cannot be read or
+    over ``max_file_bytes`` is loaded with a WARNING. The formats markitdown converts
+    (``.pdf``, ``.docx``, ``.pptx``, ``.xlsx``, ``.csv``, ``.html``, ``.htm``) are converted
+    in a child process (reused, one per thread converting at once, shared by the loaders of
+    the process): a conversion still running after
+    ``max_convert_seconds`` is stopped (the child is killed) and one that needs more address
+    space than ``max_convert_memory_bytes`` fails in the child; either way the file is skipped
+    with one WARNING naming it and the limit, and the walk goes on. A file that cannot be read or
     converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
     with ``on_error="raise"`` a ``DocumentLoadError`` naming it is raised.
     A directory that cannot be listed is skipped with a WARNING in both modes.
@@ -133,6 +148,11 @@ class SourceLoader(BaseLoader):
             ``"raise"`` raises ``DocumentLoadError``.
         max_file_bytes: Size above which a file is warned about (it is still loaded), with a
             rough count of the chunks a text file that size makes; default 20 MiB.
+        max_convert_seconds: Seconds one file's markitdown conversion may take before it is
+            stopped and the file skipped; default 120. ``None`` converts in this process,
+            unbounded.
+        max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
+            where the OS has one); default 4 GiB; ``None``: no limit.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
         exclude: Files or directories never loaded (relative ones resolve like ``source``),
             e.g. a store directory that lies inside the source.
@@ -168,6 +188,8 @@ class SourceLoader(BaseLoader):
         base_dir: str | os.PathLike[str] | None = None,
         on_error: Literal["raise", "skip"] = "skip",
         max_file_bytes: int = 20 * 1024**2,
+        max_convert_seconds: float | None = DEFAULT_MAX_CONVERT_SECONDS,
+        max_convert_memory_bytes: int | None = DEFAULT_MAX_CONVERT_MEMORY_BYTES,
         encoding_fallbacks: Sequence[str] = ("cp1252",),
         exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
@@ -183,6 +205,8 @@ class SourceLoader(BaseLoader):
         if max_file_bytes <= 0:
             msg = f"max_file_bytes must be > 0, got {max_file_bytes}."
             raise ValueError(msg)
+        _check_limit("max_convert_seconds", max_convert_seconds, (int, float))
+        _check_limit("max_convert_memory_bytes", max_convert_memory_bytes, (int,))
         if isinstance(encoding_fallbacks, str):
             msg = (
                 f"encoding_fallbacks must be a sequence of encodings, got the string "
@@ -195,6 +219,8 @@ class SourceLoader(BaseLoader):
         self.base_dir = base_dir
         self.on_error = on_error
         self.max_file_bytes = max_file_bytes
+        self.max_convert_seconds = max_convert_seconds
+        self.max_convert_memory_bytes = max_convert_memory_bytes
         self.encoding_fallbacks = tuple(encoding_fallbacks)
         self.exclude = tuple(exclude)
         self._reported_skips: str | None = None
@@ -243,7 +269,8 @@ class SourceLoader(BaseLoader):
         try:
             text = self._read(file)
         except Exception as e:
-            reason = " ".join(f"{type(e).__name__}: {e}".split())[:500]
+            said = str(e) if isinstance(e, ConversionError) else f"{type(e).__name__}: {e}"
+            reason = " ".join(said.split())[:500]
             if self.on_error == "raise":
                 msg = f"Could not load {file.source_path!r}: {reason}"
                 raise DocumentLoadError(msg) from e
@@ -374,8 +401,7 @@ class SourceLoader(BaseLoader):
                     self.max_file_bytes,
                 )
                 return None
-            with file.path.open("rb") as fh:
-                return self._convert(file, fh)
+            return self._convert(file)
         with file.path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
             if _bom_encoding(head) is None and b"\x00" in head:
@@ -407,7 +433,7 @@ class SourceLoader(BaseLoader):
             return _json_code_block(text, file.source_path)
         if file.file_type in _TEXT_TYPES:
             return text.replace("\r\n", "\n").replace("\r", "\n")
-        return self._convert(file, io.BytesIO(text.encode("utf-8")), charset="utf-8")
+        return self._convert(file, text.encode("utf-8"), charset="utf-8")
 
     def _decode(self, data: bytes) -> tuple[str | None, str | None]:
         """(text, encoding) or (None, None) for binary/undecodable bytes."""
@@ -445,43 +471,49 @@ class SourceLoader(BaseLoader):
                 return text, encoding
         return None, None
 
-    def _convert(self, file: SourceFile, stream: BinaryIO, *, charset: str | None = None) -> str:
-        from markitdown import StreamInfo
+    def _convert(
+        self, file: SourceFile, data: bytes | None = None, *, charset: str | None = None
+    ) -> str | None:
+        """The markdown markitdown makes of ``file`` (or of ``data``, its decoded text), bounded.
 
-        info = StreamInfo(
-            extension=f".{file.file_type}",
-            charset=charset,
-            filename=file.path.name,
-            local_path=str(file.path),
+        ``None`` (with one WARNING) when a conversion limit stopped it.
+        """
+        request = ConversionRequest(
+            file.file_type, file.path.name, str(file.path), data=data, charset=charset
         )
-        markdown = self._converter(file.file_type).convert(stream, info).markdown
+        seconds = self.max_convert_seconds
+        if seconds is None:
+            markdown = convert(request, self._converters_table())
+        else:
+            try:
+                pool = shared_pool(
+                    max_seconds=seconds, max_memory_bytes=self.max_convert_memory_bytes
+                )
+                markdown = pool.convert(request)
+            except ConversionLimitError as error:
+                logger.warning("Skipping %s: %s.", file.source_path, error)
+                return None
         # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
         markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))
         return re.sub(r"\n{3,}", "\n\n", markdown)
 
-    def _converter(self, file_type: str) -> DocumentConverter:
+    def _converters_table(self) -> dict[str, DocumentConverter]:
         with self._converters_lock:
             if self._converters is None:
-                from markitdown.converters import (
-                    CsvConverter,
-                    DocxConverter,
-                    HtmlConverter,
-                    PdfConverter,
-                    PptxConverter,
-                    XlsxConverter,
-                )
+                self._converters = converters()
+            return self._converters
 
-                html = HtmlConverter()
-                self._converters = {
-                    "csv": CsvConverter(),
-                    "html": html,
-                    "htm": html,
-                    "pdf": PdfConverter(),
-                    "docx": DocxConverter(),
-                    "pptx": PptxConverter(),
-                    "xlsx": XlsxConverter(),
-                }
-            return self._converters[file_type]
+
+def _check_limit(name: str, value: object, types: tuple[type, ...]) -> None:
+    """A limit is ``None`` or a positive number of ``types``."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, types):
+        msg = f"{name} must be a positive number or None, got {value!r}."
+        raise TypeError(msg)
+    if not value > 0:  # type: ignore[operator]  # a number, checked above
+        msg = f"{name} must be > 0 (or None for no limit), got {value!r}."
+        raise ValueError(msg)
 
 
 def _json_code_block(text: str, source_path: str) -> str:

@@ -91,7 +91,10 @@ class SyncResult:
     """Counts of one sync, in chunks; ``errors`` holds one sanitized line per failed batch.
 
     Every count is of chunks: the model windows of a long chunk (entries of their own in the
-    store) are written and deleted with it but never counted.
+    store) are written and deleted with it but never counted. ``deleted`` counts the chunks the
+    store removed: on a store that reports which ids existed (``contracts.CountingDelete``:
+    Redis, PostgreSQL, ``MatrixVectorStore``) two processes cleaning up the same stale
+    chunks at once count each chunk once; on other stores every id asked for is counted.
     """
 
     added: int = 0
@@ -554,19 +557,21 @@ def sync_documents(
         )
         logger.warning("sync: %s", errors[-1])
         stale = []
-    more_deleted, delete_errors = delete_ids(vector_store, stale)
+    more_deleted = delete_ids(vector_store, stale)
     deleted += more_deleted
 
     if keyword_index is not None:
         indexed = [*written, *plan.skip] if index_unchanged else written
-        _update_keyword_index(keyword_index, indexed, deleted)
+        _update_keyword_index(keyword_index, indexed, deleted.ids)
     return SyncResult(
         added=added,
         updated=updated,
         skipped=skipped,
         failed=failed,
-        deleted=sum(1 for doc_id in deleted if window_parent(doc_id) == doc_id),  # chunks only
-        errors=tuple(errors + delete_errors),
+        # chunks only, and only those the store says existed: of two processes deleting
+        # the same stale ids at once, each id is counted once (CountingDelete)
+        deleted=sum(1 for doc_id in deleted.existed if window_parent(doc_id) == doc_id),
+        errors=tuple(errors + list(more_deleted.errors)),
     )
 
 

@@ -44,10 +44,13 @@ logger = logging.getLogger(__name__)
 INSTALL_HINT = 'pip install "langchain-holodeck[redis]"'
 CACHE_PREFIX = "holodeck:embcache:"
 """Key prefix of the embedding cache; then ``<index_name>:<namespace>:``, one per corpus."""
-CACHE_TTL_SECONDS = 30 * 24 * 3600
-"""Life of an embedding-cache entry in Redis, from its write. The cache only spares a model
-call for a chunk whose key moved (unchanged chunks are skipped by hash), so an expired entry
-costs at most one embedding, and texts no chunk has any more leave Redis by themselves."""
+CACHE_TTL_SECONDS = round(
+    RedisDatabaseConfig.model_fields["embedding_cache_ttl_days"].default * 24 * 3600
+)
+"""Default life of an embedding-cache entry in Redis, from its last write or read
+(``embedding_cache_ttl_days``). The cache only spares a model call for a chunk whose key
+moved (unchanged chunks are skipped by hash), so an expired entry costs at most one
+embedding, and texts no chunk has any more leave Redis by themselves."""
 
 
 def _redis_store_type() -> type | None:
@@ -144,7 +147,8 @@ class RedisBackend(Backend):
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
         """The embedding cache in Redis under ``holodeck:embcache:<index_name>:<namespace>:``.
 
-        Entries expire ``CACHE_TTL_SECONDS`` after they are written (pruning without a scan).
+        Entries expire ``embedding_cache_ttl_days`` after they were last written or read
+        (pruning without a scan).
         """
         if self.config is None:  # an adopted store: the default cache
             return super().byte_store(namespace=namespace, store_dir=store_dir)
@@ -155,7 +159,7 @@ class RedisBackend(Backend):
         return RedisByteStore(
             client,
             prefix=f"{CACHE_PREFIX}{config.index_name}:{namespace}:",
-            ttl=CACHE_TTL_SECONDS,
+            ttl=max(1, round(config.embedding_cache_ttl_days * 24 * 3600)),
         )
 
     def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex:

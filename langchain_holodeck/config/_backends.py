@@ -226,6 +226,9 @@ class RedisDatabaseConfig(DatabaseConfig):
     """Distance metric of the vector index; scores are reported as similarities in [0, 1]."""
     fallback_to_memory: bool = True
     """When Redis is unreachable: warn and use the in-memory store (true), or fail (false)."""
+    embedding_cache_ttl_days: float = Field(default=30, gt=0)
+    """Days an embedding-cache entry lives after it was last written or read; the cache only
+    spares a model call for a chunk whose key moved, so an expired entry costs one embedding."""
 
     @model_validator(mode="before")
     @classmethod

@@ -25,6 +25,10 @@ from pydantic import (
     model_validator,
 )
 
+from langchain_holodeck._conversion import (
+    DEFAULT_MAX_CONVERT_MEMORY_BYTES,
+    DEFAULT_MAX_CONVERT_SECONDS,
+)
 from langchain_holodeck._defaults import (
     DEFAULT_FEEDBACK_DOCS,
     DEFAULT_FEEDBACK_WEIGHT,
@@ -148,6 +152,12 @@ class _SearchToolConfig(BaseModel):
     """Reranker settings (``provider: cohere`` or ``provider: vllm``)."""
     rerank_on: Literal["original", "contextualized"] = "original"
     """Text the reranker reads: the chunk as written, or with its generated context."""
+    max_convert_seconds: float = Field(default=DEFAULT_MAX_CONVERT_SECONDS, gt=0)
+    """Seconds one PDF, Office, HTML or CSV file may take to convert (in a child process);
+    past it the conversion is stopped and the file skipped with one warning."""
+    max_convert_memory_bytes: int = Field(default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0)
+    """Address space of that child process (where the OS limits it); a conversion needing
+    more fails and the file is skipped with one warning."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
 

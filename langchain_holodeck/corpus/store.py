@@ -9,11 +9,17 @@ from typing import TYPE_CHECKING
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
-from langchain_holodeck.backends import Backend, backend_for_store, open_vector_store
+from langchain_holodeck.backends import (
+    Backend,
+    backend_for_store,
+    open_vector_store,
+    scan_documents,
+)
 from langchain_holodeck.config.models import resolve_database_config
 from langchain_holodeck.corpus.identity import corpus_namespace, legacy_namespace
 from langchain_holodeck.embeddings import (
     CachedEmbeddings,
+    LocalFileByteStore,
     embedding_dimension,
     embedding_model_id,
     resolve_embeddings,
@@ -123,7 +129,11 @@ class Corpus:
         if self._loader is None:
             own = () if self.store_dir is None else (self.store_dir.absolute(),)
             self._loader = SourceLoader(
-                self.config.source, base_dir=self.source_base, exclude=own + self.exclude
+                self.config.source,
+                base_dir=self.source_base,
+                exclude=own + self.exclude,
+                max_convert_seconds=self.config.max_convert_seconds,
+                max_convert_memory_bytes=self.config.max_convert_memory_bytes,
             )
         return self._loader
 
@@ -162,6 +172,33 @@ class Corpus:
     def backend_of(self, store: VectorStore) -> Backend:
         """The backend serving ``store`` (this corpus's once open)."""
         return self.backend or backend_for_store(store)
+
+    def prune_cache(self, store: VectorStore, *, written_before: float) -> int:
+        """Drop cached embeddings of texts this corpus no longer stores; return how many.
+
+        For the cache in a directory (``store_dir/embedding_cache/<namespace>``), which has no
+        expiry: after a sync that wrote every chunk, an entry stays when a stored chunk or
+        model window of this corpus has its text (what a re-sync may need when chunk keys
+        move), or when it was written at or after ``written_before`` (by a sync running at
+        the same time); the rest (texts edited or deleted away) go. Other caches (Redis
+        expires its entries; in memory) and stores that cannot be listed are left alone.
+        """
+        cache, embeddings = self.cache, self.embeddings
+        if not isinstance(cache, LocalFileByteStore) or not isinstance(
+            embeddings, CachedEmbeddings
+        ):
+            return 0
+        try:
+            keep = {
+                embeddings.key(doc.page_content)
+                for doc in scan_documents(store, namespace=self.namespace, windows=True)
+            }
+        except TypeError:  # a store no backend can list: nothing is known to be unused
+            return 0
+        removed = cache.prune(keep, written_before=written_before)
+        if removed:
+            logger.debug("%s: pruned %d unused embedding-cache entries.", self.name, removed)
+        return removed
 
     def clear_cache(self) -> None:
         """Forget this corpus's cached embeddings (``force_ingest``: re-embed means re-embed)."""

@@ -220,8 +220,9 @@ class HybridRetriever(BaseRetriever):
     """``native``: the store fuses dense + keyword search in one request
     (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score`` and
     ``search_kwargs`` passed on) and the exact leg fuses on top here (the exact leg runs
-    first: the engine is asked for ``k`` rows plus one per exact hit, twice that when the
-    store keeps model windows, not ``fetch_k``); ``fallback``: separate legs fused here.
+    first: the engine fuses ``fetch_k`` candidates per leg and returns ``k`` rows plus one
+    per exact hit, twice that when the store keeps model windows); ``fallback``: separate
+    legs fused here.
     Also the ``search.mode`` span attribute."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -439,14 +440,15 @@ class HybridRetriever(BaseRetriever):
         return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 
     def _native_call(self, query: str, k: int, fetch: int, outcomes: Outcomes) -> Call:
-        """The engine's one fused request, asked for the rows the result can use.
+        """The engine's one fused request: ``fetch_k`` candidates, the rows the result uses.
 
-        The engine fuses, so ranks below what the result takes change nothing: ``k`` rows,
-        plus one per exact hit (an exact hit may lift a chunk from below the engine's
-        ``k``), doubled when the store keeps model windows (a chunk and its windows: a row
-        each). The candidate window (``fetch_k``) is those rows too, the request a user of
-        the engine would send for them; only ``min_similarity_score``, which drops rows
-        after the engine ranked them, keeps the retriever's ``fetch_k`` depth.
+        The engine fuses, so ranks below what the result takes change nothing: it returns
+        ``k`` rows, plus one per exact hit (an exact hit may lift a chunk from below the
+        engine's ``k``), doubled when the store keeps model windows (a chunk and its
+        windows: a row each); with ``min_similarity_score`` the store keeps ``fetch_k`` rows
+        to drop from. The candidates each leg contributes to the engine's fusion stay the
+        retriever's ``fetch_k``, as on the fallback path: a shallower window would change
+        what is fused (a chunk ranked 11th by both legs can win), not only what is returned.
         """
         store: Any = self.vector_store  # validated: it implements NativeHybridSearch
         exact = outcomes.get("exact")
@@ -454,7 +456,7 @@ class HybridRetriever(BaseRetriever):
         rows = self._dense().entries_for(min(k + found, fetch))
         kwargs = {
             "k": rows,
-            "fetch_k": rows if self.min_similarity_score is None else max(rows, fetch),
+            "fetch_k": max(rows, fetch),
             "weights": (self.weights[0], self.weights[1]),
             "rrf_k": self.rrf_k,
             "min_similarity_score": self.min_similarity_score,

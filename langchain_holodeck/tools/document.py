@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -251,8 +252,11 @@ class _DocumentTool(Generic[ConfigT]):
             reindex=reindex,
             unreadable=self._unreadable_files(),
         )
+        started = time.time()
         result = pipeline.invoke(loader, force_ingest=force_ingest)
         self._save_unreadable_files(pipeline.unreadable)
+        if (result.updated or result.deleted) and not (result.failed or result.errors):
+            self.corpus.prune_cache(store, written_before=started)  # texts edited away
         self._after_ingest(store)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):

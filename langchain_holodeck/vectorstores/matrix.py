@@ -393,22 +393,26 @@ class MatrixVectorStore(VectorStore):
         Returns:
             ``True`` if at least one document was deleted.
         """
-        if not ids:
-            return False
+        return bool(self.delete_existing(ids or []))
+
+    def delete_existing(self, ids: Sequence[str]) -> list[str]:
+        """Delete ``ids``; return those that existed, in input order (``CountingDelete``)."""
+        gone: list[str] = []
         with self._lock:
             rows = []
-            for doc_id in ids:
+            for doc_id in dict.fromkeys(ids):
                 row = self._rows.pop(doc_id, None)
                 if row is not None:
                     rows.append(row)
+                    gone.append(doc_id)
                     self._written[doc_id] = False
             if not rows:
-                return False
+                return []
             alive = self._alive.copy()
             alive[rows] = False
             self._alive = alive
             self._publish()
-        return True
+        return gone
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
         return self.delete(ids, **kwargs)

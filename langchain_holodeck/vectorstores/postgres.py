@@ -358,24 +358,32 @@ class PostgresVectorStore(VectorStore):
             return False
         return bool(self.connections.run_primary(lambda c: self._delete(c, [str(i) for i in ids])))
 
-    def _delete(self, conn: Any, ids: list[str]) -> int:
+    def delete_existing(self, ids: Sequence[str]) -> list[str]:
+        """Delete ``ids``; return those that existed, in input order (``CountingDelete``)."""
+        unique = list(dict.fromkeys(str(i) for i in ids))
+        if not unique or self.vector_dimension is None:
+            return []
+        gone = set(self.connections.run_primary(lambda c: self._delete(c, unique)))
+        return [doc_id for doc_id in unique if doc_id in gone]
+
+    def _delete(self, conn: Any, ids: list[str]) -> list[str]:
         names = _tables(self.table_name)
         delta: Counter[tuple[str | None, str]] = Counter()
         with conn.transaction(), conn.cursor() as cur:
             cur.execute(
                 sql.SQL(
-                    "DELETE FROM {t} WHERE id = ANY(%s) RETURNING namespace, doc_len, window_of"
+                    "DELETE FROM {t} WHERE id = ANY(%s) RETURNING id, namespace, doc_len, window_of"
                 ).format(**names),
                 (ids,),
             )
             gone = cur.fetchall()
-            for namespace, doc_len, window_of in gone:
+            for _, namespace, doc_len, window_of in gone:
                 if window_of is None:
                     delta[(namespace, "n")] -= 1
                     delta[(namespace, "len")] -= doc_len
             cur.execute(sql.SQL("DELETE FROM {terms} WHERE id = ANY(%s)").format(**names), (ids,))
             self._record_stats(cur, delta)
-        return len(gone)
+        return [row[0] for row in gone]
 
     async def aadd_texts(
         self,

@@ -37,6 +37,7 @@ from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
 from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import mmr
+from langchain_holodeck.vectorstores._redis_aggregate import LateLoadHybridQuery
 
 logger = logging.getLogger(__name__)
 
@@ -347,6 +348,21 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             return False
         return bool(search_index(self).client.delete(*(self._key(i) for i in ids)))
 
+    def delete_existing(self, ids: Sequence[str]) -> list[str]:
+        """Delete ``ids``; return those that existed, in input order (``CountingDelete``).
+
+        One ``DEL`` per key in a pipeline: Redis runs each atomically, so of two processes
+        deleting the same id only one sees it removed.
+        """
+        unique = list(dict.fromkeys(str(i) for i in ids))
+        if not unique:
+            return []
+        pipe = search_index(self).client.pipeline(transaction=False)
+        for doc_id in unique:
+            pipe.delete(self._key(doc_id))
+        removed = pipe.execute()
+        return [doc_id for doc_id, n in zip(unique, removed, strict=True) if n]
+
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return relevance_fn(self.config.distance_metric)
@@ -569,7 +585,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
           rescaled by ``LINEAR_VECTOR_SCALE``: ``alpha = 99 w0 / (99 w0 + w1)``, 0.99 at
           equal weights. A chunk that matches the words but is not among the ``fetch_k``
           nearest is never a candidate. Each row's distance gives its similarity, so
-          ``min_similarity_score`` drops rows below it.
+          ``min_similarity_score`` drops rows below it. The server returns the best ``k`` rows
+          (all ``fetch_k`` with a threshold) and reads their fields after ranking, so a deep
+          ``fetch_k`` costs the ranking, not the reading of every candidate.
 
         A query without a searchable word runs the dense search alone. Documents (content and
         metadata as stored) come back in the same request, for the returned rows only.
@@ -590,18 +608,18 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             return self._ft_hybrid_search(
                 words, vector, k=k, fetch_k=fetch_k, rrf_k=rrf_k, filter=filter
             )
-        from redisvl.query import AggregateHybridQuery
-
-        aggregate = AggregateHybridQuery(
-            **_hybrid_legs(words, vector, filter),
+        legs = _hybrid_legs(words, vector, filter)
+        fields = legs.pop("return_fields")
+        aggregate = LateLoadHybridQuery(
+            **legs,
+            load_fields=fields,
             alpha=linear_alpha(weights),
-            num_results=fetch_k,
+            num_results=fetch_k,  # the KNN candidates: the fusion depth
+            limit=k if min_similarity_score is None else None,  # the rows the server returns
         )
-        if min_similarity_score is None:
-            aggregate.limit(0, k)  # after SORTBY: the server returns the best k rows only
         hits = []
         for row in self._index.query(aggregate):
-            similarity = relevance(float(row.get(AggregateHybridQuery.DISTANCE_ID, 2.0)))
+            similarity = relevance(float(row.get(LateLoadHybridQuery.DISTANCE_ID, 2.0)))
             hits.append(NativeHit(self._row_document(row), float(row["hybrid_score"]), similarity))
         return _above(hits, min_similarity_score)[:k]
 

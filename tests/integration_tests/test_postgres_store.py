@@ -358,3 +358,10 @@ def test_native_fusion_equals_the_in_process_fusion(
     assert hits[0].score <= 1.0 + 1e-9
     with pytest.raises(ValueError, match="fusion must be 'rrf' or 'convex', got 'max'"):
         store.native_hybrid_search("x", k=1, fetch_k=1, fusion="max")  # type: ignore[arg-type]  # the error path
+
+
+def test_delete_existing_returns_only_rows_that_were_there(store: PostgresVectorStore) -> None:
+    store.add_documents(docs())
+    assert store.delete_existing(["kb-b", "missing", "kb-a", "kb-b"]) == ["kb-b", "kb-a"]
+    assert store.delete_existing(["kb-a"]) == []
+    assert store.delete_existing([]) == []

@@ -18,6 +18,7 @@ from langchain_holodeck.vectorstores import create_vector_store
 from langchain_holodeck.vectorstores.redis import (
     CONTENT_FIELD,
     EMBEDDING_FIELD,
+    METADATA_FIELD,
     HolodeckRedisVectorStore,
 )
 from tests.helpers import DATA_DIR, HashingEmbeddings
@@ -129,3 +130,28 @@ def test_tool_on_redis_is_native_and_exact_lookups_stay_first(
     assert docs[0].metadata["section_id"] == "203(a)(1)"
     assert all(d.metadata["namespace"] == tool.namespace for d in docs)
     assert "Section" in tool.search_sync("What does Section 203(a)(1) require?")
+
+
+def test_native_hybrid_ranks_fetch_k_candidates_and_reads_the_k_it_returns(
+    store: HolodeckRedisVectorStore, embeddings: HashingEmbeddings
+) -> None:
+    if store.server_supports_ft_hybrid():
+        pytest.skip("the server has FT.HYBRID: the native path is RRF, not the aggregate")
+    query = "safety protocols arch"
+    raw = AggregateHybridQuery(  # redisvl as documented: LOAD first, every candidate read
+        text=query,
+        text_field_name=CONTENT_FIELD,
+        vector=embeddings.embed_query(query),
+        vector_field_name=EMBEDDING_FIELD,
+        alpha=0.99,  # linear_alpha((0.5, 0.5))
+        num_results=6,
+        return_fields=["__key", CONTENT_FIELD, METADATA_FIELD],
+        stopwords=None,
+    )
+    best = store._index.query(raw)[:2]
+    hits = store.native_hybrid_search(query, k=2, fetch_k=6)
+    assert [h.document.id for h in hits] == [str(r["__key"]).rsplit(":", 1)[1] for r in best]
+    assert [h.document.page_content for h in hits] == [r[CONTENT_FIELD] for r in best]
+    stored = {d.id: d.metadata for d in store.get_by_ids([h.document.id for h in hits])}
+    assert all(h.document.metadata == stored[h.document.id] for h in hits)
+    assert [h.score for h in hits] == [float(r["hybrid_score"]) for r in best]

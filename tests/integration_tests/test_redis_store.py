@@ -318,3 +318,12 @@ class TestHolodeckRedisVectorStoreStandard(VectorStoreIntegrationTests):
         config = DatabaseConfig(SecretStr(redis_url), redis_index_name, vector_algorithm="FLAT")
         handle = create_vector_store_with_status(config, self.get_embeddings(), fallback=False)
         return handle.store
+
+
+def test_delete_existing_returns_only_keys_that_were_there(
+    store: HolodeckRedisVectorStore,
+) -> None:
+    store.add_documents(docs())
+    assert store.delete_existing(["kb-b", "nope", "kb-a", "kb-b"]) == ["kb-b", "kb-a"]
+    assert store.delete_existing(["kb-a"]) == []
+    assert [d.id for d in store.get_by_ids(["kb-a", "kb-b", "kb-c"])] == ["kb-c"]

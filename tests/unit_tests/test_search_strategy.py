@@ -125,7 +125,7 @@ def test_native_retriever_applies_min_similarity_score(embeddings: HashingEmbedd
     assert all(d.metadata["semantic_score"] >= 0.99 for d in strict)
 
 
-def test_native_request_asks_for_the_rows_it_returns_not_fetch_k(
+def test_native_request_fuses_fetch_k_candidates_and_returns_the_rows_it_uses(
     embeddings: HashingEmbeddings,
 ) -> None:
     retriever = native_retriever(embeddings, k=2, fetch_k=300)
@@ -141,7 +141,8 @@ def test_native_request_asks_for_the_rows_it_returns_not_fetch_k(
     retriever.invoke("replicators maintained")
     retriever.invoke("Section 104 replicators")  # one exact hit: one more row
     retriever.model_copy(update={"min_similarity_score": 0.1}).invoke("replicators")
-    assert [(a["k"], a["fetch_k"]) for a in asked] == [(2, 2), (3, 3), (2, 300)]
+    # rows returned: k, plus one per exact hit; candidates fused: fetch_k, always
+    assert [(a["k"], a["fetch_k"]) for a in asked] == [(2, 300), (3, 300), (2, 300)]
 
 
 @pytest.mark.parametrize(

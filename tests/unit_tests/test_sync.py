@@ -7,6 +7,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.sync import (
     DocumentSync,
@@ -18,6 +19,7 @@ from langchain_holodeck.sync import (
     stable_id,
     sync_documents,
 )
+from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import HashingEmbeddings
 
 
@@ -303,3 +305,20 @@ def test_store_without_delete_syncs_and_skips_stale_cleanup_with_a_reason(
         "chunk(s) stay in the store; use a store that implements delete() to remove them.",
     )
     assert len(store.store) == 5  # a.md's tail and b.md stay
+
+
+def test_matrix_store_reports_the_ids_it_deleted(embeddings: HashingEmbeddings) -> None:
+    store = MatrixVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    ids = [stable_id("kb", "a.md_chunk_2"), "not-stored", stable_id("kb", "a.md_chunk_2")]
+    assert isinstance(store, CountingDelete)
+    assert store.delete_existing(ids) == [stable_id("kb", "a.md_chunk_2")]
+    assert store.delete_existing(ids) == []  # already gone: nothing to count
+
+
+def test_deleted_counts_only_chunks_the_store_still_held(embeddings: HashingEmbeddings) -> None:
+    store = MatrixVectorStore(embeddings)
+    sync_documents(CORPUS, store, namespace="kb")
+    shrunk = [*chunks("a.md", ["alpha one"]), *CORPUS[3:]]
+    assert sync_documents(shrunk, store, namespace="kb").deleted == 2
+    assert sync_documents(shrunk, store, namespace="kb", overwrite=True).deleted == 0

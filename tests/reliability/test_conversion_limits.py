@@ -1,0 +1,147 @@
+"""A file whose conversion runs too long or needs too much memory is stopped and skipped.
+
+Issue 25, item 8: ``max_file_bytes`` bounds a file's size (and a zip's unpacked size), but not
+the work markitdown does on it: a small file can keep a converter busy for minutes and take
+gigabytes. The input here is real: a one-page PDF of 800 KB whose 20 000 text lines pdfminer
+lays out for minutes while its memory grows by the second. The conversion runs in a child
+process (``langchain_holodeck._conversion``) that is killed at ``max_convert_seconds`` and runs
+under an address-space limit of ``max_convert_memory_bytes``; the rest of the folder loads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from langchain_holodeck import HierarchicalDocumentTool, HierarchicalDocumentToolConfig
+from langchain_holodeck.loaders import SourceLoader
+from tests.helpers import HashingEmbeddings
+
+SLOW_LINES = 20_000
+"""Text lines on the slow PDF's one page: pdfminer needs minutes (and gigabytes) for them."""
+
+
+def write_pdf(path: Path, lines: int) -> None:
+    """A valid one-page PDF showing ``lines`` lines of text."""
+    ops = ["BT /F1 6 Tf 10 780 Td 8 TL"]
+    ops += [f"(line{i} alpha beta gamma delta) Tj T*" for i in range(lines)]
+    stream = "\n".join([*ops, "ET"]).encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+
+
+def folder(root: Path) -> Path:
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nThe alpha procedure.\n", encoding="utf-8")
+    write_pdf(root / "quick.pdf", lines=3)
+    write_pdf(root / "slow.pdf", lines=SLOW_LINES)
+    (root / "z.txt").write_text("The zulu procedure.\n", encoding="utf-8")
+    return root
+
+
+def conversion_workers() -> list[int]:
+    """Pids of this process's live conversion workers (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"_conversion" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def skip_warnings(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if name in r.getMessage()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_conversion_past_max_convert_seconds_is_killed_and_the_folder_loads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = folder(tmp_path / "docs")
+    loader = SourceLoader(root, max_convert_seconds=3)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        docs = loader.load()
+    assert time.monotonic() - started < 60  # not the minutes the conversion needs
+    assert [Path(d.metadata["source_path"]).name for d in docs] == ["a.md", "quick.pdf", "z.txt"]
+    assert "line2 alpha" in docs[1].page_content
+    (warning,) = skip_warnings(caplog, "slow.pdf")
+    assert "max_convert_seconds=3" in warning
+    assert "stopped" in warning
+    # the worker converting slow.pdf was killed, not left running: one idle worker remains
+    assert len(conversion_workers()) <= 1
+
+
+def test_a_conversion_past_max_convert_memory_bytes_is_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("resource")  # no address-space limit without rlimits (Windows)
+    root = folder(tmp_path / "docs")
+    limit = 700 * 1024**2  # the idle worker maps about 310 MB; pdfminer grows past the rest
+    loader = SourceLoader(root, max_convert_seconds=600, max_convert_memory_bytes=limit)
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        docs = loader.load()
+    assert sorted(d.metadata["file_type"] for d in docs) == ["md", "pdf", "txt"]
+    (warning,) = skip_warnings(caplog, "slow.pdf")
+    assert f"max_convert_memory_bytes={limit}" in warning
+
+
+def test_the_tool_config_bounds_conversion_and_remembers_the_stopped_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max_convert_seconds`` in the tool's config; a later search re-sync skips the file."""
+    monkeypatch.chdir(tmp_path)
+    folder(tmp_path / "src")
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="kb", source="src", max_convert_seconds=3
+    )
+
+    def run() -> list[str]:
+        caplog.clear()
+        tool = HierarchicalDocumentTool(
+            config, embeddings=HashingEmbeddings(), base_dir=tmp_path, store_dir=tmp_path / "s"
+        )
+        with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+            tool.initialize_sync()
+        assert "zulu procedure" in tool.search_sync("zulu procedure")
+        return skip_warnings(caplog, "slow.pdf")
+
+    (warning,) = run()
+    assert "max_convert_seconds=3" in warning
+    assert run() == []  # remembered by mtime and size: not converted (nor stopped) again
+
+
+@pytest.mark.parametrize("kwargs", [{"max_convert_seconds": 0}, {"max_convert_memory_bytes": -1}])
+def test_conversion_limits_must_be_positive(kwargs: dict[str, float]) -> None:
+    name, value = next(iter(kwargs.items()))
+    with pytest.raises(ValueError, match=f"{name} must be > 0 .*got {value}"):
+        SourceLoader("docs", **kwargs)  # type: ignore[arg-type]  # the values under test

@@ -1,0 +1,44 @@
+"""The native Redis aggregate: KNN candidates ranked first, fields loaded for the rows returned."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("redisvl")
+
+from langchain_holodeck.vectorstores._redis_aggregate import LateLoadHybridQuery
+
+LEGS = {
+    "text": "safety protocols",
+    "text_field_name": "text",
+    "vector": [0.1, 0.2, 0.3],
+    "vector_field_name": "embedding",
+    "text_scorer": "BM25STD",
+    "stopwords": None,
+}
+
+
+def test_fields_are_loaded_after_the_rows_are_ranked_and_cut() -> None:
+    args = LateLoadHybridQuery(**LEGS, load_fields=["__key", "text"], num_results=300, limit=10)
+    assert "KNN 300 @embedding" in args.build_args()[0]
+    rest = [str(a) for a in args.build_args()]
+    assert rest.count("LOAD") == 1
+    assert rest.index("SORTBY") < rest.index("LIMIT") < rest.index("LOAD")
+    assert rest[rest.index("LIMIT") : rest.index("LIMIT") + 3] == ["LIMIT", "0", "10"]
+    assert rest[rest.index("LOAD") :] == ["LOAD", "2", "@__key", "@text"]
+
+
+def test_without_a_limit_every_candidate_is_returned() -> None:
+    args = [
+        str(a)
+        for a in LateLoadHybridQuery(
+            **LEGS, load_fields=["__key"], num_results=50, limit=None
+        ).build_args()
+    ]
+    assert "LIMIT" not in args
+    assert args[-3:] == ["LOAD", "1", "@__key"]
+
+
+def test_return_fields_are_refused_with_the_fix() -> None:
+    with pytest.raises(TypeError, match="pass the fields as load_fields"):
+        LateLoadHybridQuery(**LEGS, return_fields=["text"], load_fields=[], limit=None)
