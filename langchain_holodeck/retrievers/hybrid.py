@@ -35,6 +35,7 @@ from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
 from langchain_holodeck.retrievers._feedback import (
+    FEEDBACK_DEPTH,
     feedback_ids,
     feedback_ranking,
     supports_feedback,
@@ -311,7 +312,7 @@ class HybridRetriever(BaseRetriever):
                 outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes)}
             legs = self._legs(query, outcomes)
             plan = self._plan(legs)
-            feedback = self._feedback_call(legs, plan, fetch)
+            feedback = self._feedback_call(legs, plan, k)
             if feedback is not None:
                 outcome = (yield feedback)["feedback"]
                 if isinstance(outcome, Exception):
@@ -502,7 +503,7 @@ class HybridRetriever(BaseRetriever):
         documents = {**legs.dense.documents, **{d.id: d for d in read if d.id}}
         return replace(legs, dense=replace(legs.dense, documents=documents))
 
-    def _feedback_call(self, legs: _Legs, plan: _Plan, fetch: int) -> dict[str, Call] | None:
+    def _feedback_call(self, legs: _Legs, plan: _Plan, k: int) -> dict[str, Call] | None:
         """The feedback step (``feedback_docs``), or ``None`` when it does not apply."""
         dense, store = legs.dense, self.vector_store
         if (
@@ -515,7 +516,10 @@ class HybridRetriever(BaseRetriever):
         ):
             return None
         top = plan.order[: self.feedback_docs]
-        candidates = list(dict.fromkeys([i for i, _ in dense.hits] + [h.id for h in legs.keyword]))
+        depth = max(FEEDBACK_DEPTH, k)  # the first of each leg are re-scored
+        candidates = list(
+            dict.fromkeys([i for i, _ in dense.hits[:depth]] + [h.id for h in legs.keyword[:depth]])
+        )
         query, weight = dense.vector, self.feedback_weight
 
         def rank() -> tuple[list[tuple[str, float]] | None, list[Document]]:
@@ -523,7 +527,7 @@ class HybridRetriever(BaseRetriever):
                 read = store.get_by_ids(top)  # their types; kept, so not read again
                 chosen = feedback_ids(top, read)  # none when the best chunk is code
                 ranking = feedback_ranking(
-                    store, query, chosen, candidates, weight=weight, depth=fetch
+                    store, query, chosen, candidates, weight=weight, depth=len(candidates)
                 )
                 return ranking, read
 
