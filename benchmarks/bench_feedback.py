@@ -3,6 +3,7 @@
     python benchmarks/bench_feedback.py --data PATH/scifact                 # SciFact train
     python benchmarks/bench_feedback.py --data PATH/scifact --split test --grid 3:0.75
     python benchmarks/bench_feedback.py --data PATH/dbpedia --split test --grid 0:0 3:0.75
+    python benchmarks/bench_feedback.py --synthetic 10000   # cost only (bench_hybrid_speed corpus)
 
 The defaults (3 chunks, weight 0.75) are the best nDCG@10 of this grid on SciFact train (the
 tuning split); every other set is only reported. Each row is the retriever itself
@@ -11,7 +12,9 @@ entries of the cached ``OnnxEmbeddings`` vectors, ``BM25KeywordIndex()``, convex
 0.7/0.3, fetch_k 300. ``0:0`` is feedback off (the default before it).
 
 Cost: CPU ms per query of ``invoke(k=10)`` over the split's queries, each configuration timed
-next to feedback off in the same run (``time.process_time``; the load average is printed).
+next to feedback off in the same run (``time.process_time``, one BLAS thread; the load average
+is printed). ``--synthetic N``: the same on ``synthetic.corpus(N)`` (random vectors, Zipf
+words: ``bench_hybrid_speed.py``'s corpus, no windows), feedback off and on alternated twice.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from prose_data import beir
 
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.vectorstores import MatrixVectorStore
 
 GRID = [(0, 0.0)] + [(m, w) for m in (1, 2, 3, 4, 5) for w in (0.25, 0.5, 0.75, 1.0)]
 
@@ -41,9 +45,37 @@ def _pair(text: str) -> tuple[int, float]:
     return int(docs), float(weight)
 
 
+def synthetic_cost(n: int, n_queries: int = 200) -> None:
+    """CPU ms per query, feedback off and on (3 x 0.75), on ``synthetic.corpus(n)``."""
+    from langchain_core.documents import Document
+    from synthetic import corpus
+    from tuning_data import LookupEmbeddings
+
+    texts, vecs, queries, qvecs = corpus(n)
+    queries = queries[:n_queries]
+    store = MatrixVectorStore(LookupEmbeddings({q: qvecs[i] for i, q in enumerate(queries)}))
+    docs = [Document(id=str(i), page_content=t) for i, t in enumerate(texts)]
+    store.add_vectors(docs, vecs)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    on = HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
+    off = on.model_copy(update={"feedback_docs": 0})
+    print(f"\n## synthetic {n} chunks, {len(queries)} queries\n")
+    print("| round | feedback | CPU ms/query (mean) |\n|---:|---|---:|")
+    for round_ in (1, 2):
+        for label, retriever in (("off", off), ("on (3 x 0.75)", on)):
+            retriever.invoke(queries[0])
+            began = time.process_time()
+            for q in queries:
+                retriever.invoke(q)
+            ms = (time.process_time() - began) / len(queries) * 1000
+            print(f"| {round_} | {label} | {ms:.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, required=True, help="a BEIR directory")
+    parser.add_argument("--data", type=Path, default=None, help="a BEIR directory")
+    parser.add_argument("--synthetic", type=int, default=0, help="cost only, on N chunks")
     parser.add_argument("--split", default="train", help="train: the tuning split")
     parser.add_argument(
         "--grid", type=_pair, nargs="*", default=GRID, help="docs:weight pairs (0:0 = off)"
@@ -51,8 +83,17 @@ def main() -> None:
     parser.add_argument("--timing", type=int, default=200, help="queries timed per config")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")  # one query at a time: threads only contend
     print(f"(load average at start: {os.getloadavg()[0]:.1f})")
     started_wall, started_cpu = time.perf_counter(), time.process_time()
+    if args.synthetic:
+        synthetic_cost(args.synthetic)
+        print(f"(CPU {time.process_time() - started_cpu:.0f} s, load {os.getloadavg()[0]:.1f})")
+        return
+    if args.data is None:
+        parser.error("--data is required (or --synthetic N)")
     data = beir(args.data, splits=(args.split,))
     docs, queries, qrels = data.docs, data.queries[args.split], data.qrels[args.split]
     texts = [d.page_content for d in docs]
