@@ -20,6 +20,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
@@ -181,7 +182,7 @@ class _Worker:
 
 
 def _read_reply(stdout: IO[bytes], reply: list[tuple[Any, ...]]) -> None:
-    with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
+    with contextlib.suppress(EOFError, OSError, ValueError, pickle.UnpicklingError):
         reply.append(pickle.load(stdout))
 
 
@@ -239,9 +240,13 @@ class ConversionPool:
         raise ConversionError(msg)
 
     def _take(self) -> _Worker:
+        """An idle worker still running, else a fresh one."""
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.process.poll() is None:
+                    return worker
+                worker.kill()  # ended while idle (killed from outside): start another
         worker = _Worker(self.max_memory_bytes)
         reply = worker.ask(None, _START_SECONDS)
         if reply[0] != "ready":
@@ -297,13 +302,23 @@ def _limit_memory(max_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+def _exit_with(parent: int) -> None:
+    """End this worker when its parent has gone (a killed parent leaves no busy orphan)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def serve() -> int:
     """The worker's loop: read a request, reply with its markdown or its error, repeat.
 
     Replies go to a private copy of stdout; stdout itself is pointed at stderr, so a
     library that prints cannot corrupt a reply. Ends when stdin closes (the parent is done
-    or gone), and after a ``MemoryError`` (the parent starts a fresh worker).
+    or gone; a busy worker notices within a second that its parent is gone), and after a
+    ``MemoryError`` (the parent starts a fresh worker).
     """
+    parent = os.getppid()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     replies: BinaryIO = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer

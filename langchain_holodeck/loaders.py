@@ -113,12 +113,12 @@ class SourceLoader(BaseLoader):
     over ``max_file_bytes`` is loaded with a WARNING. The formats markitdown converts
     (``.pdf``, ``.docx``, ``.pptx``, ``.xlsx``, ``.csv``, ``.html``, ``.htm``) are converted
     in a child process (reused, one per thread converting at once, shared by the loaders of
-    the process): a conversion still running after
-    ``max_convert_seconds`` is stopped (the child is killed) and one that needs more address
-    space than ``max_convert_memory_bytes`` fails in the child; either way the file is skipped
-    with one WARNING naming it and the limit, and the walk goes on. A file that cannot be read or
-    converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
-    with ``on_error="raise"`` a ``DocumentLoadError`` naming it is raised.
+    the process): a conversion still running after ``max_convert_seconds`` is stopped (the
+    child is killed), and one that needs more address space than ``max_convert_memory_bytes``
+    fails in the child; either way the file is skipped with one WARNING naming it and the
+    limit, and the walk goes on. A file that cannot be read or converted is logged (WARNING,
+    one line) and skipped when ``on_error="skip"``; with ``on_error="raise"`` a
+    ``DocumentLoadError`` naming it is raised.
     A directory that cannot be listed is skipped with a WARNING in both modes.
 
     Symlinks below the source are followed only when they resolve inside the (resolved)

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -62,8 +65,9 @@ def folder(root: Path) -> Path:
     return root
 
 
-def conversion_workers() -> list[int]:
-    """Pids of this process's live conversion workers (Linux ``/proc``)."""
+def conversion_workers(parent: int | None = None) -> list[int]:
+    """Pids of the live conversion workers of ``parent`` (default: this process; ``/proc``)."""
+    parent = os.getpid() if parent is None else parent
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -73,9 +77,17 @@ def conversion_workers() -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"_conversion" in cmdline:
+        if int(stat[1]) == parent and stat[0] != "Z" and b"_conversion" in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def dead(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie waiting for its parent, or gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def skip_warnings(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
@@ -145,3 +157,47 @@ def test_conversion_limits_must_be_positive(kwargs: dict[str, float]) -> None:
     name, value = next(iter(kwargs.items()))
     with pytest.raises(ValueError, match=f"{name} must be > 0 .*got {value}"):
         SourceLoader("docs", **kwargs)  # type: ignore[arg-type]  # the values under test
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_worker_killed_while_idle_is_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_pdf(root / "one.pdf", lines=3)
+    loader = SourceLoader(root, max_convert_seconds=60)
+    assert "line1 alpha" in loader.load()[0].page_content
+    workers = conversion_workers()
+    assert workers  # the worker stays up for the next file
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)  # the OOM killer, an operator
+    deadline = time.monotonic() + 30
+    while not all(map(dead, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "line1 alpha" in loader.load()[0].page_content
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_busy_worker_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
+    """A SIGKILLed ingest leaves no conversion running on as an orphan."""
+    root = folder(tmp_path / "docs")
+    script = (
+        "import sys; from langchain_holodeck.loaders import SourceLoader; "
+        "SourceLoader(sys.argv[1], max_convert_seconds=600).load()"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    ingest = subprocess.Popen([sys.executable, "-c", script, str(root)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = conversion_workers(ingest.pid)
+        assert workers, "the ingest never started a conversion worker"
+        time.sleep(3)  # well into slow.pdf (quick.pdf takes milliseconds)
+    finally:
+        ingest.kill()
+        ingest.wait()
+    deadline = time.monotonic() + 30
+    while not all(map(dead, workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(map(dead, workers))
