@@ -3,12 +3,14 @@
     python benchmarks/bench_ingest.py make-pages OUT --scifact DIR --markdown DIR
     python benchmarks/bench_ingest.py pages OUT                 # (a) 100 pages, ours only
     python benchmarks/bench_ingest.py docs DIR                  # (b) ours next to the peer
+    python benchmarks/bench_ingest.py docs DIR --baseline SRC   # also ours from another checkout
 
 Every run is a fresh process (``holodeck-rag ingest SOURCE --store TMP``, as a user types it:
 imports, model load and the saved store included), timed by wall clock and by the child's
 CPU seconds (user + system, all threads: the figure that survives a shared machine), with
 the load average before and after. The machine's load is printed because the benchmark
-machine is shared.
+machine is shared. ``cores`` is CPU seconds over wall seconds: how many cores the build kept
+busy on average (at most 2 on the benchmark machine).
 
 - ``make-pages`` writes the 100-page text: the first 10 Markdown files (sorted by path) of
   ``--markdown`` (e.g. Starlette's ``docs/``, BSD-3-Clause) and SciFact abstracts (BEIR
@@ -22,6 +24,8 @@ machine is shared.
   (``OnnxEmbeddings(long_text="first")``: all-MiniLM-L6-v2, same runtime and precision,
   truncated at 256 word pieces, one vector per chunk) in an ``EnsembleRetriever``. Peer
   needs: ``pip install langchain-classic langchain-community``.
+- ``--baseline SRC`` (``pages`` and ``docs``): also runs ``holodeck-rag ingest`` from the
+  source tree ``SRC`` (e.g. ``git archive <commit> | tar -x -C SRC``), in the same run.
 """
 
 from __future__ import annotations
@@ -72,9 +76,9 @@ def load_line() -> str:
     return "load " + " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def timed(argv: list[str], *, cwd: Path) -> tuple[float, float, str]:
-    """Run ``argv``; wall seconds, the child's CPU seconds, its stdout."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def timed(argv: list[str], *, cwd: Path, root: Path = ROOT) -> tuple[float, float, str]:
+    """Run ``argv`` importing the package from ``root``; wall s, the child's CPU s, stdout."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
@@ -87,12 +91,12 @@ def timed(argv: list[str], *, cwd: Path) -> tuple[float, float, str]:
     return wall, cpu, done.stdout.strip()
 
 
-def ingest(source: Path) -> tuple[float, float, str]:
+def ingest(source: Path, root: Path = ROOT) -> tuple[float, float, str]:
     """``holodeck-rag ingest SOURCE`` in a fresh process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
         code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
         argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
-        return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp))
+        return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp), root=root)
 
 
 def words(path: Path) -> int:
@@ -125,7 +129,19 @@ def make_pages(out: Path, scifact: Path, markdown: Path, target_words: int = 50_
 
 
 def row(label: str, wall: float, cpu: float, note: str) -> str:
-    return f"| {label} | {wall:.1f} | {cpu:.1f} | {note} | {load_line()} |"
+    cores = cpu / wall if wall > 0 else 0.0
+    return f"| {label} | {wall:.1f} | {cpu:.1f} | {cores:.2f} | {note} | {load_line()} |"
+
+
+def commit_of(root: Path) -> str:
+    """The checkout's commit (``git rev-parse``), or its path when it is not a git tree."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() if done.returncode == 0 else str(root)
 
 
 def main() -> None:
@@ -137,8 +153,10 @@ def main() -> None:
     make.add_argument("--markdown", type=Path, required=True)
     pages = sub.add_parser("pages")
     pages.add_argument("source", type=Path)
+    pages.add_argument("--baseline", type=Path, default=None)
     docs = sub.add_parser("docs")
     docs.add_argument("source", type=Path)
+    docs.add_argument("--baseline", type=Path, default=None)
     docs.add_argument("--no-peer", action="store_true")
     docs.add_argument("--peer-only", action="store_true")
     args = parser.parse_args()
@@ -146,10 +164,15 @@ def main() -> None:
         make_pages(args.out, args.scifact, args.markdown)
         return
     print(f"{args.source}: {words(args.source)} words; {os.cpu_count()} CPUs; {load_line()}")
-    print("\n| build | wall s | CPU s | result | load after |\n|---|---|---|---|---|")
+    print("\n| build | wall s | CPU s | cores | result | load after |\n|---|---|---|---|---|---|")
     if not getattr(args, "peer_only", False):
         wall, cpu, out = ingest(args.source)
-        print(row("ours: holodeck-rag ingest (default tool)", wall, cpu, out), flush=True)
+        label = f"ours at {commit_of(ROOT)}: holodeck-rag ingest (default tool)"
+        print(row(label, wall, cpu, out), flush=True)
+        if args.baseline is not None:
+            wall, cpu, out = ingest(args.source, args.baseline.resolve())
+            label = f"baseline {args.baseline}: holodeck-rag ingest (default tool)"
+            print(row(label, wall, cpu, out), flush=True)
     if args.command == "docs" and not args.no_peer:
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "peer.py"

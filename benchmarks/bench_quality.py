@@ -17,7 +17,8 @@ all-MiniLM-L6-v2 int8, every text embedded once and cached by ``onnx_cache.py``)
 - dense only and BM25 only (our legs), plain RRF 0.5/0.5 of the same legs;
 - ``EnsembleRetriever(BM25Retriever, InMemoryVectorStore)``, equal weights, each leg 100 deep,
   on the same truncated vectors (what a hand-written LangChain pipeline gets).
-With ``--tune`` also the candidate policies the default was chosen from.
+With ``--tune`` also the candidate policies the default was chosen from (``--candidates``:
+the window candidates on the test split too).
 
 nDCG@10 and Recall@100 come from one ``invoke(k=100)`` per query (the top 10 of it is what
 ``invoke(k=10)`` returns: both fuse the same ``fetch_k`` candidates). Code rows: the tool end to
@@ -66,6 +67,10 @@ POLICIES: dict[str, Policy] = {
     "first": lambda t, w128, w256: [t],
     # candidates: whole when it fits, else windows of 128 only (own entry = first 128)
     "auto-w128": lambda t, w128, w256: [t] if len(w256) == 1 else w128,
+    # whole when it fits, else itself (its first 256) plus its further windows of 256
+    "auto-w256": lambda t, w128, w256: [t] if len(w256) == 1 else [t, *w256[1:]],
+    # whole when it fits, else itself plus its windows of 128 past the first (inside it)
+    "auto-skip1": lambda t, w128, w256: [t] if len(w256) == 1 else [t, *w128[1:]],
 }
 
 
@@ -117,9 +122,15 @@ class _PlainWordsIndex(BM25KeywordIndex):
 
 
 def prose_rows(
-    data: BeirSet, split: str, cache: DiskCachedOnnx, *, tune: bool, peer: bool
+    data: BeirSet,
+    split: str,
+    cache: DiskCachedOnnx,
+    *,
+    tune: bool,
+    peer: bool,
+    candidates: bool = False,
 ) -> list[tuple[str, float, float]]:
-    """Every row for one BEIR set's ``split``."""
+    """Every row for one BEIR set's ``split`` (``candidates``: the window candidates too)."""
     docs, queries, qrels = data.docs, data.queries[split], data.qrels[split]
     texts = [d.page_content for d in docs]
     cache.ensure([t for _, t in queries], label="queries")
@@ -139,7 +150,10 @@ def prose_rows(
         rows.append((label, *_evaluate(run, qrels)))
 
     stores: dict[str, MatrixVectorStore] = {}
-    wanted = ["auto", "best128", "first"] + (["auto-w128"] if tune else [])
+    candidates = candidates or tune
+    wanted = ["auto", "best128", "first"] + (
+        ["auto-w128", "auto-w256", "auto-skip1"] if candidates else []
+    )
     for name in wanted:
         entries = _entries(docs, POLICIES[name], w128, w256)
         began = time.perf_counter()
@@ -174,15 +188,24 @@ def prose_rows(
             feedback_docs=0,
         ),
     )
-    if tune:
+    if candidates:
         hybrid(
             "candidate: whole when it fits, else windows of 128 only",
             before.model_copy(update={"vector_store": stores["auto-w128"]}),
         )
         hybrid(
+            "candidate: whole when it fits, else its first 256 + further windows of 256",
+            default.model_copy(update={"vector_store": stores["auto-w256"]}),
+        )
+        hybrid(
+            "candidate: whole when it fits, else its first 256 + windows of 128 past the first",
+            default.model_copy(update={"vector_store": stores["auto-skip1"]}),
+        )
+        hybrid(
             "candidate: truncated at 256 (no windows)",
             before.model_copy(update={"vector_store": stores["first"]}),
         )
+    if tune:
         code_ids = BM25KeywordIndex(identifiers="code")
         code_ids.upsert(docs)
         hybrid(
@@ -263,7 +286,7 @@ def cost_rows(name: str, texts: Sequence[str], n: int) -> None:
     model.embed_documents(["warm up"])
     print(f"\nCost of windows, {name} ({len(sample)} chunks):\n")
     print("| policy | vectors per chunk | chunks/s | CPU s per chunk |\n|---|---:|---:|---:|")
-    for policy in ("first", "auto", "best128"):
+    for policy in ("first", "auto", "auto-skip1", "auto-w128", "auto-w256", "best128"):
         entries = [
             e for t, a, b in zip(sample, w128, w256, strict=True) for e in POLICIES[policy](t, a, b)
         ]
@@ -292,6 +315,9 @@ def main() -> None:
         default=["auto", "best"],
         help="code: the long_text modes to run the tool with (auto: the default)",
     )
+    parser.add_argument(
+        "--candidates", action="store_true", help="the window candidates on any split"
+    )
     parser.add_argument("--cost", type=int, default=0, help="time N chunks per set per policy")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
@@ -305,7 +331,14 @@ def main() -> None:
         tables.append(
             (
                 f"SciFact {split}",
-                prose_rows(data, split, cache, tune=args.tune, peer=not args.no_peer),
+                prose_rows(
+                    data,
+                    split,
+                    cache,
+                    tune=args.tune,
+                    peer=not args.no_peer,
+                    candidates=args.candidates,
+                ),
                 "nDCG@10 | Recall@100",
             )
         )

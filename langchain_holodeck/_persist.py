@@ -35,14 +35,19 @@ _STALE_TMP_SECONDS = 60.0
 _held = threading.local()  # this thread's locks: path -> (fd, depth, exclusive)
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through a temporary file in its directory, fsync, then ``os.replace``."""
+def atomic_write(path: Path, write: Callable[[IO[bytes]], None], *, durable: bool = True) -> None:
+    """Write ``path`` through a temporary file in its directory, fsync, then ``os.replace``.
+
+    ``durable=False`` skips the fsync: a killed process still never leaves a torn file, but a
+    power cut may (for caches, whose readers treat a bad value as a miss).
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

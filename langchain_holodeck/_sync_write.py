@@ -2,6 +2,15 @@
 
 Private to ``sync.py``, which decides *what* to write; this module writes it, a failing batch
 counted and reported, the rest going on. Log lines keep the ``langchain_holodeck.sync`` logger.
+
+Two ways of embedding ahead, so the embedder never waits for the store:
+
+- an embeddings API (``in_flight``): every text is embedded first, requests in flight
+  (``embed_in_flight``), then written by vector;
+- a model in this process (``OnnxEmbeddings``, ``LocalEmbeddings``) under a store with
+  ``add_vectors``: one thread embeds the next ``AHEAD_BATCHES`` batches, as one call (so the
+  model's own batching and threads see full, cross-file batches), while this thread writes the
+  batches before them. Memory stays at two slices of vectors.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +30,10 @@ from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.embeddings.inflight import embed_in_flight, runs_in_process
 
 logger = logging.getLogger("langchain_holodeck.sync")
+
+AHEAD_BATCHES = 4
+"""Write batches a model in this process embeds in one call, one such slice ahead of the
+writes: large enough that its threads rarely wait on a slice's last window."""
 
 
 def sanitize_error(error: BaseException) -> str:
@@ -47,9 +61,10 @@ class Writer:
         self.max_concurrency = max_concurrency
         embeddings = getattr(vector_store, "embeddings", None)
         add_vectors = getattr(vector_store, "add_vectors", None)
-        self.in_flight = (
-            callable(add_vectors) and embeddings is not None and not runs_in_process(embeddings)
-        )
+        by_vector = callable(add_vectors) and embeddings is not None
+        self.in_flight = by_vector and not runs_in_process(embeddings)
+        self.ahead = by_vector and runs_in_process(embeddings)
+        """A model in this process: the next slice is embedded while this one is written."""
         self.vectors: dict[str, list[float]] = {}
         self.eta: Eta | None = None
 
@@ -94,36 +109,91 @@ class Writer:
         written: list[Document] = []
         errors: list[str] = []
         failed = 0
-        for batch in batched(chunks, self.batch_size):
-            ready = list(batch)
-            if self.in_flight:  # a chunk whose embedding failed was reported by embed()
-                ready = [d for d in batch if d.id in self.vectors]
-                failed += len(batch) - len(ready)
-            try:
-                if not ready:
-                    pass
-                elif self.in_flight:
-                    vectors = [self.vectors[d.id or ""] for d in ready]
-                    self.store.add_vectors(  # type: ignore[attr-defined]  # checked
-                        ready, vectors, ids=[d.id for d in ready]
-                    )
-                else:
-                    self.store.add_documents(ready, ids=[doc.id for doc in ready])
-            except Exception as error:  # one bad batch never stops the rest
-                failed += len(ready)
-                first = ready[0].metadata.get("source_path")
-                line = f"batch of {len(ready)} {what} from {first!r}: {sanitize_error(error)}"
-                logger.warning("sync: %s", line)
-                errors.append(line)
-            else:
-                written.extend(ready)
-            if self.in_flight:
-                continue  # progress was reported as the batches were embedded
-            if progress and self.on_batch is not None:
-                self.on_batch(len(batch))
-            if self.eta is not None:
-                self.eta.advance(len(batch))
+        batches = list(batched(chunks, self.batch_size))
+        ahead = _EmbedAhead(self.store.embeddings, batches) if self.ahead and batches else None
+        try:
+            for n, batch in enumerate(batches):
+                ok, error = self._write_one(batch, n, ahead, what)
+                failed += len(batch) - len(ok)
+                written.extend(ok)
+                if error:
+                    errors.append(error)
+                if self.in_flight:
+                    continue  # progress was reported as the batches were embedded
+                if progress and self.on_batch is not None:
+                    self.on_batch(len(batch))
+                if self.eta is not None:
+                    self.eta.advance(len(batch))
+        finally:
+            if ahead is not None:
+                ahead.close()
         return written, errors, failed
+
+    def _write_one(
+        self, batch: Sequence[Document], n: int, ahead: _EmbedAhead | None, what: str
+    ) -> tuple[list[Document], str]:
+        """Write one batch: the documents written and an error line (empty when none)."""
+        ready = list(batch)
+        if self.in_flight:  # a chunk whose embedding failed was reported by embed()
+            ready = [d for d in batch if d.id in self.vectors]
+        try:
+            if not ready:
+                pass
+            elif ahead is not None:
+                self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
+                    ready, ahead.vectors(n), ids=[d.id for d in ready]
+                )
+            elif self.in_flight:
+                vectors = [self.vectors[d.id or ""] for d in ready]
+                self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
+                    ready, vectors, ids=[d.id for d in ready]
+                )
+            else:
+                self.store.add_documents(ready, ids=[doc.id for doc in ready])
+        except Exception as error:  # one bad batch never stops the rest
+            first = ready[0].metadata.get("source_path")
+            line = f"batch of {len(ready)} {what} from {first!r}: {sanitize_error(error)}"
+            logger.warning("sync: %s", line)
+            return [], line
+        return ready, ""
+
+
+class _EmbedAhead:
+    """Vectors of ``batches``, embedded one slice of ``AHEAD_BATCHES`` ahead on one thread.
+
+    ``vectors(n)`` returns batch ``n``'s vectors (asked in order). When a slice's call
+    fails, each of its batches is embedded again on its own, so only a batch that fails alone
+    raises (and counts as failed); the others go on.
+    """
+
+    def __init__(self, embeddings: Any, batches: Sequence[Sequence[Document]]) -> None:
+        self.embeddings, self.batches = embeddings, batches
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="holodeck-embed-ahead")
+        self.slices: dict[int, Future[list[list[float]]]] = {}
+        self._submit(0)
+
+    def _submit(self, first: int) -> None:
+        if first >= len(self.batches) or first in self.slices:
+            return
+        texts = [d.page_content for b in self.batches[first : first + AHEAD_BATCHES] for d in b]
+        self.slices[first] = self.pool.submit(self.embeddings.embed_documents, texts)
+
+    def vectors(self, n: int) -> list[list[float]]:
+        first = n - n % AHEAD_BATCHES
+        self._submit(first)
+        self._submit(first + AHEAD_BATCHES)  # the next slice runs while this one is written
+        try:
+            vectors = self.slices[first].result()
+        except Exception:  # find the batch that fails: embed this one on its own
+            return self.embeddings.embed_documents([d.page_content for d in self.batches[n]])
+        if n % AHEAD_BATCHES == AHEAD_BATCHES - 1 or n == len(self.batches) - 1:
+            del self.slices[first]  # its last batch: keep memory at two slices
+        offset = sum(len(b) for b in self.batches[first:n])
+        return vectors[offset : offset + len(self.batches[n])]
+
+    def close(self) -> None:
+        """Drop what was not asked for (an interrupted write returns now, not a slice later)."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def write_entries(

@@ -186,7 +186,10 @@ class Backend(ABC):
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
         """The embedding cache of one corpus: clearing it never touches another corpus's."""
         if store_dir is not None:
-            return LocalFileByteStore(Path(store_dir) / "embedding_cache" / namespace)
+            # a cache: a value a power cut tore is a miss, so no fsync per vector
+            return LocalFileByteStore(
+                Path(store_dir) / "embedding_cache" / namespace, durable=False
+            )
         return InMemoryByteStore()
 
     def keyword_index(self, store: VectorStore, *, namespace: str) -> KeywordIndex | None:

@@ -59,7 +59,7 @@ class CachedEmbeddings(Embeddings):
     def _split(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None]]:
         keys = [self.key(t) for t in texts]
         cached = self.store.mget(keys)
-        return keys, [None if v is None else _decode(v) for v in cached]
+        return keys, [_decode_cached(v) for v in cached]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -76,7 +76,7 @@ class CachedEmbeddings(Embeddings):
             return []
         keys = [self.key(t) for t in texts]
         cached = await self.store.amget(keys)
-        vectors = [None if v is None else _decode(v) for v in cached]
+        vectors = [_decode_cached(v) for v in cached]
         missing = _unique_missing(texts, vectors)
         if missing:
             fresh = await self.underlying.aembed_documents([texts[i] for i in missing])
@@ -170,6 +170,20 @@ def embedding_model_id(embeddings: Embeddings) -> str:
 
 def _decode(data: bytes) -> list[float]:
     return np.frombuffer(data, dtype=np.float32).tolist()
+
+
+def _decode_cached(data: bytes | None) -> list[float] | None:
+    """A cached value's vector, or ``None`` (a miss) for a value no write of ours leaves.
+
+    An empty value, one that is not whole float32s, or all zeros is what a power cut may
+    leave of a write that skipped its fsync: it is embedded again.
+    """
+    if data is None or not data or len(data) % 4:
+        return None
+    vector = np.frombuffer(data, dtype=np.float32)
+    if not vector.any():
+        return None
+    return vector.tolist()
 
 
 def _unique_missing(texts: Sequence[str], vectors: Sequence[Any]) -> list[int]:

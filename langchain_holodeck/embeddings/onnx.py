@@ -310,7 +310,8 @@ class OnnxEmbeddings(Embeddings):
         Dynamic quantization scales a run's activations by their range, so a window run with
         others (or with padding) would get another vector than alone: one window per run
         keeps a text's vector independent of what it is embedded with, and pads nothing.
-        The session runs each window on one thread; the windows run side by side.
+        The session runs each window on one thread; the windows run side by side, longest
+        first, so the workers finish together (no core waits on a long last window).
         """
         if len(windows) == 1 or self._workers == 1:
             return np.vstack([_run(session, [w]) for w in windows])
@@ -318,7 +319,11 @@ class OnnxEmbeddings(Embeddings):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="onnx-int8")
             pool = self._pool
-        return np.vstack(list(pool.map(lambda w: _run(session, [w]), windows)))
+        order = sorted(range(len(windows)), key=lambda i: -len(windows[i]))
+        rows = list(pool.map(lambda i: _run(session, [windows[i]]), order))
+        result = np.empty((len(windows), rows[0].shape[1]), dtype=np.float32)
+        result[order] = np.vstack(rows)
+        return result
 
     def window_texts(self, texts: Sequence[str]) -> list[list[str]]:
         """Each text as ``long_text`` stores it: its own entry, then its further windows.

@@ -106,6 +106,11 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
     """
     import onnxruntime
 
+    directory = (cache_dir or default_cache_dir()) / "onnx"
+    key = f"{file_digest(model)[:24]}-ort{onnxruntime.__version__}-{INT8_RECIPE}"
+    target = directory / f"{model.stem}-{key}.int8.onnx"
+    if target.is_file():  # built before: no need of the quantizer (its imports take ~1 s)
+        return target
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -113,11 +118,6 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
     except ImportError as e:  # onnxruntime.quantization imports onnx
         msg = "the int8 path of OnnxEmbeddings needs onnx: pip install onnx"
         raise ImportError(msg) from e
-    directory = (cache_dir or default_cache_dir()) / "onnx"
-    key = f"{file_digest(model)[:24]}-ort{onnxruntime.__version__}-{INT8_RECIPE}"
-    target = directory / f"{model.stem}-{key}.int8.onnx"
-    if target.is_file():
-        return target
     directory.mkdir(parents=True, exist_ok=True)
     logger.info("OnnxEmbeddings: building the int8 graph of %s once, into %s", model, target)
     with tempfile.TemporaryDirectory(dir=directory) as tmp:

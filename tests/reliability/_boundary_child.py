@@ -56,10 +56,12 @@ def main(argv: list[str]) -> int:
     elif stop.startswith("head:"):
         head = stop.removeprefix("head:")
         store = tool._resolve_store()
-        add = store.add_documents
+        # sync writes by vector where the store takes vectors (add_documents calls it too)
+        name = "add_vectors" if callable(getattr(store, "add_vectors", None)) else "add_documents"
+        add = getattr(store, name)
 
-        def add_then_stop(documents: Sequence[Document], **kwargs: Any) -> list[str]:
-            ids = add(list(documents), **kwargs)
+        def add_then_stop(documents: Sequence[Document], *args: Any, **kwargs: Any) -> list[str]:
+            ids = add(list(documents), *args, **kwargs)
             if any(
                 d.metadata.get("source_path") == head and d.metadata.get("chunk_index") == 0
                 for d in documents
@@ -67,7 +69,7 @@ def main(argv: list[str]) -> int:
                 stop_here()
             return ids
 
-        store.add_documents = add_then_stop  # type: ignore[method-assign]
+        setattr(store, name, add_then_stop)
     tool.initialize_sync()
     sys.stdout.write("done\n")
     return 0

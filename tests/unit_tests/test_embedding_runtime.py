@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -80,3 +82,19 @@ def test_the_int8_graph_is_built_once_and_keyed_by_model_and_runtime(
     vector = np.asarray(emb.embed_query("holodeck safety protocols"))
     assert vector.shape == (384,)
     assert [p.name for p in built.parent.iterdir()] == [built.name]
+
+
+def test_a_cached_int8_graph_loads_without_importing_the_quantizer(tmp_path: Path) -> None:
+    weights = OnnxEmbeddings()._weights()
+    built = int8_model(weights, cache_dir=tmp_path)
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from langchain_holodeck.embeddings.runtime import int8_model\n"
+        f"path = int8_model(Path({str(weights)!r}), cache_dir=Path({str(tmp_path)!r}))\n"
+        "print(path); print('onnxruntime.quantization' in sys.modules, 'onnx' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == [str(built), "False", "False"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import threading
 from pathlib import Path
 
@@ -335,3 +336,30 @@ class TestLocalEmbeddingsStandard(EmbeddingsIntegrationTests):
     @property
     def embedding_model_params(self) -> dict:
         return {}
+
+
+@pytest.mark.parametrize("damaged", [b"", b"\x01\x02\x03", np.zeros(4, dtype=np.float32).tobytes()])
+def test_a_cached_value_a_power_cut_may_leave_is_embedded_again(
+    embeddings: HashingEmbeddings, damaged: bytes
+) -> None:
+    store = InMemoryByteStore()
+    cached = CachedEmbeddings(embeddings, store)
+    (first,) = cached.embed_documents(["alpha beta"])
+    store.mset([(cached.key("alpha beta"), damaged)])
+    assert cached.embed_documents(["alpha beta"]) == [first]
+    assert embeddings.calls == 2  # a miss, not a vector of nothing or of zeros
+    assert store.mget([cached.key("alpha beta")]) == [np.asarray(first, np.float32).tobytes()]
+
+
+@pytest.mark.parametrize(("durable", "fsyncs"), [(True, 2), (False, 0)])
+def test_local_file_byte_store_fsyncs_each_value_only_when_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool, fsyncs: int
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    store = LocalFileByteStore(tmp_path / "cache", durable=durable)
+    store.mset([("ab01", b"\x00\x01"), ("cd02", b"xyz")])
+    assert len(synced) == fsyncs
+    assert store.mget(["ab01", "cd02"]) == [b"\x00\x01", b"xyz"]
+    assert not list((tmp_path / "cache").rglob("*.tmp"))

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from langchain_holodeck._sync_write import AHEAD_BATCHES
 from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.sync import (
@@ -305,6 +307,44 @@ def test_store_without_delete_syncs_and_skips_stale_cleanup_with_a_reason(
         "chunk(s) stay in the store; use a store that implements delete() to remove them.",
     )
     assert len(store.store) == 5  # a.md's tail and b.md stay
+
+
+class _RecordsWrites(MatrixVectorStore):
+    """Records how each write arrived: by vector (sync embedded ahead) or as documents."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.by_vector = 0
+
+    def add_vectors(self, documents: Sequence[Document], vectors: Any, **kwargs: Any) -> list[str]:
+        self.by_vector += len(documents)
+        return super().add_vectors(documents, vectors, **kwargs)
+
+
+def test_a_model_in_process_embeds_slices_ahead_of_the_writes() -> None:
+    embeddings = HashingEmbeddings()
+    store = _RecordsWrites(embeddings)
+    docs = chunks("a.md", [f"alpha {n}" for n in range(9)])
+    result = sync_documents(docs, store, namespace="kb", batch_size=1)
+    assert result.added == 9
+    assert store.by_vector == 9  # every write came with its vector
+    # nine batches of one, embedded AHEAD_BATCHES at a time: 3 calls, not 9
+    assert embeddings.calls == -(-9 // AHEAD_BATCHES)
+    assert embeddings.texts_embedded == 9
+    hits = store.similarity_search("alpha 7", k=1)
+    assert hits[0].page_content == "alpha 7"
+
+
+def test_a_failing_slice_fails_only_the_batch_that_fails_alone() -> None:
+    embeddings = HashingEmbeddings(fail_on="poison")
+    store = MatrixVectorStore(embeddings)
+    texts = ["a zero", "a one", "poison two", "a three", "a four", "a five"]
+    result = sync_documents(chunks("a.md", texts), store, namespace="kb", batch_size=1)
+    # the slice of 4 failed as a whole; each of its batches was embedded alone again
+    assert (result.added, result.failed) == (4, 2)  # "poison two" and the held chunk 0
+    assert any("poison" in line for line in result.errors)
+    kept = store.get_by_ids([stable_id("kb", f"a.md_chunk_{n}") for n in (1, 3, 4, 5)])
+    assert len(kept) == 4
 
 
 def test_matrix_store_reports_the_ids_it_deleted(embeddings: HashingEmbeddings) -> None:
