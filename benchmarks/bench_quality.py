@@ -188,18 +188,18 @@ def prose_rows(
             feedback_docs=0,
         ),
     )
-    if candidates:
+    if candidates:  # window candidates, each next to "ours without feedback" (same fusion)
         hybrid(
             "candidate: whole when it fits, else windows of 128 only",
             before.model_copy(update={"vector_store": stores["auto-w128"]}),
         )
         hybrid(
             "candidate: whole when it fits, else its first 256 + further windows of 256",
-            default.model_copy(update={"vector_store": stores["auto-w256"]}),
+            before.model_copy(update={"vector_store": stores["auto-w256"]}),
         )
         hybrid(
             "candidate: whole when it fits, else its first 256 + windows of 128 past the first",
-            default.model_copy(update={"vector_store": stores["auto-skip1"]}),
+            before.model_copy(update={"vector_store": stores["auto-skip1"]}),
         )
         hybrid(
             "candidate: truncated at 256 (no windows)",
