@@ -59,7 +59,13 @@ def run_all(pairs: Sequence[Pair], search: Callable[[str], list[str]]) -> dict[s
 
 
 def ours(
-    pairs: Sequence[Pair], emb: DiskCachedMiniLM, work: Path, *, sweep: bool = False
+    pairs: Sequence[Pair],
+    emb: DiskCachedMiniLM,
+    work: Path,
+    *,
+    sweep: bool = False,
+    feedback_docs: int | None = None,
+    feedback_grid: Sequence[tuple[int, float]] = (),
 ) -> tuple[dict, float]:
     source = work / "functions"
     source.mkdir()
@@ -68,8 +74,9 @@ def ours(
         name = f"f{number:05d}.py"
         (source / name).write_text(pair.document + "\n", encoding="utf-8")
         by_file[f"functions/{name}"] = pair.id
+    extra = {} if feedback_docs is None else {"feedback_docs": feedback_docs}
     config = HierarchicalDocumentToolConfig(
-        type="hierarchical_document", name="code", source="functions"
+        type="hierarchical_document", name="code", source="functions", **extra
     )
     tool = HierarchicalDocumentTool(
         config, embeddings=emb, base_dir=work, project_dir=work, home_dir=work
@@ -86,6 +93,19 @@ def ours(
     started = time.perf_counter()
     runs = run_all(pairs, search)
     secs = time.perf_counter() - started
+    if feedback_grid:
+        print("\nFeedback sweep over the tool's own indexes:\n")
+        print("| feedback_docs | feedback_weight | Pass@5 | Pass@10 | Pass@20 | nDCG@10 |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for n, weight in feedback_grid:
+            variant = retriever.model_copy(update={"feedback_docs": n, "feedback_weight": weight})
+
+            def search_feedback(query: str, variant=variant) -> list[str]:
+                ranked = [by_file[d.metadata["source_path"]] for d in variant.invoke(query, k=50)]
+                return list(dict.fromkeys(ranked))
+
+            cells = " | ".join(f"{v:.3f}" for v in scores(run_all(pairs, search_feedback), pairs))
+            print(f"| {n} | {weight} | {cells} |", flush=True)
     if sweep:
         print("\nSweep over the tool's own indexes (dev only):\n")
         base = retriever
@@ -124,6 +144,15 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true", help="fusion settings sweep (dev)")
     parser.add_argument("--no-peer", action="store_true", help="skip the LangChain peers")
     parser.add_argument(
+        "--feedback-docs", type=int, default=None, help="ours: feedback_docs (default: the default)"
+    )
+    parser.add_argument(
+        "--feedback-grid",
+        nargs="*",
+        default=[],
+        help="docs:weight pairs to sweep on the ingested tool (0:0 = off)",
+    )
+    parser.add_argument(
         "--long-text",
         choices=("auto", "best", "first"),
         default="auto",
@@ -140,8 +169,19 @@ def main() -> None:
 
     rows: list[tuple[str, tuple[float, ...]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        runs, secs = ours(pairs, emb, Path(tmp), sweep=args.sweep)
+        runs, secs = ours(
+            pairs,
+            emb,
+            Path(tmp),
+            sweep=args.sweep,
+            feedback_docs=args.feedback_docs,
+            feedback_grid=[
+                (int(n), float(w)) for n, w in (pair.split(":") for pair in args.feedback_grid)
+            ],
+        )
     label = "defaults" if args.long_text == "auto" else f"defaults but long_text={args.long_text}"
+    if args.feedback_docs is not None:
+        label += f", feedback_docs={args.feedback_docs}"
     rows.append((f"**HierarchicalDocumentTool (ours, {label})**", scores(runs, pairs)))
     print(f"(ours: {secs:.0f} s for {len(pairs)} queries)")
     if not args.no_peer:  # the peers embed each function whole (truncated at 256)

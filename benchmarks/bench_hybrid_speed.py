@@ -251,7 +251,10 @@ def exact_fusion_recall(retriever, queries, qvecs, vecs, bm25) -> dict:
         "convex": lambda lists: convex_score_fusion(lists, weights=w, lower_bounds=[0.0, 0.0]),
     }
     variants = {
-        (fusion, depth): retriever.model_copy(update={"fusion": fusion, "fetch_k": depth})
+        # one fusion of the legs, as the truth is (feedback re-ranks on purpose)
+        (fusion, depth): retriever.model_copy(
+            update={"fusion": fusion, "fetch_k": depth, "feedback_docs": 0}
+        )
         for fusion in exact_fns
         for depth in (retriever.fetch_k, 50)
     }

@@ -164,14 +164,16 @@ def prose_rows(
             f"({n_vectors} in all; store built in {time.perf_counter() - began:.0f} s)"
         )
     default = HybridRetriever(vector_store=stores["auto"], keyword_index=bm25)
-    hybrid("**ours, every default (long_text=auto)**", default)
+    before = default.model_copy(update={"feedback_docs": 0})  # the legs, fused once
+    hybrid("**ours, every default (long_text=auto, feedback 3 x 0.75)**", default)
+    hybrid("ours without feedback (feedback_docs=0: the default before it)", before)
     hybrid(
         "plain RRF 0.5/0.5 of the same legs",
-        default.model_copy(update={"fusion": "rrf", "weights": (0.5, 0.5, 0.2)}),
+        before.model_copy(update={"fusion": "rrf", "weights": (0.5, 0.5, 0.2)}),
     )
     hybrid(
-        "previous default (windows of 128 for every document)",
-        default.model_copy(update={"vector_store": stores["best128"]}),
+        "previous default (windows of 128 for every document, no feedback)",
+        before.model_copy(update={"vector_store": stores["best128"]}),
     )
     plain = _PlainWordsIndex()
     plain.upsert(docs)
@@ -183,31 +185,32 @@ def prose_rows(
             fusion="rrf",
             weights=(0.5, 0.5, 0.2),
             fetch_k=50,
+            feedback_docs=0,
         ),
     )
-    if candidates:
+    if candidates:  # window candidates, each next to "ours without feedback" (same fusion)
         hybrid(
             "candidate: whole when it fits, else windows of 128 only",
-            default.model_copy(update={"vector_store": stores["auto-w128"]}),
+            before.model_copy(update={"vector_store": stores["auto-w128"]}),
         )
         hybrid(
             "candidate: whole when it fits, else its first 256 + further windows of 256",
-            default.model_copy(update={"vector_store": stores["auto-w256"]}),
+            before.model_copy(update={"vector_store": stores["auto-w256"]}),
         )
         hybrid(
             "candidate: whole when it fits, else its first 256 + windows of 128 past the first",
-            default.model_copy(update={"vector_store": stores["auto-skip1"]}),
+            before.model_copy(update={"vector_store": stores["auto-skip1"]}),
         )
         hybrid(
             "candidate: truncated at 256 (no windows)",
-            default.model_copy(update={"vector_store": stores["first"]}),
+            before.model_copy(update={"vector_store": stores["first"]}),
         )
     if tune:
         code_ids = BM25KeywordIndex(identifiers="code")
         code_ids.upsert(docs)
         hybrid(
             "candidate: BM25 identifiers split only in code chunks",
-            default.model_copy(update={"keyword_index": code_ids}),
+            before.model_copy(update={"keyword_index": code_ids}),
         )
     dense = default.model_copy(update={"weights": (1.0, 0.0, 0.0)})
     hybrid("dense only (ours, long_text=auto)", dense)

@@ -10,6 +10,7 @@ sits above and asks by these types, never by a store's name.
 - :class:`NativeHybridSearch` / :class:`NativeHit`: a store that fuses dense and keyword search
   in one request (``check_native_hybrid_args`` validates its arguments).
 - :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
+- :class:`StoredVectors`: a store that hands back the vectors it holds, by id.
 - :class:`CountingDelete`: a store whose delete says which ids it actually removed.
 - :class:`BackendCapabilities`: what a backend can do; the tools and sync choose by these flags.
 """
@@ -33,6 +34,7 @@ __all__ = [
     "KeywordIndex",
     "NativeHit",
     "NativeHybridSearch",
+    "StoredVectors",
     "check_native_hybrid_args",
     "supports_native_hybrid",
 ]
@@ -158,6 +160,15 @@ class IdVectorSearch(Protocol):
 
     def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
         """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
+        ...
+
+
+@runtime_checkable
+class StoredVectors(Protocol):
+    """A store that returns the vectors it holds, by id (in memory: no model call)."""
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of ``ids``; unknown ids absent."""
         ...
 
 

@@ -29,7 +29,12 @@ from langchain_holodeck._conversion import (
     DEFAULT_MAX_CONVERT_MEMORY_BYTES,
     DEFAULT_MAX_CONVERT_SECONDS,
 )
-from langchain_holodeck._defaults import DEFAULT_FETCH_K, DEFAULT_FUSION
+from langchain_holodeck._defaults import (
+    DEFAULT_FEEDBACK_DOCS,
+    DEFAULT_FEEDBACK_WEIGHT,
+    DEFAULT_FETCH_K,
+    DEFAULT_FUSION,
+)
 from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
     DatabaseConfig,
@@ -245,6 +250,12 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """How the legs are fused in-process (``search_strategy: fallback``): ``convex`` (convex
     score fusion, the default) adds each leg's scores divided by its best, weighted (Bruch et
     al., 2023); ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
+    feedback_docs: int = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
+    """Dense pseudo-relevance feedback (``search_strategy: fallback`` on the in-memory store):
+    after a first fusion the query vector moves toward the vectors of this many best results
+    and the candidates are fused again; 0 turns it off."""
+    feedback_weight: float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
+    """How far the query vector moves toward them (``unit(q + weight * mean)``)."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend, selected by ``provider`` (the registered ones: see their tables)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"

@@ -6,7 +6,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, Literal
 
@@ -20,7 +20,13 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_holodeck._chunk import window_parent
-from langchain_holodeck._defaults import DEFAULT_FETCH_K, DEFAULT_FUSION, DEFAULT_WEIGHTS
+from langchain_holodeck._defaults import (
+    DEFAULT_FEEDBACK_DOCS,
+    DEFAULT_FEEDBACK_WEIGHT,
+    DEFAULT_FETCH_K,
+    DEFAULT_FUSION,
+    DEFAULT_WEIGHTS,
+)
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
@@ -29,6 +35,12 @@ from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusio
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
+from langchain_holodeck.retrievers._feedback import (
+    FEEDBACK_DEPTH,
+    feedback_ids,
+    feedback_ranking,
+    supports_feedback,
+)
 from langchain_holodeck.retrievers._steps import Call, Core, Outcomes, adrive, drive
 from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
 
@@ -195,6 +207,15 @@ class HybridRetriever(BaseRetriever):
     """``rrf``: weighted reciprocal rank fusion; ``convex``: weighted sum of normalized scores."""
     rrf_k: int = Field(default=60, ge=0)
     """The RRF constant."""
+    feedback_docs: int = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
+    """Dense pseudo-relevance feedback: after a first fusion, the query vector moves toward
+    the mean vector of this many best fused chunks and the candidates are re-ranked by it for
+    a second fusion (``retrievers/_feedback``); 0 turns it off. Used when the keyword leg
+    answered too and the store returns stored vectors by id (``MatrixVectorStore``); not
+    when the best chunk is source code (``chunk_type: code``), and code chunks are never fed
+    back."""
+    feedback_weight: float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
+    """How far the query vector moves: ``unit(q + feedback_weight * mean(vectors))``."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
     """Keep only results whose dense relevance reaches this (exact hits are always kept)."""
     exact_first: bool = True
@@ -307,6 +328,20 @@ class HybridRetriever(BaseRetriever):
                 outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes)}
             legs = self._legs(query, outcomes)
             plan = self._plan(legs)
+            feedback = self._feedback_call(legs, plan, k)
+            if feedback is not None:
+                outcome = (yield feedback)["feedback"]
+                if isinstance(outcome, Exception):
+                    logger.warning(
+                        "HybridRetriever: pseudo-relevance feedback failed (%s); serving the "
+                        "first fusion.",
+                        one_line(outcome),
+                    )
+                else:
+                    ranking, read = outcome
+                    legs = self._with_documents(legs, read)
+                    if ranking is not None:
+                        plan = self._plan(legs, dense_ranking=ranking)
             result = yield from self._select(query, k, plan, legs)
             expanded = self._expansion(result)
             if expanded:
@@ -476,13 +511,59 @@ class HybridRetriever(BaseRetriever):
 
         return {"read": Call(read, aread)}
 
+    @staticmethod
+    def _with_documents(legs: _Legs, read: Sequence[Document]) -> _Legs:
+        """``legs`` whose dense result also holds ``read`` (documents not to read again)."""
+        if legs.dense is None or not read:
+            return legs
+        documents = {**legs.dense.documents, **{d.id: d for d in read if d.id}}
+        return replace(legs, dense=replace(legs.dense, documents=documents))
+
+    def _feedback_call(self, legs: _Legs, plan: _Plan, k: int) -> dict[str, Call] | None:
+        """The feedback step (``feedback_docs``), or ``None`` when it does not apply."""
+        dense, store = legs.dense, self.vector_store
+        if (
+            not self.feedback_docs
+            or legs.native is not None
+            or dense is None
+            or dense.vector is None
+            or not legs.keyword
+            or not supports_feedback(store)
+        ):
+            return None
+        top = plan.order[: self.feedback_docs]
+        depth = max(FEEDBACK_DEPTH, k)  # the first of each leg are re-scored
+        candidates = list(
+            dict.fromkeys([i for i, _ in dense.hits[:depth]] + [h.id for h in legs.keyword[:depth]])
+        )
+        query, weight = dense.vector, self.feedback_weight
+
+        def rank() -> tuple[list[tuple[str, float]] | None, list[Document]]:
+            with span("holodeck.feedback", {"search.feedback_docs": len(top)}):
+                read = store.get_by_ids(top)  # their types; kept, so not read again
+                chosen = feedback_ids(top, read)  # none when the best chunk is code
+                ranking = feedback_ranking(
+                    store, query, chosen, candidates, weight=weight, depth=len(candidates)
+                )
+                return ranking, read
+
+        return {"feedback": Call(rank, in_process=True)}  # in memory: no I/O
+
     # -- fusion (pure) ------------------------------------------------------------------
-    def _plan(self, legs: _Legs) -> _Plan:
+    def _plan(self, legs: _Legs, *, dense_ranking: list[tuple[str, float]] | None = None) -> _Plan:
+        """Fuse the legs.
+
+        ``dense_ranking`` (feedback) replaces the dense leg's order in the fusion only: the
+        ``semantic_*`` metadata stays the query's own.
+        """
         if legs.native is not None:
             return self._native_plan(legs.native, list(legs.exact or []))
         dense = legs.dense
+        fused_dense = dense_ranking
+        if fused_dense is None and dense is not None:
+            fused_dense = dense.oriented() if self.fusion == "convex" else dense.hits
         rankings: list[list[tuple[str, float]]] = [
-            (dense.oriented() if self.fusion == "convex" else dense.hits) if dense else [],
+            fused_dense or [],
             list(legs.keyword or []),
             list(legs.exact or []),
         ]

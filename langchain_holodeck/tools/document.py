@@ -738,6 +738,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             ),
             fetch_k=config.fetch_k,
             fusion=config.fusion,
+            feedback_docs=config.feedback_docs,
+            feedback_weight=config.feedback_weight,
             min_similarity_score=config.min_similarity_score,
             definitions=self.definitions,
             expand_hops=config.expand_hops,

@@ -550,21 +550,27 @@ class MatrixVectorStore(VectorStore):
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
         with self._lock:
-            found: list[tuple[str, int]] = []
+            get = self._rows.get
+            rows: list[int] = []
+            starts: list[int] = []  # where each found id's rows begin in ``rows``
+            found: list[str] = []
             for doc_id in ids:
-                row = self._rows.get(doc_id)
+                row = get(doc_id)
+                if row is None:
+                    continue
+                starts.append(len(rows))
+                found.append(doc_id)
                 n = 1
                 while row is not None:
-                    found.append((doc_id, row))
-                    row = self._rows.get(window_id(doc_id, n))
+                    rows.append(row)
+                    row = get(window_id(doc_id, n))
                     n += 1
-            if not found:
+            if not rows:
                 return {}
-            scores = self._buffer[[r for _, r in found]] @ unit
-        out: dict[str, float] = {}
-        for (doc_id, _), score in zip(found, scores, strict=True):
-            out[doc_id] = max(out.get(doc_id, 0.0), clip_unit(float(score)))
-        return out
+            scores = self._buffer[np.asarray(rows, dtype=np.intp)] @ unit
+        best = np.maximum.reduceat(scores, np.asarray(starts, dtype=np.intp)).astype(np.float64)
+        best = np.where(np.isfinite(best), np.clip(best, 0.0, 1.0), 0.0)  # as clip_unit
+        return dict(zip(found, best.tolist(), strict=True))
 
     def max_marginal_relevance_search(
         self,

@@ -139,6 +139,7 @@ def test_top_10_equals_the_reference_fusion_over_every_score(
         k=10,
         fetch_k=fetch_k,
         fusion=fusion,  # type: ignore[arg-type]  # one of the two
+        feedback_docs=0,  # the reference is one fusion; feedback is tested in test_feedback.py
     )
     w_dense, w_keyword, _ = retriever.weights
     for query in corpus["queries"]:

@@ -94,6 +94,7 @@ def test_fused_order_is_weighted_rrf_of_the_legs(parts) -> None:
         weights=(0.6, 0.4, 0.0),
         rrf_k=10,
         fusion="rrf",
+        feedback_docs=0,  # one fusion of the legs (feedback: test_feedback.py)
     )
     query = "program rated 4 or 5 supervising officer"
     dense = [(d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)]
@@ -203,7 +204,13 @@ def test_keyword_only_hits_pass_the_threshold_by_their_dense_similarity(parts) -
     store, bm25, _ = parts
     query = "seven years of logs"
     vector = store.embeddings.embed_query(query)
-    params = {"vector_store": store, "keyword_index": bm25, "k": 4, "fetch_k": 1}
+    params = {
+        "vector_store": store,
+        "keyword_index": bm25,
+        "k": 4,
+        "fetch_k": 1,
+        "feedback_docs": 0,  # keep the keyword-only hits of one fusion in the top 4
+    }
     unfiltered = HybridRetriever(**params, weights=(0.3, 0.7, 0.0)).invoke(query)
     keyword_only = [d.id for d in unfiltered if d.metadata["semantic_rank"] is None]
     assert len(keyword_only) >= 2  # the dense leg (8 deep) missed these keyword hits
@@ -248,10 +255,16 @@ def test_dense_leg_builds_no_documents_for_candidates(parts, monkeypatch) -> Non
         return real(*args)
 
     monkeypatch.setattr(matrix, "_copy_document", counting)
-    r = HybridRetriever(vector_store=store, keyword_index=bm25, exact_index=exact, fetch_k=50)
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, exact_index=exact, fetch_k=50, feedback_docs=0
+    )
     docs = r.invoke("arch controls", k=3)
     assert len(docs) == 3
     assert copies == 3  # only the final k are read
+    copies = 0
+    fed = r.model_copy(update={"feedback_docs": 2}).invoke("arch controls", k=3)
+    assert len(fed) == 3
+    assert copies <= 3 + 2  # and the chunks fed back, each read once
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "convex"])
@@ -522,6 +535,7 @@ def test_convex_fusion_is_the_weighted_sum_of_normalized_leg_scores(parts) -> No
         fetch_k=8,
         fusion="convex",
         weights=(0.7, 0.3, 0.0),
+        feedback_docs=0,  # one fusion of the legs (feedback: test_feedback.py)
     )
     query = "program rated 4 or 5 supervising officer"
     dense = [(d.id, s) for d, s in store.similarity_search_with_relevance_scores(query, k=8)]

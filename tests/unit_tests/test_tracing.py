@@ -73,6 +73,7 @@ def test_search_span_carries_mode_provider_top_k_and_result_count(retriever, spa
 @pytest.mark.parametrize("path", ["sync", "async"])
 async def test_each_leg_has_a_child_span_with_its_result_count(retriever, spans, path) -> None:
     query = "Section 202 arch controls"
+    retriever = retriever.model_copy(update={"feedback_docs": 0})  # one read: the final k
     if path == "sync":
         retriever.invoke(query)
     else:
@@ -92,6 +93,22 @@ async def test_each_leg_has_a_child_span_with_its_result_count(retriever, spans,
     assert dense.attributes["search.dense_path"] == "ids"
     (read,) = named(spans, "holodeck.read_documents")
     assert read.attributes["search.read_count"] == 3
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_feedback_has_a_child_span_and_its_read_is_not_repeated(
+    retriever, spans, path
+) -> None:
+    query = "arch controls"
+    docs = retriever.invoke(query) if path == "sync" else await retriever.ainvoke(query)
+    (search,) = named(spans, "holodeck.hybrid_search")
+    (feedback,) = named(spans, "holodeck.feedback")
+    assert feedback.parent is not None
+    assert feedback.parent.span_id == search.context.span_id
+    assert feedback.attributes["search.feedback_docs"] == retriever.feedback_docs
+    # the chunks fed back were read once: the final read asks only for the others
+    reads = named(spans, "holodeck.read_documents")
+    assert sum(r.attributes["search.read_count"] for r in reads) <= len(docs)
 
 
 def test_a_failing_leg_still_closes_the_search_span(retriever, spans) -> None:
