@@ -212,8 +212,14 @@ class ConversionPool:
             ConversionError: When the converter failed (its error, one line), the worker
                 ended without a reply or could not start.
         """
-        worker = self._take()
+        worker, reused = self._take()
         reply = worker.ask(request, self.max_seconds)
+        if reply[0] == "died" and reused:
+            # An idle worker killed from outside can still look alive for a moment (its
+            # threads are exiting, so it cannot be reaped yet): once more, on a fresh one.
+            worker.kill()
+            worker = self._start()
+            reply = worker.ask(request, self.max_seconds)
         kind = reply[0]
         if kind == "ok":
             self._give_back(worker)
@@ -239,14 +245,17 @@ class ConversionPool:
         msg = f"the conversion process crashed (exit code {reply[1]})"
         raise ConversionError(msg)
 
-    def _take(self) -> _Worker:
-        """An idle worker still running, else a fresh one."""
+    def _take(self) -> tuple[_Worker, bool]:
+        """An idle worker still running (and ``True``: it was reused), else a fresh one."""
         with self._lock:
             while self._idle:
                 worker = self._idle.pop()
                 if worker.process.poll() is None:
-                    return worker
+                    return worker, True
                 worker.kill()  # ended while idle (killed from outside): start another
+        return self._start(), False
+
+    def _start(self) -> _Worker:
         worker = _Worker(self.max_memory_bytes)
         reply = worker.ask(None, _START_SECONDS)
         if reply[0] != "ready":

@@ -170,6 +170,8 @@ def test_a_worker_killed_while_idle_is_replaced(tmp_path: Path) -> None:
     assert workers  # the worker stays up for the next file
     for pid in workers:
         os.kill(pid, signal.SIGKILL)  # the OOM killer, an operator
+    # At once: a worker that is dying can still look alive (its threads are exiting)
+    assert "line1 alpha" in loader.load()[0].page_content
     deadline = time.monotonic() + 30
     while not all(map(dead, workers)) and time.monotonic() < deadline:
         time.sleep(0.05)
