@@ -221,6 +221,7 @@ def paired(n: int, rounds: int) -> dict:
         "floor": lambda q: floor_search(matrix, index, qv[q], q_tokens[q], 50),
         "floor_default": lambda q: floor_search(matrix, index, qv[q], q_tokens[q], DEFAULT_FETCH_K),
         "ours": retriever.invoke,
+        "ours_no_feedback": retriever.model_copy(update={"feedback_docs": 0}).invoke,
     }
     names = list(systems)
     for q in queries[:5]:
@@ -330,6 +331,7 @@ def main() -> None:
                 "floor": "bare floor (50 per leg)",
                 "floor_default": f"bare floor ({res['fetch_k']} per leg)",
                 "ours": f"**HybridRetriever (ours, defaults: fetch_k {res['fetch_k']})**",
+                "ours_no_feedback": "HybridRetriever, defaults but feedback_docs=0",
             }
             for name, label in names.items():
                 lat = [x * 1000 for x in res["lat"][name]]
@@ -338,14 +340,15 @@ def main() -> None:
                     f"| {n:,} | {label} | {len(lat)} | {statistics.median(lat):.2f} | "
                     f"{pct(lat, 0.95):.2f} | {cpu:.2f} |"
                 )
-            ours_cpu = statistics.median(res["cpu"]["ours"])
-            ours_lat = statistics.median(res["lat"]["ours"])
             for name in ("floor", "floor_default"):
-                print(
-                    f"ours / {names[name]}: {ours_lat / statistics.median(res['lat'][name]):.2f}x"
-                    f" (p50 wall), {ours_cpu / statistics.median(res['cpu'][name]):.2f}x "
-                    "(p50 CPU)"
-                )
+                for mine in ("ours", "ours_no_feedback"):
+                    mine_lat = statistics.median(res["lat"][mine])
+                    mine_cpu = statistics.median(res["cpu"][mine])
+                    print(
+                        f"{mine} / {names[name]}: "
+                        f"{mine_lat / statistics.median(res['lat'][name]):.2f}x (p50 wall), "
+                        f"{mine_cpu / statistics.median(res['cpu'][name]):.2f}x (p50 CPU)"
+                    )
         return
     rows = []
     threads = str(args.blas_threads)
