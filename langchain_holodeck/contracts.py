@@ -12,12 +12,13 @@ sits above and asks by these types, never by a store's name.
 - :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
 - :class:`StoredVectors`: a store that hands back the vectors it holds, by id.
 - :class:`CountingDelete`: a store whose delete says which ids it actually removed.
+- :class:`PrunableCache`: an embedding cache that can drop the entries a corpus no longer uses.
 - :class:`BackendCapabilities`: what a backend can do; the tools and sync choose by these flags.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ __all__ = [
     "KeywordIndex",
     "NativeHit",
     "NativeHybridSearch",
+    "PrunableCache",
     "StoredVectors",
     "check_native_hybrid_args",
     "supports_native_hybrid",
@@ -185,6 +187,23 @@ class CountingDelete(Protocol):
 
     def delete_existing(self, ids: Sequence[str]) -> list[str]:
         """Delete ``ids``; return those that existed (and so were removed), in input order."""
+        ...
+
+
+@runtime_checkable
+class PrunableCache(Protocol):
+    """An embedding cache (a ``ByteStore``) that can drop the entries a corpus no longer uses.
+
+    The cache in a directory (``LocalFileByteStore``) and in PostgreSQL (``PostgresByteStore``)
+    implement it; Redis expires its entries instead.
+    """
+
+    def prune(self, keep: Collection[str], *, written_before: float) -> int:
+        """Delete every entry not in ``keep`` and written before ``written_before``.
+
+        ``written_before`` is a ``time.time()``; entries written since stay. Returns how many
+        entries went.
+        """
         ...
 
 

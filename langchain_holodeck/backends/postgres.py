@@ -8,7 +8,7 @@ Everything this package knows about Postgres as a backend is here; the store its
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.stores import ByteStore
@@ -150,6 +150,11 @@ class PostgresBackend(Backend):
 class PostgresByteStore(ByteStore):
     """A ``ByteStore`` in a Postgres table (key text, value bytea), keys under ``prefix``.
 
+    Each row keeps the time it was written (``written_at``, the server's clock; a table made
+    before that column existed gets it on first use, its rows dated then). ``prune`` removes
+    this prefix's entries but those given (the embedding cache of a corpus keeps only the
+    texts its stored chunks hold).
+
     Setup:
         ``pip install "langchain-holodeck[postgres]"``
 
@@ -173,10 +178,29 @@ class PostgresByteStore(ByteStore):
             self._conn = psycopg.connect(self.connection_string, autocommit=True)
             self._conn.execute(
                 sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, value bytea NOT NULL)"
+                    "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, value bytea NOT NULL, "
+                    "written_at timestamptz NOT NULL DEFAULT now())"
                 ).format(t=sql.Identifier(self.table))
             )
+            self._add_written_at(self._conn)
         return self._conn
+
+    def _add_written_at(self, conn: Any) -> None:
+        """Give a table made before ``written_at`` existed the column (its rows: dated now)."""
+        from psycopg import sql
+
+        has_column = conn.execute(
+            "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attname = 'written_at' AND NOT attisdropped",
+            (sql.Identifier(self.table).as_string(conn),),
+        ).fetchone()
+        if has_column is None:  # ALTER locks the table: only when the column is missing
+            conn.execute(
+                self._sql(
+                    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS "
+                    "written_at timestamptz NOT NULL DEFAULT now()"
+                )
+            )
 
     def _sql(self, text: str) -> Any:
         from psycopg import sql
@@ -213,6 +237,29 @@ class PostgresByteStore(ByteStore):
             self._connection().execute(
                 self._sql("DELETE FROM {t} WHERE key = ANY(%s)"), ([self.prefix + k for k in keys],)
             )
+
+    def prune(self, keep: Collection[str], *, written_before: float) -> int:
+        """Delete this prefix's entries whose key is not in ``keep`` and written before then.
+
+        One ``DELETE`` statement; entries under other prefixes (other corpora) are never
+        touched.
+
+        Args:
+            keep: Keys (without the prefix) that stay.
+            written_before: A ``time.time()``; entries written since (by another process
+                syncing at the same time, say) stay. Compared with the server's clock.
+
+        Returns:
+            The number of entries deleted.
+        """
+        cursor = self._connection().execute(
+            self._sql(
+                "DELETE FROM {t} WHERE starts_with(key, %s) AND written_at < to_timestamp(%s) "
+                "AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS kept(k) WHERE kept.k = key)"
+            ),
+            (self.prefix, written_before, [self.prefix + k for k in keep]),
+        )
+        return int(cursor.rowcount)
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
         start = self.prefix + (prefix or "")

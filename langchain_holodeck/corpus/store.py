@@ -16,10 +16,10 @@ from langchain_holodeck.backends import (
     scan_documents,
 )
 from langchain_holodeck.config.models import resolve_database_config
+from langchain_holodeck.contracts import PrunableCache
 from langchain_holodeck.corpus.identity import corpus_namespace, legacy_namespace
 from langchain_holodeck.embeddings import (
     CachedEmbeddings,
-    LocalFileByteStore,
     embedding_dimension,
     embedding_model_id,
     resolve_embeddings,
@@ -143,7 +143,7 @@ class Corpus:
         Embeddings are wrapped in a ``CachedEmbeddings`` keyed by text, so a chunk whose key
         shifted (a paragraph inserted above it) is rewritten without a model call. The cache
         is the backend's, one per corpus: in ``store_dir`` for the persisted in-memory store,
-        in Redis for Redis, in memory otherwise.
+        in Redis for Redis, in a table for PostgreSQL, in memory otherwise.
         """
         if self.store is not None and self.backend is not None:
             return self.store
@@ -176,17 +176,17 @@ class Corpus:
     def prune_cache(self, store: VectorStore, *, written_before: float) -> int:
         """Drop cached embeddings of texts this corpus no longer stores; return how many.
 
-        For the cache in a directory (``store_dir/embedding_cache/<namespace>``), which has no
-        expiry: after a sync that wrote every chunk, an entry stays when a stored chunk or
-        model window of this corpus has its text (what a re-sync may need when chunk keys
-        move), or when it was written at or after ``written_before`` (by a sync running at
-        the same time); the rest (texts edited or deleted away) go. Other caches (Redis
-        expires its entries; in memory) and stores that cannot be listed are left alone.
+        For a cache that can prune (``contracts.PrunableCache``: the cache in a directory,
+        ``store_dir/embedding_cache/<namespace>``, and the PostgreSQL table, this corpus's
+        prefix only), neither of which expires: after a sync that wrote every chunk, an entry
+        stays when a stored chunk or model window of this corpus has its text (what a re-sync
+        may need when chunk keys move), or when it was written at or after ``written_before``
+        (by a sync running at the same time); the rest (texts edited or deleted away) go.
+        Other caches (Redis expires its entries; in memory) and stores that cannot be listed
+        are left alone.
         """
         cache, embeddings = self.cache, self.embeddings
-        if not isinstance(cache, LocalFileByteStore) or not isinstance(
-            embeddings, CachedEmbeddings
-        ):
+        if not isinstance(cache, PrunableCache) or not isinstance(embeddings, CachedEmbeddings):
             return 0
         try:
             keep = {

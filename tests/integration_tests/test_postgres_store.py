@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -318,6 +319,58 @@ def test_embedding_cache_in_postgres(
     assert list(backend.byte_store(namespace="other").yield_keys()) == []  # one cache per corpus
     cache.mdelete(list(cache.yield_keys()))
     assert list(cache.yield_keys()) == []
+
+
+def age_cache_rows(url: str, table: str, seconds: int) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("UPDATE {} SET written_at = written_at - make_interval(secs => %s)").format(
+                sql.Identifier(table)
+            ),
+            (seconds,),
+        )
+
+
+def test_cache_prune_drops_only_old_unused_entries_of_its_own_prefix(
+    postgres_url: str, postgres_table: str
+) -> None:
+    table = f"{postgres_table}_embcache"
+    cache = PostgresByteStore(postgres_url, table=table, prefix="kb:")
+    other = PostgresByteStore(postgres_url, table=table, prefix="other:")
+    cache.mset([("old-unused", b"1"), ("kept", b"2"), ("also-old", b"3")])
+    other.mset([("old-unused", b"4"), ("theirs", b"5")])
+    age_cache_rows(postgres_url, table, 60)
+    started = time.time() - 1
+    cache.mset([("fresh-unused", b"6")])  # written after the sync started
+    assert cache.prune({"kept", "not-stored"}, written_before=started) == 2
+    assert sorted(cache.yield_keys()) == ["fresh-unused", "kept"]
+    assert sorted(other.yield_keys()) == ["old-unused", "theirs"]  # another corpus: untouched
+    assert cache.prune(set(), written_before=started) == 1  # kept goes once not kept
+    assert other.prune(["theirs"], written_before=time.time() + 60) == 1
+    assert sorted(other.yield_keys()) == ["theirs"]
+
+
+def test_cache_table_made_before_written_at_gains_it(
+    postgres_url: str, postgres_table: str
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    table = f"{postgres_table}_embcache"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (key text PRIMARY KEY, value bytea NOT NULL)").format(
+                sql.Identifier(table)
+            )
+        )
+        conn.execute(sql.SQL("INSERT INTO {} VALUES ('kb:a', 'x')").format(sql.Identifier(table)))
+    cache = PostgresByteStore(postgres_url, table=table, prefix="kb:")
+    assert cache.mget(["a"]) == [b"x"]
+    assert cache.prune(set(), written_before=time.time() - 60) == 0  # dated when migrated
+    assert cache.prune(set(), written_before=time.time() + 60) == 1
 
 
 class TestPostgresVectorStoreStandard(VectorStoreIntegrationTests):

@@ -6,6 +6,8 @@ Issue 25, item 15: the cache (one entry per text ever embedded) only grew. Now
   and Qdrant ``path:`` backends) keeps, after a sync that wrote every chunk, only the texts
   the corpus's stored chunks and model windows hold (and entries written since the sync
   started, by a concurrent process);
+- the cache in PostgreSQL (``<table_name>_embcache``) is pruned the same way, this corpus's
+  prefix only;
 - Redis entries expire ``embedding_cache_ttl_days`` after they were last written *or read*.
 
 What the cache is for holds: a paragraph inserted above others moves their chunk keys, and
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from langchain_holodeck import HierarchicalDocumentTool, HierarchicalDocumentToolConfig
+from langchain_holodeck.backends.postgres import PostgresByteStore
 from langchain_holodeck.embeddings import CachedEmbeddings, LocalFileByteStore, RedisByteStore
 from langchain_holodeck.vectorstores import scan_documents
 from tests.helpers import HashingEmbeddings
@@ -179,3 +182,40 @@ def test_redis_cache_ttl_is_configurable_and_expiry_costs_no_resync_embedding(
     finally:
         for key in redis_client.scan_iter(f"holodeck:embcache:{redis_index_name}:*"):
             redis_client.delete(key)
+
+
+@pytest.mark.postgres
+def test_the_postgres_cache_keeps_exactly_the_stored_texts(
+    tmp_path: Path, postgres_url: str, postgres_table: str
+) -> None:
+    write_source(tmp_path / "src")
+    database = {
+        "provider": "postgres",
+        "connection_string": postgres_url,
+        "table_name": postgres_table,
+    }
+    embeddings = HashingEmbeddings()
+    tool = make_tool(tmp_path, embeddings, database)
+    tool.initialize_sync()
+    assert isinstance(tool.corpus.cache, PostgresByteStore)
+    # another corpus in the same cache table: never pruned by this one
+    neighbour = PostgresByteStore(
+        postgres_url, table=f"{postgres_table}_embcache", prefix="another-corpus:"
+    )
+    neighbour.mset([("unused", b"vector")])
+
+    edited = tmp_path / "src" / "manual_01.md"
+    edited.write_text(edited.read_text().replace("## Part 2", "## Part 2\n\nRevised text."))
+    bump_mtime(edited)
+    old_keys = cache_keys(tool)
+    time.sleep(0.05)  # the edit's sync starts after every entry of the first was written
+    assert make_tool(tmp_path, embeddings, database).initialize_sync().updated >= 1
+    tool = make_tool(tmp_path, embeddings, database)
+    tool.initialize_sync()
+    assert cache_keys(tool) == expected_keys(tool)
+    assert old_keys - cache_keys(tool)  # the edited texts' entries went
+    assert list(neighbour.yield_keys()) == ["unused"]
+
+    before = embeddings.texts_embedded
+    again = make_tool(tmp_path, embeddings, database).initialize_sync()
+    assert (again.added, again.updated, embeddings.texts_embedded - before) == (0, 0, 0)
