@@ -16,6 +16,23 @@ from langchain_holodeck._persist import atomic_write
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 
 
+def cache_segment(namespace: str) -> str:
+    """``namespace`` as one segment of a cache's path or key prefix.
+
+    ``%``, ``:`` and ``/`` are percent-encoded, and a leading ``.``, so no corpus's cache lies
+    inside another's: ``a`` and ``a:b`` get the prefixes ``a:`` and ``a%3Ab:``, and ``..`` is
+    a directory of its own (``%2E.``), not the store's. A generated namespace (a UUID) is
+    unchanged.
+
+    Example:
+        ```python
+        cache_segment("a:b")  # -> 'a%3Ab'
+        ```
+    """
+    text = namespace.replace("%", "%25").replace(":", "%3A").replace("/", "%2F")
+    return "%2E" + text[1:] if text.startswith(".") else text
+
+
 class LocalFileByteStore(ByteStore):
     """A ``ByteStore`` of one file per key under ``root`` (created on first write).
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.stores import ByteStore
 
+from langchain_holodeck._byte_stores import cache_segment
 from langchain_holodeck._redact import one_line
 from langchain_holodeck.backends._registry import register_backend
 from langchain_holodeck.backends.base import (
@@ -130,14 +131,17 @@ class PostgresBackend(Backend):
         return store.iter_documents(namespace=namespace, batch_size=batch_size)  # type: ignore[attr-defined, no-any-return]  # handles() checked the type
 
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
-        """The embedding cache in Postgres: ``<table_name>_embcache``, prefix ``<namespace>:``."""
+        """The embedding cache in Postgres: ``<table_name>_embcache``, keys under ``<namespace>:``.
+
+        The namespace goes through ``cache_segment``, so ``a``'s keys never include ``a:b``'s.
+        """
         if self.config is None:  # an adopted store: the default cache
             return super().byte_store(namespace=namespace, store_dir=store_dir)
         config = self._config()
         return PostgresByteStore(
             config.connection_string.get_secret_value(),
             table=f"{config.table_name}_embcache",
-            prefix=f"{namespace}:",
+            prefix=f"{cache_segment(namespace)}:",
         )
 
     def _config(self) -> PostgresDatabaseConfig:

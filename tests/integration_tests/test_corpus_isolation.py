@@ -344,3 +344,55 @@ def test_corpus_id_pins_the_namespace(roots: tuple[Path, Path]) -> None:
     pinned = f"share-{uuid.uuid4().hex[:6]}"
     assert tool(roots[0], corpus_id=pinned).namespace == pinned
     assert tool(roots[1], corpus_id=pinned).namespace == pinned
+
+
+def pinned_tool(root: Path, corpus_id: str, tmp: Path, database: dict[str, Any] | None) -> Tool:
+    """A tool whose corpus_id is pinned, in the shared store directory or ``database``."""
+    fields: dict[str, Any] = {
+        "type": "vectorstore",
+        "name": "docs",
+        "description": "d",
+        "source": "docs",
+        "top_k": 10,
+        "corpus_id": corpus_id,
+    }
+    if database is not None:
+        fields["database"] = database
+    return VectorStoreTool(
+        VectorStoreToolConfig(**fields),
+        embeddings=HashingEmbeddings(),
+        base_dir=root,
+        project_dir=root,
+        home_dir=root,
+        store_dir=tmp / "shared-store",
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "pinned"),
+    [
+        ("in-memory-dir", ".."),  # its cache directory was the store directory itself
+        ("in-memory-dir", "a"),
+        ("redis", "a"),  # its cache keys took in those of "a:b"
+        ("postgres", "a"),
+    ],
+)
+def test_a_pinned_corpus_id_never_reaches_another_corpus_cache_or_chunks(
+    roots: tuple[Path, Path],
+    tmp_path: Path,
+    where: str,
+    pinned: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    database = None if where == "in-memory-dir" else request.getfixturevalue(f"{where}_database")
+    mine = pinned_tool(roots[0], pinned, tmp_path, database)
+    theirs = pinned_tool(roots[1], "a:b", tmp_path, database)
+    mine.initialize_sync()
+    theirs.initialize_sync()
+    their_chunks = chunks_of(theirs)
+    their_cache = sorted(theirs.corpus.cache.yield_keys())
+    assert their_chunks
+    assert their_cache
+    mine.initialize_sync(force_ingest=True)  # clears its own embedding cache
+    assert sorted(theirs.corpus.cache.yield_keys()) == their_cache
+    assert chunks_of(pinned_tool(roots[1], "a:b", tmp_path, database)) == their_chunks
