@@ -16,17 +16,17 @@ from langchain_holodeck._persist import atomic_write
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 
 
-def cache_segment(namespace: str) -> str:
-    """``namespace`` as one segment of a cache's path or key prefix.
+def namespace_segment(namespace: str) -> str:
+    """``namespace`` as one segment of a path or key prefix (embedding caches, BM25 files).
 
-    ``%``, ``:`` and ``/`` are percent-encoded, and a leading ``.``, so no corpus's cache lies
+    ``%``, ``:`` and ``/`` are percent-encoded, and a leading ``.``, so no corpus's files lie
     inside another's: ``a`` and ``a:b`` get the prefixes ``a:`` and ``a%3Ab:``, and ``..`` is
     a directory of its own (``%2E.``), not the store's. A generated namespace (a UUID) is
     unchanged.
 
     Example:
         ```python
-        cache_segment("a:b")  # -> 'a%3Ab'
+        namespace_segment("a:b")  # -> 'a%3Ab'
         ```
     """
     text = namespace.replace("%", "%25").replace(":", "%3A").replace("/", "%2F")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
-from langchain_holodeck._byte_stores import LocalFileByteStore, cache_segment
+from langchain_holodeck._byte_stores import LocalFileByteStore, namespace_segment
 from langchain_holodeck.contracts import (
     BackendCapabilities,
     KeywordIndex,
@@ -188,7 +188,7 @@ class Backend(ABC):
         if store_dir is not None:
             # a cache: a value a power cut tore is a miss, so no fsync per vector
             return LocalFileByteStore(
-                Path(store_dir) / "embedding_cache" / cache_segment(namespace), durable=False
+                Path(store_dir) / "embedding_cache" / namespace_segment(namespace), durable=False
             )
         return InMemoryByteStore()
 

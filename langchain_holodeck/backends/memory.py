@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_holodeck._byte_stores import namespace_segment
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import (
@@ -157,7 +158,7 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
 
     @staticmethod
     def _directory(store_dir: Path | None, namespace: str | None) -> Path | None:
-        """``<store_dir>/bm25/<namespace>``: corpora sharing a store directory keep apart."""
+        """``<store_dir>/bm25/<namespace>`` (``namespace_segment``): corpora keep apart."""
         if store_dir is None or not namespace:
             return None
-        return Path(store_dir) / "bm25" / namespace
+        return Path(store_dir) / "bm25" / namespace_segment(namespace)

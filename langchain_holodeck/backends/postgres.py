@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.stores import ByteStore
 
-from langchain_holodeck._byte_stores import cache_segment
+from langchain_holodeck._byte_stores import namespace_segment
 from langchain_holodeck._redact import one_line
 from langchain_holodeck.backends._registry import register_backend
 from langchain_holodeck.backends.base import (
@@ -133,7 +133,7 @@ class PostgresBackend(Backend):
     def byte_store(self, *, namespace: str, store_dir: Path | None = None) -> ByteStore:
         """The embedding cache in Postgres: ``<table_name>_embcache``, keys under ``<namespace>:``.
 
-        The namespace goes through ``cache_segment``, so ``a``'s keys never include ``a:b``'s.
+        The namespace goes through ``namespace_segment``, so ``a``'s keys never include ``a:b``'s.
         """
         if self.config is None:  # an adopted store: the default cache
             return super().byte_store(namespace=namespace, store_dir=store_dir)
@@ -141,7 +141,7 @@ class PostgresBackend(Backend):
         return PostgresByteStore(
             config.connection_string.get_secret_value(),
             table=f"{config.table_name}_embcache",
-            prefix=f"{cache_segment(namespace)}:",
+            prefix=f"{namespace_segment(namespace)}:",
         )
 
     def _config(self) -> PostgresDatabaseConfig:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.stores import ByteStore
 
-from langchain_holodeck._byte_stores import RedisByteStore, cache_segment
+from langchain_holodeck._byte_stores import RedisByteStore, namespace_segment
 from langchain_holodeck._redact import mask_url_password, one_line
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import (
@@ -158,7 +158,7 @@ class RedisBackend(Backend):
         client = redis.Redis.from_url(config.connection_string.get_secret_value())
         return RedisByteStore(
             client,
-            prefix=f"{CACHE_PREFIX}{config.index_name}:{cache_segment(namespace)}:",
+            prefix=f"{CACHE_PREFIX}{config.index_name}:{namespace_segment(namespace)}:",
             ttl=max(1, round(config.embedding_cache_ttl_days * 24 * 3600)),
         )
 
