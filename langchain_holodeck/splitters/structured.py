@@ -197,10 +197,11 @@ class StructuredMarkdownSplitter(TextSplitter):
             body_start = section.body_start if section.start < section.body_start else None
             spans = list(packer.fit(text, section.start, section.end, body_start=body_start))
             opens: tuple[str, ...] = ()
+            merged = False  # bare parents joined the first span (``opens`` lists their ids)
             if carry is not None and spans:
-                merged = (carry, spans[0][1])
-                if self._length_function(text[merged[0] : merged[1]]) <= self._chunk_size:
-                    spans[0], opens = merged, carried
+                joined = (carry, spans[0][1])
+                if self._length_function(text[joined[0] : joined[1]]) <= self._chunk_size:
+                    spans[0], opens, merged = joined, carried, True
                 else:
                     spans.insert(0, (carry, section.start))
                 carry, carried = None, ()
@@ -210,7 +211,7 @@ class StructuredMarkdownSplitter(TextSplitter):
                 continue
             alone = (
                 section.body_start > section.start
-                and not opens
+                and not merged
                 and not text[section.body_start : section.end].strip()
             )
             for number, (start, end) in enumerate(spans):
@@ -220,7 +221,10 @@ class StructuredMarkdownSplitter(TextSplitter):
                     offset = start + len(piece) - len(piece.lstrip())
                     chunk_opens = opens if number == 0 else ()
                     chunk = _Chunk(stripped, offset, section, chunk_opens)
-                    (headings_only if alone else chunks).append(chunk)
+                    # bare parents that did not fit with this heading (maybe with an intro)
+                    # keep their own span even when the heading is dropped
+                    dropped = alone and start >= section.start
+                    (headings_only if dropped else chunks).append(chunk)
         return chunks or headings_only  # a file of headings alone keeps them (and its record)
 
     @staticmethod

@@ -221,3 +221,27 @@ def test_a_long_body_ending_in_a_colon_keeps_its_own_chunk() -> None:
     text = f"### Section 5. Scope\n\n{intro}\n\n(a) First.\n"
     docs = StructuredMarkdownSplitter().create_documents([text])
     assert [d.metadata["section_id"] for d in docs] == ["5", "5(a)"]
+
+
+@pytest.mark.parametrize(
+    ("text", "max_chunk_tokens", "expected"),
+    [
+        # no section id, so no opens_sections: the merged chunk was taken for a heading alone
+        ("# the\n:\n## the\n#\nthe", 25, ["# the\n:\n## the", "#\nthe"]),
+        # the parent does not fit with its child, so it is its own span: dropped with the child
+        (
+            "# Section 1. Scope\nThe terms below apply to every simulation run:\n"
+            "## Records and Logs of Every Simulation Run\n# Other\nbody",
+            16,
+            ["# Section 1. Scope\nThe terms below apply to every simulation run:", "# Other\nbody"],
+        ),
+        # the child's heading line is over the limit: its pieces stay together with the parent
+        ("# A\n## B " + "x" * 300 + "\n# C\nbody", 40, ["# A\n## B", "x" * 300, "# C\nbody"]),
+    ],
+)
+def test_an_introduction_before_a_child_heading_alone_is_kept(
+    text: str, max_chunk_tokens: int, expected: list[str]
+) -> None:
+    assert (
+        StructuredMarkdownSplitter(max_chunk_tokens=max_chunk_tokens).split_text(text) == expected
+    )
