@@ -206,7 +206,9 @@ def test_ctrl_c_during_ingest_exits_at_once_with_one_line_keeping_the_embeddings
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(400):
+    # enough files that the ingest is still embedding well after its first cache write, on
+    # a loaded machine too (with 400 the first write came at ~70% of the run)
+    for i in range(1600):
         paragraphs = "\n\n".join(
             f"## Part {j}\n\nFile {i} part {j} explains shift rota {i * j} in detail."
             for j in range(4)
@@ -236,10 +238,11 @@ def test_ctrl_c_during_ingest_exits_at_once_with_one_line_keeping_the_embeddings
     took = time.monotonic() - start
     assert proc.returncode == 130
     assert "Traceback" not in err
-    assert [line for line in err.splitlines() if line.strip()] == [
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert [line for line in lines if not line.startswith("note: embedding and writing")] == [
         "interrupted: the embeddings computed so far are kept; run the same command again to "
         "resume."
-    ]
+    ]  # the time-left note of a long ingest may come first
     assert took < 3.0  # not the end of the batch in flight
     assert cached()  # what was embedded is kept
 
