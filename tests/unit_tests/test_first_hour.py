@@ -206,9 +206,7 @@ def test_ctrl_c_during_ingest_exits_at_once_with_one_line_keeping_the_embeddings
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    # enough files that the ingest is still embedding well after its first cache write, on
-    # a loaded machine too (with 400 the first write came at ~70% of the run)
-    for i in range(1600):
+    for i in range(400):
         paragraphs = "\n\n".join(
             f"## Part {j}\n\nFile {i} part {j} explains shift rota {i * j} in detail."
             for j in range(4)
@@ -222,6 +220,9 @@ def test_ctrl_c_during_ingest_exits_at_once_with_one_line_keeping_the_embeddings
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a terminal's Ctrl-C: a suite started in the background (`cmd &`, nohup) hands its
+        # children SIGINT ignored, and an ignored SIGINT is what the user asked for there
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     cache = tmp_path / "st" / "default" / "embedding_cache"
 
@@ -238,11 +239,10 @@ def test_ctrl_c_during_ingest_exits_at_once_with_one_line_keeping_the_embeddings
     took = time.monotonic() - start
     assert proc.returncode == 130
     assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert [line for line in lines if not line.startswith("note: embedding and writing")] == [
+    assert [line for line in err.splitlines() if line.strip()] == [
         "interrupted: the embeddings computed so far are kept; run the same command again to "
         "resume."
-    ]  # the time-left note of a long ingest may come first
+    ]
     assert took < 3.0  # not the end of the batch in flight
     assert cached()  # what was embedded is kept
 
