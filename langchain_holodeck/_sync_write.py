@@ -10,7 +10,9 @@ Two ways of embedding ahead, so the embedder never waits for the store:
 - a model in this process (``OnnxEmbeddings``, ``LocalEmbeddings``) under a store with
   ``add_vectors``: one thread embeds the next ``AHEAD_BATCHES`` batches, as one call (so the
   model's own batching and threads see full, cross-file batches), while this thread writes the
-  batches before them. Memory stays at two slices of vectors.
+  batches before them. Memory stays at two slices of vectors. Texts already embedded ahead
+  (``prefetched``: ``IngestionPipeline`` embeds while it still loads files, ``_prefetch.py``)
+  are taken from there, not embedded again.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
@@ -34,6 +36,21 @@ logger = logging.getLogger("langchain_holodeck.sync")
 AHEAD_BATCHES = 4
 """Write batches a model in this process embeds in one call, one such slice ahead of the
 writes: large enough that its threads rarely wait on a slice's last window."""
+
+
+class Prefetched(Protocol):
+    """Vectors embedded ahead of sync (``_prefetch.EmbedPrefetch``)."""
+
+    def vectors(self, texts: Sequence[str]) -> list[list[float] | None]:
+        """Each text's vector, ``None`` where sync must embed it itself."""
+        ...
+
+
+def embeds_ahead(vector_store: VectorStore) -> bool:
+    """Whether sync embeds for this store with a model in this process (``Writer.ahead``)."""
+    embeddings = getattr(vector_store, "embeddings", None)
+    add_vectors = getattr(vector_store, "add_vectors", None)
+    return callable(add_vectors) and embeddings is not None and runs_in_process(embeddings)
 
 
 def sanitize_error(error: BaseException) -> str:
@@ -56,6 +73,7 @@ class Writer:
         batch_size: int,
         max_concurrency: int,
         on_batch: Callable[[int], None] | None,
+        prefetched: Prefetched | None = None,
     ) -> None:
         self.store, self.batch_size, self.on_batch = vector_store, batch_size, on_batch
         self.max_concurrency = max_concurrency
@@ -63,8 +81,9 @@ class Writer:
         add_vectors = getattr(vector_store, "add_vectors", None)
         by_vector = callable(add_vectors) and embeddings is not None
         self.in_flight = by_vector and not runs_in_process(embeddings)
-        self.ahead = by_vector and runs_in_process(embeddings)
+        self.ahead = embeds_ahead(vector_store)
         """A model in this process: the next slice is embedded while this one is written."""
+        self.prefetched = prefetched
         self.vectors: dict[str, list[float]] = {}
         self.eta: Eta | None = None
 
@@ -110,7 +129,11 @@ class Writer:
         errors: list[str] = []
         failed = 0
         batches = list(batched(chunks, self.batch_size))
-        ahead = _EmbedAhead(self.store.embeddings, batches) if self.ahead and batches else None
+        ahead = (
+            _EmbedAhead(self.store.embeddings, batches, self.prefetched)
+            if self.ahead and batches
+            else None
+        )
         try:
             for n, batch in enumerate(batches):
                 ok, error = self._write_one(batch, n, ahead, what)
@@ -163,11 +186,17 @@ class _EmbedAhead:
 
     ``vectors(n)`` returns batch ``n``'s vectors (asked in order). When a slice's call
     fails, each of its batches is embedded again on its own, so only a batch that fails alone
-    raises (and counts as failed); the others go on.
+    raises (and counts as failed); the others go on. Texts ``prefetched`` has are taken from
+    it.
     """
 
-    def __init__(self, embeddings: Any, batches: Sequence[Sequence[Document]]) -> None:
-        self.embeddings, self.batches = embeddings, batches
+    def __init__(
+        self,
+        embeddings: Any,
+        batches: Sequence[Sequence[Document]],
+        prefetched: Prefetched | None = None,
+    ) -> None:
+        self.embeddings, self.batches, self.prefetched = embeddings, batches, prefetched
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="holodeck-embed-ahead")
         self.slices: dict[int, Future[list[list[float]]]] = {}
         self._submit(0)
@@ -176,7 +205,19 @@ class _EmbedAhead:
         if first >= len(self.batches) or first in self.slices:
             return
         texts = [d.page_content for b in self.batches[first : first + AHEAD_BATCHES] for d in b]
-        self.slices[first] = self.pool.submit(self.embeddings.embed_documents, texts)
+        self.slices[first] = self.pool.submit(self._embed, texts)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts``: those embedded ahead, the rest from the model."""
+        if self.prefetched is None:
+            return self.embeddings.embed_documents(texts)
+        have = self.prefetched.vectors(texts)
+        missing = [n for n, vector in enumerate(have) if vector is None]
+        if missing:
+            fresh = self.embeddings.embed_documents([texts[n] for n in missing])
+            for n, vector in zip(missing, fresh, strict=True):
+                have[n] = vector
+        return [vector for vector in have if vector is not None]
 
     def vectors(self, n: int) -> list[list[float]]:
         first = n - n % AHEAD_BATCHES
@@ -185,7 +226,7 @@ class _EmbedAhead:
         try:
             vectors = self.slices[first].result()
         except Exception:  # find the batch that fails: embed this one on its own
-            return self.embeddings.embed_documents([d.page_content for d in self.batches[n]])
+            return self._embed([d.page_content for d in self.batches[n]])
         if n % AHEAD_BATCHES == AHEAD_BATCHES - 1 or n == len(self.batches) - 1:
             del self.slices[first]  # its last batch: keep memory at two slices
         offset = sum(len(b) for b in self.batches[first:n])

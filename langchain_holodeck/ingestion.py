@@ -16,6 +16,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
+from langchain_holodeck._prefetch import EmbedPrefetch
 from langchain_holodeck.loaders import SourceFile, SourceLoader
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
@@ -76,6 +77,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     A file whose ``mtime`` and size equal what the store recorded (and that was split with the
     same settings) is neither read nor split: re-running on an unchanged corpus costs one
     batched ``get_by_ids`` and no embedding call. ``force_ingest=True`` re-embeds everything.
+
+    With a model in this process (``OnnxEmbeddings``), the chunks of the first files are
+    embedded while the next ones load and split (``_prefetch.py``); sync then writes them
+    as it would have, taking those vectors instead of embedding again.
 
     The splitter is chosen per file: source code (a ``file_type`` in ``CODE_LANGUAGES``) goes
     to ``code_splitter`` (default: a ``SourceCodeSplitter`` with the prose splitter's chunk
@@ -160,6 +165,34 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         loader = self._loader(source)
         files = list(loader.iter_files())
         unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
+        prefetch = (
+            None  # enriched chunks differ from the split ones: nothing to embed ahead
+            if self.enricher is not None
+            else EmbedPrefetch.for_sync(
+                self.vector_store,
+                namespace=self.namespace,
+                overwrite=force_ingest,
+                embedding_model=self.embedding_model,
+                pipeline=self.fingerprint,
+            )
+        )
+        try:
+            return self._load_and_sync(
+                loader, files, unchanged, prefetch, force_ingest=force_ingest
+            )
+        finally:
+            if prefetch is not None:
+                prefetch.close()
+
+    def _load_and_sync(
+        self,
+        loader: SourceLoader,
+        files: Sequence[SourceFile],
+        unchanged: dict[str, int],
+        prefetch: EmbedPrefetch | None,
+        *,
+        force_ingest: bool,
+    ) -> SyncResult:
         split: list[tuple[Document, list[Document]]] = []
         failed = self.unreadable if self.unreadable is not None else {}
         for file in files:
@@ -177,7 +210,11 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
                 else:
                     failed.pop(file.source_path, None)
                     split.append(loaded)
+                    if prefetch is not None:
+                        prefetch.add(loaded[1])
             self._progress("files", 1, len(files))
+        if prefetch is not None:
+            prefetch.flush()
         for gone in set(failed) - {file.source_path for file in files}:
             del failed[gone]
         gaps: dict[str, str] = {}
@@ -200,6 +237,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             unchanged_sources=unchanged,
             on_batch=lambda n: self._progress("embeddings", n, len(chunks)),
             index_unchanged=self.reindex,
+            prefetched=prefetch,
         )
         if gaps:
             lines = tuple(f"{source}: {gap}" for source, gap in gaps.items())

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.vectorstores import VectorStore
 
@@ -56,6 +57,7 @@ from langchain_holodeck._sync_write import (
     ETA_NOTE_ENTRIES as ETA_NOTE_ENTRIES,  # re-exported: sync.ETA_NOTE_ENTRIES
 )
 from langchain_holodeck._sync_write import (
+    Prefetched,
     Writer,
     batched,
     delete_ids,
@@ -303,6 +305,49 @@ def _check_embedding_model(stored: Mapping[str, Document], embedding_model: str 
             raise EmbeddingModelMismatchError(msg)
 
 
+def plan_files(
+    documents: Sequence[Document],
+    vector_store: VectorStore,
+    *,
+    namespace: str,
+    overwrite: bool,
+    embedding_model: str | None,
+    pipeline: str | None,
+) -> SyncPlan:
+    """The plan a ``sync_documents`` of ``documents`` (the chunks of whole files) makes.
+
+    Sync's own first steps (``assign_ids``, ``read_stored``, ``plan_sync``), for embedding
+    what it will write while later files still load (``texts_to_embed``).
+
+    Raises:
+        ValueError: As ``assign_ids`` does.
+        EmbeddingModelMismatchError: As sync does.
+    """
+    chunks = assign_ids(
+        documents, namespace=namespace, embedding_model=embedding_model, pipeline=pipeline
+    )
+    stored = read_stored(vector_store, [c.id for c in chunks if c.id], batch_size=500)
+    if not overwrite:
+        _check_embedding_model(stored, embedding_model)
+    return plan_sync(chunks, stored, overwrite=overwrite)
+
+
+def texts_to_embed(plan: SyncPlan, embeddings: Embeddings) -> list[str]:
+    """The texts sync embeds to carry out ``plan``: the model windows, then the chunks.
+
+    Sets ``window_count`` on the plan's chunks, as sync does.
+    """
+    fresh = [*plan.add, *plan.update]
+    window_texts = stored_windows(embeddings)
+    windows = (
+        _window_documents(fresh, window_texts, windowless_chunk_types(embeddings))
+        if window_texts
+        else {}
+    )
+    entries = [w.page_content for c in fresh for w in windows.get(c.id or "", ())]
+    return entries + [c.page_content for c in [*fresh, *plan.refresh]]
+
+
 def _stale_tail_ids(
     vector_store: VectorStore, namespace: str, source: str, first_index: int, known_count: int
 ) -> list[str]:
@@ -428,6 +473,7 @@ def sync_documents(
     on_batch: Callable[[int], None] | None = None,
     index_unchanged: bool = False,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    prefetched: Prefetched | None = None,
 ) -> SyncResult:
     """Write ``documents`` (chunks) into ``vector_store`` idempotently; return the counts.
 
@@ -461,6 +507,9 @@ def sync_documents(
             index that cannot be rebuilt from a store no backend can list.
         max_concurrency: Embedding requests in flight at once (above); 1 sends them one
             after another.
+        prefetched: Vectors embedded ahead (``IngestionPipeline`` embeds the chunks of the
+            first files while it loads the next): with a model in this process, texts it
+            has are taken from it, not embedded again.
 
     Returns:
         A ``SyncResult``; store failures are counted in ``failed`` and ``errors``, not raised.
@@ -526,7 +575,7 @@ def sync_documents(
         vector_store,
         to_write,
         windows,
-        Writer(vector_store, batch_size, max_concurrency, on_batch),
+        Writer(vector_store, batch_size, max_concurrency, on_batch, prefetched),
         tails,
     )
     errors += write_errors
