@@ -8,6 +8,7 @@ Everything this package knows about Postgres as a backend is here; the store its
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -157,7 +158,8 @@ class PostgresByteStore(ByteStore):
     Each row keeps the time it was written (``written_at``, the server's clock; a table made
     before that column existed gets it on first use, its rows dated then). ``prune`` removes
     this prefix's entries but those given (the embedding cache of a corpus keeps only the
-    texts its stored chunks hold).
+    texts its stored chunks hold). Thread-safe: calls from several threads (the ingest embeds
+    on more than one) take turns on its one connection, so no two transactions interleave.
 
     Setup:
         ``pip install "langchain-holodeck[postgres]"``
@@ -173,6 +175,7 @@ class PostgresByteStore(ByteStore):
         self.table = table
         self.prefix = prefix
         self._conn: Any = None
+        self._lock = threading.RLock()
 
     def _connection(self) -> Any:
         import psycopg
@@ -214,14 +217,15 @@ class PostgresByteStore(ByteStore):
     def mget(self, keys: Sequence[str]) -> list[bytes | None]:
         if not keys:
             return []
-        rows = (
-            self._connection()
-            .execute(
-                self._sql("SELECT key, value FROM {t} WHERE key = ANY(%s)"),
-                ([self.prefix + k for k in keys],),
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute(
+                    self._sql("SELECT key, value FROM {t} WHERE key = ANY(%s)"),
+                    ([self.prefix + k for k in keys],),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
         found = {k: bytes(v) for k, v in rows}
         return [found.get(self.prefix + k) for k in keys]
 
@@ -229,18 +233,21 @@ class PostgresByteStore(ByteStore):
         if not key_value_pairs:
             return
         latest = {self.prefix + k: v for k, v in key_value_pairs}
-        conn = self._connection()
-        with conn.transaction(), conn.cursor() as cur:
-            cur.execute(self._sql("DELETE FROM {t} WHERE key = ANY(%s)"), (list(latest),))
-            cur.executemany(
-                self._sql("INSERT INTO {t} (key, value) VALUES (%s, %s)"), list(latest.items())
-            )
+        with self._lock:
+            conn = self._connection()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(self._sql("DELETE FROM {t} WHERE key = ANY(%s)"), (list(latest),))
+                cur.executemany(
+                    self._sql("INSERT INTO {t} (key, value) VALUES (%s, %s)"), list(latest.items())
+                )
 
     def mdelete(self, keys: Sequence[str]) -> None:
         if keys:
-            self._connection().execute(
-                self._sql("DELETE FROM {t} WHERE key = ANY(%s)"), ([self.prefix + k for k in keys],)
-            )
+            with self._lock:
+                self._connection().execute(
+                    self._sql("DELETE FROM {t} WHERE key = ANY(%s)"),
+                    ([self.prefix + k for k in keys],),
+                )
 
     def prune(self, keep: Collection[str], *, written_before: float) -> int:
         """Delete this prefix's entries whose key is not in ``keep`` and written before then.
@@ -256,23 +263,27 @@ class PostgresByteStore(ByteStore):
         Returns:
             The number of entries deleted.
         """
-        cursor = self._connection().execute(
-            self._sql(
-                "DELETE FROM {t} WHERE starts_with(key, %s) AND written_at < to_timestamp(%s) "
-                "AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS kept(k) WHERE kept.k = key)"
-            ),
-            (self.prefix, written_before, [self.prefix + k for k in keep]),
-        )
-        return int(cursor.rowcount)
+        with self._lock:
+            cursor = self._connection().execute(
+                self._sql(
+                    "DELETE FROM {t} WHERE starts_with(key, %s) AND written_at < to_timestamp(%s) "
+                    "AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS kept(k) "
+                    "WHERE kept.k = key)"
+                ),
+                (self.prefix, written_before, [self.prefix + k for k in keep]),
+            )
+            return int(cursor.rowcount)
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
         start = self.prefix + (prefix or "")
-        rows = (
-            self._connection()
-            .execute(
-                self._sql("SELECT key FROM {t} WHERE starts_with(key, %s) ORDER BY key"), (start,)
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute(
+                    self._sql("SELECT key FROM {t} WHERE starts_with(key, %s) ORDER BY key"),
+                    (start,),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
         for (key,) in rows:
             yield key[len(self.prefix) :]
