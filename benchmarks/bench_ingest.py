@@ -4,6 +4,7 @@
     python benchmarks/bench_ingest.py pages OUT                 # (a) 100 pages, ours only
     python benchmarks/bench_ingest.py docs DIR                  # (b) ours next to the peer
     python benchmarks/bench_ingest.py docs DIR --baseline SRC   # also ours from another checkout
+    python benchmarks/bench_ingest.py threads DIR --baseline SRC  # the embedding threads' time
 
 Every run is a fresh process (``holodeck-rag ingest SOURCE --store TMP``, as a user types it:
 imports, model load and the saved store included), timed by wall clock and by the child's
@@ -24,8 +25,14 @@ busy on average (at most 2 on the benchmark machine).
   (``OnnxEmbeddings(long_text="first")``: all-MiniLM-L6-v2, same runtime and precision,
   truncated at 256 word pieces, one vector per chunk) in an ``EnsembleRetriever``. Peer
   needs: ``pip install langchain-classic langchain-community``.
-- ``--baseline SRC`` (``pages`` and ``docs``): also runs ``holodeck-rag ingest`` from the
-  source tree ``SRC`` (e.g. ``git archive <commit> | tar -x -C SRC``), in the same run.
+- ``--baseline SRC`` (``pages``, ``docs``, ``threads``): also runs ``holodeck-rag ingest``
+  from the source tree ``SRC`` (e.g. ``git archive <commit> | tar -x -C SRC``), in the same run.
+- ``threads`` ingests with a sampler inside the process that reads each thread's
+  ``/proc/self/task/*/schedstat`` every 50 ms and prints, per embedding thread (the model's
+  ``onnx-int8`` workers), its CPU seconds, its time waiting for a core, and the rest of the
+  process's wall time: asleep with no work, from the process start (before the model's
+  threads exist too). Unlike wall time, that last figure barely depends on the machine's load:
+  it is the time the ingest left the model without work.
 """
 
 from __future__ import annotations
@@ -72,6 +79,39 @@ print(f"peer: {len(docs)} files, {len(chunks)} chunks")
 """
 
 
+SAMPLER = """
+import os, sys, threading, time
+seen = {}  # thread id -> (name, run ns, wait ns)
+done = threading.Event()
+
+def sample():
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                run, wait, _ = f.read().split()
+        except OSError:  # the thread ended
+            continue
+        name = names.get(int(tid)) or seen.get(tid, ("?",))[0]
+        seen[tid] = (name, int(run), int(wait))
+
+def loop():
+    while not done.wait(0.05):
+        sample()
+
+threading.Thread(target=loop, daemon=True).start()
+from langchain_holodeck.cli import main
+start = time.perf_counter()
+code = main(sys.argv[1:])
+sample()
+done.set()
+wall = time.perf_counter() - start
+for name, run, wait in sorted(v for v in seen.values() if v[0].startswith("onnx-int8")):
+    print(f"thread {name} {run / 1e9:.1f} {wait / 1e9:.1f} {wall - (run + wait) / 1e9:.1f}")
+sys.exit(code)
+"""
+
+
 def load_line() -> str:
     return "load " + " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -97,6 +137,17 @@ def ingest(source: Path, root: Path = ROOT) -> tuple[float, float, str]:
         code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
         argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
         return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp), root=root)
+
+
+def threads(source: Path, root: Path = ROOT) -> tuple[float, float, list[str]]:
+    """``ingest`` under ``SAMPLER``: wall s, CPU s, one ``CPU / waiting / asleep`` per thread."""
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [sys.executable, "-c", SAMPLER, "ingest", str(source.resolve()), "-q"]
+        wall, cpu, out = timed(
+            [*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp), root=root
+        )
+    rows = [line.split()[2:] for line in out.splitlines() if line.startswith("thread ")]
+    return wall, cpu, [" / ".join(values) for values in zip(*rows, strict=True)]
 
 
 def words(path: Path) -> int:
@@ -159,9 +210,27 @@ def main() -> None:
     docs.add_argument("--baseline", type=Path, default=None)
     docs.add_argument("--no-peer", action="store_true")
     docs.add_argument("--peer-only", action="store_true")
+    sampled = sub.add_parser("threads")
+    sampled.add_argument("source", type=Path)
+    sampled.add_argument("--baseline", type=Path, default=None)
     args = parser.parse_args()
     if args.command == "make-pages":
         make_pages(args.out, args.scifact, args.markdown)
+        return
+    if args.command == "threads":
+        print(f"{args.source}: {os.cpu_count()} CPUs; {load_line()}")
+        print(
+            "\n| build | wall s | CPU s | each embedding thread: CPU s | waiting for a core s "
+            "| asleep, no work s | load after |\n|---|---|---|---|---|---|---|"
+        )
+        builds = [(f"ours at {commit_of(ROOT)}", ROOT)]
+        if args.baseline is not None:
+            builds.append((f"baseline {args.baseline}", args.baseline.resolve()))
+        for label, root in builds:
+            wall, cpu, (run, wait, asleep) = threads(args.source, root)
+            print(
+                f"| {label} | {wall:.1f} | {cpu:.1f} | {run} | {wait} | {asleep} | {load_line()} |"
+            )
         return
     print(f"{args.source}: {words(args.source)} words; {os.cpu_count()} CPUs; {load_line()}")
     print("\n| build | wall s | CPU s | cores | result | load after |\n|---|---|---|---|---|---|")
