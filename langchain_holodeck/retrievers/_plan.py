@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import filterfalse
 from operator import itemgetter
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,36 @@ UNSCORED: dict[str, Any] = {
 _LEGS = ("semantic", "keyword", "exact")
 
 
+class Universe:
+    """Every id one query's rankings hold, each with a slot (in order of first sight).
+
+    The rankings of both fusions (the first, and the feedback's) index their ids by slot, so
+    a fusion adds arrays and no ranking looks an id up twice.
+    """
+
+    __slots__ = ("ids", "index")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
+        """The slots of ``ids`` (each once); new ids take the next free slots."""
+        index = self.index
+        if not index:
+            index.update(zip(ids, range(len(ids)), strict=True))
+            self.ids.extend(ids)
+            return np.arange(len(ids), dtype=np.intp)
+        new = list(filterfalse(index.__contains__, ids))
+        if new:
+            index.update(zip(new, range(len(self.ids), len(self.ids) + len(new)), strict=True))
+            self.ids.extend(new)
+        return np.fromiter(map(index.__getitem__, ids), np.intp, len(ids))
+
+
 class Ranking:
     """One ranked list of ``(id, score)`` pairs at its first entries, as arrays.
 
@@ -48,9 +79,9 @@ class Ranking:
     its rank, as in the fusion functions.
     """
 
-    __slots__ = ("_position", "ids", "ranks", "scores")
+    __slots__ = ("_universe", "_where", "ranks", "scores", "slots")
 
-    def __init__(self, hits: Sequence[tuple[str, float]]) -> None:
+    def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
         values: Sequence[float] = ()
         ranks: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
@@ -64,23 +95,28 @@ class Ranking:
                     first.setdefault(doc_id, n)
                 ids, values = tuple(first), [values[n] for n in first.values()]
                 ranks = np.fromiter(first.values(), dtype=np.intp, count=len(first)) + 1
-        self.ids = ids
-        """The ids, each once, best first."""
+        self.slots = universe.slots(ids)
+        """The ids' slots in ``universe``, best first."""
         self.scores = np.array(values, dtype=np.float64)
         """Their scores (at their first entries)."""
         self.ranks = ranks
         """Their 1-based ranks in the list."""
-        self._position: dict[str, int] | None = None
+        self._universe = universe
+        self._where: npt.NDArray[np.intp] | None = None
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.slots)
 
     def find(self, doc_id: str) -> tuple[int, float] | None:
         """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
-        if self._position is None:  # built on the first look-up: only results are looked up
-            self._position = dict(zip(self.ids, range(len(self.ids)), strict=True))
-        n = self._position.get(doc_id)
-        return None if n is None else (int(self.ranks[n]), float(self.scores[n]))
+        if self._where is None:  # built on the first look-up: only results are looked up
+            self._where = np.full(len(self._universe), -1, dtype=np.intp)
+            self._where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
+        slot = self._universe.index.get(doc_id)
+        if slot is None or slot >= len(self._where) or self._where[slot] < 0:
+            return None
+        n = int(self._where[slot])
+        return int(self.ranks[n]), float(self.scores[n])
 
 
 @dataclass(frozen=True)
@@ -93,20 +129,50 @@ class Legs:
     native: list[NativeHit] | None = None
 
     @cached_property
+    def universe(self) -> Universe:
+        """The slots of every id the legs (and the feedback) rank."""
+        return Universe()
+
+    @cached_property
     def rankings(self) -> tuple[Ranking, Ranking, Ranking]:
         """The dense (the query's own order), keyword and exact rankings, built once."""
         return (
-            Ranking(self.dense.hits if self.dense else []),
-            Ranking(self.keyword or []),
-            Ranking(self.exact or []),
+            self.ranking(self.dense.hits if self.dense else []),
+            self.ranking(self.keyword or []),
+            self.ranking(self.exact or []),
         )
+
+    def ranking(self, hits: Sequence[tuple[str, float]]) -> Ranking:
+        """``hits`` as a ``Ranking`` over this query's ids."""
+        return Ranking(hits, self.universe)
+
+
+class Order(Sequence[str]):
+    """Ids in fused order, built as they are read (a result reads the first few)."""
+
+    __slots__ = ("_ids", "_slots")
+
+    def __init__(self, ids: Sequence[str], slots: npt.NDArray[np.intp]) -> None:
+        self._ids, self._slots = ids, slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return list(map(self._ids.__getitem__, self._slots[i].tolist()))
+        return self._ids[int(self._slots[i])]
 
 
 @dataclass(frozen=True)
 class Plan:
     """The fused order (pinned exact hits first) and each id's scores, built on demand."""
 
-    order: list[str]
+    order: Sequence[str]
     pinned: frozenset[str]
     meta: Callable[[str], dict[str, Any]]
     """The score metadata of one fused id (only the returned few are ever built)."""
@@ -137,20 +203,24 @@ def fused_plan(
     if fused_dense is None:
         fused_dense = rankings[0]
         if dense is not None and fusion == "convex" and dense.ascending:
-            fused_dense = Ranking(dense.oriented())
+            fused_dense = legs.ranking(dense.oriented())
     fused_rankings = (fused_dense, rankings[1], rankings[2])
     answered = [w for w, r in zip(weights, fused_rankings, strict=True) if len(r) and w > 0]
+    universe = legs.universe
     if fusion == "convex":
         bound = 0.0 if dense is None or dense.kind == "relevance" else None
-        order, score = _fuse(fused_rankings, weights, rrf_k=None, lower_bounds=(bound, 0.0, 0.0))
+        bounds = (bound, 0.0, 0.0)
+        slots, fused = _fuse(
+            fused_rankings, weights, len(universe), rrf_k=None, lower_bounds=bounds
+        )
         best = sum(answered)
     else:
-        order, score = _fuse(fused_rankings, weights, rrf_k=rrf_k, lower_bounds=None)
+        slots, fused = _fuse(fused_rankings, weights, len(universe), rrf_k=rrf_k, lower_bounds=None)
         best = sum(answered) / (rrf_k + 1)
     placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
 
     def meta(doc_id: str) -> dict[str, Any]:
-        entry = {"fused_score": scaled(score(doc_id), best), **UNSCORED}
+        entry = {"fused_score": scaled(float(fused[universe.index[doc_id]]), best), **UNSCORED}
         for name, ranking in placed:
             found = ranking.find(doc_id)
             if found is None:
@@ -162,23 +232,27 @@ def fused_plan(
                 entry[f"{name}_score"] = found[1]
         return entry
 
-    return _pinned_plan(order, meta, legs.exact or [], exact_first=exact_first)
+    return _pinned_plan(universe.ids, slots, meta, legs.exact or [], exact_first=exact_first)
 
 
 def _fuse(
     rankings: Sequence[Ranking],
     weights: Sequence[float],
+    size: int,
     *,
-    rrf_k: int | None,
-    lower_bounds: Sequence[float | None] | None,
-) -> tuple[list[str], Callable[[str], float]]:
-    """The fused ids, best first, and each one's fused score (RRF when ``rrf_k`` is set).
+    rrf_k: int | None = None,
+    lower_bounds: Sequence[float | None] | None = None,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """The fused slots, best first, and every slot's fused score (RRF when ``rrf_k`` is set).
 
-    A ranking weighted 0 or empty adds no ids; the fused score of an id is the sum, in list
-    order, of what each list adds for it (what ``fusion``'s dict accumulation computes).
+    ``size`` is the universe's. A ranking weighted 0 or empty adds no ids. The fused score of
+    an id is the sum, in list order, of what each list adds for it, and ties go to the id
+    seen first (list order, then position): what ``fusion``'s dict accumulation computes.
     """
-    index: dict[str, int] = {}  # each fused id's slot, in order of first appearance
-    parts: list[tuple[npt.NDArray[np.intp] | None, npt.NDArray[np.float64]]] = []
+    fused = np.zeros(size, dtype=np.float64)
+    unseen = np.iinfo(np.intp).max
+    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
+    offset = 0
     for i, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
         if weight == 0 or not len(ranking):
             continue
@@ -187,28 +261,12 @@ def _fuse(
         else:
             bound = lower_bounds[i] if lower_bounds is not None else None
             adds = _convex_adds(ranking, float(weight), bound, i)
-        if not index:  # the first list fills slots 0..n-1 in its own order
-            index = dict(zip(ranking.ids, range(len(ranking)), strict=True))
-            parts.append((None, adds))
-            continue
-        new = [doc_id for doc_id in ranking.ids if doc_id not in index]
-        index.update(zip(new, range(len(index), len(index) + len(new)), strict=True))
-        parts.append(
-            (np.fromiter(map(index.__getitem__, ranking.ids), np.intp, len(ranking)), adds)
-        )
-    fused = np.zeros(len(index), dtype=np.float64)
-    for slots, adds in parts:  # ids are unique within a ranking: a plain fancy add is exact
-        if slots is None:
-            fused[: len(adds)] += adds
-        else:
-            fused[slots] += adds
-    ids = list(index)
-    order = [ids[n] for n in np.argsort(-fused, kind="stable").tolist()]  # ties: first seen
-
-    def score(doc_id: str) -> float:
-        return float(fused[index[doc_id]])
-
-    return order, score
+        slots = ranking.slots  # unique within a ranking: a plain fancy add is exact
+        fused[slots] += adds
+        seen[slots] = np.minimum(seen[slots], np.arange(offset, offset + len(slots)))
+        offset += len(slots)
+    present = np.flatnonzero(seen != unseen)
+    return present[np.lexsort((seen[present], -fused[present]))], fused
 
 
 def _convex_adds(
@@ -219,10 +277,8 @@ def _convex_adds(
     finite = np.isfinite(values)
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
-        msg = (
-            f"scored_lists[{i}] has a non-finite score for {ranking.ids[bad]!r}: "
-            f"{float(values[bad])!r}."
-        )
+        doc_id = ranking._universe.ids[ranking.slots[bad]]
+        msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {float(values[bad])!r}."
         raise ValueError(msg)
     top = float(values.max())
     low = float(values.min()) if bound is None else float(bound)
@@ -291,23 +347,30 @@ def native_plan(
             entry["exact_rank"], entry["exact_match"] = exact_ranks[doc_id][0], True
         return entry
 
-    return _pinned_plan(list(scores), meta, exact, exact_first=exact_first)
+    ids = list(scores)
+    order = np.arange(len(ids), dtype=np.intp)
+    return _pinned_plan(ids, order, meta, exact, exact_first=exact_first)
 
 
 def _pinned_plan(
-    order: list[str],
+    ids: Sequence[str],
+    order: npt.NDArray[np.intp],
     meta: Callable[[str], dict[str, Any]],
     exact: Sequence[KeywordHit],
     *,
     exact_first: bool,
 ) -> Plan:
-    """The fused order, with section-level exact hits first when ``exact_first``."""
-    pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE)
-    pinned = pinned & set(order) if pinned else pinned
+    """The fused order (positions in ``ids``), section-level exact hits first if ``exact_first``."""
+    pinned: frozenset[str] = frozenset()
+    sections = {h.id for h in exact if h.score >= SECTION_SCORE}
+    if sections:
+        where = {ids[n]: n for n in order.tolist()}
+        pinned = frozenset(sections & where.keys())
     boosted = pinned if exact_first else frozenset()
     if boosted:
-        # order is best first, so this stable sort keeps fused order within each group
-        order = sorted(order, key=lambda doc_id: doc_id not in boosted)
+        # order is best first: a stable partition keeps fused order within each group
+        first = np.isin(order, [where[i] for i in boosted])
+        order = np.concatenate([order[first], order[~first]])
 
     def meta_of(doc_id: str) -> dict[str, Any]:
         entry = meta(doc_id)
@@ -315,4 +378,4 @@ def _pinned_plan(
             entry["fused_score"] = EXACT_BOOST
         return entry
 
-    return Plan(order, pinned, meta_of)
+    return Plan(Order(ids, order), pinned, meta_of)

@@ -189,6 +189,9 @@ class HybridRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _dense_leg: DenseLeg | None = PrivateAttr(default=None)
+    _feedback_store: tuple[VectorStore, bool] | None = PrivateAttr(default=None)
+    """The store last asked whether it supports feedback, and its answer (a protocol check
+    costs tens of microseconds: once per store, not per query)."""
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -285,7 +288,7 @@ class HybridRetriever(BaseRetriever):
                 else:
                     ranking, read = outcome
                     if ranking is not None:
-                        plan = self._plan(legs, dense_ranking=Ranking(ranking))
+                        plan = self._plan(legs, dense_ranking=legs.ranking(ranking))
             result = yield from self._select(query, k, plan, legs, read)
             expanded = self._expansion(result)
             if expanded:
@@ -324,6 +327,12 @@ class HybridRetriever(BaseRetriever):
         if leg is None or leg.store is not self.vector_store:
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
+
+    def _supports_feedback(self) -> bool:
+        known = self._feedback_store
+        if known is None or known[0] is not self.vector_store:
+            known = self._feedback_store = (self.vector_store, supports_feedback(self.vector_store))
+        return known[1]
 
     def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
         """The enabled legs; the dense leg last (the sync driver runs it inline).
@@ -464,7 +473,7 @@ class HybridRetriever(BaseRetriever):
             or dense is None
             or dense.vector is None
             or not legs.keyword
-            or not supports_feedback(store)
+            or not self._supports_feedback()
         ):
             return None
         top = plan.order[: self.feedback_docs]

@@ -549,10 +549,11 @@ class MatrixVectorStore(VectorStore):
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
+        first_window = window_id("", 1)  # the suffix of a chunk's first window id
         with self._lock:
-            found = [i for i in ids if i in self._rows]
-            rows, starts = [self._rows[i] for i in found], None  # no windows: a row per id
-            if list(map(self._rows.get, [window_id(i, 1) for i in found])).count(None) < len(rows):
+            found = list(filter(self._rows.__contains__, ids))
+            rows, starts = list(map(self._rows.__getitem__, found)), None  # a row per id
+            if list(map(self._rows.get, [i + first_window for i in found])).count(None) < len(rows):
                 rows, starts = self._rows_with_windows(found)  # each id's rows begin at starts
             if not rows:
                 return {}
