@@ -1,18 +1,27 @@
 """The retriever's array fusion (``retrievers/_plan``) equals ``langchain_holodeck.fusion``.
 
 Bit for bit: the same ids in the same order (ties by first appearance) and the same float
-scores, on rankings with repeated ids, tied scores, empty lists and zero weights.
+scores, on rankings with repeated ids, tied scores, empty lists and zero weights. And the
+fast paths keep corpora apart: two corpora sharing one store never see each other's chunks.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck.backends import backend_for_store
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.retrievers._plan import Ranking, Universe, _fuse
+from langchain_holodeck.vectorstores import MatrixVectorStore
 
 
 def _rankings(rng: random.Random) -> list[list[tuple[str, float]]]:
@@ -69,3 +78,57 @@ def test_a_non_finite_score_is_named_as_by_convex_score_fusion() -> None:
     with pytest.raises(ValueError, match="non-finite") as got:
         _fuse(rankings, [1.0, 1.0], len(universe))
     assert str(got.value) == str(expected.value)
+
+
+class _Vectors(Embeddings):
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text]
+
+
+async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(11)
+    words = [f"term{i}" for i in range(30)]
+    texts = [" ".join(rng.choice(words, size=8)) for _ in range(60)]
+    table = {t: rng.standard_normal(8).tolist() for t in texts}
+    query = " ".join(words[:4])
+    table[query] = rng.standard_normal(8).tolist()
+    store = MatrixVectorStore(_Vectors(table))
+    corpora: dict[str, list[Document]] = {
+        ns: [  # the same texts and vectors in both corpora: each would rank the other's first
+            Document(id=f"{ns}-{i}", page_content=t, metadata={"namespace": ns})
+            for i, t in enumerate(texts)
+        ]
+        for ns in ("a", "b")
+    }
+    for docs in corpora.values():
+        store.add_documents(docs)
+    scored: list[str] = []
+    similarity_by_ids = store.similarity_by_ids
+
+    def spy(embedding: Any, ids: Sequence[str]) -> dict[str, float]:
+        scored.extend(ids)
+        return similarity_by_ids(embedding, ids)
+
+    monkeypatch.setattr(store, "similarity_by_ids", spy)
+    for ns, docs in corpora.items():
+        view, search_kwargs = backend_for_store(store).search_scope(store, ns)
+        bm25 = BM25KeywordIndex()
+        bm25.upsert(docs)
+        retriever = HybridRetriever(  # the defaults: feedback on, convex fusion, fetch_k 300
+            vector_store=view, keyword_index=bm25, search_kwargs=search_kwargs, k=20
+        )
+        scored.clear()
+        got = [*retriever.invoke(query), *(await retriever.ainvoke(query))]
+        assert len(got) == 40
+        assert {d.metadata["namespace"] for d in got} == {ns}
+        assert {d.id.split("-")[0] for d in got if d.id} == {ns}
+        assert scored  # the feedback re-scored candidates: its own corpus's only
+        assert {i.split("-")[0] for i in scored} == {ns}
