@@ -535,7 +535,7 @@ class MatrixVectorStore(VectorStore):
         rows, scores = top_rows(
             snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
         )
-        clipped = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0).tolist()
+        clipped = [0.0 if s < 0.0 else 1.0 if s > 1.0 else s for s in scores]  # as np.clip
         return list(zip(map(snap.docs.ids.__getitem__, rows), clipped, strict=True))
 
     def similarity_by_ids(
