@@ -1,11 +1,13 @@
 """The hybrid retriever's fusion plan: the fused order and, for the few returned, their scores.
 
 The legs are fused by the formulas of :mod:`langchain_holodeck.fusion` (weighted RRF or convex
-score fusion), computed on arrays: each leg's ids, scores and ranks become a ``Ranking`` once
-per query, which the feedback's second fusion reads again. The fused scores are bit-identical
-to ``reciprocal_rank_fusion`` / ``convex_score_fusion`` (the same float64 operations, in the
-same order) and ties keep the first appearance (list order, then position), as there. Score
-metadata is built only for the ids a result returns (``Plan.meta``).
+score fusion), computed on arrays: every id a query's legs return gets one slot (``Universe``),
+and each leg's scores and ranks become a ``Ranking`` over those slots once per query, which the
+feedback's second fusion reads again. The fused scores are bit-identical to
+``reciprocal_rank_fusion`` / ``convex_score_fusion`` (the same float64 operations, in the same
+order) and ties keep the first appearance (list order, then position), as there. Ids are
+materialized as the result reads them (``Order``), and score metadata only for the ids a result
+returns (``Plan.meta``).
 """
 
 from __future__ import annotations
