@@ -732,17 +732,22 @@ def _top_k(
         kth = np.partition(part, len(part) - k)[len(part) - k]
         candidates = candidates[part >= kth]
     best = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))[:k]]
-    ids: list[str] = [""] * len(best)
-    start = 0
-    for segment_ids, rows in segments:
-        size = len(segment_ids) if rows is None else len(rows)
-        slots = np.flatnonzero((best >= start) & (best < start + size))
-        local = best[slots] - start
-        for slot, row in zip(
-            slots.tolist(), (local if rows is None else rows[local]).tolist(), strict=True
-        ):
-            ids[slot] = segment_ids[row]
-        start += size
+    if len(segments) == 1:  # no delta segment: one pass, position i stands for row rows[i]
+        only_ids, only_rows = segments[0]
+        found = best if only_rows is None else only_rows[best]
+        ids = list(map(only_ids.__getitem__, found.tolist()))
+    else:
+        ids = [""] * len(best)
+        start = 0
+        for segment_ids, rows in segments:
+            size = len(segment_ids) if rows is None else len(rows)
+            slots = np.flatnonzero((best >= start) & (best < start + size))
+            local = best[slots] - start
+            for slot, row in zip(
+                slots.tolist(), (local if rows is None else rows[local]).tolist(), strict=True
+            ):
+                ids[slot] = segment_ids[row]
+            start += size
     values = scores[best].astype(np.float64).tolist()
     # tuple.__new__ is what KeywordHit(id, score) runs, without a Python frame per hit
     return list(map(tuple.__new__, repeat(KeywordHit), zip(ids, values, strict=True)))
