@@ -4,8 +4,10 @@
     python benchmarks/bench_code.py --split dev     # the split defaults are tuned on
 
 Data: ``code_pairs.py`` (sympy's functions, read from site-packages at run time; pairs cached in
-~/.cache/holodeck-bench/code). Embeddings: the real all-MiniLM-L6-v2 (sentence-transformers,
-offline), every vector cached in ~/.cache/holodeck-bench/minilm, so only the first run pays.
+~/.cache/holodeck-bench/code). Embeddings: the real all-MiniLM-L6-v2, every vector cached on
+disk, so only the first run pays: through sentence-transformers (torch, fp32; cached in
+~/.cache/holodeck-bench/minilm) when it is installed, else (or with ``--embedder onnx``) the
+package's own ``OnnxEmbeddings`` (int8 where the CPU has it; cached with ``onnx_cache.py``).
 The peers embed each function whole (sentence-transformers truncates at 256 word pieces); ours
 embeds as the tool does by default (``long_text="best"``): each chunk's first 128-word-piece
 window, plus its further windows as entries of their own (``--long-text first``: one vector
@@ -35,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from code_pairs import Pair, load_pairs
-from embedding_cache import DiskCachedMiniLM
+from embedding_cache import EMBEDDERS, DiskCachedMiniLM
 from ir_metrics import mean, ndcg_at_k
 from langchain_core.documents import Document
 
@@ -159,13 +161,23 @@ def main() -> None:
         help="ours: whole when it fits, else windows too (auto, the default), windows of 128 "
         "(best, the previous default) or truncation (first)",
     )
+    parser.add_argument(
+        "--embedder",
+        choices=EMBEDDERS,
+        default="auto",
+        help="MiniLM-L6 through sentence-transformers (torch) or the package's OnnxEmbeddings "
+        "(onnx); auto: torch when installed",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     pairs = load_pairs(args.split)[: args.limit]
-    emb = DiskCachedMiniLM(long_text=args.long_text)
+    emb = DiskCachedMiniLM(long_text=args.long_text, embedder=args.embedder)
     emb.ensure([p.query for p in pairs] + [p.document for p in pairs])
     docs = [Document(id=p.id, page_content=p.document) for p in pairs]
-    print(f"Code retrieval ({args.split}): {len(pairs)} sympy functions, one query each\n")
+    print(
+        f"Code retrieval ({args.split}): {len(pairs)} sympy functions, one query each; "
+        f"MiniLM-L6 on {emb.embedder}, vectors cached in {emb.cache}\n"
+    )
 
     rows: list[tuple[str, tuple[float, ...]]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_int8.py --data /path/to/scifact              # everything
     python benchmarks/bench_int8.py --data /path/to/scifact --windows 1000 --no-ndcg
+    python benchmarks/bench_int8.py --data /path/to/scifact --only-graphs --abstracts 400
 
 1. Throughput: the first ``--windows`` windows of 128 word pieces (the default's document
    windows) cut from SciFact abstracts, embedded by ``OnnxEmbeddings(precision="fp32")``
@@ -16,6 +17,12 @@
    word pieces (``long_text="first"``: one window per abstract, so one corpus pass): fp32
    from the dataset's cached all-MiniLM-L6-v2 vectors (the ONNX fp32 path agrees with them at
    cosine >= 0.999), int8 computed here, documents and queries.
+4. The int8 graph, today's recipe (``INT8_RECIPE``) against v1's (the softmax NaN guards
+   kept, ``build_int8_graph(nan_guards=True)``, planted in a temporary cache): every window
+   of 128, then of 256, word pieces of the first ``--abstracts`` SciFact abstracts, embedded
+   by ``OnnxEmbeddings(precision="int8")`` on each graph, alternating by slices of abstracts
+   (the order flipped every slice), in this process: windows per CPU-second of each, and
+   the largest difference between their vectors (max |diff|, min cosine).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +45,7 @@ from langchain_core.documents import Document
 from tuning_data import LookupEmbeddings
 
 from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.embeddings.runtime import INT8_RECIPE, build_int8_graph, int8_model
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -137,14 +146,57 @@ def quality(data: Path) -> None:
         print(f"| {label} | {nd_dense:.4f} | {nd_hybrid:.4f} |", flush=True)
 
 
+def graphs(texts: list[str], slices: int = 6) -> None:
+    weights = OnnxEmbeddings()._weights()
+    with tempfile.TemporaryDirectory() as tmp:
+        build_int8_graph(weights, Path(tmp) / "onnx" / int8_model(weights).name, nan_guards=True)
+        runs = {
+            "v1 (NaN guards kept)": OnnxEmbeddings(precision="int8", cache_dir=Path(tmp)),
+            f"{INT8_RECIPE} (today)": OnnxEmbeddings(precision="int8"),
+        }
+        for emb in runs.values():
+            emb.embed_query("warm up")  # loads the session
+        parts = [texts[i::slices] for i in range(slices)]
+        for window in (128, 256):
+            cpu = dict.fromkeys(runs, 0.0)
+            rows: dict[str, list[np.ndarray]] = {name: [] for name in runs}
+            for n, part in enumerate(parts):
+                for name in list(runs)[:: 1 if n % 2 == 0 else -1]:
+                    start = time.process_time()
+                    rows[name].extend(runs[name].embed_windows(part, window=window))
+                    cpu[name] += time.process_time() - start
+            old, new = runs
+            before, after = np.vstack(rows[old]), np.vstack(rows[new])
+            cos = (before * after).sum(axis=1) / (
+                np.linalg.norm(before, axis=1) * np.linalg.norm(after, axis=1)
+            )
+            print(f"  windows of {window}: {len(after)} ({load_line()})")
+            for name in runs:
+                print(
+                    f"    {name}: {cpu[name]:.1f} CPU-s, "
+                    f"{len(after) / cpu[name]:.1f} windows per CPU-s"
+                )
+            print(
+                f"    speed-up {cpu[old] / cpu[new]:.2f}x; "
+                f"max |diff| {np.abs(before - after).max():.3g}, min cosine {cos.min():.7f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="the BEIR SciFact folder")
     parser.add_argument("--windows", type=int, default=1000, help="windows for throughput")
     parser.add_argument("--no-ndcg", action="store_true", help="skip the SciFact corpus pass")
+    parser.add_argument("--only-graphs", action="store_true", help="section 4 alone")
+    parser.add_argument("--abstracts", type=int, default=400, help="abstracts for section 4")
     args = parser.parse_args()
     docs, _, _ = load(args.data)
     print(f"CPU count {os.cpu_count()}; {load_line()}")
+    if args.only_graphs:
+        print("\n4. The int8 graph: v1 vs today's, same windows, alternating")
+        graphs([d.page_content for d in docs[: args.abstracts]])
+        return
     print("\n1. Throughput (same windows, one process, fp32 then int8)")
     throughput(window_texts([d.page_content for d in docs], args.windows))
     print("\n2. Agreement with the torch model (fixed test sample)")
@@ -152,6 +204,8 @@ def main() -> None:
     if not args.no_ndcg:
         print("\n3. Quality")
         quality(args.data)
+    print("\n4. The int8 graph: v1 vs today's, same windows, alternating")
+    graphs([d.page_content for d in docs[: args.abstracts]])
     print(f"\n{load_line()}")
 
 

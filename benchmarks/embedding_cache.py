@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 CACHE = Path.home() / ".cache" / "holodeck-bench" / "minilm"
+EMBEDDERS = ("auto", "torch", "onnx")
+"""``torch``: sentence-transformers (fp32); ``onnx``: the package default ``OnnxEmbeddings``
+(int8 where the CPU has it), cached with ``onnx_cache.py``; ``auto``: torch when installed."""
 
 
 def _key(text: str) -> str:
@@ -33,11 +37,30 @@ class DiskCachedMiniLM(Embeddings):
     """
 
     def __init__(
-        self, cache: Path = CACHE, *, batch_size: int = 64, long_text: str = "first"
+        self,
+        cache: Path = CACHE,
+        *,
+        batch_size: int = 64,
+        long_text: str = "first",
+        embedder: str = "auto",
     ) -> None:
         if long_text not in ("first", "best", "auto"):
             msg = f"long_text must be 'first', 'best' or 'auto', got {long_text!r}."
             raise ValueError(msg)
+        if embedder not in EMBEDDERS:
+            msg = f"embedder must be one of {EMBEDDERS}, got {embedder!r}."
+            raise ValueError(msg)
+        if embedder == "auto":
+            embedder = "torch" if importlib.util.find_spec("sentence_transformers") else "onnx"
+        self.embedder = embedder
+        if embedder == "onnx":  # the package default's vectors, truncated at 256: its own cache
+            from onnx_cache import CACHE as ONNX_CACHE
+            from onnx_cache import DiskCachedOnnx
+
+            self._onnx: DiskCachedOnnx | None = DiskCachedOnnx()
+            cache = ONNX_CACHE / self._onnx.cache.name
+        else:
+            self._onnx = None
         self.long_text = long_text
         self._windows = None
         self.cache = cache
@@ -45,6 +68,9 @@ class DiskCachedMiniLM(Embeddings):
         self._model = None
         self._table: dict[str, np.ndarray] = {}
         self.computed = 0
+        if self._onnx is not None:
+            self._table = self._onnx._table
+            return
         cache.mkdir(parents=True, exist_ok=True)
         for shard in sorted(cache.glob("shard_*.npz")):
             with np.load(shard) as npz:
@@ -67,6 +93,11 @@ class DiskCachedMiniLM(Embeddings):
 
     def ensure(self, texts: Sequence[str]) -> None:
         """Compute and store the vectors of the texts not cached yet."""
+        if self._onnx is not None:
+            before = self._onnx.computed
+            self._onnx.ensure(texts, label="onnx")
+            self.computed += self._onnx.computed - before
+            return
         keys = {_key(t): t for t in texts}
         missing = [(k, t) for k, t in keys.items() if k not in self._table]
         step = 2048

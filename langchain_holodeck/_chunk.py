@@ -45,6 +45,13 @@ WINDOW_CHUNK_TYPE = "window"
 CHUNK_TYPE = "chunk_type"
 CODE_CHUNK_TYPE = "code"
 """``chunk_type`` of a source-code chunk (``SourceCodeSplitter``)."""
+SYMBOLS = "symbols"
+"""A code chunk's defined names, qualified (``Shift.swap``; ``SourceCodeSplitter``)."""
+SIGNATURE = "signature"
+"""A code chunk's definitions, each as its name in words and its definition line
+(``SourceCodeSplitter``). Sync writes a non-empty signature as one more dense entry of the
+chunk, a window entry after the model's own windows, so the dense leg scores the chunk by the
+better of its body and its signature."""
 CONTEXT_MISSING = "context_missing"
 """On a file's chunk 0: how many of its chunks the enricher left without context (absent when
 none). A file so marked is re-read and re-enriched by the next run."""

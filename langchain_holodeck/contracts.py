@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 from langchain_core.documents import Document
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from langchain_core.vectorstores import VectorStore
 
 __all__ = [
@@ -160,8 +162,10 @@ class IdVectorSearch(Protocol):
         """The ``k`` nearest ids with relevance scores in [0, 1], best first."""
         ...
 
-    def similarity_by_ids(self, embedding: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
-        """Relevance scores in [0, 1] of ``ids``; unknown ids absent."""
+    def similarity_by_ids(
+        self, embedding: Sequence[float] | npt.NDArray[np.float32], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Relevance scores in [0, 1] of ``ids``; unknown ids absent (``embedding``: any array)."""
         ...
 
 

@@ -39,6 +39,7 @@ from langchain_holodeck._chunk import (
     CONTEXT_MISSING,
     MTIME,
     ORIGINAL_CONTENT,
+    SIGNATURE,
     SIZE_BYTES,
     VOLATILE_METADATA_KEYS,
     WINDOW,
@@ -391,6 +392,7 @@ _NOT_ON_WINDOWS = frozenset(
         SIZE_BYTES,
         CONTEXT_MISSING,
         ORIGINAL_CONTENT,
+        SIGNATURE,
     }
 )
 """Chunk metadata a window entry does not carry: the file record and the chunk's own keys."""
@@ -420,18 +422,32 @@ def _window_documents(
         chunk.metadata[WINDOW_COUNT] = len(texts) - 1
         if len(texts) < 2 or not chunk.id:
             continue
-        base = {k: v for k, v in chunk.metadata.items() if k not in _NOT_ON_WINDOWS}
-        base[CHUNK_TYPE] = WINDOW_CHUNK_TYPE
-        base[WINDOW_OF] = chunk.id
-        out[chunk.id] = [
-            Document(
-                id=window_id(chunk.id, n),
-                page_content=text,
-                metadata={**base, WINDOW: n},
-            )
-            for n, text in enumerate(texts[1:], start=1)
-        ]
+        out[chunk.id] = [_window(chunk, n, text) for n, text in enumerate(texts[1:], start=1)]
     return out
+
+
+def _window(chunk: Document, n: int, text: str) -> Document:
+    """Entry ``n`` of ``chunk`` (id ``<chunk id>:w<n>``): ``text`` with the chunk's metadata."""
+    base = {k: v for k, v in chunk.metadata.items() if k not in _NOT_ON_WINDOWS}
+    base[CHUNK_TYPE] = WINDOW_CHUNK_TYPE
+    base[WINDOW_OF] = chunk.id
+    return Document(id=window_id(str(chunk.id), n), page_content=text, metadata={**base, WINDOW: n})
+
+
+def _add_signatures(chunks: Sequence[Document], windows: dict[str, list[Document]]) -> None:
+    """Each chunk's non-empty ``signature`` (code) as one more entry, after its model windows.
+
+    Mutates ``chunks`` (``window_count``) and ``windows`` in place. The dense leg scores a
+    chunk by its best entry, so a function is found by its name and signature as well as by
+    its body: on the code set's dev split Pass@10 0.748 -> 0.760 (``docs/quality.md``).
+    """
+    for chunk in chunks:
+        signature = chunk.metadata.get(SIGNATURE)
+        if not signature or not chunk.id:
+            continue
+        n = _window_count(chunk) + 1
+        chunk.metadata[WINDOW_COUNT] = n
+        windows.setdefault(chunk.id, []).append(_window(chunk, n, str(signature)))
 
 
 def _cut_windows(chunks: Sequence[Document], window_texts: WindowTexts) -> Iterator[list[str]]:
@@ -546,6 +562,7 @@ def sync_documents(
         if window_texts
         else {}
     )
+    _add_signatures([*plan.add, *plan.update], windows)
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 

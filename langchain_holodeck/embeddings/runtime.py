@@ -5,6 +5,8 @@ per output channel, activations quantized per batch to uint8, matrix products in
 instructions (``MatMulInteger``). It pays where the CPU multiplies int8 natively (x86 VNNI or
 AMX, Arm dot-product); elsewhere fp32 stays. The quantized graph is built once per model
 file and onnxruntime version, then read from a user cache directory (``int8_model``).
+Before quantizing, the graph loses the NaN guards its export put after each attention
+softmax (``drop_nan_guards``): the same vectors, bit for bit, in ~20% less CPU.
 """
 
 from __future__ import annotations
@@ -16,13 +18,21 @@ import platform
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from langchain_holodeck._persist import atomic_write_bytes
 
+if TYPE_CHECKING:
+    import onnx
+
 logger = logging.getLogger(__name__)
 
-INT8_RECIPE = "dyn-qint8-perchannel-v1"
-"""Names the quantization settings; part of the cache key, so a new recipe rebuilds."""
+INT8_RECIPE = "dyn-qint8-perchannel-v2"
+"""Names the graph's build settings; part of the cache key, so a new recipe rebuilds.
+
+v1: constants folded, then dynamic quantization, weights per output channel. v2: the same,
+without the softmax NaN guards (``drop_nan_guards``); vectors identical to v1's.
+"""
 _INT8_CPU_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"})
 """``/proc/cpuinfo`` flags of CPUs with native int8 dot products (VNNI, AMX, Arm dotprod)."""
 
@@ -92,14 +102,55 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def drop_nan_guards(graph: onnx.ModelProto) -> int:
+    """Remove each ``Where(IsNaN(p), 0, p)`` whose ``p`` is a ``Softmax``; return how many.
+
+    PyTorch's export of scaled-dot-product attention guards the attention weights against
+    NaN (a row whose keys are all masked with ``-inf``). A softmax of finite scores has no
+    NaN, so the guard is the identity: its readers read ``p`` itself, bit for bit the same.
+    It is not free: onnxruntime's broadcasting ``Where`` took ~10% of an int8 window's time.
+    The scores are finite: the windows ``OnnxEmbeddings`` runs in int8 have no padding, so
+    nothing is masked (and all-MiniLM-L6-v2's export masks with the lowest float, not
+    ``-inf``). A guard whose output is a graph output stays (output names are the API).
+    """
+    nodes = graph.graph.node
+    producer = {name: node for node in nodes for name in node.output}
+    outputs = {output.name for output in graph.graph.output}
+    bypass: dict[str, str] = {}  # a guard's output -> the softmax output it guarded
+    checks: set[str] = set()
+    for node in nodes:
+        if node.op_type != "Where" or len(node.input) != 3 or node.output[0] in outputs:
+            continue
+        check, source = producer.get(node.input[0]), producer.get(node.input[2])
+        if (
+            check is not None
+            and source is not None
+            and check.op_type == "IsNaN"
+            and check.input[0] == node.input[2]
+            and source.op_type == "Softmax"
+        ):
+            bypass[node.output[0]] = node.input[2]
+            checks.add(node.input[0])
+    kept = [node for node in nodes if node.output[0] not in bypass]
+    still_read = {name for node in kept for name in node.input} | outputs
+    kept = [node for node in kept if node.output[0] not in checks - still_read]
+    for node in kept:
+        for i, name in enumerate(node.input):
+            node.input[i] = bypass.get(name, name)
+    del nodes[:]
+    nodes.extend(kept)
+    return len(bypass)
+
+
 def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
     """The int8 graph of the ONNX file ``model``, built on first use and cached.
 
     The cache key is the model's SHA-256, the onnxruntime version and ``INT8_RECIPE``; the
     file is written atomically, so concurrent first loads at worst both build it. Building
-    takes a few CPU-seconds: onnxruntime folds the graph's constants (so int8 weights stored
-    with a dequantize step become plain fp32 ones), then ``quantize_dynamic`` quantizes every
-    weight matrix product per output channel.
+    (``build_int8_graph``) takes a few CPU-seconds: onnxruntime folds the graph's constants
+    (so int8 weights stored with a dequantize step become plain fp32 ones), the softmax NaN
+    guards go (``drop_nan_guards``), then ``quantize_dynamic`` quantizes every weight matrix
+    product per output channel.
 
     Raises:
         ImportError: When the ``onnx`` package, which the quantizer needs, is missing.
@@ -111,6 +162,23 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
     target = directory / f"{model.stem}-{key}.int8.onnx"
     if target.is_file():  # built before: no need of the quantizer (its imports take ~1 s)
         return target
+    directory.mkdir(parents=True, exist_ok=True)
+    logger.info("OnnxEmbeddings: building the int8 graph of %s once, into %s", model, target)
+    build_int8_graph(model, target)
+    return target
+
+
+def build_int8_graph(model: Path, target: Path, *, nan_guards: bool = False) -> None:
+    """Write the int8 graph of the ONNX file ``model`` to ``target`` (atomically), uncached.
+
+    ``INT8_RECIPE``: fold the constants, drop the softmax NaN guards (``nan_guards=True``
+    keeps them: recipe v1, for comparisons), quantize dynamically, weights per channel.
+
+    Raises:
+        ImportError: When the ``onnx`` package, which the quantizer needs, is missing.
+    """
+    import onnxruntime
+
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -118,9 +186,8 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
     except ImportError as e:  # onnxruntime.quantization imports onnx
         msg = "the int8 path of OnnxEmbeddings needs onnx: pip install onnx"
         raise ImportError(msg) from e
-    directory.mkdir(parents=True, exist_ok=True)
-    logger.info("OnnxEmbeddings: building the int8 graph of %s once, into %s", model, target)
-    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         folded, quantized = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
@@ -128,8 +195,9 @@ def int8_model(model: Path, *, cache_dir: Path | None = None) -> Path:
         options.optimized_model_filepath = str(folded)
         onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         graph = onnx.load(folded)
+        if not nan_guards:
+            drop_nan_guards(graph)
         add_pre_process_metadata(graph)  # the folding is its pre-processing: no root warning
         quantize_dynamic(graph, quantized, weight_type=QuantType.QInt8, per_channel=True)
         data = quantized.read_bytes()
     atomic_write_bytes(target, data)
-    return target

@@ -111,7 +111,7 @@ def feedback_ranking(
         return None
     moved = feedback_query(query, [found[i] for i in feedback_ids if i in found], weight=weight)
     search: IdVectorSearch = store  # type: ignore[assignment]  # supports_feedback checked it
-    scores = search.similarity_by_ids(moved.tolist(), list(candidates))
+    scores = search.similarity_by_ids(moved, list(candidates))  # an array: no list round trip
     ranked = [(i, scores[i]) for i in candidates if i in scores]
     ranked.sort(key=itemgetter(1), reverse=True)  # stable: ties keep the candidates' order
     return ranked[:depth]

@@ -5,9 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from operator import itemgetter
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -30,8 +28,7 @@ from langchain_holodeck._defaults import (
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
-from langchain_holodeck.exact import SECTION_SCORE, ExactMatchIndex
-from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
+from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
@@ -40,6 +37,15 @@ from langchain_holodeck.retrievers._feedback import (
     feedback_ids,
     feedback_ranking,
     supports_feedback,
+)
+from langchain_holodeck.retrievers._plan import (
+    EXACT_BOOST,
+    UNSCORED,
+    Legs,
+    Plan,
+    Ranking,
+    fused_plan,
+    native_plan,
 )
 from langchain_holodeck.retrievers._steps import Call, Core, Outcomes, adrive, drive
 from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
@@ -56,71 +62,9 @@ __all__ = [
 MAX_K = 1000
 """Largest ``k`` per call: a reranker's candidate pool (``rerank_top_n`` goes up to 1000)."""
 
-EXACT_BOOST = 1.0
-"""The ``fused_score`` of a pinned exact hit: the top of the [0, 1] scale."""
-
 logger = logging.getLogger(__name__)
 
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
-_LEGS = ("semantic", "keyword", "exact")
-_UNSCORED: dict[str, Any] = {
-    "semantic_score": None,
-    "keyword_score": None,
-    "exact_match": False,
-    "semantic_rank": None,
-    "keyword_rank": None,
-    "exact_rank": None,
-}
-"""A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
-
-
-@dataclass(frozen=True)
-class _Legs:
-    """What each leg returned (``None``: the leg is off or failed)."""
-
-    dense: DenseResult | None
-    keyword: list[KeywordHit] | None
-    exact: list[KeywordHit] | None
-    native: list[NativeHit] | None = None
-
-
-def _scaled(score: float, best: float) -> float:
-    """``score`` as a share of ``best``, the highest score fusion could give (0 when none)."""
-    return min(1.0, score / best) if best > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """The fused order (pinned exact hits first) and each id's scores, built on demand."""
-
-    order: list[str]
-    pinned: frozenset[str]
-    meta: Callable[[str], dict[str, Any]]
-    """The score metadata of one fused id (only the returned few are ever built)."""
-
-
-class _FirstRanks:
-    """Each id's 1-based rank and score at its first (best) entry in ``hits``.
-
-    Built for every candidate but read for the few returned: one C-level dict of ranks.
-    """
-
-    def __init__(self, hits: Sequence[tuple[str, float]]) -> None:
-        self._hits = hits
-        ids = list(map(itemgetter(0), hits))
-        # assigned last to first, so each id keeps the rank of its first entry
-        self._ranks = dict(zip(reversed(ids), range(len(ids), 0, -1), strict=True))
-
-    def __contains__(self, doc_id: str) -> bool:
-        return doc_id in self._ranks
-
-    def __getitem__(self, doc_id: str) -> tuple[int, float]:
-        rank = self._ranks[doc_id]
-        return rank, self._hits[rank - 1][1]
-
-    def get(self, doc_id: str) -> tuple[int, float] | None:
-        """``(rank, score)`` of ``doc_id``, or ``None`` when ``hits`` lack it."""
-        return self[doc_id] if doc_id in self._ranks else None
 
 
 class HybridRetriever(BaseRetriever):
@@ -245,6 +189,9 @@ class HybridRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _dense_leg: DenseLeg | None = PrivateAttr(default=None)
+    _feedback_store: tuple[VectorStore, bool] | None = PrivateAttr(default=None)
+    """The store last asked whether it supports feedback, and its answer (a protocol check
+    costs tens of microseconds: once per store, not per query)."""
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -329,6 +276,7 @@ class HybridRetriever(BaseRetriever):
             legs = self._legs(query, outcomes)
             plan = self._plan(legs)
             feedback = self._feedback_call(legs, plan, k)
+            read: list[Document] = []  # documents feedback read (not read again)
             if feedback is not None:
                 outcome = (yield feedback)["feedback"]
                 if isinstance(outcome, Exception):
@@ -339,10 +287,9 @@ class HybridRetriever(BaseRetriever):
                     )
                 else:
                     ranking, read = outcome
-                    legs = self._with_documents(legs, read)
                     if ranking is not None:
-                        plan = self._plan(legs, dense_ranking=ranking)
-            result = yield from self._select(query, k, plan, legs)
+                        plan = self._plan(legs, dense_ranking=legs.ranking(ranking))
+            result = yield from self._select(query, k, plan, legs, read)
             expanded = self._expansion(result)
             if expanded:
                 ids = [e.id for e in expanded]
@@ -380,6 +327,12 @@ class HybridRetriever(BaseRetriever):
         if leg is None or leg.store is not self.vector_store:
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
+
+    def _supports_feedback(self) -> bool:
+        known = self._feedback_store
+        if known is None or known[0] is not self.vector_store:
+            known = self._feedback_store = (self.vector_store, supports_feedback(self.vector_store))
+        return known[1]
 
     def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
         """The enabled legs; the dense leg last (the sync driver runs it inline).
@@ -440,7 +393,7 @@ class HybridRetriever(BaseRetriever):
             calls["semantic"] = Call(dense, adense)
         return calls
 
-    def _legs(self, query: str, outcomes: Outcomes) -> _Legs:
+    def _legs(self, query: str, outcomes: Outcomes) -> Legs:
         errors = {name: o for name, o in outcomes.items() if isinstance(o, Exception)}
         for name, error in errors.items():
             logger.warning(
@@ -454,7 +407,7 @@ class HybridRetriever(BaseRetriever):
         if errors and not answered:
             raise next(iter(errors.values()))
         ok = {name: o for name, o in outcomes.items() if name not in errors}
-        return _Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
+        return Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 
     def _native_call(self, query: str, k: int, fetch: int, outcomes: Outcomes) -> Call:
         """The engine's one fused request: ``fetch_k`` candidates, the rows the result uses.
@@ -511,15 +464,7 @@ class HybridRetriever(BaseRetriever):
 
         return {"read": Call(read, aread)}
 
-    @staticmethod
-    def _with_documents(legs: _Legs, read: Sequence[Document]) -> _Legs:
-        """``legs`` whose dense result also holds ``read`` (documents not to read again)."""
-        if legs.dense is None or not read:
-            return legs
-        documents = {**legs.dense.documents, **{d.id: d for d in read if d.id}}
-        return replace(legs, dense=replace(legs.dense, documents=documents))
-
-    def _feedback_call(self, legs: _Legs, plan: _Plan, k: int) -> dict[str, Call] | None:
+    def _feedback_call(self, legs: Legs, plan: Plan, k: int) -> dict[str, Call] | None:
         """The feedback step (``feedback_docs``), or ``None`` when it does not apply."""
         dense, store = legs.dense, self.vector_store
         if (
@@ -528,7 +473,7 @@ class HybridRetriever(BaseRetriever):
             or dense is None
             or dense.vector is None
             or not legs.keyword
-            or not supports_feedback(store)
+            or not self._supports_feedback()
         ):
             return None
         top = plan.order[: self.feedback_docs]
@@ -549,119 +494,38 @@ class HybridRetriever(BaseRetriever):
 
         return {"feedback": Call(rank, in_process=True)}  # in memory: no I/O
 
-    # -- fusion (pure) ------------------------------------------------------------------
-    def _plan(self, legs: _Legs, *, dense_ranking: list[tuple[str, float]] | None = None) -> _Plan:
-        """Fuse the legs.
-
-        ``dense_ranking`` (feedback) replaces the dense leg's order in the fusion only: the
-        ``semantic_*`` metadata stays the query's own.
-        """
+    # -- fusion (pure, in ``_plan``) ----------------------------------------------------
+    def _plan(self, legs: Legs, *, dense_ranking: Ranking | None = None) -> Plan:
+        """Fuse the legs; ``dense_ranking`` (feedback) replaces the dense order in the fusion."""
         if legs.native is not None:
-            return self._native_plan(legs.native, list(legs.exact or []))
-        dense = legs.dense
-        fused_dense = dense_ranking
-        if fused_dense is None and dense is not None:
-            fused_dense = dense.oriented() if self.fusion == "convex" else dense.hits
-        rankings: list[list[tuple[str, float]]] = [
-            fused_dense or [],
-            list(legs.keyword or []),
-            list(legs.exact or []),
-        ]
-        weights = list(self.weights)
-        answered = [w for w, r in zip(weights, rankings, strict=True) if r and w > 0]
-        if self.fusion == "convex":
-            bound = 0.0 if dense is None or dense.kind == "relevance" else None
-            fused = convex_score_fusion(rankings, weights=weights, lower_bounds=[bound, 0.0, 0.0])
-            best = sum(answered)
-        else:
-            fused = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=weights)
-            best = sum(answered) / (self.rrf_k + 1)
-        dense_hits = dense.hits if dense else []
-        ranks = [
-            (name, _FirstRanks(hits))
-            for name, hits in zip(_LEGS, (dense_hits, rankings[1], rankings[2]), strict=True)
-            if hits
-        ]
-
-        def meta(doc_id: str, score: float) -> dict[str, Any]:
-            entry = {"fused_score": _scaled(score, best), **_UNSCORED}
-            for name, first in ranks:
-                found = first.get(doc_id)
-                if found is None:
-                    continue
-                entry[f"{name}_rank"] = found[0]
-                if name == "exact":
-                    entry["exact_match"] = True
-                else:
-                    entry[f"{name}_score"] = float(found[1])
-            return entry
-
-        return self._pinned_plan(fused, meta, legs.exact or [])
-
-    def _native_plan(self, native: list[NativeHit], exact: list[KeywordHit]) -> _Plan:
-        """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
-        ranking = [(window_parent(h.document.id), h.score) for h in native if h.document.id]
-        weights = [self.weights[0] + self.weights[1], self.weights[2]]
-        fused = reciprocal_rank_fusion([ranking, exact], k=self.rrf_k, weights=weights)
-        answered = [w for w, r in zip(weights, (ranking, exact), strict=True) if r and w > 0]
-        best = sum(answered) / (self.rrf_k + 1)
-        native_first = _FirstRanks(ranking)
-        similarity: dict[str, float] = {}
-        for hit in native:
-            if not hit.document.id:
-                continue
-            chunk = window_parent(hit.document.id)
-            seen = similarity.get(chunk)
-            if hit.similarity is not None and (seen is None or hit.similarity > seen):
-                similarity[chunk] = hit.similarity  # a chunk's best window
-        exact_first = _FirstRanks(exact)
-
-        def meta(doc_id: str, score: float) -> dict[str, Any]:
-            entry = {
-                "fused_score": _scaled(score, best),
-                **_UNSCORED,
-                "native_rank": None,
-                "native_score": None,
-            }
-            if doc_id in native_first:
-                entry["native_rank"], entry["native_score"] = native_first[doc_id]
-            if doc_id in similarity:
-                entry["semantic_score"] = similarity[doc_id]
-            if doc_id in exact_first:
-                entry["exact_rank"], entry["exact_match"] = exact_first[doc_id][0], True
-            return entry
-
-        return self._pinned_plan(fused, meta, exact)
-
-    def _pinned_plan(
-        self,
-        fused: list[tuple[str, float]],
-        meta: Callable[[str, float], dict[str, Any]],
-        exact: Sequence[KeywordHit],
-    ) -> _Plan:
-        """The fused order, with section-level exact hits first when ``exact_first``."""
-        scores = dict(fused)
-        order = list(scores)
-        pinned = frozenset(h.id for h in exact if h.score >= SECTION_SCORE) & scores.keys()
-        boosted = pinned if self.exact_first else frozenset()
-        if boosted:
-            # fused is sorted best first, so this stable sort keeps fused order within each group
-            order.sort(key=lambda doc_id: doc_id not in boosted)
-
-        def meta_of(doc_id: str) -> dict[str, Any]:
-            entry = meta(doc_id, scores[doc_id])
-            if doc_id in boosted:
-                entry["fused_score"] = EXACT_BOOST
-            return entry
-
-        return _Plan(order, pinned, meta_of)
+            return native_plan(
+                legs.native,
+                list(legs.exact or []),
+                weights=self.weights,
+                rrf_k=self.rrf_k,
+                exact_first=self.exact_first,
+            )
+        return fused_plan(
+            legs,
+            weights=self.weights,
+            fusion=self.fusion,
+            rrf_k=self.rrf_k,
+            exact_first=self.exact_first,
+            dense_ranking=dense_ranking,
+        )
 
     # -- selection: threshold, then read the final k ------------------------------------
-    def _select(self, query: str, k: int, plan: _Plan, legs: _Legs) -> Core[list[Document]]:
-        """Walk the fused order: apply the threshold, read documents, stop at ``k``."""
+    def _select(
+        self, query: str, k: int, plan: Plan, legs: Legs, read: Sequence[Document]
+    ) -> Core[list[Document]]:
+        """Walk the fused order: apply the threshold, read documents, stop at ``k``.
+
+        ``read``: documents already read (not read again).
+        """
         dense = legs.dense
         threshold = self.min_similarity_score
         docs: dict[str, Document] = dict(dense.documents) if dense else {}
+        docs.update({d.id: d for d in read if d.id})
         similarity: dict[str, float] = {}  # read only for the threshold
         if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
@@ -743,7 +607,7 @@ class HybridRetriever(BaseRetriever):
         self,
         query: str,
         chosen: Sequence[str],
-        plan: _Plan,
+        plan: Plan,
         docs: Mapping[str, Document],
         similarity: Mapping[str, float],
     ) -> list[Document]:
@@ -810,7 +674,7 @@ class HybridRetriever(BaseRetriever):
                 continue
             extra = {
                 "fused_score": None,
-                **_UNSCORED,
+                **UNSCORED,
                 "expansion_hops": e.distance,
                 "expanded_from": e.via,
             }

@@ -17,10 +17,18 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
+from langchain_holodeck._chunk import SIGNATURE, SYMBOLS
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.splitters._metadatas import check_metadatas
 
-__all__ = ["CODE_LANGUAGES", "SourceCodeSplitter", "Symbol", "find_symbols"]
+__all__ = [
+    "CODE_LANGUAGES",
+    "SourceCodeSplitter",
+    "Symbol",
+    "code_signature",
+    "find_symbols",
+    "name_words",
+]
 
 CODE_LANGUAGES: dict[str, str] = {
     "py": "python",
@@ -212,6 +220,39 @@ def find_symbols(text: str, language: str) -> list[Symbol]:
     return out
 
 
+_NAME_PARTS = re.compile(r"[._:$-]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def name_words(name: str) -> str:
+    """An identifier as lowercase words: ``Shift.swap_slots`` -> ``shift swap slots``.
+
+    Splits at dots, underscores, ``::``, ``$``, ``-`` and camelCase / ``HTTPServer`` boundaries.
+    """
+    return " ".join(part.lower() for part in _NAME_PARTS.split(name) if part)
+
+
+def code_signature(text: str, symbols: Sequence[Symbol]) -> str:
+    r"""A code chunk's signature: per definition, its name in words and its definition line.
+
+    Args:
+        text: The text ``symbols`` were found in (their ``start`` offsets index it).
+        symbols: The definitions starting in the chunk, in order.
+
+    Example:
+        ```python
+        code = "class Shift:\n    def swap_slots(self, other):\n        pass\n"
+        code_signature(code, find_symbols(code, "python"))
+        # -> 'shift: class Shift:\nshift swap slots: def swap_slots(self, other):'
+        ```
+    """
+    lines = []
+    for symbol in symbols:
+        end = text.find("\n", symbol.start)
+        line = text[symbol.start : end if end >= 0 else len(text)].strip()
+        lines.append(f"{name_words(symbol.qualified_name)}: {line}")
+    return "\n".join(lines)
+
+
 _LISTED_SYMBOLS = 3
 """A code chunk's heading lists up to this many symbols; more are shown as a range."""
 
@@ -250,7 +291,11 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     document), ``language``, ``chunk_type`` (``"code"``), ``symbols`` (qualified names of the
     definitions that start in the chunk, ``ClassName.method``), ``heading`` (all of them, up to
     three: ``Shift, Shift.swap``; else the range ``Shift … Shift.undo (5 definitions)``; a chunk
-    defining nothing: the definition it continues, else ``""``) and ``parent_chain`` (``[]``).
+    defining nothing: the definition it continues, else ``""``), ``parent_chain`` (``[]``) and
+    ``signature`` (``code_signature``: per definition, its name in words and its definition
+    line; ``""`` when the chunk defines nothing). Sync embeds a chunk's signature as one more
+    dense entry of the chunk (``_chunk``), so a query in words finds a function by its name
+    and signature as well as by its body.
 
     Key init args:
         chunk_size: Maximum chunk length, measured by ``length_function`` (default:
@@ -299,16 +344,18 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
             symbols = find_symbols(text, language)
             for index, (start, chunk) in enumerate(self._pieces(text, language)):
                 end = start + len(chunk)
-                defined = [s.qualified_name for s in symbols if start <= s.start < end]
+                starting = [s for s in symbols if start <= s.start < end]
+                defined = [s.qualified_name for s in starting]
                 enclosing = [s.qualified_name for s in symbols if s.start < start]
                 metadata = {
                     **copy.deepcopy(meta),
                     "chunk_index": index,
                     "language": language,
                     "chunk_type": "code",
-                    "symbols": list(dict.fromkeys(defined)),
+                    SYMBOLS: list(dict.fromkeys(defined)),
                     "heading": code_heading(defined, enclosing),
                     "parent_chain": [],
+                    SIGNATURE: code_signature(text, starting),
                 }
                 if self._add_start_index:
                     metadata["start_index"] = start

@@ -535,7 +535,7 @@ class MatrixVectorStore(VectorStore):
         rows, scores = top_rows(
             snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
         )
-        clipped = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0).tolist()
+        clipped = [0.0 if s < 0.0 else 1.0 if s > 1.0 else s for s in scores]  # as np.clip
         return list(zip(map(snap.docs.ids.__getitem__, rows), clipped, strict=True))
 
     def similarity_by_ids(
@@ -549,28 +549,33 @@ class MatrixVectorStore(VectorStore):
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
+        first_window = window_id("", 1)  # the suffix of a chunk's first window id
         with self._lock:
-            get = self._rows.get
-            rows: list[int] = []
-            starts: list[int] = []  # where each found id's rows begin in ``rows``
-            found: list[str] = []
-            for doc_id in ids:
-                row = get(doc_id)
-                if row is None:
-                    continue
-                starts.append(len(rows))
-                found.append(doc_id)
-                n = 1
-                while row is not None:
-                    rows.append(row)
-                    row = get(window_id(doc_id, n))
-                    n += 1
+            found = list(filter(self._rows.__contains__, ids))
+            rows, starts = list(map(self._rows.__getitem__, found)), None  # a row per id
+            if list(map(self._rows.get, [i + first_window for i in found])).count(None) < len(rows):
+                rows, starts = self._rows_with_windows(found)  # each id's rows begin at starts
             if not rows:
                 return {}
             scores = self._buffer[np.asarray(rows, dtype=np.intp)] @ unit
-        best = np.maximum.reduceat(scores, np.asarray(starts, dtype=np.intp)).astype(np.float64)
+        best = scores if starts is None else np.maximum.reduceat(scores, starts)
+        best = best.astype(np.float64)
         best = np.where(np.isfinite(best), np.clip(best, 0.0, 1.0), 0.0)  # as clip_unit
         return dict(zip(found, best.tolist(), strict=True))
+
+    def _rows_with_windows(self, ids: Sequence[str]) -> tuple[list[int], npt.NDArray[np.intp]]:
+        """The rows of each stored id and of its windows, and where each id's rows begin."""
+        get = self._rows.get
+        rows: list[int] = []
+        starts: list[int] = []
+        for doc_id in ids:
+            starts.append(len(rows))
+            row, n = get(doc_id), 1
+            while row is not None:
+                rows.append(row)
+                row = get(window_id(doc_id, n))
+                n += 1
+        return rows, np.asarray(starts, dtype=np.intp)
 
     def max_marginal_relevance_search(
         self,

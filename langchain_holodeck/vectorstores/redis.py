@@ -14,15 +14,12 @@ import math
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-import redis
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_redis import RedisConfig, RedisVectorStore
-from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.retry import Retry
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import VectorQuery
@@ -38,21 +35,21 @@ from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import mmr
 from langchain_holodeck.vectorstores._redis_aggregate import LateLoadHybridQuery
+from langchain_holodeck.vectorstores._redis_schema import (
+    CONTENT_FIELD,
+    EMBEDDING_FIELD,
+    METADATA_FIELD,
+    NUMERIC_FIELDS,
+    TAG_FIELDS,
+    TAG_SEPARATOR,
+    Algorithm,
+    Metric,
+    existing_dimension,
+    index_schema,
+    make_client,
+)
 
 logger = logging.getLogger(__name__)
-
-Metric = Literal["COSINE", "L2", "IP"]
-Algorithm = Literal["HNSW", "FLAT"]
-
-CONTENT_FIELD = "text"
-"""Hash field holding ``page_content`` (a TEXT field: BM25 full-text queries run on it)."""
-EMBEDDING_FIELD = "embedding"
-METADATA_FIELD = "_metadata_json"
-"""Hash field holding the full metadata as JSON (stored, not indexed): the round-trip source."""
-TAG_SEPARATOR = "|"
-TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
-NUMERIC_FIELDS = ("chunk_index",)
-
 
 TESTED_LANGCHAIN_REDIS = "0.2"
 """The langchain-redis minor version whose internals ``search_index`` was checked against."""
@@ -98,57 +95,6 @@ def _check_langchain_redis_version() -> None:
             installed,
             TESTED_LANGCHAIN_REDIS,
         )
-
-
-def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:
-    """A Redis client with short connect timeouts; the store's client retries (reconnects)."""
-    retry = Retry(NoBackoff(), 0) if probe else Retry(ExponentialBackoff(cap=1.0, base=0.05), 3)
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=connect_timeout,
-        socket_timeout=max(connect_timeout, 10.0) if not probe else connect_timeout,
-        retry=retry,
-        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-        health_check_interval=0 if probe else 30,
-    )
-
-
-def index_schema(
-    index_name: str, *, dims: int, algorithm: Algorithm, metric: Metric
-) -> IndexSchema:
-    """The RediSearch schema: TEXT content, the vector, TAG/NUMERIC fields for filters."""
-    tag_attrs = {"separator": TAG_SEPARATOR, "case_sensitive": True}
-    return IndexSchema.from_dict(
-        {
-            "index": {"name": index_name, "prefix": f"{index_name}:", "storage_type": "hash"},
-            "fields": [
-                {"name": CONTENT_FIELD, "type": "text"},
-                {
-                    "name": EMBEDDING_FIELD,
-                    "type": "vector",
-                    "attrs": {
-                        "dims": dims,
-                        "distance_metric": metric.lower(),
-                        "algorithm": algorithm.lower(),
-                        "datatype": "float32",
-                    },
-                },
-                *({"name": n, "type": "tag", "attrs": tag_attrs} for n in TAG_FIELDS),
-                *({"name": n, "type": "numeric"} for n in NUMERIC_FIELDS),
-            ],
-        }
-    )
-
-
-def existing_dimension(client: redis.Redis, index_name: str) -> int | None:
-    """The vector dimension of an existing index, or ``None`` when there is no such index."""
-    try:
-        existing = SearchIndex.from_existing(index_name, redis_client=client)
-    except Exception:  # redisvl raises several types for "no such index"
-        return None
-    field = existing.schema.fields.get(EMBEDDING_FIELD)
-    dims = getattr(getattr(field, "attrs", None), "dims", None)
-    return int(dims) if dims else None
 
 
 class HolodeckRedisVectorStore(RedisVectorStore):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +16,17 @@ import pytest
 from langchain_holodeck.embeddings import OnnxEmbeddings
 from langchain_holodeck.embeddings.runtime import (
     INT8_RECIPE,
+    build_int8_graph,
     cpu_flags,
     cpu_has_int8_dot,
     default_cache_dir,
+    drop_nan_guards,
     file_digest,
     int8_model,
     physical_cores,
 )
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference"
 
 
 def test_int8_dot_products_are_read_from_the_cpu_flags(tmp_path: Path) -> None:
@@ -98,3 +104,69 @@ def test_a_cached_int8_graph_loads_without_importing_the_quantizer(tmp_path: Pat
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.split() == [str(built), "False", "False"]
+
+
+def _ops(graph: Path) -> Counter[str]:
+    import onnx
+
+    return Counter(node.op_type for node in onnx.load(graph).graph.node)
+
+
+def test_the_int8_graph_has_no_nan_guards_and_the_same_vectors_as_with_them(
+    tmp_path: Path,
+) -> None:
+    weights = OnnxEmbeddings()._weights()
+    # the user's cache: a graph left there by the recipe before (guards kept) is not read
+    ops = _ops(int8_model(weights))
+    assert (ops["Softmax"], ops["IsNaN"], ops["Where"]) == (6, 0, 1)  # the mask's Where stays
+    # the graph as recipe v1 built it, planted in another cache under today's name
+    planted = tmp_path / "onnx" / int8_model(weights).name
+    build_int8_graph(weights, planted, nan_guards=True)
+    ops = _ops(planted)
+    assert (ops["Softmax"], ops["IsNaN"], ops["Where"]) == (6, 6, 7)
+    texts = json.loads((REFERENCE / "texts.json").read_text(encoding="utf-8"))[:40]
+    texts.append(" ".join(f"Paragraph {n}: power to deck {n}." for n in range(80)))
+    today = OnnxEmbeddings(precision="int8")
+    guarded = OnnxEmbeddings(precision="int8", cache_dir=tmp_path)
+    for window in (128, 256):
+        ours = np.vstack(today.embed_windows(texts, window=window))
+        theirs = np.vstack(guarded.embed_windows(texts, window=window))
+        assert len(ours) > len(texts)  # the long text has several windows
+        np.testing.assert_array_equal(ours, theirs)  # bit for bit
+
+
+def test_only_the_nan_guards_of_a_softmax_are_dropped() -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    def guard(source: str, name: str) -> list[onnx.NodeProto]:
+        return [
+            helper.make_node("IsNaN", [source], [f"{name}_nan"]),
+            helper.make_node("Where", [f"{name}_nan", "zero", source], [name]),
+        ]
+
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], axis=-1),
+        *guard("p", "p_safe"),
+        helper.make_node("Relu", ["x"], ["r"]),
+        *guard("r", "r_safe"),  # not a softmax: stays
+        helper.make_node("Add", ["p_safe", "r_safe"], ["sum"]),
+        helper.make_node("Softmax", ["sum"], ["q"], axis=-1),
+        *guard("q", "out"),  # a graph output: stays
+    ]
+    tensor = helper.make_tensor_value_info
+    graph = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "guards",
+            [tensor("x", TensorProto.FLOAT, [2, 3])],
+            [tensor("out", TensorProto.FLOAT, [2, 3])],
+            initializer=[helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])],
+        )
+    )
+    assert drop_nan_guards(graph) == 1
+    assert [n.op_type for n in graph.graph.node] == [
+        "Softmax", "Relu", "IsNaN", "Where", "Add", "Softmax", "IsNaN", "Where",
+    ]  # fmt: skip
+    assert list(graph.graph.node[4].input) == ["p", "r_safe"]
+    onnx.checker.check_model(graph)

@@ -1,0 +1,383 @@
+"""The hybrid retriever's fusion plan: the fused order and, for the few returned, their scores.
+
+The legs are fused by the formulas of :mod:`langchain_holodeck.fusion` (weighted RRF or convex
+score fusion), computed on arrays: every id a query's legs return gets one slot (``Universe``),
+and each leg's scores and ranks become a ``Ranking`` over those slots once per query, which the
+feedback's second fusion reads again. The fused scores are bit-identical to
+``reciprocal_rank_fusion`` / ``convex_score_fusion`` (the same float64 operations, in the same
+order) and ties keep the first appearance (list order, then position), as there. Ids are
+materialized as the result reads them (``Order``), and score metadata only for the ids a result
+returns (``Plan.meta``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import filterfalse
+from operator import itemgetter
+from typing import Any, Literal, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from langchain_holodeck._chunk import window_parent
+from langchain_holodeck.contracts import KeywordHit, NativeHit
+from langchain_holodeck.exact import SECTION_SCORE
+from langchain_holodeck.fusion import reciprocal_rank_fusion
+from langchain_holodeck.retrievers._dense import DenseResult
+
+EXACT_BOOST = 1.0
+"""The ``fused_score`` of a pinned exact hit: the top of the [0, 1] scale."""
+
+UNSCORED: dict[str, Any] = {
+    "semantic_score": None,
+    "keyword_score": None,
+    "exact_match": False,
+    "semantic_rank": None,
+    "keyword_rank": None,
+    "exact_rank": None,
+}
+"""A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
+
+_LEGS = ("semantic", "keyword", "exact")
+
+
+class Universe:
+    """Every id one query's rankings hold, each with a slot (in order of first sight).
+
+    The rankings of both fusions (the first, and the feedback's) index their ids by slot, so
+    a fusion adds arrays and no ranking looks an id up twice.
+    """
+
+    __slots__ = ("ids", "index")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
+        """The slots of ``ids`` (each once); new ids take the next free slots."""
+        index = self.index
+        if not index:
+            index.update(zip(ids, range(len(ids)), strict=True))
+            self.ids.extend(ids)
+            return np.arange(len(ids), dtype=np.intp)
+        new = list(filterfalse(index.__contains__, ids))
+        if new:
+            index.update(zip(new, range(len(self.ids), len(self.ids) + len(new)), strict=True))
+            self.ids.extend(new)
+        return np.fromiter(map(index.__getitem__, ids), np.intp, len(ids))
+
+
+class Ranking:
+    """One ranked list of ``(id, score)`` pairs at its first entries, as arrays.
+
+    An id repeated in the list counts at its first (best) entry, whose 1-based position is
+    its rank, as in the fusion functions.
+    """
+
+    __slots__ = ("_universe", "_where", "ranks", "scores", "slots")
+
+    def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
+        ids: Sequence[str] = ()
+        values: Sequence[float] = ()
+        ranks: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        if hits:
+            ids, values = zip(*hits, strict=True)
+            if len(set(ids)) == len(ids):  # the usual case: every id once
+                ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
+            else:
+                first: dict[str, int] = {}
+                for n, doc_id in enumerate(ids):
+                    first.setdefault(doc_id, n)
+                ids, values = tuple(first), [values[n] for n in first.values()]
+                ranks = np.fromiter(first.values(), dtype=np.intp, count=len(first)) + 1
+        self.slots = universe.slots(ids)
+        """The ids' slots in ``universe``, best first."""
+        self.scores = np.array(values, dtype=np.float64)
+        """Their scores (at their first entries)."""
+        self.ranks = ranks
+        """Their 1-based ranks in the list."""
+        self._universe = universe
+        self._where: npt.NDArray[np.intp] | None = None
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def find(self, doc_id: str) -> tuple[int, float] | None:
+        """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
+        if self._where is None:  # built on the first look-up: only results are looked up
+            self._where = np.full(len(self._universe), -1, dtype=np.intp)
+            self._where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
+        slot = self._universe.index.get(doc_id)
+        if slot is None or slot >= len(self._where) or self._where[slot] < 0:
+            return None
+        n = int(self._where[slot])
+        return int(self.ranks[n]), float(self.scores[n])
+
+
+@dataclass(frozen=True)
+class Legs:
+    """What each leg returned (``None``: the leg is off or failed)."""
+
+    dense: DenseResult | None
+    keyword: list[KeywordHit] | None
+    exact: list[KeywordHit] | None
+    native: list[NativeHit] | None = None
+
+    @cached_property
+    def universe(self) -> Universe:
+        """The slots of every id the legs (and the feedback) rank."""
+        return Universe()
+
+    @cached_property
+    def rankings(self) -> tuple[Ranking, Ranking, Ranking]:
+        """The dense (the query's own order), keyword and exact rankings, built once."""
+        return (
+            self.ranking(self.dense.hits if self.dense else []),
+            self.ranking(self.keyword or []),
+            self.ranking(self.exact or []),
+        )
+
+    def ranking(self, hits: Sequence[tuple[str, float]]) -> Ranking:
+        """``hits`` as a ``Ranking`` over this query's ids."""
+        return Ranking(hits, self.universe)
+
+
+class Order(Sequence[str]):
+    """Ids in fused order, built as they are read (a result reads the first few)."""
+
+    __slots__ = ("_ids", "_slots")
+
+    def __init__(self, ids: Sequence[str], slots: npt.NDArray[np.intp]) -> None:
+        self._ids, self._slots = ids, slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return list(map(self._ids.__getitem__, self._slots[i].tolist()))
+        return self._ids[int(self._slots[i])]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The fused order (pinned exact hits first) and each id's scores, built on demand."""
+
+    order: Sequence[str]
+    pinned: frozenset[str]
+    meta: Callable[[str], dict[str, Any]]
+    """The score metadata of one fused id (only the returned few are ever built)."""
+
+
+def scaled(score: float, best: float) -> float:
+    """``score`` as a share of ``best``, the highest score fusion could give (0 when none)."""
+    return min(1.0, score / best) if best > 0 else 0.0
+
+
+def fused_plan(
+    legs: Legs,
+    *,
+    weights: Sequence[float],
+    fusion: Literal["rrf", "convex"],
+    rrf_k: int,
+    exact_first: bool,
+    dense_ranking: Ranking | None = None,
+) -> Plan:
+    """Fuse the dense, keyword and exact legs.
+
+    ``dense_ranking`` (feedback) replaces the dense leg's order in the fusion only: the
+    ``semantic_*`` metadata stays the query's own.
+    """
+    dense = legs.dense
+    rankings = legs.rankings
+    fused_dense = dense_ranking
+    if fused_dense is None:
+        fused_dense = rankings[0]
+        if dense is not None and fusion == "convex" and dense.ascending:
+            fused_dense = legs.ranking(dense.oriented())
+    fused_rankings = (fused_dense, rankings[1], rankings[2])
+    answered = [w for w, r in zip(weights, fused_rankings, strict=True) if len(r) and w > 0]
+    universe = legs.universe
+    if fusion == "convex":
+        bound = 0.0 if dense is None or dense.kind == "relevance" else None
+        bounds = (bound, 0.0, 0.0)
+        slots, fused = _fuse(
+            fused_rankings, weights, len(universe), rrf_k=None, lower_bounds=bounds
+        )
+        best = sum(answered)
+    else:
+        slots, fused = _fuse(fused_rankings, weights, len(universe), rrf_k=rrf_k, lower_bounds=None)
+        best = sum(answered) / (rrf_k + 1)
+    placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
+
+    def meta(doc_id: str) -> dict[str, Any]:
+        entry = {"fused_score": scaled(float(fused[universe.index[doc_id]]), best), **UNSCORED}
+        for name, ranking in placed:
+            found = ranking.find(doc_id)
+            if found is None:
+                continue
+            entry[f"{name}_rank"] = found[0]
+            if name == "exact":
+                entry["exact_match"] = True
+            else:
+                entry[f"{name}_score"] = found[1]
+        return entry
+
+    return _pinned_plan(universe.ids, slots, meta, legs.exact or [], exact_first=exact_first)
+
+
+def _fuse(
+    rankings: Sequence[Ranking],
+    weights: Sequence[float],
+    size: int,
+    *,
+    rrf_k: int | None = None,
+    lower_bounds: Sequence[float | None] | None = None,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """The fused slots, best first, and every slot's fused score (RRF when ``rrf_k`` is set).
+
+    ``size`` is the universe's. A ranking weighted 0 or empty adds no ids. The fused score of
+    an id is the sum, in list order, of what each list adds for it, and ties go to the id
+    seen first (list order, then position): what ``fusion``'s dict accumulation computes.
+    """
+    fused = np.zeros(size, dtype=np.float64)
+    unseen = np.iinfo(np.intp).max
+    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
+    offset = 0
+    for i, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
+        if weight == 0 or not len(ranking):
+            continue
+        if rrf_k is not None:
+            adds = weight / (rrf_k + ranking.ranks)
+        else:
+            bound = lower_bounds[i] if lower_bounds is not None else None
+            adds = _convex_adds(ranking, float(weight), bound, i)
+        slots = ranking.slots  # unique within a ranking: a plain fancy add is exact
+        fused[slots] += adds
+        seen[slots] = np.minimum(seen[slots], np.arange(offset, offset + len(slots)))
+        offset += len(slots)
+    present = np.flatnonzero(seen != unseen)
+    return present[np.lexsort((seen[present], -fused[present]))], fused
+
+
+def _convex_adds(
+    ranking: Ranking, weight: float, bound: float | None, i: int
+) -> npt.NDArray[np.float64]:
+    """What ``convex_score_fusion`` adds for each id of ``ranking`` (the list's ``i``-th)."""
+    values = ranking.scores
+    finite = np.isfinite(values)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        doc_id = ranking._universe.ids[ranking.slots[bad]]
+        msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {float(values[bad])!r}."
+        raise ValueError(msg)
+    top = float(values.max())
+    low = float(values.min()) if bound is None else float(bound)
+    span = top - low
+    if span <= 0:
+        return np.full(len(values), weight)
+    between = weight * ((values - low) / span)
+    return np.where(values >= top, weight, np.where(values <= low, 0.0, between))
+
+
+class FirstRanks:
+    """Each id's 1-based rank and score at its first (best) entry in ``hits``."""
+
+    def __init__(self, hits: Sequence[tuple[str, float]]) -> None:
+        self._hits = hits
+        ids = list(map(itemgetter(0), hits))
+        # assigned last to first, so each id keeps the rank of its first entry
+        self._ranks = dict(zip(reversed(ids), range(len(ids), 0, -1), strict=True))
+
+    def __contains__(self, doc_id: str) -> bool:
+        return doc_id in self._ranks
+
+    def __getitem__(self, doc_id: str) -> tuple[int, float]:
+        rank = self._ranks[doc_id]
+        return rank, self._hits[rank - 1][1]
+
+
+def native_plan(
+    native: list[NativeHit],
+    exact: list[KeywordHit],
+    *,
+    weights: Sequence[float],
+    rrf_k: int,
+    exact_first: bool,
+) -> Plan:
+    """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
+    ranking = [(window_parent(h.document.id), h.score) for h in native if h.document.id]
+    pair = [weights[0] + weights[1], weights[2]]
+    fused = reciprocal_rank_fusion([ranking, exact], k=rrf_k, weights=pair)
+    answered = [w for w, r in zip(pair, (ranking, exact), strict=True) if r and w > 0]
+    best = sum(answered) / (rrf_k + 1)
+    native_first = FirstRanks(ranking)
+    similarity: dict[str, float] = {}
+    for hit in native:
+        if not hit.document.id:
+            continue
+        chunk = window_parent(hit.document.id)
+        seen = similarity.get(chunk)
+        if hit.similarity is not None and (seen is None or hit.similarity > seen):
+            similarity[chunk] = hit.similarity  # a chunk's best window
+    exact_ranks = FirstRanks(exact)
+    scores = dict(fused)
+
+    def meta(doc_id: str) -> dict[str, Any]:
+        entry = {
+            "fused_score": scaled(scores[doc_id], best),
+            **UNSCORED,
+            "native_rank": None,
+            "native_score": None,
+        }
+        if doc_id in native_first:
+            entry["native_rank"], entry["native_score"] = native_first[doc_id]
+        if doc_id in similarity:
+            entry["semantic_score"] = similarity[doc_id]
+        if doc_id in exact_ranks:
+            entry["exact_rank"], entry["exact_match"] = exact_ranks[doc_id][0], True
+        return entry
+
+    ids = list(scores)
+    order = np.arange(len(ids), dtype=np.intp)
+    return _pinned_plan(ids, order, meta, exact, exact_first=exact_first)
+
+
+def _pinned_plan(
+    ids: Sequence[str],
+    order: npt.NDArray[np.intp],
+    meta: Callable[[str], dict[str, Any]],
+    exact: Sequence[KeywordHit],
+    *,
+    exact_first: bool,
+) -> Plan:
+    """The fused order (positions in ``ids``), section-level exact hits first if ``exact_first``."""
+    pinned: frozenset[str] = frozenset()
+    sections = {h.id for h in exact if h.score >= SECTION_SCORE}
+    if sections:
+        where = {ids[n]: n for n in order.tolist()}
+        pinned = frozenset(sections & where.keys())
+    boosted = pinned if exact_first else frozenset()
+    if boosted:
+        # order is best first: a stable partition keeps fused order within each group
+        first = np.isin(order, [where[i] for i in boosted])
+        order = np.concatenate([order[first], order[~first]])
+
+    def meta_of(doc_id: str) -> dict[str, Any]:
+        entry = meta(doc_id)
+        if doc_id in boosted:
+            entry["fused_score"] = EXACT_BOOST
+        return entry
+
+    return Plan(Order(ids, order), pinned, meta_of)

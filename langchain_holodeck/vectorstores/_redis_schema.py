@@ -1,0 +1,78 @@
+"""The RediSearch layout of a Holodeck Redis store: hash fields, the index schema, the client.
+
+One home for what the store (``redis.py``), the native hybrid query and the benchmarks agree on:
+field names, the schema ``HolodeckRedisVectorStore`` creates, and how a client is made.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import redis
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.retry import Retry
+from redisvl.index import SearchIndex
+from redisvl.schema import IndexSchema
+
+Metric = Literal["COSINE", "L2", "IP"]
+Algorithm = Literal["HNSW", "FLAT"]
+
+CONTENT_FIELD = "text"
+"""Hash field holding ``page_content`` (a TEXT field: BM25 full-text queries run on it)."""
+EMBEDDING_FIELD = "embedding"
+METADATA_FIELD = "_metadata_json"
+"""Hash field holding the full metadata as JSON (stored, not indexed): the round-trip source."""
+TAG_SEPARATOR = "|"
+TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
+NUMERIC_FIELDS = ("chunk_index",)
+
+
+def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:
+    """A Redis client with short connect timeouts; the store's client retries (reconnects)."""
+    retry = Retry(NoBackoff(), 0) if probe else Retry(ExponentialBackoff(cap=1.0, base=0.05), 3)
+    return redis.Redis.from_url(
+        url,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=max(connect_timeout, 10.0) if not probe else connect_timeout,
+        retry=retry,
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        health_check_interval=0 if probe else 30,
+    )
+
+
+def index_schema(
+    index_name: str, *, dims: int, algorithm: Algorithm, metric: Metric
+) -> IndexSchema:
+    """The RediSearch schema: TEXT content, the vector, TAG/NUMERIC fields for filters."""
+    tag_attrs = {"separator": TAG_SEPARATOR, "case_sensitive": True}
+    return IndexSchema.from_dict(
+        {
+            "index": {"name": index_name, "prefix": f"{index_name}:", "storage_type": "hash"},
+            "fields": [
+                {"name": CONTENT_FIELD, "type": "text"},
+                {
+                    "name": EMBEDDING_FIELD,
+                    "type": "vector",
+                    "attrs": {
+                        "dims": dims,
+                        "distance_metric": metric.lower(),
+                        "algorithm": algorithm.lower(),
+                        "datatype": "float32",
+                    },
+                },
+                *({"name": n, "type": "tag", "attrs": tag_attrs} for n in TAG_FIELDS),
+                *({"name": n, "type": "numeric"} for n in NUMERIC_FIELDS),
+            ],
+        }
+    )
+
+
+def existing_dimension(client: redis.Redis, index_name: str) -> int | None:
+    """The vector dimension of an existing index, or ``None`` when there is no such index."""
+    try:
+        existing = SearchIndex.from_existing(index_name, redis_client=client)
+    except Exception:  # redisvl raises several types for "no such index"
+        return None
+    field = existing.schema.fields.get(EMBEDDING_FIELD)
+    dims = getattr(getattr(field, "attrs", None), "dims", None)
+    return int(dims) if dims else None

@@ -1,0 +1,134 @@
+"""The retriever's array fusion (``retrievers/_plan``) equals ``langchain_holodeck.fusion``.
+
+Bit for bit: the same ids in the same order (ties by first appearance) and the same float
+scores, on rankings with repeated ids, tied scores, empty lists and zero weights. And the
+fast paths keep corpora apart: two corpora sharing one store never see each other's chunks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck.backends import backend_for_store
+from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.retrievers._plan import Ranking, Universe, _fuse
+from langchain_holodeck.vectorstores import MatrixVectorStore
+
+
+def _rankings(rng: random.Random) -> list[list[tuple[str, float]]]:
+    pool = [f"d{i}" for i in range(rng.randint(1, 60))]
+    out = []
+    for _ in range(3):
+        n = rng.choice([0, 1, 5, 40, 80])
+        ids = [rng.choice(pool) for _ in range(n)]  # repeats: each counts at its first entry
+        scores = sorted(
+            (rng.choice([0.0, 0.25, 0.5, 1.0, rng.random() * 9]) for _ in ids), reverse=True
+        )
+        out.append(list(zip(ids, scores, strict=True)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_array_fusion_equals_the_reference_functions(seed: int) -> None:
+    rng = random.Random(seed)
+    lists = _rankings(rng)
+    weights = [rng.choice([0.0, 0.2, 0.3, 0.7, 1.0]) for _ in lists]
+    if not any(weights):
+        weights[0] = 0.5
+    universe = Universe()
+    universe.slots([f"d{i}" for i in range(70, 60, -1)])  # ids no list holds, seen first
+    rankings = [Ranking(hits, universe) for hits in lists]
+    bounds = [rng.choice([None, 0.0]) for _ in lists]
+
+    def fused(slots: np.ndarray, scores: np.ndarray) -> list[tuple[str, float]]:
+        return [(universe.ids[s], float(scores[s])) for s in slots.tolist()]
+
+    expected = convex_score_fusion(lists, weights=weights, lower_bounds=bounds)
+    assert fused(*_fuse(rankings, weights, len(universe), lower_bounds=bounds)) == expected
+
+    c = rng.choice([0, 1, 60])
+    expected = reciprocal_rank_fusion(lists, k=c, weights=weights)
+    assert fused(*_fuse(rankings, weights, len(universe), rrf_k=c)) == expected
+
+
+def test_ranking_keeps_each_id_at_its_first_entry() -> None:
+    universe = Universe()
+    ranking = Ranking([("a", 3.0), ("b", 2.0), ("a", 1.0), ("c", 0.5)], universe)
+    assert universe.ids == ["a", "b", "c"]
+    assert ranking.find("a") == (1, 3.0)
+    assert ranking.find("c") == (4, 0.5)  # its position in the list, repeats counted
+    assert ranking.find("z") is None
+
+
+def test_a_non_finite_score_is_named_as_by_convex_score_fusion() -> None:
+    lists = [[("a", 1.0)], [("b", float("nan"))]]
+    with pytest.raises(ValueError, match="non-finite") as expected:
+        convex_score_fusion(lists, weights=[1.0, 1.0])
+    universe = Universe()
+    rankings = [Ranking(h, universe) for h in lists]
+    with pytest.raises(ValueError, match="non-finite") as got:
+        _fuse(rankings, [1.0, 1.0], len(universe))
+    assert str(got.value) == str(expected.value)
+
+
+class _Vectors(Embeddings):
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text]
+
+
+async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(11)
+    words = [f"term{i}" for i in range(30)]
+    texts = [" ".join(rng.choice(words, size=8)) for _ in range(60)]
+    table = {t: rng.standard_normal(8).tolist() for t in texts}
+    query = " ".join(words[:4])
+    table[query] = rng.standard_normal(8).tolist()
+    store = MatrixVectorStore(_Vectors(table))
+    corpora: dict[str, list[Document]] = {
+        ns: [  # the same texts and vectors in both corpora: each would rank the other's first
+            Document(id=f"{ns}-{i}", page_content=t, metadata={"namespace": ns})
+            for i, t in enumerate(texts)
+        ]
+        for ns in ("a", "b")
+    }
+    for docs in corpora.values():
+        store.add_documents(docs)
+    scored: list[str] = []
+    similarity_by_ids = store.similarity_by_ids
+
+    def spy(embedding: Any, ids: Sequence[str]) -> dict[str, float]:
+        scored.extend(ids)
+        return similarity_by_ids(embedding, ids)
+
+    monkeypatch.setattr(store, "similarity_by_ids", spy)
+    for ns, docs in corpora.items():
+        view, search_kwargs = backend_for_store(store).search_scope(store, ns)
+        bm25 = BM25KeywordIndex()
+        bm25.upsert(docs)
+        retriever = HybridRetriever(  # the defaults: feedback on, convex fusion, fetch_k 300
+            vector_store=view, keyword_index=bm25, search_kwargs=search_kwargs, k=20
+        )
+        scored.clear()
+        got = [*retriever.invoke(query), *(await retriever.ainvoke(query))]
+        assert len(got) == 40
+        assert {d.metadata["namespace"] for d in got} == {ns}
+        assert {d.id.split("-")[0] for d in got if d.id} == {ns}
+        assert scored  # the feedback re-scored candidates: its own corpus's only
+        assert {i.split("-")[0] for i in scored} == {ns}
