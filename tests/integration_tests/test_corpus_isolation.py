@@ -398,4 +398,5 @@ def test_a_pinned_corpus_id_never_reaches_another_corpus_cache_or_chunks(
     assert chunks_of(pinned_tool(roots[1], "a:b", tmp_path, database)) == their_chunks
     if where == "in-memory-dir":  # the keyword files stay under bm25/, one directory each
         store_dir = tmp_path / "shared-store"
-        assert not list(store_dir.glob("bm25_*")) and not list(store_dir.glob("bm25/bm25_*"))
+        assert not list(store_dir.glob("bm25_*"))
+        assert not list(store_dir.glob("bm25/bm25_*"))
