@@ -334,17 +334,12 @@ def plan_files(
 
 
 def texts_to_embed(plan: SyncPlan, embeddings: Embeddings) -> list[str]:
-    """The texts sync embeds to carry out ``plan``: the model windows, then the chunks.
+    """The texts sync embeds for ``plan``: further entries (windows, signatures), then chunks.
 
     Sets ``window_count`` on the plan's chunks, as sync does.
     """
     fresh = [*plan.add, *plan.update]
-    window_texts = stored_windows(embeddings)
-    windows = (
-        _window_documents(fresh, window_texts, windowless_chunk_types(embeddings))
-        if window_texts
-        else {}
-    )
+    windows = _further_entries(fresh, embeddings)
     entries = [w.page_content for c in fresh for w in windows.get(c.id or "", ())]
     return entries + [c.page_content for c in [*fresh, *plan.refresh]]
 
@@ -432,6 +427,24 @@ def _window(chunk: Document, n: int, text: str) -> Document:
     base[CHUNK_TYPE] = WINDOW_CHUNK_TYPE
     base[WINDOW_OF] = chunk.id
     return Document(id=window_id(str(chunk.id), n), page_content=text, metadata={**base, WINDOW: n})
+
+
+def _further_entries(
+    chunks: Sequence[Document], embeddings: Embeddings | None
+) -> dict[str, list[Document]]:
+    """Each chunk's entries beyond its own: its model windows, then its signature (code).
+
+    Sets ``window_count`` on ``chunks``. One rule for sync's writes and for what the ingest
+    embeds ahead of them (``texts_to_embed``).
+    """
+    window_texts = stored_windows(embeddings)
+    windows = (
+        _window_documents(chunks, window_texts, windowless_chunk_types(embeddings))
+        if window_texts
+        else {}
+    )
+    _add_signatures(chunks, windows)
+    return windows
 
 
 def _add_signatures(chunks: Sequence[Document], windows: dict[str, list[Document]]) -> None:
@@ -555,14 +568,7 @@ def sync_documents(
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]
-    model = vector_store.embeddings
-    window_texts = stored_windows(model)
-    windows = (
-        _window_documents([*plan.add, *plan.update], window_texts, windowless_chunk_types(model))
-        if window_texts
-        else {}
-    )
-    _add_signatures([*plan.add, *plan.update], windows)
+    windows = _further_entries([*plan.add, *plan.update], vector_store.embeddings)
     for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 

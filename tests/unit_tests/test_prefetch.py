@@ -182,3 +182,32 @@ def test_a_late_unreadable_file_leaves_the_rest_landing(
     assert result.added > 0
     assert result.failed == 0
     assert contents(store) == contents(serial_store)
+
+
+@pytest.mark.usefixtures("small_groups")
+def test_code_signatures_are_embedded_ahead_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(FILES):
+        functions = "\n\n".join(
+            f"def rotate_crew_{n}_{j}(crew, shift):\n"
+            f'    """Move crew {j} of file {n} to the next shift."""\n'
+            f"    return crew[{j}:] + crew[:{j}] + [shift * {n}]\n"
+            for j in range(3)
+        )
+        (docs / f"m{n:02}.py").write_text(functions + "\n", encoding="utf-8")
+    before, serial_store, serial_embeddings = serial(monkeypatch, tmp_path)
+    embeddings = RecordingEmbeddings()
+
+    result, store = ingest(tmp_path, embeddings)
+
+    assert result == before
+    assert contents(store) == contents(serial_store)
+    assert embeddings.texts == serial_embeddings.texts
+    signatures = [d for d in scan_documents(store, namespace="kb", windows=True) if ":w" in d.id]
+    assert signatures  # each function chunk has its signature entry
+    # sync found every text embedded ahead, signatures included: it ran the model on none
+    assert "holodeck-embed-ahead" not in {t.rsplit("_", 1)[0] for t in embeddings.threads}
+    assert "holodeck-embed-ahead" in {t.rsplit("_", 1)[0] for t in serial_embeddings.threads}
