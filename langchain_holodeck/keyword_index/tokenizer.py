@@ -9,10 +9,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from langchain_holodeck._tokens import CAMEL_BOUNDARY
+
 __all__ = ["Tokenizer"]
 
 _WORD_PATTERN = r"[^\W\d]\w*(?:\.[^\W\d]\w*)+|\w+"  # words; dotted names (``a.b``) stay one
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _PART_SEPARATORS = re.compile(r"[._]+")
 _PLAIN_PATTERN = r"(?u)\b\w\w+\b"  # words of 2+ word characters (scikit-learn's, bm25s's)
 IdentifierPolicy = Literal["code", "everywhere"]
@@ -69,7 +70,7 @@ class Tokenizer:
         parts = [
             piece
             for part in _PART_SEPARATORS.split(word)
-            for piece in _CAMEL_BOUNDARY.split(part)
+            for piece in CAMEL_BOUNDARY.split(part)
             if len(piece) >= 2
         ]
         terms = [t for t in map(self._term_of, (p.lower() for p in parts)) if t is not None]

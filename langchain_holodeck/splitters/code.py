@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
 from langchain_holodeck._chunk import SIGNATURE, SYMBOLS
-from langchain_holodeck._tokens import count_tokens
+from langchain_holodeck._tokens import CAMEL_BOUNDARY, count_tokens
 from langchain_holodeck.splitters._metadatas import check_metadatas
 
 __all__ = [
@@ -220,7 +220,7 @@ def find_symbols(text: str, language: str) -> list[Symbol]:
     return out
 
 
-_NAME_PARTS = re.compile(r"[._:$-]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NAME_SEPARATORS = re.compile(r"[._:$-]+")
 
 
 def name_words(name: str) -> str:
@@ -228,7 +228,8 @@ def name_words(name: str) -> str:
 
     Splits at dots, underscores, ``::``, ``$``, ``-`` and camelCase / ``HTTPServer`` boundaries.
     """
-    return " ".join(part.lower() for part in _NAME_PARTS.split(name) if part)
+    parts = (w for part in _NAME_SEPARATORS.split(name) for w in CAMEL_BOUNDARY.split(part))
+    return " ".join(w.lower() for w in parts if w)
 
 
 def code_signature(text: str, symbols: Sequence[Symbol]) -> str:
