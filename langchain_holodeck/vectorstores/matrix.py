@@ -553,7 +553,7 @@ class MatrixVectorStore(VectorStore):
         with self._lock:
             found = list(filter(self._rows.__contains__, ids))
             rows, starts = list(map(self._rows.__getitem__, found)), None  # a row per id
-            if list(map(self._rows.get, [i + first_window for i in found])).count(None) < len(rows):
+            if any(i + first_window in self._rows for i in found):  # some id has windows
                 rows, starts = self._rows_with_windows(found)  # each id's rows begin at starts
             if not rows:
                 return {}
