@@ -39,13 +39,7 @@ def worker(system: str, n: int, helper: str) -> None:
 
     sys.path.insert(0, str(ROOT))
     import numpy as np
-    from langchain_core.documents import Document
-    from langchain_core.embeddings import Embeddings
-    from synthetic import corpus, floor_query_tokens, floor_search
-
-    from langchain_holodeck.keyword_index import BM25KeywordIndex
-    from langchain_holodeck.retrievers import HybridRetriever
-    from langchain_holodeck.vectorstores import MatrixVectorStore
+    from synthetic import corpus, default_retriever, floor_query_tokens, floor_search
 
     texts, vecs, queries, qvecs = corpus(10_000)
     qv = {q: qvecs[i] for i, q in enumerate(queries)}
@@ -64,20 +58,7 @@ def worker(system: str, n: int, helper: str) -> None:
         def run(q: str) -> object:
             return floor_search(matrix, index, qv[q], q_tokens[q], 50)
     else:
-
-        class Lookup(Embeddings):
-            def embed_documents(self, batch: list[str]) -> list[list[float]]:
-                raise NotImplementedError
-
-            def embed_query(self, text: str) -> list[float]:
-                return qv[text].tolist()
-
-        docs = [Document(id=str(i), page_content=t) for i, t in enumerate(texts)]
-        store = MatrixVectorStore(Lookup())
-        store.add_vectors(docs, vecs)
-        bm25 = BM25KeywordIndex()
-        bm25.upsert(docs)
-        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
+        retriever = default_retriever(texts, vecs, qv)
         if system == "ours_no_feedback":
             retriever = retriever.model_copy(update={"feedback_docs": 0})
         run = retriever.invoke

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from synthetic import corpus, floor_query_tokens, floor_search
+from synthetic import corpus, default_retriever, floor_query_tokens, floor_search
 
 ROOT = Path(__file__).resolve().parents[1]
 N_QUERIES = {
@@ -184,31 +184,13 @@ def paired(n: int, rounds: int) -> dict:
     sys.path.insert(0, str(ROOT))
     import bm25s
     import Stemmer
-    from langchain_core.documents import Document
-    from langchain_core.embeddings import Embeddings
 
-    from langchain_holodeck.keyword_index import BM25KeywordIndex
-    from langchain_holodeck.retrievers import HybridRetriever
     from langchain_holodeck.retrievers.hybrid import DEFAULT_FETCH_K
-    from langchain_holodeck.vectorstores import MatrixVectorStore
 
     texts, vecs, queries, qvecs = corpus(n)
     qv = {q: qvecs[i] for i, q in enumerate(queries)}
 
-    class Lookup(Embeddings):
-        def embed_documents(self, batch: list[str]) -> list[list[float]]:
-            raise NotImplementedError
-
-        def embed_query(self, text: str) -> list[float]:
-            return qv[text].tolist()
-
-    docs = [Document(id=str(i), page_content=t) for i, t in enumerate(texts)]
-    store = MatrixVectorStore(Lookup())
-    store.add_vectors(docs, vecs)
-    bm25 = BM25KeywordIndex()
-    bm25.upsert(docs)
-    bm25.search("warmup", 1)
-    retriever = HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
+    retriever = default_retriever(texts, vecs, qv)
     stemmer = Stemmer.Stemmer("english")
     matrix = np.ascontiguousarray(vecs)
     index = bm25s.BM25()
