@@ -1,0 +1,201 @@
+"""Long-text policies cheaper than ``long_text="auto"`` on a BEIR set: their cost and quality.
+
+    python benchmarks/bench_late_windows.py --data PATH/scifact --split train
+
+``auto`` (the default) embeds a chunk longer than the model's 256 word pieces twice over: its
+first 256 as one pass, then every window of 128 (overlap 32) as passes of their own. On SciFact
+(71% of abstracts longer than 256) that is ~2.6x the word pieces of truncation. The candidates
+here keep the same entries (own vector + windows) but pay for fewer passes:
+
+- ``first``: the own vector only (truncation; the tail is lost to the dense leg).
+- ``late-head``: late chunking (Günther et al., 2024, "Late Chunking: Contextual Chunk
+  Embeddings Using Long-Context Embedding Models"): the own pass's token states are mean-pooled
+  over each window of 128 inside the first 256, so the windows cost no pass; the tail is lost
+  (one pass per chunk, the cost of truncation).
+- ``late-full``: the whole text in consecutive passes of 256 (each token read once), the own
+  vector the first pass's, every window of 128 pooled from the stitched token states (word
+  pieces = the text's length, about half of ``auto``'s on SciFact).
+- ``late-short``: ``late-full`` plus pooled windows for texts that fit 256 too (free).
+- ``mean-own``: ``auto``'s windows, but the own vector is the mean of the windows inside the
+  first 256 instead of a pass of its own.
+
+Every variant's own vector is bit-for-bit ``auto``'s where it is a pass of the first 256
+(checked below). Rows: the default ``HybridRetriever`` (feedback on) over each store, without
+feedback, and dense only; word pieces each policy runs through the model per document. Tune on
+train; the test split is for reporting. The token states of the corpus are computed once per
+run (~3 min of CPU for SciFact on 2 cores); ``auto``'s window vectors come from the bench
+cache (``onnx_cache.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+from bench_quality import _evaluate, _run
+from langchain_core.documents import Document
+from onnx_cache import DiskCachedOnnx, windows_of
+from prose_data import beir
+from tuning_data import LookupEmbeddings
+
+from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.embeddings.windows import token_windows
+from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.vectorstores import MatrixVectorStore
+
+WHOLE, WINDOW, OVERLAP = 254, 126, 32
+"""Word pieces without [CLS]/[SEP]: the model's pass, a window and the windows' overlap."""
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+class TokenStates:
+    """Each text's own vector and its tokens' contextual states, passes of ``WHOLE`` pieces."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.model = OnnxEmbeddings(long_text="first")  # int8 where the CPU has it, as default
+        self.session, tokenizer = self.model._load()
+        self.ids = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+        began, cpu = time.perf_counter(), time.process_time()
+        with ThreadPoolExecutor(2) as pool:
+            done = list(pool.map(self._states, self.ids))
+        self.own = [own for own, _ in done]
+        self.states = [states for _, states in done]
+        print(
+            f"token states of {len(texts)} texts: {time.perf_counter() - began:.0f} s wall, "
+            f"{time.process_time() - cpu:.0f} CPU-s (load {os.getloadavg()[0]:.1f})"
+        )
+
+    def _pass(self, ids: list[int]) -> np.ndarray:
+        cls, sep = self.model._special
+        window = np.array([[cls, *ids, sep]], dtype=np.int64)
+        (hidden,) = self.session.run(
+            ["last_hidden_state"],
+            {
+                "input_ids": window,
+                "attention_mask": np.ones_like(window),
+                "token_type_ids": np.zeros_like(window),
+            },
+        )
+        return hidden[0]
+
+    def _states(self, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        passes = [self._pass(ids[s : s + WHOLE]) for s in range(0, max(len(ids), 1), WHOLE)]
+        own = _unit(passes[0].mean(axis=0))  # [CLS] and [SEP] pooled too, as OnnxEmbeddings
+        return own, np.concatenate([p[1:-1] for p in passes]).astype(np.float16)
+
+    def pooled(self, n: int, *, upto: int | None = None, short: bool = False) -> list[np.ndarray]:
+        """Text ``n``'s windows of ``WINDOW`` pooled from its states (``upto``: first pieces)."""
+        states = self.states[n]
+        length = len(states) if upto is None else min(len(states), upto)
+        if len(states) <= (WINDOW if short else WHOLE):
+            return []
+        spans = token_windows(length, size=WINDOW, overlap=OVERLAP)
+        return [_unit(states[s:e].astype(np.float32).mean(axis=0)) for s, e in spans]
+
+
+def pieces(length: int, policy: str) -> int:
+    """Word pieces (with [CLS]/[SEP]) the model runs for a text of ``length`` pieces."""
+    head = min(length, WHOLE) + 2
+    windows = token_windows(length, size=WINDOW, overlap=OVERLAP)
+    windowed = sum(e - s + 2 for s, e in windows) if length > WHOLE else 0
+    passes = -(-max(length, 1) // WHOLE)
+    return {
+        "auto": head + windowed,
+        "first": head,
+        "late-head": head,
+        "late-full": length + 2 * passes,
+        "late-short": length + 2 * passes,
+        "mean-own": windowed or head,
+    }[policy]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, required=True, help="a BEIR directory (SciFact)")
+    parser.add_argument("--split", default="train")
+    args = parser.parse_args()
+    started, cpu = time.perf_counter(), time.process_time()
+    data = beir(args.data, splits=(args.split,), name=args.data.name)
+    docs, queries, qrels = data.docs, data.queries[args.split], data.qrels[args.split]
+    texts = [d.page_content for d in docs]
+    states = TokenStates(texts)
+    cache = DiskCachedOnnx()
+    cache.ensure([t for _, t in queries], label="queries")
+    table = {t: cache.vector(t) for _, t in queries}
+    w128, w256 = windows_of(texts), windows_of(texts, 256)
+    auto = [[t] if len(b) == 1 else [t, *a] for t, a, b in zip(texts, w128, w256, strict=True)]
+    cache.ensure([t for entries in auto for t in entries], label="auto entries")
+    same = max(float(np.abs(cache.vector(t) - states.own[n]).max()) for n, t in enumerate(texts))
+    print(f"own vector vs auto's (max |difference| over every text): {same:.1e}")
+
+    def standalone(n: int) -> list[np.ndarray]:
+        return [cache.vector(t) for t in auto[n]]
+
+    def mean_own(n: int) -> list[np.ndarray]:
+        windows = standalone(n)[1:]
+        return [_unit(np.mean(windows[:2], axis=0)), *windows] if windows else standalone(n)
+
+    policies = {
+        "auto": standalone,
+        "first": lambda n: [states.own[n]],
+        "late-head": lambda n: [states.own[n], *states.pooled(n, upto=WHOLE)],
+        "late-full": lambda n: [states.own[n], *states.pooled(n)],
+        "late-short": lambda n: [states.own[n], *states.pooled(n, short=True)],
+        "mean-own": mean_own,
+    }
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    lengths = [len(s) for s in states.states]
+    print(
+        f"\n### {data.name} {args.split}: {len(docs)} documents, {len(queries)} queries\n\n"
+        "| policy | nDCG@10 | R@100 | no feedback | dense only | vectors per doc "
+        "| word pieces per doc |\n|---|---:|---:|---:|---:|---:|---:|"
+    )
+    for name, vectors_of in policies.items():
+        rows: list[Document] = []
+        vectors: list[np.ndarray] = []
+        for n, doc in enumerate(docs):
+            own, *windows = vectors_of(n)
+            rows.append(doc)
+            vectors.append(own)
+            for w, vector in enumerate(windows, start=1):
+                meta = {"window_of": doc.id}
+                rows.append(Document(id=f"{doc.id}:w{w}", page_content="", metadata=meta))
+                vectors.append(vector)
+        store = MatrixVectorStore(LookupEmbeddings(table))
+        store.add_vectors(rows, np.stack(vectors))
+        default = HybridRetriever(vector_store=store, keyword_index=bm25)
+        figures = []
+        for retriever in (
+            default,
+            default.model_copy(update={"feedback_docs": 0}),
+            default.model_copy(update={"weights": (1.0, 0.0, 0.0)}),
+        ):
+            run = _run(queries, lambda q, r=retriever: [d.id for d in r.invoke(q, k=100)])
+            figures.append(_evaluate(run, qrels))
+        cost = sum(pieces(length, name) for length in lengths) / len(docs)
+        print(
+            f"| {name} | {figures[0][0]:.4f} | {figures[0][1]:.4f} | {figures[1][0]:.4f} | "
+            f"{figures[2][0]:.4f} | {len(vectors) / len(docs):.2f} | {cost:.0f} |",
+            flush=True,
+        )
+    print(
+        f"\n(wall {time.perf_counter() - started:.0f} s, CPU {time.process_time() - cpu:.0f} s, "
+        f"load average at end {os.getloadavg()[0]:.1f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
