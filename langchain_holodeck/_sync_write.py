@@ -295,31 +295,46 @@ def write_entries(
 
 
 ETA_NOTE_ENTRIES = 2000
-"""A sync writing at least this many entries (chunks and model windows) says, after its first
-batch, how many there are and about how long the rest will take."""
+"""A sync writing at least this many entries (chunks and model windows) says, early on, how many
+there are and about how long the rest will take."""
+ETA_PACE_SHARE = 0.05
+"""The share of a long sync's entries after its first batch that the time left is paced on."""
 
 
 class Eta:
-    """One note after the first written batch of a long sync: entries to write, time left."""
+    """One note early in a long sync: entries to write, and time left at the pace since batch 1.
+
+    The first batch is not a pace: it also waits for the model to load, and in an ingest for
+    the vectors embedded while files loaded (after which the rest goes faster). The rate is
+    measured from the end of the first batch over the next 5% of the entries (at least one
+    batch; requests in flight end in bursts, so one batch alone is no pace either).
+    """
 
     def __init__(self, chunks: int, windows: int) -> None:
         self.chunks, self.windows = chunks, windows
         self.done = 0
-        self.start = time.perf_counter()
+        self.first: tuple[int, float] | None = None  # entries done and time at batch 1's end
         self.noted = chunks + windows < ETA_NOTE_ENTRIES
 
     def advance(self, written: int) -> None:
         self.done += written
         if self.noted:
             return
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = (self.done, now)
+            return
+        done, since = self.first
+        total = self.chunks + self.windows
+        if self.done - done < max(done, ETA_PACE_SHARE * total):
+            return
         self.noted = True
-        elapsed = time.perf_counter() - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        left = (self.chunks + self.windows - self.done) / rate if rate > 0 else 0.0
+        elapsed = now - since
+        rate = (self.done - done) / elapsed if elapsed > 0 else 0.0
+        left = (total - self.done) / rate if rate > 0 else 0.0
         logger.warning(
             "note: embedding and writing %d chunks (and %d model windows): about %s left at "
-            "the first batch's %.1f entries/s. Ctrl-C keeps what is written; the next run "
-            "resumes.",
+            "%.1f entries/s. Ctrl-C keeps what is written; the next run resumes.",
             self.chunks,
             self.windows,
             duration(left),

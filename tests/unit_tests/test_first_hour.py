@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -520,7 +522,48 @@ def test_a_long_sync_says_how_many_chunks_and_about_how_long_once(
     notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
     assert len(notes) == 1
     assert notes[0].startswith("note: embedding and writing 2100 chunks (and 0 model windows): ")
-    assert " left at the first batch's " in notes[0]
+    assert re.search(r" left at [0-9.]+ entries/s\. Ctrl-C keeps", notes[0])
+
+
+class _SlowFirstCall(HashingEmbeddings):
+    """The first embedding call takes ``first`` seconds (a model loading), the rest none."""
+
+    def __init__(self, first: float) -> None:
+        super().__init__()
+        self.first = first
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.first:
+            time.sleep(self.first)
+            self.first = 0.0
+        return super().embed_documents(texts)
+
+
+def test_the_time_left_is_paced_after_the_first_batch_not_on_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A slow first batch (model load, vectors embedded while files loaded) is no pace.
+
+    Paced on the first batch, 2,100 entries after a 2 s first batch of 50 read "about 82 s
+    left" for a sync that ends a moment later.
+    """
+    from langchain_core.documents import Document
+
+    from langchain_holodeck import MatrixVectorStore, sync_documents
+
+    docs = [
+        Document(page_content=f"order {i} earl grey", metadata={"source": f"f{i}.md"})
+        for i in range(2100)
+    ]
+    began = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        result = sync_documents(docs, MatrixVectorStore(_SlowFirstCall(2.0)), namespace="kb")
+    took = time.perf_counter() - began
+    assert result.added == 2100
+    (note,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
+    left = re.search(r"about ([0-9]+) s left", note)
+    assert left is not None, note
+    assert int(left.group(1)) <= max(5, round(took)), note
 
 
 def test_model_windows_are_cut_a_few_hundred_chunks_at_a_time() -> None:
