@@ -18,6 +18,12 @@ here keep the same entries (own vector + windows) but pay for fewer passes:
 - ``late-short``: ``late-full`` plus pooled windows for texts that fit 256 too (free).
 - ``mean-own``: ``auto``'s windows, but the own vector is the mean of the windows inside the
   first 256 instead of a pass of its own.
+- ``auto+late``: ``auto``'s entries and ``late-full``'s windows as well (no more passes than
+  ``auto``; 1.8x the vectors).
+
+``--sweep`` also runs ``auto`` and ``late-full`` over a grid of fusion weights (dense 0.6 /
+0.7 / 0.8) x feedback weights (0.5 / 0.75 / 1.0); ``--title`` runs ``auto`` with each
+document's title counted 1 and 2 more times by BM25 (a title field, as BM25F weights one).
 
 Every variant's own vector is bit-for-bit ``auto``'s where it is a pass of the first 256
 (checked below). Rows: the default ``HybridRetriever`` (feedback on) over each store, without
@@ -30,9 +36,11 @@ cache (``onnx_cache.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -118,6 +126,7 @@ def pieces(length: int, policy: str) -> int:
         "late-full": length + 2 * passes,
         "late-short": length + 2 * passes,
         "mean-own": windowed or head,
+        "auto+late": head + windowed,
     }[policy]
 
 
@@ -125,6 +134,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, required=True, help="a BEIR directory (SciFact)")
     parser.add_argument("--split", default="train")
+    parser.add_argument("--sweep", action="store_true", help="fusion x feedback weights")
+    parser.add_argument("--title", action="store_true", help="BM25 with the title repeated")
     args = parser.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
     data = beir(args.data, splits=(args.split,), name=args.data.name)
@@ -154,6 +165,7 @@ def main() -> None:
         "late-full": lambda n: [states.own[n], *states.pooled(n)],
         "late-short": lambda n: [states.own[n], *states.pooled(n, short=True)],
         "mean-own": mean_own,
+        "auto+late": lambda n: [*standalone(n), *states.pooled(n)],
     }
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
@@ -163,7 +175,8 @@ def main() -> None:
         "| policy | nDCG@10 | R@100 | no feedback | dense only | vectors per doc "
         "| word pieces per doc |\n|---|---:|---:|---:|---:|---:|---:|"
     )
-    for name, vectors_of in policies.items():
+
+    def store_of(vectors_of: Callable[[int], list[np.ndarray]]) -> tuple[MatrixVectorStore, int]:
         rows: list[Document] = []
         vectors: list[np.ndarray] = []
         for n, doc in enumerate(docs):
@@ -176,21 +189,59 @@ def main() -> None:
                 vectors.append(vector)
         store = MatrixVectorStore(LookupEmbeddings(table))
         store.add_vectors(rows, np.stack(vectors))
+        return store, len(vectors)
+
+    def score(retriever: HybridRetriever) -> tuple[float, float]:
+        return _evaluate(_run(queries, lambda q: [d.id for d in retriever.invoke(q, k=100)]), qrels)
+
+    stores: dict[str, MatrixVectorStore] = {}
+    for name, vectors_of in policies.items():
+        store, entries = store_of(vectors_of)
+        stores[name] = store
         default = HybridRetriever(vector_store=store, keyword_index=bm25)
-        figures = []
-        for retriever in (
-            default,
-            default.model_copy(update={"feedback_docs": 0}),
-            default.model_copy(update={"weights": (1.0, 0.0, 0.0)}),
-        ):
-            run = _run(queries, lambda q, r=retriever: [d.id for d in r.invoke(q, k=100)])
-            figures.append(_evaluate(run, qrels))
+        figures = [
+            score(default),
+            score(default.model_copy(update={"feedback_docs": 0})),
+            score(default.model_copy(update={"weights": (1.0, 0.0, 0.0)})),
+        ]
         cost = sum(pieces(length, name) for length in lengths) / len(docs)
         print(
             f"| {name} | {figures[0][0]:.4f} | {figures[0][1]:.4f} | {figures[1][0]:.4f} | "
-            f"{figures[2][0]:.4f} | {len(vectors) / len(docs):.2f} | {cost:.0f} |",
+            f"{figures[2][0]:.4f} | {entries / len(docs):.2f} | {cost:.0f} |",
             flush=True,
         )
+    if args.sweep:
+        print("\n| policy | dense weight | feedback weight | nDCG@10 |\n|---|---:|---:|---:|")
+        for name in ("auto", "late-full"):
+            default = HybridRetriever(vector_store=stores[name], keyword_index=bm25)
+            for dense in (0.6, 0.7, 0.8):
+                for feedback in (0.5, 0.75, 1.0):
+                    weights = (dense, round(1 - dense, 2), default.weights[2])
+                    update = {"weights": weights, "feedback_weight": feedback}
+                    ndcg = score(default.model_copy(update=update))[0]
+                    print(f"| {name} | {dense} | {feedback} | {ndcg:.4f} |", flush=True)
+    if args.title:
+        titles = {
+            str(row["_id"]): row.get("title", "")
+            for row in map(json.loads, (args.data / "corpus.jsonl").open(encoding="utf-8"))
+        }
+        print("\n| BM25 title repeats | hybrid nDCG@10 | BM25 only nDCG@10 |\n|---|---:|---:|")
+        for repeats in (0, 1, 2):
+            titled = [
+                doc.model_copy(
+                    update={
+                        "page_content": doc.page_content + ("\n" + titles[str(doc.id)]) * repeats
+                    }
+                )
+                for doc in docs
+            ]
+            index = BM25KeywordIndex()
+            index.upsert(titled)
+            alone = _evaluate(
+                _run(queries, lambda q, i=index: [h.id for h in i.search(q, 100)]), qrels
+            )
+            hybrid = score(HybridRetriever(vector_store=stores["auto"], keyword_index=index))
+            print(f"| {repeats} | {hybrid[0]:.4f} | {alone[0]:.4f} |", flush=True)
     print(
         f"\n(wall {time.perf_counter() - started:.0f} s, CPU {time.process_time() - cpu:.0f} s, "
         f"load average at end {os.getloadavg()[0]:.1f})"
