@@ -4,6 +4,7 @@
     python benchmarks/bench_ingest.py pages OUT                 # (a) 100 pages, ours only
     python benchmarks/bench_ingest.py docs DIR                  # (b) ours next to the peer
     python benchmarks/bench_ingest.py docs DIR --baseline SRC   # also ours from another checkout
+    python benchmarks/bench_ingest.py docs DIR --long-text first  # also ours without windows
     python benchmarks/bench_ingest.py threads DIR --baseline SRC  # the embedding threads' time
 
 Every run is a fresh process (``holodeck-rag ingest SOURCE --store TMP``, as a user types it:
@@ -27,6 +28,9 @@ busy on average (at most 2 on the benchmark machine).
   needs: ``pip install langchain-classic langchain-community``.
 - ``--baseline SRC`` (``pages``, ``docs``, ``threads``): also runs ``holodeck-rag ingest``
   from the source tree ``SRC`` (e.g. ``git archive <commit> | tar -x -C SRC``), in the same run.
+- ``--long-text MODE`` (``pages``, ``docs``; repeatable): also runs ``holodeck-rag ingest
+  --long-text MODE`` in the same run, a row "ours, long_text=MODE" under the default's, so
+  the price of the model windows (``first``: none) is printed next to the default and the peer.
 - ``threads`` ingests with a sampler inside the process that reads each thread's
   ``/proc/self/task/*/schedstat`` every 50 ms and prints, per embedding thread (the model's
   ``onnx-int8`` workers), its CPU seconds, its time waiting for a core, and the rest of the
@@ -131,11 +135,15 @@ def timed(argv: list[str], *, cwd: Path, root: Path = ROOT) -> tuple[float, floa
     return wall, cpu, done.stdout.strip()
 
 
-def ingest(source: Path, root: Path = ROOT) -> tuple[float, float, str]:
-    """``holodeck-rag ingest SOURCE`` in a fresh process and a fresh store."""
+def ingest(
+    source: Path, root: Path = ROOT, *, long_text: str | None = None
+) -> tuple[float, float, str]:
+    """``holodeck-rag ingest SOURCE [--long-text MODE]`` in a fresh process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
         code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
         argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
+        if long_text is not None:
+            argv += ["--long-text", long_text]
         return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp), root=root)
 
 
@@ -208,6 +216,15 @@ def main() -> None:
     docs = sub.add_parser("docs")
     docs.add_argument("source", type=Path)
     docs.add_argument("--baseline", type=Path, default=None)
+    for timed_ours in (pages, docs):
+        timed_ours.add_argument(
+            "--long-text",
+            action="append",
+            default=[],
+            choices=("auto", "best", "mean", "first"),
+            metavar="MODE",
+            help="also ingest with --long-text MODE (repeatable): a row per mode",
+        )
     docs.add_argument("--no-peer", action="store_true")
     docs.add_argument("--peer-only", action="store_true")
     sampled = sub.add_parser("threads")
@@ -238,6 +255,10 @@ def main() -> None:
         wall, cpu, out = ingest(args.source)
         label = f"ours at {commit_of(ROOT)}: holodeck-rag ingest (default tool)"
         print(row(label, wall, cpu, out), flush=True)
+        for mode in args.long_text:
+            wall, cpu, out = ingest(args.source, long_text=mode)
+            label = f"ours, long_text={mode}: holodeck-rag ingest --long-text {mode}"
+            print(row(label, wall, cpu, out), flush=True)
         if args.baseline is not None:
             wall, cpu, out = ingest(args.source, args.baseline.resolve())
             label = f"baseline {args.baseline}: holodeck-rag ingest (default tool)"
