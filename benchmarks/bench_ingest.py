@@ -138,13 +138,43 @@ def timed(argv: list[str], *, cwd: Path, root: Path = ROOT) -> tuple[float, floa
 def ingest(
     source: Path, root: Path = ROOT, *, long_text: str | None = None
 ) -> tuple[float, float, str]:
-    """``holodeck-rag ingest SOURCE [--long-text MODE]`` in a fresh process and a fresh store."""
+    """``holodeck-rag ingest SOURCE [--long-text MODE]`` in a fresh process and a fresh store.
+
+    For our own tree (``root`` is this checkout) the result ends with what the saved store
+    holds: its dense entries and the word pieces they embedded (``entries``).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
         argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
         if long_text is not None:
             argv += ["--long-text", long_text]
-        return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp), root=root)
+        store = Path(tmp) / "store"
+        wall, cpu, out = timed([*argv, "--store", str(store)], cwd=Path(tmp), root=root)
+        if root == ROOT:
+            out += "; " + entries(store / "default")
+        return wall, cpu, out
+
+
+def entries(store_dir: Path) -> str:
+    """``N entries (W windows and signatures), P word pieces embedded`` of a saved store.
+
+    Load-independent: each entry's text counted with the model's tokenizer, ``[CLS]``/``[SEP]``
+    included, at most the 256 the model reads (what the runtime's work follows). Exact for
+    ``auto`` and ``first``; ``best`` (own entry: a window of 128) and ``mean`` (every window of
+    256) embed otherwise.
+    """
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+
+    model = OnnxEmbeddings()
+    docs = list(
+        MatrixVectorStore.load(store_dir, DeterministicFakeEmbedding(size=8)).iter_documents()
+    )
+    further = sum(":w" in (d.id or "") for d in docs)
+    pieces = sum(min(model.count_tokens(d.page_content) + 2, model.max_tokens) for d in docs)
+    return f"{len(docs)} entries ({further} windows and signatures), {pieces:,} word pieces"
 
 
 def threads(source: Path, root: Path = ROOT) -> tuple[float, float, list[str]]:
