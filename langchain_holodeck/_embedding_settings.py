@@ -1,9 +1,9 @@
 """The words of a tool's embedding settings, in one home: the config and the embeddings read them.
 
 ``long_text`` modes (how the local models embed a text longer than they read; see
-``embeddings/windows.py``) and which ``embedding_model`` names are OpenAI's (models that embed a
-text whole, with no windows). Imports nothing of the package, so the configuration can validate
-a tool without loading a model runtime.
+``embeddings/windows.py``) and which ``embedding_model`` names are OpenAI's (models with no
+windows, so no ``long_text`` to choose). Imports nothing of the package, so the configuration
+can validate a tool without loading a model runtime.
 """
 
 from __future__ import annotations

@@ -31,7 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES
+from langchain_holodeck._embedding_settings import (
+    DEFAULT_LONG_TEXT,
+    LONG_TEXT_MODES,
+    long_text_without_windows,
+    openai_model,
+)
 from langchain_holodeck._version import __version__
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
@@ -58,7 +63,6 @@ from langchain_holodeck.errors import ConfigError, HolodeckError
 from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
 if TYPE_CHECKING:
-    from langchain_holodeck._embedding_settings import LongTextMode
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
@@ -421,8 +425,11 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
         msg = "ingest needs SOURCE (a file or directory), or --config AGENT_YAML."
         raise ConfigError(msg)
     long_text = DEFAULT_LONG_TEXT if args.long_text is None else args.long_text
+    if long_text != DEFAULT_LONG_TEXT and openai_model(args.embedding_model) is not None:
+        msg = f"--long-text {long_text_without_windows(args.embedding_model)}, got {long_text!r}."
+        raise ConfigError(msg)
     if args.embedding_model is not None:
-        _check_embedding_model(args.embedding_model, long_text)
+        _check_embedding_model(args.embedding_model)
     return _default_target(
         args.source,
         embedding_model=args.embedding_model,
@@ -432,14 +439,13 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
     )
 
 
-def _check_embedding_model(name: str, long_text: LongTextMode) -> None:
+def _check_embedding_model(name: str) -> None:
     from langchain_holodeck.embeddings import resolve_embeddings
 
     try:
-        resolve_embeddings(name, long_text=long_text)  # local models load lazily
+        resolve_embeddings(name)  # validates the name; local models load lazily
     except (ValueError, TypeError) as error:
-        flag = "--long-text" if str(error).startswith("long_text ") else "--embedding-model"
-        msg = f"{flag}: {error}"
+        msg = f"--embedding-model: {error}"
         raise ConfigError(msg) from error
 
 

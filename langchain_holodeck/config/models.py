@@ -195,7 +195,9 @@ class _SearchToolConfig(BaseModel):
 
     @field_validator("long_text")
     @classmethod
-    def _long_text_on_a_local_model(cls, long_text: LongTextMode, info: ValidationInfo) -> str:
+    def _long_text_on_a_local_model(
+        cls, long_text: LongTextMode, info: ValidationInfo
+    ) -> LongTextMode:
         model = info.data.get("embedding_model")  # validated before: declared above
         if long_text != DEFAULT_LONG_TEXT and openai_model(model) is not None:
             raise ValueError(long_text_without_windows(str(model)))

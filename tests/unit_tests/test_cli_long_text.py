@@ -194,7 +194,7 @@ def test_long_text_with_an_openai_model_is_one_error_line(
     assert (code, out) == (1, "")
     assert err.count("\n") == 1
     assert err.startswith(
-        "error: --long-text: long_text must be 'auto' (the default) with embedding_model "
+        "error: --long-text must be 'auto' (the default) with embedding_model "
         "'text-embedding-3-small': OpenAI models have no windows"
     )
     assert err.rstrip().endswith("got 'first'.")
@@ -215,3 +215,15 @@ def test_ingest_help_says_what_first_trades(capsys: pytest.CaptureFixture[str]) 
     text = " ".join(out.split())
     assert "--long-text MODE default tool only: auto (default), best, mean or first;" in text
     assert "~35% less ingest CPU on a docs folder, for nDCG@10 -0.013 on SciFact" in text
+
+
+def test_serve_builds_the_tool_in_the_remembered_mode(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    assert run(capsys, "ingest", "docs", "--long-text", "first")[0] == 0
+    (served,) = served_tools(None, workdir / ".holodeck" / "store", quiet=True)
+    assert ":long_text=first" in str(served.tool.corpus.model_id)
+    text, _ = served.search("safety interlock", 1)
+    assert "Never disable the safety interlock" in text
