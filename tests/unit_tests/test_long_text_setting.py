@@ -169,3 +169,24 @@ def test_embeddings_given_to_the_corpus_win_over_the_configured_mode(tmp_path: P
     corpus.open()
     assert "long_text=first" not in str(corpus.model_id)
     assert ":long_text=" not in str(corpus.model_id)  # "mean": the id of earlier versions
+
+
+@pytest.mark.parametrize("mode", ["auto", "first"])
+def test_resolve_passes_the_mode_to_other_sentence_transformers_models(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``LocalEmbeddings`` loads lazily; only its import check is stood in for here."""
+    import importlib.util
+
+    from langchain_holodeck.embeddings import LocalEmbeddings
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "sentence_transformers" else found(name, *a),
+    )
+    resolved = resolve_embeddings("sentence-transformers/paraphrase-MiniLM-L3-v2", long_text=mode)  # type: ignore[arg-type]  # each mode
+    assert isinstance(resolved, LocalEmbeddings)
+    assert resolved.long_text == mode  # the tool's default, auto, not LocalEmbeddings' own (best)
+    assert f":long_text={mode}" in embedding_model_id(resolved)
