@@ -4,6 +4,7 @@
     python benchmarks/bench_ingest.py pages OUT                 # (a) 100 pages, ours only
     python benchmarks/bench_ingest.py docs DIR                  # (b) ours next to the peer
     python benchmarks/bench_ingest.py docs DIR --baseline SRC   # also ours from another checkout
+    python benchmarks/bench_ingest.py docs DIR --long-text first  # also ours without windows
     python benchmarks/bench_ingest.py threads DIR --baseline SRC  # the embedding threads' time
 
 Every run is a fresh process (``holodeck-rag ingest SOURCE --store TMP``, as a user types it:
@@ -27,6 +28,9 @@ busy on average (at most 2 on the benchmark machine).
   needs: ``pip install langchain-classic langchain-community``.
 - ``--baseline SRC`` (``pages``, ``docs``, ``threads``): also runs ``holodeck-rag ingest``
   from the source tree ``SRC`` (e.g. ``git archive <commit> | tar -x -C SRC``), in the same run.
+- ``--long-text MODE`` (``pages``, ``docs``; repeatable): also runs ``holodeck-rag ingest
+  --long-text MODE`` in the same run, a row "ours, long_text=MODE" under the default's, so
+  the price of the model windows (``first``: none) is printed next to the default and the peer.
 - ``threads`` ingests with a sampler inside the process that reads each thread's
   ``/proc/self/task/*/schedstat`` every 50 ms and prints, per embedding thread (the model's
   ``onnx-int8`` workers), its CPU seconds, its time waiting for a core, and the rest of the
@@ -131,12 +135,46 @@ def timed(argv: list[str], *, cwd: Path, root: Path = ROOT) -> tuple[float, floa
     return wall, cpu, done.stdout.strip()
 
 
-def ingest(source: Path, root: Path = ROOT) -> tuple[float, float, str]:
-    """``holodeck-rag ingest SOURCE`` in a fresh process and a fresh store."""
+def ingest(
+    source: Path, root: Path = ROOT, *, long_text: str | None = None
+) -> tuple[float, float, str]:
+    """``holodeck-rag ingest SOURCE [--long-text MODE]`` in a fresh process and a fresh store.
+
+    For our own tree (``root`` is this checkout) the result ends with what the saved store
+    holds: its dense entries and the word pieces they embedded (``entries``).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
         argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
-        return timed([*argv, "--store", str(Path(tmp) / "store")], cwd=Path(tmp), root=root)
+        if long_text is not None:
+            argv += ["--long-text", long_text]
+        store = Path(tmp) / "store"
+        wall, cpu, out = timed([*argv, "--store", str(store)], cwd=Path(tmp), root=root)
+        if root == ROOT:
+            out += "; " + entries(store / "default")
+        return wall, cpu, out
+
+
+def entries(store_dir: Path) -> str:
+    """``N entries (W windows and signatures), P word pieces embedded`` of a saved store.
+
+    Load-independent: each entry's text counted with the model's tokenizer, ``[CLS]``/``[SEP]``
+    included, at most the 256 the model reads (what the runtime's work follows). Exact for
+    ``auto`` and ``first``; ``best`` (own entry: a window of 128) and ``mean`` (every window of
+    256) embed otherwise.
+    """
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+
+    model = OnnxEmbeddings()
+    docs = list(
+        MatrixVectorStore.load(store_dir, DeterministicFakeEmbedding(size=8)).iter_documents()
+    )
+    further = sum(":w" in (d.id or "") for d in docs)
+    pieces = sum(min(model.count_tokens(d.page_content) + 2, model.max_tokens) for d in docs)
+    return f"{len(docs)} entries ({further} windows and signatures), {pieces:,} word pieces"
 
 
 def threads(source: Path, root: Path = ROOT) -> tuple[float, float, list[str]]:
@@ -208,6 +246,15 @@ def main() -> None:
     docs = sub.add_parser("docs")
     docs.add_argument("source", type=Path)
     docs.add_argument("--baseline", type=Path, default=None)
+    for timed_ours in (pages, docs):
+        timed_ours.add_argument(
+            "--long-text",
+            action="append",
+            default=[],
+            choices=("auto", "best", "mean", "first"),
+            metavar="MODE",
+            help="also ingest with --long-text MODE (repeatable): a row per mode",
+        )
     docs.add_argument("--no-peer", action="store_true")
     docs.add_argument("--peer-only", action="store_true")
     sampled = sub.add_parser("threads")
@@ -238,6 +285,10 @@ def main() -> None:
         wall, cpu, out = ingest(args.source)
         label = f"ours at {commit_of(ROOT)}: holodeck-rag ingest (default tool)"
         print(row(label, wall, cpu, out), flush=True)
+        for mode in args.long_text:
+            wall, cpu, out = ingest(args.source, long_text=mode)
+            label = f"ours, long_text={mode}: holodeck-rag ingest --long-text {mode}"
+            print(row(label, wall, cpu, out), flush=True)
         if args.baseline is not None:
             wall, cpu, out = ingest(args.source, args.baseline.resolve())
             label = f"baseline {args.baseline}: holodeck-rag ingest (default tool)"

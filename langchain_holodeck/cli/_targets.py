@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
+from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class Manifest:
     backend: str
     store_dir: str
     ingested_at: str
+    long_text: LongTextMode = DEFAULT_LONG_TEXT
+    """The ``long_text`` setting of the default tool (absent from manifests written before
+    it existed: the default then too)."""
     format: int = MANIFEST_FORMAT
 
 
@@ -73,10 +77,16 @@ class Target:
     config_path: Path | None
     source_overridden: bool
     embedding_model: str | None = None
+    long_text: LongTextMode = DEFAULT_LONG_TEXT
 
 
 def default_target(
-    source: str, *, embedding_model: str | None, base_dir: Path, project_dir: Path
+    source: str,
+    *,
+    embedding_model: str | None,
+    long_text: LongTextMode = DEFAULT_LONG_TEXT,
+    base_dir: Path,
+    project_dir: Path,
 ) -> Target:
     from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 
@@ -85,6 +95,7 @@ def default_target(
         name=DEFAULT_TOOL_NAME,
         source=source,
         embedding_model=embedding_model,
+        long_text=long_text,
         top_k=DEFAULT_TOP_K,
     )
     return Target(
@@ -94,6 +105,7 @@ def default_target(
         config_path=None,
         source_overridden=False,
         embedding_model=embedding_model,
+        long_text=long_text,
     )
 
 
@@ -188,6 +200,9 @@ def read_manifest(store: Path) -> Manifest:
         if data.get("format") != MANIFEST_FORMAT:
             msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
             raise ValueError(msg)
+        if data.get("long_text", DEFAULT_LONG_TEXT) not in LONG_TEXT_MODES:
+            msg = f"long_text {data.get('long_text')!r} is not one of {LONG_TEXT_MODES}"
+            raise ValueError(msg)
         return Manifest(**data)
     except (ValueError, TypeError, AttributeError) as error:
         msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
@@ -208,6 +223,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         backend=tool.backend,
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        long_text=target.long_text,
     )
     from langchain_holodeck._persist import atomic_write_bytes
 
@@ -219,7 +235,10 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
 def _model_id(target: Target) -> str:
     from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
 
-    return embedding_model_id(resolve_embeddings(target.config.embedding_model))
+    config = target.config
+    return embedding_model_id(
+        resolve_embeddings(config.embedding_model, long_text=config.long_text)
+    )
 
 
 def target_from_manifest(manifest: Manifest) -> Target:
@@ -228,6 +247,7 @@ def target_from_manifest(manifest: Manifest) -> Target:
         return default_target(
             manifest.source,
             embedding_model=manifest.embedding_model,
+            long_text=manifest.long_text,
             base_dir=Path(manifest.base_dir),
             project_dir=project_dir,
         )

@@ -34,6 +34,7 @@ from langchain_holodeck.errors import ConfigError
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from langchain_holodeck._embedding_settings import LongTextMode
     from langchain_holodeck.tools.document import _DocumentTool
 
 logger = logging.getLogger(__name__)
@@ -257,12 +258,12 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     """The tools of ``agent_yaml`` (or of the last ingest into ``store``), initialized.
 
     Each is rebuilt when ``store``'s ``ingest.json`` changes; the embedding model objects are
-    made once and shared by every build.
+    made once per (``embedding_model``, ``long_text``) and shared by every build.
     """
     from langchain_holodeck.embeddings import resolve_embeddings
 
     manifest = store / MANIFEST_NAME
-    models: dict[str | None, Embeddings] = {}
+    models: dict[tuple[str | None, LongTextMode], Embeddings] = {}
 
     def generation() -> object:
         try:
@@ -274,10 +275,10 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
         def build() -> _DocumentTool:
             target = fixed or target_from_manifest(read_manifest(store))
-            name = target.config.embedding_model
-            if name not in models:
-                models[name] = resolve_embeddings(name)
-            tool = build_tool(target, store, embeddings=models[name])
+            setting = (target.config.embedding_model, target.config.long_text)
+            if setting not in models:
+                models[setting] = resolve_embeddings(setting[0], long_text=setting[1])
+            tool = build_tool(target, store, embeddings=models[setting])
             tool.initialize_sync()
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)

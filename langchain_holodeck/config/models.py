@@ -35,6 +35,12 @@ from langchain_holodeck._defaults import (
     DEFAULT_FETCH_K,
     DEFAULT_FUSION,
 )
+from langchain_holodeck._embedding_settings import (
+    DEFAULT_LONG_TEXT,
+    LongTextMode,
+    long_text_without_windows,
+    openai_model,
+)
 from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
     DatabaseConfig,
@@ -131,6 +137,13 @@ class _SearchToolConfig(BaseModel):
     """File or directory to index; relative paths resolve against the agent.yaml's directory."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+    long_text: LongTextMode = Field(
+        default=DEFAULT_LONG_TEXT, json_schema_extra={"rule": "auto with an OpenAI model"}
+    )
+    """How the local model embeds a chunk longer than it reads (256 word pieces): ``auto``
+    (a longer prose chunk also gets windows of 128, each its own vector), ``best``, ``mean``,
+    or ``first`` (truncate: one vector per chunk, faster ingest, a little lower quality; see
+    docs/embeddings.md)."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
     corpus_id: str | None = Field(
@@ -179,6 +192,16 @@ class _SearchToolConfig(BaseModel):
             msg = "reranker configuration required when rerank is enabled"
             raise ValueError(msg)
         return self
+
+    @field_validator("long_text")
+    @classmethod
+    def _long_text_on_a_local_model(
+        cls, long_text: LongTextMode, info: ValidationInfo
+    ) -> LongTextMode:
+        model = info.data.get("embedding_model")  # validated before: declared above
+        if long_text != DEFAULT_LONG_TEXT and openai_model(model) is not None:
+            raise ValueError(long_text_without_windows(str(model)))
+        return long_text
 
     @model_validator(mode="after")
     def _remember_base_dir(self, info: ValidationInfo) -> _SearchToolConfig:

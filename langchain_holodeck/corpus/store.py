@@ -147,7 +147,9 @@ class Corpus:
         """
         if self.store is not None and self.backend is not None:
             return self.store
-        base = self.embeddings or resolve_embeddings(self.config.embedding_model)
+        base = self.embeddings or resolve_embeddings(
+            self.config.embedding_model, long_text=self.config.long_text
+        )
         self.model_id = embedding_model_id(base)
         if self.store is not None:
             self.backend = backend_for_store(self.store)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT
 from langchain_holodeck.embeddings.runtime import cpu_has_int8_dot, int8_model, physical_cores
 from langchain_holodeck.embeddings.windows import (
     MAX_QUERY_WINDOWS,
@@ -109,7 +110,7 @@ class OnnxEmbeddings(Embeddings):
         max_tokens: int = 256,
         window_tokens: int = 128,
         window_overlap: int = 32,
-        long_text: LongTextMode = "auto",
+        long_text: LongTextMode = DEFAULT_LONG_TEXT,
         batch_size: int = 32,
         threads: int | None = None,
         precision: Precision = "auto",

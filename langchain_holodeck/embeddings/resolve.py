@@ -11,19 +11,25 @@ import logging
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._embedding_settings import (
+    DEFAULT_LONG_TEXT,
+    LongTextMode,
+    long_text_without_windows,
+    openai_model,
+)
+from langchain_holodeck._embedding_settings import (
+    OPENAI_EMBEDDING_MODELS as OPENAI_EMBEDDING_MODELS,  # re-exported: its documented home
+)
 from langchain_holodeck.embeddings.cached import CachedEmbeddings
 from langchain_holodeck.embeddings.local import LocalEmbeddings
 from langchain_holodeck.embeddings.onnx import MINILM_NAME, OnnxEmbeddings
+from langchain_holodeck.embeddings.windows import check_long_text
 from langchain_holodeck.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDING_MODEL = MINILM_NAME
 """The embedded default model (384 dimensions), run by ``OnnxEmbeddings``."""
-OPENAI_EMBEDDING_MODELS = frozenset(
-    {"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"}
-)
-"""Bare model names routed to langchain-openai (any ``openai/<name>`` is too)."""
 _ACCEPTED = (
     "None (the local all-MiniLM-L6-v2 default), an Embeddings object, an OpenAI model name "
     "(text-embedding-3-small, text-embedding-3-large, text-embedding-ada-002 or "
@@ -31,7 +37,9 @@ _ACCEPTED = (
 )
 
 
-def resolve_embeddings(embedding_model: str | Embeddings | None) -> Embeddings:
+def resolve_embeddings(
+    embedding_model: str | Embeddings | None, *, long_text: LongTextMode = DEFAULT_LONG_TEXT
+) -> Embeddings:
     """Turn an ``embedding_model`` setting into an ``Embeddings`` object.
 
     Args:
@@ -42,6 +50,12 @@ def resolve_embeddings(embedding_model: str | Embeddings | None) -> Embeddings:
             another ``sentence-transformers/<name>`` for ``LocalEmbeddings`` (it must already
             be in the Hugging Face cache: nothing is downloaded); or any ``Embeddings`` object,
             which is returned unchanged.
+        long_text: How a local model embeds a chunk longer than it reads: ``"auto"`` (the
+            default: a chunk that fits is one vector, a longer prose chunk also gets windows,
+            stored by sync as entries of their own), ``"best"``, ``"mean"`` or ``"first"``
+            (truncation: one vector per chunk, about half the word pieces embedded on prose
+            docs). Passed to ``OnnxEmbeddings`` / ``LocalEmbeddings``; an OpenAI model or an
+            ``Embeddings`` object takes only the default.
 
     Returns:
         The embeddings. Local models load lazily, on first use.
@@ -49,29 +63,41 @@ def resolve_embeddings(embedding_model: str | Embeddings | None) -> Embeddings:
     Example:
         ```python
         resolve_embeddings(None)  # -> OnnxEmbeddings(model_name='sentence-transformers/...')
+        resolve_embeddings(None, long_text="first").long_text  # -> 'first'
         ```
 
     Raises:
-        ValueError: If ``embedding_model`` is none of the accepted forms.
+        ValueError: If ``embedding_model`` is none of the accepted forms, ``long_text`` is not
+            a mode, or ``long_text`` is not the default for an OpenAI model or an object.
         ImportError: If the provider's extra (``local`` or ``openai``) is not installed.
         ConfigError: If OpenAI is selected and its API key is missing.
     """
+    check_long_text(long_text)
     if isinstance(embedding_model, Embeddings):
+        if long_text != DEFAULT_LONG_TEXT:
+            msg = (
+                f"long_text {long_text!r} applies to a model name; embedding_model is the "
+                f"object {type(embedding_model).__name__}: set its own mode instead "
+                f"(e.g. OnnxEmbeddings(long_text={long_text!r}))."
+            )
+            raise ValueError(msg)
         return embedding_model
     if embedding_model is None:
-        return OnnxEmbeddings()
+        return OnnxEmbeddings(long_text=long_text)
     if not isinstance(embedding_model, str):
         msg = f"embedding_model must be {_ACCEPTED}; got {type(embedding_model).__name__}."
         raise TypeError(msg)
     name = embedding_model.strip()
-    if name.startswith("openai/") and len(name) > len("openai/"):
-        return _openai(name.removeprefix("openai/"))
-    if name in OPENAI_EMBEDDING_MODELS:
-        return _openai(name)
+    openai = openai_model(name)
+    if openai is not None:
+        if long_text != DEFAULT_LONG_TEXT:
+            msg = f"long_text {long_text_without_windows(name)}, got {long_text!r}."
+            raise ValueError(msg)
+        return _openai(openai)
     if name == DEFAULT_EMBEDDING_MODEL:
-        return OnnxEmbeddings()
+        return OnnxEmbeddings(long_text=long_text)
     if name.startswith("sentence-transformers/") and len(name) > len("sentence-transformers/"):
-        return LocalEmbeddings(name)
+        return LocalEmbeddings(name, long_text=long_text)
     msg = f"embedding_model must be {_ACCEPTED}; got {embedding_model!r}."
     raise ValueError(msg)
 

@@ -26,17 +26,16 @@ passes, not hundreds (the keyword leg caps a query at 64 terms likewise).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._chunk import CODE_CHUNK_TYPE
+from langchain_holodeck._embedding_settings import LONG_TEXT_MODES as LONG_TEXT_MODES
+from langchain_holodeck._embedding_settings import LongTextMode as LongTextMode
 from langchain_holodeck.embeddings.cached import CachedEmbeddings
 
-LongTextMode = Literal["auto", "best", "mean", "first"]
-"""How the windows of a long text become vectors (see the module docstring)."""
-LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("auto", "best", "mean", "first")
 WINDOWED_MODES: tuple[LongTextMode, ...] = ("auto", "best")
 """The modes whose further windows sync stores as entries of their own."""
 MAX_QUERY_WINDOWS = 4

@@ -408,7 +408,7 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
 
     Key init args:
         config: A ``VectorStoreToolConfig`` (from ``agent.yaml`` via ``load_agent_config``).
-        embeddings: Overrides the config's ``embedding_model``.
+        embeddings: Overrides the config's ``embedding_model`` (and its ``long_text``).
         vector_store: Overrides the config's ``database``.
 
     Instantiate:
@@ -502,7 +502,7 @@ def load_tools(
         project_dir: Where ``.holodeck/config.yaml`` is looked up; default the working
             directory.
         home_dir: Where ``~/.holodeck/config.yaml`` is looked up; default the home directory.
-        embeddings: Overrides every tool's ``embedding_model``.
+        embeddings: Overrides every tool's ``embedding_model`` and ``long_text``.
         store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
             ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
             keep their vectors there; the root then holds only what they do not.

@@ -1,0 +1,53 @@
+"""The words of a tool's embedding settings, in one home: the config and the embeddings read them.
+
+``long_text`` modes (how the local models embed a text longer than they read; see
+``embeddings/windows.py``) and which ``embedding_model`` names are OpenAI's (models with no
+windows, so no ``long_text`` to choose). Imports nothing of the package, so the configuration
+can validate a tool without loading a model runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+LongTextMode = Literal["auto", "best", "mean", "first"]
+"""How a local model (``OnnxEmbeddings``, ``LocalEmbeddings``) embeds a text longer than it
+reads: ``auto``, ``best``, ``mean`` or ``first`` (see ``embeddings/windows.py``)."""
+LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("auto", "best", "mean", "first")
+DEFAULT_LONG_TEXT: LongTextMode = "auto"
+"""A tool's ``long_text`` unless set: chosen on SciFact train and the code set's dev split."""
+
+OPENAI_EMBEDDING_MODELS = frozenset(
+    {"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"}
+)
+"""Bare model names routed to langchain-openai (any ``openai/<name>`` is too)."""
+_OPENAI_PREFIX = "openai/"
+
+
+def openai_model(embedding_model: str | None) -> str | None:
+    """The OpenAI model an ``embedding_model`` setting names, else ``None``.
+
+    Example:
+        ```python
+        openai_model("openai/text-embedding-3-large")  # -> "text-embedding-3-large"
+        openai_model("sentence-transformers/all-MiniLM-L6-v2")  # -> None
+        ```
+    """
+    if embedding_model is None:
+        return None
+    name = embedding_model.strip()
+    if name.startswith(_OPENAI_PREFIX) and len(name) > len(_OPENAI_PREFIX):
+        return name.removeprefix(_OPENAI_PREFIX)
+    return name if name in OPENAI_EMBEDDING_MODELS else None
+
+
+def long_text_without_windows(model: str) -> str:
+    """What is wrong with a ``long_text`` other than the default on an OpenAI ``model``.
+
+    A phrase the caller ends with the value it got (``..., got 'first'.``), as config errors do.
+    """
+    return (
+        f"must be {DEFAULT_LONG_TEXT!r} (the default) with embedding_model {model!r}: OpenAI "
+        "models have no windows, the other modes are for the local models (remove long_text, "
+        "or leave embedding_model unset)"
+    )
