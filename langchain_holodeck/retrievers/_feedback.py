@@ -27,7 +27,12 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE
-from langchain_holodeck.contracts import IdVectorSearch, StoredVectors
+from langchain_holodeck.contracts import (
+    ArrayIdVectorSearch,
+    IdVectorSearch,
+    StoredVectors,
+    answers_with_arrays,
+)
 
 __all__ = [
     "FEEDBACK_DEPTH",
@@ -58,7 +63,10 @@ def supports_feedback(store: object) -> bool:
 
 
 def feedback_query(
-    query: Sequence[float], vectors: Sequence[Sequence[float]], *, weight: float
+    query: Sequence[float] | np.ndarray,
+    vectors: Sequence[Sequence[float]] | np.ndarray,
+    *,
+    weight: float,
 ) -> np.ndarray:
     """``unit(unit(query) + weight * mean(unit(v) for v in vectors))``, float32.
 
@@ -93,18 +101,27 @@ def feedback_ids(top: Sequence[str], documents: Sequence[Document]) -> list[str]
 
 def feedback_ranking(
     store: object,
-    query: Sequence[float],
+    query: Sequence[float] | np.ndarray,
     feedback_ids: Sequence[str],
     candidates: Sequence[str],
     *,
     weight: float,
     depth: int,
-) -> list[tuple[str, float]] | None:
+) -> Sequence[tuple[str, float]] | None:
     """The ``candidates`` ranked by relevance to the feedback query, best ``depth`` first.
 
     ``None`` when the store holds none of ``feedback_ids`` (nothing to feed back). Ties keep
-    the order of ``candidates``.
+    the order of ``candidates``. A store answering with arrays (``ArrayIdVectorSearch``)
+    gives ``RankedIds``: the same ids, order and scores.
     """
+    if isinstance(store, ArrayIdVectorSearch) and answers_with_arrays(
+        store, ("similarity_by_ids", "rank_ids"), ("get_vectors", "vectors_by_ids")
+    ):
+        found_ids, rows = store.vectors_by_ids(list(feedback_ids))
+        if not found_ids:
+            return None
+        moved = feedback_query(query, rows, weight=weight)
+        return store.rank_ids(moved, list(candidates))[:depth]
     vectors: StoredVectors = store  # type: ignore[assignment]  # supports_feedback checked it
     found = vectors.get_vectors(list(feedback_ids)) if feedback_ids else {}
     if not found:

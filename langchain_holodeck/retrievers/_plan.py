@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_holodeck._chunk import window_parent
-from langchain_holodeck.contracts import KeywordHit, NativeHit
+from langchain_holodeck.contracts import KeywordHit, NativeHit, RankedIds
 from langchain_holodeck.exact import SECTION_SCORE
 from langchain_holodeck.fusion import reciprocal_rank_fusion
 from langchain_holodeck.retrievers._dense import DenseResult
@@ -85,9 +85,12 @@ class Ranking:
 
     def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
-        values: Sequence[float] = ()
+        values: Sequence[float] | npt.NDArray[np.float64] = ()
         ranks: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-        if hits:
+        if isinstance(hits, RankedIds) and (hits.unique or len(set(hits.ids)) == len(hits)):
+            ids, values = hits.ids, hits.scores  # arrays already: no pair is read
+            ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
+        elif hits:
             ids, values = zip(*hits, strict=True)
             if len(set(ids)) == len(ids):  # the usual case: every id once
                 ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
@@ -99,7 +102,7 @@ class Ranking:
                 ranks = np.fromiter(first.values(), dtype=np.intp, count=len(first)) + 1
         self.slots = universe.slots(ids)
         """The ids' slots in ``universe``, best first."""
-        self.scores = np.array(values, dtype=np.float64)
+        self.scores = np.asarray(values, dtype=np.float64)
         """Their scores (at their first entries)."""
         self.ranks = ranks
         """Their 1-based ranks in the list."""
@@ -126,7 +129,7 @@ class Legs:
     """What each leg returned (``None``: the leg is off or failed)."""
 
     dense: DenseResult | None
-    keyword: list[KeywordHit] | None
+    keyword: Sequence[tuple[str, float]] | None
     exact: list[KeywordHit] | None
     native: list[NativeHit] | None = None
 

@@ -28,6 +28,7 @@ from langchain_holodeck._defaults import (
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
+from langchain_holodeck.contracts import ArrayKeywordSearch, RankedIds, answers_with_arrays
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
@@ -345,10 +346,20 @@ class HybridRetriever(BaseRetriever):
         attributes: Attributes = {"search.fetch_k": fetch}
         native = self.search_strategy == "native"  # the store's one request has both legs
         if keyword_index is not None and self.weights[1] > 0 and not native:
+            ranked = (
+                keyword_index.search_ranked
+                if isinstance(keyword_index, ArrayKeywordSearch)
+                and answers_with_arrays(keyword_index, ("search", "search_ranked"))
+                else None
+            )
 
-            def keyword() -> list[KeywordHit]:
+            def keyword() -> Sequence[KeywordHit] | RankedIds:
                 with span("holodeck.keyword_search", attributes) as s:
-                    hits = list(keyword_index.search(query, fetch))
+                    hits: Sequence[KeywordHit] | RankedIds
+                    if ranked is not None:  # ids and one score array: no KeywordHit per hit
+                        hits = ranked(query, fetch)
+                    else:
+                        hits = list(keyword_index.search(query, fetch))
                     s.set_attribute("search.result_count", len(hits))
                     return hits
 
@@ -479,11 +490,11 @@ class HybridRetriever(BaseRetriever):
         top = plan.order[: self.feedback_docs]
         depth = max(FEEDBACK_DEPTH, k)  # the first of each leg are re-scored
         candidates = list(
-            dict.fromkeys([i for i, _ in dense.hits[:depth]] + [h.id for h in legs.keyword[:depth]])
+            dict.fromkeys([i for i, _ in dense.hits[:depth]] + [i for i, _ in legs.keyword[:depth]])
         )
         query, weight = dense.vector, self.feedback_weight
 
-        def rank() -> tuple[list[tuple[str, float]] | None, list[Document]]:
+        def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
             with span("holodeck.feedback", {"search.feedback_docs": len(top)}):
                 read = store.get_by_ids(top)  # their types; kept, so not read again
                 chosen = feedback_ids(top, read)  # none when the best chunk is code

@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.backends import backend_for_store
+from langchain_holodeck.contracts import RankedIds
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
@@ -91,8 +92,23 @@ class _Vectors(Embeddings):
         return self.table[text]
 
 
+class _SpyStore(MatrixVectorStore):
+    """Records the ids the feedback re-scores, on the array path (``rank_ids``)."""
+
+    scored: list[str]
+
+    def similarity_by_ids(self, embedding: Any, ids: Sequence[str]) -> dict[str, float]:
+        self.scored.extend(ids)
+        return super().similarity_by_ids(embedding, ids)
+
+    def rank_ids(self, embedding: Any, ids: Sequence[str]) -> RankedIds:
+        self.scored.extend(ids)
+        return super().rank_ids(embedding, ids)
+
+
+@pytest.mark.parametrize("arrays", [True, False])
 async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, arrays: bool
 ) -> None:
     rng = np.random.default_rng(11)
     words = [f"term{i}" for i in range(30)]
@@ -100,7 +116,7 @@ async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
     table = {t: rng.standard_normal(8).tolist() for t in texts}
     query = " ".join(words[:4])
     table[query] = rng.standard_normal(8).tolist()
-    store = MatrixVectorStore(_Vectors(table))
+    store = _SpyStore(_Vectors(table)) if arrays else MatrixVectorStore(_Vectors(table))
     corpora: dict[str, list[Document]] = {
         ns: [  # the same texts and vectors in both corpora: each would rank the other's first
             Document(id=f"{ns}-{i}", page_content=t, metadata={"namespace": ns})
@@ -111,13 +127,16 @@ async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
     for docs in corpora.values():
         store.add_documents(docs)
     scored: list[str] = []
-    similarity_by_ids = store.similarity_by_ids
+    if isinstance(store, _SpyStore):  # the array twins: rank_ids and rank_ids_by_vector
+        store.scored = scored
+    else:  # an instance attribute: the plain methods (similarity_by_ids) are called
+        similarity_by_ids = store.similarity_by_ids
 
-    def spy(embedding: Any, ids: Sequence[str]) -> dict[str, float]:
-        scored.extend(ids)
-        return similarity_by_ids(embedding, ids)
+        def spy(embedding: Any, ids: Sequence[str]) -> dict[str, float]:
+            scored.extend(ids)
+            return similarity_by_ids(embedding, ids)
 
-    monkeypatch.setattr(store, "similarity_by_ids", spy)
+        monkeypatch.setattr(store, "similarity_by_ids", spy)
     for ns, docs in corpora.items():
         view, search_kwargs = backend_for_store(store).search_scope(store, ns)
         bm25 = BM25KeywordIndex()
