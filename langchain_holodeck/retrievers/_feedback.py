@@ -37,6 +37,7 @@ from langchain_holodeck.contracts import (
 __all__ = [
     "FEEDBACK_DEPTH",
     "NO_FEEDBACK_CHUNK_TYPES",
+    "feedback_arrays",
     "feedback_ids",
     "feedback_query",
     "feedback_ranking",
@@ -60,6 +61,16 @@ train gained (0.7403 -> 0.7462 with the default 3 x 0.75)."""
 def supports_feedback(store: object) -> bool:
     """Whether ``store`` hands back vectors by id and scores ids by vector."""
     return isinstance(store, StoredVectors) and isinstance(store, IdVectorSearch)
+
+
+def feedback_arrays(store: object) -> bool:
+    """Whether ``store`` answers the feedback with arrays (``ArrayIdVectorSearch``).
+
+    Only when its twins are defined with the plain methods they stand for.
+    """
+    return isinstance(store, ArrayIdVectorSearch) and answers_with_arrays(
+        store, ("similarity_by_ids", "rank_ids"), ("get_vectors", "vectors_by_ids")
+    )
 
 
 def feedback_query(
@@ -107,21 +118,22 @@ def feedback_ranking(
     *,
     weight: float,
     depth: int,
+    arrays: bool | None = None,
 ) -> Sequence[tuple[str, float]] | None:
     """The ``candidates`` ranked by relevance to the feedback query, best ``depth`` first.
 
     ``None`` when the store holds none of ``feedback_ids`` (nothing to feed back). Ties keep
     the order of ``candidates``. A store answering with arrays (``ArrayIdVectorSearch``)
-    gives ``RankedIds``: the same ids, order and scores.
+    gives ``RankedIds``: the same ids, order and scores. ``arrays``: ``feedback_arrays(store)``
+    when the caller knows it already.
     """
-    if isinstance(store, ArrayIdVectorSearch) and answers_with_arrays(
-        store, ("similarity_by_ids", "rank_ids"), ("get_vectors", "vectors_by_ids")
-    ):
-        found_ids, rows = store.vectors_by_ids(list(feedback_ids))
+    if arrays if arrays is not None else feedback_arrays(store):
+        arrays_store: ArrayIdVectorSearch = store  # type: ignore[assignment]  # checked above
+        found_ids, rows = arrays_store.vectors_by_ids(list(feedback_ids))
         if not found_ids:
             return None
         moved = feedback_query(query, rows, weight=weight)
-        return store.rank_ids(moved, list(candidates))[:depth]
+        return arrays_store.rank_ids(moved, list(candidates))[:depth]
     vectors: StoredVectors = store  # type: ignore[assignment]  # supports_feedback checked it
     found = vectors.get_vectors(list(feedback_ids)) if feedback_ids else {}
     if not found:

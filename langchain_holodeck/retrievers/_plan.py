@@ -12,6 +12,7 @@ returns (``Plan.meta``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,6 +43,9 @@ UNSCORED: dict[str, Any] = {
 """A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
 
 _LEGS = ("semantic", "keyword", "exact")
+_NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+_NO_SCORES: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+_NO_SLOTS.flags.writeable = _NO_SCORES.flags.writeable = False  # shared by empty rankings
 
 
 class Universe:
@@ -81,16 +85,18 @@ class Ranking:
     its rank, as in the fusion functions.
     """
 
-    __slots__ = ("_universe", "_where", "ranks", "scores", "slots")
+    __slots__ = ("_universe", "_where", "adds", "ranks", "scores", "slots")
 
     def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
         values: Sequence[float] | npt.NDArray[np.float64] = ()
-        ranks: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-        if isinstance(hits, RankedIds) and (hits.unique or len(set(hits.ids)) == len(hits)):
+        ranks: npt.NDArray[np.intp] = _NO_SLOTS
+        if not hits:  # an empty list (the exact leg, mostly): shared read-only arrays
+            ranks, values = _NO_SLOTS, _NO_SCORES
+        elif isinstance(hits, RankedIds) and (hits.unique or len(set(hits.ids)) == len(hits)):
             ids, values = hits.ids, hits.scores  # arrays already: no pair is read
             ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
-        elif hits:
+        else:
             ids, values = zip(*hits, strict=True)
             if len(set(ids)) == len(ids):  # the usual case: every id once
                 ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
@@ -100,7 +106,7 @@ class Ranking:
                     first.setdefault(doc_id, n)
                 ids, values = tuple(first), [values[n] for n in first.values()]
                 ranks = np.fromiter(first.values(), dtype=np.intp, count=len(first)) + 1
-        self.slots = universe.slots(ids)
+        self.slots = universe.slots(ids) if ids else _NO_SLOTS
         """The ids' slots in ``universe``, best first."""
         self.scores = np.asarray(values, dtype=np.float64)
         """Their scores (at their first entries)."""
@@ -108,6 +114,9 @@ class Ranking:
         """Their 1-based ranks in the list."""
         self._universe = universe
         self._where: npt.NDArray[np.intp] | None = None
+        self.adds: dict[tuple[object, ...], npt.NDArray[np.float64]] = {}
+        """What this list adds to each of its ids, per fusion and weight (both fusions of a
+        query add the keyword list the same: computed once)."""
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -254,22 +263,38 @@ def _fuse(
     an id is the sum, in list order, of what each list adds for it, and ties go to the id
     seen first (list order, then position): what ``fusion``'s dict accumulation computes.
     """
-    fused = np.zeros(size, dtype=np.float64)
-    unseen = np.iinfo(np.intp).max
-    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
-    offset = 0
+    used: list[tuple[Ranking, npt.NDArray[np.float64]]] = []
     for i, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
         if weight == 0 or not len(ranking):
             continue
         if rrf_k is not None:
-            adds = weight / (rrf_k + ranking.ranks)
+            key: tuple[object, ...] = ("rrf", rrf_k, weight)
+            adds = ranking.adds.get(key)
+            if adds is None:
+                adds = ranking.adds[key] = weight / (rrf_k + ranking.ranks)
         else:
             bound = lower_bounds[i] if lower_bounds is not None else None
-            adds = _convex_adds(ranking, float(weight), bound, i)
-        slots = ranking.slots  # unique within a ranking: a plain fancy add is exact
-        fused[slots] += adds
-        seen[slots] = np.minimum(seen[slots], np.arange(offset, offset + len(slots)))
-        offset += len(slots)
+            key = ("convex", bound, weight)
+            adds = ranking.adds.get(key)
+            if adds is None:
+                adds = ranking.adds[key] = _convex_adds(ranking, float(weight), bound, i)
+        used.append((ranking, adds))
+    if not used:
+        return np.zeros(0, dtype=np.intp), np.zeros(size, dtype=np.float64)
+    if len(used) == 1:
+        slots, adds = used[0][0].slots, used[0][1]
+    else:
+        slots = np.concatenate([r.slots for r, _ in used])
+        adds = np.concatenate([a for _, a in used])
+    # bincount adds the weights in input order, from 0.0: each id's sum in list order, as the
+    # per-list fancy adds (each list holds an id once) and fusion's dict accumulation do
+    fused: npt.NDArray[np.float64] = np.bincount(slots, weights=adds, minlength=size)  # type: ignore[assignment]  # with weights: float64
+    unseen = np.iinfo(np.intp).max
+    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
+    ends = np.cumsum([len(r) for r, _ in used])
+    for (ranking, _), end in zip(reversed(used), reversed(ends.tolist()), strict=True):
+        # last list first: an id's entry in an earlier list overwrites a later one's
+        seen[ranking.slots] = np.arange(end - len(ranking), end)
     present = np.flatnonzero(seen != unseen)
     return present[np.lexsort((seen[present], -fused[present]))], fused
 
@@ -279,19 +304,21 @@ def _convex_adds(
 ) -> npt.NDArray[np.float64]:
     """What ``convex_score_fusion`` adds for each id of ``ranking`` (the list's ``i``-th)."""
     values = ranking.scores
-    finite = np.isfinite(values)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
+    top, least = float(values.max()), float(values.min())
+    if not (math.isfinite(top) and math.isfinite(least)):  # NaN and infinities show here
+        bad = int(np.flatnonzero(~np.isfinite(values))[0])
         doc_id = ranking._universe.ids[ranking.slots[bad]]
         msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {float(values[bad])!r}."
         raise ValueError(msg)
-    top = float(values.max())
-    low = float(values.min()) if bound is None else float(bound)
+    low = least if bound is None else float(bound)
     span = top - low
     if span <= 0:
         return np.full(len(values), weight)
+    # at the top (values - low) / span is span / span, exactly 1.0: the weight, as fusion's
     between = weight * ((values - low) / span)
-    return np.where(values >= top, weight, np.where(values <= low, 0.0, between))
+    if least <= low:  # some value at (or under) the bound: 0 there
+        return np.where(values <= low, 0.0, between)
+    return between
 
 
 class FirstRanks:

@@ -469,9 +469,16 @@ class MatrixVectorStore(VectorStore):
     def vectors_by_ids(self, ids: Sequence[str]) -> tuple[list[str], npt.NDArray[np.float32]]:
         """:meth:`get_vectors` as the ids found (in the order of ``ids``) and a row each."""
         with self._lock:
-            found = list(filter(self._rows.__contains__, ids))
-            rows = np.fromiter(map(self._rows.__getitem__, found), np.intp, len(found))
-            return found, self._buffer[rows]  # a copy: later writes never change it
+            found, rows = self._found_rows(ids)
+            return found, self._buffer[np.asarray(rows, dtype=np.intp)]  # a copy, not a view
+
+    def _found_rows(self, ids: Sequence[str]) -> tuple[list[str], list[int]]:
+        """The stored ``ids`` (in input order) and their rows (lock held): one look-up each."""
+        rows = list(map(self._rows.get, ids))
+        if None not in rows:  # the usual case: every id is stored
+            return list(ids), rows  # type: ignore[return-value]  # no None: checked
+        kept = [(i, r) for i, r in zip(ids, rows, strict=True) if r is not None]
+        return [i for i, _ in kept], [r for _, r in kept]
 
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -594,8 +601,8 @@ class MatrixVectorStore(VectorStore):
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
         with self._lock:
-            found = list(filter(self._rows.__contains__, ids))
-            rows, starts = list(map(self._rows.__getitem__, found)), None  # a row per id
+            found, rows = self._found_rows(ids)
+            starts = None  # a row per id
             # some id has windows (none can while the store holds no first window)
             if self._first_windows and any(i + _FIRST_WINDOW in self._rows for i in found):
                 rows, starts = self._rows_with_windows(found)  # each id's rows begin at starts
