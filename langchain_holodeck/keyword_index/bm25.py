@@ -161,16 +161,25 @@ class _Matrix:
         the rows the columns hold instead of one over every row: bit-identical scores, at a
         cost that grows with the postings, not with the corpus.
         """
-        indptr, indices = self.indptr, self.indices
+        indptr, indices, data = self.indptr, self.indices, self.data
         spans = [(int(indptr[t]), int(indptr[t + 1]), c) for t, c in terms]
         if len(spans) == 1:
-            start, end, _ = spans[0]
+            start, end, count = spans[0]
             rows = indices[start:end]  # one column: its rows, ascending and distinct
+            out = np.zeros(len(rows), dtype=np.float32)
+            out += data[start:end] * count
         else:
-            rows = _sorted_unique(np.concatenate([indices[s:e] for s, e, _ in spans]))
-        out = np.zeros(len(rows), dtype=np.float32)
-        for start, end, count in spans:
-            out[np.searchsorted(rows, indices[start:end])] += self.data[start:end] * count
+            postings = np.concatenate([indices[s:e] for s, e, _ in spans])
+            # each posting's score times its term's count, in float32 as scores() multiplies
+            counts = np.array([c for _, _, c in spans], dtype=np.float32)
+            lengths = [e - s for s, e, _ in spans]
+            values = np.concatenate([data[s:e] for s, e, _ in spans])
+            values *= np.repeat(counts, lengths)
+            rows = _sorted_unique(postings)
+            out = np.zeros(len(rows), dtype=np.float32)
+            # add.at adds one posting at a time, in query-term order: the float32 sums of
+            # scores()'s column-by-column adds, bit for bit
+            np.add.at(out, np.searchsorted(rows, postings), values)
         rows = rows.astype(np.int64)
         if live is not None:
             keep = live[rows] > 0
@@ -796,11 +805,13 @@ def _top_k(
     candidates = np.flatnonzero(scores > 0)
     if len(candidates) == 0:
         return _NO_HITS
-    if len(candidates) > k:
+    if len(candidates) > 4 * k:  # many: keep those reaching the k-th best before sorting
         part = scores[candidates]
         kth = np.partition(part, len(part) - k)[len(part) - k]
         candidates = candidates[part >= kth]
-    best = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))[:k]]
+    # candidates ascend: a stable sort by score breaks ties by position
+    order = np.argsort(-scores[candidates].astype(np.float64), kind="stable")
+    best = candidates[order[:k]]
     if len(segments) == 1:  # no delta segment: one pass, position i stands for row rows[i]
         only_ids, only_rows = segments[0]
         found = best if only_rows is None else only_rows[best]

@@ -85,22 +85,19 @@ class Ranking:
     its rank, as in the fusion functions.
     """
 
-    __slots__ = ("_universe", "_where", "adds", "ranks", "scores", "slots")
+    __slots__ = ("_found", "_ranks", "_universe", "adds", "scores", "slots")
 
     def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
         values: Sequence[float] | npt.NDArray[np.float64] = ()
-        ranks: npt.NDArray[np.intp] = _NO_SLOTS
+        ranks: npt.NDArray[np.intp] | None = None  # None: 1, 2, 3, ... (every id once)
         if not hits:  # an empty list (the exact leg, mostly): shared read-only arrays
-            ranks, values = _NO_SLOTS, _NO_SCORES
+            values = _NO_SCORES
         elif isinstance(hits, RankedIds) and (hits.unique or len(set(hits.ids)) == len(hits)):
             ids, values = hits.ids, hits.scores  # arrays already: no pair is read
-            ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
         else:
             ids, values = zip(*hits, strict=True)
-            if len(set(ids)) == len(ids):  # the usual case: every id once
-                ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
-            else:
+            if len(set(ids)) != len(ids):  # an id repeated: it counts at its first entry
                 first: dict[str, int] = {}
                 for n, doc_id in enumerate(ids):
                     first.setdefault(doc_id, n)
@@ -110,10 +107,9 @@ class Ranking:
         """The ids' slots in ``universe``, best first."""
         self.scores = np.asarray(values, dtype=np.float64)
         """Their scores (at their first entries)."""
-        self.ranks = ranks
-        """Their 1-based ranks in the list."""
+        self._ranks = ranks
         self._universe = universe
-        self._where: npt.NDArray[np.intp] | None = None
+        self._found: tuple[dict[int, int], list[float]] | None = None
         self.adds: dict[tuple[object, ...], npt.NDArray[np.float64]] = {}
         """What this list adds to each of its ids, per fusion and weight (both fusions of a
         query add the keyword list the same: computed once)."""
@@ -121,16 +117,24 @@ class Ranking:
     def __len__(self) -> int:
         return len(self.slots)
 
+    @property
+    def ranks(self) -> npt.NDArray[np.intp]:
+        """Their 1-based ranks in the list."""
+        if self._ranks is None:
+            return np.arange(1, len(self.slots) + 1, dtype=np.intp)
+        return self._ranks
+
     def find(self, doc_id: str) -> tuple[int, float] | None:
         """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
-        if self._where is None:  # built on the first look-up: only results are looked up
-            self._where = np.full(len(self._universe), -1, dtype=np.intp)
-            self._where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
-        slot = self._universe.index.get(doc_id)
-        if slot is None or slot >= len(self._where) or self._where[slot] < 0:
+        if self._found is None:  # built on the first look-up: only results are looked up
+            slots = self.slots.tolist()
+            self._found = dict(zip(slots, range(len(slots)), strict=True)), self.scores.tolist()
+        where, scores = self._found
+        n = where.get(self._universe.index.get(doc_id, -1))
+        if n is None:
             return None
-        n = int(self._where[slot])
-        return int(self.ranks[n]), float(self.scores[n])
+        rank = n + 1 if self._ranks is None else int(self._ranks[n])
+        return rank, scores[n]
 
 
 @dataclass(frozen=True)

@@ -568,9 +568,9 @@ class MatrixVectorStore(VectorStore):
         rows, scores = top_row_arrays(
             snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
         )
-        wide = scores.astype(np.float64)  # float32 cosines, exactly
-        # clipped to [0, 1] as ``0.0 if s < 0.0 else 1.0 if s > 1.0 else s`` (NaN, -0.0 kept)
-        clipped = np.where(wide < 0.0, 0.0, np.where(wide > 1.0, 1.0, wide))
+        # the float32 cosines, exactly, clipped to [0, 1] as ``0.0 if s < 0.0 else 1.0 if
+        # s > 1.0 else s`` (np.clip keeps NaN and -0.0 as that does)
+        clipped = np.clip(scores.astype(np.float64), 0.0, 1.0)
         return RankedIds(list(map(snap.docs.ids.__getitem__, rows.tolist())), clipped, unique=True)
 
     def similarity_by_ids(
