@@ -44,10 +44,12 @@ __all__ = [
     "supports_feedback",
 ]
 
-FEEDBACK_DEPTH = 100
-"""Candidates re-scored per leg (at least ``k``): on SciFact train 50, 100, 150, 200 and 300
-gave nDCG@10 0.7458-0.7462 and Recall@100 0.952-0.956 (100: 0.7458 / 0.9557), and the cost is
-about proportional to it (``benchmarks/bench_feedback.py``)."""
+FEEDBACK_DEPTH = 50
+"""Candidates re-scored per leg (at least ``k``). On SciFact train, nDCG@10 of ``invoke(k=10)``:
+0.74576 at 100 and at 50, 0.74540 at 30 (``benchmarks/bench_feedback.py --depths``); 150 to 300
+gave 0.7458-0.7462 (measured at ``k=100``, where 100 are re-scored whatever the depth below).
+The cost is about proportional to it: 50 rather than 100 took the 10k-chunk synthetic query from
+1.98 to 1.85 ms (``bench_hybrid_speed.py --paired``)."""
 
 NO_FEEDBACK_CHUNK_TYPES: frozenset[str] = frozenset({CODE_CHUNK_TYPE})
 """``chunk_type`` values never fed back; a query whose best chunk is one gets no feedback.
