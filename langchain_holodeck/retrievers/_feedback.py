@@ -85,16 +85,19 @@ def feedback_query(
 
     ``vectors`` empty or ``weight`` 0 gives ``unit(query)``; a zero query stays zero.
     """
+    # np.linalg.norm and ndarray.mean, spelled as the operations they run (the same float32
+    # results, without their Python-level argument handling: this runs on every query)
     q = np.asarray(query, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
+    norm = float(np.sqrt(q.dot(q)))
     if norm > 0:
         q = q / norm
     if len(vectors) and weight > 0:
         v = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        lengths = np.linalg.norm(v, axis=1, keepdims=True)
-        centroid = (v / np.where(lengths > 0, lengths, 1.0)).mean(axis=0)
+        lengths = np.sqrt(np.add.reduce(v * v, axis=1, keepdims=True))
+        centroid = np.add.reduce(v / np.where(lengths > 0, lengths, 1.0), axis=0)
+        np.true_divide(centroid, np.intp(len(v)), out=centroid, casting="unsafe")
         q = (q + weight * centroid).astype(np.float32)
-    norm = float(np.linalg.norm(q))
+    norm = float(np.sqrt(q.dot(q)))
     return q / norm if norm > 0 else q
 
 

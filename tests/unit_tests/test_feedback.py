@@ -257,3 +257,31 @@ def test_feedback_rescores_the_first_depth_candidates_of_each_leg(k: int, per_le
     keyword = [h.id for h in bm25.search("reactor", per_leg)]
     assert store.rescored == [len(set(dense) | set(keyword))]
     assert FEEDBACK_DEPTH == 50
+
+
+def _feedback_query_reference(query: list[float], vectors: np.ndarray, weight: float) -> np.ndarray:
+    """``unit(unit(q) + weight * mean(unit(v)))`` with ``np.linalg.norm`` and ``mean``."""
+    q = np.asarray(query, dtype=np.float32)
+    q = q / float(np.linalg.norm(q)) if float(np.linalg.norm(q)) > 0 else q
+    if len(vectors) and weight > 0:
+        lengths = np.linalg.norm(vectors, axis=1, keepdims=True)
+        q = (q + weight * (vectors / np.where(lengths > 0, lengths, 1.0)).mean(axis=0)).astype(
+            np.float32
+        )
+    norm = float(np.linalg.norm(q))
+    return q / norm if norm > 0 else q
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_feedback_query_is_bit_identical_to_norm_and_mean(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    dim, n = int(rng.integers(1, 400)), int(rng.integers(0, 6))
+    query = (rng.standard_normal(dim) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    vectors = (rng.standard_normal((n, dim)) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    if n and seed % 4 == 0:
+        vectors[0] = 0.0  # a zero row counts as zero, not as NaN
+    weight = [0.0, 0.25, 0.75, 3.0][seed % 4]
+    got = feedback_query(query.tolist(), vectors, weight=weight)
+    expected = _feedback_query_reference(query.tolist(), vectors, weight)
+    assert got.dtype == np.float32
+    assert got.tobytes() == expected.tobytes()
