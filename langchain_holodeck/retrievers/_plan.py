@@ -55,11 +55,15 @@ class Universe:
     a fusion adds arrays and no ranking looks an id up twice.
     """
 
-    __slots__ = ("ids", "index")
+    __slots__ = ("ids", "index", "legs_only")
 
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.index: dict[str, int] = {}
+        self.legs_only = -1
+        """The size once the legs' rankings took their slots (-1 before): while it still is,
+        slot order is the order in which the legs' lists (dense, keyword, exact) first show
+        each id."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -154,11 +158,15 @@ class Legs:
     @cached_property
     def rankings(self) -> tuple[Ranking, Ranking, Ranking]:
         """The dense (the query's own order), keyword and exact rankings, built once."""
-        return (
+        before = len(self.universe)
+        built = (
             self.ranking(self.dense.hits if self.dense else []),
             self.ranking(self.keyword or []),
             self.ranking(self.exact or []),
         )
+        if before == 0:  # their ids took the first slots, in the lists' order
+            self.universe.legs_only = len(self.universe)
+        return built
 
     def ranking(self, hits: Sequence[tuple[str, float]]) -> Ranking:
         """``hits`` as a ``Ranking`` over this query's ids."""
@@ -225,15 +233,34 @@ def fused_plan(
     fused_rankings = (fused_dense, rankings[1], rankings[2])
     answered = [w for w, r in zip(weights, fused_rankings, strict=True) if len(r) and w > 0]
     universe = legs.universe
+    # the legs' own lists, every one that holds ids weighted, and no other id in the universe:
+    # each id's first appearance follows its slot (the fused order needs no first-seen array)
+    slot_order = (
+        fused_dense is rankings[0]
+        and universe.legs_only == len(universe)
+        and len(answered) == sum(1 for r in fused_rankings if len(r))
+    )
     if fusion == "convex":
         bound = 0.0 if dense is None or dense.kind == "relevance" else None
         bounds = (bound, 0.0, 0.0)
         slots, fused = _fuse(
-            fused_rankings, weights, len(universe), rrf_k=None, lower_bounds=bounds
+            fused_rankings,
+            weights,
+            len(universe),
+            rrf_k=None,
+            lower_bounds=bounds,
+            slot_order=slot_order,
         )
         best = sum(answered)
     else:
-        slots, fused = _fuse(fused_rankings, weights, len(universe), rrf_k=rrf_k, lower_bounds=None)
+        slots, fused = _fuse(
+            fused_rankings,
+            weights,
+            len(universe),
+            rrf_k=rrf_k,
+            lower_bounds=None,
+            slot_order=slot_order,
+        )
         best = sum(answered) / (rrf_k + 1)
     placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
 
@@ -260,12 +287,15 @@ def _fuse(
     *,
     rrf_k: int | None = None,
     lower_bounds: Sequence[float | None] | None = None,
+    slot_order: bool = False,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """The fused slots, best first, and every slot's fused score (RRF when ``rrf_k`` is set).
 
     ``size`` is the universe's. A ranking weighted 0 or empty adds no ids. The fused score of
     an id is the sum, in list order, of what each list adds for it, and ties go to the id
     seen first (list order, then position): what ``fusion``'s dict accumulation computes.
+    ``slot_order``: the caller knows every slot is in a used list and slots follow first
+    appearance (``Legs.rankings`` in a universe nothing else added to): ties go by slot.
     """
     used: list[tuple[Ranking, npt.NDArray[np.float64]]] = []
     for i, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
@@ -293,6 +323,8 @@ def _fuse(
     # bincount adds the weights in input order, from 0.0: each id's sum in list order, as the
     # per-list fancy adds (each list holds an id once) and fusion's dict accumulation do
     fused: npt.NDArray[np.float64] = np.bincount(slots, weights=adds, minlength=size)  # type: ignore[assignment]  # with weights: float64
+    if slot_order:  # a stable sort by score keeps ties in slot (= first-seen) order
+        return np.argsort(-fused, kind="stable"), fused
     unseen = np.iinfo(np.intp).max
     seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
     ends = np.cumsum([len(r) for r, _ in used])

@@ -61,6 +61,21 @@ def test_array_fusion_equals_the_reference_functions(seed: int) -> None:
     assert fused(*_fuse(rankings, weights, len(universe), rrf_k=c)) == expected
 
 
+@pytest.mark.parametrize("seed", range(100))
+def test_slot_order_fusion_equals_first_seen_fusion(seed: int) -> None:
+    # the legs' lists in a fresh universe, every list weighted: slots follow first appearance
+    rng = random.Random(seed)
+    lists = [hits for hits in _rankings(rng) if hits] or [[("d0", 1.0)]]
+    weights = [rng.choice([0.2, 0.3, 0.7, 1.0]) for _ in lists]
+    universe = Universe()
+    rankings = [Ranking(hits, universe) for hits in lists]
+    for kwargs in ({"lower_bounds": [0.0] * len(lists)}, {"rrf_k": rng.choice([0, 1, 60])}):
+        slots, fused = _fuse(rankings, weights, len(universe), **kwargs)  # type: ignore[arg-type]  # test kwargs
+        fast, same = _fuse(rankings, weights, len(universe), slot_order=True, **kwargs)  # type: ignore[arg-type]  # test kwargs
+        assert fast.tolist() == slots.tolist()
+        assert same.tobytes() == fused.tobytes()
+
+
 def test_ranking_keeps_each_id_at_its_first_entry() -> None:
     universe = Universe()
     ranking = Ranking([("a", 3.0), ("b", 2.0), ("a", 1.0), ("c", 0.5)], universe)
