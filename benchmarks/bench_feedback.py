@@ -4,6 +4,7 @@
     python benchmarks/bench_feedback.py --data PATH/scifact --split test --grid 3:0.75
     python benchmarks/bench_feedback.py --data PATH/dbpedia --split test --grid 0:0 3:0.75
     python benchmarks/bench_feedback.py --synthetic 10000   # cost only (bench_hybrid_speed corpus)
+    python benchmarks/bench_feedback.py --data PATH/scifact --depths 100 50 30   # FEEDBACK_DEPTH
 
 The defaults (3 chunks, weight 0.75) are the best nDCG@10 of this grid on SciFact train (the
 tuning split); every other set is only reported. Each row is the retriever itself
@@ -15,6 +16,10 @@ Cost: CPU ms per query of ``invoke(k=10)`` over the split's queries, each config
 next to feedback off in the same run (``time.process_time``, one BLAS thread; the load average
 is printed). ``--synthetic N``: the same on ``synthetic.corpus(N)`` (random vectors, Zipf
 words: ``bench_hybrid_speed.py``'s corpus, no windows), feedback off and on alternated twice.
+
+``--depths``: the default feedback at each ``FEEDBACK_DEPTH`` (candidates re-scored per leg,
+at least ``k``), nDCG@10 of ``invoke(k=10)``: the grid's ``invoke(k=100)`` re-scores 100 per leg
+whatever the depth below 100, so it cannot tell those depths apart.
 """
 
 from __future__ import annotations
@@ -72,6 +77,21 @@ def synthetic_cost(n: int, n_queries: int = 200) -> None:
             print(f"| {round_} | {label} | {ms:.2f} |", flush=True)
 
 
+def _depth_rows(retriever, queries, qrels, cpu_ms, args) -> None:  # type: ignore[no-untyped-def]  # a bench helper
+    """nDCG@10 of ``invoke(k=10)`` and its CPU cost at each ``FEEDBACK_DEPTH``."""
+    import langchain_holodeck.retrievers.hybrid as hybrid
+
+    default = hybrid.FEEDBACK_DEPTH
+    print(f"\n## FEEDBACK_DEPTH (default {default}), feedback 3 x 0.75, invoke(k=10)\n")
+    print("| FEEDBACK_DEPTH | nDCG@10 (k=10) | CPU ms/query |\n|---:|---:|---:|")
+    for depth in args.depths:
+        hybrid.FEEDBACK_DEPTH = depth  # the constant the retriever reads per query
+        run = _run(queries, lambda q: [d.id for d in retriever.invoke(q, k=10)])
+        nd, _ = _evaluate(run, qrels)
+        print(f"| {depth} | {nd:.5f} | {cpu_ms(retriever):.2f} |", flush=True)
+    hybrid.FEEDBACK_DEPTH = default
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=None, help="a BEIR directory")
@@ -81,6 +101,9 @@ def main() -> None:
         "--grid", type=_pair, nargs="*", default=GRID, help="docs:weight pairs (0:0 = off)"
     )
     parser.add_argument("--timing", type=int, default=200, help="queries timed per config")
+    parser.add_argument(
+        "--depths", type=int, nargs="*", default=None, help="FEEDBACK_DEPTH values (k=10)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     from threadpoolctl import threadpool_limits
@@ -114,6 +137,9 @@ def main() -> None:
         return (time.process_time() - began) / len(timed) * 1000
 
     cpu_ms(base)  # warm up
+    if args.depths:
+        _depth_rows(base.model_copy(update={"feedback_docs": 3}), queries, qrels, cpu_ms, args)
+        return
     print(f"\n## {data.name} {args.split}: {len(docs)} documents, {len(queries)} judged queries\n")
     print("| feedback_docs | weight | nDCG@10 | Recall@100 | CPU ms/query | off, same run |")
     print("|---:|---:|---:|---:|---:|---:|")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["TRACER_NAME", "AttributeValue", "Attributes", "SpanLike", "set_attributes", "span"]
 
@@ -28,26 +28,55 @@ class _NoSpan:
         return None
 
 
-@contextlib.contextmanager
+class _NoSpanContext(contextlib.AbstractContextManager[SpanLike]):
+    """The block's span when nothing records: one shared object, no generator per span."""
+
+    def __enter__(self) -> SpanLike:
+        return _NO_SPAN
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_SPAN = _NoSpan()
+_NOT_RECORDING = _NoSpanContext()
+_UNSET: Any = object()
+_trace: Any = _UNSET  # the ``opentelemetry.trace`` module, None when not installed
+
+
+def _trace_module() -> Any:
+    global _trace
+    if _trace is _UNSET:
+        try:
+            from opentelemetry import trace as module
+        except ImportError:
+            module = None  # type: ignore[assignment]  # remembered: not installed
+        _trace = module
+    return _trace
+
+
 def span(
     name: str, attributes: Mapping[str, AttributeValue | None] | None = None
-) -> Iterator[SpanLike]:
+) -> contextlib.AbstractContextManager[SpanLike]:
     """A span named ``name`` with ``attributes`` (``None`` values are left out).
 
     The span is the current one while the block runs (children nest under it, also in
     threads that run a copied ``contextvars`` context). Without ``opentelemetry-api``, or
-    before a tracer provider is set, the block gets a span that records nothing.
+    before a tracer provider is set, the block gets a span that records nothing (and costs
+    next to nothing: a search opens several per query).
     """
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        yield _NoSpan()
-        return
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+    trace = _trace_module()
+    if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         # no SDK configured (in code or OTEL_PYTHON_TRACER_PROVIDER): the tracer would hand
-        # out non-recording spans; skip building them (a search opens several per query)
-        yield _NoSpan()
-        return
+        # out non-recording spans; skip building them
+        return _NOT_RECORDING
+    return _recording(trace, name, attributes)
+
+
+@contextlib.contextmanager
+def _recording(
+    trace: Any, name: str, attributes: Mapping[str, AttributeValue | None] | None
+) -> Iterator[SpanLike]:
     tracer = trace.get_tracer(TRACER_NAME)
     with tracer.start_as_current_span(name) as current:
         set_attributes(current, attributes or {})

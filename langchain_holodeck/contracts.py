@@ -11,6 +11,9 @@ sits above and asks by these types, never by a store's name.
   in one request (``check_native_hybrid_args`` validates its arguments).
 - :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
 - :class:`StoredVectors`: a store that hands back the vectors it holds, by id.
+- :class:`RankedIds`, :class:`ArrayIdVectorSearch`, :class:`ArrayKeywordSearch`: the same
+  searches answered as an id list and one score array (no tuple per hit), for in-memory stores
+  and indexes whose callers fuse on arrays.
 - :class:`CountingDelete`: a store whose delete says which ids it actually removed.
 - :class:`PrunableCache`: an embedding cache that can drop the entries a corpus no longer uses.
 - :class:`BackendCapabilities`: what a backend can do; the tools and sync choose by these flags.
@@ -18,9 +21,9 @@ sits above and asks by these types, never by a store's name.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload, runtime_checkable
 
 from langchain_core.documents import Document
 
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
 
 __all__ = [
+    "ArrayIdVectorSearch",
+    "ArrayKeywordSearch",
     "BackendCapabilities",
     "CountingDelete",
     "IdVectorSearch",
@@ -38,7 +43,9 @@ __all__ = [
     "NativeHit",
     "NativeHybridSearch",
     "PrunableCache",
+    "RankedIds",
     "StoredVectors",
+    "answers_with_arrays",
     "check_native_hybrid_args",
     "supports_native_hybrid",
 ]
@@ -176,6 +183,98 @@ class StoredVectors(Protocol):
     def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored vectors of ``ids``; unknown ids absent."""
         ...
+
+
+class RankedIds(Sequence[tuple[str, float]]):
+    """A ranking as an id list and a float64 score array, best first.
+
+    A ``Sequence`` of ``(id, score)`` pairs (built when read), so it stands wherever a list of
+    pairs does; callers that fuse on arrays read ``ids`` and ``scores`` and build no pair.
+    ``unique`` says that no id repeats (set by the producer when it knows).
+    """
+
+    __slots__ = ("ids", "scores", "unique")
+
+    def __init__(
+        self, ids: list[str], scores: npt.NDArray[np.float64], *, unique: bool = False
+    ) -> None:
+        if len(ids) != len(scores):
+            msg = f"RankedIds needs one score per id, got {len(ids)} ids and {len(scores)} scores."
+            raise ValueError(msg)
+        self.ids = ids
+        self.scores = scores
+        self.unique = unique
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> RankedIds: ...
+    def __getitem__(self, i: int | slice) -> tuple[str, float] | RankedIds:
+        if isinstance(i, slice):
+            return RankedIds(self.ids[i], self.scores[i], unique=self.unique)
+        return self.ids[i], float(self.scores[i])
+
+    def __iter__(self) -> Iterator[tuple[str, float]]:
+        return zip(self.ids, self.scores.tolist(), strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays: not hashable, like a list
+
+    def __repr__(self) -> str:
+        return f"RankedIds({list(self)!r})"
+
+
+@runtime_checkable
+class ArrayIdVectorSearch(Protocol):
+    """An ``IdVectorSearch`` store that also answers with ``RankedIds`` (in memory)."""
+
+    def rank_ids_by_vector(
+        self, embedding: npt.NDArray[np.float32], k: int, **kwargs: Any
+    ) -> RankedIds:
+        """``search_ids_by_vector`` as ``RankedIds``: the same ids, order and scores."""
+        ...
+
+    def rank_ids(self, embedding: npt.NDArray[np.float32], ids: Sequence[str]) -> RankedIds:
+        """The stored ``ids`` by ``similarity_by_ids``, best first; ties keep ``ids``' order."""
+        ...
+
+    def vectors_by_ids(self, ids: Sequence[str]) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """``get_vectors`` as the ids found (in the order of ``ids``) and one row each."""
+        ...
+
+
+@runtime_checkable
+class ArrayKeywordSearch(Protocol):
+    """A keyword index that also answers with ``RankedIds`` (in memory)."""
+
+    def search_ranked(self, query: str, k: int) -> RankedIds:
+        """``search`` as ``RankedIds``: the same ids, order and scores, no ``KeywordHit``."""
+        ...
+
+
+def answers_with_arrays(obj: object, *pairs: tuple[str, str]) -> bool:
+    """Whether each ``(method, array twin)`` of ``obj`` is defined by one and the same class.
+
+    A subclass (or an instance attribute) that overrides ``search`` but inherits
+    ``search_ranked`` would have its override bypassed by a caller of the twin: then the
+    plain method must be called.
+    """
+    attributes = getattr(obj, "__dict__", {})
+    for method, twin in pairs:
+        if method in attributes or twin in attributes:
+            return False
+        mro = type(obj).__mro__
+        owners = [next((c for c in mro if name in vars(c)), None) for name in (method, twin)]
+        if owners[0] is None or owners[0] is not owners[1]:
+            return False
+    return True
 
 
 @runtime_checkable

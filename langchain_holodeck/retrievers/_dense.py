@@ -27,12 +27,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import is_window, window_parent
 from langchain_holodeck._scores import clip_unit
-from langchain_holodeck.contracts import IdVectorSearch
+from langchain_holodeck.contracts import (
+    ArrayIdVectorSearch,
+    IdVectorSearch,
+    RankedIds,
+    answers_with_arrays,
+)
 from langchain_holodeck.embeddings.windows import stored_windows
 
 logger = logging.getLogger(__name__)
@@ -44,12 +51,13 @@ ScoreKind = Literal["relevance", "raw"]
 class DenseResult:
     """What the dense leg returned."""
 
-    hits: list[tuple[str, float]]
-    """``(id, score)`` pairs, best first."""
+    hits: Sequence[tuple[str, float]]
+    """``(id, score)`` pairs, best first (``RankedIds`` from an array-answering store)."""
     kind: ScoreKind
     """``relevance``: scores in [0, 1]; ``raw``: the store's own score (see ``oriented``)."""
-    vector: list[float] | None = None
-    """The query vector, when the leg embedded the query itself."""
+    vector: Sequence[float] | npt.NDArray[np.float32] | None = None
+    """The query vector, when the leg embedded the query itself (a float32 array when the
+    store answers with arrays)."""
     documents: Mapping[str, Document] = field(default_factory=dict)
     """Documents the store built anyway (not read again)."""
     ascending: bool = False
@@ -58,7 +66,7 @@ class DenseResult:
     def oriented(self) -> list[tuple[str, float]]:
         """The hits with higher-is-better scores (raw distances negated), for score fusion."""
         if not self.ascending:
-            return self.hits
+            return list(self.hits)
         return [(i, -s) for i, s in self.hits]
 
 
@@ -69,6 +77,11 @@ class DenseLeg:
         self.store = store
         self.search_kwargs = dict(search_kwargs)
         self.path = "ids" if isinstance(store, IdVectorSearch) else "documents"
+        self._arrays = (
+            self.path == "ids"
+            and isinstance(store, ArrayIdVectorSearch)
+            and answers_with_arrays(store, ("search_ids_by_vector", "rank_ids_by_vector"))
+        )
         self._no_relevance = False
         # a store whose model keeps windows holds them; any other learns it from its answers
         self._windows = stored_windows(store.embeddings) is not None
@@ -119,8 +132,15 @@ class DenseLeg:
         return self._merged(_from_documents(pairs, "raw"), k, len(pairs))
 
     def _by_vector(self, vector: list[float], k: int) -> DenseResult:
+        entries = self.entries_for(k)
+        if self._arrays:  # ids and one score array: no pair per hit
+            arrays: ArrayIdVectorSearch = self.store  # type: ignore[assignment]  # checked
+            query = np.asarray(vector, dtype=np.float32)  # converted once, a copy
+            ranked = arrays.rank_ids_by_vector(query, entries, **self.search_kwargs)
+            result = DenseResult(hits=_best_per_chunk(ranked), kind="relevance", vector=query)
+            return self._merged(result, k, len(ranked))
         store: IdVectorSearch = self.store  # type: ignore[assignment]  # path == "ids" checked it
-        hits = store.search_ids_by_vector(vector, self.entries_for(k), **self.search_kwargs)
+        hits = store.search_ids_by_vector(vector, entries, **self.search_kwargs)
         result = DenseResult(hits=_best_per_chunk(hits), kind="relevance", vector=list(vector))
         return self._merged(result, k, len(hits))
 
@@ -157,7 +177,7 @@ class DenseLeg:
         known = [i for i in ids if i in documents]
         if embeddings is None or not known:
             return {}
-        vector = result.vector or embeddings.embed_query(query)
+        vector = result.vector if result.vector is not None else embeddings.embed_query(query)
         texts = [documents[i].page_content for i in known]
         window_texts = stored_windows(embeddings)
         windows = window_texts(texts) if window_texts else [[t] for t in texts]
@@ -184,10 +204,14 @@ class DenseLeg:
         return embeddings
 
 
-def _best_per_chunk(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+def _best_per_chunk(hits: Sequence[tuple[str, float]]) -> Sequence[tuple[str, float]]:
     """Window hits counted for their chunk; each chunk once, at its first (best) entry."""
     if not hits:
         return []
+    if isinstance(hits, RankedIds):
+        if ":w" not in "\n".join(hits.ids) and (hits.unique or len(set(hits.ids)) == len(hits)):
+            return hits  # no window, each id once: as it is
+        hits = list(hits)
     ids, scores = zip(*hits, strict=True)
     if ":w" not in "\n".join(ids) and len(set(ids)) == len(ids):  # no window, each id once
         return list(zip(ids, map(float, scores), strict=True))
@@ -219,7 +243,7 @@ def _from_documents(pairs: Sequence[tuple[Document, float]], kind: ScoreKind) ->
     return DenseResult(hits=hits, kind=kind, documents=documents, ascending=ascending)
 
 
-def _cosine01(a: Sequence[float], b: Sequence[float]) -> float:
+def _cosine01(a: Sequence[float] | npt.NDArray[np.float32], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return clip_unit(dot / norm) if norm > 0 else 0.0

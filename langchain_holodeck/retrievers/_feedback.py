@@ -27,21 +27,29 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE
-from langchain_holodeck.contracts import IdVectorSearch, StoredVectors
+from langchain_holodeck.contracts import (
+    ArrayIdVectorSearch,
+    IdVectorSearch,
+    StoredVectors,
+    answers_with_arrays,
+)
 
 __all__ = [
     "FEEDBACK_DEPTH",
     "NO_FEEDBACK_CHUNK_TYPES",
+    "feedback_arrays",
     "feedback_ids",
     "feedback_query",
     "feedback_ranking",
     "supports_feedback",
 ]
 
-FEEDBACK_DEPTH = 100
-"""Candidates re-scored per leg (at least ``k``): on SciFact train 50, 100, 150, 200 and 300
-gave nDCG@10 0.7458-0.7462 and Recall@100 0.952-0.956 (100: 0.7458 / 0.9557), and the cost is
-about proportional to it (``benchmarks/bench_feedback.py``)."""
+FEEDBACK_DEPTH = 50
+"""Candidates re-scored per leg (at least ``k``). On SciFact train, nDCG@10 of ``invoke(k=10)``:
+0.74576 at 100 and at 50, 0.74540 at 30 (``benchmarks/bench_feedback.py --depths``); 150 to 300
+gave 0.7458-0.7462 (measured at ``k=100``, where 100 are re-scored whatever the depth below).
+The cost is about proportional to it: 50 rather than 100 took the 10k-chunk synthetic query from
+1.98 to 1.85 ms (``bench_hybrid_speed.py --paired``)."""
 
 NO_FEEDBACK_CHUNK_TYPES: frozenset[str] = frozenset({CODE_CHUNK_TYPE})
 """``chunk_type`` values never fed back; a query whose best chunk is one gets no feedback.
@@ -57,23 +65,39 @@ def supports_feedback(store: object) -> bool:
     return isinstance(store, StoredVectors) and isinstance(store, IdVectorSearch)
 
 
+def feedback_arrays(store: object) -> bool:
+    """Whether ``store`` answers the feedback with arrays (``ArrayIdVectorSearch``).
+
+    Only when its twins are defined with the plain methods they stand for.
+    """
+    return isinstance(store, ArrayIdVectorSearch) and answers_with_arrays(
+        store, ("similarity_by_ids", "rank_ids"), ("get_vectors", "vectors_by_ids")
+    )
+
+
 def feedback_query(
-    query: Sequence[float], vectors: Sequence[Sequence[float]], *, weight: float
+    query: Sequence[float] | np.ndarray,
+    vectors: Sequence[Sequence[float]] | np.ndarray,
+    *,
+    weight: float,
 ) -> np.ndarray:
     """``unit(unit(query) + weight * mean(unit(v) for v in vectors))``, float32.
 
     ``vectors`` empty or ``weight`` 0 gives ``unit(query)``; a zero query stays zero.
     """
+    # np.linalg.norm and ndarray.mean, spelled as the operations they run (the same float32
+    # results, without their Python-level argument handling: this runs on every query)
     q = np.asarray(query, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
+    norm = float(np.sqrt(q.dot(q)))
     if norm > 0:
         q = q / norm
     if len(vectors) and weight > 0:
         v = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        lengths = np.linalg.norm(v, axis=1, keepdims=True)
-        centroid = (v / np.where(lengths > 0, lengths, 1.0)).mean(axis=0)
+        lengths = np.sqrt(np.add.reduce(v * v, axis=1, keepdims=True))
+        centroid = np.add.reduce(v / np.where(lengths > 0, lengths, 1.0), axis=0)
+        np.true_divide(centroid, np.intp(len(v)), out=centroid, casting="unsafe")
         q = (q + weight * centroid).astype(np.float32)
-    norm = float(np.linalg.norm(q))
+    norm = float(np.sqrt(q.dot(q)))
     return q / norm if norm > 0 else q
 
 
@@ -93,18 +117,28 @@ def feedback_ids(top: Sequence[str], documents: Sequence[Document]) -> list[str]
 
 def feedback_ranking(
     store: object,
-    query: Sequence[float],
+    query: Sequence[float] | np.ndarray,
     feedback_ids: Sequence[str],
     candidates: Sequence[str],
     *,
     weight: float,
     depth: int,
-) -> list[tuple[str, float]] | None:
+    arrays: bool | None = None,
+) -> Sequence[tuple[str, float]] | None:
     """The ``candidates`` ranked by relevance to the feedback query, best ``depth`` first.
 
     ``None`` when the store holds none of ``feedback_ids`` (nothing to feed back). Ties keep
-    the order of ``candidates``.
+    the order of ``candidates``. A store answering with arrays (``ArrayIdVectorSearch``)
+    gives ``RankedIds``: the same ids, order and scores. ``arrays``: ``feedback_arrays(store)``
+    when the caller knows it already.
     """
+    if arrays if arrays is not None else feedback_arrays(store):
+        arrays_store: ArrayIdVectorSearch = store  # type: ignore[assignment]  # checked above
+        found_ids, rows = arrays_store.vectors_by_ids(list(feedback_ids))
+        if not found_ids:
+            return None
+        moved = feedback_query(query, rows, weight=weight)
+        return arrays_store.rank_ids(moved, list(candidates))[:depth]
     vectors: StoredVectors = store  # type: ignore[assignment]  # supports_feedback checked it
     found = vectors.get_vectors(list(feedback_ids)) if feedback_ids else {}
     if not found:

@@ -12,6 +12,7 @@ returns (``Plan.meta``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_holodeck._chunk import window_parent
-from langchain_holodeck.contracts import KeywordHit, NativeHit
+from langchain_holodeck.contracts import KeywordHit, NativeHit, RankedIds
 from langchain_holodeck.exact import SECTION_SCORE
 from langchain_holodeck.fusion import reciprocal_rank_fusion
 from langchain_holodeck.retrievers._dense import DenseResult
@@ -42,6 +43,9 @@ UNSCORED: dict[str, Any] = {
 """A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
 
 _LEGS = ("semantic", "keyword", "exact")
+_NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+_NO_SCORES: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+_NO_SLOTS.flags.writeable = _NO_SCORES.flags.writeable = False  # shared by empty rankings
 
 
 class Universe:
@@ -51,11 +55,15 @@ class Universe:
     a fusion adds arrays and no ranking looks an id up twice.
     """
 
-    __slots__ = ("ids", "index")
+    __slots__ = ("ids", "index", "legs_only")
 
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.index: dict[str, int] = {}
+        self.legs_only = -1
+        """The size once the legs' rankings took their slots (-1 before): while it still is,
+        slot order is the order in which the legs' lists (dense, keyword, exact) first show
+        each id."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -81,44 +89,56 @@ class Ranking:
     its rank, as in the fusion functions.
     """
 
-    __slots__ = ("_universe", "_where", "ranks", "scores", "slots")
+    __slots__ = ("_found", "_ranks", "_universe", "adds", "scores", "slots")
 
     def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
-        values: Sequence[float] = ()
-        ranks: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-        if hits:
+        values: Sequence[float] | npt.NDArray[np.float64] = ()
+        ranks: npt.NDArray[np.intp] | None = None  # None: 1, 2, 3, ... (every id once)
+        if not hits:  # an empty list (the exact leg, mostly): shared read-only arrays
+            values = _NO_SCORES
+        elif isinstance(hits, RankedIds) and (hits.unique or len(set(hits.ids)) == len(hits)):
+            ids, values = hits.ids, hits.scores  # arrays already: no pair is read
+        else:
             ids, values = zip(*hits, strict=True)
-            if len(set(ids)) == len(ids):  # the usual case: every id once
-                ranks = np.arange(1, len(ids) + 1, dtype=np.intp)
-            else:
+            if len(set(ids)) != len(ids):  # an id repeated: it counts at its first entry
                 first: dict[str, int] = {}
                 for n, doc_id in enumerate(ids):
                     first.setdefault(doc_id, n)
                 ids, values = tuple(first), [values[n] for n in first.values()]
                 ranks = np.fromiter(first.values(), dtype=np.intp, count=len(first)) + 1
-        self.slots = universe.slots(ids)
+        self.slots = universe.slots(ids) if ids else _NO_SLOTS
         """The ids' slots in ``universe``, best first."""
-        self.scores = np.array(values, dtype=np.float64)
+        self.scores = np.asarray(values, dtype=np.float64)
         """Their scores (at their first entries)."""
-        self.ranks = ranks
-        """Their 1-based ranks in the list."""
+        self._ranks = ranks
         self._universe = universe
-        self._where: npt.NDArray[np.intp] | None = None
+        self._found: tuple[dict[int, int], list[float]] | None = None
+        self.adds: dict[tuple[object, ...], npt.NDArray[np.float64]] = {}
+        """What this list adds to each of its ids, per fusion and weight (both fusions of a
+        query add the keyword list the same: computed once)."""
 
     def __len__(self) -> int:
         return len(self.slots)
 
+    @property
+    def ranks(self) -> npt.NDArray[np.intp]:
+        """Their 1-based ranks in the list."""
+        if self._ranks is None:
+            return np.arange(1, len(self.slots) + 1, dtype=np.intp)
+        return self._ranks
+
     def find(self, doc_id: str) -> tuple[int, float] | None:
         """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
-        if self._where is None:  # built on the first look-up: only results are looked up
-            self._where = np.full(len(self._universe), -1, dtype=np.intp)
-            self._where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
-        slot = self._universe.index.get(doc_id)
-        if slot is None or slot >= len(self._where) or self._where[slot] < 0:
+        if self._found is None:  # built on the first look-up: only results are looked up
+            slots = self.slots.tolist()
+            self._found = dict(zip(slots, range(len(slots)), strict=True)), self.scores.tolist()
+        where, scores = self._found
+        n = where.get(self._universe.index.get(doc_id, -1))
+        if n is None:
             return None
-        n = int(self._where[slot])
-        return int(self.ranks[n]), float(self.scores[n])
+        rank = n + 1 if self._ranks is None else int(self._ranks[n])
+        return rank, scores[n]
 
 
 @dataclass(frozen=True)
@@ -126,7 +146,7 @@ class Legs:
     """What each leg returned (``None``: the leg is off or failed)."""
 
     dense: DenseResult | None
-    keyword: list[KeywordHit] | None
+    keyword: Sequence[tuple[str, float]] | None
     exact: list[KeywordHit] | None
     native: list[NativeHit] | None = None
 
@@ -138,11 +158,15 @@ class Legs:
     @cached_property
     def rankings(self) -> tuple[Ranking, Ranking, Ranking]:
         """The dense (the query's own order), keyword and exact rankings, built once."""
-        return (
+        before = len(self.universe)
+        built = (
             self.ranking(self.dense.hits if self.dense else []),
             self.ranking(self.keyword or []),
             self.ranking(self.exact or []),
         )
+        if before == 0:  # their ids took the first slots, in the lists' order
+            self.universe.legs_only = len(self.universe)
+        return built
 
     def ranking(self, hits: Sequence[tuple[str, float]]) -> Ranking:
         """``hits`` as a ``Ranking`` over this query's ids."""
@@ -209,15 +233,34 @@ def fused_plan(
     fused_rankings = (fused_dense, rankings[1], rankings[2])
     answered = [w for w, r in zip(weights, fused_rankings, strict=True) if len(r) and w > 0]
     universe = legs.universe
+    # the legs' own lists, every one that holds ids weighted, and no other id in the universe:
+    # each id's first appearance follows its slot (the fused order needs no first-seen array)
+    slot_order = (
+        fused_dense is rankings[0]
+        and universe.legs_only == len(universe)
+        and len(answered) == sum(1 for r in fused_rankings if len(r))
+    )
     if fusion == "convex":
         bound = 0.0 if dense is None or dense.kind == "relevance" else None
         bounds = (bound, 0.0, 0.0)
         slots, fused = _fuse(
-            fused_rankings, weights, len(universe), rrf_k=None, lower_bounds=bounds
+            fused_rankings,
+            weights,
+            len(universe),
+            rrf_k=None,
+            lower_bounds=bounds,
+            slot_order=slot_order,
         )
         best = sum(answered)
     else:
-        slots, fused = _fuse(fused_rankings, weights, len(universe), rrf_k=rrf_k, lower_bounds=None)
+        slots, fused = _fuse(
+            fused_rankings,
+            weights,
+            len(universe),
+            rrf_k=rrf_k,
+            lower_bounds=None,
+            slot_order=slot_order,
+        )
         best = sum(answered) / (rrf_k + 1)
     placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
 
@@ -244,29 +287,50 @@ def _fuse(
     *,
     rrf_k: int | None = None,
     lower_bounds: Sequence[float | None] | None = None,
+    slot_order: bool = False,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """The fused slots, best first, and every slot's fused score (RRF when ``rrf_k`` is set).
 
     ``size`` is the universe's. A ranking weighted 0 or empty adds no ids. The fused score of
     an id is the sum, in list order, of what each list adds for it, and ties go to the id
     seen first (list order, then position): what ``fusion``'s dict accumulation computes.
+    ``slot_order``: the caller knows every slot is in a used list and slots follow first
+    appearance (``Legs.rankings`` in a universe nothing else added to): ties go by slot.
     """
-    fused = np.zeros(size, dtype=np.float64)
-    unseen = np.iinfo(np.intp).max
-    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
-    offset = 0
+    used: list[tuple[Ranking, npt.NDArray[np.float64]]] = []
     for i, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
         if weight == 0 or not len(ranking):
             continue
         if rrf_k is not None:
-            adds = weight / (rrf_k + ranking.ranks)
+            key: tuple[object, ...] = ("rrf", rrf_k, weight)
+            adds = ranking.adds.get(key)
+            if adds is None:
+                adds = ranking.adds[key] = weight / (rrf_k + ranking.ranks)
         else:
             bound = lower_bounds[i] if lower_bounds is not None else None
-            adds = _convex_adds(ranking, float(weight), bound, i)
-        slots = ranking.slots  # unique within a ranking: a plain fancy add is exact
-        fused[slots] += adds
-        seen[slots] = np.minimum(seen[slots], np.arange(offset, offset + len(slots)))
-        offset += len(slots)
+            key = ("convex", bound, weight)
+            adds = ranking.adds.get(key)
+            if adds is None:
+                adds = ranking.adds[key] = _convex_adds(ranking, float(weight), bound, i)
+        used.append((ranking, adds))
+    if not used:
+        return np.zeros(0, dtype=np.intp), np.zeros(size, dtype=np.float64)
+    if len(used) == 1:
+        slots, adds = used[0][0].slots, used[0][1]
+    else:
+        slots = np.concatenate([r.slots for r, _ in used])
+        adds = np.concatenate([a for _, a in used])
+    # bincount adds the weights in input order, from 0.0: each id's sum in list order, as the
+    # per-list fancy adds (each list holds an id once) and fusion's dict accumulation do
+    fused: npt.NDArray[np.float64] = np.bincount(slots, weights=adds, minlength=size)  # type: ignore[assignment]  # with weights: float64
+    if slot_order:  # a stable sort by score keeps ties in slot (= first-seen) order
+        return np.argsort(-fused, kind="stable"), fused
+    unseen = np.iinfo(np.intp).max
+    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
+    ends = np.cumsum([len(r) for r, _ in used])
+    for (ranking, _), end in zip(reversed(used), reversed(ends.tolist()), strict=True):
+        # last list first: an id's entry in an earlier list overwrites a later one's
+        seen[ranking.slots] = np.arange(end - len(ranking), end)
     present = np.flatnonzero(seen != unseen)
     return present[np.lexsort((seen[present], -fused[present]))], fused
 
@@ -276,19 +340,21 @@ def _convex_adds(
 ) -> npt.NDArray[np.float64]:
     """What ``convex_score_fusion`` adds for each id of ``ranking`` (the list's ``i``-th)."""
     values = ranking.scores
-    finite = np.isfinite(values)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
+    top, least = float(values.max()), float(values.min())
+    if not (math.isfinite(top) and math.isfinite(least)):  # NaN and infinities show here
+        bad = int(np.flatnonzero(~np.isfinite(values))[0])
         doc_id = ranking._universe.ids[ranking.slots[bad]]
         msg = f"scored_lists[{i}] has a non-finite score for {doc_id!r}: {float(values[bad])!r}."
         raise ValueError(msg)
-    top = float(values.max())
-    low = float(values.min()) if bound is None else float(bound)
+    low = least if bound is None else float(bound)
     span = top - low
     if span <= 0:
         return np.full(len(values), weight)
+    # at the top (values - low) / span is span / span, exactly 1.0: the weight, as fusion's
     between = weight * ((values - low) / span)
-    return np.where(values >= top, weight, np.where(values <= low, 0.0, between))
+    if least <= low:  # some value at (or under) the bound: 0 there
+        return np.where(values <= low, 0.0, between)
+    return between
 
 
 class FirstRanks:

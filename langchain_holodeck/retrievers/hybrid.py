@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -28,12 +28,14 @@ from langchain_holodeck._defaults import (
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
+from langchain_holodeck.contracts import ArrayKeywordSearch, RankedIds, answers_with_arrays
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
 from langchain_holodeck.retrievers._feedback import (
     FEEDBACK_DEPTH,
+    feedback_arrays,
     feedback_ids,
     feedback_ranking,
     supports_feedback,
@@ -189,9 +191,12 @@ class HybridRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _dense_leg: DenseLeg | None = PrivateAttr(default=None)
-    _feedback_store: tuple[VectorStore, bool] | None = PrivateAttr(default=None)
-    """The store last asked whether it supports feedback, and its answer (a protocol check
-    costs tens of microseconds: once per store, not per query)."""
+    _feedback_store: tuple[VectorStore, bool, bool] | None = PrivateAttr(default=None)
+    """The store last asked whether it supports feedback, its answer, and whether it answers
+    the feedback with arrays (a protocol check costs microseconds: once per store, not per
+    query)."""
+    _keyword_arrays: tuple[KeywordIndex, bool] | None = PrivateAttr(default=None)
+    """The keyword index last asked whether it answers with arrays, and its answer."""
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -328,11 +333,24 @@ class HybridRetriever(BaseRetriever):
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 
-    def _supports_feedback(self) -> bool:
+    def _feedback_support(self) -> tuple[bool, bool]:
+        """Whether the store supports feedback, and whether it answers it with arrays."""
         known = self._feedback_store
         if known is None or known[0] is not self.vector_store:
-            known = self._feedback_store = (self.vector_store, supports_feedback(self.vector_store))
-        return known[1]
+            store = self.vector_store
+            known = (store, supports_feedback(store), feedback_arrays(store))
+            self._feedback_store = known
+        return known[1], known[2]
+
+    def _ranked_search(self, index: KeywordIndex) -> Callable[[str, int], RankedIds] | None:
+        """``index.search_ranked`` when it answers ``search`` with arrays (checked once)."""
+        known = self._keyword_arrays
+        if known is None or known[0] is not index:
+            arrays = isinstance(index, ArrayKeywordSearch) and answers_with_arrays(
+                index, ("search", "search_ranked")
+            )
+            known = self._keyword_arrays = (index, arrays)
+        return index.search_ranked if known[1] else None  # type: ignore[attr-defined]  # checked
 
     def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
         """The enabled legs; the dense leg last (the sync driver runs it inline).
@@ -345,10 +363,15 @@ class HybridRetriever(BaseRetriever):
         attributes: Attributes = {"search.fetch_k": fetch}
         native = self.search_strategy == "native"  # the store's one request has both legs
         if keyword_index is not None and self.weights[1] > 0 and not native:
+            ranked = self._ranked_search(keyword_index)
 
-            def keyword() -> list[KeywordHit]:
+            def keyword() -> Sequence[KeywordHit] | RankedIds:
                 with span("holodeck.keyword_search", attributes) as s:
-                    hits = list(keyword_index.search(query, fetch))
+                    hits: Sequence[KeywordHit] | RankedIds
+                    if ranked is not None:  # ids and one score array: no KeywordHit per hit
+                        hits = ranked(query, fetch)
+                    else:
+                        hits = list(keyword_index.search(query, fetch))
                     s.set_attribute("search.result_count", len(hits))
                     return hits
 
@@ -473,22 +496,29 @@ class HybridRetriever(BaseRetriever):
             or dense is None
             or dense.vector is None
             or not legs.keyword
-            or not self._supports_feedback()
         ):
+            return None
+        supported, arrays = self._feedback_support()
+        if not supported:
             return None
         top = plan.order[: self.feedback_docs]
         depth = max(FEEDBACK_DEPTH, k)  # the first of each leg are re-scored
-        candidates = list(
-            dict.fromkeys([i for i, _ in dense.hits[:depth]] + [h.id for h in legs.keyword[:depth]])
-        )
+        first = _first_ids(dense.hits, depth) + _first_ids(legs.keyword, depth)
+        candidates = list(dict.fromkeys(first))
         query, weight = dense.vector, self.feedback_weight
 
-        def rank() -> tuple[list[tuple[str, float]] | None, list[Document]]:
+        def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
             with span("holodeck.feedback", {"search.feedback_docs": len(top)}):
                 read = store.get_by_ids(top)  # their types; kept, so not read again
                 chosen = feedback_ids(top, read)  # none when the best chunk is code
                 ranking = feedback_ranking(
-                    store, query, chosen, candidates, weight=weight, depth=len(candidates)
+                    store,
+                    query,
+                    chosen,
+                    candidates,
+                    weight=weight,
+                    depth=len(candidates),
+                    arrays=arrays,
                 )
                 return ranking, read
 
@@ -680,3 +710,10 @@ class HybridRetriever(BaseRetriever):
             }
             out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
         return out
+
+
+def _first_ids(hits: Sequence[tuple[str, float]], n: int) -> list[str]:
+    """The ids of the first ``n`` hits (read off ``RankedIds`` without building pairs)."""
+    if isinstance(hits, RankedIds):
+        return hits.ids[:n]
+    return [i for i, _ in hits[:n]]

@@ -51,9 +51,25 @@ def top_rows(
     From the quantized codes when ``snap`` has them (and not ``exact``), re-scoring the best
     ``rescore_candidates`` exactly; else, or when they give too few, by the exact scan.
     """
+    rows, scores = top_row_arrays(
+        snap, embedding, k, doc_filter, exact=exact, rescore_candidates=rescore_candidates
+    )
+    return rows.tolist(), scores.tolist()
+
+
+def top_row_arrays(
+    snap: Snapshot,
+    embedding: Sequence[float] | npt.ArrayLike,
+    k: int,
+    doc_filter: DocumentFilter | None,
+    *,
+    exact: bool = False,
+    rescore_candidates: int,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """:func:`top_rows` as arrays: the rows (intp) and their float32 cosines."""
     accept = row_predicate(snap.docs, doc_filter)  # a bad filter fails on any store
     if k <= 0 or snap.live == 0:
-        return [], []
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
     query = np.asarray(embedding, dtype=np.float32).reshape(-1)
     if query.shape[0] != snap.vectors.shape[1]:
         msg = (
@@ -67,13 +83,13 @@ def top_rows(
     if snap.quantized is not None and not exact:
         found = quantized_rows(snap, unit, k, accept, rescore_candidates=rescore_candidates)
         if found is not None:
-            return found
+            return np.asarray(found[0], dtype=np.intp), np.asarray(found[1], dtype=np.float32)
     scores = np.asarray(snap.vectors @ unit, dtype=np.float32)
     if snap.alive is not None:
         scores[~snap.alive] = -np.inf
     if accept is None:
         rows = top_k_rows(scores, min(k, snap.live))
-        return rows.tolist(), scores[rows].tolist()
+        return rows, scores[rows]
     fetch = 4 * k
     while True:
         rows = top_k_rows(scores, min(fetch, snap.live))
@@ -84,7 +100,8 @@ def top_rows(
                 if len(hits) == k:
                     break
         if len(hits) == k or fetch >= snap.live:
-            return hits, scores[hits].tolist()
+            chosen = np.asarray(hits, dtype=np.intp)
+            return chosen, scores[chosen]
         fetch *= 4
 
 

@@ -18,6 +18,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_holodeck._chunk import window_id
 from langchain_holodeck._persist import directory_lock
 from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.contracts import RankedIds
 from langchain_holodeck.vectorstores import _matrix_io, _quantized
 from langchain_holodeck.vectorstores._columns import DocumentColumns, copy_metadata
 from langchain_holodeck.vectorstores._ranking import (
@@ -27,7 +28,7 @@ from langchain_holodeck.vectorstores._ranking import (
     mmr,
     normalize_rows,
 )
-from langchain_holodeck.vectorstores._snapshot import EMPTY, Snapshot, top_rows
+from langchain_holodeck.vectorstores._snapshot import EMPTY, Snapshot, top_row_arrays, top_rows
 
 __all__ = ["DocumentFilter", "MatrixVectorStore", "SearchMode", "copy_metadata"]
 
@@ -37,6 +38,8 @@ SearchMode = Literal["auto", "exact", "quantized"]
 """How queries find candidates: see ``MatrixVectorStore``."""
 
 _MIN_CAPACITY = 64
+_FIRST_WINDOW = window_id("", 1)
+"""The suffix of a chunk's first model window id (``<chunk id>:w1``)."""
 
 
 def _copy_document(docs: DocumentColumns, row: int) -> Document:
@@ -156,6 +159,7 @@ class MatrixVectorStore(VectorStore):
         self._docs = DocumentColumns()
         self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._rows: dict[str, int] = {}
+        self._first_windows = 0  # stored ids that are a chunk's first model window
         self._size = 0
         self._dim: int | None = None
         self._snapshot = EMPTY
@@ -309,6 +313,8 @@ class MatrixVectorStore(VectorStore):
             old = self._rows.get(doc_id)
             if old is not None:
                 alive[old] = False
+            elif doc_id.endswith(_FIRST_WINDOW):
+                self._first_windows += 1
             self._rows[doc_id] = start + offset
             self._written[doc_id] = True
         self._docs.extend_packed(docs.ids, docs.texts, docs.metadatas)
@@ -404,6 +410,7 @@ class MatrixVectorStore(VectorStore):
                 row = self._rows.pop(doc_id, None)
                 if row is not None:
                     rows.append(row)
+                    self._first_windows -= doc_id.endswith(_FIRST_WINDOW)
                     gone.append(doc_id)
                     self._written[doc_id] = False
             if not rows:
@@ -430,6 +437,7 @@ class MatrixVectorStore(VectorStore):
             self._buffer = np.zeros((0, self._dim or 0), dtype=np.float32)
             self._alive = np.zeros(0, dtype=bool)
             self._docs, self._rows, self._size = DocumentColumns(), {}, 0
+            self._first_windows = 0
             self._quantized = None
             self._written, self._cleared = {}, True
             self._publish()
@@ -457,6 +465,20 @@ class MatrixVectorStore(VectorStore):
         with self._lock:
             rows = {i: r for i in ids if (r := self._rows.get(i)) is not None}
             return {i: self._buffer[r].tolist() for i, r in rows.items()}
+
+    def vectors_by_ids(self, ids: Sequence[str]) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """:meth:`get_vectors` as the ids found (in the order of ``ids``) and a row each."""
+        with self._lock:
+            found, rows = self._found_rows(ids)
+            return found, self._buffer[np.asarray(rows, dtype=np.intp)]  # a copy, not a view
+
+    def _found_rows(self, ids: Sequence[str]) -> tuple[list[str], list[int]]:
+        """The stored ``ids`` (in input order) and their rows (lock held): one look-up each."""
+        rows = list(map(self._rows.get, ids))
+        if None not in rows:  # the usual case: every id is stored
+            return list(ids), rows  # type: ignore[return-value]  # no None: checked
+        kept = [(i, r) for i, r in zip(ids, rows, strict=True) if r is not None]
+        return [i for i, _ in kept], [r for _, r in kept]
 
     # ------------------------------------------------------------------ search
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -531,12 +553,25 @@ class MatrixVectorStore(VectorStore):
         ``Document``: what a retriever needs to rank before it reads the few it returns.
         ``exact=True`` scores every row even when quantized codes exist.
         """
+        return list(self.rank_ids_by_vector(embedding, k, filter=filter, exact=exact))
+
+    def rank_ids_by_vector(
+        self,
+        embedding: Sequence[float] | npt.ArrayLike,
+        k: int,
+        *,
+        filter: DocumentFilter | None = None,
+        exact: bool = False,
+    ) -> RankedIds:
+        """:meth:`search_ids_by_vector` as ``RankedIds`` (ids and one float64 score array)."""
         snap = self._snapshot
-        rows, scores = top_rows(
+        rows, scores = top_row_arrays(
             snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
         )
-        clipped = [0.0 if s < 0.0 else 1.0 if s > 1.0 else s for s in scores]  # as np.clip
-        return list(zip(map(snap.docs.ids.__getitem__, rows), clipped, strict=True))
+        # the float32 cosines, exactly, clipped to [0, 1] as ``0.0 if s < 0.0 else 1.0 if
+        # s > 1.0 else s`` (np.clip keeps NaN and -0.0 as that does)
+        clipped = np.clip(scores.astype(np.float64), 0.0, 1.0)
+        return RankedIds(list(map(snap.docs.ids.__getitem__, rows.tolist())), clipped, unique=True)
 
     def similarity_by_ids(
         self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]
@@ -546,22 +581,40 @@ class MatrixVectorStore(VectorStore):
         A chunk stored with model windows (entries ``<id>:w<n>``) scores its best window, as
         the dense search ranks it. Unknown ids are absent from the result.
         """
+        found, best = self._similarities(embedding, ids)
+        return dict(zip(found, best.tolist(), strict=True))
+
+    def rank_ids(self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]) -> RankedIds:
+        """The stored ``ids`` ranked by :meth:`similarity_by_ids`, best first.
+
+        Ties keep the order of ``ids``; unknown ids are left out.
+        """
+        found, best = self._similarities(embedding, ids)
+        order = np.argsort(-best, kind="stable")
+        return RankedIds(list(map(found.__getitem__, order.tolist())), best[order])
+
+    def _similarities(
+        self, embedding: Sequence[float] | npt.ArrayLike, ids: Sequence[str]
+    ) -> tuple[list[str], npt.NDArray[np.float64]]:
+        """The stored ``ids`` (in input order) and their relevance, as ``similarity_by_ids``."""
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
-        first_window = window_id("", 1)  # the suffix of a chunk's first window id
         with self._lock:
-            found = list(filter(self._rows.__contains__, ids))
-            rows, starts = list(map(self._rows.__getitem__, found)), None  # a row per id
-            if any(i + first_window in self._rows for i in found):  # some id has windows
+            found, rows = self._found_rows(ids)
+            starts = None  # a row per id
+            # some id has windows (none can while the store holds no first window)
+            if self._first_windows and any(i + _FIRST_WINDOW in self._rows for i in found):
                 rows, starts = self._rows_with_windows(found)  # each id's rows begin at starts
             if not rows:
-                return {}
+                return [], np.zeros(0, dtype=np.float64)
             scores = self._buffer[np.asarray(rows, dtype=np.intp)] @ unit
         best = scores if starts is None else np.maximum.reduceat(scores, starts)
-        best = best.astype(np.float64)
-        best = np.where(np.isfinite(best), np.clip(best, 0.0, 1.0), 0.0)  # as clip_unit
-        return dict(zip(found, best.tolist(), strict=True))
+        wide = best.astype(np.float64)
+        clipped: npt.NDArray[np.float64] = np.where(
+            np.isfinite(wide), np.clip(wide, 0.0, 1.0), 0.0
+        )  # as clip_unit
+        return found, clipped
 
     def _rows_with_windows(self, ids: Sequence[str]) -> tuple[list[int], npt.NDArray[np.intp]]:
         """The rows of each stored id and of its windows, and where each id's rows begin."""
@@ -728,6 +781,7 @@ class MatrixVectorStore(VectorStore):
                 saved._append(self._buffer[mine], self._docs.take(mine), normalize=False)
             self._buffer, self._docs, self._alive = saved._buffer, saved._docs, saved._alive
             self._rows, self._size = saved._rows, saved._size
+            self._first_windows = saved._first_windows
             self._dim = saved._dim if saved._dim is not None else self._dim
             self._quantized = None
             self._publish()
@@ -790,6 +844,7 @@ class MatrixVectorStore(VectorStore):
             _matrix_io.read_vectors(saved.vectors, self._buffer[: len(docs)])
             self._docs = docs
             self._rows = {doc_id: n for n, doc_id in enumerate(docs.ids)}
+            self._first_windows = sum(i.endswith(_FIRST_WINDOW) for i in self._rows)
             self._size = len(docs)
             self._alive[: self._size] = True
             if len(self._rows) != self._size:  # an id saved twice: its earlier rows are dead

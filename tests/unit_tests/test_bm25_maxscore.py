@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,11 +26,12 @@ texts = st.lists(st.lists(word, min_size=1, max_size=30), min_size=1, max_size=6
 queries = st.lists(st.lists(st.integers(0, 39), min_size=1, max_size=6), min_size=1, max_size=5)
 
 
-def _pair(**kwargs: object) -> tuple[BM25KeywordIndex, BM25KeywordIndex]:
-    return (
-        BM25KeywordIndex(stopwords=None, stemmer=None, scoring="maxscore", **kwargs),  # type: ignore[arg-type]  # test kwargs
-        BM25KeywordIndex(stopwords=None, stemmer=None, scoring="exhaustive", **kwargs),  # type: ignore[arg-type]  # test kwargs
-    )
+def _pair(score_all_below: int = 0, **kwargs: object) -> tuple[BM25KeywordIndex, BM25KeywordIndex]:
+    """A ``maxscore`` index (pruning always, by default) and an ``exhaustive`` one."""
+    pruned = BM25KeywordIndex(stopwords=None, stemmer=None, scoring="maxscore", **kwargs)  # type: ignore[arg-type]  # test kwargs
+    pruned._score_all_below = score_all_below  # 0: MaxScore on every query, however small
+    full = BM25KeywordIndex(stopwords=None, stemmer=None, scoring="exhaustive", **kwargs)  # type: ignore[arg-type]  # test kwargs
+    return pruned, full
 
 
 def _query(words: list[int]) -> str:
@@ -37,11 +39,12 @@ def _query(words: list[int]) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(texts=texts, queries=queries, k=st.integers(1, 12))
+@given(texts=texts, queries=queries, k=st.integers(1, 12), below=st.sampled_from([0, 40, 10**6]))
 def test_maxscore_top_k_equals_exhaustive(
-    texts: list[list[int]], queries: list[list[int]], k: int
+    texts: list[list[int]], queries: list[list[int]], k: int, below: int
 ) -> None:
-    pruned, full = _pair()
+    # below=0: MaxScore always; 10**6: every posting scored (the small-query path); 40: mixed
+    pruned, full = _pair(below)
     for index in (pruned, full):
         index.upsert(_docs(texts))
     for words in queries:
@@ -64,14 +67,29 @@ def test_maxscore_equals_exhaustive_with_delta_segment_and_tombstones(
     k: int,
 ) -> None:
     pruned, full = _pair(max_delta_ratio=1.0)  # keep the delta segment: never rebuild
-    for index in (pruned, full):
+    scored_all, _ = _pair(10**6, max_delta_ratio=1.0)  # every posting scored, no pruning
+    for index in (pruned, full, scored_all):
         index.upsert(_docs(texts))
         index.search("w00", 1)  # the main segment is built here
         index.upsert(_docs(updates[: len(updates) // 2]))  # replaces d0.. (tombstones)
         index.upsert(_docs(updates, prefix="new"))  # delta-only documents
         index.delete([f"d{n}" for n in deleted])
     for words in queries:
-        assert pruned.search(_query(words), k) == full.search(_query(words), k)
+        expected = full.search(_query(words), k)
+        assert pruned.search(_query(words), k) == expected
+        assert scored_all.search(_query(words), k) == expected
+
+
+def test_search_ranked_is_search_as_arrays() -> None:
+    index = BM25KeywordIndex(stopwords=None, stemmer=None)
+    index.upsert(_docs([[1, 2, 2], [2, 3], [4], [1, 1, 5]]))
+    ranked = index.search_ranked("w01 w02", 3)
+    hits = index.search("w01 w02", 3)
+    assert [(h.id, h.score) for h in hits] == list(ranked)
+    assert ranked.ids == ["d0", "d3", "d1"]
+    assert ranked.scores.dtype == np.float64
+    assert ranked.unique
+    assert list(index.search_ranked("w39", 3)) == []  # no posting: empty, as search
 
 
 def test_maxscore_skips_the_long_column_of_a_frequent_term() -> None:

@@ -13,7 +13,7 @@ from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 from langchain_holodeck.fusion import convex_score_fusion
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
-from langchain_holodeck.retrievers._feedback import feedback_query
+from langchain_holodeck.retrievers._feedback import FEEDBACK_DEPTH, feedback_query
 from langchain_holodeck.vectorstores import MatrixVectorStore
 
 QUERY = "reactor coolant"
@@ -215,3 +215,73 @@ def test_code_chunks_are_not_fed_back(docs) -> None:
     assert [d.metadata["fused_score"] for d in two.invoke(QUERY)] != pytest.approx(
         [d.metadata["fused_score"] for d in one.invoke(QUERY)]
     )
+
+
+class _CountingStore(MatrixVectorStore):
+    """Records how many candidates each feedback re-scores (the array twin and its plain one)."""
+
+    rescored: list[int]
+
+    def similarity_by_ids(self, embedding, ids):  # type: ignore[no-untyped-def]  # a spy
+        self.rescored.append(len(ids))
+        return super().similarity_by_ids(embedding, ids)
+
+    def rank_ids(self, embedding, ids):  # type: ignore[no-untyped-def]  # a spy
+        self.rescored.append(len(ids))
+        return super().rank_ids(embedding, ids)
+
+
+@pytest.mark.parametrize(("k", "per_leg"), [(10, FEEDBACK_DEPTH), (80, 80)])
+def test_feedback_rescores_the_first_depth_candidates_of_each_leg(k: int, per_leg: int) -> None:
+    rng = np.random.default_rng(5)
+    texts = [f"reactor note {i}" for i in range(200)]  # every chunk matches the query's words
+    table = {t: rng.standard_normal(4).tolist() for t in texts} | {"reactor": [1.0, 0, 0, 0]}
+
+    class Table(Embeddings):
+        def embed_documents(self, batch: list[str]) -> list[list[float]]:
+            return [table[t] for t in batch]
+
+        def embed_query(self, text: str) -> list[float]:
+            return table[text]
+
+    store = _CountingStore(Table())
+    store.rescored = []
+    chunks = [Document(id=f"c{i}", page_content=t) for i, t in enumerate(texts)]
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    retriever = HybridRetriever(vector_store=store, keyword_index=bm25, fetch_k=150)
+    retriever.invoke("reactor", k=k)
+    # the first per_leg of each leg (150 candidates each), the ids both hold once
+    dense = [i for i, _ in store.search_ids_by_vector(table["reactor"], per_leg)]
+    keyword = [h.id for h in bm25.search("reactor", per_leg)]
+    assert store.rescored == [len(set(dense) | set(keyword))]
+    assert FEEDBACK_DEPTH == 50
+
+
+def _feedback_query_reference(query: list[float], vectors: np.ndarray, weight: float) -> np.ndarray:
+    """``unit(unit(q) + weight * mean(unit(v)))`` with ``np.linalg.norm`` and ``mean``."""
+    q = np.asarray(query, dtype=np.float32)
+    q = q / float(np.linalg.norm(q)) if float(np.linalg.norm(q)) > 0 else q
+    if len(vectors) and weight > 0:
+        lengths = np.linalg.norm(vectors, axis=1, keepdims=True)
+        q = (q + weight * (vectors / np.where(lengths > 0, lengths, 1.0)).mean(axis=0)).astype(
+            np.float32
+        )
+    norm = float(np.linalg.norm(q))
+    return q / norm if norm > 0 else q
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_feedback_query_is_bit_identical_to_norm_and_mean(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    dim, n = int(rng.integers(1, 400)), int(rng.integers(0, 6))
+    query = (rng.standard_normal(dim) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    vectors = (rng.standard_normal((n, dim)) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    if n and seed % 4 == 0:
+        vectors[0] = 0.0  # a zero row counts as zero, not as NaN
+    weight = [0.0, 0.25, 0.75, 3.0][seed % 4]
+    got = feedback_query(query.tolist(), vectors, weight=weight)
+    expected = _feedback_query_reference(query.tolist(), vectors, weight)
+    assert got.dtype == np.float32
+    assert got.tobytes() == expected.tobytes()

@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.backends import backend_for_store
+from langchain_holodeck.contracts import RankedIds
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
@@ -60,6 +61,21 @@ def test_array_fusion_equals_the_reference_functions(seed: int) -> None:
     assert fused(*_fuse(rankings, weights, len(universe), rrf_k=c)) == expected
 
 
+@pytest.mark.parametrize("seed", range(100))
+def test_slot_order_fusion_equals_first_seen_fusion(seed: int) -> None:
+    # the legs' lists in a fresh universe, every list weighted: slots follow first appearance
+    rng = random.Random(seed)
+    lists = [hits for hits in _rankings(rng) if hits] or [[("d0", 1.0)]]
+    weights = [rng.choice([0.2, 0.3, 0.7, 1.0]) for _ in lists]
+    universe = Universe()
+    rankings = [Ranking(hits, universe) for hits in lists]
+    for kwargs in ({"lower_bounds": [0.0] * len(lists)}, {"rrf_k": rng.choice([0, 1, 60])}):
+        slots, fused = _fuse(rankings, weights, len(universe), **kwargs)  # type: ignore[arg-type]  # test kwargs
+        fast, same = _fuse(rankings, weights, len(universe), slot_order=True, **kwargs)  # type: ignore[arg-type]  # test kwargs
+        assert fast.tolist() == slots.tolist()
+        assert same.tobytes() == fused.tobytes()
+
+
 def test_ranking_keeps_each_id_at_its_first_entry() -> None:
     universe = Universe()
     ranking = Ranking([("a", 3.0), ("b", 2.0), ("a", 1.0), ("c", 0.5)], universe)
@@ -91,8 +107,23 @@ class _Vectors(Embeddings):
         return self.table[text]
 
 
+class _SpyStore(MatrixVectorStore):
+    """Records the ids the feedback re-scores, on the array path (``rank_ids``)."""
+
+    scored: list[str]
+
+    def similarity_by_ids(self, embedding: Any, ids: Sequence[str]) -> dict[str, float]:
+        self.scored.extend(ids)
+        return super().similarity_by_ids(embedding, ids)
+
+    def rank_ids(self, embedding: Any, ids: Sequence[str]) -> RankedIds:
+        self.scored.extend(ids)
+        return super().rank_ids(embedding, ids)
+
+
+@pytest.mark.parametrize("arrays", [True, False])
 async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, arrays: bool
 ) -> None:
     rng = np.random.default_rng(11)
     words = [f"term{i}" for i in range(30)]
@@ -100,7 +131,7 @@ async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
     table = {t: rng.standard_normal(8).tolist() for t in texts}
     query = " ".join(words[:4])
     table[query] = rng.standard_normal(8).tolist()
-    store = MatrixVectorStore(_Vectors(table))
+    store = _SpyStore(_Vectors(table)) if arrays else MatrixVectorStore(_Vectors(table))
     corpora: dict[str, list[Document]] = {
         ns: [  # the same texts and vectors in both corpora: each would rank the other's first
             Document(id=f"{ns}-{i}", page_content=t, metadata={"namespace": ns})
@@ -111,13 +142,16 @@ async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
     for docs in corpora.values():
         store.add_documents(docs)
     scored: list[str] = []
-    similarity_by_ids = store.similarity_by_ids
+    if isinstance(store, _SpyStore):  # the array twins: rank_ids and rank_ids_by_vector
+        store.scored = scored
+    else:  # an instance attribute: the plain methods (similarity_by_ids) are called
+        similarity_by_ids = store.similarity_by_ids
 
-    def spy(embedding: Any, ids: Sequence[str]) -> dict[str, float]:
-        scored.extend(ids)
-        return similarity_by_ids(embedding, ids)
+        def spy(embedding: Any, ids: Sequence[str]) -> dict[str, float]:
+            scored.extend(ids)
+            return similarity_by_ids(embedding, ids)
 
-    monkeypatch.setattr(store, "similarity_by_ids", spy)
+        monkeypatch.setattr(store, "similarity_by_ids", spy)
     for ns, docs in corpora.items():
         view, search_kwargs = backend_for_store(store).search_scope(store, ns)
         bm25 = BM25KeywordIndex()

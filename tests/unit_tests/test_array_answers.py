@@ -1,0 +1,126 @@
+"""The array twins of the in-memory searches give the plain methods' answers, ids and scores.
+
+``MatrixVectorStore.rank_ids_by_vector`` / ``rank_ids`` / ``vectors_by_ids`` and
+``BM25KeywordIndex.search_ranked`` answer with ``RankedIds``; the retriever reads them only
+when the class that defines a plain method defines its twin too (an override is never
+bypassed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_holodeck import BM25KeywordIndex, HybridRetriever, MatrixVectorStore
+from langchain_holodeck._chunk import window_id
+from langchain_holodeck.contracts import RankedIds, answers_with_arrays
+
+
+class _Table(Embeddings):
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text]
+
+
+def _store(n: int = 40, *, ties: bool = False) -> tuple[MatrixVectorStore, np.ndarray]:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((n, 6)).astype(np.float32)
+    if ties:  # every vector twice: equal scores, ranked by input order
+        vectors[n // 2 :] = vectors[: n // 2]
+    store = MatrixVectorStore(_Table({}))
+    docs = [
+        Document(id=f"d{i}", page_content=f"text {i}", metadata={"namespace": "ab"[i % 2]})
+        for i in range(n)
+    ]
+    store.add_vectors(docs, vectors)
+    return store, rng.standard_normal(6).astype(np.float32)
+
+
+def test_rank_ids_by_vector_is_search_ids_by_vector() -> None:
+    store, query = _store()
+    store.delete([f"d{i}" for i in range(0, 40, 7)])  # tombstoned rows stay out of both
+    for kwargs in ({}, {"filter": {"namespace": "a"}}, {"exact": True}):
+        ranked = store.rank_ids_by_vector(query, 12, **kwargs)
+        assert isinstance(ranked, RankedIds)
+        assert list(ranked) == store.search_ids_by_vector(query.tolist(), 12, **kwargs)
+        assert ranked.unique
+        assert ((ranked.scores >= 0) & (ranked.scores <= 1)).all()
+
+
+def test_rank_ids_orders_similarity_by_ids_and_keeps_ties_in_input_order() -> None:
+    store, query = _store(ties=True)
+    ids = [f"d{i}" for i in (25, 5, "x", 33, 13, 2)]  # d5/d25 and d13/d33 tie; dx is unknown
+    ranked = store.rank_ids(query, ids)
+    scores = store.similarity_by_ids(query, ids)
+    expected = sorted(scores.items(), key=lambda pair: pair[1], reverse=True)
+    assert list(ranked) == expected
+    assert ranked.ids.index("d25") < ranked.ids.index("d5")  # tie: d25 came first in ids
+    assert ranked.ids.index("d33") < ranked.ids.index("d13")
+
+
+def test_vectors_by_ids_is_get_vectors() -> None:
+    store, _ = _store()
+    found, rows = store.vectors_by_ids(["d3", "missing", "d1"])
+    assert found == ["d3", "d1"]
+    assert rows.dtype == np.float32
+    assert [r.tolist() for r in rows] == list(store.get_vectors(["d3", "d1"]).values())
+
+
+def test_similarity_by_ids_finds_windows_after_writes_deletes_and_a_reload(
+    tmp_path: Any,
+) -> None:
+    table = {"q": [1.0, 0.0], "chunk": [0.0, 1.0], "window": [1.0, 0.0], "other": [0.6, 0.8]}
+    store = MatrixVectorStore(_Table(table))
+    store.add_documents([Document(id="c", page_content="chunk")])
+    assert store.similarity_by_ids(table["q"], ["c"]) == {"c": 0.0}
+    store.add_documents([Document(id=window_id("c", 1), page_content="window")])
+    assert store.similarity_by_ids(table["q"], ["c"]) == {"c": 1.0}  # its best window
+    store.dump(tmp_path)
+    loaded = MatrixVectorStore.load(tmp_path, _Table(table))
+    assert loaded.similarity_by_ids(table["q"], ["c"]) == {"c": 1.0}
+    store.delete([window_id("c", 1)])
+    assert store.similarity_by_ids(table["q"], ["c"]) == {"c": 0.0}
+    store.add_documents([Document(id=window_id("c", 1), page_content="other")])
+    assert store.similarity_by_ids(table["q"], ["c"]) == {"c": pytest.approx(0.6)}
+
+
+class _OwnSearch(BM25KeywordIndex):
+    """Overrides ``search`` only: its ``search_ranked`` (inherited) must not be used."""
+
+    def search(self, query: str, k: int) -> list[Any]:
+        return super().search(query, k)[:1]
+
+
+def test_an_override_of_the_plain_method_is_never_bypassed() -> None:
+    plain, overridden = BM25KeywordIndex(), _OwnSearch()
+    assert answers_with_arrays(plain, ("search", "search_ranked"))
+    assert not answers_with_arrays(overridden, ("search", "search_ranked"))
+    patched = BM25KeywordIndex()
+    patched.search = lambda query, k: []  # type: ignore[method-assign]  # an instance override
+    assert not answers_with_arrays(patched, ("search", "search_ranked"))
+    docs = [Document(id=f"d{i}", page_content=f"arch controls {i}") for i in range(5)]
+    store = MatrixVectorStore(_Table({d.page_content: [1.0, float(i)] for i, d in enumerate(docs)}))
+    store.embedding.table["arch"] = [1.0, 0.0]  # type: ignore[attr-defined]  # the test's table
+    store.add_documents(docs)
+    overridden.upsert(docs)
+    got = HybridRetriever(vector_store=store, keyword_index=overridden, k=5).invoke("arch")
+    assert sum(d.metadata["keyword_rank"] is not None for d in got) == 1  # the override's one
+
+
+def test_ranked_ids_reads_as_pairs() -> None:
+    ranked = RankedIds(["a", "b", "c"], np.array([0.9, 0.5, 0.5]))
+    assert len(ranked) == 3
+    assert ranked[1] == ("b", 0.5)
+    assert ranked[:2] == [("a", 0.9), ("b", 0.5)]
+    assert dict(ranked) == {"a": 0.9, "b": 0.5, "c": 0.5}
+    with pytest.raises(ValueError, match="got 2 ids and 1 scores"):
+        RankedIds(["a", "b"], np.array([1.0]))
