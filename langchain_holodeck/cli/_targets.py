@@ -209,6 +209,26 @@ def read_manifest(store: Path) -> Manifest:
         raise HolodeckError(msg) from error
 
 
+def remembered_settings(
+    store: Path, source: str, base_dir: Path
+) -> tuple[str | None, LongTextMode]:
+    """The default tool's ``embedding_model`` and ``long_text`` of the last ingest of ``source``.
+
+    From ``store``'s manifest when it records the default tool ingesting the same path
+    (``source`` resolved against ``base_dir``); else, or when there is no valid manifest, the
+    defaults (``None``: the local model, ``DEFAULT_LONG_TEXT``). A plain re-ingest then keeps
+    the settings a user chose with flags, instead of asking for ``--force-ingest``.
+    """
+    try:
+        manifest = read_manifest(store)
+    except HolodeckError:
+        return None, DEFAULT_LONG_TEXT
+    then = Path(manifest.base_dir) / manifest.source
+    if manifest.config is not None or then.resolve() != (base_dir / source).resolve():
+        return None, DEFAULT_LONG_TEXT
+    return manifest.embedding_model, manifest.long_text
+
+
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
     manifest = Manifest(
         tool=tool.name,

@@ -48,6 +48,7 @@ from langchain_holodeck.cli._targets import config_target as _config_target
 from langchain_holodeck.cli._targets import config_tool_target as _config_tool_target
 from langchain_holodeck.cli._targets import default_target as _default_target
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
+from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
 from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
@@ -83,8 +84,9 @@ unless `search --top-k`). Its vectors and keyword index are saved under STORE/de
 `search` works in a later run, no server needed.
 A project .holodeck/config.yaml with a `vectorstore:` section (e.g. Redis) is honoured.
 --embedding-model and --long-text are remembered in STORE/ingest.json: `search`, `chat`,
-`serve` and `tools` use them without repeating the flags. An ingest takes them as given
-(unset: the defaults); one that changes either asks for --force-ingest (all is re-embedded).
+`serve` and `tools` use them without repeating the flags, and so does a later `ingest` of the
+same SOURCE given neither flag. Given flags replace both (an unset one is its default); a
+change of model or mode asks for --force-ingest (all is re-embedded).
 
 With --config, the tool named --tool (default: the first tool of the file) is ingested into
 its configured database (Redis: falls back to memory with a warning when unreachable, or
@@ -424,15 +426,18 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
     if args.source is None:
         msg = "ingest needs SOURCE (a file or directory), or --config AGENT_YAML."
         raise ConfigError(msg)
-    long_text = DEFAULT_LONG_TEXT if args.long_text is None else args.long_text
-    if long_text != DEFAULT_LONG_TEXT and openai_model(args.embedding_model) is not None:
-        msg = f"--long-text {long_text_without_windows(args.embedding_model)}, got {long_text!r}."
+    embedding_model, long_text = args.embedding_model, args.long_text
+    if embedding_model is None and long_text is None:  # a plain re-ingest keeps the last ones
+        embedding_model, long_text = _remembered_settings(args.store, args.source, Path.cwd())
+    long_text = long_text or DEFAULT_LONG_TEXT
+    if long_text != DEFAULT_LONG_TEXT and openai_model(embedding_model) is not None:
+        msg = f"--long-text {long_text_without_windows(str(embedding_model))}, got {long_text!r}."
         raise ConfigError(msg)
-    if args.embedding_model is not None:
-        _check_embedding_model(args.embedding_model)
+    if embedding_model is not None:
+        _check_embedding_model(embedding_model)
     return _default_target(
         args.source,
-        embedding_model=args.embedding_model,
+        embedding_model=embedding_model,
         long_text=long_text,
         base_dir=Path.cwd(),
         project_dir=Path.cwd(),

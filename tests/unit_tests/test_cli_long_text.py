@@ -109,13 +109,13 @@ def test_switching_mode_asks_for_force_ingest_in_one_line_then_rebuilds(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, "ingest", "docs", "--long-text", "first")[0] == 0
-    for argv in (["--long-text", "auto"], []):  # an ingest without the flag means the default
+    for argv in (["--long-text", "auto"], ["--long-text", "best"]):
         code, out, err = run(capsys, "ingest", "docs", *argv)
         assert (code, out) == (1, "")
         assert err.count("\n") == 1
         assert err.startswith("error: the store holds chunks embedded with '")
         assert "long_text=first" in err
-        assert "long_text=auto" in err
+        assert f"long_text={argv[1]}" in err
         assert err.rstrip().endswith(
             "re-run with force_ingest=True (CLI: --force-ingest) to re-embed everything."
         )
@@ -227,3 +227,31 @@ def test_serve_builds_the_tool_in_the_remembered_mode(
     assert ":long_text=first" in str(served.tool.corpus.model_id)
     text, _ = served.search("safety interlock", 1)
     assert "Never disable the safety interlock" in text
+
+
+def test_a_plain_re_ingest_of_the_same_source_keeps_the_remembered_mode(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ingest docs --long-text first``, an edit, then ``ingest docs``: still ``first``."""
+    assert run(capsys, "ingest", "docs", "--long-text", "first")[0] == 0
+    code, out, err = run(capsys, "ingest", "docs")
+    assert code == 0, err
+    assert " 0 added, 0 updated, 3 skipped, " in out  # unchanged: nothing re-embedded
+    rota = workdir / "docs" / "rota.md"
+    rota.write_text(ROTA + "\n## Drills\n\nA drill every Tuesday.\n", encoding="utf-8")
+    code, out, err = run(capsys, "ingest", "docs")
+    assert code == 0, err
+    assert saved(workdir)[0] == []  # the re-ingest embedded in the remembered mode: no windows
+    assert manifest(workdir)["long_text"] == "first"
+
+
+def test_another_source_into_the_same_store_gets_the_defaults(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "ingest", "docs", "--long-text", "first")[0] == 0
+    (workdir / "notes").mkdir()
+    (workdir / "notes" / "rota.md").write_text(ROTA, encoding="utf-8")
+    code, _, err = run(capsys, "ingest", "notes")
+    assert code == 0, err
+    assert manifest(workdir)["long_text"] == "auto"
+    assert saved(workdir)[0]  # the default mode stored the long section's windows
