@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
+from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT
 from langchain_holodeck.backends import (
     Backend,
     backend_for_store,
@@ -137,6 +138,25 @@ class Corpus:
             )
         return self._loader
 
+    def _warn_unapplied_long_text(self, embeddings: Embeddings) -> None:
+        """WARNING when the config sets a ``long_text`` other than the given model's own mode.
+
+        A given ``Embeddings`` object embeds as it was built; the config cannot change it.
+        """
+        if "long_text" not in self.config.model_fields_set:
+            return
+        model = embeddings.underlying if isinstance(embeddings, CachedEmbeddings) else embeddings
+        own = getattr(model, "long_text", DEFAULT_LONG_TEXT)
+        if self.config.long_text != own:
+            logger.warning(
+                "%s: long_text %r in the tool config is not applied: the tool was given %s, "
+                "which embeds with long_text=%r (set the mode on that object instead).",
+                self.config.name,
+                self.config.long_text,
+                type(model).__name__,
+                own,
+            )
+
     def open(self) -> VectorStore:
         """The store to sync into: the one given, else the configured one (with fallback).
 
@@ -147,6 +167,8 @@ class Corpus:
         """
         if self.store is not None and self.backend is not None:
             return self.store
+        if self.embeddings is not None:
+            self._warn_unapplied_long_text(self.embeddings)
         base = self.embeddings or resolve_embeddings(
             self.config.embedding_model, long_text=self.config.long_text
         )

@@ -5,6 +5,7 @@ Nothing here embeds: the models load lazily, and the corpus is only opened.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,27 @@ def test_embeddings_given_to_the_corpus_win_over_the_configured_mode(tmp_path: P
     corpus.open()
     assert "long_text=first" not in str(corpus.model_id)
     assert ":long_text=" not in str(corpus.model_id)  # "mean": the id of earlier versions
+
+
+def test_a_configured_mode_the_given_embeddings_do_not_follow_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="kb", source=str(tmp_path), long_text="first"
+    )
+    unset = HierarchicalDocumentToolConfig(  # a config that never names long_text
+        type="hierarchical_document", name="kb", source=str(tmp_path)
+    )
+    given = [(config, "mean"), (config, "first"), (unset, "best")]
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        for n, (tool_config, mode) in enumerate(given):
+            embeddings = OnnxEmbeddings(long_text=mode)  # type: ignore[arg-type]  # a mode
+            Corpus(tool_config, embeddings=embeddings, store_dir=tmp_path / str(n)).open()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "kb: long_text 'first' in the tool config is not applied: the tool was given "
+        "OnnxEmbeddings, which embeds with long_text='mean' (set the mode on that object instead)."
+    ]
 
 
 @pytest.mark.parametrize("mode", ["auto", "first"])
