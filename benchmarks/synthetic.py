@@ -143,5 +143,5 @@ def default_retriever(
     store.add_vectors(docs, vecs)
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
-    bm25.search("warmup", 1)
+    bm25.search(texts[0].split()[0], 1)  # a word it holds: builds the matrix, as a query does
     return HybridRetriever(vector_store=store, keyword_index=bm25, k=10)
