@@ -209,8 +209,11 @@ class _Matrix:
         return out
 
 
-_NO_HITS = RankedIds([], np.zeros(0, dtype=np.float64), unique=True)
-_NO_HITS.scores.flags.writeable = False  # shared by every empty answer
+def _no_hits() -> RankedIds:
+    """An empty answer, a new one each time (a caller may extend what it is given)."""
+    return RankedIds([], np.zeros(0, dtype=np.float64), unique=True)
+
+
 _SAFE = 1 - 1e-4
 """Bounds are compared with this slack, far above float32 rounding: pruning stays exact."""
 
@@ -602,7 +605,7 @@ class BM25KeywordIndex:
         check_k(k)
         query_terms = self.tokenizer.encode_query(query, plain=self.identifiers == "code")
         if not query_terms or not self._tokens:
-            return _NO_HITS
+            return _no_hits()
         if self.engine == "rank_bm25":
             return self._search_okapi(query_terms, k)
         snap = self._fresh_snapshot()
@@ -624,7 +627,7 @@ class BM25KeywordIndex:
                 parts.append(scores)
                 segments.append((matrix_ids, rows))
         if not parts:
-            return _NO_HITS
+            return _no_hits()
         scores = np.concatenate(parts) if len(parts) > 1 else parts[0]
         return _top_k(segments, scores, k)
 
@@ -806,7 +809,7 @@ def _top_k(
     """
     candidates = np.flatnonzero(scores > 0)
     if len(candidates) == 0:
-        return _NO_HITS
+        return _no_hits()
     if len(candidates) > 4 * k:  # many: keep those reaching the k-th best before sorting
         part = scores[candidates]
         kth = np.partition(part, len(part) - k)[len(part) - k]

@@ -208,13 +208,12 @@ def _best_per_chunk(hits: Sequence[tuple[str, float]]) -> Sequence[tuple[str, fl
     """Window hits counted for their chunk; each chunk once, at its first (best) entry."""
     if not hits:
         return []
-    if isinstance(hits, RankedIds):
-        if ":w" not in "\n".join(hits.ids) and (hits.unique or len(set(hits.ids)) == len(hits)):
-            return hits  # no window, each id once: as it is
-        hits = list(hits)
-    ids, scores = zip(*hits, strict=True)
-    if ":w" not in "\n".join(ids) and len(set(ids)) == len(ids):  # no window, each id once
-        return list(zip(ids, map(float, scores), strict=True))
+    ranked = isinstance(hits, RankedIds)
+    ids = hits.ids if ranked else [i for i, _ in hits]  # type: ignore[attr-defined]  # ranked
+    unique = ranked and hits.unique  # type: ignore[attr-defined]  # RankedIds says it
+    if ":w" not in "\n".join(ids) and (unique or len(set(ids)) == len(ids)):
+        # no window, each id once: as it is (RankedIds kept whole: no pair per hit)
+        return hits if ranked else [(i, float(s)) for i, s in hits]
     seen: set[str] = set()
     out: list[tuple[str, float]] = []
     for doc_id, score in hits:
