@@ -26,6 +26,19 @@ needs_sentence_transformers = pytest.mark.skipif(
 _WORD = re.compile(r"\w+")
 
 
+class TableEmbeddings(Embeddings):
+    """Fixed vectors looked up by exact text (a test writes its geometry out)."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text]
+
+
 class HashingEmbeddings(Embeddings):
     """Bag-of-words hashed into ``size`` buckets, L2-normalized: texts sharing words are close.
 

@@ -13,22 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck import BM25KeywordIndex, HybridRetriever, MatrixVectorStore
 from langchain_holodeck._chunk import window_id
 from langchain_holodeck.contracts import RankedIds, answers_with_arrays
-
-
-class _Table(Embeddings):
-    def __init__(self, table: dict[str, list[float]]) -> None:
-        self.table = table
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.table[t] for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.table[text]
+from tests.helpers import TableEmbeddings
 
 
 def _store(n: int = 40, *, ties: bool = False) -> tuple[MatrixVectorStore, np.ndarray]:
@@ -36,7 +25,7 @@ def _store(n: int = 40, *, ties: bool = False) -> tuple[MatrixVectorStore, np.nd
     vectors = rng.standard_normal((n, 6)).astype(np.float32)
     if ties:  # every vector twice: equal scores, ranked by input order
         vectors[n // 2 :] = vectors[: n // 2]
-    store = MatrixVectorStore(_Table({}))
+    store = MatrixVectorStore(TableEmbeddings({}))
     docs = [
         Document(id=f"d{i}", page_content=f"text {i}", metadata={"namespace": "ab"[i % 2]})
         for i in range(n)
@@ -79,13 +68,13 @@ def test_similarity_by_ids_finds_windows_after_writes_deletes_and_a_reload(
     tmp_path: Any,
 ) -> None:
     table = {"q": [1.0, 0.0], "chunk": [0.0, 1.0], "window": [1.0, 0.0], "other": [0.6, 0.8]}
-    store = MatrixVectorStore(_Table(table))
+    store = MatrixVectorStore(TableEmbeddings(table))
     store.add_documents([Document(id="c", page_content="chunk")])
     assert store.similarity_by_ids(table["q"], ["c"]) == {"c": 0.0}
     store.add_documents([Document(id=window_id("c", 1), page_content="window")])
     assert store.similarity_by_ids(table["q"], ["c"]) == {"c": 1.0}  # its best window
     store.dump(tmp_path)
-    loaded = MatrixVectorStore.load(tmp_path, _Table(table))
+    loaded = MatrixVectorStore.load(tmp_path, TableEmbeddings(table))
     assert loaded.similarity_by_ids(table["q"], ["c"]) == {"c": 1.0}
     store.delete([window_id("c", 1)])
     assert store.similarity_by_ids(table["q"], ["c"]) == {"c": 0.0}
@@ -108,7 +97,9 @@ def test_an_override_of_the_plain_method_is_never_bypassed() -> None:
     patched.search = lambda query, k: []  # type: ignore[method-assign]  # an instance override
     assert not answers_with_arrays(patched, ("search", "search_ranked"))
     docs = [Document(id=f"d{i}", page_content=f"arch controls {i}") for i in range(5)]
-    store = MatrixVectorStore(_Table({d.page_content: [1.0, float(i)] for i, d in enumerate(docs)}))
+    store = MatrixVectorStore(
+        TableEmbeddings({d.page_content: [1.0, float(i)] for i, d in enumerate(docs)})
+    )
     store.embedding.table["arch"] = [1.0, 0.0]  # type: ignore[attr-defined]  # the test's table
     store.add_documents(docs)
     overridden.upsert(docs)

@@ -15,6 +15,7 @@ from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.retrievers._feedback import FEEDBACK_DEPTH, feedback_query
 from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import TableEmbeddings as LookupEmbeddings
 
 QUERY = "reactor coolant"
 TEXTS = {
@@ -237,14 +238,7 @@ def test_feedback_rescores_the_first_depth_candidates_of_each_leg(k: int, per_le
     texts = [f"reactor note {i}" for i in range(200)]  # every chunk matches the query's words
     table = {t: rng.standard_normal(4).tolist() for t in texts} | {"reactor": [1.0, 0, 0, 0]}
 
-    class Table(Embeddings):
-        def embed_documents(self, batch: list[str]) -> list[list[float]]:
-            return [table[t] for t in batch]
-
-        def embed_query(self, text: str) -> list[float]:
-            return table[text]
-
-    store = _CountingStore(Table())
+    store = _CountingStore(LookupEmbeddings(table))
     store.rescored = []
     chunks = [Document(id=f"c{i}", page_content=t) for i, t in enumerate(texts)]
     store.add_documents(chunks)

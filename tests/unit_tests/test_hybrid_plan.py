@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.backends import backend_for_store
 from langchain_holodeck.contracts import RankedIds
@@ -23,6 +22,7 @@ from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.retrievers._plan import Ranking, Universe, _fuse
 from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import TableEmbeddings
 
 
 def _rankings(rng: random.Random) -> list[list[tuple[str, float]]]:
@@ -96,17 +96,6 @@ def test_a_non_finite_score_is_named_as_by_convex_score_fusion() -> None:
     assert str(got.value) == str(expected.value)
 
 
-class _Vectors(Embeddings):
-    def __init__(self, table: dict[str, list[float]]) -> None:
-        self.table = table
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.table[t] for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.table[text]
-
-
 class _SpyStore(MatrixVectorStore):
     """Records the ids the feedback re-scores, on the array path (``rank_ids``)."""
 
@@ -131,7 +120,9 @@ async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
     table = {t: rng.standard_normal(8).tolist() for t in texts}
     query = " ".join(words[:4])
     table[query] = rng.standard_normal(8).tolist()
-    store = _SpyStore(_Vectors(table)) if arrays else MatrixVectorStore(_Vectors(table))
+    store = (
+        _SpyStore(TableEmbeddings(table)) if arrays else MatrixVectorStore(TableEmbeddings(table))
+    )
     corpora: dict[str, list[Document]] = {
         ns: [  # the same texts and vectors in both corpora: each would rank the other's first
             Document(id=f"{ns}-{i}", page_content=t, metadata={"namespace": ns})
