@@ -221,7 +221,7 @@ def remembered_settings(
     """
     try:
         manifest = read_manifest(store)
-    except HolodeckError:
+    except (HolodeckError, OSError):  # none, or unreadable: the ingest rewrites it
         return None, DEFAULT_LONG_TEXT
     then = Path(manifest.base_dir) / manifest.source
     if manifest.config is not None or then.resolve() != (base_dir / source).resolve():

@@ -255,3 +255,16 @@ def test_another_source_into_the_same_store_gets_the_defaults(
     assert code == 0, err
     assert manifest(workdir)["long_text"] == "auto"
     assert saved(workdir)[0]  # the default mode stored the long section's windows
+
+
+def test_a_damaged_manifest_does_not_stop_a_plain_ingest(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a plain re-ingest reads ingest.json: a damaged one means the defaults, rewritten."""
+    assert run(capsys, "ingest", "docs")[0] == 0
+    path = workdir / ".holodeck" / "store" / "ingest.json"
+    path.write_text("{not json", encoding="utf-8")
+    code, out, err = run(capsys, "ingest", "docs")
+    assert code == 0, err
+    assert " 0 added, 0 updated, " in out
+    assert manifest(workdir)["long_text"] == "auto"
