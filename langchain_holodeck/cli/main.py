@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=LONG_TEXT_MODES,
         metavar="MODE",
         help="default tool only: auto (default), best, mean or first; 'first' embeds a long "
-        "chunk as its first 256 word pieces, no windows: ~35%% less ingest CPU on a docs "
+        "chunk as its first 256 word pieces, no windows: 31-37%% less ingest CPU on a docs "
         "folder, for nDCG@10 -0.013 on SciFact (docs/embeddings.md)",
     )
     ingest.set_defaults(run=_run_ingest)
