@@ -18,11 +18,13 @@
    from the dataset's cached all-MiniLM-L6-v2 vectors (the ONNX fp32 path agrees with them at
    cosine >= 0.999), int8 computed here, documents and queries.
 4. The int8 graph, today's recipe (``INT8_RECIPE``) against v1's (the softmax NaN guards
-   kept, ``build_int8_graph(nan_guards=True)``, planted in a temporary cache): every window
-   of 128, then of 256, word pieces of the first ``--abstracts`` SciFact abstracts, embedded
-   by ``OnnxEmbeddings(precision="int8")`` on each graph, alternating by slices of abstracts
-   (the order flipped every slice), in this process: windows per CPU-second of each, and
-   the largest difference between their vectors (max |diff|, min cosine).
+   kept, ``build_int8_graph(nan_guards=True)``, planted in a temporary cache), and today's
+   sessions (``runtime.UNFUSED_OPTIMIZERS`` left off) against sessions with every onnxruntime
+   fusion on (as before 2026-12-06): every window of 128, then of 256, word pieces of the
+   first ``--abstracts`` SciFact abstracts, embedded by ``OnnxEmbeddings(precision="int8")``
+   on each, alternating by slices of abstracts (the order flipped every slice), in this
+   process: windows per CPU-second of each, the largest difference of its vectors from the
+   first's (max |diff|, min cosine) and their cosine to the fp32 vectors of the same windows.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from ir_metrics import mean, ndcg_at_k
 from langchain_core.documents import Document
 from tuning_data import LookupEmbeddings
 
-from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.embeddings import OnnxEmbeddings, runtime
 from langchain_holodeck.embeddings.runtime import INT8_RECIPE, build_int8_graph, int8_model
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
@@ -146,16 +148,39 @@ def quality(data: Path) -> None:
         print(f"| {label} | {nd_dense:.4f} | {nd_hybrid:.4f} |", flush=True)
 
 
+def _with_fusions(emb: OnnxEmbeddings) -> OnnxEmbeddings:
+    """``emb`` with its session loaded as before 2026-12-06: every onnxruntime fusion on."""
+    saved = runtime.UNFUSED_OPTIMIZERS
+    runtime.UNFUSED_OPTIMIZERS = ()
+    try:
+        emb.embed_query("warm up")  # loads the session
+    finally:
+        runtime.UNFUSED_OPTIMIZERS = saved
+    return emb
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
 def graphs(texts: list[str], slices: int = 6) -> None:
     weights = OnnxEmbeddings()._weights()
     with tempfile.TemporaryDirectory() as tmp:
         build_int8_graph(weights, Path(tmp) / "onnx" / int8_model(weights).name, nan_guards=True)
         runs = {
-            "v1 (NaN guards kept)": OnnxEmbeddings(precision="int8", cache_dir=Path(tmp)),
-            f"{INT8_RECIPE} (today)": OnnxEmbeddings(precision="int8"),
+            "v1 (NaN guards kept), all fusions": _with_fusions(
+                OnnxEmbeddings(precision="int8", cache_dir=Path(tmp))
+            ),
+            f"{INT8_RECIPE}, all fusions (before 2026-12-06)": _with_fusions(
+                OnnxEmbeddings(precision="int8")
+            ),
+            f"{INT8_RECIPE}, no {'/'.join(runtime.UNFUSED_OPTIMIZERS)} (today)": OnnxEmbeddings(
+                precision="int8"
+            ),
         }
         for emb in runs.values():
-            emb.embed_query("warm up")  # loads the session
+            emb.embed_query("warm up")  # loads the session (the fused ones are loaded)
+        fp32 = OnnxEmbeddings(precision="fp32")
         parts = [texts[i::slices] for i in range(slices)]
         for window in (128, 256):
             cpu = dict.fromkeys(runs, 0.0)
@@ -165,22 +190,22 @@ def graphs(texts: list[str], slices: int = 6) -> None:
                     start = time.process_time()
                     rows[name].extend(runs[name].embed_windows(part, window=window))
                     cpu[name] += time.process_time() - start
-            old, new = runs
-            before, after = np.vstack(rows[old]), np.vstack(rows[new])
-            cos = (before * after).sum(axis=1) / (
-                np.linalg.norm(before, axis=1) * np.linalg.norm(after, axis=1)
+            reference = np.vstack(
+                [v for part in parts for v in fp32.embed_windows(part, window=window)]
             )
-            print(f"  windows of {window}: {len(after)} ({load_line()})")
+            first = np.vstack(rows[next(iter(runs))])
+            print(f"  windows of {window}: {len(first)} ({load_line()})")
             for name in runs:
+                ours = np.vstack(rows[name])
+                to_first, to_fp32 = _cosines(first, ours), _cosines(reference, ours)
                 print(
-                    f"    {name}: {cpu[name]:.1f} CPU-s, "
-                    f"{len(after) / cpu[name]:.1f} windows per CPU-s"
+                    f"    {name}: {cpu[name]:.1f} CPU-s, {len(ours) / cpu[name]:.1f} windows "
+                    f"per CPU-s, {cpu[next(iter(runs))] / cpu[name]:.2f}x the first; vs the "
+                    f"first max |diff| {np.abs(first - ours).max():.3g}, min cosine "
+                    f"{to_first.min():.5f}; cosine to fp32 mean {to_fp32.mean():.5f}, min "
+                    f"{to_fp32.min():.5f}",
+                    flush=True,
                 )
-            print(
-                f"    speed-up {cpu[old] / cpu[new]:.2f}x; "
-                f"max |diff| {np.abs(before - after).max():.3g}, min cosine {cos.min():.7f}",
-                flush=True,
-            )
 
 
 def main() -> None:
@@ -194,7 +219,7 @@ def main() -> None:
     docs, _, _ = load(args.data)
     print(f"CPU count {os.cpu_count()}; {load_line()}")
     if args.only_graphs:
-        print("\n4. The int8 graph: v1 vs today's, same windows, alternating")
+        print("\n4. The int8 graph and session: v1, all fusions, today; same windows, alternating")
         graphs([d.page_content for d in docs[: args.abstracts]])
         return
     print("\n1. Throughput (same windows, one process, fp32 then int8)")
@@ -204,7 +229,7 @@ def main() -> None:
     if not args.no_ndcg:
         print("\n3. Quality")
         quality(args.data)
-    print("\n4. The int8 graph: v1 vs today's, same windows, alternating")
+    print("\n4. The int8 graph and session: v1, all fusions, today; same windows, alternating")
     graphs([d.page_content for d in docs[: args.abstracts]])
     print(f"\n{load_line()}")
 

@@ -18,6 +18,9 @@ here keep the same entries (own vector + windows) but pay for fewer passes:
 - ``late-short``: ``late-full`` plus pooled windows for texts that fit 256 too (free).
 - ``mean-own``: ``auto``'s windows, but the own vector is the mean of the windows inside the
   first 256 instead of a pass of its own.
+- ``tail``: ``auto``'s entries without the windows that lie inside the first 256 (the own
+  vector already covers them): the windows start where ``auto``'s do, and the first kept one
+  is the first to reach past the own pass.
 - ``auto+late``: ``auto``'s entries and ``late-full``'s windows as well (no more passes than
   ``auto``; 1.8x the vectors).
 
@@ -127,6 +130,7 @@ def pieces(length: int, policy: str) -> int:
         "late-short": length + 2 * passes,
         "mean-own": windowed or head,
         "auto+late": head + windowed,
+        "tail": head + sum(e - s + 2 for s, e in windows if e > WHOLE) if length > WHOLE else head,
     }[policy]
 
 
@@ -136,20 +140,29 @@ def main() -> None:
     parser.add_argument("--split", default="train")
     parser.add_argument("--sweep", action="store_true", help="fusion x feedback weights")
     parser.add_argument("--title", action="store_true", help="BM25 with the title repeated")
+    parser.add_argument("--policies", help="comma-separated policies to run (default: all)")
     args = parser.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
     data = beir(args.data, splits=(args.split,), name=args.data.name)
     docs, queries, qrels = data.docs, data.queries[args.split], data.qrels[args.split]
     texts = [d.page_content for d in docs]
-    states = TokenStates(texts)
+    _, tokenizer = OnnxEmbeddings(long_text="first")._load()
+    lengths = [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    late = {"late-head", "late-full", "late-short", "auto+late"}
+    wanted = args.policies.split(",") if args.policies else None
+    # the token states (~4 min of CPU on SciFact) only for the policies that pool them
+    states = TokenStates(texts) if wanted is None or late & set(wanted) else None
     cache = DiskCachedOnnx()
     cache.ensure([t for _, t in queries], label="queries")
     table = {t: cache.vector(t) for _, t in queries}
     w128, w256 = windows_of(texts), windows_of(texts, 256)
     auto = [[t] if len(b) == 1 else [t, *a] for t, a, b in zip(texts, w128, w256, strict=True)]
     cache.ensure([t for entries in auto for t in entries], label="auto entries")
-    same = max(float(np.abs(cache.vector(t) - states.own[n]).max()) for n, t in enumerate(texts))
-    print(f"own vector vs auto's (max |difference| over every text): {same:.1e}")
+    if states is not None:
+        same = max(
+            float(np.abs(cache.vector(t) - states.own[n]).max()) for n, t in enumerate(texts)
+        )
+        print(f"own vector vs auto's (max |difference| over every text): {same:.1e}")
 
     def standalone(n: int) -> list[np.ndarray]:
         return [cache.vector(t) for t in auto[n]]
@@ -158,18 +171,27 @@ def main() -> None:
         windows = standalone(n)[1:]
         return [_unit(np.mean(windows[:2], axis=0)), *windows] if windows else standalone(n)
 
+    def tail(n: int) -> list[np.ndarray]:
+        own, *windows = standalone(n)
+        if not windows:
+            return [own]
+        spans = token_windows(lengths[n], size=WINDOW, overlap=OVERLAP)
+        return [own, *(v for v, (_, end) in zip(windows, spans, strict=True) if end > WHOLE)]
+
     policies = {
         "auto": standalone,
-        "first": lambda n: [states.own[n]],
+        "first": lambda n: standalone(n)[:1],  # auto's own vector: the first 256 pieces
         "late-head": lambda n: [states.own[n], *states.pooled(n, upto=WHOLE)],
         "late-full": lambda n: [states.own[n], *states.pooled(n)],
         "late-short": lambda n: [states.own[n], *states.pooled(n, short=True)],
         "mean-own": mean_own,
         "auto+late": lambda n: [*standalone(n), *states.pooled(n)],
+        "tail": tail,
     }
+    if wanted is not None:
+        policies = {name: policies[name] for name in wanted}
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
-    lengths = [len(s) for s in states.states]
     print(
         f"\n### {data.name} {args.split}: {len(docs)} documents, {len(queries)} queries\n\n"
         "| policy | nDCG@10 | R@100 | no feedback | dense only | vectors per doc "

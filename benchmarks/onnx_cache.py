@@ -43,6 +43,10 @@ class DiskCachedOnnx(Embeddings):
         name = tag or str(getattr(model, "model_name", type(model).__name__))
         if tag is None and getattr(model, "precision", None):  # int8 and fp32 never share vectors
             name = f"{name}__{model.precision}"
+            if model.precision == "int8":  # nor int8 runs of other graph optimizations
+                from langchain_holodeck.embeddings import runtime
+
+                name += "".join(f"__no-{o}" for o in runtime.UNFUSED_OPTIMIZERS)
         self.cache = CACHE / name.replace("/", "__")
         self.cache.mkdir(parents=True, exist_ok=True)
         self._table: dict[str, np.ndarray] = {}

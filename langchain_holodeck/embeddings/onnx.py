@@ -21,7 +21,12 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT
-from langchain_holodeck.embeddings.runtime import cpu_has_int8_dot, int8_model, physical_cores
+from langchain_holodeck.embeddings.runtime import (
+    cpu_has_int8_dot,
+    int8_model,
+    open_session,
+    physical_cores,
+)
 from langchain_holodeck.embeddings.windows import (
     MAX_QUERY_WINDOWS,
     LongTextMode,
@@ -224,9 +229,7 @@ class OnnxEmbeddings(Embeddings):
                 int8 = self.precision == "int8"
                 options.intra_op_num_threads = 1 if int8 else self._workers
                 graph = int8_model(weights, cache_dir=self.cache_dir) if int8 else weights
-                self._session = onnxruntime.InferenceSession(
-                    str(graph), options, providers=["CPUExecutionProvider"]
-                )
+                self._session = open_session(graph, options)
                 self._tokenizer, self._special = tokenizer, (cls, sep)
             return self._session, self._tokenizer
 

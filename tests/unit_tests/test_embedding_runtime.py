@@ -23,6 +23,7 @@ from langchain_holodeck.embeddings.runtime import (
     drop_nan_guards,
     file_digest,
     int8_model,
+    open_session,
     physical_cores,
 )
 
@@ -133,6 +134,29 @@ def test_the_int8_graph_has_no_nan_guards_and_the_same_vectors_as_with_them(
         theirs = np.vstack(guarded.embed_windows(texts, window=window))
         assert len(ours) > len(texts)  # the long text has several windows
         np.testing.assert_array_equal(ours, theirs)  # bit for bit
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_sessions_keep_add_and_layer_norm_apart(precision: str, tmp_path: Path) -> None:
+    import onnxruntime
+
+    weights = OnnxEmbeddings()._weights()
+    graph = int8_model(weights) if precision == "int8" else weights
+
+    def optimized(*, ours: bool) -> Counter[str]:
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        options.optimized_model_filepath = str(tmp_path / f"{precision}-{ours}.onnx")
+        if ours:
+            open_session(graph, options)
+        else:
+            onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        return _ops(Path(options.optimized_model_filepath))
+
+    # onnxruntime fuses each residual Add + LayerNormalization unless told not to
+    assert optimized(ours=False)["SkipLayerNormalization"] == 12
+    ops = optimized(ours=True)
+    assert (ops["SkipLayerNormalization"], ops["LayerNormalization"]) == (0, 13)
 
 
 def test_only_the_nan_guards_of_a_softmax_are_dropped() -> None:
