@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import filterfalse
+from itertools import accumulate, filterfalse
 from operator import itemgetter
 from typing import Any, Literal, overload
 
@@ -89,7 +89,7 @@ class Ranking:
     its rank, as in the fusion functions.
     """
 
-    __slots__ = ("_found", "_ranks", "_universe", "adds", "scores", "slots")
+    __slots__ = ("_ranks", "_universe", "_where", "adds", "scores", "slots")
 
     def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
@@ -113,7 +113,7 @@ class Ranking:
         """Their scores (at their first entries)."""
         self._ranks = ranks
         self._universe = universe
-        self._found: tuple[dict[int, int], list[float]] | None = None
+        self._where: npt.NDArray[np.intp] | None = None
         self.adds: dict[tuple[object, ...], npt.NDArray[np.float64]] = {}
         """What this list adds to each of its ids, per fusion and weight (both fusions of a
         query add the keyword list the same: computed once)."""
@@ -130,15 +130,19 @@ class Ranking:
 
     def find(self, doc_id: str) -> tuple[int, float] | None:
         """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
-        if self._found is None:  # built on the first look-up: only results are looked up
-            slots = self.slots.tolist()
-            self._found = dict(zip(slots, range(len(slots)), strict=True)), self.scores.tolist()
-        where, scores = self._found
-        n = where.get(self._universe.index.get(doc_id, -1))
-        if n is None:
+        where = self._where
+        if where is None:  # built on the first look-up: only results are looked up
+            # each slot's position in the list (-1: absent), over the slots taken so far; one
+            # array, not a dict of every entry (a result looks up ten ids in 300-entry lists)
+            where = self._where = np.empty(len(self._universe), dtype=np.intp)
+            where.fill(-1)
+            where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
+        slot = self._universe.index.get(doc_id, len(where))
+        n = int(where[slot]) if slot < len(where) else -1  # a later slot: not in this list
+        if n < 0:
             return None
         rank = n + 1 if self._ranks is None else int(self._ranks[n])
-        return rank, scores[n]
+        return rank, float(self.scores[n])
 
 
 @dataclass(frozen=True)
@@ -323,15 +327,17 @@ def _fuse(
     # bincount adds the weights in input order, from 0.0: each id's sum in list order, as the
     # per-list fancy adds (each list holds an id once) and fusion's dict accumulation do
     fused: npt.NDArray[np.float64] = np.bincount(slots, weights=adds, minlength=size)  # type: ignore[assignment]  # with weights: float64
+    # (array methods, not the np.* functions that wrap them: this runs twice per query)
     if slot_order:  # a stable sort by score keeps ties in slot (= first-seen) order
-        return np.argsort(-fused, kind="stable"), fused
+        return (-fused).argsort(kind="stable"), fused
     unseen = np.iinfo(np.intp).max
-    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
-    ends = np.cumsum([len(r) for r, _ in used])
-    for (ranking, _), end in zip(reversed(used), reversed(ends.tolist()), strict=True):
+    seen = np.empty(size, dtype=np.intp)  # where each id first appears
+    seen.fill(unseen)
+    ends = list(accumulate(len(r) for r, _ in used))
+    for (ranking, _), end in zip(reversed(used), reversed(ends), strict=True):
         # last list first: an id's entry in an earlier list overwrites a later one's
         seen[ranking.slots] = np.arange(end - len(ranking), end)
-    present = np.flatnonzero(seen != unseen)
+    present = (seen != unseen).nonzero()[0]
     return present[np.lexsort((seen[present], -fused[present]))], fused
 
 
@@ -340,7 +346,8 @@ def _convex_adds(
 ) -> npt.NDArray[np.float64]:
     """What ``convex_score_fusion`` adds for each id of ``ranking`` (the list's ``i``-th)."""
     values = ranking.scores
-    top, least = float(values.max()), float(values.min())
+    # ndarray.max/min are these reductions behind a Python wrapper
+    top, least = float(np.maximum.reduce(values)), float(np.minimum.reduce(values))
     if not (math.isfinite(top) and math.isfinite(least)):  # NaN and infinities show here
         bad = int(np.flatnonzero(~np.isfinite(values))[0])
         doc_id = ranking._universe.ids[ranking.slots[bad]]

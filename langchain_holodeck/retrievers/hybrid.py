@@ -28,7 +28,12 @@ from langchain_holodeck._defaults import (
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
-from langchain_holodeck.contracts import ArrayKeywordSearch, RankedIds, answers_with_arrays
+from langchain_holodeck.contracts import (
+    ArrayKeywordSearch,
+    RankedIds,
+    answers_with_arrays,
+    returns_new_documents,
+)
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
@@ -67,6 +72,7 @@ MAX_K = 1000
 logger = logging.getLogger(__name__)
 
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
+_READS = ("get_by_ids", "aget_by_ids")  # the store reads the retriever makes
 
 
 class HybridRetriever(BaseRetriever):
@@ -197,6 +203,8 @@ class HybridRetriever(BaseRetriever):
     query)."""
     _keyword_arrays: tuple[KeywordIndex, bool] | None = PrivateAttr(default=None)
     """The keyword index last asked whether it answers with arrays, and its answer."""
+    _new_reads: tuple[VectorStore, bool] | None = PrivateAttr(default=None)
+    """The store last asked whether its reads build new Documents, and its answer."""
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -327,24 +335,45 @@ class HybridRetriever(BaseRetriever):
             exact if self.exact_index is not None else 0.0,
         )
 
+    def _private(self, name: str) -> Any:
+        """A private attribute's value, read from ``__pydantic_private__``.
+
+        ``self._name`` goes through pydantic's ``__getattr__`` (a failed lookup, then Python
+        code: microseconds); these are read on every query. Writes still use ``self._name``.
+        """
+        private = self.__pydantic_private__
+        return private.get(name) if private is not None else getattr(self, name)
+
     def _dense(self) -> DenseLeg:
-        leg = self._dense_leg
+        leg = self._private("_dense_leg")
         if leg is None or leg.store is not self.vector_store:
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 
     def _feedback_support(self) -> tuple[bool, bool]:
         """Whether the store supports feedback, and whether it answers it with arrays."""
-        known = self._feedback_store
+        known = self._private("_feedback_store")
         if known is None or known[0] is not self.vector_store:
             store = self.vector_store
             known = (store, supports_feedback(store), feedback_arrays(store))
             self._feedback_store = known
         return known[1], known[2]
 
+    def _reads_new_documents(self) -> bool:
+        """Whether the store's ``get_by_ids`` / ``aget_by_ids`` build new Documents.
+
+        Checked once per store: the retriever then owns what it read and sets its scores in
+        place instead of copying each Document.
+        """
+        known = self._private("_new_reads")
+        if known is None or known[0] is not self.vector_store:
+            store = self.vector_store
+            known = self._new_reads = (store, returns_new_documents(store, *_READS))
+        return known[1]
+
     def _ranked_search(self, index: KeywordIndex) -> Callable[[str, int], RankedIds] | None:
         """``index.search_ranked`` when it answers ``search`` with arrays (checked once)."""
-        known = self._keyword_arrays
+        known = self._private("_keyword_arrays")
         if known is None or known[0] is not index:
             arrays = isinstance(index, ArrayKeywordSearch) and answers_with_arrays(
                 index, ("search", "search_ranked")
@@ -556,6 +585,8 @@ class HybridRetriever(BaseRetriever):
         threshold = self.min_similarity_score
         docs: dict[str, Document] = dict(dense.documents) if dense else {}
         docs.update({d.id: d for d in read if d.id})
+        # the Documents this query read and owns (by identity): scored in place, not copied
+        owned = {id(d) for d in read} if self._reads_new_documents() else None
         similarity: dict[str, float] = {}  # read only for the threshold
         if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
@@ -593,6 +624,8 @@ class HybridRetriever(BaseRetriever):
                 if isinstance(outcome, Exception):
                     raise outcome
                 docs.update({d.id: d for d in outcome if d.id})
+                if owned is not None:
+                    owned.update(map(id, outcome))
                 gone = [i for i in missing if i not in docs]
                 if gone:
                     logger.debug(
@@ -600,7 +633,7 @@ class HybridRetriever(BaseRetriever):
                     )
             chosen += [i for i in take if i in docs]
         found = similarity if threshold is not None else {}
-        return self._assemble(query, chosen, plan, docs, found)
+        return self._assemble(query, chosen, plan, docs, found, owned or set())
 
     def _similarities(
         self,
@@ -640,11 +673,14 @@ class HybridRetriever(BaseRetriever):
         plan: Plan,
         docs: Mapping[str, Document],
         similarity: Mapping[str, float],
+        owned: set[int],
     ) -> list[Document]:
         """The chosen documents with their scores.
 
         ``similarity`` fills a keyword-only hit's ``semantic_score`` (what the threshold
-        computed).
+        computed). ``owned``: the identities of documents this query's reads built for it
+        (``_reads_new_documents``), which get their scores in place (the same Document a
+        copy would be); any other is copied.
         """
         definitions = self._definitions_for(query)
         out: list[Document] = []
@@ -657,7 +693,11 @@ class HybridRetriever(BaseRetriever):
                 extra["definitions"] = definitions
             if self.expand_hops:
                 extra["expansion_hops"] = 0
-            out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
+            if id(doc) in owned:
+                doc.metadata.update(extra)  # as {**metadata, **extra}: same keys, same order
+                out.append(doc)
+            else:
+                out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
         return out
 
     def _definitions_for(self, query: str) -> list[dict[str, str]]:

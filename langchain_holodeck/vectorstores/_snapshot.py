@@ -78,7 +78,7 @@ def top_row_arrays(
             "or re-ingest with force_ingest=True to rebuild its vectors."
         )
         raise ValueError(msg)
-    norm = float(np.linalg.norm(query))
+    norm = float(np.sqrt(query.dot(query)))  # np.linalg.norm's own operations, bit for bit
     unit = query / norm if norm > 0 else query
     if snap.quantized is not None and not exact:
         found = quantized_rows(snap, unit, k, accept, rescore_candidates=rescore_candidates)

@@ -83,6 +83,11 @@ def test_ranking_keeps_each_id_at_its_first_entry() -> None:
     assert ranking.find("a") == (1, 3.0)
     assert ranking.find("c") == (4, 0.5)  # its position in the list, repeats counted
     assert ranking.find("z") is None
+    later = Ranking([("z", 9.0), ("b", 8.0)], universe)  # a slot taken after the first look-up
+    assert ranking.find("z") is None
+    assert later.find("z") == (1, 9.0)
+    assert later.find("b") == (2, 8.0)
+    assert later.find("a") is None
 
 
 def test_a_non_finite_score_is_named_as_by_convex_score_fusion() -> None:
