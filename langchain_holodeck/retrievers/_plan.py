@@ -75,6 +75,11 @@ class Universe:
             index.update(zip(ids, range(len(ids)), strict=True))
             self.ids.extend(ids)
             return np.arange(len(ids), dtype=np.intp)
+        if ids and ids[-1] in index and ids[0] in index:  # all known, likely (feedback)
+            try:
+                return np.fromiter(map(index.__getitem__, ids), np.intp, len(ids))
+            except KeyError:
+                pass
         new = list(filterfalse(index.__contains__, ids))
         if new:
             index.update(zip(new, range(len(self.ids), len(self.ids) + len(new)), strict=True))

@@ -549,6 +549,10 @@ class HybridRetriever(BaseRetriever):
                     depth=len(candidates),
                     arrays=arrays,
                 )
+                if isinstance(ranking, RankedIds) and not ranking.unique:
+                    # rank_ids answers each stored id of ``candidates`` once (a subset, best
+                    # first), and the candidates are distinct: so are its ids
+                    ranking = RankedIds(ranking.ids, ranking.scores, unique=True)
                 return ranking, read
 
         return {"feedback": Call(rank, in_process=True)}  # in memory: no I/O

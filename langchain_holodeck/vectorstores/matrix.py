@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -602,7 +603,7 @@ class MatrixVectorStore(VectorStore):
     ) -> tuple[list[str], npt.NDArray[np.float64]]:
         """The stored ``ids`` (in input order) and their relevance, as ``similarity_by_ids``."""
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        norm = float(np.sqrt(query.dot(query)))  # np.linalg.norm's own operations, bit for bit
+        norm = math.sqrt(query.dot(query))  # the query / norm of np.linalg.norm, bit for bit
         unit = query / norm if norm > 0 else query
         with self._lock:
             found, rows = self._found_rows(ids)
@@ -615,9 +616,11 @@ class MatrixVectorStore(VectorStore):
             scores = self._buffer[np.asarray(rows, dtype=np.intp)] @ unit
         best = scores if starts is None else np.maximum.reduceat(scores, starts)
         wide = best.astype(np.float64)
-        clipped: npt.NDArray[np.float64] = np.where(
-            np.isfinite(wide), wide.clip(0.0, 1.0), 0.0
-        )  # as clip_unit
+        clipped: npt.NDArray[np.float64] = wide.clip(0.0, 1.0)  # np.clip's own method
+        # as clip_unit: 0.0 where not finite; a sum of float32 values in float64 is finite
+        # exactly when every value is (it cannot overflow), so one reduction checks them all
+        if not math.isfinite(np.add.reduce(wide)):
+            clipped[~np.isfinite(wide)] = 0.0
         return found, clipped
 
     def _rows_with_windows(self, ids: Sequence[str]) -> tuple[list[int], npt.NDArray[np.intp]]:

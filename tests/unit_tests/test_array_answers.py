@@ -161,3 +161,16 @@ def test_only_reads_that_build_new_documents_are_scored_in_place() -> None:
     assert store.cache  # the override was called, and its shared Documents were copied
     assert all(d.metadata == {} for d in store.cache.values())
     assert not any(d is c for d in got for c in store.cache.values())
+
+
+def test_a_non_finite_similarity_is_zero_as_clip_unit_makes_it() -> None:
+    store = MatrixVectorStore(TableEmbeddings({}))
+    vectors = np.array([[1.0, 0.0], [float("nan"), 1.0], [0.6, 0.8]], dtype=np.float32)
+    store.add_vectors([Document(id=i, page_content=i) for i in "abc"], vectors)
+    ids = ["a", "b", "c"]
+    assert store.similarity_by_ids([1.0, 0.0], ids) == {"a": 1.0, "b": 0.0, "c": pytest.approx(0.6)}
+    assert store.rank_ids(np.array([1.0, 0.0], dtype=np.float32), ids).ids == ["a", "c", "b"]
+    with np.errstate(invalid="ignore"):  # inf / inf: NaN scores
+        infinite = store.similarity_by_ids([float("inf"), 0.0], ids)
+    assert infinite == {"a": 0.0, "b": 0.0, "c": 0.0}
+    assert store.similarity_by_ids([0.0, 0.0], ids) == {"a": 0.0, "b": 0.0, "c": 0.0}
