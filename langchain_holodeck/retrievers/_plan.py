@@ -43,6 +43,11 @@ UNSCORED: dict[str, Any] = {
 """A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
 
 _LEGS = ("semantic", "keyword", "exact")
+_KEYS: dict[str, tuple[str, str | None]] = {
+    "semantic": ("semantic_rank", "semantic_score"),
+    "keyword": ("keyword_rank", "keyword_score"),
+    "exact": ("exact_rank", None),  # exact_match instead of a score
+}
 _NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 _NO_SCORES: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
 _NO_SLOTS.flags.writeable = _NO_SCORES.flags.writeable = False  # shared by empty rankings
@@ -135,19 +140,44 @@ class Ranking:
 
     def find(self, doc_id: str) -> tuple[int, float] | None:
         """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
-        where = self._where
-        if where is None:  # built on the first look-up: only results are looked up
-            # each slot's position in the list (-1: absent), over the slots taken so far; one
-            # array, not a dict of every entry (a result looks up ten ids in 300-entry lists)
-            where = self._where = np.empty(len(self._universe), dtype=np.intp)
-            where.fill(-1)
-            where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
+        where = self._positions()
         slot = self._universe.index.get(doc_id, len(where))
         n = int(where[slot]) if slot < len(where) else -1  # a later slot: not in this list
         if n < 0:
             return None
         rank = n + 1 if self._ranks is None else int(self._ranks[n])
         return rank, float(self.scores[n])
+
+    def find_slots(
+        self, slots: list[int], at: npt.NDArray[np.intp]
+    ) -> list[tuple[int, float] | None]:
+        """``find`` of the ids in ``slots`` (``at``: the same, as an array), together."""
+        where = self._positions()
+        if max(slots) >= len(where):  # a slot taken after the first look-up: not in this list
+            return [None if s >= len(where) else self.find(self._universe.ids[s]) for s in slots]
+        n = where[at]
+        scores = self.scores[n].tolist()  # n = -1 reads the last entry: dropped below
+        if self._ranks is None:
+            return [
+                (pos + 1, score) if pos >= 0 else None
+                for pos, score in zip(n.tolist(), scores, strict=True)
+            ]
+        ranks = self._ranks[n].tolist()
+        return [
+            (rank, score) if pos >= 0 else None
+            for pos, rank, score in zip(n.tolist(), ranks, scores, strict=True)
+        ]
+
+    def _positions(self) -> npt.NDArray[np.intp]:
+        """Each slot's position in the list (-1: absent), over the slots taken so far."""
+        where = self._where
+        if where is None:  # built on the first look-up: only results are looked up
+            # one array, not a dict of every entry (a result looks up ten ids in 300-entry
+            # lists)
+            where = self._where = np.empty(len(self._universe), dtype=np.intp)
+            where.fill(-1)
+            where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
+        return where
 
 
 @dataclass(frozen=True)
@@ -211,6 +241,14 @@ class Plan:
     pinned: frozenset[str]
     meta: Callable[[str], dict[str, Any]]
     """The score metadata of one fused id (only the returned few are ever built)."""
+    batch: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None
+    """``meta`` of several ids at once, when the plan computes them together."""
+
+    def metas(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """``[meta(i) for i in ids]``: the score metadata of the returned ids."""
+        if self.batch is None:
+            return [self.meta(i) for i in ids]
+        return self.batch(ids)
 
 
 def scaled(score: float, best: float) -> float:
@@ -274,19 +312,29 @@ def fused_plan(
     placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
 
     def meta(doc_id: str) -> dict[str, Any]:
-        entry = {"fused_score": scaled(float(fused[universe.index[doc_id]]), best), **UNSCORED}
-        for name, ranking in placed:
-            found = ranking.find(doc_id)
-            if found is None:
-                continue
-            entry[f"{name}_rank"] = found[0]
-            if name == "exact":
-                entry["exact_match"] = True
-            else:
-                entry[f"{name}_score"] = found[1]
-        return entry
+        return metas([doc_id])[0]
 
-    return _pinned_plan(universe.ids, slots, meta, legs.exact or [], exact_first=exact_first)
+    def metas(ids: Sequence[str]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        slots = list(map(universe.index.__getitem__, ids))
+        at = np.array(slots, dtype=np.intp)
+        entries = [{"fused_score": scaled(f, best), **UNSCORED} for f in fused[at].tolist()]
+        for name, ranking in placed:
+            rank_key, score_key = _KEYS[name]
+            for entry, found in zip(entries, ranking.find_slots(slots, at), strict=True):
+                if found is None:
+                    continue
+                entry[rank_key] = found[0]
+                if score_key is None:
+                    entry["exact_match"] = True
+                else:
+                    entry[score_key] = found[1]
+        return entries
+
+    return _pinned_plan(
+        universe.ids, slots, meta, legs.exact or [], exact_first=exact_first, batch=metas
+    )
 
 
 def _fuse(
@@ -439,6 +487,7 @@ def _pinned_plan(
     exact: Sequence[KeywordHit],
     *,
     exact_first: bool,
+    batch: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
 ) -> Plan:
     """The fused order (positions in ``ids``), section-level exact hits first if ``exact_first``."""
     pinned: frozenset[str] = frozenset()
@@ -458,4 +507,11 @@ def _pinned_plan(
             entry["fused_score"] = EXACT_BOOST
         return entry
 
-    return Plan(Order(ids, order), pinned, meta_of)
+    def batch_of(wanted: Sequence[str]) -> list[dict[str, Any]]:
+        entries = batch(wanted)  # type: ignore[misc]  # only used when batch is set
+        for doc_id, entry in zip(wanted, entries, strict=True):
+            if doc_id in boosted:
+                entry["fused_score"] = EXACT_BOOST
+        return entries
+
+    return Plan(Order(ids, order), pinned, meta_of, batch_of if batch is not None else None)

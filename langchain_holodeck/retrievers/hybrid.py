@@ -688,9 +688,8 @@ class HybridRetriever(BaseRetriever):
         """
         definitions = self._definitions_for(query)
         out: list[Document] = []
-        for doc_id in chosen:
+        for doc_id, extra in zip(chosen, plan.metas(chosen), strict=True):
             doc = docs[doc_id]
-            extra = plan.meta(doc_id)
             if extra["semantic_score"] is None and doc_id in similarity:
                 extra["semantic_score"] = similarity[doc_id]
             if definitions:
