@@ -100,7 +100,7 @@ def feedback_query(
         lengths = np.sqrt(np.add.reduce(v * v, axis=1, keepdims=True))
         centroid = np.add.reduce(v / np.where(lengths > 0, lengths, 1.0), axis=0)
         np.true_divide(centroid, np.intp(len(v)), out=centroid, casting="unsafe")
-        q = (q + weight * centroid).astype(np.float32)
+        q = (q + weight * centroid).astype(np.float32, copy=False)  # float32 already, mostly
     norm = math.sqrt(q.dot(q))
     return q / norm if norm > 0 else q
 
