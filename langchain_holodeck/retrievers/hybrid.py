@@ -26,7 +26,7 @@ from langchain_holodeck._defaults import (
     DEFAULT_WEIGHTS,
 )
 from langchain_holodeck._redact import one_line
-from langchain_holodeck._tracing import Attributes, span
+from langchain_holodeck._tracing import Attributes, SpanLike, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.contracts import (
     ArrayKeywordSearch,
@@ -282,13 +282,13 @@ class HybridRetriever(BaseRetriever):
             "search.fetch_k": fetch,
         }
         with span("holodeck.hybrid_search", attributes) as current:
-            calls = self._leg_calls(query, fetch, k)
+            calls = self._leg_calls(query, fetch, k, current)
             outcomes = (yield calls) if calls else {}
             if self.search_strategy == "native":
-                outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes)}
+                outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes, current)}
             legs = self._legs(query, outcomes)
             plan = self._plan(legs)
-            feedback = self._feedback_call(legs, plan, k)
+            feedback = self._feedback_call(legs, plan, k, current)
             read: list[Document] = []  # documents feedback read (not read again)
             if feedback is not None:
                 outcome = (yield feedback)["feedback"]
@@ -302,11 +302,11 @@ class HybridRetriever(BaseRetriever):
                     ranking, read = outcome
                     if ranking is not None:
                         plan = self._plan(legs, dense_ranking=legs.ranking(ranking))
-            result = yield from self._select(query, k, plan, legs, read)
+            result = yield from self._select(query, k, plan, legs, read, current)
             expanded = self._expansion(result)
             if expanded:
                 ids = [e.id for e in expanded]
-                outcome = (yield self._read_call(ids))["read"]
+                outcome = (yield self._read_call(ids, current))["read"]
                 if isinstance(outcome, Exception):
                     raise outcome
                 result += self._expanded_docs(expanded, outcome)
@@ -381,11 +381,11 @@ class HybridRetriever(BaseRetriever):
             known = self._keyword_arrays = (index, arrays)
         return index.search_ranked if known[1] else None  # type: ignore[attr-defined]  # checked
 
-    def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
+    def _leg_calls(self, query: str, fetch: int, k: int, parent: SpanLike) -> dict[str, Call]:
         """The enabled legs; the dense leg last (the sync driver runs it inline).
 
         On the native strategy only the exact leg: the native request, sized by what the
-        exact leg found, follows it (``_native_call``).
+        exact leg found, follows it (``_native_call``). ``parent``: the search's span.
         """
         calls: dict[str, Call] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
@@ -395,7 +395,7 @@ class HybridRetriever(BaseRetriever):
             ranked = self._ranked_search(keyword_index)
 
             def keyword() -> Sequence[KeywordHit] | RankedIds:
-                with span("holodeck.keyword_search", attributes) as s:
+                with span("holodeck.keyword_search", attributes, parent=parent) as s:
                     hits: Sequence[KeywordHit] | RankedIds
                     if ranked is not None:  # ids and one score array: no KeywordHit per hit
                         hits = ranked(query, fetch)
@@ -407,7 +407,7 @@ class HybridRetriever(BaseRetriever):
             asearch = getattr(keyword_index, "asearch", None)
 
             async def akeyword() -> list[KeywordHit]:
-                with span("holodeck.keyword_search", attributes) as s:
+                with span("holodeck.keyword_search", attributes, parent=parent) as s:
                     hits = list(await asearch(query, fetch))  # type: ignore[misc]  # set when used
                     s.set_attribute("search.result_count", len(hits))
                     return hits
@@ -420,7 +420,7 @@ class HybridRetriever(BaseRetriever):
         if exact_index is not None and self.weights[2] > 0:
 
             def exact() -> list[KeywordHit]:
-                with span("holodeck.exact_search", attributes) as s:
+                with span("holodeck.exact_search", attributes, parent=parent) as s:
                     hits = exact_index.search(query, fetch)
                     s.set_attribute("search.result_count", len(hits))
                     return hits
@@ -431,13 +431,13 @@ class HybridRetriever(BaseRetriever):
             dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
 
             def dense() -> DenseResult:
-                with span("holodeck.semantic_search", dense_attributes) as s:
+                with span("holodeck.semantic_search", dense_attributes, parent=parent) as s:
                     result = leg.search(query, fetch)
                     s.set_attribute("search.result_count", len(result.hits))
                     return result
 
             async def adense() -> DenseResult:
-                with span("holodeck.semantic_search", dense_attributes) as s:
+                with span("holodeck.semantic_search", dense_attributes, parent=parent) as s:
                     result = await leg.asearch(query, fetch)
                     s.set_attribute("search.result_count", len(result.hits))
                     return result
@@ -461,7 +461,9 @@ class HybridRetriever(BaseRetriever):
         ok = {name: o for name, o in outcomes.items() if name not in errors}
         return Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 
-    def _native_call(self, query: str, k: int, fetch: int, outcomes: Outcomes) -> Call:
+    def _native_call(
+        self, query: str, k: int, fetch: int, outcomes: Outcomes, parent: SpanLike
+    ) -> Call:
         """The engine's one fused request: ``fetch_k`` candidates, the rows the result uses.
 
         The engine fuses, so ranks below what the result takes change nothing: it returns
@@ -489,34 +491,36 @@ class HybridRetriever(BaseRetriever):
         attributes: Attributes = {"search.fetch_k": fetch}
 
         def native() -> list[NativeHit]:
-            with span("holodeck.native_hybrid_search", attributes) as s:
+            with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
                 hits = list(store.native_hybrid_search(query, **kwargs))
                 s.set_attribute("search.result_count", len(hits))
                 return hits
 
         async def anative() -> list[NativeHit]:
-            with span("holodeck.native_hybrid_search", attributes) as s:
+            with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
                 hits = list(await store.anative_hybrid_search(query, **kwargs))
                 s.set_attribute("search.result_count", len(hits))
                 return hits
 
         return Call(native, anative)
 
-    def _read_call(self, ids: Sequence[str]) -> dict[str, Call]:
+    def _read_call(self, ids: Sequence[str], parent: SpanLike) -> dict[str, Call]:
         store, wanted = self.vector_store, list(ids)
         attributes: Attributes = {"search.read_count": len(wanted)}
 
         def read() -> list[Document]:
-            with span("holodeck.read_documents", attributes):
+            with span("holodeck.read_documents", attributes, parent=parent):
                 return store.get_by_ids(wanted)
 
         async def aread() -> list[Document]:
-            with span("holodeck.read_documents", attributes):
+            with span("holodeck.read_documents", attributes, parent=parent):
                 return await store.aget_by_ids(wanted)
 
         return {"read": Call(read, aread)}
 
-    def _feedback_call(self, legs: Legs, plan: Plan, k: int) -> dict[str, Call] | None:
+    def _feedback_call(
+        self, legs: Legs, plan: Plan, k: int, parent: SpanLike
+    ) -> dict[str, Call] | None:
         """The feedback step (``feedback_docs``), or ``None`` when it does not apply."""
         dense, store = legs.dense, self.vector_store
         if (
@@ -537,7 +541,7 @@ class HybridRetriever(BaseRetriever):
         query, weight = dense.vector, self.feedback_weight
 
         def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
-            with span("holodeck.feedback", {"search.feedback_docs": len(top)}):
+            with span("holodeck.feedback", {"search.feedback_docs": len(top)}, parent=parent):
                 read = store.get_by_ids(top)  # their types; kept, so not read again
                 chosen = feedback_ids(top, read)  # none when the best chunk is code
                 ranking = feedback_ranking(
@@ -579,11 +583,17 @@ class HybridRetriever(BaseRetriever):
 
     # -- selection: threshold, then read the final k ------------------------------------
     def _select(
-        self, query: str, k: int, plan: Plan, legs: Legs, read: Sequence[Document]
+        self,
+        query: str,
+        k: int,
+        plan: Plan,
+        legs: Legs,
+        read: Sequence[Document],
+        parent: SpanLike,
     ) -> Core[list[Document]]:
         """Walk the fused order: apply the threshold, read documents, stop at ``k``.
 
-        ``read``: documents already read (not read again).
+        ``read``: documents already read (not read again); ``parent``: the search's span.
         """
         dense = legs.dense
         threshold = self.min_similarity_score
@@ -624,7 +634,7 @@ class HybridRetriever(BaseRetriever):
             take = [queue.popleft() for _ in range(min(need, len(queue)))]
             missing = [i for i in take if i not in docs]
             if missing:
-                outcome = (yield self._read_call(missing))["read"]
+                outcome = (yield self._read_call(missing, parent))["read"]
                 if isinstance(outcome, Exception):
                     raise outcome
                 docs.update({d.id: d for d in outcome if d.id})
