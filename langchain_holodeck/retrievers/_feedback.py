@@ -142,8 +142,8 @@ def feedback_ranking(
         if not found_ids:
             return None
         moved = feedback_query(query, rows, weight=weight)
-        ranked = arrays_store.rank_ids(moved, list(candidates))
-        return ranked if len(ranked) <= depth else ranked[:depth]
+        ranking = arrays_store.rank_ids(moved, list(candidates))
+        return ranking if len(ranking) <= depth else ranking[:depth]
     vectors: StoredVectors = store  # type: ignore[assignment]  # supports_feedback checked it
     found = vectors.get_vectors(list(feedback_ids)) if feedback_ids else {}
     if not found:
