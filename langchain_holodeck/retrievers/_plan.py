@@ -51,6 +51,7 @@ _KEYS: dict[str, tuple[str, str | None]] = {
 _NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 _NO_SCORES: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
 _NO_SLOTS.flags.writeable = _NO_SCORES.flags.writeable = False  # shared by empty rankings
+_UNSEEN = int(np.iinfo(np.intp).max)  # no list holds the slot (np.iinfo costs ~1 us a call)
 
 
 class Universe:
@@ -383,14 +384,13 @@ def _fuse(
     # (array methods, not the np.* functions that wrap them: this runs twice per query)
     if slot_order:  # a stable sort by score keeps ties in slot (= first-seen) order
         return (-fused).argsort(kind="stable"), fused
-    unseen = np.iinfo(np.intp).max
     seen = np.empty(size, dtype=np.intp)  # where each id first appears
-    seen.fill(unseen)
+    seen.fill(_UNSEEN)
     ends = list(accumulate(len(r) for r, _ in used))
     for (ranking, _), end in zip(reversed(used), reversed(ends), strict=True):
         # last list first: an id's entry in an earlier list overwrites a later one's
         seen[ranking.slots] = np.arange(end - len(ranking), end)
-    present = (seen != unseen).nonzero()[0]
+    present = (seen != _UNSEEN).nonzero()[0]
     return present[np.lexsort((seen[present], -fused[present]))], fused
 
 
