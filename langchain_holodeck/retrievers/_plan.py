@@ -410,8 +410,10 @@ def _convex_adds(
     span = top - low
     if span <= 0:
         return np.full(len(values), weight)
-    # at the top (values - low) / span is span / span, exactly 1.0: the weight, as fusion's
-    between = weight * ((values - low) / span)
+    # at the top (values - low) / span is span / span, exactly 1.0: the weight, as fusion's;
+    # x - (+0.0) is x bit for bit (-0.0 too): the usual bound of 0 subtracts nothing
+    shifted = values if low == 0.0 and math.copysign(1.0, low) > 0 else values - low
+    between = weight * (shifted / span)
     if least <= low:  # some value at (or under) the bound: 0 there
         return np.where(values <= low, 0.0, between)
     return between
