@@ -47,6 +47,7 @@ __all__ = [
     "StoredVectors",
     "answers_with_arrays",
     "check_native_hybrid_args",
+    "returns_new_documents",
     "supports_native_hybrid",
 ]
 
@@ -273,6 +274,24 @@ def answers_with_arrays(obj: object, *pairs: tuple[str, str]) -> bool:
         mro = type(obj).__mro__
         owners = [next((c for c in mro if name in vars(c)), None) for name in (method, twin)]
         if owners[0] is None or owners[0] is not owners[1]:
+            return False
+    return True
+
+
+def returns_new_documents(obj: object, *methods: str) -> bool:
+    """Whether each of ``methods`` builds new ``Document`` objects on every call.
+
+    The class that defines a method says so by listing it in its own ``new_documents``
+    attribute: its callers own what it returns and may update it in place instead of copying
+    it. A subclass (or an instance attribute) that overrides the method without listing it
+    again is not trusted (it may return shared objects).
+    """
+    attributes = getattr(obj, "__dict__", {})
+    for method in methods:
+        if method in attributes:
+            return False
+        owner = next((c for c in type(obj).__mro__ if method in vars(c)), None)
+        if owner is None or method not in vars(owner).get("new_documents", ()):
             return False
     return True
 

@@ -181,7 +181,7 @@ class _Matrix:
             out = np.zeros(len(rows), dtype=np.float32)
             # add.at adds one posting at a time, in query-term order: the float32 sums of
             # scores()'s column-by-column adds, bit for bit
-            np.add.at(out, np.searchsorted(rows, postings), values)
+            np.add.at(out, rows.searchsorted(postings), values)
         rows = rows.astype(np.int64)
         if live is not None:
             keep = live[rows] > 0
@@ -224,7 +224,8 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     NumPy 2's hashing ``unique`` costs about ten times more on the few thousand rows of one
     query.
     """
-    ordered = np.sort(values)
+    ordered = values.copy()  # np.sort's own steps
+    ordered.sort()
     if len(ordered) < 2:
         return ordered
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
@@ -807,7 +808,8 @@ def _top_k(
     and the rows its positions stand for (``None``: position ``i`` is row ``i``). Only the
     returned positions are turned into ids.
     """
-    candidates = np.flatnonzero(scores > 0)
+    # (array methods, not the np.* functions that wrap them: this runs on every query)
+    candidates = (scores > 0).nonzero()[0]
     if len(candidates) == 0:
         return _no_hits()
     if len(candidates) > 4 * k:  # many: keep those reaching the k-th best before sorting
@@ -815,7 +817,7 @@ def _top_k(
         kth = np.partition(part, len(part) - k)[len(part) - k]
         candidates = candidates[part >= kth]
     # candidates ascend: a stable sort by score breaks ties by position
-    order = np.argsort(-scores[candidates].astype(np.float64), kind="stable")
+    order = (-scores[candidates].astype(np.float64)).argsort(kind="stable")
     best = candidates[order[:k]]
     if len(segments) == 1:  # no delta segment: one pass, position i stands for row rows[i]
         only_ids, only_rows = segments[0]

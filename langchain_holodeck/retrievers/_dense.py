@@ -94,6 +94,8 @@ class DenseLeg:
         """``result`` (one hit per chunk) cut to ``k``; notes whether windows were merged."""
         if len(result.hits) < entries:
             self._windows = True
+        if len(result.hits) <= k:  # nothing to cut: the result as it is
+            return result
         return replace(result, hits=result.hits[:k])
 
     # -- search -------------------------------------------------------------------------

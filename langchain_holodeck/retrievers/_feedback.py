@@ -20,6 +20,7 @@ other store it is skipped. It is also skipped when the best fused chunk is sourc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from operator import itemgetter
 
@@ -86,9 +87,12 @@ def feedback_query(
     ``vectors`` empty or ``weight`` 0 gives ``unit(query)``; a zero query stays zero.
     """
     # np.linalg.norm and ndarray.mean, spelled as the operations they run (the same float32
-    # results, without their Python-level argument handling: this runs on every query)
+    # results, without their Python-level argument handling: this runs on every query); a
+    # norm is math.sqrt of the float32 dot product: dividing a float32 array by it rounds it
+    # to float32 first, which is exactly np.sqrt's float32 root (a double root rounded to
+    # float32 is the correctly rounded float32 root)
     q = np.asarray(query, dtype=np.float32).reshape(-1)
-    norm = float(np.sqrt(q.dot(q)))
+    norm = math.sqrt(q.dot(q))
     if norm > 0:
         q = q / norm
     if len(vectors) and weight > 0:
@@ -96,8 +100,8 @@ def feedback_query(
         lengths = np.sqrt(np.add.reduce(v * v, axis=1, keepdims=True))
         centroid = np.add.reduce(v / np.where(lengths > 0, lengths, 1.0), axis=0)
         np.true_divide(centroid, np.intp(len(v)), out=centroid, casting="unsafe")
-        q = (q + weight * centroid).astype(np.float32)
-    norm = float(np.sqrt(q.dot(q)))
+        q = (q + weight * centroid).astype(np.float32, copy=False)  # float32 already, mostly
+    norm = math.sqrt(q.dot(q))
     return q / norm if norm > 0 else q
 
 
@@ -138,7 +142,8 @@ def feedback_ranking(
         if not found_ids:
             return None
         moved = feedback_query(query, rows, weight=weight)
-        return arrays_store.rank_ids(moved, list(candidates))[:depth]
+        ranking = arrays_store.rank_ids(moved, list(candidates))
+        return ranking if len(ranking) <= depth else ranking[:depth]
     vectors: StoredVectors = store  # type: ignore[assignment]  # supports_feedback checked it
     found = vectors.get_vectors(list(feedback_ids)) if feedback_ids else {}
     if not found:

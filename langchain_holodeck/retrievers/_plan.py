@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import filterfalse
+from itertools import accumulate, filterfalse
 from operator import itemgetter
 from typing import Any, Literal, overload
 
@@ -43,9 +43,15 @@ UNSCORED: dict[str, Any] = {
 """A result's per-leg score keys before any leg has placed it (after ``fused_score``)."""
 
 _LEGS = ("semantic", "keyword", "exact")
+_KEYS: dict[str, tuple[str, str | None]] = {
+    "semantic": ("semantic_rank", "semantic_score"),
+    "keyword": ("keyword_rank", "keyword_score"),
+    "exact": ("exact_rank", None),  # exact_match instead of a score
+}
 _NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 _NO_SCORES: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
 _NO_SLOTS.flags.writeable = _NO_SCORES.flags.writeable = False  # shared by empty rankings
+_UNSEEN = int(np.iinfo(np.intp).max)  # no list holds the slot (np.iinfo costs ~1 us a call)
 
 
 class Universe:
@@ -75,6 +81,11 @@ class Universe:
             index.update(zip(ids, range(len(ids)), strict=True))
             self.ids.extend(ids)
             return np.arange(len(ids), dtype=np.intp)
+        if ids and ids[-1] in index and ids[0] in index:  # all known, likely (feedback)
+            try:
+                return np.fromiter(map(index.__getitem__, ids), np.intp, len(ids))
+            except KeyError:
+                pass
         new = list(filterfalse(index.__contains__, ids))
         if new:
             index.update(zip(new, range(len(self.ids), len(self.ids) + len(new)), strict=True))
@@ -89,7 +100,7 @@ class Ranking:
     its rank, as in the fusion functions.
     """
 
-    __slots__ = ("_found", "_ranks", "_universe", "adds", "scores", "slots")
+    __slots__ = ("_ranks", "_universe", "_where", "adds", "scores", "slots")
 
     def __init__(self, hits: Sequence[tuple[str, float]], universe: Universe) -> None:
         ids: Sequence[str] = ()
@@ -113,7 +124,7 @@ class Ranking:
         """Their scores (at their first entries)."""
         self._ranks = ranks
         self._universe = universe
-        self._found: tuple[dict[int, int], list[float]] | None = None
+        self._where: npt.NDArray[np.intp] | None = None
         self.adds: dict[tuple[object, ...], npt.NDArray[np.float64]] = {}
         """What this list adds to each of its ids, per fusion and weight (both fusions of a
         query add the keyword list the same: computed once)."""
@@ -130,15 +141,44 @@ class Ranking:
 
     def find(self, doc_id: str) -> tuple[int, float] | None:
         """``(rank, score)`` of ``doc_id``, or ``None`` when the list lacks it."""
-        if self._found is None:  # built on the first look-up: only results are looked up
-            slots = self.slots.tolist()
-            self._found = dict(zip(slots, range(len(slots)), strict=True)), self.scores.tolist()
-        where, scores = self._found
-        n = where.get(self._universe.index.get(doc_id, -1))
-        if n is None:
+        where = self._positions()
+        slot = self._universe.index.get(doc_id, len(where))
+        n = int(where[slot]) if slot < len(where) else -1  # a later slot: not in this list
+        if n < 0:
             return None
         rank = n + 1 if self._ranks is None else int(self._ranks[n])
-        return rank, scores[n]
+        return rank, float(self.scores[n])
+
+    def find_slots(
+        self, slots: list[int], at: npt.NDArray[np.intp]
+    ) -> list[tuple[int, float] | None]:
+        """``find`` of the ids in ``slots`` (``at``: the same, as an array), together."""
+        where = self._positions()
+        if max(slots) >= len(where):  # a slot taken after the first look-up: not in this list
+            return [None if s >= len(where) else self.find(self._universe.ids[s]) for s in slots]
+        n = where[at]
+        scores = self.scores[n].tolist()  # n = -1 reads the last entry: dropped below
+        if self._ranks is None:
+            return [
+                (pos + 1, score) if pos >= 0 else None
+                for pos, score in zip(n.tolist(), scores, strict=True)
+            ]
+        ranks = self._ranks[n].tolist()
+        return [
+            (rank, score) if pos >= 0 else None
+            for pos, rank, score in zip(n.tolist(), ranks, scores, strict=True)
+        ]
+
+    def _positions(self) -> npt.NDArray[np.intp]:
+        """Each slot's position in the list (-1: absent), over the slots taken so far."""
+        where = self._where
+        if where is None:  # built on the first look-up: only results are looked up
+            # one array, not a dict of every entry (a result looks up ten ids in 300-entry
+            # lists)
+            where = self._where = np.empty(len(self._universe), dtype=np.intp)
+            where.fill(-1)
+            where[self.slots] = np.arange(len(self.slots), dtype=np.intp)
+        return where
 
 
 @dataclass(frozen=True)
@@ -202,6 +242,14 @@ class Plan:
     pinned: frozenset[str]
     meta: Callable[[str], dict[str, Any]]
     """The score metadata of one fused id (only the returned few are ever built)."""
+    batch: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None
+    """``meta`` of several ids at once, when the plan computes them together."""
+
+    def metas(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """``[meta(i) for i in ids]``: the score metadata of the returned ids."""
+        if self.batch is None:
+            return [self.meta(i) for i in ids]
+        return self.batch(ids)
 
 
 def scaled(score: float, best: float) -> float:
@@ -265,19 +313,29 @@ def fused_plan(
     placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
 
     def meta(doc_id: str) -> dict[str, Any]:
-        entry = {"fused_score": scaled(float(fused[universe.index[doc_id]]), best), **UNSCORED}
-        for name, ranking in placed:
-            found = ranking.find(doc_id)
-            if found is None:
-                continue
-            entry[f"{name}_rank"] = found[0]
-            if name == "exact":
-                entry["exact_match"] = True
-            else:
-                entry[f"{name}_score"] = found[1]
-        return entry
+        return metas([doc_id])[0]
 
-    return _pinned_plan(universe.ids, slots, meta, legs.exact or [], exact_first=exact_first)
+    def metas(ids: Sequence[str]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        slots = list(map(universe.index.__getitem__, ids))
+        at = np.array(slots, dtype=np.intp)
+        entries = [{"fused_score": scaled(f, best), **UNSCORED} for f in fused[at].tolist()]
+        for name, ranking in placed:
+            rank_key, score_key = _KEYS[name]
+            for entry, found in zip(entries, ranking.find_slots(slots, at), strict=True):
+                if found is None:
+                    continue
+                entry[rank_key] = found[0]
+                if score_key is None:
+                    entry["exact_match"] = True
+                else:
+                    entry[score_key] = found[1]
+        return entries
+
+    return _pinned_plan(
+        universe.ids, slots, meta, legs.exact or [], exact_first=exact_first, batch=metas
+    )
 
 
 def _fuse(
@@ -323,15 +381,16 @@ def _fuse(
     # bincount adds the weights in input order, from 0.0: each id's sum in list order, as the
     # per-list fancy adds (each list holds an id once) and fusion's dict accumulation do
     fused: npt.NDArray[np.float64] = np.bincount(slots, weights=adds, minlength=size)  # type: ignore[assignment]  # with weights: float64
+    # (array methods, not the np.* functions that wrap them: this runs twice per query)
     if slot_order:  # a stable sort by score keeps ties in slot (= first-seen) order
-        return np.argsort(-fused, kind="stable"), fused
-    unseen = np.iinfo(np.intp).max
-    seen = np.full(size, unseen, dtype=np.intp)  # where each id first appears
-    ends = np.cumsum([len(r) for r, _ in used])
-    for (ranking, _), end in zip(reversed(used), reversed(ends.tolist()), strict=True):
+        return (-fused).argsort(kind="stable"), fused
+    seen = np.empty(size, dtype=np.intp)  # where each id first appears
+    seen.fill(_UNSEEN)
+    ends = list(accumulate(len(r) for r, _ in used))
+    for (ranking, _), end in zip(reversed(used), reversed(ends), strict=True):
         # last list first: an id's entry in an earlier list overwrites a later one's
         seen[ranking.slots] = np.arange(end - len(ranking), end)
-    present = np.flatnonzero(seen != unseen)
+    present = (seen != _UNSEEN).nonzero()[0]
     return present[np.lexsort((seen[present], -fused[present]))], fused
 
 
@@ -340,7 +399,8 @@ def _convex_adds(
 ) -> npt.NDArray[np.float64]:
     """What ``convex_score_fusion`` adds for each id of ``ranking`` (the list's ``i``-th)."""
     values = ranking.scores
-    top, least = float(values.max()), float(values.min())
+    # ndarray.max/min are these reductions behind a Python wrapper
+    top, least = float(np.maximum.reduce(values)), float(np.minimum.reduce(values))
     if not (math.isfinite(top) and math.isfinite(least)):  # NaN and infinities show here
         bad = int(np.flatnonzero(~np.isfinite(values))[0])
         doc_id = ranking._universe.ids[ranking.slots[bad]]
@@ -350,8 +410,10 @@ def _convex_adds(
     span = top - low
     if span <= 0:
         return np.full(len(values), weight)
-    # at the top (values - low) / span is span / span, exactly 1.0: the weight, as fusion's
-    between = weight * ((values - low) / span)
+    # at the top (values - low) / span is span / span, exactly 1.0: the weight, as fusion's;
+    # x - (+0.0) is x bit for bit (-0.0 too): the usual bound of 0 subtracts nothing
+    shifted = values if low == 0.0 and math.copysign(1.0, low) > 0 else values - low
+    between = weight * (shifted / span)
     if least <= low:  # some value at (or under) the bound: 0 there
         return np.where(values <= low, 0.0, between)
     return between
@@ -427,6 +489,7 @@ def _pinned_plan(
     exact: Sequence[KeywordHit],
     *,
     exact_first: bool,
+    batch: Callable[[Sequence[str]], list[dict[str, Any]]] | None = None,
 ) -> Plan:
     """The fused order (positions in ``ids``), section-level exact hits first if ``exact_first``."""
     pinned: frozenset[str] = frozenset()
@@ -446,4 +509,11 @@ def _pinned_plan(
             entry["fused_score"] = EXACT_BOOST
         return entry
 
-    return Plan(Order(ids, order), pinned, meta_of)
+    def batch_of(wanted: Sequence[str]) -> list[dict[str, Any]]:
+        entries = batch(wanted)  # type: ignore[misc]  # only used when batch is set
+        for doc_id, entry in zip(wanted, entries, strict=True):
+            if doc_id in boosted:
+                entry["fused_score"] = EXACT_BOOST
+        return entries
+
+    return Plan(Order(ids, order), pinned, meta_of, batch_of if batch is not None else None)

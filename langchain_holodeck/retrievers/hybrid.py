@@ -26,9 +26,14 @@ from langchain_holodeck._defaults import (
     DEFAULT_WEIGHTS,
 )
 from langchain_holodeck._redact import one_line
-from langchain_holodeck._tracing import Attributes, span
+from langchain_holodeck._tracing import Attributes, SpanLike, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
-from langchain_holodeck.contracts import ArrayKeywordSearch, RankedIds, answers_with_arrays
+from langchain_holodeck.contracts import (
+    ArrayKeywordSearch,
+    RankedIds,
+    answers_with_arrays,
+    returns_new_documents,
+)
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
@@ -67,6 +72,7 @@ MAX_K = 1000
 logger = logging.getLogger(__name__)
 
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
+_READS = ("get_by_ids", "aget_by_ids")  # the store reads the retriever makes
 
 
 class HybridRetriever(BaseRetriever):
@@ -197,6 +203,8 @@ class HybridRetriever(BaseRetriever):
     query)."""
     _keyword_arrays: tuple[KeywordIndex, bool] | None = PrivateAttr(default=None)
     """The keyword index last asked whether it answers with arrays, and its answer."""
+    _new_reads: tuple[VectorStore, bool] | None = PrivateAttr(default=None)
+    """The store last asked whether its reads build new Documents, and its answer."""
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -274,13 +282,13 @@ class HybridRetriever(BaseRetriever):
             "search.fetch_k": fetch,
         }
         with span("holodeck.hybrid_search", attributes) as current:
-            calls = self._leg_calls(query, fetch, k)
+            calls = self._leg_calls(query, fetch, k, current)
             outcomes = (yield calls) if calls else {}
             if self.search_strategy == "native":
-                outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes)}
+                outcomes |= yield {"native": self._native_call(query, k, fetch, outcomes, current)}
             legs = self._legs(query, outcomes)
             plan = self._plan(legs)
-            feedback = self._feedback_call(legs, plan, k)
+            feedback = self._feedback_call(legs, plan, k, current)
             read: list[Document] = []  # documents feedback read (not read again)
             if feedback is not None:
                 outcome = (yield feedback)["feedback"]
@@ -294,11 +302,11 @@ class HybridRetriever(BaseRetriever):
                     ranking, read = outcome
                     if ranking is not None:
                         plan = self._plan(legs, dense_ranking=legs.ranking(ranking))
-            result = yield from self._select(query, k, plan, legs, read)
+            result = yield from self._select(query, k, plan, legs, read, current)
             expanded = self._expansion(result)
             if expanded:
                 ids = [e.id for e in expanded]
-                outcome = (yield self._read_call(ids))["read"]
+                outcome = (yield self._read_call(ids, current))["read"]
                 if isinstance(outcome, Exception):
                     raise outcome
                 result += self._expanded_docs(expanded, outcome)
@@ -327,24 +335,45 @@ class HybridRetriever(BaseRetriever):
             exact if self.exact_index is not None else 0.0,
         )
 
+    def _private(self, name: str) -> Any:
+        """A private attribute's value, read from ``__pydantic_private__``.
+
+        ``self._name`` goes through pydantic's ``__getattr__`` (a failed lookup, then Python
+        code: microseconds); these are read on every query. Writes still use ``self._name``.
+        """
+        private = self.__pydantic_private__
+        return private.get(name) if private is not None else getattr(self, name)
+
     def _dense(self) -> DenseLeg:
-        leg = self._dense_leg
+        leg = self._private("_dense_leg")
         if leg is None or leg.store is not self.vector_store:
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 
     def _feedback_support(self) -> tuple[bool, bool]:
         """Whether the store supports feedback, and whether it answers it with arrays."""
-        known = self._feedback_store
+        known = self._private("_feedback_store")
         if known is None or known[0] is not self.vector_store:
             store = self.vector_store
             known = (store, supports_feedback(store), feedback_arrays(store))
             self._feedback_store = known
         return known[1], known[2]
 
+    def _reads_new_documents(self) -> bool:
+        """Whether the store's ``get_by_ids`` / ``aget_by_ids`` build new Documents.
+
+        Checked once per store: the retriever then owns what it read and sets its scores in
+        place instead of copying each Document.
+        """
+        known = self._private("_new_reads")
+        if known is None or known[0] is not self.vector_store:
+            store = self.vector_store
+            known = self._new_reads = (store, returns_new_documents(store, *_READS))
+        return known[1]
+
     def _ranked_search(self, index: KeywordIndex) -> Callable[[str, int], RankedIds] | None:
         """``index.search_ranked`` when it answers ``search`` with arrays (checked once)."""
-        known = self._keyword_arrays
+        known = self._private("_keyword_arrays")
         if known is None or known[0] is not index:
             arrays = isinstance(index, ArrayKeywordSearch) and answers_with_arrays(
                 index, ("search", "search_ranked")
@@ -352,11 +381,11 @@ class HybridRetriever(BaseRetriever):
             known = self._keyword_arrays = (index, arrays)
         return index.search_ranked if known[1] else None  # type: ignore[attr-defined]  # checked
 
-    def _leg_calls(self, query: str, fetch: int, k: int) -> dict[str, Call]:
+    def _leg_calls(self, query: str, fetch: int, k: int, parent: SpanLike) -> dict[str, Call]:
         """The enabled legs; the dense leg last (the sync driver runs it inline).
 
         On the native strategy only the exact leg: the native request, sized by what the
-        exact leg found, follows it (``_native_call``).
+        exact leg found, follows it (``_native_call``). ``parent``: the search's span.
         """
         calls: dict[str, Call] = {}
         keyword_index, exact_index = self.keyword_index, self.exact_index
@@ -366,7 +395,7 @@ class HybridRetriever(BaseRetriever):
             ranked = self._ranked_search(keyword_index)
 
             def keyword() -> Sequence[KeywordHit] | RankedIds:
-                with span("holodeck.keyword_search", attributes) as s:
+                with span("holodeck.keyword_search", attributes, parent=parent) as s:
                     hits: Sequence[KeywordHit] | RankedIds
                     if ranked is not None:  # ids and one score array: no KeywordHit per hit
                         hits = ranked(query, fetch)
@@ -378,7 +407,7 @@ class HybridRetriever(BaseRetriever):
             asearch = getattr(keyword_index, "asearch", None)
 
             async def akeyword() -> list[KeywordHit]:
-                with span("holodeck.keyword_search", attributes) as s:
+                with span("holodeck.keyword_search", attributes, parent=parent) as s:
                     hits = list(await asearch(query, fetch))  # type: ignore[misc]  # set when used
                     s.set_attribute("search.result_count", len(hits))
                     return hits
@@ -391,7 +420,7 @@ class HybridRetriever(BaseRetriever):
         if exact_index is not None and self.weights[2] > 0:
 
             def exact() -> list[KeywordHit]:
-                with span("holodeck.exact_search", attributes) as s:
+                with span("holodeck.exact_search", attributes, parent=parent) as s:
                     hits = exact_index.search(query, fetch)
                     s.set_attribute("search.result_count", len(hits))
                     return hits
@@ -402,13 +431,13 @@ class HybridRetriever(BaseRetriever):
             dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
 
             def dense() -> DenseResult:
-                with span("holodeck.semantic_search", dense_attributes) as s:
+                with span("holodeck.semantic_search", dense_attributes, parent=parent) as s:
                     result = leg.search(query, fetch)
                     s.set_attribute("search.result_count", len(result.hits))
                     return result
 
             async def adense() -> DenseResult:
-                with span("holodeck.semantic_search", dense_attributes) as s:
+                with span("holodeck.semantic_search", dense_attributes, parent=parent) as s:
                     result = await leg.asearch(query, fetch)
                     s.set_attribute("search.result_count", len(result.hits))
                     return result
@@ -432,7 +461,9 @@ class HybridRetriever(BaseRetriever):
         ok = {name: o for name, o in outcomes.items() if name not in errors}
         return Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 
-    def _native_call(self, query: str, k: int, fetch: int, outcomes: Outcomes) -> Call:
+    def _native_call(
+        self, query: str, k: int, fetch: int, outcomes: Outcomes, parent: SpanLike
+    ) -> Call:
         """The engine's one fused request: ``fetch_k`` candidates, the rows the result uses.
 
         The engine fuses, so ranks below what the result takes change nothing: it returns
@@ -460,34 +491,36 @@ class HybridRetriever(BaseRetriever):
         attributes: Attributes = {"search.fetch_k": fetch}
 
         def native() -> list[NativeHit]:
-            with span("holodeck.native_hybrid_search", attributes) as s:
+            with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
                 hits = list(store.native_hybrid_search(query, **kwargs))
                 s.set_attribute("search.result_count", len(hits))
                 return hits
 
         async def anative() -> list[NativeHit]:
-            with span("holodeck.native_hybrid_search", attributes) as s:
+            with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
                 hits = list(await store.anative_hybrid_search(query, **kwargs))
                 s.set_attribute("search.result_count", len(hits))
                 return hits
 
         return Call(native, anative)
 
-    def _read_call(self, ids: Sequence[str]) -> dict[str, Call]:
+    def _read_call(self, ids: Sequence[str], parent: SpanLike) -> dict[str, Call]:
         store, wanted = self.vector_store, list(ids)
         attributes: Attributes = {"search.read_count": len(wanted)}
 
         def read() -> list[Document]:
-            with span("holodeck.read_documents", attributes):
+            with span("holodeck.read_documents", attributes, parent=parent):
                 return store.get_by_ids(wanted)
 
         async def aread() -> list[Document]:
-            with span("holodeck.read_documents", attributes):
+            with span("holodeck.read_documents", attributes, parent=parent):
                 return await store.aget_by_ids(wanted)
 
         return {"read": Call(read, aread)}
 
-    def _feedback_call(self, legs: Legs, plan: Plan, k: int) -> dict[str, Call] | None:
+    def _feedback_call(
+        self, legs: Legs, plan: Plan, k: int, parent: SpanLike
+    ) -> dict[str, Call] | None:
         """The feedback step (``feedback_docs``), or ``None`` when it does not apply."""
         dense, store = legs.dense, self.vector_store
         if (
@@ -508,7 +541,7 @@ class HybridRetriever(BaseRetriever):
         query, weight = dense.vector, self.feedback_weight
 
         def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
-            with span("holodeck.feedback", {"search.feedback_docs": len(top)}):
+            with span("holodeck.feedback", {"search.feedback_docs": len(top)}, parent=parent):
                 read = store.get_by_ids(top)  # their types; kept, so not read again
                 chosen = feedback_ids(top, read)  # none when the best chunk is code
                 ranking = feedback_ranking(
@@ -520,6 +553,10 @@ class HybridRetriever(BaseRetriever):
                     depth=len(candidates),
                     arrays=arrays,
                 )
+                if isinstance(ranking, RankedIds) and not ranking.unique:
+                    # rank_ids answers each stored id of ``candidates`` once (a subset, best
+                    # first), and the candidates are distinct: so are its ids
+                    ranking = RankedIds(ranking.ids, ranking.scores, unique=True)
                 return ranking, read
 
         return {"feedback": Call(rank, in_process=True)}  # in memory: no I/O
@@ -546,16 +583,24 @@ class HybridRetriever(BaseRetriever):
 
     # -- selection: threshold, then read the final k ------------------------------------
     def _select(
-        self, query: str, k: int, plan: Plan, legs: Legs, read: Sequence[Document]
+        self,
+        query: str,
+        k: int,
+        plan: Plan,
+        legs: Legs,
+        read: Sequence[Document],
+        parent: SpanLike,
     ) -> Core[list[Document]]:
         """Walk the fused order: apply the threshold, read documents, stop at ``k``.
 
-        ``read``: documents already read (not read again).
+        ``read``: documents already read (not read again); ``parent``: the search's span.
         """
         dense = legs.dense
         threshold = self.min_similarity_score
         docs: dict[str, Document] = dict(dense.documents) if dense else {}
         docs.update({d.id: d for d in read if d.id})
+        # the Documents this query read and owns (by identity): scored in place, not copied
+        owned = {id(d) for d in read} if self._reads_new_documents() else None
         similarity: dict[str, float] = {}  # read only for the threshold
         if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
@@ -589,10 +634,12 @@ class HybridRetriever(BaseRetriever):
             take = [queue.popleft() for _ in range(min(need, len(queue)))]
             missing = [i for i in take if i not in docs]
             if missing:
-                outcome = (yield self._read_call(missing))["read"]
+                outcome = (yield self._read_call(missing, parent))["read"]
                 if isinstance(outcome, Exception):
                     raise outcome
                 docs.update({d.id: d for d in outcome if d.id})
+                if owned is not None:
+                    owned.update(map(id, outcome))
                 gone = [i for i in missing if i not in docs]
                 if gone:
                     logger.debug(
@@ -600,7 +647,7 @@ class HybridRetriever(BaseRetriever):
                     )
             chosen += [i for i in take if i in docs]
         found = similarity if threshold is not None else {}
-        return self._assemble(query, chosen, plan, docs, found)
+        return self._assemble(query, chosen, plan, docs, found, owned or set())
 
     def _similarities(
         self,
@@ -640,24 +687,30 @@ class HybridRetriever(BaseRetriever):
         plan: Plan,
         docs: Mapping[str, Document],
         similarity: Mapping[str, float],
+        owned: set[int],
     ) -> list[Document]:
         """The chosen documents with their scores.
 
         ``similarity`` fills a keyword-only hit's ``semantic_score`` (what the threshold
-        computed).
+        computed). ``owned``: the identities of documents this query's reads built for it
+        (``_reads_new_documents``), which get their scores in place (the same Document a
+        copy would be); any other is copied.
         """
         definitions = self._definitions_for(query)
         out: list[Document] = []
-        for doc_id in chosen:
+        for doc_id, extra in zip(chosen, plan.metas(chosen), strict=True):
             doc = docs[doc_id]
-            extra = plan.meta(doc_id)
             if extra["semantic_score"] is None and doc_id in similarity:
                 extra["semantic_score"] = similarity[doc_id]
             if definitions:
                 extra["definitions"] = definitions
             if self.expand_hops:
                 extra["expansion_hops"] = 0
-            out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
+            if id(doc) in owned:
+                doc.metadata.update(extra)  # as {**metadata, **extra}: same keys, same order
+                out.append(doc)
+            else:
+                out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
         return out
 
     def _definitions_for(self, query: str) -> list[dict[str, str]]:

@@ -102,10 +102,11 @@ def row_predicate(
 def top_k_rows(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     """Indices of the ``k`` largest scores, best first (ties: lower row first)."""
     n = scores.shape[0]
+    negated = -scores  # the methods np.argsort / np.argpartition call, without their wrappers
     if k >= n:
-        return np.argsort(-scores, kind="stable")
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.lexsort((part, -scores[part]))]
+        return negated.argsort(kind="stable")
+    part = negated.argpartition(k - 1)[:k]
+    return part[np.lexsort((part, negated[part]))]
 
 
 def mmr(

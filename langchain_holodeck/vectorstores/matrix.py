@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -115,6 +116,10 @@ class MatrixVectorStore(VectorStore):
         store = MatrixVectorStore.load("index_dir", embeddings)
         ```
     """
+
+    new_documents: ClassVar[tuple[str, ...]] = ("get_by_ids", "aget_by_ids")
+    """The reads that build new ``Document`` objects on every call: a caller owns what they
+    return (``contracts.returns_new_documents``)."""
 
     def __init__(
         self,
@@ -570,7 +575,7 @@ class MatrixVectorStore(VectorStore):
         )
         # the float32 cosines, exactly, clipped to [0, 1] as ``0.0 if s < 0.0 else 1.0 if
         # s > 1.0 else s`` (np.clip keeps NaN and -0.0 as that does)
-        clipped = np.clip(scores.astype(np.float64), 0.0, 1.0)
+        clipped = scores.astype(np.float64).clip(0.0, 1.0)  # np.clip's own method
         return RankedIds(list(map(snap.docs.ids.__getitem__, rows.tolist())), clipped, unique=True)
 
     def similarity_by_ids(
@@ -590,7 +595,7 @@ class MatrixVectorStore(VectorStore):
         Ties keep the order of ``ids``; unknown ids are left out.
         """
         found, best = self._similarities(embedding, ids)
-        order = np.argsort(-best, kind="stable")
+        order = (-best).argsort(kind="stable")  # np.argsort's own method
         return RankedIds(list(map(found.__getitem__, order.tolist())), best[order])
 
     def _similarities(
@@ -598,7 +603,7 @@ class MatrixVectorStore(VectorStore):
     ) -> tuple[list[str], npt.NDArray[np.float64]]:
         """The stored ``ids`` (in input order) and their relevance, as ``similarity_by_ids``."""
         query = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(query))
+        norm = math.sqrt(query.dot(query))  # the query / norm of np.linalg.norm, bit for bit
         unit = query / norm if norm > 0 else query
         with self._lock:
             found, rows = self._found_rows(ids)
@@ -611,9 +616,11 @@ class MatrixVectorStore(VectorStore):
             scores = self._buffer[np.asarray(rows, dtype=np.intp)] @ unit
         best = scores if starts is None else np.maximum.reduceat(scores, starts)
         wide = best.astype(np.float64)
-        clipped: npt.NDArray[np.float64] = np.where(
-            np.isfinite(wide), np.clip(wide, 0.0, 1.0), 0.0
-        )  # as clip_unit
+        clipped: npt.NDArray[np.float64] = wide.clip(0.0, 1.0)  # np.clip's own method
+        # as clip_unit: 0.0 where not finite; a sum of float32 values in float64 is finite
+        # exactly when every value is (it cannot overflow), so one reduction checks them all
+        if not math.isfinite(np.add.reduce(wide)):
+            clipped[~np.isfinite(wide)] = 0.0
         return found, clipped
 
     def _rows_with_windows(self, ids: Sequence[str]) -> tuple[list[int], npt.NDArray[np.intp]]:

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from langchain_holodeck import BM25KeywordIndex, HybridRetriever, MatrixVectorStore
 from langchain_holodeck._chunk import window_id
-from langchain_holodeck.contracts import RankedIds, answers_with_arrays
+from langchain_holodeck.contracts import RankedIds, answers_with_arrays, returns_new_documents
 from tests.helpers import TableEmbeddings
 
 
@@ -115,3 +115,62 @@ def test_ranked_ids_reads_as_pairs() -> None:
     assert dict(ranked) == {"a": 0.9, "b": 0.5, "c": 0.5}
     with pytest.raises(ValueError, match="got 2 ids and 1 scores"):
         RankedIds(["a", "b"], np.array([1.0]))
+
+
+class _CachedReads(MatrixVectorStore):
+    """Overrides ``get_by_ids`` to hand out the same cached Documents on every call."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cache: dict[str, Document] = {}
+
+    def get_by_ids(self, ids: Any, /) -> list[Document]:
+        missing = [i for i in ids if i not in self.cache]
+        self.cache.update({d.id: d for d in super().get_by_ids(missing) if d.id})
+        return [self.cache[i] for i in ids if i in self.cache]
+
+
+def _hybrid_pair(store_type: type[MatrixVectorStore]) -> HybridRetriever:
+    docs = [Document(id=f"d{i}", page_content=f"arch controls {i} deck") for i in range(12)]
+    table = {d.page_content: [1.0, float(i % 5), float(i % 3)] for i, d in enumerate(docs)}
+    store = store_type(TableEmbeddings({**table, "arch deck": [1.0, 0.5, 0.2]}))
+    store.add_documents(docs)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    return HybridRetriever(vector_store=store, keyword_index=bm25, k=5)
+
+
+def test_only_reads_that_build_new_documents_are_scored_in_place() -> None:
+    plain, cached = _hybrid_pair(MatrixVectorStore), _hybrid_pair(_CachedReads)
+    assert returns_new_documents(plain.vector_store, "get_by_ids", "aget_by_ids")
+    # an override that does not list itself in new_documents is not trusted
+    assert not returns_new_documents(cached.vector_store, "get_by_ids")
+    patched = MatrixVectorStore(TableEmbeddings({}))
+    patched.get_by_ids = lambda ids: []  # type: ignore[method-assign]  # an instance override
+    assert not returns_new_documents(patched, "get_by_ids")
+    first = plain.invoke("arch deck")
+    assert [(d.id, d.metadata) for d in plain.invoke("arch deck")] == [
+        (d.id, d.metadata) for d in first
+    ]  # each call scores its own Documents: nothing carried over
+    for _ in range(2):  # the in-place path and the copying path give the same answers
+        got = cached.invoke("arch deck")
+        assert [(d.id, d.page_content, d.metadata) for d in got] == [
+            (d.id, d.page_content, d.metadata) for d in first
+        ]
+    store: Any = cached.vector_store
+    assert store.cache  # the override was called, and its shared Documents were copied
+    assert all(d.metadata == {} for d in store.cache.values())
+    assert not any(d is c for d in got for c in store.cache.values())
+
+
+def test_a_non_finite_similarity_is_zero_as_clip_unit_makes_it() -> None:
+    store = MatrixVectorStore(TableEmbeddings({}))
+    vectors = np.array([[1.0, 0.0], [float("nan"), 1.0], [0.6, 0.8]], dtype=np.float32)
+    store.add_vectors([Document(id=i, page_content=i) for i in "abc"], vectors)
+    ids = ["a", "b", "c"]
+    assert store.similarity_by_ids([1.0, 0.0], ids) == {"a": 1.0, "b": 0.0, "c": pytest.approx(0.6)}
+    assert store.rank_ids(np.array([1.0, 0.0], dtype=np.float32), ids).ids == ["a", "c", "b"]
+    with np.errstate(invalid="ignore"):  # inf / inf: NaN scores
+        infinite = store.similarity_by_ids([float("inf"), 0.0], ids)
+    assert infinite == {"a": 0.0, "b": 0.0, "c": 0.0}
+    assert store.similarity_by_ids([0.0, 0.0], ids) == {"a": 0.0, "b": 0.0, "c": 0.0}

@@ -16,11 +16,12 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_holodeck.backends import backend_for_store
-from langchain_holodeck.contracts import RankedIds
+from langchain_holodeck.contracts import KeywordHit, RankedIds
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
-from langchain_holodeck.retrievers._plan import Ranking, Universe, _fuse
+from langchain_holodeck.retrievers._dense import DenseResult
+from langchain_holodeck.retrievers._plan import Legs, Ranking, Universe, _fuse, fused_plan
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import TableEmbeddings
 
@@ -83,6 +84,59 @@ def test_ranking_keeps_each_id_at_its_first_entry() -> None:
     assert ranking.find("a") == (1, 3.0)
     assert ranking.find("c") == (4, 0.5)  # its position in the list, repeats counted
     assert ranking.find("z") is None
+    later = Ranking([("z", 9.0), ("b", 8.0)], universe)  # a slot taken after the first look-up
+    assert ranking.find("z") is None
+    assert later.find("z") == (1, 9.0)
+    assert later.find("b") == (2, 8.0)
+    assert later.find("a") is None
+
+
+def _first_entries(hits: Sequence[tuple[str, float]]) -> dict[str, tuple[int, float]]:
+    first: dict[str, tuple[int, float]] = {}
+    for n, (doc_id, score) in enumerate(hits):
+        first.setdefault(doc_id, (n + 1, score))
+    return first
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_plan_metadata_gives_each_id_its_first_rank_score_and_fused_score(seed: int) -> None:
+    rng = random.Random(seed)
+    dense, keyword, exact = _rankings(rng)
+    exact_hits = [KeywordHit(i, rng.choice([1.0, 2.0])) for i, _ in exact]  # 2.0: a section
+    weights = [rng.choice([0.0, 0.3, 0.7]), rng.choice([0.0, 0.3]), 0.2]
+    legs = Legs(DenseResult(hits=dense, kind="relevance"), keyword, exact_hits)
+    plan = fused_plan(legs, weights=weights, fusion="convex", rrf_k=60, exact_first=True)
+    lists = [dense, keyword, [tuple(h) for h in exact_hits]]
+    fused = dict(convex_score_fusion(lists, weights=weights, lower_bounds=[0.0, 0.0, 0.0]))
+    best = sum(w for w, hits in zip(weights, lists, strict=True) if hits and w > 0)
+    ids = list(plan.order)
+    rng.shuffle(ids)
+    metas = plan.metas(ids)
+    assert metas == [plan.meta(i) for i in ids]
+    firsts = [_first_entries(hits) for hits in lists]
+    for doc_id, meta in zip(ids, metas, strict=True):
+        pinned = doc_id in plan.pinned
+        expected = min(1.0, fused[doc_id] / best) if best > 0 else 0.0
+        assert meta["fused_score"] == (1.0 if pinned else expected)
+        for name, first in zip(("semantic", "keyword", "exact"), firsts, strict=True):
+            found = first.get(doc_id)
+            assert meta[f"{name}_rank"] == (found[0] if found else None)
+            if name != "exact":
+                assert meta[f"{name}_score"] == (found[1] if found else None)
+        assert meta["exact_match"] == (doc_id in firsts[2])
+    # a second fusion over ids the first never saw: the legs' lists do not hold them
+    extra = [(f"new{i}", 1.0 - i / 10) for i in range(3)] + dense[:2]
+    again = fused_plan(
+        legs,
+        weights=weights,
+        fusion="convex",
+        rrf_k=60,
+        exact_first=True,
+        dense_ranking=legs.ranking(extra),
+    )
+    for meta, doc_id in zip(again.metas(["new0", "new2"]), ["new0", "new2"], strict=True):
+        assert meta["semantic_rank"] is None, doc_id
+        assert meta["keyword_rank"] is None
 
 
 def test_a_non_finite_score_is_named_as_by_convex_score_fusion() -> None:

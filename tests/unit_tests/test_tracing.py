@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from langchain_holodeck import _tracing
 from langchain_holodeck.config import HierarchicalDocumentToolConfig
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index import BM25KeywordIndex
@@ -68,6 +69,26 @@ def test_search_span_carries_mode_provider_top_k_and_result_count(retriever, spa
     assert attributes["search.fetch_k"] == retriever.fetch_k
     assert attributes["search.fusion"] == retriever.fusion
     assert attributes["search.result_count"] == len(docs) == 2
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_a_search_that_records_nothing_asks_for_the_provider_once(
+    retriever, monkeypatch, path
+) -> None:
+    asked: list[str] = []
+
+    class _NoProvider:  # opentelemetry.trace before a provider is set, counting the look-ups
+        ProxyTracerProvider = trace.ProxyTracerProvider
+
+        def get_tracer_provider(self) -> trace.TracerProvider:
+            asked.append("provider")
+            return trace.ProxyTracerProvider()
+
+    monkeypatch.setattr(_tracing, "_trace", _NoProvider())
+    query = "Section 202 arch controls"
+    docs = retriever.invoke(query, k=2) if path == "sync" else await retriever.ainvoke(query, k=2)
+    assert len(docs) == 2
+    assert asked == ["provider"]  # the search's span; its children (legs, reads) do not ask
 
 
 @pytest.mark.parametrize("path", ["sync", "async"])
