@@ -345,8 +345,17 @@ class HybridRetriever(BaseRetriever):
         return private.get(name) if private is not None else getattr(self, name)
 
     def _dense(self) -> DenseLeg:
+        """The dense leg of the current store and ``search_kwargs``.
+
+        Built again when either changed: ``model_copy(update=...)`` carries the cached leg
+        over, and so does an assignment.
+        """
         leg = self._private("_dense_leg")
-        if leg is None or leg.store is not self.vector_store:
+        if (
+            leg is None
+            or leg.store is not self.vector_store
+            or leg.search_kwargs != self.search_kwargs
+        ):
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 

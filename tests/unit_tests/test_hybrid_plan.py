@@ -211,3 +211,25 @@ async def test_two_corpora_sharing_a_store_never_see_each_other_with_feedback(
         assert {d.id.split("-")[0] for d in got if d.id} == {ns}
         assert scored  # the feedback re-scored candidates: its own corpus's only
         assert {i.split("-")[0] for i in scored} == {ns}
+
+
+@pytest.mark.parametrize("change", ["model_copy", "assignment"])
+async def test_new_search_kwargs_reach_the_dense_leg_of_a_used_retriever(change: str) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    store = MatrixVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents(
+        [
+            Document(id=f"d{i}", page_content=f"deck {i} report", metadata={"team": "ab"[i % 2]})
+            for i in range(10)
+        ]
+    )
+    retriever = HybridRetriever(vector_store=store, weights=(1.0, 0.0, 0.0))
+    assert {d.metadata["team"] for d in retriever.invoke("deck report", k=10)} == {"a", "b"}
+    only_b = {"filter": {"team": "b"}}
+    if change == "model_copy":  # the copy carries the first search's cached dense leg
+        retriever = retriever.model_copy(update={"search_kwargs": only_b})
+    else:
+        retriever.search_kwargs = only_b
+    assert {d.metadata["team"] for d in retriever.invoke("deck report", k=10)} == {"b"}
+    assert {d.metadata["team"] for d in await retriever.ainvoke("deck report", k=10)} == {"b"}
