@@ -86,6 +86,16 @@ class DenseLeg:
         # a store whose model keeps windows holds them; any other learns it from its answers
         self._windows = stored_windows(store.embeddings) is not None
 
+    def serves(self, search_kwargs: Mapping[str, Any]) -> bool:
+        """Whether this leg searches with ``search_kwargs`` (values compared by ``==``).
+
+        A value whose ``==`` gives no single answer (a numpy array) counts as changed.
+        """
+        try:
+            return bool(self.search_kwargs == search_kwargs)
+        except (TypeError, ValueError):
+            return False
+
     def entries_for(self, k: int) -> int:
         """Entries to ask the store for, so ``k`` chunks remain once windows are merged."""
         return 2 * k if self._windows else k

@@ -351,11 +351,7 @@ class HybridRetriever(BaseRetriever):
         over, and so does an assignment.
         """
         leg = self._private("_dense_leg")
-        if (
-            leg is None
-            or leg.store is not self.vector_store
-            or leg.search_kwargs != self.search_kwargs
-        ):
+        if leg is None or leg.store is not self.vector_store or not leg.serves(self.search_kwargs):
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 

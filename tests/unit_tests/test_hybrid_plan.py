@@ -233,3 +233,17 @@ async def test_new_search_kwargs_reach_the_dense_leg_of_a_used_retriever(change:
         retriever.search_kwargs = only_b
     assert {d.metadata["team"] for d in retriever.invoke("deck report", k=10)} == {"b"}
     assert {d.metadata["team"] for d in await retriever.ainvoke("deck report", k=10)} == {"b"}
+
+
+def test_a_dense_leg_serves_only_the_kwargs_it_was_built_with() -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_holodeck.retrievers._dense import DenseLeg
+
+    mask = np.arange(3)
+    leg = DenseLeg(MatrixVectorStore(DeterministicFakeEmbedding(size=4)), {"mask": mask, "k": 1})
+    assert leg.serves({"mask": mask, "k": 1})  # the same objects
+    assert not leg.serves({"mask": mask, "k": 2})
+    assert not leg.serves({"mask": mask})
+    # an equal array of its own: its == answers elementwise, so the leg counts it as changed
+    assert not leg.serves({"mask": np.arange(3), "k": 1})
