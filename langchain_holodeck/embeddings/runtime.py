@@ -6,7 +6,8 @@ instructions (``MatMulInteger``). It pays where the CPU multiplies int8 natively
 AMX, Arm dot-product); elsewhere fp32 stays. The quantized graph is built once per model
 file and onnxruntime version, then read from a user cache directory (``int8_model``).
 Before quantizing, the graph loses the NaN guards its export put after each attention
-softmax (``drop_nan_guards``): the same vectors, bit for bit, in ~20% less CPU.
+softmax (``drop_nan_guards``): the same vectors, bit for bit, in ~20% less CPU. Sessions are
+opened with ``UNFUSED_OPTIMIZERS`` off (``open_session``).
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ UNFUSED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
 ``SkipLayerNormFusion`` turns each residual ``Add`` + ``LayerNormalization`` into one
 ``SkipLayerNormalization``, whose CPU kernel took 19% of an int8 window's time (profiled: more
 than twice the plain ``Add`` and ``LayerNormalization`` it replaces). Without it, int8 ran
-1.17-1.20x the windows per CPU-second (SciFact abstracts, windows of 128 and 256, one thread)
-at the same agreement with the fp32 vectors (mean cosine 0.99534 either way; 0.9990 to the fused
-run's), and fp32 batches 1.07x, with the same vectors (cosine >= 0.9999997).
+1.22x the windows of 128 and 1.13x those of 256 per CPU-second (``benchmarks/bench_int8.py
+--only-graphs``, SciFact abstracts) at the same agreement with the fp32 vectors (mean cosine
+0.99475 vs 0.99474; min cosine 0.9954 to the fused run's), and fp32 batches 1.07x (a scratch
+run), with the same vectors (cosine >= 0.9999997).
 """
 _INT8_CPU_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"})
 """``/proc/cpuinfo`` flags of CPUs with native int8 dot products (VNNI, AMX, Arm dotprod)."""
