@@ -197,14 +197,12 @@ class HybridRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _dense_leg: DenseLeg | None = PrivateAttr(default=None)
-    _feedback_store: tuple[VectorStore, bool, bool] | None = PrivateAttr(default=None)
-    """The store last asked whether it supports feedback, its answer, and whether it answers
-    the feedback with arrays (a protocol check costs microseconds: once per store, not per
-    query)."""
+    _store_facts: tuple[VectorStore, bool, bool, bool] | None = PrivateAttr(default=None)
+    """The store last asked, and its answers (``_store``): whether it supports feedback,
+    whether it answers the feedback with arrays, whether its reads build new Documents (a
+    protocol check costs microseconds: once per store, not per query)."""
     _keyword_arrays: tuple[KeywordIndex, bool] | None = PrivateAttr(default=None)
     """The keyword index last asked whether it answers with arrays, and its answer."""
-    _new_reads: tuple[VectorStore, bool] | None = PrivateAttr(default=None)
-    """The store last asked whether its reads build new Documents, and its answer."""
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -355,26 +353,23 @@ class HybridRetriever(BaseRetriever):
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 
-    def _feedback_support(self) -> tuple[bool, bool]:
-        """Whether the store supports feedback, and whether it answers it with arrays."""
-        known = self._private("_feedback_store")
-        if known is None or known[0] is not self.vector_store:
-            store = self.vector_store
-            known = (store, supports_feedback(store), feedback_arrays(store))
-            self._feedback_store = known
-        return known[1], known[2]
+    def _store(self) -> tuple[VectorStore, bool, bool, bool]:
+        """The store and what it supports, checked once per store (``_store_facts``).
 
-    def _reads_new_documents(self) -> bool:
-        """Whether the store's ``get_by_ids`` / ``aget_by_ids`` build new Documents.
-
-        Checked once per store: the retriever then owns what it read and sets its scores in
-        place instead of copying each Document.
+        Whether it supports feedback; whether it answers the feedback with arrays; whether its
+        ``get_by_ids`` / ``aget_by_ids`` build new Documents (the retriever then owns what it
+        read and sets its scores in place instead of copying each Document).
         """
-        known = self._private("_new_reads")
+        known = self._private("_store_facts")
         if known is None or known[0] is not self.vector_store:
             store = self.vector_store
-            known = self._new_reads = (store, returns_new_documents(store, *_READS))
-        return known[1]
+            known = self._store_facts = (
+                store,
+                supports_feedback(store),
+                feedback_arrays(store),
+                returns_new_documents(store, *_READS),
+            )
+        return known
 
     def _ranked_search(self, index: KeywordIndex) -> Callable[[str, int], RankedIds] | None:
         """``index.search_ranked`` when it answers ``search`` with arrays (checked once)."""
@@ -536,7 +531,7 @@ class HybridRetriever(BaseRetriever):
             or not legs.keyword
         ):
             return None
-        supported, arrays = self._feedback_support()
+        _, supported, arrays, _ = self._store()
         if not supported:
             return None
         top = plan.order[: self.feedback_docs]
@@ -605,7 +600,7 @@ class HybridRetriever(BaseRetriever):
         docs: dict[str, Document] = dict(dense.documents) if dense else {}
         docs.update({d.id: d for d in read if d.id})
         # the Documents this query read and owns (by identity): scored in place, not copied
-        owned = {id(d) for d in read} if self._reads_new_documents() else None
+        owned = {id(d) for d in read} if self._store()[3] else None
         similarity: dict[str, float] = {}  # read only for the threshold
         if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
@@ -698,7 +693,7 @@ class HybridRetriever(BaseRetriever):
 
         ``similarity`` fills a keyword-only hit's ``semantic_score`` (what the threshold
         computed). ``owned``: the identities of documents this query's reads built for it
-        (``_reads_new_documents``), which get their scores in place (the same Document a
+        (``_store``), which get their scores in place (the same Document a
         copy would be); any other is copied.
         """
         definitions = self._definitions_for(query)
