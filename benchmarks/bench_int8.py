@@ -3,6 +3,7 @@
     python benchmarks/bench_int8.py --data /path/to/scifact              # everything
     python benchmarks/bench_int8.py --data /path/to/scifact --windows 1000 --no-ndcg
     python benchmarks/bench_int8.py --data /path/to/scifact --only-graphs --abstracts 400
+    python benchmarks/bench_int8.py --data /path/to/scifact --only-batches --abstracts 400
 
 1. Throughput: the first ``--windows`` windows of 128 word pieces (the default's document
    windows) cut from SciFact abstracts, embedded by ``OnnxEmbeddings(precision="fp32")``
@@ -25,6 +26,12 @@
    on each, alternating by slices of abstracts (the order flipped every slice), in this
    process: windows per CPU-second of each, the largest difference of its vectors from the
    first's (max |diff|, min cosine) and their cosine to the fp32 vectors of the same windows.
+5. Batches: why the int8 path runs one window per run. Every full window of 128, then of 256,
+   word pieces of the first ``--abstracts`` abstracts (full windows only: equal lengths, so a
+   batch pads nothing, its best case) run through today's int8 session in batches of 1, 2,
+   4, 8 and 16 windows on one thread, alternating by slices: windows per CPU-second of each
+   batch size and how far its vectors move from the batch-of-one vectors (the activations'
+   int8 scale is one per run, so a window's vector depends on its batchmates).
 """
 
 from __future__ import annotations
@@ -208,19 +215,59 @@ def graphs(texts: list[str], slices: int = 6) -> None:
                 )
 
 
+def batches(texts: list[str], sizes: tuple[int, ...] = (1, 2, 4, 8, 16), slices: int = 6) -> None:
+    from langchain_holodeck.embeddings.onnx import _run
+
+    emb = OnnxEmbeddings(precision="int8")
+    session, tokenizer = emb._load()
+    cls, sep = emb._special
+    ids = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    for window in (128, 256):
+        size = window - 2
+        full = [
+            [cls, *row[start : start + size], sep]
+            for row in ids
+            for start in range(0, len(row) - size + 1, size)
+        ]
+        parts = [full[i::slices] for i in range(slices)]
+        cpu = dict.fromkeys(sizes, 0.0)
+        vectors: dict[int, list[np.ndarray]] = {n: [] for n in sizes}
+        for n, part in enumerate(parts):
+            for batch in sizes[:: 1 if n % 2 == 0 else -1]:
+                start = time.process_time()
+                for begin in range(0, len(part), batch):
+                    vectors[batch].append(_run(session, part[begin : begin + batch]))
+                cpu[batch] += time.process_time() - start
+        alone = np.vstack(vectors[sizes[0]])
+        print(f"  windows of {window}: {len(alone)} full windows ({load_line()})")
+        for batch in sizes:
+            ours = np.vstack(vectors[batch])
+            print(
+                f"    batches of {batch}: {len(ours) / cpu[batch]:.1f} windows per CPU-s "
+                f"({cpu[sizes[0]] / cpu[batch]:.2f}x one per run); vs one per run max |diff| "
+                f"{np.abs(alone - ours).max():.3g}, min cosine {_cosines(alone, ours).min():.5f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="the BEIR SciFact folder")
     parser.add_argument("--windows", type=int, default=1000, help="windows for throughput")
     parser.add_argument("--no-ndcg", action="store_true", help="skip the SciFact corpus pass")
     parser.add_argument("--only-graphs", action="store_true", help="section 4 alone")
-    parser.add_argument("--abstracts", type=int, default=400, help="abstracts for section 4")
+    parser.add_argument("--only-batches", action="store_true", help="section 5 alone")
+    parser.add_argument("--abstracts", type=int, default=400, help="abstracts for sections 4, 5")
     args = parser.parse_args()
     docs, _, _ = load(args.data)
     print(f"CPU count {os.cpu_count()}; {load_line()}")
     if args.only_graphs:
         print("\n4. The int8 graph and session: v1, all fusions, today; same windows, alternating")
         graphs([d.page_content for d in docs[: args.abstracts]])
+        return
+    if args.only_batches:
+        print("\n5. Batches of full windows in today's int8 session, one thread, alternating")
+        batches([d.page_content for d in docs[: args.abstracts]])
         return
     print("\n1. Throughput (same windows, one process, fp32 then int8)")
     throughput(window_texts([d.page_content for d in docs], args.windows))
@@ -231,6 +278,8 @@ def main() -> None:
         quality(args.data)
     print("\n4. The int8 graph and session: v1, all fusions, today; same windows, alternating")
     graphs([d.page_content for d in docs[: args.abstracts]])
+    print("\n5. Batches of full windows in today's int8 session, one thread, alternating")
+    batches([d.page_content for d in docs[: args.abstracts]])
     print(f"\n{load_line()}")
 
 

@@ -23,10 +23,15 @@ here keep the same entries (own vector + windows) but pay for fewer passes:
   is the first to reach past the own pass.
 - ``auto+late``: ``auto``'s entries and ``late-full``'s windows as well (no more passes than
   ``auto``; 1.8x the vectors).
+- ``titled``: ``auto``'s entries, every window but the first (which starts with the title)
+  embedded as ``"<document title>. <window>"``: a window of a long text's tail keeps what the
+  text is about, as a contextual chunk header does (one pass more per window than the title's
+  word pieces; the windows' texts are embedded and cached on first use).
 
-``--sweep`` also runs ``auto`` and ``late-full`` over a grid of fusion weights (dense 0.6 /
-0.7 / 0.8) x feedback weights (0.5 / 0.75 / 1.0); ``--title`` runs ``auto`` with each
-document's title counted 1 and 2 more times by BM25 (a title field, as BM25F weights one).
+``--sweep`` also runs ``auto``, ``late-full`` and ``titled`` (those of ``--policies``) over a
+grid of fusion weights (dense 0.6 / 0.7 / 0.8) x feedback weights (0.5 / 0.75 / 1.0);
+``--title`` runs ``auto`` with each document's title counted 1 and 2 more times by BM25 (a
+title field, as BM25F weights one).
 
 Every variant's own vector is bit-for-bit ``auto``'s where it is a pass of the first 256
 (checked below). Rows: the default ``HybridRetriever`` (feedback on) over each store, without
@@ -130,6 +135,7 @@ def pieces(length: int, policy: str) -> int:
         "late-short": length + 2 * passes,
         "mean-own": windowed or head,
         "auto+late": head + windowed,
+        "titled": head + windowed,  # and each window's title: added in main
         "tail": head + sum(e - s + 2 for s, e in windows if e > WHOLE) if length > WHOLE else head,
     }[policy]
 
@@ -158,6 +164,22 @@ def main() -> None:
     w128, w256 = windows_of(texts), windows_of(texts, 256)
     auto = [[t] if len(b) == 1 else [t, *a] for t, a, b in zip(texts, w128, w256, strict=True)]
     cache.ensure([t for entries in auto for t in entries], label="auto entries")
+    titles = {
+        str(row["_id"]): row.get("title", "")
+        for row in map(json.loads, (args.data / "corpus.jsonl").open(encoding="utf-8"))
+    }
+    titled = [
+        [
+            own,
+            *(
+                f"{titles[str(doc.id)]}. {w}" if n and titles[str(doc.id)] else w
+                for n, w in enumerate(windows)
+            ),
+        ]
+        for doc, (own, *windows) in zip(docs, auto, strict=True)
+    ]
+    if wanted is None or "titled" in wanted:
+        cache.ensure([t for entries in titled for t in entries], label="titled entries")
     if states is not None:
         same = max(
             float(np.abs(cache.vector(t) - states.own[n]).max()) for n, t in enumerate(texts)
@@ -187,6 +209,7 @@ def main() -> None:
         "mean-own": mean_own,
         "auto+late": lambda n: [*standalone(n), *states.pooled(n)],
         "tail": tail,
+        "titled": lambda n: [cache.vector(t) for t in titled[n]],
     }
     if wanted is not None:
         policies = {name: policies[name] for name in wanted}
@@ -227,6 +250,14 @@ def main() -> None:
             score(default.model_copy(update={"weights": (1.0, 0.0, 0.0)})),
         ]
         cost = sum(pieces(length, name) for length in lengths) / len(docs)
+        if name == "titled":
+            counted = {
+                label: sum(
+                    len(e.ids) for e in tokenizer.encode_batch([t for ts in entries for t in ts])
+                )
+                for label, entries in (("titled", titled), ("auto", auto))
+            }
+            cost += (counted["titled"] - counted["auto"]) / len(docs)  # the titles' pieces
         print(
             f"| {name} | {figures[0][0]:.4f} | {figures[0][1]:.4f} | {figures[1][0]:.4f} | "
             f"{figures[2][0]:.4f} | {entries / len(docs):.2f} | {cost:.0f} |",
@@ -234,7 +265,7 @@ def main() -> None:
         )
     if args.sweep:
         print("\n| policy | dense weight | feedback weight | nDCG@10 |\n|---|---:|---:|---:|")
-        for name in ("auto", "late-full"):
+        for name in [n for n in ("auto", "late-full", "titled") if n in stores]:
             default = HybridRetriever(vector_store=stores[name], keyword_index=bm25)
             for dense in (0.6, 0.7, 0.8):
                 for feedback in (0.5, 0.75, 1.0):
@@ -243,10 +274,6 @@ def main() -> None:
                     ndcg = score(default.model_copy(update=update))[0]
                     print(f"| {name} | {dense} | {feedback} | {ndcg:.4f} |", flush=True)
     if args.title:
-        titles = {
-            str(row["_id"]): row.get("title", "")
-            for row in map(json.loads, (args.data / "corpus.jsonl").open(encoding="utf-8"))
-        }
         print("\n| BM25 title repeats | hybrid nDCG@10 | BM25 only nDCG@10 |\n|---|---:|---:|")
         for repeats in (0, 1, 2):
             titled = [
