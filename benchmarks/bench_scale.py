@@ -20,11 +20,17 @@ Each (system, size) runs in its own process (peak RSS per system, inputs include
   (chunks of equal length sharing one rare term) and bm25s breaks those ties differently.
 - ours: ``MatrixVectorStore(search_mode="auto")`` (4-bit PQ fast scan + exact re-scoring
   above 50k rows) + ``BM25KeywordIndex()`` (MaxScore) +
-  ``HybridRetriever(k=10, fetch_k=50, fusion="rrf", weights=(0.5, 0.5, 0.2))`` (the floor's fusion),
+  ``HybridRetriever(k=10, fetch_k=50, fusion="rrf", weights=(0.5, 0.5, 0.2), feedback_docs=0)``
+  (the floor's fusion, so "recall@10 vs floor" compares like with like),
   built in batches of 100k chunks with ``add_vectors`` / ``upsert``; "build" ends after the
   first search (which builds the BM25 matrix). Then 1% new chunks are added (store + BM25)
   and one search is run: "add 1%". The sizes of its large parts (vectors, texts as stored and
   as ``str``, BM25 matrix and term ids) are printed after the table.
+- ours, the tool's defaults: the same store and index, ``HybridRetriever(k=10)`` with every
+  other setting its default (convex fusion 0.7/0.3/0.2, fetch_k 300, query feedback from the
+  3 best chunks), its "recall@10 vs exact" against the same defaults with exact dense search
+  and exhaustive BM25. Feedback re-ranks on purpose (towards random vectors, on this corpus),
+  so its "recall@10 vs floor" says nothing of quality.
 - ours (exact): the same with ``search_mode="exact"`` and ``scoring="exhaustive"``.
 - EnsembleRetriever (LangChain; BM25Retriever + InMemoryVectorStore): at 100k only and on
   5 queries (its build alone takes minutes there; at 1M its vectors as Python lists would
@@ -150,6 +156,16 @@ def parts_mb(store: object, bm25: object) -> dict[str, float]:
     }
 
 
+FLOOR_FUSION = {
+    "k": 10,
+    "fetch_k": 50,
+    "fusion": "rrf",
+    "weights": (0.5, 0.5, 0.2),
+    "feedback_docs": 0,
+}
+"""``ours``: the floor's fusion (top 50 per leg, RRF 0.5/0.5, no query feedback)."""
+
+
 def worker(system: str, n: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from langchain_core.documents import Document
@@ -174,7 +190,7 @@ def worker(system: str, n: int) -> dict:
     cpu: list[float] = []  # CPU seconds per query (all threads): what the load cannot inflate
     results: list[list[int]] = []
     extra: dict = {}
-    if system in ("ours", "ours_exact"):
+    if system in ("ours", "ours_exact", "ours_defaults"):
         from langchain_holodeck.keyword_index import BM25KeywordIndex
         from langchain_holodeck.retrievers import HybridRetriever
         from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -195,14 +211,10 @@ def worker(system: str, n: int) -> dict:
         bm25.search(queries[0], 1)  # the first search builds the BM25 matrix: part of build
         build = time.perf_counter() - t0
         extra["build_cpu_s"] = time.process_time() - c0
-        retriever = HybridRetriever(
-            vector_store=store,
-            keyword_index=bm25,
-            k=10,
-            fetch_k=50,
-            fusion="rrf",
-            weights=(0.5, 0.5, 0.2),
-        )
+        # the floor's fusion (one RRF pass), or every default of the tool (convex fusion,
+        # fetch_k 300, query feedback): each against its own exact variant below
+        settings: dict = {"k": 10} if system == "ours_defaults" else FLOOR_FUSION
+        retriever = HybridRetriever(vector_store=store, keyword_index=bm25, **settings)
         retriever.invoke(queries[0])
         for q in queries:
             t, c = time.perf_counter(), time.process_time()
@@ -214,13 +226,7 @@ def worker(system: str, n: int) -> dict:
         extra["parts_mb"] = parts_mb(store, bm25)
         # the reference: the same retriever with exact dense search and exhaustive BM25
         exact_retriever = HybridRetriever(
-            vector_store=store,
-            keyword_index=bm25,
-            k=10,
-            fetch_k=50,
-            fusion="rrf",
-            weights=(0.5, 0.5, 0.2),
-            search_kwargs={"exact": True},
+            vector_store=store, keyword_index=bm25, search_kwargs={"exact": True}, **settings
         )
         scoring, bm25.scoring = bm25.scoring, "exhaustive"
         extra["exact_results"] = [[int(d.id) for d in exact_retriever.invoke(q)] for q in queries]  # type: ignore[arg-type]
@@ -351,7 +357,11 @@ def recall(results: list[list[int]], reference: list[list[int]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--systems", nargs="+", default=["floor", "ours", "ours_exact", "ensemble"])
+    parser.add_argument(
+        "--systems",
+        nargs="+",
+        default=["floor", "ours", "ours_defaults", "ours_exact", "ensemble"],
+    )
     parser.add_argument("--ingest", action="store_true", help="also measure sample-docs ingest")
     parser.add_argument("--worker", nargs=2, metavar=("SYSTEM", "N"))
     args = parser.parse_args()
@@ -394,6 +404,7 @@ def main() -> None:
     names = {
         "floor": "exact floor (numpy f32 matmul + bm25s + RRF)",
         "ours": "**ours** (quantized dense + MaxScore BM25, HybridRetriever)",
+        "ours_defaults": "ours, the tool's defaults (convex fusion, fetch_k 300, feedback 3)",
         "ours_exact": "ours, exact (search_mode='exact', scoring='exhaustive')",
         "ensemble": "EnsembleRetriever (LangChain)",
     }
@@ -421,7 +432,7 @@ def main() -> None:
             f"{res['build_s']:.0f} ({res['build_cpu_s']:.0f}) | {res['rss_mb']:.0f} |"
         )
     for (n, system), res in by.items():
-        if system in ("ours", "ours_exact"):
+        if system in ("ours", "ours_exact", "ours_defaults"):
             print(
                 f"\n{names[system]} @ {n:,}: add 1% new chunks ({n // 100:,}) to store + BM25 "
                 f"and search: {res['add_1pct_s']:.2f} s ({res['add_1pct_cpu_s']:.2f} CPU s; "
