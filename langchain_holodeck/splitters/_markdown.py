@@ -13,6 +13,7 @@ from collections.abc import Callable
 Span = tuple[int, int]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SEPARATOR_CELL = re.compile(r":?-+:?")
 _SENTENCE_END = re.compile(r"[.!?][\"'”\u2019)\]]*\s+|\n\s*")
 _WORD = re.compile(r"\s*\S+\s*")
 
@@ -63,6 +64,72 @@ def blocks(text: str, start: int, end: int, *, body_start: int | None = None) ->
     return _tile(start, end, cuts)
 
 
+def _is_separator(line: str) -> bool:
+    """Whether ``line`` is a Markdown table's separator row (``|---|:--:|``)."""
+    stripped = line.strip()
+    cells = stripped[1:].removesuffix("|").split("|") if stripped.startswith("|") else []
+    return bool(cells) and all(_SEPARATOR_CELL.fullmatch(cell.strip()) for cell in cells)
+
+
+def table_header(text: str, start: int, end: int) -> Span | None:
+    """The header row and separator of the table that ``text[start:end]`` is, if it has them.
+
+    ``text[start:end]`` is one block of ``blocks`` (a run of ``|`` lines). The header is its
+    first line, when the second is a separator row (``|---|---|``) and the first is not.
+    """
+    first_end = text.find("\n", start, end)
+    if first_end == -1:
+        return None
+    second_end = text.find("\n", first_end + 1, end)
+    second_end = end if second_end == -1 else second_end
+    first, second = text[start:first_end], text[first_end + 1 : second_end]
+    if not first.lstrip().startswith("|") or _is_separator(first) or not _is_separator(second):
+        return None
+    return (start, second_end)
+
+
+def table_runs(text: str) -> list[tuple[int, int, int]]:
+    """``(header start, body start, end)`` of every table of ``text`` with a header row.
+
+    A table is a run of ``|`` lines outside code fences, as ``blocks`` reads them; its body
+    starts after the separator row.
+    """
+    runs: list[tuple[int, int, int]] = []
+    run_start: int | None = None
+    pos = 0
+    fence: str | None = None
+    while True:
+        newline = text.find("\n", pos)
+        line_end = len(text) if newline == -1 else newline + 1
+        line = text[pos:line_end]
+        table = False
+        if fence is not None:
+            match = _FENCE.match(line)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+        elif (match := _FENCE.match(line)) is not None:
+            fence = match.group(1)
+        else:
+            table = line.strip().startswith("|")
+        if table and run_start is None:
+            run_start = pos
+        if run_start is not None and (not table or line_end >= len(text)):
+            end = line_end if table else pos
+            header = table_header(text, run_start, end)
+            if header is not None:
+                runs.append((run_start, header[1], end))
+            run_start = None
+        if line_end >= len(text):
+            return runs
+        pos = line_end
+
+
+def _strip_span(text: str, start: int, end: int) -> Span:
+    """``(start, end)`` without the whitespace at either end of ``text[start:end]``."""
+    piece = text[start:end]
+    return start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip())
+
+
 def sentences(text: str, start: int, end: int) -> list[Span]:
     """Sentences (and lines) of ``text[start:end]``."""
     return _tile(start, end, [m.end() for m in _SENTENCE_END.finditer(text, start, end)])
@@ -88,11 +155,20 @@ class Packer:
 
     Levels: 0 blocks, 1 sentences (lines inside a fence or table), 2 words, 3 characters.
     A unit is only cut into finer units when it alone exceeds the limit.
+
+    With ``table_limit``, a table with a header row (``table_header``) longer than
+    ``table_limit`` is cut at rows into pieces of at most ``table_limit`` minus its header's
+    length, so that each piece with the header repeated before it fits ``table_limit`` (the
+    splitter repeats it: ``repeated_header``). A header longer than half of ``table_limit`` is
+    not repeated, and such a table is cut like any block.
     """
 
-    def __init__(self, length_function: Callable[[str], int], limit: int) -> None:
+    def __init__(
+        self, length_function: Callable[[str], int], limit: int, table_limit: int | None = None
+    ) -> None:
         self.length = length_function
         self.limit = limit
+        self.table_limit = None if table_limit is None else min(table_limit, limit)
 
     def size(self, text: str, start: int, end: int) -> int:
         return self.length(text[start:end].strip())
@@ -101,9 +177,26 @@ class Packer:
         """Split ``text[start:end]`` into spans that tile it, each within the limit."""
         return self._fit(text, start, end, 0, body_start)
 
+    def repeated_header(self, text: str, start: int, end: int) -> Span | None:
+        """The header this packer repeats before pieces of the table ``text[start:end]``.
+
+        ``None`` unless ``table_limit`` is set, the block is a table with a header row, the
+        header fits half of ``table_limit`` and the table does not fit ``table_limit`` whole.
+        """
+        if self.table_limit is None or not text[start:end].lstrip().startswith("|"):
+            return None
+        header = table_header(text, *_strip_span(text, start, end))
+        if header is None or self.size(text, *header) * 2 > self.table_limit:
+            return None
+        return header if self.size(text, start, end) > self.table_limit else None
+
     def _fit(
         self, text: str, start: int, end: int, level: int, body_start: int | None = None
     ) -> list[Span]:
+        if level == 0 and self.table_limit is not None and "|" in text[start:end]:
+            units = self._units(text, start, end, level, body_start)
+            if any(self.repeated_header(text, *unit) for unit in units):
+                return self._pack(text, units, level)
         if self.size(text, start, end) <= self.limit:
             return [(start, end)]
         if level >= 3:
@@ -112,6 +205,12 @@ class Packer:
         if len(units) <= 1:
             return self._fit(text, start, end, level + 1)
         return self._pack(text, units, level)
+
+    def _cut_table(self, text: str, start: int, end: int, header: Span) -> list[Span]:
+        """Rows of the table ``text[start:end]``, packed to fit ``table_limit`` with ``header``."""
+        assert self.table_limit is not None  # only called with a table limit
+        budget = self.table_limit - self.size(text, *header) - 1  # the header's line break
+        return Packer(self.length, budget)._pack(text, lines(text, start, end), 1)
 
     @staticmethod
     def _units(text: str, start: int, end: int, level: int, body_start: int | None) -> list[Span]:
@@ -129,6 +228,17 @@ class Packer:
         current: list[Span] = []
         total = 0
         for unit in units:
+            header = self.repeated_header(text, *unit) if level == 0 else None
+            if header is not None and self.table_limit is not None:
+                pieces = self._cut_table(text, *unit, header)
+                # what came before (a heading, an introduction) opens the first piece if it fits
+                if current and self.size(text, current[0][0], pieces[0][1]) <= self.table_limit:
+                    pieces[0] = (current[0][0], pieces[0][1])
+                else:
+                    self._flush(text, current, level, out)
+                current, total = [], 0
+                out.extend(pieces)
+                continue
             size = self.length(text[unit[0] : unit[1]])
             if size > self.limit and self.size(text, *unit) > self.limit:
                 start = unit[0]

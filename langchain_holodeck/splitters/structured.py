@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import copy
 import re
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, T
 from langchain_holodeck._sections import Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
-from langchain_holodeck.splitters._markdown import Packer
+from langchain_holodeck.splitters._markdown import Packer, table_runs
 from langchain_holodeck.splitters._metadatas import check_metadatas
 
 __all__ = [
@@ -79,6 +80,14 @@ _INTRO_WORDS = 30
 """Longest body (in words, ending in ``:``) merged into the first sub-section as an intro."""
 
 
+TABLE_HEADER = "table_header"
+"""Metadata key: the header row and separator repeated before a table's later pieces."""
+DEFAULT_TABLE_CHUNK_TOKENS = 200
+"""``max_table_chunk_tokens`` default, in ``cl100k_base`` tokens: a table's piece with its header
+fits the embedded model's 256 word pieces while the table runs under 1.27 word pieces a token
+(the country table of ``benchmarks/bench_tables.py``: 1.09, at most 221 word pieces a piece)."""
+
+
 @dataclass(frozen=True)
 class _Chunk:
     text: str
@@ -86,6 +95,13 @@ class _Chunk:
     section: Section
     opens: tuple[str, ...] = ()
     """Ids of bare parent sections whose headings this chunk carries (see ``_is_bare_parent``)."""
+    header: str = ""
+    """A cut table's header row and separator, repeated before this later piece of it."""
+
+    @property
+    def content(self) -> str:
+        """The chunk's text as emitted: the repeated table header, if any, then its span."""
+        return f"{self.header}\n{self.text}" if self.header else self.text
 
 
 class StructuredMarkdownSplitter(TextSplitter):
@@ -100,7 +116,12 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     Nothing is lost: chunk texts are ``text[start:end].strip()`` for spans that tile the input,
     so the chunks appear in order in the text with only whitespace between them (chunks are
-    never empty; ``chunk_overlap`` must be 0).
+    never empty; ``chunk_overlap`` must be 0). One addition: a Markdown table with a header
+    row (and its ``|---|`` separator) that is longer than ``max_table_chunk_tokens`` is cut at
+    rows into pieces of that size, and each piece after the first starts with the table's
+    header row and separator, a line break, then its span (the header is also in its
+    ``table_header`` metadata): every piece names its columns, for dense and keyword search
+    alike, and fits the embedded model without windows.
 
     Emits metadata (besides the input document's):
         ``chunk_index`` (int, 0-based per input document), ``section_id`` (``""`` when none),
@@ -112,8 +133,9 @@ class StructuredMarkdownSplitter(TextSplitter):
         ``chunk_type`` (``header``: a heading with no body; ``definition``: in a definitions
         section or defining a term; ``requirement``: a sentence with shall / must / required;
         else ``content``), ``cross_references`` (list of section ids, see
-        ``find_section_refs``), ``defined_terms`` (list of terms defined in the chunk), and
-        ``start_index`` when ``add_start_index=True``.
+        ``find_section_refs``), ``defined_terms`` (list of terms defined in the chunk),
+        ``table_header`` (only on a cut table's later pieces: the header repeated before the
+        span), and ``start_index`` (of the span) when ``add_start_index=True``.
 
     Key init args:
         max_chunk_tokens: Maximum chunk length (alias ``chunk_size``), measured by
@@ -123,6 +145,9 @@ class StructuredMarkdownSplitter(TextSplitter):
         subclauses: Whether ``(a)``/``(1)`` sub-clauses get their own chunks (default, exact
             ids like ``203(a)(1)``); ``False`` keeps them in their section's chunks (fewer,
             larger chunks).
+        max_table_chunk_tokens: Longest piece of a table with a header row, header included
+            (default 200, at most ``max_chunk_tokens``); ``None`` cuts tables like any other
+            block, at ``max_chunk_tokens`` and without repeating their header.
 
     Instantiate:
         ```python
@@ -142,6 +167,7 @@ class StructuredMarkdownSplitter(TextSplitter):
         max_chunk_tokens: int = 800,
         max_level: int = 6,
         subclauses: bool = True,
+        max_table_chunk_tokens: int | None = DEFAULT_TABLE_CHUNK_TOKENS,
         length_function: Callable[[str], int] = count_tokens,
         **kwargs: Any,
     ) -> None:
@@ -165,11 +191,17 @@ class StructuredMarkdownSplitter(TextSplitter):
         if not 1 <= max_level <= 6:
             msg = f"max_level must be between 1 and 6, got {max_level}."
             raise ValueError(msg)
+        if max_table_chunk_tokens is not None and max_table_chunk_tokens < 2:
+            msg = (
+                f"max_table_chunk_tokens must be None or at least 2, got {max_table_chunk_tokens}."
+            )
+            raise ValueError(msg)
         self._max_level = max_level
         self._subclauses = subclauses
+        self._table_limit = max_table_chunk_tokens
 
     def split_text(self, text: str) -> list[str]:
-        return [chunk.text for chunk in self._chunks(text)]
+        return [chunk.content for chunk in self._chunks(text)]
 
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
@@ -179,16 +211,24 @@ class StructuredMarkdownSplitter(TextSplitter):
         for text, meta in zip(texts, metadatas, strict=True):
             for index, chunk in enumerate(self._chunks(text)):
                 metadata = {**copy.deepcopy(meta), **self._structure(chunk), "chunk_index": index}
+                if chunk.header:
+                    metadata[TABLE_HEADER] = chunk.header
                 if self._add_start_index:
                     metadata["start_index"] = chunk.start
-                documents.append(Document(page_content=chunk.text, metadata=metadata))
+                documents.append(Document(page_content=chunk.content, metadata=metadata))
         return documents
 
     def _chunks(self, text: str) -> list[_Chunk]:
         sections = parse_sections(text, max_level=self._max_level, subclauses=self._subclauses)
         if not sections:
             sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
-        packer = Packer(self._length_function, self._chunk_size)
+        packer = Packer(self._length_function, self._chunk_size, self._table_limit)
+        tables = [
+            (body, end, text[start:body].strip())
+            for start, body, end in table_runs(text)
+            if packer.repeated_header(text, start, end) is not None
+        ]
+        bodies = [body for body, _, _ in tables]
         chunks: list[_Chunk] = []
         headings_only: list[_Chunk] = []  # a heading alone ("## Empty" then "## Next"): dropped
         carry: int | None = None  # start of bare headings waiting for their first child
@@ -220,7 +260,11 @@ class StructuredMarkdownSplitter(TextSplitter):
                 if stripped:
                     offset = start + len(piece) - len(piece.lstrip())
                     chunk_opens = opens if number == 0 else ()
-                    chunk = _Chunk(stripped, offset, section, chunk_opens)
+                    table = bisect.bisect_right(bodies, offset) - 1  # the last table before
+                    header = ""
+                    if table >= 0 and offset < tables[table][1]:  # inside that table's body
+                        header = tables[table][2]
+                    chunk = _Chunk(stripped, offset, section, chunk_opens, header)
                     # bare parents that did not fit with this heading (maybe with an intro)
                     # keep their own span even when the heading is dropped
                     dropped = alone and start >= section.start

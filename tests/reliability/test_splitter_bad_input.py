@@ -1,7 +1,9 @@
 """Hostile inputs for the structure-aware splitter: it never crashes and never loses text.
 
 "Loses no text" means: every chunk is ``text[a:b].strip()`` for spans that tile ``text``, so
-walking the chunks through the text in order leaves only whitespace between them.
+walking the chunks through the text in order leaves only whitespace between them. A cut
+table's later pieces add one thing before their span: the table's header row and separator
+(``table_header``), which must be that table's own.
 """
 
 from __future__ import annotations
@@ -91,6 +93,23 @@ LINE = st.one_of(
 )
 MARKDOWN = st.lists(LINE, max_size=40).map("\n".join)
 TEXT = st.one_of(MARKDOWN, st.text(max_size=400), st.text(alphabet="#(a)1. \n`|-=§", max_size=300))
+CELL = st.one_of(WORDS, st.integers(0, 10**6).map(str), st.just(""))
+TABLE = st.integers(1, 5).flatmap(
+    lambda width: st.tuples(
+        st.lists(CELL, min_size=width, max_size=width),
+        st.lists(st.lists(CELL, min_size=width, max_size=width), max_size=40),
+        st.sampled_from(["|---", "| --- ", "|:-:", "| :--- "]),
+    ).map(
+        lambda t: "\n".join(
+            [
+                "| " + " | ".join(t[0]) + " |",
+                t[2] * width + "|",
+                *("| " + " | ".join(row) + " |" for row in t[1]),
+            ]
+        )
+    )
+)
+WITH_TABLES = st.lists(st.one_of(MARKDOWN, TABLE), min_size=1, max_size=4).map("\n\n".join)
 
 
 def only_headings(gap: str) -> bool:
@@ -101,6 +120,25 @@ def only_headings(gap: str) -> bool:
     return all(s.body_start > s.start and not gap[s.body_start : s.end].strip() for s in sections)
 
 
+def span_text(doc: Document) -> str:
+    """The chunk's span of the input: its text without a repeated table header."""
+    header = doc.metadata.get("table_header")
+    if header is None:
+        return doc.page_content
+    assert doc.page_content.startswith(header + "\n"), "table_header is not the chunk's head"
+    return doc.page_content[len(header) + 1 :]
+
+
+def assert_own_header(text: str, start: int, header: str) -> None:
+    """``header`` is the first two lines of the run of ``|`` lines that ``start`` is in."""
+    lines = text[:start].split("\n")
+    assert lines[-1].strip() == "" or lines[-1].lstrip().startswith("|")
+    above = reversed(lines[:-1])
+    run = list(itertools.takewhile(lambda line: line.lstrip().startswith("|"), above))[::-1]
+    assert len(run) >= 2, f"a repeated header outside a table: {header!r}"
+    assert "\n".join(run).strip().startswith(header), f"not this table's header: {header!r}"
+
+
 def assert_covers(text: str, docs: list[Document]) -> None:
     """Chunks in order, nothing lost but headings alone ("## Empty" then "## Next").
 
@@ -109,7 +147,9 @@ def assert_covers(text: str, docs: list[Document]) -> None:
     """
     pos = 0
     for doc in docs:
-        chunk, start = doc.page_content, doc.metadata["start_index"]
+        chunk, start = span_text(doc), doc.metadata["start_index"]
+        if "table_header" in doc.metadata:
+            assert_own_header(text, start, doc.metadata["table_header"])
         assert chunk, "empty chunk"
         assert chunk == chunk.strip()
         assert start >= pos, f"chunk out of order: {chunk[:60]!r}"
@@ -154,7 +194,7 @@ def test_chunks_respect_the_token_limit(text: str) -> None:
     for doc in splitter.create_documents([text]):
         assert splitter._length_function(doc.page_content) <= 30 or len(doc.page_content) == 1
         start = doc.metadata["start_index"]
-        assert text[start : start + len(doc.page_content)] == doc.page_content
+        assert text[start : start + len(span_text(doc))] == span_text(doc)
 
 
 @SETTINGS
@@ -216,3 +256,29 @@ def test_headings_only_document() -> None:
     assert docs[0].metadata["chunk_type"] == "header"
     assert docs[0].metadata["parent_chain"] == ["A", "B"]
     assert docs[0].metadata["heading"] == "C"
+
+
+@SETTINGS
+@given(
+    WITH_TABLES,
+    st.sampled_from([40, 80, 200]),
+    st.sampled_from([None, 8, 30, 60, 160]),
+)
+def test_cut_tables_repeat_their_header_and_lose_nothing(
+    text: str, limit: int, table_limit: int | None
+) -> None:
+    splitter = StructuredMarkdownSplitter(
+        max_chunk_tokens=limit, max_table_chunk_tokens=table_limit, add_start_index=True
+    )
+    docs = splitter.create_documents([text])
+    assert splitter.split_text(text) == [d.page_content for d in docs]
+    assert_covers(text, docs)
+    for doc in docs:
+        size = splitter._length_function(doc.page_content)
+        assert size <= limit or len(span_text(doc)) == 1, f"{size} tokens: {doc.page_content!r}"
+        if "table_header" in doc.metadata:
+            assert table_limit is not None
+            header = doc.metadata["table_header"]
+            one_row = "\n" not in span_text(doc).strip()  # a row longer than the room alone
+            assert size <= min(limit, table_limit) or one_row, f"{size}: {doc.page_content!r}"
+            assert splitter._length_function(header) * 2 <= min(limit, table_limit)

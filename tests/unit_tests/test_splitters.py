@@ -245,3 +245,48 @@ def test_an_introduction_before_a_child_heading_alone_is_kept(
     assert (
         StructuredMarkdownSplitter(max_chunk_tokens=max_chunk_tokens).split_text(text) == expected
     )
+
+
+def test_a_long_table_is_cut_at_rows_and_each_piece_repeats_its_header() -> None:
+    header = "| registry | ship | home port |\n|---|---|:-:|"
+    rows = [f"| NCC-{1000 + i} | USS Vessel{i} | Port {i % 7} |" for i in range(120)]
+    intro = "# Fleet\n\nEvery ship of the fleet.\n\n"
+    text = intro + header + "\n" + "\n".join(rows) + "\n\nThe end."
+    splitter = StructuredMarkdownSplitter(max_table_chunk_tokens=160, add_start_index=True)
+    docs = splitter.create_documents([text])
+    table_docs = [d for d in docs if "|" in d.page_content]
+    assert len(table_docs) > 5
+    assert table_docs[0].page_content.startswith(intro + header)
+    assert "table_header" not in table_docs[0].metadata
+    seen: list[str] = []
+    for doc in table_docs:
+        assert header + "\n" in doc.page_content
+        assert count_tokens(doc.page_content) <= 160
+        body = doc.page_content.split(header + "\n", 1)[1]
+        start = doc.metadata["start_index"]
+        if doc is not table_docs[0]:
+            assert doc.metadata["table_header"] == header
+            assert text[start : start + len(body)] == body  # the span, after the header
+        seen += [line for line in body.splitlines() if line.startswith("| NCC-")]
+    assert seen == rows  # every row once, in order
+    assert docs[-1].page_content == "The end."
+
+
+def test_table_header_repetition_is_off_without_a_table_limit() -> None:
+    header = "| a | b |\n|---|---|"
+    text = header + "\n" + "\n".join(f"| {i} | {i * 3} |" for i in range(300))
+    docs = StructuredMarkdownSplitter(
+        max_chunk_tokens=200, max_table_chunk_tokens=None
+    ).create_documents([text])
+    assert len(docs) > 3
+    assert [d.page_content.startswith(header) for d in docs] == [True] + [False] * (len(docs) - 1)
+    assert all("table_header" not in d.metadata for d in docs)
+    assert "\n".join(d.page_content for d in docs) == text
+
+
+def test_rows_without_a_separator_are_not_a_table_header() -> None:
+    text = "\n".join(f"| {i} | {i * 3} |" for i in range(300))  # no |---| row: no header
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=200).create_documents([text])
+    assert len(docs) > 3
+    assert all("table_header" not in d.metadata for d in docs)
+    assert "\n".join(d.page_content for d in docs) == text

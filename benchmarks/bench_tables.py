@@ -1,0 +1,195 @@
+"""Questions about the rows of a table: a cut table's pieces with and without its header row.
+
+    python benchmarks/bench_tables.py --csv PATH/country-codes.csv
+
+Data: ``data/country-codes.csv`` of github.com/datasets/country-codes (Public Domain
+Dedication and License; the benchmark was run on commit caa72d1). Its 56 columns make a header
+too long to repeat, so the benchmark keeps 8 of them, under their own names, and writes them
+as one CSV (249 countries), as a user's table would be:
+``CLDR display name, Capital, Sub-region Name, ISO3166-1-Alpha-2, ISO3166-1-Alpha-3,
+ISO4217-currency_name, Dial, TLD``.
+
+The CSV is ingested by the default ``HierarchicalDocumentTool`` (markitdown turns it into one
+Markdown table; ``OnnxEmbeddings``, BM25, every retrieval default) twice:
+
+- **today**: ``StructuredMarkdownSplitter`` at its defaults: a table longer than
+  ``max_table_chunk_tokens`` (200) is cut at rows, each later piece with the header row
+  repeated before it;
+- **before**: ``max_table_chunk_tokens=None``: the table is cut like any block, at
+  ``max_chunk_tokens`` (800), only the first piece holds the header, and the embedder adds
+  windows of 128 word pieces to pieces longer than 256;
+- the size alone: ``max_table_chunk_tokens=None`` and ``max_chunk_tokens`` 200: pieces as
+  small as today's, the header in the first only (what the header repetition adds).
+
+Questions, made from every row by fixed templates (no tuning set: nothing here was tuned on
+them): the value of a column for a country ("What is the capital of Norway?", 7 columns) and
+the country of a value that only one row has ("Which country has the dialing code 47?", 4
+columns). A question is answered when a chunk holding the row's line is in the top 1 / top 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from langchain_core.documents import Document
+
+from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
+from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
+from langchain_holodeck.splitters.structured import DEFAULT_TABLE_CHUNK_TOKENS
+from langchain_holodeck.tools import HierarchicalDocumentTool
+from langchain_holodeck.vectorstores import scan_documents
+
+COLUMNS = {
+    "country": "CLDR display name",
+    "capital": "Capital",
+    "region": "Sub-region Name",
+    "alpha2": "ISO3166-1-Alpha-2",
+    "alpha3": "ISO3166-1-Alpha-3",
+    "currency": "ISO4217-currency_name",
+    "dial": "Dial",
+    "tld": "TLD",
+}
+FORWARD = {
+    "capital": "What is the capital of {country}?",
+    "region": "Which sub-region is {country} in?",
+    "alpha2": "What is the two-letter ISO code of {country}?",
+    "alpha3": "What is the three-letter ISO code of {country}?",
+    "currency": "What currency does {country} use?",
+    "dial": "What is the dialing code of {country}?",
+    "tld": "What is the internet domain of {country}?",
+}
+REVERSE = {
+    "capital": "Which country has the capital {value}?",
+    "alpha3": "Which country has the three-letter ISO code {value}?",
+    "dial": "Which country has the dialing code {value}?",
+    "tld": "Which country has the internet domain {value}?",
+}
+
+
+def tool_class(table_tokens: int | None) -> type[HierarchicalDocumentTool]:
+    """The default tool, its splitter's ``max_table_chunk_tokens`` set to ``table_tokens``."""
+
+    class Tool(HierarchicalDocumentTool):
+        def _splitter(self) -> StructuredMarkdownSplitter:
+            return StructuredMarkdownSplitter(
+                max_chunk_tokens=self._config.max_chunk_tokens,
+                max_table_chunk_tokens=table_tokens,
+            )
+
+    return Tool
+
+
+def rows_of(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = [
+            {key: (row[col] or "").strip() for key, col in COLUMNS.items()}
+            for row in csv.DictReader(handle)
+        ]
+    return [row for row in rows if row["country"]]
+
+
+def questions(rows: list[dict[str, str]]) -> list[tuple[str, int, str]]:
+    """(question, row number, kind) for every row and template."""
+    out = []
+    for key in REVERSE:
+        counts = Counter(row[key] for row in rows)
+        for n, row in enumerate(rows):
+            if row[key] and counts[row[key]] == 1:
+                out.append((REVERSE[key].format(value=row[key]), n, "reverse"))
+    for key, template in FORWARD.items():
+        for n, row in enumerate(rows):
+            if row[key]:
+                out.append((template.format(country=row["country"]), n, "forward"))
+    return out
+
+
+def build(csv_text: str, table_tokens: int | None, work: Path, emb: OnnxEmbeddings, *, small: bool):
+    source = work / "corpus"
+    source.mkdir()
+    (source / "countries.csv").write_text(csv_text, encoding="utf-8")
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="tables",
+        source="corpus",
+        **({"max_chunk_tokens": DEFAULT_TABLE_CHUNK_TOKENS} if small else {}),
+    )
+    tool = tool_class(table_tokens)(
+        config, embeddings=emb, base_dir=work, project_dir=work, home_dir=work
+    )
+    started, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(tool.initialize())
+    return tool.as_retriever(), time.perf_counter() - started, time.process_time() - cpu
+
+
+def holds(doc: Document, row: dict[str, str]) -> bool:
+    """Whether ``doc`` holds the row's line (every cell of the row on one table line)."""
+    cells = [row[key] for key in COLUMNS if row[key]]
+    return any(
+        line.startswith("|") and all(cell in line for cell in cells)
+        for line in doc.page_content.splitlines()
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--csv", type=Path, required=True, help="country-codes.csv")
+    args = parser.parse_args()
+    rows = rows_of(args.csv)
+    with tempfile.TemporaryDirectory() as tmp:
+        narrow = Path(tmp) / "narrow.csv"
+        with narrow.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(COLUMNS.values())
+            writer.writerows([row[key] for key in COLUMNS] for row in rows)
+        csv_text = narrow.read_text(encoding="utf-8")
+    asked = questions(rows)
+    print(
+        f"{len(rows)} rows, {len(asked)} questions "
+        f"({sum(k == 'forward' for _, _, k in asked)} column values, "
+        f"{sum(k == 'reverse' for _, _, k in asked)} countries by a unique value); "
+        f"load average {os.getloadavg()[0]:.1f}\n"
+    )
+    emb = OnnxEmbeddings()
+    emb.embed_query("warm up")  # the model's first load is not any build's
+    print(
+        "| splitting | chunks | dense entries | ingest s (CPU s) | kind | top-1 | top-5 |\n"
+        "|---|---:|---:|---:|---|---:|---:|"
+    )
+    for label, table_tokens in (
+        ("today: cut at 200 tokens, header repeated", DEFAULT_TABLE_CHUNK_TOKENS),
+        ("before: cut at 800 tokens, header once, windows", None),
+        ("cut at 200 tokens like any block, header once", None),
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            small = label.startswith("cut at 200")  # the size alone, without the header
+            retriever, wall, cpu = build(csv_text, table_tokens, Path(tmp), emb, small=small)
+            chunks = len(list(scan_documents(retriever.vector_store, namespace=None)))
+            entries = len(list(retriever.vector_store.iter_documents()))  # windows too
+            hits: dict[str, list[int]] = {"forward": [0, 0, 0], "reverse": [0, 0, 0]}
+            for question, n, kind in asked:
+                found = retriever.invoke(question, k=5)
+                hits[kind][0] += 1
+                hits[kind][1] += bool(found) and holds(found[0], rows[n])
+                hits[kind][2] += any(holds(doc, rows[n]) for doc in found)
+            for kind, (total, top1, top5) in hits.items():
+                print(
+                    f"| {label} | {chunks} | {entries} | {wall:.1f} ({cpu:.1f}) | {kind} "
+                    f"| {top1 / total:.3f} | {top5 / total:.3f} |",
+                    flush=True,
+                )
+    print(f"\n(load average at the end {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
