@@ -12,13 +12,12 @@ ISO4217-currency_name, Dial, TLD``.
 The CSV is ingested by the default ``HierarchicalDocumentTool`` (markitdown turns it into one
 Markdown table; ``OnnxEmbeddings``, BM25, every retrieval default) twice:
 
-- **today**: ``StructuredMarkdownSplitter`` at its defaults: a table longer than
-  ``max_table_chunk_tokens`` (200) is cut at rows, each later piece with the header row
-  repeated before it;
-- **before**: ``max_table_chunk_tokens=None``: the table is cut like any block, at
+- **today**: every default: a table longer than ``max_table_chunk_tokens`` (200) is cut at
+  rows, each later piece with the header row repeated before it;
+- **before**: ``max_table_chunk_tokens: null``: the table is cut like any block, at
   ``max_chunk_tokens`` (800), only the first piece holds the header, and the embedder adds
   windows of 128 word pieces to pieces longer than 256;
-- the size alone: ``max_table_chunk_tokens=None`` and ``max_chunk_tokens`` 200: pieces as
+- the size alone: ``max_table_chunk_tokens: null`` and ``max_chunk_tokens: 200``: pieces as
   small as today's, the header in the first only (what the header repetition adds).
 
 Questions, made from every row by fixed templates (no tuning set: nothing here was tuned on
@@ -45,7 +44,6 @@ from langchain_core.documents import Document
 
 from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 from langchain_holodeck.embeddings import OnnxEmbeddings
-from langchain_holodeck.splitters import StructuredMarkdownSplitter
 from langchain_holodeck.splitters.structured import DEFAULT_TABLE_CHUNK_TOKENS
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import scan_documents
@@ -75,19 +73,6 @@ REVERSE = {
     "dial": "Which country has the dialing code {value}?",
     "tld": "Which country has the internet domain {value}?",
 }
-
-
-def tool_class(table_tokens: int | None) -> type[HierarchicalDocumentTool]:
-    """The default tool, its splitter's ``max_table_chunk_tokens`` set to ``table_tokens``."""
-
-    class Tool(HierarchicalDocumentTool):
-        def _splitter(self) -> StructuredMarkdownSplitter:
-            return StructuredMarkdownSplitter(
-                max_chunk_tokens=self._config.max_chunk_tokens,
-                max_table_chunk_tokens=table_tokens,
-            )
-
-    return Tool
 
 
 def rows_of(path: Path) -> list[dict[str, str]]:
@@ -122,9 +107,10 @@ def build(csv_text: str, table_tokens: int | None, work: Path, emb: OnnxEmbeddin
         type="hierarchical_document",
         name="tables",
         source="corpus",
+        max_table_chunk_tokens=table_tokens,
         **({"max_chunk_tokens": DEFAULT_TABLE_CHUNK_TOKENS} if small else {}),
     )
-    tool = tool_class(table_tokens)(
+    tool = HierarchicalDocumentTool(
         config, embeddings=emb, base_dir=work, project_dir=work, home_dir=work
     )
     started, cpu = time.perf_counter(), time.process_time()

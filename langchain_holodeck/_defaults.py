@@ -26,3 +26,8 @@ DEFAULT_FEEDBACK_DOCS = 3
 off). Chosen on SciFact train (``benchmarks/bench_feedback.py``)."""
 DEFAULT_FEEDBACK_WEIGHT = 0.75
 """How far it moves: ``unit(q + weight * mean(vectors))``; chosen with it."""
+DEFAULT_TABLE_CHUNK_TOKENS = 200
+"""Largest piece of a cut Markdown table, header included, in ``cl100k_base`` tokens
+(``StructuredMarkdownSplitter(max_table_chunk_tokens=...)``): a piece with its header fits the
+embedded model's 256 word pieces while the table runs under 1.27 word pieces a token (the
+country table of ``benchmarks/bench_tables.py``: 1.09, at most 221 word pieces a piece)."""

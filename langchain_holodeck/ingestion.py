@@ -58,6 +58,9 @@ def pipeline_fingerprint(
         str(getattr(splitter, "_chunk_size", "")),
         str(getattr(splitter, "_chunk_overlap", "")),
     ]
+    table_limit = getattr(splitter, "_table_limit", None)  # StructuredMarkdownSplitter's
+    if table_limit is not None:  # tables cut with their header repeated (none: as before)
+        parts.append(f"tables={table_limit}")
     if code_splitter is not None:
         parts += [
             "code",

@@ -34,6 +34,7 @@ from langchain_holodeck._defaults import (
     DEFAULT_FEEDBACK_WEIGHT,
     DEFAULT_FETCH_K,
     DEFAULT_FUSION,
+    DEFAULT_TABLE_CHUNK_TOKENS,
 )
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
@@ -264,6 +265,10 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Context requests in flight at once."""
     max_chunk_tokens: int = Field(default=800, ge=50)
     """Largest chunk, in tokens, of the structure-aware splitter."""
+    max_table_chunk_tokens: int | None = Field(default=DEFAULT_TABLE_CHUNK_TOKENS, ge=2)
+    """Largest piece, in tokens, of a Markdown table with a header row (CSV and XLSX files
+    become such tables): a longer table is cut at rows and each later piece repeats the
+    header row; ``null`` cuts tables like any text, the header in the first piece only."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
     fetch_k: int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)

@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
+from langchain_holodeck._defaults import DEFAULT_TABLE_CHUNK_TOKENS
 from langchain_holodeck._sections import Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
@@ -82,10 +83,6 @@ _INTRO_WORDS = 30
 
 TABLE_HEADER = "table_header"
 """Metadata key: the header row and separator repeated before a table's later pieces."""
-DEFAULT_TABLE_CHUNK_TOKENS = 200
-"""``max_table_chunk_tokens`` default, in ``cl100k_base`` tokens: a table's piece with its header
-fits the embedded model's 256 word pieces while the table runs under 1.27 word pieces a token
-(the country table of ``benchmarks/bench_tables.py``: 1.09, at most 221 word pieces a piece)."""
 
 
 @dataclass(frozen=True)

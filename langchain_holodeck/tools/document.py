@@ -605,7 +605,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     def _splitter(self) -> TextSplitter:
         from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
 
-        return StructuredMarkdownSplitter(max_chunk_tokens=self._config.max_chunk_tokens)
+        return StructuredMarkdownSplitter(
+            max_chunk_tokens=self._config.max_chunk_tokens,
+            max_table_chunk_tokens=self._config.max_table_chunk_tokens,
+        )
 
     def _enricher(self) -> ChunkEnricher | None:
         if not self._config.contextual_embeddings:

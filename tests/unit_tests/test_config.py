@@ -119,6 +119,7 @@ def test_minimal_hierarchical_gets_documented_defaults(tmp_path: Path) -> None:
         "out",
     )
     assert (tool.context_max_tokens, tool.context_concurrency) == (100, 10)
+    assert tool.max_table_chunk_tokens == 200
     assert tool.search_weights == SearchWeights(semantic=0.7, keyword=0.3, exact=0.2)
     assert tool.keyword_index.provider == "in-memory"
 
@@ -344,6 +345,11 @@ RULES = [
     (hierarchical(context_max_tokens=0), "tools[0].context_max_tokens", "must be > 0, got 0"),
     (hierarchical(context_concurrency=-1), "tools[0].context_concurrency", "got -1"),
     (hierarchical(max_chunk_tokens=10), "tools[0].max_chunk_tokens", "must be >= 50, got 10"),
+    (
+        hierarchical(max_table_chunk_tokens=1),
+        "tools[0].max_table_chunk_tokens",
+        "must be >= 2, got 1",
+    ),
     (hierarchical(expand_hops=4), "tools[0].expand_hops", "must be <= 3, got 4"),
     (hierarchical(expand_limit=0), "tools[0].expand_limit", "must be >= 1, got 0"),
     (hierarchical(expand_limit=101), "tools[0].expand_limit", "must be <= 100, got 101"),

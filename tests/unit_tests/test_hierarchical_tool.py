@@ -224,3 +224,26 @@ async def test_mpl_sections_and_definitions_are_found(
     assert top.metadata["section_id"] == "1.7"
     assert top.metadata["chunk_type"] == "definition"
     assert "requirement" in {d.metadata["chunk_type"] for d in retriever.invoke("You must", k=10)}
+
+
+@pytest.mark.parametrize("table_tokens", [200, None])
+async def test_max_table_chunk_tokens_reaches_the_splitter(
+    tmp_path: Path, embeddings: HashingEmbeddings, table_tokens: int | None
+) -> None:
+    source = tmp_path / "tables"
+    source.mkdir()
+    header = "| deck | program | officer |\n|---|---|---|"
+    rows = "\n".join(f"| {n} | program {n} | officer {n % 9} |" for n in range(200))
+    (source / "decks.md").write_text(f"{header}\n{rows}\n", encoding="utf-8")
+    config = make_config(source, max_table_chunk_tokens=table_tokens)
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    docs = await tool.as_retriever().ainvoke("officer 4 program 40", k=10)
+    assert docs
+    headed = [d.page_content.startswith(header) for d in docs]
+    if table_tokens is None:  # the old splitting: the header in the first chunk only
+        assert sum(headed) <= 1
+    else:
+        assert all(headed)

@@ -370,3 +370,29 @@ def test_progress_events_cover_files_chunks_and_writes(
     pipeline.invoke("docs")
     assert [e.stage for e in events] == ["files"] * 5 + ["chunks"]
     assert events[-1].advance == 0
+
+
+def test_a_new_table_policy_re_splits_unchanged_files(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+    header = "| deck | program | officer |\n|---|---|---|"
+    rows = "\n".join(f"| {n} | program {n} | officer {n % 9} |" for n in range(200))
+    (root / "docs" / "decks.md").write_text(f"{header}\n{rows}\n", encoding="utf-8")
+    store = MatrixVectorStore(embeddings)
+    old = StructuredMarkdownSplitter(max_table_chunk_tokens=None)
+    make_pipeline(root, embeddings, store=store, splitter=old).invoke("docs")
+    assert not stored_by_source(store)["docs/decks.md"][1].startswith(header)
+    pipeline = make_pipeline(root, embeddings, store=store, splitter=StructuredMarkdownSplitter())
+    loads.clear()
+
+    pipeline.invoke("docs")  # no file changed, but the splitting did: every file is re-read
+
+    assert loads["docs/decks.md"] == 1
+    pieces = stored_by_source(pipeline.vector_store)["docs/decks.md"]
+    assert len(pieces) > 5
+    assert all(piece.startswith(header) for piece in pieces)
+    loads.clear()
+    pipeline.invoke("docs")
+    assert not loads  # and once converged, nothing is read again
