@@ -5,7 +5,8 @@
 # benchmarks/tuning_data.py: SCIFACT_HELP); bench_code
 # reads sympy's source from site-packages and embeds ~13k texts on its first run (cached in
 # ~/.cache/holodeck-bench), bench_lookups reads /usr/share/common-licenses; a MetaTool
-# checkout at METATOOL_DIR for bench_tool_selection (skipped without it).
+# checkout at METATOOL_DIR for bench_tool_selection (skipped without it); datasets/country-codes'
+# data/country-codes.csv at COUNTRY_CODES_CSV for bench_tables (skipped without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
@@ -30,4 +31,8 @@ fi
 if [ -n "${METATOOL_DIR:-}" ]; then
   echo "### bench_tool_selection"
   python benchmarks/bench_tool_selection.py
+fi
+if [ -n "${COUNTRY_CODES_CSV:-}" ]; then
+  echo "### bench_tables"
+  python benchmarks/bench_tables.py --csv "$COUNTRY_CODES_CSV"
 fi
