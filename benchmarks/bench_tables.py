@@ -10,7 +10,7 @@ as one CSV (249 countries), as a user's table would be:
 ISO4217-currency_name, Dial, TLD``.
 
 The CSV is ingested by the default ``HierarchicalDocumentTool`` (markitdown turns it into one
-Markdown table; ``OnnxEmbeddings``, BM25, every retrieval default) twice:
+Markdown table; ``OnnxEmbeddings``, BM25, every retrieval default) three times:
 
 - **today**: every default: a table longer than ``max_table_chunk_tokens`` (200) is cut at
   rows, each later piece with the header row repeated before it;
