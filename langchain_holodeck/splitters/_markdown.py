@@ -91,37 +91,16 @@ def table_header(text: str, start: int, end: int) -> Span | None:
 def table_runs(text: str) -> list[tuple[int, int, int]]:
     """``(header start, body start, end)`` of every table of ``text`` with a header row.
 
-    A table is a run of ``|`` lines outside code fences, as ``blocks`` reads them; its body
-    starts after the separator row.
+    The tables are the ``|`` blocks of ``blocks`` (so none inside a code fence); a table's body
+    starts after its separator row.
     """
     runs: list[tuple[int, int, int]] = []
-    run_start: int | None = None
-    pos = 0
-    fence: str | None = None
-    while True:
-        newline = text.find("\n", pos)
-        line_end = len(text) if newline == -1 else newline + 1
-        line = text[pos:line_end]
-        table = False
-        if fence is not None:
-            match = _FENCE.match(line)
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
-                fence = None
-        elif (match := _FENCE.match(line)) is not None:
-            fence = match.group(1)
-        else:
-            table = line.strip().startswith("|")
-        if table and run_start is None:
-            run_start = pos
-        if run_start is not None and (not table or line_end >= len(text)):
-            end = line_end if table else pos
-            header = table_header(text, run_start, end)
-            if header is not None:
-                runs.append((run_start, header[1], end))
-            run_start = None
-        if line_end >= len(text):
-            return runs
-        pos = line_end
+    for block in blocks(text, 0, len(text)):
+        start, end = _strip_span(text, *block)
+        header = table_header(text, start, end) if text.startswith("|", start) else None
+        if header is not None:
+            runs.append((start, header[1], end))
+    return runs
 
 
 def _strip_span(text: str, start: int, end: int) -> Span:
@@ -169,6 +148,8 @@ class Packer:
         self.length = length_function
         self.limit = limit
         self.table_limit = None if table_limit is None else min(table_limit, limit)
+        self._headers: dict[Span, Span | None] = {}  # a table's repeated header, by its span
+        self._headers_of: str | None = None  # ... in this text
 
     def size(self, text: str, start: int, end: int) -> int:
         return self.length(text[start:end].strip())
@@ -185,10 +166,18 @@ class Packer:
         """
         if self.table_limit is None or not text[start:end].lstrip().startswith("|"):
             return None
-        header = table_header(text, *_strip_span(text, start, end))
-        if header is None or self.size(text, *header) * 2 > self.table_limit:
-            return None
-        return header if self.size(text, start, end) > self.table_limit else None
+        if text is not self._headers_of:
+            self._headers, self._headers_of = {}, text
+        span = _strip_span(text, start, end)
+        if span not in self._headers:  # asked by _fit, _pack and the splitter: measured once
+            header = table_header(text, *span)
+            repeated = (
+                header is not None
+                and self.size(text, *header) * 2 <= self.table_limit
+                and self.size(text, *span) > self.table_limit
+            )
+            self._headers[span] = header if repeated else None
+        return self._headers[span]
 
     def _fit(
         self, text: str, start: int, end: int, level: int, body_start: int | None = None
