@@ -73,7 +73,7 @@ class Dataset:
     doc_vectors: np.ndarray
     queries: dict[str, list[tuple[str, str]]]  # split -> [(query id, text)]
     qrels: dict[str, dict[str, dict[str, int]]]  # split -> query id -> doc id -> grade
-    embeddings: LookupEmbeddings
+    embeddings: Embeddings
 
 
 def minilm(texts: list[str]) -> np.ndarray:
@@ -140,28 +140,34 @@ def _qrels(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def scifact(data: Path | None = None) -> Dataset:
-    """SciFact with its test and train splits (train query vectors computed once, cached)."""
+def scifact(data: Path | None = None, *, embeddings: Embeddings | None = None) -> Dataset:
+    """SciFact with its test and train splits (train query vectors computed once, cached).
+
+    With ``embeddings`` (e.g. ``onnx_cache.DiskCachedOnnx()``, the default embedder's
+    vectors), no stored vector is read: every text is embedded by it (``doc_vectors`` empty).
+    """
     data = scifact_dir(data)
     corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8")]
     docs = [
         Document(id=c["_id"], page_content=(c["title"] + " " + c["text"]).strip()) for c in corpus
     ]
-    dvec = np.load(data / "emb_minilm_l6_v2_docs.npy")
-    table = {d.page_content: dvec[i] for i, d in enumerate(docs)}
+    dvec = np.load(data / "emb_minilm_l6_v2_docs.npy") if embeddings is None else np.empty(0)
+    table = {d.page_content: dvec[i] for i, d in enumerate(docs)} if embeddings is None else {}
     queries: dict[str, list[tuple[str, str]]] = {}
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     for split, file in (("test", "queries.jsonl"), ("train", "queries_train.jsonl")):
         rows = [json.loads(line) for line in (data / file).open(encoding="utf-8")]
         qrels[split] = _qrels(data / "qrels" / f"{split}.tsv")
         texts = [q["text"] for q in rows]
-        if split == "test":
-            vectors = np.load(data / "emb_minilm_l6_v2_queries.npy")
-        else:
-            vectors = _cached_vectors(CACHE / "scifact_train_minilm.npz", texts)
-        table.update({t: vectors[i] for i, t in enumerate(texts)})
+        if embeddings is None:
+            vectors = (
+                np.load(data / "emb_minilm_l6_v2_queries.npy")
+                if split == "test"
+                else _cached_vectors(CACHE / "scifact_train_minilm.npz", texts)
+            )
+            table.update({t: vectors[i] for i, t in enumerate(texts)})
         queries[split] = [(q["_id"], q["text"]) for q in rows if q["_id"] in qrels[split]]
-    return Dataset("SciFact", docs, dvec, queries, qrels, LookupEmbeddings(table))
+    return Dataset("SciFact", docs, dvec, queries, qrels, embeddings or LookupEmbeddings(table))
 
 
 def _cached_vectors(path: Path, texts: list[str]) -> np.ndarray:

@@ -275,9 +275,12 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
     are fetched. The default is where quality stopped improving on the tuning sets."""
     fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
-    """How the legs are fused in-process (``search_strategy: fallback``): ``convex`` (convex
-    score fusion, the default) adds each leg's scores divided by its best, weighted (Bruch et
-    al., 2023); ``rrf``: weighted reciprocal rank fusion (k=60). Chosen on the tuning sets."""
+    """How the legs are fused: ``convex`` (convex score fusion, the default) adds each leg's
+    scores divided by its best, weighted (Bruch et al., 2023); ``rrf``: weighted reciprocal rank
+    fusion (k=60). Chosen on the tuning sets. On the native strategy PostgreSQL fuses either way
+    in SQL; Redis and Qdrant fuse ``convex`` from each leg's ids and scores, and ``rrf`` is their
+    own one-request fusion (Qdrant's RRF; on Redis Stack 7.4 a linear mix of vector similarity
+    and raw BM25)."""
     feedback_docs: int = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
     """Dense pseudo-relevance feedback (``search_strategy: fallback`` on the in-memory store):
     after a first fusion the query vector moves toward the vectors of this many best results

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.documents import Document
 
 from langchain_holodeck._chunk import CHUNK_TYPE, WINDOW_CHUNK_TYPE
-from langchain_holodeck._redisearch import MAX_QUERY_TERMS, escape_tag, query_terms, query_words
+from langchain_holodeck._redisearch import (
+    MAX_QUERY_TERMS,
+    escape_tag,
+    match_any,
+    query_terms,
+    query_words,
+    unscored,
+)
 from langchain_holodeck.keyword_index.base import KeywordHit, check_k
 
 if TYPE_CHECKING:
@@ -124,12 +131,12 @@ class RedisKeywordIndex:
         terms = query_terms(query)
         if not terms:
             return None
-        text = f"@{self.content_field}:({' | '.join(terms)})"
-        if self._skips_windows:
-            text = f"{text} -@{CHUNK_TYPE}:{{{escape_tag(WINDOW_CHUNK_TYPE)}}}"
+        scope = []
         if self.namespace is not None:
-            text = f"@{self.namespace_field}:{{{escape_tag(self.namespace)}}} {text}"
-        return text
+            scope.append(unscored(f"@{self.namespace_field}:{{{escape_tag(self.namespace)}}}"))
+        if self._skips_windows:
+            scope.append(f"-@{CHUNK_TYPE}:{{{escape_tag(WINDOW_CHUNK_TYPE)}}}")
+        return match_any(self.content_field, terms, " ".join(scope))
 
     def search(self, query: str, k: int) -> list[KeywordHit]:
         """Ids of the ``k`` best BM25 matches, best first; ``[]`` when no word is searchable.

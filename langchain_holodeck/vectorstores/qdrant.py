@@ -26,12 +26,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from langchain_holodeck._chunk import is_window
+from langchain_holodeck._chunk import WINDOW_COUNT, is_window, window_id, window_parent
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.backends.base import check_native_hybrid_args
 from langchain_holodeck.config._backends import QdrantDatabaseConfig
 from langchain_holodeck.contracts import NativeHit
+from langchain_holodeck.fusion import Fusion
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
+from langchain_holodeck.vectorstores._client_fusion import convex_hits
 
 try:
     from langchain_qdrant import QdrantVectorStore as _Base
@@ -331,6 +333,9 @@ class HolodeckQdrantVectorStore(_Base):
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return clip_unit
 
+    native_fusions = ("rrf", "convex")
+    """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
+
     def native_hybrid_search(
         self,
         query: str,
@@ -342,22 +347,35 @@ class HolodeckQdrantVectorStore(_Base):
         min_similarity_score: float | None = None,
         filter: models.Filter | None = None,  # as in similarity_search
         embedding: Sequence[float] | None = None,
+        fusion: Fusion = "rrf",
     ) -> list[NativeHit]:
-        """Dense + BM25 fused by Qdrant's RRF in one Query API request.
+        """Dense + BM25, fused by Qdrant's RRF in one request or as the retriever fuses.
 
-        Each leg prefetches ``fetch_k`` points matching ``filter`` (the dense leg only those
-        with cosine similarity >= ``min_similarity_score``); Qdrant fuses them with weighted
-        RRF (``weights`` = (dense, keyword), constant ``rrf_k``; Qdrant's weighted form is
-        ``1 / (rank / w + rrf_k - 1)``) and returns the best points with their payloads and
-        dense vectors, so each hit's dense similarity is known (and a keyword-only hit below
-        ``min_similarity_score`` is dropped too). Documents are read for the returned points
-        only. A query with no keyword term runs the dense leg alone.
+        ``fusion="convex"`` (the tool's default fusion): one batch request asks for each leg's
+        ``fetch_k`` best point ids and scores (payload: the id only); they are fused here as
+        the retriever fuses in-process (``w_dense * s / best_s + w_keyword * b / best_b``, a
+        chunk scoring its best entry: see ``_client_fusion``), and the ``k`` best are read.
+        A keyword-only hit's similarity is read from its stored vectors when
+        ``min_similarity_score`` is set (else ``None``). Qdrant's RRF cannot rank this way: by
+        rank alone, a query naming an identifier (a code, a number) loses its one exact
+        keyword match to chunks that are merely similar.
+
+        ``fusion="rrf"``: each leg prefetches ``fetch_k`` points matching ``filter`` (the dense
+        leg only those with cosine similarity >= ``min_similarity_score``); Qdrant fuses them
+        with weighted RRF (``weights`` = (dense, keyword), constant ``rrf_k``; Qdrant's
+        weighted form is ``1 / (rank / w + rrf_k - 1)``) and returns the best points with
+        their payloads and dense vectors, so each hit's dense similarity is known (and a
+        keyword-only hit below ``min_similarity_score`` is dropped too). Documents are read
+        for the returned points only. A query with no keyword term runs the dense leg alone.
 
         Raises:
             ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
                 non-negative numbers with at least one above 0.
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
+        if fusion not in self.native_fusions:
+            msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
+            raise ValueError(msg)
         if not self._collection_ready():
             return []
         vector = np.asarray(
@@ -366,6 +384,16 @@ class HolodeckQdrantVectorStore(_Base):
             else self._require_embeddings("native_hybrid_search").embed_query(query),
             dtype=np.float32,
         )
+        if fusion == "convex":
+            return self._convex_search(
+                query,
+                vector,
+                k=k,
+                fetch_k=fetch_k,
+                weights=weights,
+                min_similarity_score=min_similarity_score,
+                filter=filter,
+            )
         prefetch, legs = [], []
         if weights[0] > 0:
             prefetch.append(
@@ -418,6 +446,84 @@ class HolodeckQdrantVectorStore(_Base):
         """:meth:`native_hybrid_search` in a worker thread (the client is synchronous)."""
         return await asyncio.to_thread(self.native_hybrid_search, query, **kwargs)
 
+    def _convex_search(
+        self,
+        query: str,
+        vector: np.ndarray,
+        *,
+        k: int,
+        fetch_k: int,
+        weights: tuple[float, float],
+        min_similarity_score: float | None,
+        filter: models.Filter | None,
+    ) -> list[NativeHit]:
+        """``native_hybrid_search(fusion="convex")``: the legs' ids and scores, fused here."""
+        indices, values = self.sparse_encoder.encode_query(query)
+        legs: dict[str, Any] = {}
+        if weights[0] > 0:
+            legs["dense"] = _models.QueryRequest(
+                query=vector.tolist(), using=DENSE_VECTOR, filter=filter, limit=fetch_k
+            )
+        if indices and weights[1] > 0:
+            legs["keyword"] = _models.QueryRequest(
+                query=_models.SparseVector(indices=indices, values=values),
+                using=SPARSE_VECTOR,
+                filter=filter,
+                limit=fetch_k,
+            )
+        if not legs:
+            return []
+        for request in legs.values():
+            request.with_payload = [ID_KEY]
+        answers = self.client.query_batch_points(self.collection_name, list(legs.values()))
+        scored = {
+            name: [(_point_key(p), float(p.score)) for p in answer.points]
+            for name, answer in zip(legs, answers, strict=True)
+        }
+        return convex_hits(
+            [(i, clip_unit(s)) for i, s in scored.get("dense", [])],
+            scored.get("keyword", []),
+            weights,
+            k=k,
+            min_similarity_score=min_similarity_score,
+            similarities=lambda ids: self._similarities(vector, ids),
+            read=self.get_by_ids,
+        )
+
+    def _similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine relevance of the stored ``ids`` (a chunk with model windows: its best)."""
+        if not ids:
+            return {}
+        unit = vector / (float(np.linalg.norm(vector)) or 1.0)
+        points = self.client.retrieve(
+            self.collection_name,
+            [point_id(i) for i in ids],
+            with_payload=True,
+            with_vectors=[DENSE_VECTOR],
+        )
+        windows = [
+            window_id(_point_key(p), n)
+            for p in points
+            for n in range(1, int(self._to_document(p).metadata.get(WINDOW_COUNT) or 0) + 1)
+        ]
+        if windows:
+            points += self.client.retrieve(
+                self.collection_name,
+                [point_id(w) for w in windows],
+                with_payload=[ID_KEY],
+                with_vectors=[DENSE_VECTOR],
+            )
+        out: dict[str, float] = {}
+        for point in points:
+            stored = point.vector.get(DENSE_VECTOR) if isinstance(point.vector, dict) else None
+            if stored is None:
+                continue
+            v = np.asarray(stored, dtype=np.float32)
+            score = clip_unit(float(v @ unit) / (float(np.linalg.norm(v)) or 1.0))
+            chunk = window_parent(_point_key(point))
+            out[chunk] = max(out.get(chunk, 0.0), score)
+        return out
+
     def _to_document(self, point: Any) -> Document:
         payload = point.payload or {}
         return Document(
@@ -425,6 +531,11 @@ class HolodeckQdrantVectorStore(_Base):
             page_content=payload.get(self.content_payload_key, ""),
             metadata=dict(payload.get(self.metadata_payload_key) or {}),
         )
+
+
+def _point_key(point: Any) -> str:
+    """The ``Document.id`` a point holds (its payload's ``doc_id``; else the point id)."""
+    return str((point.payload or {}).get(ID_KEY, point.id))
 
 
 def _is_local(client: Any) -> bool:

@@ -27,10 +27,23 @@ from redisvl.query.filter import FilterExpression
 from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
-from langchain_holodeck._chunk import WINDOW_COUNT, window_id
-from langchain_holodeck._redisearch import query_words
+from langchain_holodeck._chunk import (
+    CHUNK_TYPE,
+    WINDOW_CHUNK_TYPE,
+    WINDOW_COUNT,
+    window_id,
+)
+from langchain_holodeck._redisearch import (
+    escape_tag,
+    match_any,
+    query_terms,
+    query_words,
+    unscored,
+)
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.fusion import Fusion
+from langchain_holodeck.vectorstores._client_fusion import convex_hits
 from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import mmr
@@ -492,6 +505,8 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         return scan_redis(self, namespace=namespace, batch_size=batch_size)
 
     # -- native hybrid: one request, fused by the server ---------------------------------
+    native_fusions = ("rrf", "convex")
+    """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
     _ft_hybrid: bool | None = None  # detected on first use
 
     def server_supports_ft_hybrid(self) -> bool:
@@ -517,8 +532,22 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         min_similarity_score: float | None = None,
         filter: FilterExpression | str | None = None,
         embedding: Sequence[float] | None = None,
+        fusion: Fusion = "rrf",
     ) -> list[NativeHit]:
-        """Full text (BM25STD) and vector search fused by the server, in one request.
+        """Full text (BM25STD) and vector search, fused by the server or as the retriever fuses.
+
+        ``fusion="convex"`` (the tool's default fusion): one pipelined round trip asks the
+        server for each leg's ``fetch_k`` best ids and scores, no text (``KNN`` by vector; the
+        BM25STD full-text match of the query's words, model windows excluded as the keyword
+        index excludes them); they are fused here as the retriever fuses in-process
+        (``w_dense * s / best_s + w_keyword * b / best_b``, a chunk scoring its best entry:
+        see ``_client_fusion``), and a second round trip reads the text and metadata of the
+        ``k`` best only. A keyword-only hit's similarity is read from its stored vectors when
+        ``min_similarity_score`` is set (else ``None``). Neither server fusion below can rank
+        this way: they weigh raw BM25 (unbounded) or ranks, so a query naming an identifier
+        (a code, a number) loses its one exact match to chunks that are merely similar.
+
+        ``fusion="rrf"``:
 
         - Redis >= 8.4 (``FT.HYBRID``, detected): reciprocal rank fusion over a window of
           ``fetch_k`` per leg with constant ``rrf_k``, unweighted (the server's RRF takes no
@@ -539,10 +568,14 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         metadata as stored) come back in the same request, for the returned rows only.
 
         Raises:
-            ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
-                non-negative numbers with at least one above 0.
+            ValueError: When ``k`` or ``fetch_k`` is not positive, ``weights`` are not two
+                non-negative numbers with at least one above 0, or ``fusion`` is neither
+                ``"rrf"`` nor ``"convex"``.
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
+        if fusion not in self.native_fusions:
+            msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
+            raise ValueError(msg)
         vector = list(embedding) if embedding is not None else self.embeddings.embed_query(query)
         words = query_words(query)
         relevance = self._select_relevance_score_fn()
@@ -550,6 +583,16 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             rows = self._search(vector, fetch_k if min_similarity_score else k, filter)
             hits = [NativeHit(d, relevance(s), relevance(s)) for d, s, _ in rows]
             return _above(hits, min_similarity_score)[:k]
+        if fusion == "convex":
+            return self._convex_search(
+                words,
+                vector,
+                k=k,
+                fetch_k=fetch_k,
+                weights=weights,
+                min_similarity_score=min_similarity_score,
+                filter=filter,
+            )
         if min_similarity_score is None and self.server_supports_ft_hybrid():
             return self._ft_hybrid_search(
                 words, vector, k=k, fetch_k=fetch_k, rrf_k=rrf_k, filter=filter
@@ -597,6 +640,63 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         return [
             NativeHit(self._row_document(r), float(r.get("hybrid_score", 0.0)), None) for r in rows
         ]
+
+    def _convex_search(
+        self,
+        words: list[str],
+        vector: list[float],
+        *,
+        k: int,
+        fetch_k: int,
+        weights: tuple[float, float],
+        min_similarity_score: float | None,
+        filter: FilterExpression | str | None,
+    ) -> list[NativeHit]:
+        """``native_hybrid_search(fusion="convex")``: the legs' ids and scores, fused here.
+
+        Both ``FT.SEARCH`` requests go in one pipeline and their replies are read as they
+        come (ids and one number each, RESP2 or RESP3): parsing them into redis-py ``Result``
+        objects cost more than the server's work.
+        """
+        where = str(filter) if filter is not None else "*"
+        depth = ["LIMIT", 0, fetch_k, "DIALECT", 2]
+        text = match_any(CONTENT_FIELD, query_terms(" ".join(words)), self._chunks_only(filter))
+        with self._index.client.pipeline(transaction=False) as pipe:
+            if weights[0] > 0:
+                knn = f"({where})=>[KNN {fetch_k} @{EMBEDDING_FIELD} $vector AS {_DISTANCE}]"
+                blob = np.asarray(vector, dtype=np.float32).tobytes()
+                pipe.execute_command(
+                    "FT.SEARCH", self._index.name, knn, "PARAMS", 2, "vector", blob,
+                    "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "ASC", *depth,
+                )  # fmt: skip
+            pipe.execute_command(
+                "FT.SEARCH", self._index.name, text, "NOCONTENT", "WITHSCORES",
+                "SCORER", "BM25STD", *depth,
+            )  # fmt: skip
+            replies = pipe.execute()
+        relevance = self._select_relevance_score_fn()
+        return convex_hits(
+            [
+                (self._id_from_key(key), relevance(value))
+                for key, value in (_reply_rows(replies[0]) if weights[0] > 0 else [])
+            ],
+            [(self._id_from_key(key), value) for key, value in _reply_rows(replies[-1])],
+            weights,
+            k=k,
+            min_similarity_score=min_similarity_score,
+            similarities=lambda ids: self.similarity_by_ids(vector, ids),
+            read=self.get_by_ids,
+        )
+
+    def _chunks_only(self, filter: FilterExpression | str | None) -> str:
+        """The query text of ``filter`` and of no model window, scoring nothing (``unscored``).
+
+        The window clause is left out when the index has no ``chunk_type`` TAG.
+        """
+        given = "" if filter is None or str(filter) == "*" else unscored(str(filter))
+        if CHUNK_TYPE not in self._index.schema.field_names:
+            return given
+        return f"{given} -@{CHUNK_TYPE}:{{{escape_tag(WINDOW_CHUNK_TYPE)}}}".strip()
 
     def _row_document(self, row: Mapping[str, Any]) -> Document:
         return Document(
@@ -738,6 +838,33 @@ def build_redis_store(
         index_schema=schema,
     )
     return HolodeckRedisVectorStore(embeddings, config=config)
+
+
+_DISTANCE = "vector_distance"
+
+
+def _reply_rows(reply: Any) -> list[tuple[str, float]]:
+    """``(key, number)`` per row of an ``FT.SEARCH`` reply, RESP2 or RESP3, bytes or str.
+
+    The number is the row's score (``WITHSCORES NOCONTENT``) or its one returned field (the
+    KNN distance, ``RETURN 1``). Hot: a few hundred rows per search.
+    """
+    if isinstance(reply, Mapping):  # RESP3: {"results": [{"id", "score" | "extra_attributes"}]}
+        raw = b"results" in reply
+        rows = reply[b"results" if raw else "results"]
+        if not rows:
+            return []
+        key, score, extra = (b"id", b"score", b"extra_attributes") if raw else _RESP3_NAMES
+        if score in rows[0]:
+            return [(_text(row[key]), float(row[score])) for row in rows]
+        return [(_text(row[key]), float(next(iter(row[extra].values())))) for row in rows]
+    keys, values = reply[1::2], reply[2::2]  # RESP2: total, then key and score or [field, value]
+    if values and isinstance(values[0], list):
+        return [(_text(k), float(v[-1])) for k, v in zip(keys, values, strict=True)]
+    return [(_text(k), float(v)) for k, v in zip(keys, values, strict=True)]
+
+
+_RESP3_NAMES = ("id", "score", "extra_attributes")
 
 
 def _text(value: bytes | str) -> str:

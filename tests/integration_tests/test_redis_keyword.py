@@ -118,3 +118,18 @@ def test_bad_arguments(store) -> None:
         RedisKeywordIndex(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="k must be a positive integer"):
         RedisKeywordIndex(store).search("x", 0)
+
+
+def test_the_namespace_filter_adds_nothing_to_the_bm25_scores(store, data_dir) -> None:
+    """One corpus in the index: every chunk carries the namespace TAG. RediSearch 2.10 scores
+    a TAG clause intersected with the text, and for a TAG on every document that score is a
+    large arbitrary number; the filter must keep the documents and leave the scores alone."""
+    docs = act_chunks(data_dir, "legal")
+    store.add_documents(docs)
+    query = "arch controls safety protocols"
+    plain = RedisKeywordIndex(store).search(query, k=20)
+    scoped = RedisKeywordIndex(store, namespace="legal").search(query, k=20)
+    assert [h.id for h in scoped] == [h.id for h in plain]
+    assert [h.score for h in scoped] == pytest.approx([h.score for h in plain], rel=1e-9)
+    top = max(h.score for h in scoped)
+    assert top < 4 * 2.2 * 10  # each of the 4 terms: at most (k1 + 1) x an IDF below 10

@@ -42,3 +42,29 @@ def test_without_a_limit_every_candidate_is_returned() -> None:
 def test_return_fields_are_refused_with_the_fix() -> None:
     with pytest.raises(TypeError, match="pass the fields as load_fields"):
         LateLoadHybridQuery(**LEGS, return_fields=["text"], load_fields=[], limit=None)
+
+
+def test_reply_rows_reads_resp2_and_resp3_replies() -> None:
+    from langchain_holodeck.vectorstores.redis import _reply_rows
+
+    knn2 = [2, b"idx:a", [b"vector_distance", b"0.25"], b"idx:b:w1", [b"vector_distance", b"0.5"]]
+    text2 = [2, b"idx:a", b"3.5", b"idx:c", b"1.25"]
+    assert _reply_rows(knn2) == [("idx:a", 0.25), ("idx:b:w1", 0.5)]
+    assert _reply_rows(text2) == [("idx:a", 3.5), ("idx:c", 1.25)]
+    assert _reply_rows([0]) == []
+    knn3 = {b"results": [{b"id": b"idx:a", b"extra_attributes": {b"vector_distance": b"0.25"}}]}
+    text3 = {"results": [{"id": "idx:a", "score": 3.5}, {"id": "idx:c", "score": 1.25}]}
+    assert _reply_rows(knn3) == [("idx:a", 0.25)]
+    assert _reply_rows(text3) == [("idx:a", 3.5), ("idx:c", 1.25)]
+    assert _reply_rows({b"results": []}) == []
+
+
+def test_match_any_intersects_each_term_with_an_unscored_scope() -> None:
+    from langchain_holodeck._redisearch import match_any, unscored
+
+    assert match_any("text", ["ncc", "1289"]) == "@text:(ncc | 1289)"
+    scope = f"{unscored('@namespace:{kb}')} -@chunk_type:{{window}}"
+    assert scope == "-(-(@namespace:{kb})) -@chunk_type:{window}"
+    assert match_any("text", ["ncc", "1289"], scope) == (
+        f"(@text:ncc {scope}) | (@text:1289 {scope})"
+    )

@@ -1,0 +1,134 @@
+"""Native hybrid search with the tool's convex fusion on Redis and Qdrant.
+
+Neither engine can fuse by convex itself (Redis Stack 7.4 ranks by vector similarity plus raw
+BM25 scaled down, Qdrant by rank), so their stores fuse the legs' ids and scores as the
+retriever does. The corpus is the case that needs it: one chunk holds the identifier a query
+names, and ten chunks share its words "the ship", so they are nearer by vector.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_holodeck import HybridRetriever
+from langchain_holodeck.contracts import NativeHit
+from tests.helpers import HashingEmbeddings
+
+QUERY = "Which ship has the registry NCC-1289?"
+TARGET = "The Enterprise-C bears NCC-1289."
+NEAR = [f"The ship {place} the {thing}." for place, thing in (
+    ("of", "line"), ("in", "dock"), ("at", "pier"), ("and", "crew"), ("under", "sky"),
+    ("by", "moon"), ("near", "star"), ("past", "gate"), ("over", "sea"), ("with", "sail"),
+)]  # fmt: skip
+FILLER = [f"Deck {n} holds the holodeck arch and its safety protocols." for n in range(12)]
+"""Chunks without the query's words: RediSearch's BM25STD gives a word held by every chunk of
+an index an arbitrary score (40 and more) once chunks were re-indexed, so no query word may be."""
+WEIGHTS = (0.5, 0.5)
+
+
+def corpus() -> list[Document]:
+    docs = [Document(id=f"near{i}", page_content=t, metadata={"namespace": "kb"}) for i, t in
+            enumerate(NEAR)]  # fmt: skip
+    docs += [Document(id=f"filler{i}", page_content=t, metadata={"namespace": "kb"}) for i, t in
+             enumerate(FILLER)]  # fmt: skip
+    docs.append(Document(id="target", page_content=TARGET, metadata={"namespace": "kb"}))
+    # the same identifier in another corpus of the same store: never a hit of "kb"
+    docs.append(Document(id="other", page_content=TARGET, metadata={"namespace": "other"}))
+    return docs
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+        sum(x * x for x in a) * sum(y * y for y in b)
+    )
+
+
+@pytest.fixture(params=["redis", "qdrant"])
+def backend(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
+    """``(store, namespace filter)`` holding ``corpus()``, on each engine."""
+    embeddings = HashingEmbeddings()
+    if request.param == "redis":
+        from redisvl.query.filter import Tag
+
+        from langchain_holodeck.vectorstores import create_vector_store
+
+        url = request.getfixturevalue("redis_url")
+        name = request.getfixturevalue("redis_index_name")
+        store = create_vector_store(
+            {"provider": "redis", "connection_string": url, "index_name": name},
+            embeddings,
+            fallback=False,
+        )
+        store.add_documents(corpus())
+        yield store, Tag("namespace") == "kb"
+    else:
+        pytest.importorskip("qdrant_client")
+        from qdrant_client import QdrantClient
+
+        from langchain_holodeck.backends.qdrant import HolodeckQdrantVectorStore
+
+        store = HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "ships", embeddings)
+        store.add_documents(corpus())
+        yield store, store.namespace_filter("kb")
+
+
+def ids(hits: list[NativeHit]) -> list[str]:
+    return [str(h.document.id) for h in hits]
+
+
+def test_convex_ranks_the_one_identifier_match_first_where_the_engine_fusion_does_not(
+    backend: tuple[Any, Any],
+) -> None:
+    store, ours = backend
+    kwargs = {"k": 3, "fetch_k": 20, "weights": WEIGHTS, "filter": ours}
+    engine = store.native_hybrid_search(QUERY, **kwargs)
+    convex = store.native_hybrid_search(QUERY, fusion="convex", **kwargs)
+    assert ids(engine)[0] != "target"  # the engine's own fusion: a merely similar chunk wins
+    assert ids(convex)[0] == "target"
+    assert "other" not in ids(convex)  # the namespace filter holds on both legs
+    assert [h.score for h in convex] == sorted((h.score for h in convex), reverse=True)
+    assert convex[0].document.page_content == TARGET  # read after the fusion
+    embeddings = HashingEmbeddings()
+    expected = cosine(embeddings.embed_query(QUERY), embeddings.embed_query(TARGET))
+    assert convex[0].similarity == pytest.approx(expected, abs=1e-4)  # in the dense leg
+
+
+def test_convex_scores_a_keyword_only_hit_for_the_threshold(backend: tuple[Any, Any]) -> None:
+    store, ours = backend
+    # a dense leg of 2 misses the target: it is a keyword-only candidate
+    kwargs = {"k": 5, "fetch_k": 2, "weights": WEIGHTS, "filter": ours, "fusion": "convex"}
+    plain = store.native_hybrid_search(QUERY, **kwargs)
+    target = next(h for h in plain if h.document.id == "target")
+    assert target.similarity is None  # not computed without a threshold
+    embeddings = HashingEmbeddings()
+    similarity = cosine(embeddings.embed_query(QUERY), embeddings.embed_query(TARGET))
+    kept = store.native_hybrid_search(QUERY, min_similarity_score=similarity - 0.01, **kwargs)
+    assert "target" in ids(kept)
+    hit = next(h for h in kept if h.document.id == "target")
+    assert hit.similarity == pytest.approx(similarity, abs=1e-4)
+    assert all(h.similarity is not None and h.similarity >= similarity - 0.01 for h in kept)
+    dropped = store.native_hybrid_search(QUERY, min_similarity_score=similarity + 0.01, **kwargs)
+    assert "target" not in ids(dropped)
+
+
+def test_the_retriever_passes_its_convex_fusion_to_the_engine(backend: tuple[Any, Any]) -> None:
+    store, ours = backend
+    kwargs = {"vector_store": store, "k": 3, "weights": (*WEIGHTS, 0.0)}
+    native = HybridRetriever(search_strategy="native", search_kwargs={"filter": ours}, **kwargs)
+    assert native.fusion == "convex"  # the default
+    assert native.invoke(QUERY)[0].id == "target"
+    engine = HybridRetriever(
+        search_strategy="native", fusion="rrf", search_kwargs={"filter": ours}, **kwargs
+    )
+    assert engine.invoke(QUERY)[0].id != "target"
+
+
+def test_an_unknown_fusion_is_refused(backend: tuple[Any, Any]) -> None:
+    store, _ = backend
+    with pytest.raises(ValueError, match="fusion must be 'rrf' or 'convex', got 'linear'"):
+        store.native_hybrid_search(QUERY, k=3, fetch_k=5, fusion="linear")
