@@ -51,7 +51,8 @@ def convex_hits(
 
     A chunk's similarity is its best entry's in ``dense``; a keyword-only chunk's is computed
     by ``similarities`` (from its stored vectors) only when ``min_similarity_score`` is set,
-    which then drops every chunk below it, else it is ``None``. ``read`` gives the documents
+    which then drops every chunk below it (walking the fused order, ``4 k`` chunks at a time,
+    until ``k`` remain), else it is ``None``. ``read`` gives the documents
     of ids (those deleted since the search are skipped).
     """
     fused = convex_chunks(dense, keyword, weights)
@@ -59,9 +60,15 @@ def convex_hits(
     for doc_id, score in dense:  # best first: a chunk's first entry is its best
         similarity.setdefault(window_parent(doc_id), score)
     top = fused[:k]
-    if min_similarity_score is not None:
-        similarity.update(similarities([i for i, _ in fused if i not in similarity]))
-        top = [(i, s) for i, s in fused if similarity.get(i, -1.0) >= min_similarity_score][:k]
+    if min_similarity_score is not None:  # walk the fused order: vectors read as needed
+        top, step = [], max(4 * k, 20)
+        for start in range(0, len(fused), step):
+            batch = fused[start : start + step]
+            similarity.update(similarities([i for i, _ in batch if i not in similarity]))
+            top += [(i, s) for i, s in batch if similarity.get(i, -1.0) >= min_similarity_score]
+            if len(top) >= k:
+                break
+        top = top[:k]
     docs = {d.id: d for d in read([doc_id for doc_id, _ in top])}
     return [
         NativeHit(docs[doc_id], score, similarity.get(doc_id))

@@ -26,3 +26,28 @@ def test_a_chunk_scores_its_best_entry_and_each_leg_is_divided_by_its_best() -> 
 def test_a_leg_weighted_zero_or_empty_adds_nothing() -> None:
     assert convex_chunks([("a", 0.5)], [], (0.7, 0.3)) == [("a", 0.7)]
     assert convex_chunks([("a", 0.5)], [("b", 2.0)], (0.0, 1.0)) == [("b", 1.0)]
+
+
+def test_the_threshold_reads_similarities_in_fused_order_only_as_far_as_needed() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck.vectorstores._client_fusion import convex_hits
+
+    keyword = [(f"kw{n}", 100.0 - n) for n in range(100)]  # keyword-only: no dense score
+    asked: list[list[str]] = []
+
+    def similarities(ids: list[str]) -> dict[str, float]:
+        asked.append(ids)
+        return {i: 0.9 if int(i[2:]) % 2 == 0 else 0.1 for i in ids}  # every other one passes
+
+    def read(ids: list[str]) -> list[Document]:
+        return [Document(id=i, page_content=i) for i in ids]
+
+    hits = convex_hits([("d0", 0.5)], keyword, (0.5, 0.5), k=3, min_similarity_score=0.5,
+                       similarities=similarities, read=read)  # fmt: skip
+    assert [h.document.id for h in hits] == ["d0", "kw0", "kw2"]  # tie: the dense leg first
+    assert [h.similarity for h in hits] == [0.5, 0.9, 0.9]
+    assert sum(map(len, asked)) == 19  # one batch of 20 fused chunks, d0's score known
+    none = convex_hits([("d0", 0.5)], keyword, (0.5, 0.5), k=3, min_similarity_score=None,
+                       similarities=similarities, read=read)  # fmt: skip
+    assert [h.similarity for h in none] == [0.5, None, None]
