@@ -1,8 +1,10 @@
-"""Search strategy: let the engine fuse dense + keyword in one request, or fuse in-process.
+"""Search strategy: let the engine answer dense + keyword in one request, or fuse in-process.
 
-``native``: the store answers dense + keyword in one request and fuses them itself (Qdrant's
-Query API with RRF, Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids, quoted
-phrases) still fuses on top, in-process. ``fallback``: separate dense and keyword legs, fused
+``native``: the store answers dense + keyword in one request (or one pipelined round trip) and
+fuses them as the retriever's ``fusion`` says: PostgreSQL in SQL; Redis and Qdrant by convex from
+each leg's ids and scores, or by their own fusion under ``rrf`` (Qdrant's Query API with RRF,
+Redis ``FT.HYBRID`` or ``FT.AGGREGATE``); the exact leg (section ids, quoted phrases) still
+fuses on top, in-process. ``fallback``: separate dense and keyword legs, fused
 in-process by the retriever's ``fusion`` (convex by default, or weighted RRF). ``auto`` picks
 ``native`` when the backend can fuse (``BackendCapabilities.native_hybrid``; its store
 implements :class:`NativeHybridSearch`) and the keyword index is not a separate engine.

@@ -290,10 +290,10 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend, selected by ``provider`` (the registered ones: see their tables)."""
     search_strategy: Literal["auto", "native", "fallback"] = "auto"
-    """``native``: the vector store fuses dense and keyword search in one request (a backend
-    with ``native_hybrid``); ``fallback``: separate legs fused in-process by ``fusion``
-    (convex score fusion by default); ``auto``: native when the backend can and
-    ``keyword_index`` is not a separate engine (OpenSearch)."""
+    """``native``: the vector store runs dense and keyword search in one request and fuses them
+    by ``fusion`` (a backend with ``native_hybrid``); ``fallback``: separate legs fused
+    in-process by ``fusion`` (convex score fusion by default); ``auto``: native when the
+    backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
     expand_hops: int = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"

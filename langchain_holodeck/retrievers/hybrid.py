@@ -186,12 +186,12 @@ class HybridRetriever(BaseRetriever):
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
     search_strategy: SearchStrategy = "fallback"
-    """``native``: the store fuses dense + keyword search in one request
-    (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score`` and
-    ``search_kwargs`` passed on) and the exact leg fuses on top here (the exact leg runs
-    first: the engine fuses ``fetch_k`` candidates per leg and returns ``k`` rows plus one
-    per exact hit, twice that when the store keeps model windows); ``fallback``: separate
-    legs fused here.
+    """``native``: the store runs dense + keyword search in one request and fuses them
+    (``native_hybrid_search``: weights, ``rrf_k``, ``min_similarity_score``, ``search_kwargs``
+    and ``fusion``, when the store lists it in ``native_fusions``, passed on) and the exact
+    leg fuses on top here (the exact leg runs first: the engine fuses ``fetch_k`` candidates
+    per leg and returns ``k`` rows plus one per exact hit, twice that when the store keeps
+    model windows); ``fallback``: separate legs fused here.
     Also the ``search.mode`` span attribute."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

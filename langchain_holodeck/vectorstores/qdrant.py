@@ -132,7 +132,8 @@ class HolodeckQdrantVectorStore(_Base):
       ``BM25SparseEncoder``), except model windows (entries ``<chunk id>:w<n>``), which carry
       the dense vector only, so the keyword leg ranks chunks; ``similarity_search*`` query
       the dense vector only, and
-      ``native_hybrid_search`` fuses both legs in one Query API request (prefetch + RRF);
+      ``native_hybrid_search`` fuses both legs: by convex from one batch request for their ids
+      and scores, or (``fusion="rrf"``) in one Query API request (prefetch + RRF);
     - ``Document.id`` round-trips as given (any string; stored in the payload as ``doc_id``,
       the point id is the id itself when it is a UUID, else a UUIDv5 of it) and metadata
       round-trips unchanged (no ``_id`` / ``_collection_name`` keys are added);

@@ -504,7 +504,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """Every stored document (optionally of one ``namespace``); see ``scan_redis``."""
         return scan_redis(self, namespace=namespace, batch_size=batch_size)
 
-    # -- native hybrid: one request, fused by the server ---------------------------------
+    # -- native hybrid: both legs in one round trip, fused here or by the server ----------
     native_fusions = ("rrf", "convex")
     """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
     _ft_hybrid: bool | None = None  # detected on first use
