@@ -20,6 +20,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_redis import RedisConfig, RedisVectorStore
+from redis.exceptions import ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import VectorQuery
@@ -33,6 +34,7 @@ from langchain_holodeck._chunk import (
     WINDOW_COUNT,
     window_id,
 )
+from langchain_holodeck._redact import one_line
 from langchain_holodeck._redisearch import (
     escape_tag,
     match_any,
@@ -48,6 +50,7 @@ from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import mmr
 from langchain_holodeck.vectorstores._redis_aggregate import LateLoadHybridQuery
+from langchain_holodeck.vectorstores._redis_convex import CONVEX_SCRIPT, convex_rows
 from langchain_holodeck.vectorstores._redis_schema import (
     CONTENT_FIELD,
     EMBEDDING_FIELD,
@@ -508,6 +511,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
     native_fusions = ("rrf", "convex")
     """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
     _ft_hybrid: bool | None = None  # detected on first use
+    _scripts: Any = None  # the convex script (registered on first use); False: refused
 
     def server_supports_ft_hybrid(self) -> bool:
         """True when the server (Redis >= 8.4) and redis-py offer ``FT.HYBRID``; cached."""
@@ -652,19 +656,28 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         min_similarity_score: float | None,
         filter: FilterExpression | str | None,
     ) -> list[NativeHit]:
-        """``native_hybrid_search(fusion="convex")``: the legs' ids and scores, fused here.
+        """``native_hybrid_search(fusion="convex")``: the legs' ids and scores, fused.
 
-        Both ``FT.SEARCH`` requests go in one pipeline and their replies are read as they
-        come (ids and one number each, RESP2 or RESP3): parsing them into redis-py ``Result``
-        objects cost more than the server's work.
+        Without a threshold, one server-side script runs both legs, the fusion and the reads
+        (``_redis_convex``). With one, or where the server refuses scripts, both
+        ``FT.SEARCH`` requests go in one pipeline, their replies are read as they come (ids
+        and one number each, RESP2 or RESP3; redis-py ``Result`` objects cost more than the
+        server's work), the fusion runs here and a second round trip reads the rows.
         """
         where = str(filter) if filter is not None else "*"
         depth = ["LIMIT", 0, fetch_k, "DIALECT", 2]
         text = match_any(CONTENT_FIELD, query_terms(" ".join(words)), self._chunks_only(filter))
+        knn = f"({where})=>[KNN {fetch_k} @{EMBEDDING_FIELD} $vector AS {_DISTANCE}]"
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        if min_similarity_score is None and self._scripts is not False:
+            try:
+                return self._scripted_convex(knn, blob, text, k, fetch_k, weights)
+            except ResponseError as e:  # scripts refused (ACL, a managed service): two trips
+                script_error: ResponseError | None = e
+        else:
+            script_error = None
         with self._index.client.pipeline(transaction=False) as pipe:
             if weights[0] > 0:
-                knn = f"({where})=>[KNN {fetch_k} @{EMBEDDING_FIELD} $vector AS {_DISTANCE}]"
-                blob = np.asarray(vector, dtype=np.float32).tobytes()
                 pipe.execute_command(
                     "FT.SEARCH", self._index.name, knn, "PARAMS", 2, "vector", blob,
                     "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "ASC", *depth,
@@ -674,6 +687,12 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 "SCORER", "BM25STD", *depth,
             )  # fmt: skip
             replies = pipe.execute()
+        if script_error is not None:  # the same search worked without the script
+            self._scripts = False
+            logger.info(
+                "Redis refused the native search script (%s); searching in two round trips.",
+                one_line(script_error),
+            )
         relevance = self._select_relevance_score_fn()
         return convex_hits(
             [
@@ -687,6 +706,42 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             similarities=lambda ids: self.similarity_by_ids(vector, ids),
             read=self.get_by_ids,
         )
+
+    def _scripted_convex(
+        self,
+        knn: str,
+        blob: bytes,
+        text: str,
+        k: int,
+        fetch_k: int,
+        weights: tuple[float, float],
+    ) -> list[NativeHit]:
+        """The convex search in one server-side script (``_redis_convex.CONVEX_SCRIPT``)."""
+        if self._scripts is None:
+            self._scripts = self._index.client.register_script(CONVEX_SCRIPT)
+        rows = convex_rows(
+            self._scripts,
+            self._index.name,
+            knn=knn,
+            vector=blob,
+            text=text,
+            fetch_k=fetch_k,
+            k=k,
+            weights=weights,
+            metric=str(self.config.distance_metric).upper(),
+            fields=[CONTENT_FIELD, METADATA_FIELD],
+        )
+        return [
+            NativeHit(
+                Document(
+                    id=self._id_from_key(key), page_content=_text(content), metadata=_meta(meta)
+                ),
+                score,
+                similarity,
+            )
+            for key, score, similarity, (content, meta) in rows
+            if content is not None  # deleted since the search
+        ]
 
     def _chunks_only(self, filter: FilterExpression | str | None) -> str:
         """The query text of ``filter`` and of no model window, scoring nothing (``unscored``).

@@ -132,3 +132,65 @@ def test_an_unknown_fusion_is_refused(backend: tuple[Any, Any]) -> None:
     store, _ = backend
     with pytest.raises(ValueError, match="fusion must be 'rrf' or 'convex', got 'linear'"):
         store.native_hybrid_search(QUERY, k=3, fetch_k=5, fusion="linear")
+
+
+@pytest.fixture
+def redis_store(redis_url: str, redis_index_name: str) -> Any:
+    from langchain_holodeck.vectorstores import create_vector_store
+
+    store = create_vector_store(
+        {"provider": "redis", "connection_string": redis_url, "index_name": redis_index_name},
+        HashingEmbeddings(),
+        fallback=False,
+    )
+    store.add_documents(corpus())
+    return store
+
+
+def test_redis_script_and_two_round_trips_rank_alike(redis_store: Any) -> None:
+    """The server-side script fuses exactly as the store's Python path does."""
+    from redisvl.query.filter import Tag
+
+    kwargs = {"k": 8, "fetch_k": 20, "weights": WEIGHTS, "fusion": "convex"}
+    ours = Tag("namespace") == "kb"
+    for query in (QUERY, "ship registry", "holodeck safety arch", "NCC-1289"):
+        scripted = redis_store.native_hybrid_search(query, filter=ours, **kwargs)
+        assert redis_store._scripts not in (None, False)  # the script ran
+        redis_store._scripts = False
+        two_trips = redis_store.native_hybrid_search(query, filter=ours, **kwargs)
+        redis_store._scripts = None
+        assert ids(scripted) == ids(two_trips)
+        assert [h.score for h in scripted] == pytest.approx([h.score for h in two_trips], abs=1e-12)
+        assert [h.similarity for h in scripted] == [h.similarity for h in two_trips]
+        assert [h.document for h in scripted] == [h.document for h in two_trips]
+
+
+def test_redis_without_script_permission_searches_in_two_round_trips(
+    redis_store: Any, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import redis
+
+    from langchain_holodeck.vectorstores import create_vector_store
+
+    admin = redis.Redis.from_url(redis_url)
+    user = f"noscript_{redis_store._index.name[-10:]}"
+    admin.execute_command("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-@scripting")
+    try:
+        host = redis_url.split("://", 1)[1]
+        limited = create_vector_store(
+            {
+                "provider": "redis",
+                "connection_string": f"redis://{user}:pw@{host}",
+                "index_name": redis_store._index.name,
+            },
+            HashingEmbeddings(),
+            fallback=False,
+        )
+        with caplog.at_level("INFO"):
+            hits = limited.native_hybrid_search(QUERY, k=3, fetch_k=20, weights=WEIGHTS,
+                                                fusion="convex")  # fmt: skip
+        assert ids(hits)[0] == "target"
+        assert limited._scripts is False
+        assert "refused the native search script" in caplog.text
+    finally:
+        admin.execute_command("ACL", "DELUSER", user)
