@@ -32,7 +32,9 @@ Strategies, each with ``--clients`` threads issuing queries back to back:
   for reference with its own same-ids count;
 - the tool's retriever on the **fallback** strategy (``RedisKeywordIndex`` BM25 + KNN, two
   round trips run concurrently, fused in Python by the default fusion), for comparison.
-Latency per query in ms (p50/p95), aggregate queries per second, and native / raw. The index and
+Latency per query in ms (p50/p95), aggregate queries per second, and native / raw. The
+strategies take turns (``--rounds``, 5 by default: each runs a fifth of its queries per turn),
+so a shared machine whose speed drifts during the run slows them alike. The index and
 its keys are dropped at the end (also on failure).
 """
 
@@ -49,6 +51,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -91,8 +94,8 @@ class Lookup(Embeddings):
 
 
 def run_clients(
-    fn: Callable[[str], int], queries: list[str], clients: int, per_client: int
-) -> dict[str, float]:
+    fn: Callable[[str], int], queries: list[str], clients: int, per_client: int, offset: int = 0
+) -> dict[str, Any]:
     """``clients`` threads, each running ``per_client`` queries back to back."""
     for q in queries[:5]:
         fn(q)  # warm-up
@@ -103,7 +106,7 @@ def run_clients(
         out = []
         barrier.wait()
         for i in range(per_client):
-            q = queries[(c * per_client + i) % len(queries)]
+            q = queries[(offset + c * per_client + i) % len(queries)]
             t0 = time.perf_counter()
             if fn(q) == 0:
                 empty[0] += 1
@@ -114,13 +117,7 @@ def run_clients(
     with ThreadPoolExecutor(max_workers=clients) as pool:
         latencies = [x for lat in pool.map(client, range(clients)) for x in lat]
     wall = time.perf_counter() - t0
-    return {
-        "p50": statistics.median(latencies),
-        "p95": float(np.percentile(latencies, 95)),
-        "qps": len(latencies) / wall,
-        "empty": empty[0],
-        "n": len(latencies),
-    }
+    return {"latencies": latencies, "wall": wall, "empty": empty[0]}
 
 
 def main() -> None:
@@ -128,6 +125,13 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--queries-per-client", type=int, default=50)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="the strategies take turns this many times, each running its share of the "
+        "queries, so a machine whose speed drifts slows them alike",
+    )
     args = parser.parse_args()
     url = os.environ.get("REDIS_URL")
     if not url:
@@ -253,14 +257,21 @@ def main() -> None:
         print("| strategy | clients | queries | p50 (ms) | p95 (ms) | QPS | empty results |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         qps: dict[tuple[str, int], float] = {}
-        for name, fn in strategies.items():
-            for clients in args.clients:
-                r = run_clients(fn, queries, clients, args.queries_per_client)
-                qps[name, clients] = r["qps"]
-                print(
-                    f"| {name} | {clients} | {r['n']:.0f} | {r['p50']:.1f} | {r['p95']:.1f} "
-                    f"| {r['qps']:.0f} | {r['empty']:.0f} |"
-                )
+        share = max(1, args.queries_per_client // args.rounds)
+        runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for turn in range(args.rounds):  # A B C ... A B C ...: drift slows every row alike
+            for name, fn in strategies.items():
+                for clients in args.clients:
+                    r = run_clients(fn, queries, clients, share, offset=turn * share * clients)
+                    runs.setdefault((name, clients), []).append(r)
+        for (name, clients), parts in runs.items():
+            latencies = [x for r in parts for x in r["latencies"]]
+            qps[name, clients] = len(latencies) / sum(r["wall"] for r in parts)
+            print(
+                f"| {name} | {clients} | {len(latencies)} | {statistics.median(latencies):.1f} "
+                f"| {float(np.percentile(latencies, 95)):.1f} | {qps[name, clients]:.0f} "
+                f"| {sum(r['empty'] for r in parts)} |"
+            )
         names = list(strategies)
         print()
         for clients in args.clients:
