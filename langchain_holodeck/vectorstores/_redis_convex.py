@@ -35,7 +35,7 @@ if wd > 0 then
     local d = tonumber(knn[i + 1][2])
     local s = (ARGV[8] == 'L2') and (1 - d / 2) or (1 - d)
     if s < 0 then s = 0 elseif s > 1 then s = 1 end
-    local chunk = string.gsub(knn[i], ':w%d+$', '')
+    local chunk = string.match(knn[i], '^(.+):w[1-9]%d*$') or knn[i]  -- as window_parent
     if sim[chunk] == nil then
       sim[chunk] = s
       if best == nil then best = s end

@@ -540,16 +540,18 @@ class HolodeckRedisVectorStore(RedisVectorStore):
     ) -> list[NativeHit]:
         """Full text (BM25STD) and vector search, fused by the server or as the retriever fuses.
 
-        ``fusion="convex"`` (the tool's default fusion): one pipelined round trip asks the
-        server for each leg's ``fetch_k`` best ids and scores, no text (``KNN`` by vector; the
-        BM25STD full-text match of the query's words, model windows excluded as the keyword
-        index excludes them); they are fused here as the retriever fuses in-process
-        (``w_dense * s / best_s + w_keyword * b / best_b``, a chunk scoring its best entry:
-        see ``_client_fusion``), and a second round trip reads the text and metadata of the
-        ``k`` best only. A keyword-only hit's similarity is read from its stored vectors when
-        ``min_similarity_score`` is set (else ``None``). Neither server fusion below can rank
-        this way: they weigh raw BM25 (unbounded) or ranks, so a query naming an identifier
-        (a code, a number) loses its one exact match to chunks that are merely similar.
+        ``fusion="convex"`` (the tool's default fusion): each leg's ``fetch_k`` best ids and
+        scores (``KNN`` by vector; the BM25STD full-text match of the query's words, model
+        windows excluded as the keyword index excludes them, the filter scoring nothing) are
+        fused as the retriever fuses in-process (``w_dense * s / best_s + w_keyword * b /
+        best_b``, a chunk scoring its best entry: see ``_client_fusion``) and the text and
+        metadata of the ``k`` best are read: in one server-side script (``_redis_convex``),
+        or, with ``min_similarity_score`` or on a server that refuses scripts, in two round
+        trips with the fusion here. A keyword-only hit's similarity is read from its stored
+        vectors when ``min_similarity_score`` is set (else ``None``). Neither server fusion
+        below can rank this way: they weigh raw BM25 (unbounded) or ranks, so a query naming
+        an identifier (a code, a number) loses its one exact match to chunks that are merely
+        similar.
 
         ``fusion="rrf"``:
 

@@ -194,3 +194,19 @@ def test_redis_without_script_permission_searches_in_two_round_trips(
         assert "refused the native search script" in caplog.text
     finally:
         admin.execute_command("ACL", "DELUSER", user)
+
+
+def test_redis_script_reads_window_ids_as_the_python_path_does(redis_store: Any) -> None:
+    """Only ``<chunk>:w<n>`` (n from 1) is a window; ``:w0`` or ``:wx`` end a chunk's own id."""
+    from langchain_holodeck._chunk import window_parent
+
+    odd = [Document(id=i, page_content=f"{i} ship NCC-1289", metadata={"namespace": "kb"})
+           for i in ("odd:w0", "odd:w01", "odd:wx", "plain:w3x")]  # fmt: skip
+    redis_store.add_documents(odd)
+    kwargs = {"k": 30, "fetch_k": 40, "weights": WEIGHTS, "fusion": "convex"}
+    scripted = redis_store.native_hybrid_search(QUERY, **kwargs)
+    redis_store._scripts = False
+    two_trips = redis_store.native_hybrid_search(QUERY, **kwargs)
+    assert ids(scripted) == ids(two_trips)
+    assert {"odd:w0", "odd:w01", "odd:wx", "plain:w3x"} <= set(ids(scripted))
+    assert all(window_parent(i) == i for i in ids(scripted))
