@@ -8,6 +8,7 @@ from langchain_core.documents import Document
 
 from langchain_holodeck import HybridRetriever
 from langchain_holodeck.sync import stable_id, sync_documents
+from langchain_holodeck.vectorstores.qdrant import point_id
 from tests.helpers import (
     LONG_CHUNK,
     SHORT_CHUNK,
@@ -85,3 +86,23 @@ def test_qdrant_native_hybrid_counts_a_window_for_its_chunk() -> None:
     # the sparse leg never returns a window: a keyword-only query finds the chunk once
     sparse = store.native_hybrid_search("replicator earl grey", k=5, weights=(0.0, 1.0))
     assert [h.document.id for h in sparse] == [long_id]
+
+
+def test_qdrant_convex_threshold_scores_a_chunk_by_its_best_window() -> None:
+    """Under a threshold a keyword-only chunk's similarity is read from its stored vectors:
+    its own entry's and its windows', the best of them, as the dense leg would rank it."""
+    pytest.importorskip("qdrant_client")
+    import numpy as np
+    from qdrant_client import QdrantClient
+
+    from langchain_holodeck.backends.qdrant import HolodeckQdrantVectorStore
+
+    embeddings = WindowedHashingEmbeddings()
+    store = HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "windows", embeddings)
+    sync_documents(_docs(), store, namespace="kb")
+    long_id = stable_id("kb", "a.md_chunk_0")
+    query = np.asarray(embeddings.embed_query(TAIL), dtype=np.float32)
+    own = store.client.retrieve(store.collection_name, [point_id(long_id)], with_vectors=True)
+    own_score = float(np.asarray(own[0].vector["dense"]) @ query)
+    assert own_score < 0.99  # the chunk's own entry does not hold the tail
+    assert store._similarities(query, [long_id]) == {long_id: pytest.approx(1.0, abs=1e-5)}
