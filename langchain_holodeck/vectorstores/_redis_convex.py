@@ -32,7 +32,7 @@ if wd > 0 then
     'LIMIT', 0, fetch, 'DIALECT', 2)
   local best = nil
   for i = 2, #knn, 2 do
-    local d = tonumber(knn[i + 1][2])
+    local d = tonumber(knn[i + 1][2]) or 2  -- no distance (deleted meanwhile): the farthest
     local s = (ARGV[8] == 'L2') and (1 - d / 2) or (1 - d)
     if s < 0 then s = 0 elseif s > 1 then s = 1 end
     local chunk = string.match(knn[i], '^(.+):w[1-9]%d*$') or knn[i]  -- as window_parent
@@ -87,15 +87,14 @@ def convex_rows(
     weights: tuple[float, float],
     metric: str,
     fields: Sequence[str],
-) -> list[tuple[str, float, float | None, list[Any]]]:
-    """Run ``CONVEX_SCRIPT`` (a redis-py ``Script``): ``(key, score, similarity, values)``."""
+) -> list[tuple[Any, float, float | None, list[Any]]]:
+    """Run ``CONVEX_SCRIPT`` (a redis-py ``Script``): ``(key, score, similarity, values)``.
+
+    The key and values come as the client returns them (bytes, or str when it decodes).
+    """
     args = [knn, vector, text, fetch_k, k, weights[0], weights[1], metric, *fields]
     rows = script(keys=[index], args=args)
     return [
-        (_text(key), float(score), float(sim) if sim else None, list(values))
+        (key, float(score), float(sim) if sim else None, list(values))
         for key, score, sim, values in rows
     ]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value

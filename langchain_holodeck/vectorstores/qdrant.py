@@ -463,7 +463,11 @@ class HolodeckQdrantVectorStore(_Base):
         legs: dict[str, Any] = {}
         if weights[0] > 0:
             legs["dense"] = _models.QueryRequest(
-                query=vector.tolist(), using=DENSE_VECTOR, filter=filter, limit=fetch_k
+                query=vector.tolist(),
+                using=DENSE_VECTOR,
+                filter=filter,
+                limit=fetch_k,
+                with_payload=[ID_KEY],
             )
         if indices and weights[1] > 0:
             legs["keyword"] = _models.QueryRequest(
@@ -471,11 +475,10 @@ class HolodeckQdrantVectorStore(_Base):
                 using=SPARSE_VECTOR,
                 filter=filter,
                 limit=fetch_k,
+                with_payload=[ID_KEY],
             )
         if not legs:
             return []
-        for request in legs.values():
-            request.with_payload = [ID_KEY]
         answers = self.client.query_batch_points(self.collection_name, list(legs.values()))
         scored = {
             name: [(_point_key(p), float(p.score)) for p in answer.points]

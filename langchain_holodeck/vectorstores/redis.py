@@ -20,7 +20,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_redis import RedisConfig, RedisVectorStore
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import VectorQuery
@@ -674,7 +674,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         if min_similarity_score is None and self._scripts is not False:
             try:
                 return self._scripted_convex(knn, blob, text, k, fetch_k, weights)
-            except ResponseError as e:  # scripts refused (ACL, a managed service): two trips
+            except ResponseError as e:  # refused (ACL, a managed service), or it failed
                 script_error: ResponseError | None = e
         else:
             script_error = None
@@ -689,12 +689,14 @@ class HolodeckRedisVectorStore(RedisVectorStore):
                 "SCORER", "BM25STD", *depth,
             )  # fmt: skip
             replies = pipe.execute()
-        if script_error is not None:  # the same search worked without the script
+        if script_error is not None and _refused(script_error):  # for good: two trips from now
             self._scripts = False
             logger.info(
                 "Redis refused the native search script (%s); searching in two round trips.",
                 one_line(script_error),
             )
+        elif script_error is not None:  # this query only (a key deleted meanwhile, ...)
+            logger.debug("The native search script failed (%s).", one_line(script_error))
         relevance = self._select_relevance_score_fn()
         return convex_hits(
             [
@@ -736,7 +738,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         return [
             NativeHit(
                 Document(
-                    id=self._id_from_key(key), page_content=_text(content), metadata=_meta(meta)
+                    id=self._id_from_key(_text(key)),
+                    page_content=_text(content),
+                    metadata=_meta(meta),
                 ),
                 score,
                 similarity,
@@ -898,6 +902,11 @@ def build_redis_store(
 
 
 _DISTANCE = "vector_distance"
+
+
+def _refused(error: ResponseError) -> bool:
+    """Whether the server refuses scripts (no permission, or no such command), not a search."""
+    return isinstance(error, NoPermissionError) or "unknown command" in str(error).lower()
 
 
 def _reply_rows(reply: Any) -> list[tuple[str, float]]:

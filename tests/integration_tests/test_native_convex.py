@@ -210,3 +210,20 @@ def test_redis_script_reads_window_ids_as_the_python_path_does(redis_store: Any)
     assert ids(scripted) == ids(two_trips)
     assert {"odd:w0", "odd:w01", "odd:wx", "plain:w3x"} <= set(ids(scripted))
     assert all(window_parent(i) == i for i in ids(scripted))
+
+
+def test_a_failing_script_falls_back_for_that_query_and_is_kept(redis_store: Any) -> None:
+    """Only a refusal (no permission, no such command) turns the script off for good."""
+    from redis.exceptions import NoPermissionError, ResponseError
+
+    from langchain_holodeck.vectorstores.redis import _refused
+
+    broken = redis_store._index.client.register_script("return redis.error_reply('boom')")
+    redis_store._scripts = broken
+    kwargs = {"k": 3, "fetch_k": 20, "weights": WEIGHTS, "fusion": "convex"}
+    hits = redis_store.native_hybrid_search(QUERY, **kwargs)
+    assert ids(hits)[0] == "target"  # answered by the two-round-trip path
+    assert redis_store._scripts is broken  # still tried on the next query
+    assert _refused(NoPermissionError("no permissions to run the 'evalsha' command"))
+    assert _refused(ResponseError("unknown command 'EVALSHA'"))
+    assert not _refused(ResponseError("boom"))
