@@ -21,25 +21,24 @@ __all__ = ["CONVEX_SCRIPT", "convex_rows"]
 CONVEX_SCRIPT = """#!lua flags=no-writes
 local fetch, k = tonumber(ARGV[4]), tonumber(ARGV[5])
 local wd, wk = tonumber(ARGV[6]), tonumber(ARGV[7])
-local scores, order, sim, n = {}, {}, {}, 0
-local function add(id, value)
-  if scores[id] == nil then n = n + 1; order[id] = n; scores[id] = 0 end
-  scores[id] = scores[id] + value
-end
+local l2 = ARGV[8] == 'L2'
+local match, sub, min, max = string.match, string.sub, math.min, math.max
+local slot, ids, scores, sim, n = {}, {}, {}, {}, 0  -- by first appearance, the dense leg first
 if wd > 0 then
   local knn = redis.call('FT.SEARCH', KEYS[1], ARGV[1], 'PARAMS', 2, 'vector', ARGV[2],
-    'RETURN', 1, 'vector_distance', 'SORTBY', 'vector_distance', 'ASC',
+    'NOCONTENT', 'WITHSORTKEYS', 'SORTBY', 'vector_distance', 'ASC',
     'LIMIT', 0, fetch, 'DIALECT', 2)
   local best = nil
   for i = 2, #knn, 2 do
-    local d = tonumber(knn[i + 1][2]) or 2  -- no distance (deleted meanwhile): the farthest
-    local s = (ARGV[8] == 'L2') and (1 - d / 2) or (1 - d)
+    local key, sortkey = knn[i], knn[i + 1]  -- the sort key: '#' and the distance
+    local d = type(sortkey) == 'string' and tonumber(sub(sortkey, 2)) or 2  -- none: farthest
+    local s = l2 and (1 - d / 2) or (1 - d)
     if s < 0 then s = 0 elseif s > 1 then s = 1 end
-    local chunk = string.match(knn[i], '^(.+):w[1-9]%d*$') or knn[i]  -- as window_parent
-    if sim[chunk] == nil then
-      sim[chunk] = s
+    local chunk = match(key, '^(.+):w[1-9]%d*$') or key  -- as window_parent
+    if slot[chunk] == nil then
+      n = n + 1; slot[chunk] = n; ids[n] = chunk; sim[n] = s
       if best == nil then best = s end
-      add(chunk, (best > 0) and (wd * math.min(1, s / best)) or wd)
+      scores[n] = (best > 0) and (wd * min(1, s / best)) or wd
     end
   end
 end
@@ -48,24 +47,28 @@ if wk > 0 and ARGV[3] ~= '' then
     'SCORER', 'BM25STD', 'LIMIT', 0, fetch, 'DIALECT', 2)
   local best = nil
   for i = 2, #txt, 2 do
-    local s = tonumber(txt[i + 1])
+    local key, s = txt[i], tonumber(txt[i + 1])
     if best == nil then best = s end
-    add(txt[i], (best > 0) and (wk * math.max(0, math.min(1, s / best))) or wk)
+    local value = (best > 0) and (wk * max(0, min(1, s / best))) or wk
+    local j = slot[key]
+    if j == nil then
+      n = n + 1; slot[key] = n; ids[n] = key; scores[n] = value
+    else
+      scores[j] = scores[j] + value
+    end
   end
 end
-local ids = {}
-for id, _ in pairs(scores) do ids[#ids + 1] = id end
-table.sort(ids, function(a, b)
-  if scores[a] ~= scores[b] then return scores[a] > scores[b] end
-  return order[a] < order[b]
-end)
 local fields = {}
 for j = 9, #ARGV do fields[#fields + 1] = ARGV[j] end
-local out = {}
-for i = 1, math.min(k, #ids) do
-  local id = ids[i]
-  out[#out + 1] = {id, string.format('%.17g', scores[id]),
-    sim[id] and string.format('%.17g', sim[id]) or false, redis.call('HMGET', id, unpack(fields))}
+local taken, out = {}, {}
+for _ = 1, min(k, n) do  -- the k best, ties to the first seen: k passes beat sorting them all
+  local b, bs = 0, -1
+  for j = 1, n do
+    if scores[j] > bs and not taken[j] then b, bs = j, scores[j] end
+  end
+  taken[b] = true
+  out[#out + 1] = {ids[b], string.format('%.17g', bs),
+    sim[b] and string.format('%.17g', sim[b]) or false, redis.call('HMGET', ids[b], unpack(fields))}
 end
 return out
 """

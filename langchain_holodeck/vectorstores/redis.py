@@ -682,7 +682,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             if weights[0] > 0:
                 pipe.execute_command(
                     "FT.SEARCH", self._index.name, knn, "PARAMS", 2, "vector", blob,
-                    "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "ASC", *depth,
+                    "NOCONTENT", "WITHSORTKEYS", "SORTBY", _DISTANCE, "ASC", *depth,
                 )  # fmt: skip
             pipe.execute_command(
                 "FT.SEARCH", self._index.name, text, "NOCONTENT", "WITHSCORES",
@@ -910,27 +910,35 @@ def _refused(error: ResponseError) -> bool:
 
 
 def _reply_rows(reply: Any) -> list[tuple[str, float]]:
-    """``(key, number)`` per row of an ``FT.SEARCH`` reply, RESP2 or RESP3, bytes or str.
+    """``(key, number)`` per row of an ``FT.SEARCH ... NOCONTENT`` reply, RESP2 or RESP3.
 
-    The number is the row's score (``WITHSCORES NOCONTENT``) or its one returned field (the
-    KNN distance, ``RETURN 1``). Hot: a few hundred rows per search.
+    The number is the row's score (``WITHSCORES``) or its sort key (``WITHSORTKEYS``, the KNN
+    distance after a ``#``, all its digits). Hot: a few hundred rows per search.
     """
-    if isinstance(reply, Mapping):  # RESP3: {"results": [{"id", "score" | "extra_attributes"}]}
+    if isinstance(reply, Mapping):  # RESP3: {"results": [{"id", "score" | "sortkey"}]}
         raw = b"results" in reply
         rows = reply[b"results" if raw else "results"]
         if not rows:
             return []
-        key, score, extra = (b"id", b"score", b"extra_attributes") if raw else _RESP3_NAMES
+        key, score, sortkey = (b"id", b"score", b"sortkey") if raw else _RESP3_NAMES
         if score in rows[0]:
             return [(_text(row[key]), float(row[score])) for row in rows]
-        return [(_text(row[key]), float(next(iter(row[extra].values())))) for row in rows]
-    keys, values = reply[1::2], reply[2::2]  # RESP2: total, then key and score or [field, value]
-    if values and isinstance(values[0], list):
-        return [(_text(k), float(v[-1])) for k, v in zip(keys, values, strict=True)]
-    return [(_text(k), float(v)) for k, v in zip(keys, values, strict=True)]
+        return [(_text(row[key]), _sort_number(row[sortkey])) for row in rows]
+    keys, values = reply[1::2], reply[2::2]  # RESP2: total, then key and score or sort key
+    return [(_text(k), _sort_number(v)) for k, v in zip(keys, values, strict=True)]
 
 
-_RESP3_NAMES = ("id", "score", "extra_attributes")
+def _sort_number(value: bytes | str | float | None) -> float:
+    """A score (a number, or its text) or a sort key (``#0.25``); none: the farthest (2)."""
+    if value is None:
+        return 2.0
+    if isinstance(value, float | int):
+        return float(value)
+    text = _text(value)
+    return float(text[1:] if text.startswith("#") else text)
+
+
+_RESP3_NAMES = ("id", "score", "sortkey")
 
 
 def _text(value: bytes | str) -> str:
