@@ -134,12 +134,16 @@ def test_an_unknown_fusion_is_refused(backend: tuple[Any, Any]) -> None:
         store.native_hybrid_search(QUERY, k=3, fetch_k=5, fusion="linear")
 
 
-@pytest.fixture
-def redis_store(redis_url: str, redis_index_name: str) -> Any:
+def _redis_store(url: str, index_name: str, metric: str = "COSINE") -> Any:
     from langchain_holodeck.vectorstores import create_vector_store
 
     store = create_vector_store(
-        {"provider": "redis", "connection_string": redis_url, "index_name": redis_index_name},
+        {
+            "provider": "redis",
+            "connection_string": url,
+            "index_name": index_name,
+            "distance_metric": metric,
+        },
         HashingEmbeddings(),
         fallback=False,
     )
@@ -147,10 +151,23 @@ def redis_store(redis_url: str, redis_index_name: str) -> Any:
     return store
 
 
-def test_redis_script_and_two_round_trips_rank_alike(redis_store: Any) -> None:
-    """The server-side script fuses exactly as the store's Python path does."""
+@pytest.fixture
+def redis_store(redis_url: str, redis_index_name: str) -> Any:
+    return _redis_store(redis_url, redis_index_name)
+
+
+@pytest.mark.parametrize("metric", ["COSINE", "L2", "IP"])
+def test_redis_script_and_two_round_trips_rank_alike(
+    redis_url: str, redis_index_name: str, metric: str
+) -> None:
+    """The server-side script fuses exactly as the store's Python path does, for each metric.
+
+    The similarity is the cosine for the unit vectors of the corpus, whatever the metric.
+    """
     from redisvl.query.filter import Tag
 
+    redis_store = _redis_store(redis_url, redis_index_name, metric)
+    embeddings = HashingEmbeddings()
     kwargs = {"k": 8, "fetch_k": 20, "weights": WEIGHTS, "fusion": "convex"}
     ours = Tag("namespace") == "kb"
     for query in (QUERY, "ship registry", "holodeck safety arch", "NCC-1289"):
@@ -163,6 +180,11 @@ def test_redis_script_and_two_round_trips_rank_alike(redis_store: Any) -> None:
         assert [h.score for h in scripted] == pytest.approx([h.score for h in two_trips], abs=1e-12)
         assert [h.similarity for h in scripted] == [h.similarity for h in two_trips]
         assert [h.document for h in scripted] == [h.document for h in two_trips]
+        top = scripted[0]
+        expected = cosine(
+            embeddings.embed_query(query), embeddings.embed_query(top.document.page_content)
+        )
+        assert top.similarity == pytest.approx(max(0.0, expected), abs=1e-5)
 
 
 def test_redis_without_script_permission_searches_in_two_round_trips(
