@@ -566,9 +566,11 @@ class HolodeckRedisVectorStore(RedisVectorStore):
           rescaled by ``LINEAR_VECTOR_SCALE``: ``alpha = 99 w0 / (99 w0 + w1)``, 0.99 at
           equal weights. A chunk that matches the words but is not among the ``fetch_k``
           nearest is never a candidate. Each row's distance gives its similarity, so
-          ``min_similarity_score`` drops rows below it. The server returns the best ``k`` rows
-          (all ``fetch_k`` with a threshold) and reads their fields after ranking, so a deep
-          ``fetch_k`` costs the ranking, not the reading of every candidate.
+          ``min_similarity_score`` drops rows below it. The text clause is written as the
+          convex full-text leg is (each word intersected with the filter, the filter scoring
+          nothing: ``LateLoadHybridQuery(text_clause=...)``). The server returns the best
+          ``k`` rows (all ``fetch_k`` with a threshold) and reads their fields after ranking,
+          so a deep ``fetch_k`` costs the ranking, not the reading of every candidate.
 
         A query without a searchable word runs the dense search alone. Documents (content and
         metadata as stored) come back in the same request, for the returned rows only.
@@ -607,6 +609,10 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         fields = legs.pop("return_fields")
         aggregate = LateLoadHybridQuery(
             **legs,
+            text_clause=match_any(
+                CONTENT_FIELD, query_terms(" ".join(words)), self._chunks_only(filter)
+            ),
+            scope=_unscored_filter(filter),
             load_fields=fields,
             alpha=linear_alpha(weights),
             num_results=fetch_k,  # the KNN candidates: the fusion depth
@@ -754,7 +760,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
 
         The window clause is left out when the index has no ``chunk_type`` TAG.
         """
-        given = "" if filter is None or str(filter) == "*" else unscored(str(filter))
+        given = _unscored_filter(filter)
         if CHUNK_TYPE not in self._index.schema.field_names:
             return given
         return f"{given} -@{CHUNK_TYPE}:{{{escape_tag(WINDOW_CHUNK_TYPE)}}}".strip()
@@ -765,6 +771,11 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             page_content=_text(row.get(CONTENT_FIELD, "")),
             metadata=_meta(row.get(METADATA_FIELD)),
         )
+
+
+def _unscored_filter(filter: FilterExpression | str | None) -> str:
+    """``filter``'s query text as a clause that scores nothing (``unscored``); none: empty."""
+    return "" if filter is None or str(filter) == "*" else unscored(str(filter))
 
 
 def _hybrid_legs(

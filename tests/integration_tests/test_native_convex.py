@@ -218,6 +218,28 @@ def test_redis_without_script_permission_searches_in_two_round_trips(
         admin.execute_command("ACL", "DELUSER", user)
 
 
+def test_redis_engine_fusion_ranks_a_rewritten_index_as_a_fresh_one(redis_store: Any) -> None:
+    """``fusion="rrf"`` on Redis 7.4 (one ``FT.AGGREGATE``) after every chunk was written again.
+
+    The old entries stay in the postings until the server collects them, so a TAG every chunk
+    carries counts more documents than the index holds and its BM25STD score wraps to about
+    50: written as redisvl writes it (``(~@text:(...) (@namespace:{kb}))``) the filter's score
+    swamped the words' and the identifier's chunk fell out of the first five. The store writes
+    each word intersected with the filter, the filter scoring nothing.
+    """
+    from redisvl.query.filter import Tag
+
+    kwargs = {"k": 5, "fetch_k": 20, "weights": (0.01, 0.99), "fusion": "rrf"}  # alpha 0.5
+    ours = Tag("namespace") == "kb"
+    fresh = redis_store.native_hybrid_search(QUERY, filter=ours, **kwargs)
+    redis_store.add_documents(corpus())  # the same chunks again: stale postings
+    info = redis_store._index.client.ft(redis_store._index.name).info()
+    assert int(info["max_doc_id"]) > int(info["num_docs"])  # the case under test
+    rewritten = redis_store.native_hybrid_search(QUERY, filter=ours, **kwargs)
+    assert ids(fresh)[0] == ids(rewritten)[0] == "target"
+    assert all(h.score < 2.0 for h in rewritten)  # no wrapped score: alpha * 1 + (1 - alpha) * BM25
+
+
 def test_redis_script_reads_window_ids_as_the_python_path_does(redis_store: Any) -> None:
     """Only ``<chunk>:w<n>`` (n from 1) is a window; ``:w0`` or ``:wx`` end a chunk's own id."""
     from langchain_holodeck._chunk import window_parent

@@ -68,3 +68,23 @@ def test_match_any_intersects_each_term_with_an_unscored_scope() -> None:
     assert match_any("text", ["ncc", "1289"], scope) == (
         f"(@text:ncc {scope}) | (@text:1289 {scope})"
     )
+
+
+def test_a_text_clause_and_scope_replace_redisvls_text_and_filter() -> None:
+    query = LateLoadHybridQuery(
+        **LEGS,
+        text_clause="(@text:safety -(-(@ns:{a}))) | (@text:protocols -(-(@ns:{a})))",
+        scope="-(-(@ns:{a}))",
+        load_fields=["__key"],
+        num_results=30,
+        limit=5,
+    )
+    assert str(query.build_args()[0]) == (
+        "(~((@text:safety -(-(@ns:{a}))) | (@text:protocols -(-(@ns:{a})))) -(-(@ns:{a})))"
+        "=>[KNN 30 @embedding $vector AS vector_distance]"
+    )
+    unscoped = LateLoadHybridQuery(
+        **LEGS, text_clause="@text:(safety | protocols)", load_fields=["__key"], num_results=30,
+        limit=5,
+    )  # fmt: skip
+    assert str(unscoped.build_args()[0]).startswith("(~(@text:(safety | protocols)))=>[KNN 30 ")
