@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -181,3 +182,54 @@ def test_a_replica_serves_the_same_search_as_its_primary(servers: _Servers) -> N
     assert replica.dbsize() == primary.dbsize() == N_DOCS  # a full copy: no extra room
     with pytest.raises(redis.ReadOnlyError):
         replica.hset("doc:extra", mapping={"body": "holodeck"})  # writes go to the primary
+
+
+def test_the_native_convex_search_script_runs_on_a_replica(servers: _Servers) -> None:
+    """The tool's default Redis search (one read-only script) answers from a replica too."""
+    from redisvl.query.filter import Tag
+
+    from langchain_holodeck.vectorstores import create_vector_store
+    from tests.helpers import HashingEmbeddings
+    from tests.integration_tests.test_native_convex import QUERY, corpus, ids
+
+    servers.start(PRIMARY_PORT)
+    replica = servers.start(REPLICA_PORT, "--replicaof", "127.0.0.1", str(PRIMARY_PORT))
+
+    def store(port: int) -> Any:
+        config = {"provider": "redis", "connection_string": f"redis://127.0.0.1:{port}"}
+        return create_vector_store(
+            {**config, "index_name": "convex"}, HashingEmbeddings(), fallback=False
+        )
+
+    primary_store = store(PRIMARY_PORT)
+    primary_store.add_documents(corpus())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and replica.dbsize() < len(corpus()):
+        time.sleep(0.05)
+    _wait_for_replicated_index(replica, "convex", len(corpus()))
+    replica_store = store(REPLICA_PORT)
+    kwargs = {"k": 5, "fetch_k": 20, "weights": (0.5, 0.5), "fusion": "convex"}
+    ours = Tag("namespace") == "kb"
+    on_primary = primary_store.native_hybrid_search(QUERY, filter=ours, **kwargs)
+    on_replica = replica_store.native_hybrid_search(QUERY, filter=ours, **kwargs)
+    calls = replica.info("commandstats")["cmdstat_evalsha"]
+    noscript = replica.info("errorstats").get("errorstat_NOSCRIPT", {}).get("count", 0)
+    assert calls["calls"] - calls["failed_calls"] >= 1  # the script ran on the replica
+    # its only failure: not loaded yet on first use (redis-py loads it and calls it again)
+    assert calls["failed_calls"] == noscript <= 1
+    assert calls["rejected_calls"] == 0
+    assert ids(on_replica) == ids(on_primary)
+    assert ids(on_replica)[0] == "target"
+    assert [h.document for h in on_replica] == [h.document for h in on_primary]
+
+
+def _wait_for_replicated_index(client: redis.Redis, name: str, expected: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if int(client.ft(name).info()["num_docs"]) >= expected:
+                return
+        except redis.ResponseError:  # the index definition has not replicated yet
+            pass
+        time.sleep(0.05)
+    pytest.fail(f"the replica did not index {expected} documents of {name!r} in 60 s")
