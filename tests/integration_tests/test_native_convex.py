@@ -26,8 +26,9 @@ NEAR = [f"The ship {place} the {thing}." for place, thing in (
     ("by", "moon"), ("near", "star"), ("past", "gate"), ("over", "sea"), ("with", "sail"),
 )]  # fmt: skip
 FILLER = [f"Deck {n} holds the holodeck arch and its safety protocols." for n in range(12)]
-"""Chunks without the query's words: RediSearch's BM25STD gives a word held by every chunk of
-an index an arbitrary score (40 and more) once chunks were re-indexed, so no query word may be."""
+"""Chunks without the query's words: once chunks are written again, a word in most chunks has
+more postings (deleted entries not yet collected) than the index has chunks and RediSearch's
+BM25STD IDF wraps to about 41 (search-strategy.md), so no query word may be in most chunks."""
 WEIGHTS = (0.5, 0.5)
 
 
