@@ -28,6 +28,14 @@ here keep the same entries (own vector + windows) but pay for fewer passes:
   text is about, as a contextual chunk header does (one pass more per window than the title's
   word pieces; the windows' texts are embedded and cached on first use).
 
+- ``sentences``: the own vector, then each sentence of the text as an entry of its own, headed
+  by the document's title where the set has titles (``"<title>. <sentence>"``): a query that
+  restates one sentence (a SciFact claim restates its rationale sentence) meets an entry that
+  holds just that sentence and what the text is about. Sentences: split after ``.``, ``!`` or
+  ``?`` before a capital, a digit or a bracket; shorter than 20 characters dropped.
+- ``long-sentences``: ``sentences`` for the texts longer than the model's pass, the others
+  whole (``auto``'s rule, the windows replaced by titled sentences).
+
 ``--sweep`` also runs ``auto``, ``late-full`` and ``titled`` (those of ``--policies``) over a
 grid of fusion weights (dense 0.6 / 0.7 / 0.8) x feedback weights (0.5 / 0.75 / 1.0);
 ``--title`` runs ``auto`` with each document's title counted 1 and 2 more times by BM25 (a
@@ -46,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -121,6 +130,14 @@ class TokenStates:
         return [_unit(states[s:e].astype(np.float32).mean(axis=0)) for s, e in spans]
 
 
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (see ``sentences`` in the module docstring)."""
+    return [s.strip() for s in SENTENCE_END.split(text) if len(s.strip()) > 20]
+
+
 def pieces(length: int, policy: str) -> int:
     """Word pieces (with [CLS]/[SEP]) the model runs for a text of ``length`` pieces."""
     head = min(length, WHOLE) + 2
@@ -136,6 +153,8 @@ def pieces(length: int, policy: str) -> int:
         "mean-own": windowed or head,
         "auto+late": head + windowed,
         "titled": head + windowed,  # and each window's title: added in main
+        "sentences": head,  # and the sentence entries: counted in main
+        "long-sentences": head,
         "tail": head + sum(e - s + 2 for s, e in windows if e > WHOLE) if length > WHOLE else head,
     }[policy]
 
@@ -180,6 +199,23 @@ def main() -> None:
     ]
     if wanted is None or "titled" in wanted:
         cache.ensure([t for entries in titled for t in entries], label="titled entries")
+    bodies = {
+        str(row["_id"]): row["text"]
+        for row in map(json.loads, (args.data / "corpus.jsonl").open(encoding="utf-8"))
+    }
+
+    def headed(doc_id: str) -> list[str]:
+        title = titles[doc_id]
+        return [f"{title}. {s}" if title else s for s in sentences(bodies[doc_id])]
+
+    sentence_entries = [headed(str(d.id)) for d in docs]
+    long = [len(b) > 1 for b in w256]
+    further = {
+        "sentences": sentence_entries,
+        "long-sentences": [e if n else [] for e, n in zip(sentence_entries, long, strict=True)],
+    }
+    if wanted is None or {"sentences", "long-sentences"} & set(wanted):
+        cache.ensure([t for e in sentence_entries for t in e], label="sentence entries")
     if states is not None:
         same = max(
             float(np.abs(cache.vector(t) - states.own[n]).max()) for n, t in enumerate(texts)
@@ -210,6 +246,12 @@ def main() -> None:
         "auto+late": lambda n: [*standalone(n), *states.pooled(n)],
         "tail": tail,
         "titled": lambda n: [cache.vector(t) for t in titled[n]],
+        "sentences": lambda n: (
+            [cache.vector(texts[n])] + [cache.vector(t) for t in further["sentences"][n]]
+        ),
+        "long-sentences": lambda n: (
+            [cache.vector(texts[n])] + [cache.vector(t) for t in further["long-sentences"][n]]
+        ),
     }
     if wanted is not None:
         policies = {name: policies[name] for name in wanted}
@@ -258,6 +300,9 @@ def main() -> None:
                 for label, entries in (("titled", titled), ("auto", auto))
             }
             cost += (counted["titled"] - counted["auto"]) / len(docs)  # the titles' pieces
+        if name in further:
+            extra = [t for ts in further[name] for t in ts]
+            cost += sum(len(e.ids) + 2 for e in tokenizer.encode_batch(extra)) / len(docs)
         print(
             f"| {name} | {figures[0][0]:.4f} | {figures[0][1]:.4f} | {figures[1][0]:.4f} | "
             f"{figures[2][0]:.4f} | {entries / len(docs):.2f} | {cost:.0f} |",
