@@ -327,3 +327,32 @@ def test_delete_existing_returns_only_keys_that_were_there(
     assert store.delete_existing(["kb-b", "nope", "kb-a", "kb-b"]) == ["kb-b", "kb-a"]
     assert store.delete_existing(["kb-a"]) == []
     assert [d.id for d in store.get_by_ids(["kb-a", "kb-b", "kb-c"])] == ["kb-c"]
+
+
+def test_a_new_index_indexes_each_first_write_once(redis_url: str) -> None:
+    """No write races a new index's first keyspace scan (``wait_for_first_scan``).
+
+    Without the wait, 8 of 40 fresh indexes indexed some of their first 24 chunks twice
+    (``max_doc_id`` above ``num_docs``): stale postings, and wrapped BM25STD scores for a
+    word in most chunks until the collector ran. 15 fresh indexes here: a regression fails
+    this with a probability of about 0.97.
+    """
+    client = redis.Redis.from_url(redis_url)
+    docs = [Document(id=f"d{i}", page_content=f"holodeck deck {i}") for i in range(24)]
+    try:
+        for _ in range(15):
+            name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
+            store = create_vector_store(
+                {"provider": "redis", "connection_string": redis_url, "index_name": name},
+                HashingEmbeddings(),
+                fallback=False,
+            )
+            try:
+                store.add_documents(docs)
+                info = client.ft(name).info()
+                assert int(info["num_docs"]) == len(docs)
+                assert int(info["max_doc_id"]) == len(docs)  # each indexed once
+            finally:
+                search_index(store).delete(drop=True)
+    finally:
+        client.close()
