@@ -922,6 +922,16 @@ def build_redis_store(
     return HolodeckRedisVectorStore(embeddings, config=config)
 
 
+def _scanning(index: SearchIndex) -> bool:
+    """Whether ``index``'s keyspace scan runs; ``False`` when ``FT.INFO`` is not allowed."""
+    try:
+        info = index.info()
+    except (ResponseError, RedisSearchError) as e:  # an ACL without FT.INFO: do not wait
+        logger.debug("FT.INFO %s refused (%s); not waiting for its scan.", index.name, e)
+        return False
+    return bool(int(float(info.get("indexing", 0) or 0)))
+
+
 FIRST_SCAN_TIMEOUT_S = 60.0
 """How long a writer waits for an index's first scan of the keyspace before writing anyway."""
 
@@ -940,7 +950,7 @@ def wait_for_first_scan(index: SearchIndex, *, timeout: float = FIRST_SCAN_TIMEO
     """
     deadline = time.monotonic() + timeout
     delay = 0.001
-    while int(float(index.info().get("indexing", 0) or 0)):
+    while _scanning(index):
         if time.monotonic() >= deadline:
             logger.warning(
                 "Redis index %r is still scanning the keyspace after %.0f s; writing anyway.",
