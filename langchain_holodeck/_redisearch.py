@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from langchain_holodeck._tokens import CAMEL_BOUNDARY
+
 _WORD = re.compile(r"\w+")
 _NOT_ALNUM = re.compile(r"([^0-9A-Za-z\u00c0-\uffff])")
 _TAG_SPECIAL = re.compile(r"([,.<>{}\[\]\"':;!@#$%^&*()\-+=~|/\\ ?])")
+_COMPOUND = re.compile(r"\w*(?:_|[a-z0-9][A-Z]|[A-Z][A-Z][a-z])\w*")
 MAX_QUERY_TERMS = 64
 """A query keeps at most this many distinct terms (a 100 KB query stays one cheap search)."""
 
@@ -75,6 +78,25 @@ def query_terms(query: str, *, limit: int = MAX_QUERY_TERMS) -> list[str]:
     words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
     terms = [_NOT_ALNUM.sub(r"\\\1", w) for w in words if w not in _STOPWORDS]
     return terms[:limit]
+
+
+def identifier_parts(text: str) -> str:
+    """The words inside ``text``'s compound identifiers, space-separated, each once.
+
+    RediSearch splits text at punctuation and spaces but not at ``_`` or a case change, so
+    ``currency_name`` and ``getUser`` are one term each and a query for ``currency`` or
+    ``user`` misses them. Their parts (``currency name``, ``get user``; parts of one character
+    dropped), indexed in a TEXT field of their own next to the text, let it match them, as
+    the in-memory ``BM25KeywordIndex`` does by splitting identifiers.
+    """
+    parts = dict.fromkeys(
+        piece.lower()
+        for word in _COMPOUND.findall(text)
+        for part in word.split("_")
+        for piece in CAMEL_BOUNDARY.split(part)
+        if len(piece) >= 2
+    )
+    return " ".join(parts)
 
 
 def escape_tag(value: str) -> str:

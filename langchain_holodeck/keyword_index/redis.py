@@ -112,6 +112,7 @@ class RedisKeywordIndex:
         self._index = index
         self._client = index.client
         self._skips_windows = CHUNK_TYPE in index.schema.field_names
+        self._fields: str = getattr(store, "full_text_fields", self.content_field)
 
     # -- the store is the index: writes are no-ops ---------------------------------------
     def upsert(self, documents: Sequence[Document]) -> None:
@@ -136,7 +137,7 @@ class RedisKeywordIndex:
             scope.append(unscored(f"@{self.namespace_field}:{{{escape_tag(self.namespace)}}}"))
         if self._skips_windows:
             scope.append(f"-@{CHUNK_TYPE}:{{{escape_tag(WINDOW_CHUNK_TYPE)}}}")
-        return match_any(self.content_field, terms, " ".join(scope))
+        return match_any(self._fields, terms, " ".join(scope))
 
     def search(self, query: str, k: int) -> list[KeywordHit]:
         """Ids of the ``k`` best BM25 matches, best first; ``[]`` when no word is searchable.

@@ -19,6 +19,9 @@ Algorithm = Literal["HNSW", "FLAT"]
 
 CONTENT_FIELD = "text"
 """Hash field holding ``page_content`` (a TEXT field: BM25 full-text queries run on it)."""
+PARTS_FIELD = "identifier_parts"
+"""TEXT field holding the words of the content's compound identifiers (``_redisearch.
+identifier_parts``): full-text queries run on it and on the content."""
 EMBEDDING_FIELD = "embedding"
 METADATA_FIELD = "_metadata_json"
 """Hash field holding the full metadata as JSON (stored, not indexed): the round-trip source."""
@@ -50,6 +53,7 @@ def index_schema(
             "index": {"name": index_name, "prefix": f"{index_name}:", "storage_type": "hash"},
             "fields": [
                 {"name": CONTENT_FIELD, "type": "text"},
+                {"name": PARTS_FIELD, "type": "text"},
                 {
                     "name": EMBEDDING_FIELD,
                     "type": "vector",

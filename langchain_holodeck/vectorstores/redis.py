@@ -38,6 +38,7 @@ from langchain_holodeck._chunk import (
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._redisearch import (
     escape_tag,
+    identifier_parts,
     match_any,
     query_terms,
     query_words,
@@ -57,6 +58,7 @@ from langchain_holodeck.vectorstores._redis_schema import (
     EMBEDDING_FIELD,
     METADATA_FIELD,
     NUMERIC_FIELDS,
+    PARTS_FIELD,
     TAG_FIELDS,
     TAG_SEPARATOR,
     Algorithm,
@@ -138,9 +140,14 @@ class HolodeckRedisVectorStore(RedisVectorStore):
     (``wait_for_first_scan``), so no write of ours races it.
     """
 
+    full_text_fields: str = CONTENT_FIELD
+    """The TEXT fields every full-text query reads: ``text|identifier_parts``, or ``text`` on
+    an index without the parts field that could not be given one (``full_text_fields()``)."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # creates the index when it is missing
         wait_for_first_scan(search_index(self))
+        self.full_text_fields = full_text_fields(search_index(self))
 
     def add_texts(
         self,
@@ -228,6 +235,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             msg = f"metadata of document {doc_id!r} must be JSON-serializable: {e}"
             raise TypeError(msg) from e
         record: dict[str, Any] = {CONTENT_FIELD: text, METADATA_FIELD: encoded}
+        parts = identifier_parts(text)
+        if parts:
+            record[PARTS_FIELD] = parts
         for name in TAG_FIELDS:
             value = metadata.get(name)
             if isinstance(value, list):
@@ -620,7 +630,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         aggregate = LateLoadHybridQuery(
             **legs,
             text_clause=match_any(
-                CONTENT_FIELD, query_terms(" ".join(words)), self._chunks_only(filter)
+                self.full_text_fields, query_terms(" ".join(words)), self._chunks_only(filter)
             ),
             scope=_unscored_filter(filter),
             load_fields=fields,
@@ -684,7 +694,9 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         """
         where = str(filter) if filter is not None else "*"
         depth = ["LIMIT", 0, fetch_k, "DIALECT", 2]
-        text = match_any(CONTENT_FIELD, query_terms(" ".join(words)), self._chunks_only(filter))
+        text = match_any(
+            self.full_text_fields, query_terms(" ".join(words)), self._chunks_only(filter)
+        )
         knn = f"({where})=>[KNN {fetch_k} @{EMBEDDING_FIELD} $vector AS {_DISTANCE}]"
         blob = np.asarray(vector, dtype=np.float32).tobytes()
         if min_similarity_score is None and self._scripts is not False:
@@ -930,6 +942,43 @@ def _scanning(index: SearchIndex) -> bool:
         logger.debug("FT.INFO %s refused (%s); not waiting for its scan.", index.name, e)
         return False
     return bool(int(float(info.get("indexing", 0) or 0)))
+
+
+def full_text_fields(index: SearchIndex) -> str:
+    """The field list full-text queries read on ``index``, as the server has it.
+
+    ``text|identifier_parts`` (``@text|identifier_parts:word``) when the server's index has
+    the parts field; an index created before it had one is given it (``FT.ALTER ... ADD``,
+    then its scan is awaited), and its chunks get their parts when they are next written.
+    Where the server refuses (a replica, an ACL), the content field alone, as before.
+    """
+    names = _server_fields(index)
+    if PARTS_FIELD not in names and CONTENT_FIELD in names:
+        try:
+            index.client.execute_command(
+                "FT.ALTER", index.name, "SCHEMA", "ADD", PARTS_FIELD, "TEXT"
+            )
+            logger.info("Redis index %r: added the %s field.", index.name, PARTS_FIELD)
+            wait_for_first_scan(index)
+        except ResponseError as e:  # read-only, refused, or added meanwhile by another writer
+            logger.debug("FT.ALTER %s refused (%s).", index.name, one_line(e))
+        names = _server_fields(index)
+    return f"{CONTENT_FIELD}|{PARTS_FIELD}" if PARTS_FIELD in names else CONTENT_FIELD
+
+
+def _server_fields(index: SearchIndex) -> set[str]:
+    """The field names of ``index`` as the server reports them (``FT.INFO`` attributes)."""
+    try:
+        attributes = index.info().get("attributes", [])
+    except (ResponseError, RedisSearchError):
+        return {CONTENT_FIELD}
+    names = set()
+    for attribute in attributes:
+        pairs = dict(zip(attribute[::2], attribute[1::2], strict=False))
+        name = pairs.get("attribute", pairs.get(b"attribute"))
+        if name is not None:
+            names.add(_text(name))
+    return names
 
 
 FIRST_SCAN_TIMEOUT_S = 60.0

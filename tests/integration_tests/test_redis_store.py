@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -355,4 +356,54 @@ def test_a_new_index_indexes_each_first_write_once(redis_url: str) -> None:
             finally:
                 search_index(store).delete(drop=True)
     finally:
+        client.close()
+
+
+def test_a_word_inside_an_identifier_is_found_by_full_text(redis_url: str) -> None:
+    """RediSearch keeps ``currency_name`` whole; the parts field lets ``currency`` match it."""
+    from langchain_holodeck.keyword_index import RedisKeywordIndex
+
+    name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
+    config = {"provider": "redis", "connection_string": redis_url, "index_name": name}
+    store = create_vector_store(config, HashingEmbeddings(), fallback=False)
+    try:
+        assert store.full_text_fields == "text|identifier_parts"
+        store.add_documents(
+            [
+                Document(id="table", page_content="| ISO4217-currency_name | Dial |"),
+                Document(id="prose", page_content="Currency exchange is out of scope here."),
+                Document(id="code", page_content="def getUserName(user_id): ..."),
+            ]
+        )
+        keywords = RedisKeywordIndex(store)
+        assert {h.id for h in keywords.search("currency", k=5)} == {"table", "prose"}
+        assert [h.id for h in keywords.search("user", k=5)] == ["code"]
+        hits = store.native_hybrid_search("get user", k=3, fetch_k=10, fusion="convex")
+        assert hits[0].document.id == "code"
+        assert hits[0].document.page_content == "def getUserName(user_id): ..."  # unchanged
+        assert "identifier_parts" not in hits[0].document.metadata
+    finally:
+        search_index(store).delete(drop=True)
+
+
+def test_an_index_without_the_parts_field_is_given_it(redis_url: str) -> None:
+    """An index created before the parts field gets it on open (FT.ALTER); new writes use it."""
+    name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(redis_url)
+    client.execute_command(
+        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:", "SCHEMA",
+        "text", "TEXT", "embedding", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", "64",
+        "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "SEPARATOR", "|", "CASESENSITIVE",
+    )  # fmt: skip
+    config = {"provider": "redis", "connection_string": redis_url, "index_name": name}
+    try:
+        store = create_vector_store(config, HashingEmbeddings(), fallback=False)
+        assert store.full_text_fields == "text|identifier_parts"
+        assert "identifier_parts" in str(client.execute_command("FT.INFO", name))
+        store.add_documents([Document(id="a", page_content="the max_retries setting")])
+        hits = store.native_hybrid_search("retries", k=1, fetch_k=5, fusion="convex")
+        assert [h.document.id for h in hits] == ["a"]
+    finally:
+        with contextlib.suppress(redis.ResponseError):
+            client.ft(name).dropindex(delete_documents=True)
         client.close()

@@ -88,3 +88,11 @@ def test_a_text_clause_and_scope_replace_redisvls_text_and_filter() -> None:
         limit=5,
     )  # fmt: skip
     assert str(unscoped.build_args()[0]).startswith("(~(@text:(safety | protocols)))=>[KNN 30 ")
+
+
+def test_identifier_parts_are_the_words_redisearch_does_not_split() -> None:
+    from langchain_holodeck._redisearch import identifier_parts
+
+    text = "| ISO4217-currency_name | getUser(HTTPServer) | parse_sections | x_y | getUser |"
+    assert identifier_parts(text) == "currency name get user http server parse sections"
+    assert identifier_parts("Plain words, dotted.names and 3.5 give none.") == ""
