@@ -14,7 +14,6 @@ from langchain_holodeck._tokens import CAMEL_BOUNDARY
 _WORD = re.compile(r"\w+")
 _NOT_ALNUM = re.compile(r"([^0-9A-Za-z\u00c0-\uffff])")
 _TAG_SPECIAL = re.compile(r"([,.<>{}\[\]\"':;!@#$%^&*()\-+=~|/\\ ?])")
-_COMPOUND = re.compile(r"\w*(?:_|[a-z0-9][A-Z]|[A-Z][A-Z][a-z])\w*")
 MAX_QUERY_TERMS = 64
 """A query keeps at most this many distinct terms (a 100 KB query stays one cheap search)."""
 
@@ -89,9 +88,14 @@ def identifier_parts(text: str) -> str:
     dropped), indexed in a TEXT field of their own next to the text, let it match them, as
     the in-memory ``BM25KeywordIndex`` does by splitting identifiers.
     """
+    compounds = (
+        word
+        for word in _WORD.findall(text)
+        if "_" in word or (not word.islower() and CAMEL_BOUNDARY.search(word))
+    )
     parts = dict.fromkeys(
         piece.lower()
-        for word in _COMPOUND.findall(text)
+        for word in compounds
         for part in word.split("_")
         for piece in CAMEL_BOUNDARY.split(part)
         if len(piece) >= 2
