@@ -948,18 +948,20 @@ def full_text_fields(index: SearchIndex) -> str:
     """The field list full-text queries read on ``index``, as the server has it.
 
     ``text|identifier_parts`` (``@text|identifier_parts:word``) when the server's index has
-    the parts field; an index created before it had one is given it (``FT.ALTER ... ADD``,
-    then its scan is awaited), and its chunks get their parts when they are next written.
-    Where the server refuses (a replica, an ACL), the content field alone, as before.
+    the parts field; an index created before it had one is given it (``FT.ALTER
+    SKIPINITIALSCAN ... ADD``), and its chunks get their parts when they are next written.
+    Without ``SKIPINITIALSCAN`` the server would index every chunk again, and each chunk's
+    old entries would stay in the postings until collected (wrapped BM25STD scores for the
+    words in most chunks: ``wait_for_first_scan``); a chunk written before has no parts to
+    index anyway. Where the server refuses (a replica, an ACL), the content field alone.
     """
     names = _server_fields(index)
     if PARTS_FIELD not in names and CONTENT_FIELD in names:
         try:
-            index.client.execute_command(
-                "FT.ALTER", index.name, "SCHEMA", "ADD", PARTS_FIELD, "TEXT"
+            index.client.execute_command(  # no chunk has the field yet: nothing to rescan
+                "FT.ALTER", index.name, "SKIPINITIALSCAN", "SCHEMA", "ADD", PARTS_FIELD, "TEXT"
             )
             logger.info("Redis index %r: added the %s field.", index.name, PARTS_FIELD)
-            wait_for_first_scan(index)
         except ResponseError as e:  # read-only, refused, or added meanwhile by another writer
             logger.debug("FT.ALTER %s refused (%s).", index.name, one_line(e))
         names = _server_fields(index)

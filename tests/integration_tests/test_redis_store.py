@@ -388,6 +388,12 @@ def test_a_word_inside_an_identifier_is_found_by_full_text(redis_url: str) -> No
 
 def test_an_index_without_the_parts_field_is_given_it(redis_url: str) -> None:
     """An index created before the parts field gets it on open (FT.ALTER); new writes use it."""
+    import numpy as np
+    from redisvl.index import SearchIndex
+
+    from langchain_holodeck.keyword_index import RedisKeywordIndex
+    from langchain_holodeck.vectorstores.redis import wait_for_first_scan
+
     name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
     client = redis.Redis.from_url(redis_url)
     client.execute_command(
@@ -397,12 +403,24 @@ def test_an_index_without_the_parts_field_is_given_it(redis_url: str) -> None:
     )  # fmt: skip
     config = {"provider": "redis", "connection_string": redis_url, "index_name": name}
     try:
+        wait_for_first_scan(SearchIndex.from_existing(name, redis_client=client))
+        embedding = HashingEmbeddings().embed_query("old")
+        for n in range(12):  # chunks an older version wrote: no parts field
+            client.hset(
+                f"{name}:old{n}",
+                mapping={"text": f"old chunk {n}", "namespace": "kb",
+                         "embedding": np.asarray(embedding, dtype=np.float32).tobytes()},
+            )  # fmt: skip
+        before = int(client.ft(name).info()["max_doc_id"])
         store = create_vector_store(config, HashingEmbeddings(), fallback=False)
         assert store.full_text_fields == "text|identifier_parts"
         assert "identifier_parts" in str(client.execute_command("FT.INFO", name))
+        # no rescan: a rescan indexes every chunk again and leaves its old entries behind
+        assert int(client.ft(name).info()["max_doc_id"]) == before
         store.add_documents([Document(id="a", page_content="the max_retries setting")])
-        hits = store.native_hybrid_search("retries", k=1, fetch_k=5, fusion="convex")
-        assert [h.document.id for h in hits] == ["a"]
+        keywords = RedisKeywordIndex(store)
+        assert [h.id for h in keywords.search("retries", k=5)] == ["a"]
+        assert len(keywords.search("old chunk", k=20)) == 12  # the older chunks: still found
     finally:
         with contextlib.suppress(redis.ResponseError):
             client.ft(name).dropindex(delete_documents=True)
