@@ -278,6 +278,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         wait_for_first_scan(index)
         logger.info("Redis index %r re-created for %d-dimensional vectors.", index.name, dimension)
         self._index = index
+        self.full_text_fields = full_text_fields(index)
         self.config.embedding_dimensions = dimension
         self.config.index_schema = schema
 
