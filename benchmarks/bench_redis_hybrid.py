@@ -32,7 +32,8 @@ Strategies, each with ``--clients`` threads issuing queries back to back:
   for reference with its own same-ids count;
 - the tool's retriever on the **fallback** strategy (``RedisKeywordIndex`` BM25 + KNN, two
   round trips run concurrently, fused in Python by the default fusion), for comparison.
-Latency per query in ms (p50/p95), aggregate queries per second, and native / raw. The
+Latency per query in ms (p50/p95), aggregate queries per second, and native / raw; then the
+server's time per query of the native and raw strategies, by command (``server_time``). The
 strategies take turns (``--rounds``, 5 by default: each runs a fifth of its queries per turn),
 so a shared machine whose speed drifts during the run slows them alike. The index and
 its keys are dropped at the end (also on failure).
@@ -118,6 +119,35 @@ def run_clients(
         latencies = [x for lat in pool.map(client, range(clients)) for x in lat]
     wall = time.perf_counter() - t0
     return {"latencies": latencies, "wall": wall, "empty": empty[0]}
+
+
+def server_time(
+    client: Any, strategies: dict[str, Callable[[str], int]], queries: list[str]
+) -> None:
+    """The server's time per query of each strategy, by command (``INFO commandstats``).
+
+    One client, every query once, the statistics reset before each strategy. The server is
+    single-threaded, so at many clients its time per query bounds the QPS: this is where a
+    gap between two strategies' throughput comes from. A command a script runs is counted
+    under its own name as well as inside ``evalsha``.
+    """
+    print("\n| strategy (1 client, server time) | per query (µs) | by command (calls x µs) |")
+    print("|---|---:|---|")
+    for name, fn in strategies.items():
+        client.config_resetstat()
+        for q in queries:
+            fn(q)
+        stats = {
+            key.removeprefix("cmdstat_"): value
+            for key, value in client.info("commandstats").items()
+            if key not in ("cmdstat_config|resetstat", "cmdstat_info")
+        }
+        top = [k for k in stats if k in ("evalsha", "FT.AGGREGATE")] or list(stats)
+        total = sum(stats[k]["usec"] for k in top) / len(queries)
+        parts = ", ".join(
+            f"{k} {v['calls']} x {v['usec_per_call']:.0f}" for k, v in sorted(stats.items())
+        )
+        print(f"| {name} | {total:.0f} | {parts} |")
 
 
 def main() -> None:
@@ -285,6 +315,7 @@ def main() -> None:
             print(f"native (rrf, the same top 10) / raw QPS at {clients} client(s): {ratio:.0%}")
             ratio = qps[names[0], clients] / qps[names[3], clients]
             print(f"native / raw KNN {K} QPS at {clients} client(s): {ratio:.0%} (reference)")
+        server_time(client, {n: strategies[n] for n in names[:3]}, queries)
         print(f"load average after: {os.getloadavg()[0]:.1f}")
     finally:
         client.ft(index_name).dropindex(delete_documents=True)
