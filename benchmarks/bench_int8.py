@@ -18,10 +18,11 @@
    word pieces (``long_text="first"``: one window per abstract, so one corpus pass): fp32
    from the dataset's cached all-MiniLM-L6-v2 vectors (the ONNX fp32 path agrees with them at
    cosine >= 0.999), int8 computed here, documents and queries.
-4. The int8 graph, today's recipe (``INT8_RECIPE``) against v1's (the softmax NaN guards
-   kept, ``build_int8_graph(nan_guards=True)``, planted in a temporary cache), and today's
-   sessions (``runtime.UNFUSED_OPTIMIZERS`` left off) against sessions with every onnxruntime
-   fusion on (as before 2026-12-06): every window of 128, then of 256, word pieces of the
+4. The int8 graph, today's recipe (``INT8_RECIPE``: attention and GELU fused) against v2's
+   (``build_int8_graph(fuse=False)``) and v1's (the softmax NaN guards kept too,
+   ``nan_guards=True``), each planted in a temporary cache, and today's sessions
+   (``runtime.UNFUSED_OPTIMIZERS`` left off) against sessions with every onnxruntime fusion
+   on (as before 2026-12-06): every window of 128, then of 256, word pieces of the
    first ``--abstracts`` SciFact abstracts, embedded by ``OnnxEmbeddings(precision="int8")``
    on each, alternating by slices of abstracts (the order flipped every slice), in this
    process: windows per CPU-second of each, the largest difference of its vectors from the
@@ -172,16 +173,21 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def graphs(texts: list[str], slices: int = 6) -> None:
     weights = OnnxEmbeddings()._weights()
+    name = int8_model(weights).name
     with tempfile.TemporaryDirectory() as tmp:
-        build_int8_graph(weights, Path(tmp) / "onnx" / int8_model(weights).name, nan_guards=True)
+        v1, v2 = Path(tmp) / "v1", Path(tmp) / "v2"  # older recipes, planted under today's name
+        build_int8_graph(weights, v1 / "onnx" / name, nan_guards=True, fuse=False)
+        build_int8_graph(weights, v2 / "onnx" / name, fuse=False)
+        unfused = "/".join(runtime.UNFUSED_OPTIMIZERS)
         runs = {
             "v1 (NaN guards kept), all fusions": _with_fusions(
-                OnnxEmbeddings(precision="int8", cache_dir=Path(tmp))
+                OnnxEmbeddings(precision="int8", cache_dir=v1)
             ),
-            f"{INT8_RECIPE}, all fusions (before 2026-12-06)": _with_fusions(
-                OnnxEmbeddings(precision="int8")
+            "v2 (no NaN guards), all fusions (before 2026-12-06)": _with_fusions(
+                OnnxEmbeddings(precision="int8", cache_dir=v2)
             ),
-            f"{INT8_RECIPE}, no {'/'.join(runtime.UNFUSED_OPTIMIZERS)} (today)": OnnxEmbeddings(
+            f"v2, no {unfused} (before v3)": OnnxEmbeddings(precision="int8", cache_dir=v2),
+            f"{INT8_RECIPE} (fused attention and GELU), no {unfused} (today)": OnnxEmbeddings(
                 precision="int8"
             ),
         }

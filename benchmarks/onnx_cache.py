@@ -47,6 +47,8 @@ class DiskCachedOnnx(Embeddings):
                 from langchain_holodeck.embeddings import runtime
 
                 name += "".join(f"__no-{o}" for o in runtime.UNFUSED_OPTIMIZERS)
+                if runtime.INT8_RECIPE != "dyn-qint8-perchannel-v2":  # v1, v2: same vectors
+                    name += f"__{runtime.INT8_RECIPE}"
         self.cache = CACHE / name.replace("/", "__")
         self.cache.mkdir(parents=True, exist_ok=True)
         self._table: dict[str, np.ndarray] = {}

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.embeddings._fusions import fuse_attention, fused_graph
 from langchain_holodeck.embeddings.runtime import (
     INT8_RECIPE,
     build_int8_graph,
@@ -22,6 +23,7 @@ from langchain_holodeck.embeddings.runtime import (
     default_cache_dir,
     drop_nan_guards,
     file_digest,
+    folded_graph,
     int8_model,
     open_session,
     physical_cores,
@@ -113,27 +115,129 @@ def _ops(graph: Path) -> Counter[str]:
     return Counter(node.op_type for node in onnx.load(graph).graph.node)
 
 
+def _texts() -> list[str]:
+    texts = json.loads((REFERENCE / "texts.json").read_text(encoding="utf-8"))[:40]
+    texts.append(" ".join(f"Paragraph {n}: power to deck {n}." for n in range(80)))
+    return texts
+
+
 def test_the_int8_graph_has_no_nan_guards_and_the_same_vectors_as_with_them(
     tmp_path: Path,
 ) -> None:
     weights = OnnxEmbeddings()._weights()
-    # the user's cache: a graph left there by the recipe before (guards kept) is not read
-    ops = _ops(int8_model(weights))
-    assert (ops["Softmax"], ops["IsNaN"], ops["Where"]) == (6, 0, 1)  # the mask's Where stays
-    # the graph as recipe v1 built it, planted in another cache under today's name
-    planted = tmp_path / "onnx" / int8_model(weights).name
-    build_int8_graph(weights, planted, nan_guards=True)
-    ops = _ops(planted)
+    name = int8_model(weights).name
+    # recipes v1 (guards kept) and v2 (guards dropped), both unfused, planted under today's name
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    build_int8_graph(weights, v1 / "onnx" / name, nan_guards=True, fuse=False)
+    build_int8_graph(weights, v2 / "onnx" / name, fuse=False)
+    ops = _ops(v1 / "onnx" / name)
     assert (ops["Softmax"], ops["IsNaN"], ops["Where"]) == (6, 6, 7)
-    texts = json.loads((REFERENCE / "texts.json").read_text(encoding="utf-8"))[:40]
-    texts.append(" ".join(f"Paragraph {n}: power to deck {n}." for n in range(80)))
-    today = OnnxEmbeddings(precision="int8")
-    guarded = OnnxEmbeddings(precision="int8", cache_dir=tmp_path)
+    ops = _ops(v2 / "onnx" / name)
+    assert (ops["Softmax"], ops["IsNaN"], ops["Where"]) == (6, 0, 1)  # the mask's Where stays
+    guarded = OnnxEmbeddings(precision="int8", cache_dir=v1)
+    unguarded = OnnxEmbeddings(precision="int8", cache_dir=v2)
+    texts = _texts()
     for window in (128, 256):
-        ours = np.vstack(today.embed_windows(texts, window=window))
+        ours = np.vstack(unguarded.embed_windows(texts, window=window))
         theirs = np.vstack(guarded.embed_windows(texts, window=window))
         assert len(ours) > len(texts)  # the long text has several windows
         np.testing.assert_array_equal(ours, theirs)  # bit for bit
+
+
+def test_the_int8_graph_fuses_attention_and_gelu_at_the_same_agreement_with_fp32(
+    tmp_path: Path,
+) -> None:
+    weights = OnnxEmbeddings()._weights()
+    # the user's cache: a graph left there by the recipe before (unfused) is not read
+    ops = _ops(int8_model(weights))
+    assert (ops["QAttention"], ops["BiasGelu"]) == (6, 6)
+    assert (ops["Softmax"], ops["Transpose"], ops["Erf"], ops["IsNaN"]) == (0, 0, 0, 0)
+    v2 = tmp_path / "onnx" / int8_model(weights).name
+    build_int8_graph(weights, v2, fuse=False)
+    fused = OnnxEmbeddings(precision="int8")
+    unfused = OnnxEmbeddings(precision="int8", cache_dir=tmp_path)
+    fp32 = OnnxEmbeddings(precision="fp32")
+    texts = _texts()
+    for window in (128, 256):
+        reference = np.vstack(fp32.embed_windows(texts, window=window))
+        ours = np.vstack(fused.embed_windows(texts, window=window))
+        before = np.vstack(unfused.embed_windows(texts, window=window))
+        assert not np.array_equal(ours, before)  # another graph ran
+        assert (ours * before).sum(axis=1).min() > 0.99
+        to_fp32, before_to_fp32 = (reference * ours).sum(axis=1), (reference * before).sum(axis=1)
+        assert to_fp32.min() > 0.98
+        assert abs(to_fp32.mean() - before_to_fp32.mean()) < 0.001
+
+
+def test_fused_attention_computes_what_the_blocks_did() -> None:
+    weights = OnnxEmbeddings()._weights()
+    graph = folded_graph(weights)
+    drop_nan_guards(graph)
+    fused, applied = fused_graph(graph)
+    assert applied == ["BiasGelu x6", "Attention x6"]
+    assert Counter(n.op_type for n in graph.graph.node)["Attention"] == 0  # a copy was fused
+    ops = Counter(n.op_type for n in fused.graph.node)
+    assert (ops["Attention"], ops["Softmax"], ops["MatMul"]) == (6, 0, 6 * 3)  # out + 2 FFN
+    states = [_last_hidden_state(g, 40) for g in (graph, fused)]
+    assert np.abs(states[0] - states[1]).max() < 1e-4
+
+
+def test_a_graph_the_fusion_reads_differently_is_left_unfused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from onnx import numpy_helper
+
+    weights = OnnxEmbeddings()._weights()
+    graph = folded_graph(weights)
+    drop_nan_guards(graph)
+    # the attention scale, halved: the fused node keeps 1/sqrt(head size), the blocks would not
+    scales = [node for node in graph.graph.node if node.op_type == "Mul"]
+    names = {i.name for i in graph.graph.initializer}
+    scale = next(
+        init
+        for init in graph.graph.initializer
+        if init.name in {name for node in scales for name in node.input if name in names}
+        and numpy_helper.to_array(init).size == 1
+        and abs(float(numpy_helper.to_array(init)) - 32**-0.25) < 1e-6
+    )
+    scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale) * 0.5, scale.name))
+    with caplog.at_level(logging.WARNING):
+        kept, applied = fused_graph(graph)
+    assert kept is graph
+    assert applied == []
+    assert "int8 graph left unfused" in caplog.text
+    assert "differ by" in caplog.text
+
+
+def test_a_graph_without_attention_blocks_is_not_rewritten() -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    tensor = helper.make_tensor_value_info
+    graph = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            "plain",
+            [tensor("x", TensorProto.FLOAT, [2, 3])],
+            [tensor("y", TensorProto.FLOAT, [2, 3])],
+        )
+    )
+    before = graph.SerializeToString()
+    assert fuse_attention(graph) == 0
+    assert graph.SerializeToString() == before
+    onnx.checker.check_model(graph)
+
+
+def _last_hidden_state(graph: object, length: int) -> np.ndarray:
+    import onnxruntime
+
+    ids = np.array([[101, *range(3000, 3000 + length), 102]], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    session = onnxruntime.InferenceSession(
+        graph.SerializeToString(),  # type: ignore[attr-defined]
+        providers=["CPUExecutionProvider"],
+    )
+    return np.asarray(session.run(None, feed)[0])
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp32"])
