@@ -105,12 +105,12 @@ def fuse_attention(graph: onnx.ModelProto) -> int:
             continue
         prefix = name[: -len("self.query.bias")]
         parts = [projection(f"{prefix}self.{p}.bias") for p in ("query", "key", "value")]
-        out_adds = [n for n in readers.get(prefix + "output.dense.bias", []) if n.op_type == "Add"]
+        out_bias = f"{prefix}output.dense.bias"
+        out_adds = [n for n in readers.get(out_bias, []) if n.op_type == "Add"]
         if any(p is None for p in parts) or len(out_adds) != 1:
             continue
         (source, wq, bq, q_out), (k_in, wk, bk, _), (v_in, wv, bv, _) = parts  # type: ignore[misc]
         size = head_size(q_out)
-        out_bias = f"{prefix}output.dense.bias"
         out_matmul = producer.get(next((i for i in out_adds[0].input if i != out_bias), ""))
         if (
             source != k_in

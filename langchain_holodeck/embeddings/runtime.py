@@ -37,7 +37,7 @@ INT8_RECIPE = "dyn-qint8-perchannel-v3"
 v1: constants folded, then dynamic quantization, weights per output channel. v2: the same,
 without the softmax NaN guards (``drop_nan_guards``); vectors identical to v1's. v3: v2 with
 each attention block one ``QAttention`` and each GELU one ``BiasGelu`` (``fused_graph``);
-1.1-1.2x the windows per CPU-second at the same agreement with the fp32 vectors
+1.09-1.12x the windows per CPU-second at the same agreement with the fp32 vectors
 (``benchmarks/bench_int8.py --only-graphs``).
 """
 UNFUSED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
