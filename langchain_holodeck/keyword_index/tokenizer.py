@@ -9,12 +9,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from langchain_holodeck._tokens import CAMEL_BOUNDARY
+from langchain_holodeck._tokens import identifier_pieces
 
 __all__ = ["Tokenizer"]
 
 _WORD_PATTERN = r"[^\W\d]\w*(?:\.[^\W\d]\w*)+|\w+"  # words; dotted names (``a.b``) stay one
-_PART_SEPARATORS = re.compile(r"[._]+")
 _PLAIN_PATTERN = r"(?u)\b\w\w+\b"  # words of 2+ word characters (scikit-learn's, bm25s's)
 IdentifierPolicy = Literal["code", "everywhere"]
 """Which chunks' identifiers are split (``BM25KeywordIndex(identifiers=...)``)."""
@@ -67,12 +66,7 @@ class Tokenizer:
 
     def terms_of(self, word: str) -> list[str]:
         """The terms one raw word gives (see the class docstring), in order."""
-        parts = [
-            piece
-            for part in _PART_SEPARATORS.split(word)
-            for piece in CAMEL_BOUNDARY.split(part)
-            if len(piece) >= 2
-        ]
+        parts = identifier_pieces(word)
         terms = [t for t in map(self._term_of, (p.lower() for p in parts)) if t is not None]
         whole = word.strip("._").lower()
         if len(parts) > 1 or (whole and len(parts) == 1 and parts[0].lower() != whole):

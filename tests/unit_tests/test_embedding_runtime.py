@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from langchain_holodeck.embeddings import OnnxEmbeddings
@@ -110,8 +111,6 @@ def test_a_cached_int8_graph_loads_without_importing_the_quantizer(tmp_path: Pat
 
 
 def _ops(graph: Path) -> Counter[str]:
-    import onnx
-
     return Counter(node.op_type for node in onnx.load(graph).graph.node)
 
 
@@ -169,10 +168,22 @@ def test_the_int8_graph_fuses_attention_and_gelu_at_the_same_agreement_with_fp32
         assert abs(to_fp32.mean() - before_to_fp32.mean()) < 0.001
 
 
-def test_fused_attention_computes_what_the_blocks_did() -> None:
-    weights = OnnxEmbeddings()._weights()
-    graph = folded_graph(weights)
+@pytest.fixture(scope="module")
+def _unguarded() -> onnx.ModelProto:
+    graph = folded_graph(OnnxEmbeddings()._weights())
     drop_nan_guards(graph)
+    return graph
+
+
+@pytest.fixture
+def graph(_unguarded: onnx.ModelProto) -> onnx.ModelProto:
+    """The model's fp32 graph as the int8 build fuses it (folded, no NaN guards): a copy."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(_unguarded)
+    return copy
+
+
+def test_fused_attention_computes_what_the_blocks_did(graph: onnx.ModelProto) -> None:
     fused, applied = fused_graph(graph)
     assert applied == ["BiasGelu x6", "Attention x6"]
     assert Counter(n.op_type for n in graph.graph.node)["Attention"] == 0  # a copy was fused
@@ -183,11 +194,8 @@ def test_fused_attention_computes_what_the_blocks_did() -> None:
 
 
 def test_attention_is_fused_where_onnxruntime_lacks_its_gelu_fusions(
-    monkeypatch: pytest.MonkeyPatch,
+    graph: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    weights = OnnxEmbeddings()._weights()
-    graph = folded_graph(weights)
-    drop_nan_guards(graph)
     monkeypatch.setitem(sys.modules, "onnxruntime.transformers.fusion_gelu", None)  # no module
     fused, applied = fused_graph(graph)
     assert applied == ["Attention x6"]
@@ -196,13 +204,10 @@ def test_attention_is_fused_where_onnxruntime_lacks_its_gelu_fusions(
 
 
 def test_a_graph_the_fusion_reads_differently_is_left_unfused(
-    caplog: pytest.LogCaptureFixture,
+    graph: onnx.ModelProto, caplog: pytest.LogCaptureFixture
 ) -> None:
     from onnx import numpy_helper
 
-    weights = OnnxEmbeddings()._weights()
-    graph = folded_graph(weights)
-    drop_nan_guards(graph)
     # the attention scale, halved: the fused node keeps 1/sqrt(head size), the blocks would not
     scales = [node for node in graph.graph.node if node.op_type == "Mul"]
     names = {i.name for i in graph.graph.initializer}
@@ -224,7 +229,6 @@ def test_a_graph_the_fusion_reads_differently_is_left_unfused(
 
 
 def test_a_graph_without_attention_blocks_is_not_rewritten() -> None:
-    import onnx
     from onnx import TensorProto, helper
 
     tensor = helper.make_tensor_value_info
@@ -242,13 +246,13 @@ def test_a_graph_without_attention_blocks_is_not_rewritten() -> None:
     onnx.checker.check_model(graph)
 
 
-def _last_hidden_state(graph: object, length: int) -> np.ndarray:
+def _last_hidden_state(graph: onnx.ModelProto, length: int) -> np.ndarray:
     import onnxruntime
 
     ids = np.array([[101, *range(3000, 3000 + length), 102]], dtype=np.int64)
     feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
     session = onnxruntime.InferenceSession(
-        graph.SerializeToString(),  # type: ignore[attr-defined]
+        graph.SerializeToString(),
         providers=["CPUExecutionProvider"],
     )
     return np.asarray(session.run(None, feed)[0])
@@ -278,7 +282,6 @@ def test_sessions_keep_add_and_layer_norm_apart(precision: str, tmp_path: Path) 
 
 
 def test_only_the_nan_guards_of_a_softmax_are_dropped() -> None:
-    import onnx
     from onnx import TensorProto, helper
 
     def guard(source: str, name: str) -> list[onnx.NodeProto]:
