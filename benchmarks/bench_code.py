@@ -9,9 +9,10 @@ disk, so only the first run pays: through sentence-transformers (torch, fp32; ca
 ~/.cache/holodeck-bench/minilm) when it is installed, else (or with ``--embedder onnx``) the
 package's own ``OnnxEmbeddings`` (int8 where the CPU has it; cached with ``onnx_cache.py``).
 The peers embed each function whole (sentence-transformers truncates at 256 word pieces); ours
-embeds as the tool does by default (``long_text="best"``): each chunk's first 128-word-piece
-window, plus its further windows as entries of their own (``--long-text first``: one vector
-per chunk, truncated at 256, as the peers).
+embeds as the tool does by default (``long_text="fit"``): a code chunk is one vector, whole
+when it fits 256 word pieces, else its first window of 128, plus its signature entry
+(``--long-text auto``: its first 256, the default before; ``first``: truncated at 256, no
+windows anywhere, as the peers).
 
 Ours is the default ``HierarchicalDocumentTool`` pipeline end to end: each function is written
 to its own ``.py`` file (neutral names, ``f00042.py``), ingested with the tool's defaults
@@ -156,10 +157,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--long-text",
-        choices=("auto", "best", "first"),
-        default="auto",
-        help="ours: whole when it fits, else windows too (auto, the default), windows of 128 "
-        "(best, the previous default) or truncation (first)",
+        choices=("fit", "auto", "best", "first"),
+        default="fit",
+        help="ours: the default (fit), the one before (auto), windows of 128 (best) or "
+        "truncation (first)",
     )
     parser.add_argument(
         "--embedder",
@@ -191,7 +192,7 @@ def main() -> None:
                 (int(n), float(w)) for n, w in (pair.split(":") for pair in args.feedback_grid)
             ],
         )
-    label = "defaults" if args.long_text == "auto" else f"defaults but long_text={args.long_text}"
+    label = "defaults" if args.long_text == "fit" else f"defaults but long_text={args.long_text}"
     if args.feedback_docs is not None:
         label += f", feedback_docs={args.feedback_docs}"
     rows.append((f"**HierarchicalDocumentTool (ours, {label})**", scores(runs, pairs)))

@@ -3,12 +3,13 @@
     python benchmarks/bench_code_variants.py --split dev    # the tuning table in docs/quality.md
     python benchmarks/bench_code_variants.py --split test   # dense only / BM25 only, paired
 
-The model: one entry per function (the pair's text), dense cosines of the cached MiniLM-L6
-vectors (``embedding_cache.py``: ONNX unless torch is installed), ``BM25KeywordIndex`` scores,
-convex fusion 0.7/0.3 over the 300 best of each leg (cosine / best cosine, BM25 / best BM25):
-the default's shape without the tool's ingest (on dev 0.748 Pass@10 where the tool gives
-0.745). A "signature" is one more dense entry per function, its chunk scored by its best
-entry; a name field adds the function's name to its BM25 text. Each row is paired with the
+The model: one entry per function (the pair's text, as ``--long-text`` embeds it), dense
+cosines of the cached MiniLM-L6 vectors (``embedding_cache.py``: ONNX unless torch is
+installed), ``BM25KeywordIndex`` scores, convex fusion 0.7/0.3 over the 300 best of each leg
+(cosine / best cosine, BM25 / best BM25): the default's shape without the tool's ingest (on
+dev 0.748 Pass@10 where the tool gives 0.745, both with the first 256 of a function). A
+"signature" is one more dense entry per function, its chunk scored by its best entry; a name
+field adds the function's name to its BM25 text. Each row is paired with the
 first, query by query: ``+won / -lost`` at Pass@10.
 """
 
@@ -83,10 +84,17 @@ def right_ranks(scores: np.ndarray) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument(
+        "--long-text",
+        choices=("fit", "first"),
+        default="fit",
+        help="a function's one vector: the tools' default (fit: whole when it fits 256 word "
+        "pieces, else its first 128) or truncation at 256 (first, the default before)",
+    )
     args = parser.parse_args()
     pairs = load_pairs(args.split)
     queries, docs = [p.query for p in pairs], [p.document for p in pairs]
-    emb = DiskCachedMiniLM()
+    emb = DiskCachedMiniLM(long_text=args.long_text)
 
     def vectors(texts: Sequence[str]) -> np.ndarray:
         return np.asarray(emb.embed_documents(list(texts)), dtype=np.float32)

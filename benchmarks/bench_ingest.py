@@ -151,29 +151,36 @@ def ingest(
         store = Path(tmp) / "store"
         wall, cpu, out = timed([*argv, "--store", str(store)], cwd=Path(tmp), root=root)
         if root == ROOT:
-            out += "; " + entries(store / "default")
+            out += "; " + entries(store / "default", long_text)
         return wall, cpu, out
 
 
-def entries(store_dir: Path) -> str:
+def entries(store_dir: Path, long_text: str | None = None) -> str:
     """``N entries (W windows and signatures), P word pieces embedded`` of a saved store.
 
     Load-independent: each entry's text counted with the model's tokenizer, ``[CLS]``/``[SEP]``
-    included, at most the 256 the model reads (what the runtime's work follows). Exact for
-    ``auto`` and ``first``; ``best`` (own entry: a window of 128) and ``mean`` (every window of
-    256) embed otherwise.
+    included, as the ``long_text`` mode (``None``: the default) embeds it: at most the 256 the
+    model reads, and under ``fit`` a chunk longer than that reads its first window of 128
+    (what the runtime's work follows). Exact for ``fit``, ``auto`` and ``first``; ``best``
+    (own entry: a window of 128) and ``mean`` (every window of 256) embed otherwise.
     """
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
+    from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT
     from langchain_holodeck.embeddings import OnnxEmbeddings
     from langchain_holodeck.vectorstores import MatrixVectorStore
 
     model = OnnxEmbeddings()
+    cut = (long_text or DEFAULT_LONG_TEXT) == "fit"
     docs = list(
         MatrixVectorStore.load(store_dir, DeterministicFakeEmbedding(size=8)).iter_documents()
     )
     further = sum(":w" in (d.id or "") for d in docs)
-    pieces = sum(min(model.count_tokens(d.page_content) + 2, model.max_tokens) for d in docs)
+    pieces = 0
+    for doc in docs:
+        n = model.count_tokens(doc.page_content) + 2
+        own_of_long = cut and ":w" not in (doc.id or "") and n > model.max_tokens
+        pieces += model.window_tokens if own_of_long else min(n, model.max_tokens)
     return f"{len(docs)} entries ({further} windows and signatures), {pieces:,} word pieces"
 
 

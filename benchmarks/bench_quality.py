@@ -9,11 +9,14 @@ prose set given (``prose_data.py``: where the held-out sets come from), and the 
 
 Rows per prose set, all on the same vectors of the default embedder (``OnnxEmbeddings``,
 all-MiniLM-L6-v2 int8, every text embedded once and cached by ``onnx_cache.py``):
-- **ours, every default**: ``long_text="auto"`` (a document that fits 256 word pieces is one
-  vector; a longer one is its first 256 plus its windows of 128, scored by its best entry),
-  ``BM25KeywordIndex()``, ``HybridRetriever()`` (convex fusion 0.7/0.3, fetch_k 300);
-- the previous default (windows of 128 for every document, same legs otherwise), and the last
-  release's (truncated at 256, plain BM25 words, RRF 0.5/0.5, fetch_k 50);
+- **ours, every default**: ``long_text="fit"`` (a document that fits 256 word pieces is one
+  vector, plus its windows of 128 when it is longer than one; a longer document is its windows
+  of 128; a chunk scores its best entry), ``BM25KeywordIndex()``, ``HybridRetriever()`` (convex
+  fusion 0.7/0.3, fetch_k 300, feedback 3 x 0.75);
+- the previous default (``long_text="auto"``: whole when it fits, else its first 256 plus its
+  windows of 128; every other default the same), the one before it (windows of 128 for every
+  document, no feedback), and the last release's (truncated at 256, plain BM25 words, RRF
+  0.5/0.5, fetch_k 50);
 - dense only and BM25 only (our legs), plain RRF 0.5/0.5 of the same legs;
 - ``EnsembleRetriever(BM25Retriever, InMemoryVectorStore)``, equal weights, each leg 100 deep,
   on the same truncated vectors (what a hand-written LangChain pipeline gets).
@@ -24,7 +27,7 @@ hold no code) runs with the default feedback on every split, next to the default
 
 nDCG@10 and Recall@100 come from one ``invoke(k=100)`` per query (the top 10 of it is what
 ``invoke(k=10)`` returns: both fuse the same ``fetch_k`` candidates). Code rows: the tool end to
-end (``bench_code.ours``) with ``long_text`` auto / best / first, and the peers.
+end (``bench_code.ours``) with ``long_text`` fit / auto / best, and the peers.
 
 Cost of windows per content type (vectors per chunk, and chunks/s of the embedder on this
 machine at this load) is printed per set: the entries each policy embeds.
@@ -61,9 +64,11 @@ Policy = Callable[[str, list[str], list[str]], list[str]]
 first)."""
 
 POLICIES: dict[str, Policy] = {
-    # the new default: whole when it fits 256, else its first 256 plus every window of 128
+    # the default: whole when it fits 256 (plus its windows of 128 past one), else its windows
+    "fit": lambda t, w128, w256: [t] if len(w128) == 1 else [t, *w128] if len(w256) == 1 else w128,
+    # the previous default: whole when it fits 256, else its first 256 plus every window of 128
     "auto": lambda t, w128, w256: [t] if len(w256) == 1 else [t, *w128],
-    # the previous default: windows of 128 for every document
+    # the default before: windows of 128 for every document
     "best128": lambda t, w128, w256: w128,
     # truncation at 256 (the last release)
     "first": lambda t, w128, w256: [t],
@@ -152,7 +157,7 @@ def prose_rows(
         rows.append((label, *_evaluate(run, qrels)))
 
     stores: dict[str, MatrixVectorStore] = {}
-    wanted = ["auto", "best128", "first"] + (
+    wanted = ["fit", "auto", "best128", "first"] + (
         ["auto-w128", "auto-w256", "auto-skip1"] if candidates else []
     )
     for name in wanted:
@@ -164,10 +169,10 @@ def prose_rows(
             f"- {name}: {n_vectors / len(docs):.2f} vectors per document "
             f"({n_vectors} in all; store built in {time.perf_counter() - began:.0f} s)"
         )
-    default = HybridRetriever(vector_store=stores["auto"], keyword_index=bm25)
+    default = HybridRetriever(vector_store=stores["fit"], keyword_index=bm25)
     before = default.model_copy(update={"feedback_docs": 0})  # the legs, fused once
-    hybrid("**ours, every default (long_text=auto, feedback 3 x 0.75)**", default)
-    hybrid("ours without feedback (feedback_docs=0: the default before it)", before)
+    hybrid("**ours, every default (long_text=fit, feedback 3 x 0.75)**", default)
+    hybrid("ours without feedback (feedback_docs=0)", before)
     hybrid(
         "plain RRF 0.5/0.5 of the same legs",
         before.model_copy(update={"fusion": "rrf", "weights": (0.5, 0.5, 0.2)}),
@@ -177,7 +182,11 @@ def prose_rows(
         default.model_copy(update={"vector_store": stores["best128"]}),
     )
     hybrid(
-        "previous default (windows of 128 for every document, no feedback)",
+        "previous default (long_text=auto, feedback 3 x 0.75)",
+        default.model_copy(update={"vector_store": stores["auto"]}),
+    )
+    hybrid(
+        "the default before (windows of 128 for every document, no feedback)",
         before.model_copy(update={"vector_store": stores["best128"]}),
     )
     plain = _PlainWordsIndex()
@@ -218,7 +227,7 @@ def prose_rows(
             before.model_copy(update={"keyword_index": code_ids}),
         )
     dense = default.model_copy(update={"weights": (1.0, 0.0, 0.0)})
-    hybrid("dense only (ours, long_text=auto)", dense)
+    hybrid("dense only (ours, long_text=fit)", dense)
     run = _run(queries, lambda q: [h.id for h in bm25.search(q, 100)])
     rows.append(("BM25 only (ours)", *_evaluate(run, qrels)))
     if peer:
@@ -250,7 +259,7 @@ def _ensemble(docs, queries, qrels, cache, table) -> list[tuple[str, float, floa
 
 
 def code_rows(
-    split: str, *, peer: bool, limit: int | None = None, modes: Sequence[str] = ("auto", "best")
+    split: str, *, peer: bool, limit: int | None = None, modes: Sequence[str] = ("fit", "auto")
 ) -> list[tuple[str, float, float]]:
     """The code set through the tool end to end: Pass@10 (as 'nDCG' column: nDCG@10)."""
     from bench_code import ours, peers, scores
@@ -261,8 +270,9 @@ def code_rows(
     print(f"\n## code ({split}): {len(pairs)} sympy functions, one query each")
     rows: list[tuple[str, float, float]] = []
     labels = {
-        "auto": "**ours, every default (long_text=auto)**",
-        "best": "previous default (windows of 128 for every chunk)",
+        "fit": "**ours, every default (long_text=fit)**",
+        "auto": "previous default (long_text=auto)",
+        "best": "the default before (windows of 128 for every chunk)",
         "first": "truncated at 256",
     }
     for mode in modes:
@@ -291,7 +301,7 @@ def cost_rows(name: str, texts: Sequence[str], n: int) -> None:
     model.embed_documents(["warm up"])
     print(f"\nCost of windows, {name} ({len(sample)} chunks):\n")
     print("| policy | vectors per chunk | chunks/s | CPU s per chunk |\n|---|---:|---:|---:|")
-    for policy in ("first", "auto", "auto-skip1", "auto-w128", "auto-w256", "best128"):
+    for policy in ("first", "fit", "auto", "auto-skip1", "auto-w128", "auto-w256", "best128"):
         entries = [
             e for t, a, b in zip(sample, w128, w256, strict=True) for e in POLICIES[policy](t, a, b)
         ]
@@ -316,9 +326,9 @@ def main() -> None:
     parser.add_argument(
         "--code-modes",
         nargs="+",
-        choices=("auto", "best", "first"),
-        default=["auto", "best"],
-        help="code: the long_text modes to run the tool with (auto: the default)",
+        choices=("fit", "auto", "best", "first"),
+        default=["fit", "auto"],
+        help="code: the long_text modes to run the tool with (fit: the default)",
     )
     parser.add_argument(
         "--candidates", action="store_true", help="the window candidates on any split"

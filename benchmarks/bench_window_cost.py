@@ -10,7 +10,10 @@ and ``[SEP]`` included: the runtime's work is about proportional to word pieces 
 lengths) under each window policy:
 
 - ``first``: one vector of the first 256 (the peer's truncation);
-- ``auto``: whole when it fits 256, else its first 256 plus every window of 128; code whole;
+- ``fit`` (the default): whole when it fits 256, plus its windows of 128 when longer than
+  one; a longer chunk is its windows of 128; code one vector (whole, or its first 128);
+- ``auto`` (the default before): whole when it fits 256, else its first 256 plus every window
+  of 128; code one vector (its first 256);
 - ``prose_windows`` (a candidate, not a ``long_text`` mode: see ``docs/quality.md``): prose as
   windows of 128 (its own entry the first), code whole (its first 256).
 
@@ -35,7 +38,7 @@ from langchain_holodeck.ingestion import IngestionPipeline
 from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 
-POLICIES = ("first", "auto", "prose_windows")
+POLICIES = ("first", "fit", "auto", "prose_windows")
 WHOLE, WINDOW, OVERLAP = 254, 126, 32
 """Word pieces without ``[CLS]``/``[SEP]``: what the model reads, a window, their overlap."""
 
@@ -44,6 +47,12 @@ def entries(n: int, policy: str, *, code: bool) -> list[int]:
     """Word pieces (specials included) of each vector a chunk of ``n`` pieces is stored as."""
     first = [min(n, WHOLE) + 2]
     windows = [e - s + 2 for s, e in token_windows(n, size=WINDOW, overlap=OVERLAP)]
+    if policy == "fit":  # whole when it fits (plus windows past one), else its windows
+        if n <= WINDOW or (code and n <= WHOLE):
+            return first
+        if code:  # one vector: its first window
+            return windows[:1]
+        return first + windows if n <= WHOLE else windows
     if policy == "first" or code:
         return first
     if policy == "auto":

@@ -44,8 +44,8 @@ class DiskCachedMiniLM(Embeddings):
         long_text: str = "first",
         embedder: str = "auto",
     ) -> None:
-        if long_text not in ("first", "best", "auto"):
-            msg = f"long_text must be 'first', 'best' or 'auto', got {long_text!r}."
+        if long_text not in ("first", "best", "auto", "fit"):
+            msg = f"long_text must be 'first', 'best', 'auto' or 'fit', got {long_text!r}."
             raise ValueError(msg)
         if embedder not in EMBEDDERS:
             msg = f"embedder must be one of {EMBEDDERS}, got {embedder!r}."
@@ -127,7 +127,7 @@ class DiskCachedMiniLM(Embeddings):
         return self._windows.window_texts(texts)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if self.long_text in ("best", "auto"):  # a document is its own entry's text
+        if self.long_text in ("best", "auto", "fit"):  # a document is its own entry's text
             texts = [w[0] for w in self.window_texts(list(texts))]
         self.ensure(texts)
         return [self._table[_key(t)].tolist() for t in texts]

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-LongTextMode = Literal["auto", "best", "mean", "first"]
+LongTextMode = Literal["fit", "auto", "best", "mean", "first"]
 """How a local model (``OnnxEmbeddings``, ``LocalEmbeddings``) embeds a text longer than it
-reads: ``auto``, ``best``, ``mean`` or ``first`` (see ``embeddings/windows.py``)."""
-LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("auto", "best", "mean", "first")
-DEFAULT_LONG_TEXT: LongTextMode = "auto"
+reads: ``fit``, ``auto``, ``best``, ``mean`` or ``first`` (see ``embeddings/windows.py``)."""
+LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("fit", "auto", "best", "mean", "first")
+DEFAULT_LONG_TEXT: LongTextMode = "fit"
 """A tool's ``long_text`` unless set: chosen on SciFact train and the code set's dev split."""
+UNSET_LONG_TEXTS: tuple[LongTextMode, ...] = ("fit", "auto")
+"""The ``long_text`` values that mean "not chosen": the default, and ``auto``, the default
+before it, which settings written then may name. A model without windows (OpenAI, a given
+``Embeddings`` object) accepts only these."""
 
 OPENAI_EMBEDDING_MODELS = frozenset(
     {"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"}

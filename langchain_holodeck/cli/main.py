@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
     LONG_TEXT_MODES,
+    UNSET_LONG_TEXTS,
     long_text_without_windows,
     openai_model,
 )
@@ -261,9 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--long-text",
         choices=LONG_TEXT_MODES,
         metavar="MODE",
-        help="default tool only: auto (default), best, mean or first; 'first' embeds a long "
-        "chunk as its first 256 word pieces, no windows: 31-37%% less ingest CPU on a docs "
-        "folder, for nDCG@10 -0.013 on SciFact (docs/embeddings.md)",
+        help="default tool only: fit (default), auto, best, mean or first; 'first' embeds a "
+        "chunk as its first 256 word pieces, no windows: 19-26%% less ingest CPU on a docs "
+        "folder, for nDCG@10 -0.011 on SciFact (docs/embeddings.md)",
     )
     ingest.set_defaults(run=_run_ingest)
 
@@ -430,7 +431,7 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
     if embedding_model is None and long_text is None:  # a plain re-ingest keeps the last ones
         embedding_model, long_text = _remembered_settings(args.store, args.source, Path.cwd())
     long_text = long_text or DEFAULT_LONG_TEXT
-    if long_text != DEFAULT_LONG_TEXT and openai_model(embedding_model) is not None:
+    if long_text not in UNSET_LONG_TEXTS and openai_model(embedding_model) is not None:
         msg = f"--long-text {long_text_without_windows(str(embedding_model))}, got {long_text!r}."
         raise ConfigError(msg)
     if embedding_model is not None:

@@ -38,6 +38,7 @@ from langchain_holodeck._defaults import (
 )
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
+    UNSET_LONG_TEXTS,
     LongTextMode,
     long_text_without_windows,
     openai_model,
@@ -139,12 +140,13 @@ class _SearchToolConfig(BaseModel):
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     long_text: LongTextMode = Field(
-        default=DEFAULT_LONG_TEXT, json_schema_extra={"rule": "auto with an OpenAI model"}
+        default=DEFAULT_LONG_TEXT, json_schema_extra={"rule": "fit or auto with an OpenAI model"}
     )
-    """How the local model embeds a chunk longer than it reads (256 word pieces): ``auto``
-    (a longer prose chunk also gets windows of 128, each its own vector), ``best``, ``mean``,
-    or ``first`` (truncate: one vector per chunk, faster ingest, a little lower quality; see
-    docs/embeddings.md)."""
+    """How the local model embeds a chunk: ``fit`` (whole when it fits the model's 256 word
+    pieces; a prose chunk longer than 128 also gets its windows of 128, each its own vector,
+    and one longer than 256 is only its windows), ``auto`` (the default before: windows only
+    past 256), ``best``, ``mean``, or ``first`` (truncate: one vector per chunk, faster ingest,
+    a little lower quality; see docs/embeddings.md)."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
     corpus_id: str | None = Field(
@@ -200,7 +202,7 @@ class _SearchToolConfig(BaseModel):
         cls, long_text: LongTextMode, info: ValidationInfo
     ) -> LongTextMode:
         model = info.data.get("embedding_model")  # validated before: declared above
-        if long_text != DEFAULT_LONG_TEXT and openai_model(model) is not None:
+        if long_text not in UNSET_LONG_TEXTS and openai_model(model) is not None:
             raise ValueError(long_text_without_windows(str(model)))
         return long_text
 

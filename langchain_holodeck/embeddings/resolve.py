@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
+    UNSET_LONG_TEXTS,
     LongTextMode,
     long_text_without_windows,
     openai_model,
@@ -50,12 +51,14 @@ def resolve_embeddings(
             another ``sentence-transformers/<name>`` for ``LocalEmbeddings`` (it must already
             be in the Hugging Face cache: nothing is downloaded); or any ``Embeddings`` object,
             which is returned unchanged.
-        long_text: How a local model embeds a chunk longer than it reads: ``"auto"`` (the
-            default: a chunk that fits is one vector, a longer prose chunk also gets windows,
-            stored by sync as entries of their own), ``"best"``, ``"mean"`` or ``"first"``
-            (truncation: one vector per chunk, about half the word pieces embedded on prose
-            docs). Passed to ``OnnxEmbeddings`` / ``LocalEmbeddings``; an OpenAI model or an
-            ``Embeddings`` object takes only the default.
+        long_text: How a local model embeds a chunk: ``"fit"`` (the default: a chunk that
+            fits is embedded whole, and a prose chunk longer than one window of 128 word
+            pieces also gets its windows of 128, stored by sync as entries of their own; a
+            chunk longer than the model reads is its windows), ``"auto"`` (the default
+            before), ``"best"``, ``"mean"`` or ``"first"`` (truncation: one vector per chunk,
+            about half the word pieces embedded on prose docs). Passed to ``OnnxEmbeddings`` /
+            ``LocalEmbeddings``; an OpenAI model or an ``Embeddings`` object takes only
+            ``UNSET_LONG_TEXTS`` (the default, or ``"auto"``).
 
     Returns:
         The embeddings. Local models load lazily, on first use.
@@ -68,13 +71,13 @@ def resolve_embeddings(
 
     Raises:
         ValueError: If ``embedding_model`` is none of the accepted forms, ``long_text`` is not
-            a mode, or ``long_text`` is not the default for an OpenAI model or an object.
+            a mode, or ``long_text`` is not left unset for an OpenAI model or an object.
         ImportError: If the provider's extra (``local`` or ``openai``) is not installed.
         ConfigError: If OpenAI is selected and its API key is missing.
     """
     check_long_text(long_text)
     if isinstance(embedding_model, Embeddings):
-        if long_text != DEFAULT_LONG_TEXT:
+        if long_text not in UNSET_LONG_TEXTS:
             msg = (
                 f"long_text {long_text!r} applies to a model name; embedding_model is the "
                 f"object {type(embedding_model).__name__}: set its own mode instead "
@@ -90,7 +93,7 @@ def resolve_embeddings(
     name = embedding_model.strip()
     openai = openai_model(name)
     if openai is not None:
-        if long_text != DEFAULT_LONG_TEXT:
+        if long_text not in UNSET_LONG_TEXTS:
             msg = f"long_text {long_text_without_windows(name)}, got {long_text!r}."
             raise ValueError(msg)
         return _openai(openai)

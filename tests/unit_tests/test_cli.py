@@ -108,7 +108,7 @@ def test_ingest_prints_one_summary_line_and_writes_the_manifest(ingested: Ingest
     assert (
         manifest["embedding_model_id"]
         .removesuffix(":int8")
-        .endswith("all-MiniLM-L6-v2:long_text=auto:window_tokens=128")
+        .endswith("all-MiniLM-L6-v2:long_text=fit:window_tokens=128")
     )
     assert (ingested.store / "default" / "bm25").is_dir()
 

@@ -117,7 +117,7 @@ def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> No
     assert len(emb.embed_query("cat")) == 384
     name = "OnnxEmbeddings" if runtime == "onnx" else "LocalEmbeddings"
     window = ":window_tokens=128" if runtime == "onnx" else ""  # LocalEmbeddings: the model's
-    mode = "auto" if runtime == "onnx" else "best"  # each class's default
+    mode = "fit" if runtime == "onnx" else "best"  # the tools' default; LocalEmbeddings' own
     int8 = ":int8" if getattr(emb, "precision", None) == "int8" else ""
     model_id = f"{name}:sentence-transformers/all-MiniLM-L6-v2:long_text={mode}{window}{int8}"
     assert embedding_model_id(emb) == model_id

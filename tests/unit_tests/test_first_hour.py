@@ -452,17 +452,30 @@ def test_a_code_chunk_is_labelled_by_all_its_symbols() -> None:
 def test_the_default_model_embeds_a_long_text_whole_up_to_256_outside_sync(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """In another store the default gives what a truncating model gives, silently."""
+    """In another store ``OnnxEmbeddings()`` gives what a truncating model gives, silently.
+
+    The tools' default (``resolve_embeddings(None)``: ``long_text="fit"``) embeds a long text
+    as its first window of 128, its further windows being stored by sync: given to another
+    store it says once, with a WARNING, which mode to use there.
+    """
     from langchain_holodeck.embeddings import OnnxEmbeddings, resolve_embeddings
 
-    model = resolve_embeddings(None)
-    assert isinstance(model, OnnxEmbeddings)
+    model = OnnxEmbeddings()
     assert model.long_text == "auto"
     with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
         (vector,) = model.embed_documents([LONG_SECTION])
     assert [r for r in caplog.records if r.levelno == logging.WARNING] == []
     (first,) = OnnxEmbeddings(long_text="first").embed_documents([LONG_SECTION])
     assert sum(a * b for a, b in zip(vector, first, strict=True)) > 0.999
+    tools = resolve_embeddings(None)
+    assert isinstance(tools, OnnxEmbeddings)
+    assert tools.long_text == "fit"
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        tools.embed_documents([LONG_SECTION])
+        tools.embed_documents([LONG_SECTION])
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("OnnxEmbeddings(long_text='fit') embedded a document of ")
+    assert "use OnnxEmbeddings(long_text='mean')" in warning
 
 
 def test_best_window_mode_warns_once_when_it_keeps_only_a_first_window(

@@ -41,14 +41,14 @@ def load(tmp_path: Path, **tool: Any) -> VectorStoreToolConfig | HierarchicalDoc
 
 # -- the configuration --------------------------------------------------------------------------
 @pytest.mark.parametrize("tool_type", ["vectorstore", "hierarchical_document"])
-def test_long_text_defaults_to_auto_on_both_tool_types(tool_type: str) -> None:
+def test_long_text_defaults_to_fit_on_both_tool_types(tool_type: str) -> None:
     config = (
         VectorStoreToolConfig if tool_type == "vectorstore" else HierarchicalDocumentToolConfig
     )(type=tool_type, name="kb", source="docs")
-    assert config.long_text == "auto"
+    assert config.long_text == "fit"
 
 
-@pytest.mark.parametrize("mode", ["auto", "best", "mean", "first"])
+@pytest.mark.parametrize("mode", ["fit", "auto", "best", "mean", "first"])
 def test_each_mode_round_trips_through_yaml(tmp_path: Path, mode: str) -> None:
     config = load(tmp_path, long_text=mode)
     assert config.long_text == mode
@@ -61,8 +61,8 @@ def test_an_unknown_mode_names_file_field_and_value(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load(tmp_path, long_text="fast")
     assert str(info.value) == (
-        f"{tmp_path / 'agent.yaml'}: tools[0].long_text: must be 'auto', 'best', 'mean' or "
-        "'first', got 'fast'."
+        f"{tmp_path / 'agent.yaml'}: tools[0].long_text: must be 'fit', 'auto', 'best', 'mean' "
+        "or 'first', got 'fast'."
     )
 
 
@@ -75,15 +75,18 @@ def test_a_mode_on_an_openai_model_is_one_line_naming_field_value_and_model(
         load(tmp_path, embedding_model=model, long_text=mode)
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith(f"{tmp_path / 'agent.yaml'}: tools[0].long_text: must be 'auto'")
+    assert message.startswith(f"{tmp_path / 'agent.yaml'}: tools[0].long_text: must be 'fit'")
     assert f"with embedding_model {model!r}: OpenAI models have no windows" in message
     assert message.endswith(f", got {mode!r}.")
 
 
 def test_the_default_mode_with_an_openai_model_is_accepted(tmp_path: Path) -> None:
-    assert load(tmp_path, embedding_model="text-embedding-3-small").long_text == "auto"
-    explicit = load(tmp_path, embedding_model="text-embedding-3-small", long_text="auto")
-    assert explicit.long_text == "auto"
+    assert load(tmp_path, embedding_model="text-embedding-3-small").long_text == "fit"
+    explicit = load(tmp_path, embedding_model="text-embedding-3-small", long_text="fit")
+    assert explicit.long_text == "fit"
+    # the default before, which configs written then may name, stays accepted
+    before = load(tmp_path, embedding_model="text-embedding-3-small", long_text="auto")
+    assert before.long_text == "auto"
 
 
 def test_a_mode_on_a_sentence_transformers_model_is_accepted(tmp_path: Path) -> None:
@@ -97,7 +100,10 @@ def test_the_reference_documents_long_text_next_to_embedding_model() -> None:
     names = [r.split("`")[1] for r in rows]
     assert names[names.index("embedding_model") + 1] == "long_text"
     (row,) = [r for r in rows if r.startswith("| `long_text` |")]
-    assert "| `auto` or `best` or `mean` or `first` | `auto` | auto with an OpenAI model |" in row
+    assert (
+        "| `fit` or `auto` or `best` or `mean` or `first` | `fit` | fit or auto with an OpenAI "
+        "model |"
+    ) in row
     assert "truncate" in row
 
 
@@ -107,7 +113,7 @@ def test_the_example_agent_yaml_shows_the_setting() -> None:
 
 
 # -- resolve_embeddings -------------------------------------------------------------------------
-@pytest.mark.parametrize("mode", ["auto", "best", "mean", "first"])
+@pytest.mark.parametrize("mode", ["fit", "auto", "best", "mean", "first"])
 @pytest.mark.parametrize("name", [None, "sentence-transformers/all-MiniLM-L6-v2"])
 def test_resolve_passes_the_mode_to_the_local_default(name: str | None, mode: str) -> None:
     resolved = resolve_embeddings(name, long_text=mode)  # type: ignore[arg-type]  # each mode
@@ -115,11 +121,13 @@ def test_resolve_passes_the_mode_to_the_local_default(name: str | None, mode: st
     assert resolved.long_text == mode
 
 
-def test_resolve_defaults_to_auto_and_the_mode_is_in_the_model_id() -> None:
+def test_resolve_defaults_to_fit_and_the_mode_is_in_the_model_id() -> None:
     default, first = resolve_embeddings(None), resolve_embeddings(None, long_text="first")
     assert isinstance(default, OnnxEmbeddings)
-    assert default.long_text == "auto"
-    assert ":long_text=auto:window_tokens=128" in embedding_model_id(default)
+    assert default.long_text == "fit"
+    assert ":long_text=fit:window_tokens=128" in embedding_model_id(default)
+    before = resolve_embeddings(None, long_text="auto")  # the default before: another id
+    assert ":long_text=auto:window_tokens=128" in embedding_model_id(before)
     assert ":long_text=first" in embedding_model_id(first)
     assert "window_tokens" not in embedding_model_id(first)  # no windows: no window size
 
@@ -129,7 +137,7 @@ def test_resolve_refuses_a_mode_for_openai_before_needing_a_key(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for name in [*sorted(OPENAI_EMBEDDING_MODELS), "openai/text-embedding-3-large"]:
-        with pytest.raises(ValueError, match=r"^long_text must be 'auto' \(the default\)") as info:
+        with pytest.raises(ValueError, match=r"^long_text must be 'fit' \(the default\)") as info:
             resolve_embeddings(name, long_text="first")
         assert f"embedding_model {name!r}" in str(info.value)
         assert str(info.value).endswith("got 'first'.")
@@ -138,6 +146,7 @@ def test_resolve_refuses_a_mode_for_openai_before_needing_a_key(
 def test_resolve_refuses_a_mode_for_an_embeddings_object() -> None:
     model = DeterministicFakeEmbedding(size=4)
     assert resolve_embeddings(model) is model
+    assert resolve_embeddings(model, long_text="auto") is model  # the default before: unset
     with pytest.raises(ValueError, match="set its own mode instead") as info:
         resolve_embeddings(model, long_text="first")
     assert "DeterministicFakeEmbedding" in str(info.value)

@@ -243,6 +243,23 @@ def test_auto_keeps_a_text_that_fits_whole_and_adds_windows_to_a_longer_one() ->
     ]
 
 
+def test_fit_keeps_a_text_that_fits_whole_beside_its_windows_and_cuts_a_longer_one() -> None:
+    offsets = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]  # "a b c d e": five one-letter tokens
+    text = "a b c d e"
+    assert document_texts("a b", offsets[:2], mode="fit", whole=4, window=2, overlap=0) == ["a b"]
+    assert document_texts(text, offsets, mode="fit", whole=5, window=2, overlap=0) == [
+        text,  # fits the model: itself, then its windows
+        "a b",
+        "c d",
+        "d e",
+    ]
+    assert document_texts(text, offsets, mode="fit", whole=4, window=2, overlap=0) == [
+        "a b",  # longer than the model reads: its windows, the first its own entry
+        "c d",
+        "d e",
+    ]
+
+
 def test_auto_stores_no_windows_for_code_chunks() -> None:
     store = MatrixVectorStore(WindowedHashingEmbeddings(long_text="auto"))
     docs = _docs(LONG, LONG + " again")

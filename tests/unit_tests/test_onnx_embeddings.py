@@ -26,7 +26,8 @@ from langchain_holodeck.embeddings import (
 from langchain_holodeck.embeddings.onnx import Precision
 from langchain_holodeck.embeddings.runtime import cpu_has_int8_dot
 from langchain_holodeck.errors import EmbeddingModelMismatchError
-from langchain_holodeck.sync import sync_documents
+from langchain_holodeck.sync import stable_id, sync_documents
+from langchain_holodeck.vectorstores import MatrixVectorStore
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference"
 LONG = " ".join(f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60))
@@ -118,7 +119,7 @@ def test_the_default_model_name_also_resolves_to_the_onnx_runtime() -> None:
     assert isinstance(emb, OnnxEmbeddings)
     int8 = ":int8" if emb.precision == "int8" else ""
     assert embedding_model_id(emb) == (
-        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=auto:window_tokens=128"
+        "OnnxEmbeddings:sentence-transformers/all-MiniLM-L6-v2:long_text=fit:window_tokens=128"
         + int8
     )
     assert embedding_model_id(OnnxEmbeddings(long_text="mean", precision="fp32")) == (
@@ -227,7 +228,10 @@ def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> Non
         ({"max_tokens": 2}, "max_tokens must be >= 3"),
         ({"window_overlap": 126}, "window_overlap must be >= 0 and < window_tokens - 2"),
         ({"window_tokens": 512}, "window_tokens must be >= 3 and <= max_tokens"),
-        ({"long_text": "max"}, "long_text must be 'auto', 'best', 'mean' or 'first', got 'max'"),
+        (
+            {"long_text": "max"},
+            "long_text must be 'fit', 'auto', 'best', 'mean' or 'first', got 'max'",
+        ),
         ({"batch_size": 0}, "batch_size must be positive, got 0"),
         ({"threads": 0}, "threads must be positive or None, got 0"),
         ({"precision": "int4"}, "precision must be 'auto', 'int8' or 'fp32', got 'int4'"),
@@ -277,7 +281,7 @@ def test_combine_windows_mean_and_first() -> None:
     np.testing.assert_allclose(combine_windows(rows, "mean"), [2**-0.5, 2**-0.5], atol=1e-6)
     np.testing.assert_allclose(combine_windows(rows, "first"), [1.0, 0.0])
     with pytest.raises(
-        ValueError, match="long_text must be 'auto', 'best', 'mean' or 'first', got 'max'"
+        ValueError, match="long_text must be 'fit', 'auto', 'best', 'mean' or 'first', got 'max'"
     ):
         combine_windows(rows, "max")  # type: ignore[arg-type]  # the error path
     with pytest.raises(ValueError, match="non-empty 2-d array"):
@@ -336,3 +340,50 @@ def test_a_query_embeds_a_bounded_number_of_windows(onnx: OnnxEmbeddings) -> Non
     assert capped.shape[0] == MAX_QUERY_WINDOWS
     pasted = words + "holodeck safety protocols " * 8_000  # ~100k more characters
     np.testing.assert_allclose(onnx.embed_query(pasted), onnx.embed_query(words), atol=1e-6)
+
+
+def test_fit_embeds_a_text_that_fits_whole_and_a_longer_one_as_its_first_window() -> None:
+    fit = OnnxEmbeddings(long_text="fit")
+    auto = OnnxEmbeddings()
+    middle = " ".join(LONG.split()[:100])  # between one window of 128 and the model's 256
+    short = "Never disable the safety interlock."
+    assert 126 < fit.count_tokens(middle) <= 254 < fit.count_tokens(LONG)
+    own = np.asarray(fit.embed_documents([short, middle, LONG]))
+    whole = np.asarray(auto.embed_documents([short, middle]))  # auto: whole when it fits
+    np.testing.assert_allclose(own[:2], whole, atol=1e-6)
+    (first_128,) = fit.embed_windows([LONG], window=128, first_only=True)
+    np.testing.assert_allclose(own[2], first_128[0], atol=1e-6)
+    assert float(own[2] @ np.asarray(auto.embed_documents([LONG])[0])) < 0.999  # not its 256
+    texts = fit.window_texts([short, middle, LONG])
+    assert texts[0] == [short]
+    assert texts[1][0] == middle  # itself, then its windows of 128
+    assert len(texts[1]) == 1 + len(token_windows(fit.count_tokens(middle), size=126, overlap=32))
+    assert len(texts[2]) == len(token_windows(fit.count_tokens(LONG), size=126, overlap=32))
+    assert LONG.startswith(texts[2][0])  # its own entry is its first window
+    assert LONG.endswith(texts[2][-1])
+
+
+def test_fit_sync_stores_windows_of_prose_and_one_vector_of_code() -> None:
+    """A prose chunk that fits keeps its whole vector beside its windows; code gets none."""
+    fit = OnnxEmbeddings(long_text="fit")
+    store = MatrixVectorStore(fit)
+    middle = " ".join(LONG.split()[:100])
+    docs = [
+        Document(page_content=text, metadata={"source_path": "a.md", "chunk_index": i, **meta})
+        for i, (text, meta) in enumerate([(middle, {}), (LONG, {}), (LONG, {"chunk_type": "code"})])
+    ]
+    result = sync_documents(docs, store, namespace="kb")
+    assert (result.added, result.failed) == (3, 0)
+    mid, long, code = (stable_id("kb", f"a.md_chunk_{i}") for i in range(3))
+    counts = {d.id: d.metadata["window_count"] for d in store.get_by_ids([mid, long, code])}
+    windows_of_long = len(token_windows(fit.count_tokens(LONG), size=126, overlap=32))
+    assert counts == {
+        mid: len(token_windows(fit.count_tokens(middle), size=126, overlap=32)),
+        long: windows_of_long - 1,  # its first window is its own entry
+        code: 0,
+    }
+    vectors = store.get_vectors([mid, long, code])
+    (first_128,) = fit.embed_windows([LONG], window=128, first_only=True)
+    np.testing.assert_allclose(vectors[long], first_128[0], atol=1e-5)
+    np.testing.assert_allclose(vectors[code], first_128[0], atol=1e-5)  # code: its first 128
+    np.testing.assert_allclose(vectors[mid], fit.embed_documents([middle])[0], atol=1e-5)
