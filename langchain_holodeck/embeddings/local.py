@@ -208,6 +208,8 @@ class LocalEmbeddings(Embeddings):
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         """Each text cut into the windows the model reads whole, as substrings of the text."""
+        if not texts:
+            return []
         model = self._load()
         with self._lock:
             return self._spans(model, list(texts))

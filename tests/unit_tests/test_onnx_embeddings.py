@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 
@@ -387,3 +388,15 @@ def test_fit_sync_stores_windows_of_prose_and_one_vector_of_code() -> None:
     np.testing.assert_allclose(vectors[long], first_128[0], atol=1e-5)
     np.testing.assert_allclose(vectors[code], first_128[0], atol=1e-5)  # code: its first 128
     np.testing.assert_allclose(vectors[mid], fit.embed_documents([middle])[0], atol=1e-5)
+
+
+def test_fit_sync_of_code_alone_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """No chunk gets windows, yet sync stores them: the first-window WARNING is not for it."""
+    fit = OnnxEmbeddings(long_text="fit")
+    code = Document(
+        page_content=LONG, metadata={"source_path": "a.py", "chunk_index": 0, "chunk_type": "code"}
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck"):
+        result = sync_documents([code], MatrixVectorStore(fit), namespace="kb")
+    assert (result.added, result.failed) == (1, 0)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == []
