@@ -56,9 +56,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-from langchain_holodeck.embeddings import OnnxEmbeddings
+from langchain_holodeck.embeddings import resolve_embeddings
 from langchain_holodeck.splitters.structured import DEFAULT_TABLE_CHUNK_TOKENS
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import scan_documents
@@ -118,7 +119,7 @@ def build(
     csv_text: str,
     table_tokens: int | None,
     work: Path,
-    emb: OnnxEmbeddings,
+    emb: Embeddings,
     *,
     small: bool,
     settings: dict[str, Any] | None = None,
@@ -198,7 +199,7 @@ def compare_databases(
     names: list[str], csv_text: str, asked: list[tuple[str, int, str]], rows: list[dict[str, str]]
 ) -> None:
     """Today's splitting in each database, by its default strategy, convex and engine fusion."""
-    emb = OnnxEmbeddings()
+    emb = resolve_embeddings(None)  # the tools' default model and long_text
     emb.embed_query("warm up")
     print("| database | search | kind | top-1 | top-5 | s/question |\n|---|---|---|---:|---:|---:|")
     for name in names:
@@ -252,7 +253,7 @@ def main() -> None:
         f"{sum(k == 'reverse' for _, _, k in asked)} countries by a unique value); "
         f"load average {os.getloadavg()[0]:.1f}\n"
     )
-    emb = OnnxEmbeddings()
+    emb = resolve_embeddings(None)  # the tools' default model and long_text
     emb.embed_query("warm up")  # the model's first load is not any build's
     print(
         "| splitting | chunks | dense entries | ingest s (CPU s) | kind | top-1 | top-5 |\n"

@@ -5,20 +5,22 @@ the rest; chunks are sized in tiktoken tokens (512 by default), so many are long
 ``token_windows`` cuts a token sequence into windows the model can read. How a long text's
 windows become vectors is the model's ``long_text`` mode:
 
-- ``"fit"`` (the default): a document that fits the model (``max_tokens``, 256 word pieces
-  for all-MiniLM-L6-v2) is embedded whole, and when it is longer than one window of
-  ``window_tokens`` (128) sync also stores its windows of 128 as entries of their own (``<chunk
-  id>:w<n>``), so the dense leg scores it by its best entry: the whole text or a passage. A
-  longer document is embedded as its first window of 128 and sync stores its further windows;
-  its first 256 are not embedded (that entry let long texts crowd the top). Chunks of the
-  ``WHOLE_CHUNK_TYPES`` (code) get no windows: one vector, the whole chunk when it fits, else its
-  first 128. Chosen on SciFact's train split and the code set's dev split
-  (``benchmarks/bench_quality.py``, ``bench_code.py``): nDCG@10 0.7456 against ``auto``'s
-  0.7439 on train, the same Pass@10 on code dev (0.762), 15% fewer word pieces on a docs folder.
-- ``"auto"`` (the default before ``"fit"``): a document that fits is embedded whole, one
-  vector; a longer one is embedded as its first ``max_tokens`` and sync also stores its
-  windows of ``window_tokens`` as entries of their own. Code chunks get no windows (one
-  vector, the first ``max_tokens``).
+- ``"fit"`` (the tools' default, ``DEFAULT_LONG_TEXT``): a document that fits the model
+  (``max_tokens``, 256 word pieces for all-MiniLM-L6-v2) is embedded whole, and when it is
+  longer than one window of ``window_tokens`` (128) sync also stores its windows of 128 as
+  entries of their own (``<chunk id>:w<n>``), so the dense leg scores it by its best entry: the
+  whole text or a passage. A longer document is embedded as its first window of 128 and sync
+  stores its further windows; its first 256 are not embedded (that entry let long texts crowd
+  the top). Chunks of the ``WHOLE_CHUNK_TYPES`` (code) get no windows: one vector, the whole
+  chunk when it fits, else its first 128. Chosen on SciFact's train split and the code set's
+  dev split (``benchmarks/bench_quality.py``, ``bench_code.py``): nDCG@10 0.7456 against
+  ``auto``'s 0.7439 on train, the same Pass@10 on code dev (0.762), 15% fewer word pieces on a
+  docs folder.
+- ``"auto"`` (the tools' default before ``"fit"``, and ``OnnxEmbeddings``' own, so that in
+  another vector store a long text is its first ``max_tokens``): a document that fits is
+  embedded whole, one vector; a longer one is embedded as its first ``max_tokens`` and sync
+  also stores its windows of ``window_tokens`` as entries of their own. Code chunks get no
+  windows (one vector, the first ``max_tokens``).
 - ``"best"``: a document's vector is its first window of ``window_tokens``, and sync stores
   each further window as an entry of its own, whatever the document's length (the default
   before ``"auto"``).
