@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck.embeddings._fusions import fused_graph
+from langchain_holodeck.embeddings._quantize import Unsupported, quantize_int8
 
 if TYPE_CHECKING:
     import onnx
@@ -224,7 +225,9 @@ def build_int8_graph(
 
     ``INT8_RECIPE``: fold the constants, drop the softmax NaN guards (``nan_guards=True``
     keeps them: recipe v1, for comparisons), fuse attention and GELU (``fuse=False`` does not:
-    recipe v2), quantize dynamically, weights per channel.
+    recipe v2), quantize dynamically, weights per channel. A fused graph is quantized by
+    ``_quantize.quantize_int8`` (onnxruntime's numbers, whole-array numpy: ~0.3 s against
+    ~1.5 to 2.4 s); any other, or one it does not know, by ``quantize_dynamic``.
 
     Raises:
         ImportError: When the ``onnx`` package, which the quantizer needs, is missing.
@@ -243,6 +246,11 @@ def build_int8_graph(
         if fuse:
             graph, fusions = fused_graph(graph)
             logger.info("OnnxEmbeddings: int8 graph fused: %s", ", ".join(fusions) or "nothing")
+            try:  # the same graph as quantize_dynamic's, ~6x sooner (_quantize)
+                atomic_write_bytes(target, quantize_int8(graph).SerializeToString())
+                return
+            except Unsupported as e:  # e.g. left unfused: onnxruntime's quantizer
+                logger.info("OnnxEmbeddings: int8 graph quantized by onnxruntime (%s)", e)
         add_pre_process_metadata(graph)  # the folding is its pre-processing: no root warning
         quantized = Path(tmp) / "int8.onnx"
         quantize_dynamic(graph, quantized, weight_type=QuantType.QInt8, per_channel=True)

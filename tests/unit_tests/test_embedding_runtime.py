@@ -16,6 +16,7 @@ import pytest
 
 from langchain_holodeck.embeddings import OnnxEmbeddings
 from langchain_holodeck.embeddings._fusions import fuse_attention, fused_graph
+from langchain_holodeck.embeddings._quantize import Unsupported, quantize_int8
 from langchain_holodeck.embeddings.runtime import (
     INT8_RECIPE,
     build_int8_graph,
@@ -244,6 +245,38 @@ def test_a_graph_without_attention_blocks_is_not_rewritten() -> None:
     assert fuse_attention(graph) == 0
     assert graph.SerializeToString() == before
     onnx.checker.check_model(graph)
+
+
+def test_the_fused_graph_is_quantized_as_onnxruntime_quantizes_it(
+    graph: onnx.ModelProto, tmp_path: Path
+) -> None:
+    """``quantize_int8`` writes ``quantize_dynamic``'s initializers and vectors, bit for bit."""
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.quant_utils import add_pre_process_metadata
+
+    fused, _ = fused_graph(graph)
+    ours = quantize_int8(fused)
+    add_pre_process_metadata(fused)
+    quantize_dynamic(fused, tmp_path / "q.onnx", weight_type=QuantType.QInt8, per_channel=True)
+    theirs = onnx.load(tmp_path / "q.onnx")
+    arrays = [
+        {i.name: numpy_helper.to_array(i) for i in g.graph.initializer} for g in (ours, theirs)
+    ]
+    assert arrays[0].keys() == arrays[1].keys()
+    for name, array in arrays[0].items():
+        assert array.dtype == arrays[1][name].dtype, name
+        assert np.array_equal(array, arrays[1][name]), name
+    ops = [Counter(n.op_type for n in g.graph.node) for g in (ours, theirs)]
+    assert ops[0] == ops[1]
+    assert (ops[0]["QAttention"], ops[0]["MatMulInteger"], ops[0]["DequantizeLinear"]) == (6, 18, 3)
+    for length in (7, 126):
+        assert np.array_equal(_last_hidden_state(ours, length), _last_hidden_state(theirs, length))
+
+
+def test_an_unfused_graph_is_left_to_onnxruntimes_quantizer(graph: onnx.ModelProto) -> None:
+    with pytest.raises(Unsupported, match=r"Transpose|multiplies two activations"):
+        quantize_int8(graph)  # the attention's own products and transposes: onnxruntime's
 
 
 def _last_hidden_state(graph: onnx.ModelProto, length: int) -> np.ndarray:
