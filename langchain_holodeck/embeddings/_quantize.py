@@ -89,7 +89,8 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
     body = model.graph
     initializers = {init.name: init for init in body.initializer}
     added: list[onnx.TensorProto] = []
-    dropped: set[str] = set()
+    dropped: set[str] = set()  # float weights and tables replaced by their quantized forms
+    tables: set[str] = set()  # of them, the gathered tables
     dynamic: set[str] = set()  # activations already quantized per run
     nodes: list[onnx.NodeProto] = []
 
@@ -98,16 +99,20 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
         return None if init is None else numpy_helper.to_array(init)
 
     def per_column(name: str) -> tuple[str, str, str]:
+        names = (name + "_quantized", name + "_scale", name + "_zero_point")
+        if name in tables:
+            msg = f"{name!r} is both a weight and a gathered table"
+            raise Unsupported(msg)
+        if name in dropped:  # a weight two nodes read: quantized once
+            return names
         data = weight(name)
         if data is None or data.ndim != 2 or data.dtype != np.float32:
             msg = f"weight {name!r} is not a constant float32 matrix"
             raise Unsupported(msg)
-        for suffix, array in zip(
-            ("_quantized", "_scale", "_zero_point"), _symmetric_int8_per_column(data), strict=True
-        ):
-            added.append(numpy_helper.from_array(array, name + suffix))
+        for quantized, array in zip(names, _symmetric_int8_per_column(data), strict=True):
+            added.append(numpy_helper.from_array(array, quantized))
         dropped.add(name)
-        return name + "_quantized", name + "_scale", name + "_zero_point"
+        return names
 
     def activation(name: str) -> tuple[str, str, str]:
         outputs = (name + "_quantized", name + "_scale", name + "_zero_point")
@@ -159,18 +164,20 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
             nodes.append(quantized)
         elif node.op_type == "Gather" and node.domain in ("", "ai.onnx"):
             table = weight(node.input[0])
-            if table is None:  # gathering from an activation (shapes): left as it is
-                nodes.append(node)
-                continue
-            if table.dtype != np.float32:
+            if table is None or table.dtype != np.float32:  # e.g. shapes: left as they are
                 nodes.append(node)
                 continue
             name = node.input[0]
-            for suffix, array in zip(
-                ("_quantized", "_scale", "_zero_point"), _asymmetric_uint8(table), strict=True
-            ):
-                added.append(numpy_helper.from_array(array, name + suffix))
-            dropped.add(name)
+            if name in dropped and name not in tables:
+                msg = f"{name!r} is both a weight and a gathered table"
+                raise Unsupported(msg)
+            if name not in tables:  # a table two nodes read: quantized once
+                tables.add(name)
+                for suffix, array in zip(
+                    ("_quantized", "_scale", "_zero_point"), _asymmetric_uint8(table), strict=True
+                ):
+                    added.append(numpy_helper.from_array(array, name + suffix))
+                dropped.add(name)
             out = node.output[0]
             gathered = helper.make_node(
                 "Gather", [name + "_quantized", node.input[1]], [out + "_quantized"], node.name

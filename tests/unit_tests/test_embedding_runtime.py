@@ -274,6 +274,54 @@ def test_the_fused_graph_is_quantized_as_onnxruntime_quantizes_it(
         assert np.array_equal(_last_hidden_state(ours, length), _last_hidden_state(theirs, length))
 
 
+def test_shared_weights_and_tables_are_quantized_once_as_onnxruntime_does(
+    tmp_path: Path,
+) -> None:
+    """A weight two products read, a table two lookups read: one quantized copy each."""
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(7)
+    weight = rng.normal(size=(8, 8)).astype(np.float32)
+    table = rng.normal(size=(10, 8)).astype(np.float32)
+    tensor = helper.make_tensor_value_info
+    model = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node("Gather", ["table", "ids"], ["rows"], "lookup"),
+                helper.make_node("Gather", ["table", "other_ids"], ["more"], "lookup_again"),
+                helper.make_node("Add", ["rows", "more"], ["both"], "add"),
+                helper.make_node("MatMul", ["both", "w"], ["hidden"], "first"),
+                helper.make_node("MatMul", ["hidden", "w"], ["out"], "second"),
+            ],
+            "shared",
+            [
+                tensor("ids", TensorProto.INT64, [1, 4]),
+                tensor("other_ids", TensorProto.INT64, [1, 4]),
+            ],
+            [tensor("out", TensorProto.FLOAT, [1, 4, 8])],
+            [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(table, "table")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    ours = quantize_int8(model)
+    onnx.checker.check_model(ours)
+    quantized = [f"{name}_{part}" for name in ("w", "table") for part in ("quantized", "scale")]
+    zero_points = ["w_zero_point", "table_zero_point"]
+    assert Counter(i.name for i in ours.graph.initializer) == Counter(quantized + zero_points)
+    onnx.save(model, tmp_path / "f.onnx")
+    quantize_dynamic(
+        tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=QuantType.QInt8, per_channel=True
+    )
+    feed = {"ids": np.array([[1, 2, 3, 9]]), "other_ids": np.array([[0, 0, 5, 7]])}
+    outputs = [
+        onnxruntime.InferenceSession(g, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+        for g in (ours.SerializeToString(), str(tmp_path / "q.onnx"))
+    ]
+    assert np.array_equal(outputs[0], outputs[1])
+
+
 def test_an_unfused_graph_is_left_to_onnxruntimes_quantizer(graph: onnx.ModelProto) -> None:
     with pytest.raises(Unsupported, match=r"Transpose|multiplies two activations"):
         quantize_int8(graph)  # the attention's own products and transposes: onnxruntime's
