@@ -17,12 +17,14 @@ operation.
 - ``Gather`` from a constant table (the embeddings): the table becomes uint8, one asymmetric
   scale for the whole table, and the rows gathered are dequantized (``DequantizeLinear``).
 
-Any other operator, or a ``MatMul`` of two activations (the unfused attention), raises
-``Unsupported``: the caller then uses onnxruntime's own quantizer.
+Any other operator onnxruntime's quantizer would quantize (``_QUANTIZED_ELSEWHERE``), a
+``MatMul`` of two activations (the unfused attention), or a tensor both multiplied and
+gathered raises ``Unsupported``: the caller then uses onnxruntime's own quantizer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,13 +35,21 @@ if TYPE_CHECKING:
 __all__ = ["Unsupported", "quantize_int8"]
 
 _MICROSOFT = "com.microsoft"
+Quantized = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A tensor's quantized values, scale and zero point."""
+Names = tuple[str, str, str]
+"""Their names in the graph: ``<name>_quantized``, ``<name>_scale``, ``<name>_zero_point``."""
+
+
+def _names(name: str) -> Names:
+    return name + "_quantized", name + "_scale", name + "_zero_point"
 
 
 class Unsupported(ValueError):
     """The graph holds an operator this quantizer does not write as onnxruntime would."""
 
 
-def _symmetric_int8_per_column(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _symmetric_int8_per_column(weight: np.ndarray) -> Quantized:
     """``(quantized int8, scale float32 [N], zero point int8 [N])`` of a ``[K, N]`` weight.
 
     onnxruntime's per-channel ``QInt8`` weights: the range of each column widened to hold 0,
@@ -55,7 +65,7 @@ def _symmetric_int8_per_column(weight: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return quantized.astype(np.int8), scale, np.zeros(scale.shape, dtype=np.int8)
 
 
-def _asymmetric_uint8(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _asymmetric_uint8(table: np.ndarray) -> Quantized:
     """``(quantized uint8, scale float32 [], zero point uint8 [])`` of a whole table.
 
     onnxruntime's ``Gather`` tables: one range for the table, widened to hold 0, divided into
@@ -89,8 +99,8 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
     body = model.graph
     initializers = {init.name: init for init in body.initializer}
     added: list[onnx.TensorProto] = []
-    dropped: set[str] = set()  # float weights and tables replaced by their quantized forms
-    tables: set[str] = set()  # of them, the gathered tables
+    weights: set[str] = set()  # float weights replaced by their quantized forms
+    tables: set[str] = set()  # float tables likewise
     dynamic: set[str] = set()  # activations already quantized per run
     nodes: list[onnx.NodeProto] = []
 
@@ -98,24 +108,28 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
         init = initializers.get(name)
         return None if init is None else numpy_helper.to_array(init)
 
-    def per_column(name: str) -> tuple[str, str, str]:
-        names = (name + "_quantized", name + "_scale", name + "_zero_point")
-        if name in tables:
+    def replace(
+        name: str, data: np.ndarray, kind: set[str], quantize: Callable[[np.ndarray], Quantized]
+    ) -> Names:
+        """``name``'s quantized tensors, written once however many nodes read it."""
+        names = _names(name)
+        if name in (weights | tables) - kind:
             msg = f"{name!r} is both a weight and a gathered table"
             raise Unsupported(msg)
-        if name in dropped:  # a weight two nodes read: quantized once
-            return names
+        if name not in kind:
+            added.extend(map(numpy_helper.from_array, quantize(data), names))
+            kind.add(name)
+        return names
+
+    def per_column(name: str) -> Names:
         data = weight(name)
         if data is None or data.ndim != 2 or data.dtype != np.float32:
             msg = f"weight {name!r} is not a constant float32 matrix"
             raise Unsupported(msg)
-        for quantized, array in zip(names, _symmetric_int8_per_column(data), strict=True):
-            added.append(numpy_helper.from_array(array, quantized))
-        dropped.add(name)
-        return names
+        return replace(name, data, weights, _symmetric_int8_per_column)
 
-    def activation(name: str) -> tuple[str, str, str]:
-        outputs = (name + "_quantized", name + "_scale", name + "_zero_point")
+    def activation(name: str) -> Names:
+        outputs = _names(name)
         if name not in dynamic:
             dynamic.add(name)
             nodes.append(
@@ -167,27 +181,17 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
             if table is None or table.dtype != np.float32:  # e.g. shapes: left as they are
                 nodes.append(node)
                 continue
-            name = node.input[0]
-            if name in dropped and name not in tables:
-                msg = f"{name!r} is both a weight and a gathered table"
-                raise Unsupported(msg)
-            if name not in tables:  # a table two nodes read: quantized once
-                tables.add(name)
-                for suffix, array in zip(
-                    ("_quantized", "_scale", "_zero_point"), _asymmetric_uint8(table), strict=True
-                ):
-                    added.append(numpy_helper.from_array(array, name + suffix))
-                dropped.add(name)
+            q_t, s_t, z_t = replace(node.input[0], table, tables, _asymmetric_uint8)
             out = node.output[0]
             gathered = helper.make_node(
-                "Gather", [name + "_quantized", node.input[1]], [out + "_quantized"], node.name
+                "Gather", [q_t, node.input[1]], [out + "_quantized"], node.name
             )
             gathered.attribute.extend(node.attribute)
             nodes += [
                 gathered,
                 helper.make_node(
                     "DequantizeLinear",
-                    [out + "_quantized", name + "_scale", name + "_zero_point"],
+                    [out + "_quantized", s_t, z_t],
                     [out],
                     out + "_DequantizeLinear",
                 ),
@@ -198,6 +202,7 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
         else:
             nodes.append(node)
     still_read = {name for node in nodes for name in node.input}
+    dropped = weights | tables
     kept = [i for i in body.initializer if i.name not in dropped or i.name in still_read]
     del body.initializer[:]
     body.initializer.extend([*kept, *added])

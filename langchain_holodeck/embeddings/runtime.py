@@ -247,10 +247,18 @@ def build_int8_graph(
             graph, fusions = fused_graph(graph)
             logger.info("OnnxEmbeddings: int8 graph fused: %s", ", ".join(fusions) or "nothing")
             try:  # the same graph as quantize_dynamic's, ~6x sooner (_quantize)
-                atomic_write_bytes(target, quantize_int8(graph).SerializeToString())
-                return
+                data = quantize_int8(graph).SerializeToString()
             except Unsupported as e:  # e.g. left unfused: onnxruntime's quantizer
                 logger.info("OnnxEmbeddings: int8 graph quantized by onnxruntime (%s)", e)
+            except Exception as e:  # a failure of ours must not cost the int8 path
+                logger.warning(
+                    "OnnxEmbeddings: int8 graph quantized by onnxruntime (%s: %s)",
+                    type(e).__name__,
+                    e,
+                )
+            else:
+                atomic_write_bytes(target, data)
+                return
         add_pre_process_metadata(graph)  # the folding is its pre-processing: no root warning
         quantized = Path(tmp) / "int8.onnx"
         quantize_dynamic(graph, quantized, weight_type=QuantType.QInt8, per_channel=True)

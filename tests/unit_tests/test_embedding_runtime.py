@@ -322,6 +322,23 @@ def test_shared_weights_and_tables_are_quantized_once_as_onnxruntime_does(
     assert np.array_equal(outputs[0], outputs[1])
 
 
+def test_a_failure_of_quantize_int8_falls_back_to_onnxruntimes_quantizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_holodeck.embeddings import runtime
+
+    def broken(graph: onnx.ModelProto) -> onnx.ModelProto:
+        msg = "a scale went wrong"
+        raise FloatingPointError(msg)
+
+    monkeypatch.setattr(runtime, "quantize_int8", broken)
+    with caplog.at_level(logging.WARNING):
+        build_int8_graph(OnnxEmbeddings()._weights(), tmp_path / "g.onnx")
+    assert "quantized by onnxruntime (FloatingPointError: a scale went wrong)" in caplog.text
+    ops = _ops(tmp_path / "g.onnx")
+    assert (ops["QAttention"], ops["BiasGelu"]) == (6, 6)  # still fused, quantized all the same
+
+
 def test_an_unfused_graph_is_left_to_onnxruntimes_quantizer(graph: onnx.ModelProto) -> None:
     with pytest.raises(Unsupported, match=r"Transpose|multiplies two activations"):
         quantize_int8(graph)  # the attention's own products and transposes: onnxruntime's
