@@ -16,6 +16,9 @@ reads: ``fit``, ``auto``, ``best``, ``mean`` or ``first`` (see ``embeddings/wind
 LONG_TEXT_MODES: tuple[LongTextMode, ...] = ("fit", "auto", "best", "mean", "first")
 DEFAULT_LONG_TEXT: LongTextMode = "fit"
 """A tool's ``long_text`` unless set: chosen on SciFact train and the code set's dev split."""
+WINDOWED_MODES: tuple[LongTextMode, ...] = ("fit", "auto", "best")
+"""The modes whose further windows sync stores as entries of their own (part of the model id
+with their window size)."""
 UNSET_LONG_TEXTS: tuple[LongTextMode, ...] = ("fit", "auto")
 """The ``long_text`` values that mean "not chosen": the default, and ``auto``, the default
 before it, which settings written then may name. A model without windows (OpenAI, a given

@@ -10,6 +10,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
+from langchain_holodeck._embedding_settings import WINDOWED_MODES
+
 
 class CachedEmbeddings(Embeddings):
     """Embeddings cached by content: a text embedded once is never sent to the model again.
@@ -160,7 +162,7 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if isinstance(long_text, str) and long_text != "mean":
         parts.append(f"long_text={long_text}")
         window = getattr(embeddings, "window_tokens", None)
-        windowed = long_text in ("fit", "auto", "best")
+        windowed = long_text in WINDOWED_MODES
         if windowed and isinstance(window, int) and not isinstance(window, bool):
             parts.append(f"window_tokens={window}")
     if getattr(embeddings, "precision", None) == "int8":

@@ -42,11 +42,10 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._chunk import CODE_CHUNK_TYPE
 from langchain_holodeck._embedding_settings import LONG_TEXT_MODES as LONG_TEXT_MODES
+from langchain_holodeck._embedding_settings import WINDOWED_MODES as WINDOWED_MODES
 from langchain_holodeck._embedding_settings import LongTextMode as LongTextMode
 from langchain_holodeck.embeddings.cached import CachedEmbeddings
 
-WINDOWED_MODES: tuple[LongTextMode, ...] = ("fit", "auto", "best")
-"""The modes whose further windows sync stores as entries of their own."""
 MAX_QUERY_WINDOWS = 4
 """Windows of a query that are embedded (and averaged): 4 of 256 word pieces, ~700 words."""
 
