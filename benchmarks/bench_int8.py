@@ -4,6 +4,7 @@
     python benchmarks/bench_int8.py --data /path/to/scifact --windows 1000 --no-ndcg
     python benchmarks/bench_int8.py --data /path/to/scifact --only-graphs --abstracts 400
     python benchmarks/bench_int8.py --data /path/to/scifact --only-batches --abstracts 400
+    python benchmarks/bench_int8.py --only-build
 
 1. Throughput: the first ``--windows`` windows of 128 word pieces (the default's document
    windows) cut from SciFact abstracts, embedded by ``OnnxEmbeddings(precision="fp32")``
@@ -33,6 +34,10 @@
    4, 8 and 16 windows on one thread, alternating by slices: windows per CPU-second of each
    batch size and how far its vectors move from the batch-of-one vectors (the activations'
    int8 scale is one per run, so a window's vector depends on its batchmates).
+6. Build (``--only-build``, no data needed): the one-time int8 graph build's steps (fold,
+   fuse and probe), then the fused graph quantized by ``quantize_int8`` (ours) and by
+   onnxruntime's ``quantize_dynamic`` in turn, three times each: wall and CPU seconds, and
+   whether both write the same initializers.
 """
 
 from __future__ import annotations
@@ -221,6 +226,61 @@ def graphs(texts: list[str], slices: int = 6) -> None:
                 )
 
 
+def build(repeats: int = 3) -> None:
+    """Section 6: the one-time build's steps, and ``quantize_int8`` next to ``quantize_dynamic``.
+
+    Folding and fusing (with its probe) run once each, timed; then the fused graph is quantized
+    by both quantizers in turn, ``repeats`` times, the order flipped each time: wall and CPU
+    seconds of each, and whether the two write the same initializers and token states.
+    """
+    import onnx
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.quant_utils import add_pre_process_metadata
+
+    from langchain_holodeck.embeddings._fusions import fused_graph
+    from langchain_holodeck.embeddings._quantize import quantize_int8
+
+    def timed(step):  # type: ignore[no-untyped-def]
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = step()
+        return out, time.perf_counter() - wall, time.process_time() - cpu
+
+    weights = OnnxEmbeddings()._weights()
+    with tempfile.TemporaryDirectory() as tmp:
+        graph, wall, cpu = timed(lambda: runtime.folded_graph(weights, directory=Path(tmp)))
+        runtime.drop_nan_guards(graph)
+        print(f"  fold the constants: {wall:.2f} s wall, {cpu:.2f} CPU-s")
+        (fused, applied), wall, cpu = timed(lambda: fused_graph(graph))
+        print(f"  fuse ({', '.join(applied)}) and probe: {wall:.2f} s wall, {cpu:.2f} CPU-s")
+        add_pre_process_metadata(fused)
+        target = Path(tmp) / "q.onnx"
+
+        def theirs():  # type: ignore[no-untyped-def]
+            quantize_dynamic(fused, target, weight_type=QuantType.QInt8, per_channel=True)
+            return onnx.load(target)
+
+        steps = {"quantize_int8 (ours)": lambda: quantize_int8(fused), "quantize_dynamic": theirs}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in steps}
+        graphs: dict[str, onnx.ModelProto] = {}
+        for n in range(repeats):
+            for name in list(steps)[:: 1 if n % 2 == 0 else -1]:
+                graphs[name], wall, cpu = timed(steps[name])
+                times[name].append((wall, cpu))
+        for name, runs in times.items():
+            walls = ", ".join(f"{w:.2f}" for w, _ in runs)
+            cpus = ", ".join(f"{c:.2f}" for _, c in runs)
+            print(f"  {name}: {walls} s wall; {cpus} CPU-s")
+        arrays = [
+            {i.name: numpy_helper.to_array(i) for i in g.graph.initializer} for g in graphs.values()
+        ]
+        same = arrays[0].keys() == arrays[1].keys() and all(
+            a.dtype == arrays[1][k].dtype and np.array_equal(a, arrays[1][k])
+            for k, a in arrays[0].items()
+        )
+        print(f"  the same initializers, bit for bit: {same} ({load_line()})")
+
+
 def batches(texts: list[str], sizes: tuple[int, ...] = (1, 2, 4, 8, 16), slices: int = 6) -> None:
     from langchain_holodeck.embeddings.onnx import _run
 
@@ -258,15 +318,22 @@ def batches(texts: list[str], sizes: tuple[int, ...] = (1, 2, 4, 8, 16), slices:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="the BEIR SciFact folder")
+    parser.add_argument("--data", type=Path, help="the BEIR SciFact folder (all but build)")
     parser.add_argument("--windows", type=int, default=1000, help="windows for throughput")
     parser.add_argument("--no-ndcg", action="store_true", help="skip the SciFact corpus pass")
     parser.add_argument("--only-graphs", action="store_true", help="section 4 alone")
     parser.add_argument("--only-batches", action="store_true", help="section 5 alone")
+    parser.add_argument("--only-build", action="store_true", help="section 6 alone (no data)")
     parser.add_argument("--abstracts", type=int, default=400, help="abstracts for sections 4, 5")
     args = parser.parse_args()
-    docs, _, _ = load(args.data)
     print(f"CPU count {os.cpu_count()}; {load_line()}")
+    if args.only_build:
+        print("\n6. The one-time int8 graph build: its steps, and the two quantizers in turn")
+        build()
+        return
+    if args.data is None:
+        parser.error("--data is needed (every section but --only-build)")
+    docs, _, _ = load(args.data)
     if args.only_graphs:
         print("\n4. The int8 graph and session: v1, all fusions, today; same windows, alternating")
         graphs([d.page_content for d in docs[: args.abstracts]])
@@ -286,6 +353,8 @@ def main() -> None:
     graphs([d.page_content for d in docs[: args.abstracts]])
     print("\n5. Batches of full windows in today's int8 session, one thread, alternating")
     batches([d.page_content for d in docs[: args.abstracts]])
+    print("\n6. The one-time int8 graph build: its steps, and the two quantizers in turn")
+    build()
     print(f"\n{load_line()}")
 
 
