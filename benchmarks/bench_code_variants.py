@@ -132,6 +132,10 @@ def main() -> None:
         ("signature entry (words: definition line)", lambda: fuse(with_sig, keywords)),
         ("names counted 2 more times in BM25", lambda: fuse(body, name_field)),
         ("both (the new default)", lambda: fuse(with_sig, name_field)),
+        (
+            "plain RRF (k=60, 0.5/0.5) of the default's legs",
+            lambda: rrf(with_sig, name_field, (0.5, 0.5)),
+        ),
     ]
     if args.split == "dev":
         lines, words = (

@@ -307,6 +307,31 @@ def test_local_embeddings_cut_the_same_windows_as_the_onnx_default() -> None:
 
 
 @needs_sentence_transformers
+def test_local_embeddings_fit_like_the_onnx_default() -> None:
+    """``fit``: whole when it fits 256 (plus windows past 128), else windows; as OnnxEmbeddings."""
+    sentence = "the holodeck grid rerouted power to deck {n}. "
+    long = "".join(sentence.format(n=n) for n in range(60))  # > 256 word pieces
+    middle = "".join(sentence.format(n=n) for n in range(14))  # 128 < n <= 256
+    texts = [long, middle, "short text"]
+    local = LocalEmbeddings(window_tokens=128, long_text="fit")
+    onnx = OnnxEmbeddings(long_text="fit", precision="fp32")  # torch computes fp32
+    assert 128 < local.count_tokens(middle) <= 254 < local.count_tokens(long)
+    cut = local.window_texts(texts)
+    assert cut == onnx.window_texts(texts)
+    assert cut[1][0] == middle  # itself, then its two windows
+    assert len(cut[1]) == 3
+    assert cut[0][0] != long  # its first window, no whole
+    assert long.startswith(cut[0][0])
+    assert cut[2] == ["short text"]
+    # a document is stored as its own entry: the first window of a long text, else itself
+    own = np.asarray(local.embed_documents(texts))
+    firsts = np.asarray(local.embed_documents([cut[0][0], middle, "short text"]))
+    np.testing.assert_allclose(own, firsts, atol=1e-5)
+    cosines = (own * np.asarray(onnx.embed_documents(texts))).sum(axis=1)
+    assert cosines.min() >= 0.998  # the same vectors: the ONNX weights are int8
+
+
+@needs_sentence_transformers
 def test_committed_reference_vectors_are_the_torch_models() -> None:
     import json
 
