@@ -31,7 +31,7 @@ import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +44,7 @@ from langchain_core.documents import Document
 
 from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
 from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.tools import HierarchicalDocumentTool
 
 CUTS = (5, 10, 20)
@@ -69,7 +70,12 @@ def ours(
     sweep: bool = False,
     feedback_docs: int | None = None,
     feedback_grid: Sequence[tuple[int, float]] = (),
-) -> tuple[dict, float]:
+    variants: Mapping[str, Mapping[str, object]] | None = None,
+) -> tuple[dict, float, dict[str, dict]]:
+    """The tool over ``pairs``, ingested in ``work``: each query's ranked pair ids, the seconds
+    the queries took, and the runs of ``variants`` (label -> ``HybridRetriever`` fields set on
+    the same ingested tool's retriever).
+    """
     source = work / "functions"
     source.mkdir()
     by_file: dict[str, str] = {}
@@ -89,25 +95,27 @@ def ours(
     print(f"(ours: ingested {result.added} chunks in {time.perf_counter() - started:.0f} s)")
     retriever = tool.as_retriever()
 
-    def search(query: str) -> list[str]:
-        ranked = [by_file[d.metadata["source_path"]] for d in retriever.invoke(query, k=50)]
-        return list(dict.fromkeys(ranked))
+    def searcher(variant: HybridRetriever) -> Callable[[str], list[str]]:
+        def search(query: str) -> list[str]:
+            ranked = [by_file[d.metadata["source_path"]] for d in variant.invoke(query, k=50)]
+            return list(dict.fromkeys(ranked))
+
+        return search
 
     started = time.perf_counter()
-    runs = run_all(pairs, search)
+    runs = run_all(pairs, searcher(retriever))
     secs = time.perf_counter() - started
+    variant_runs = {
+        label: run_all(pairs, searcher(retriever.model_copy(update=dict(update))))
+        for label, update in (variants or {}).items()
+    }
     if feedback_grid:
         print("\nFeedback sweep over the tool's own indexes:\n")
         print("| feedback_docs | feedback_weight | Pass@5 | Pass@10 | Pass@20 | nDCG@10 |")
         print("|---:|---:|---:|---:|---:|---:|")
         for n, weight in feedback_grid:
             variant = retriever.model_copy(update={"feedback_docs": n, "feedback_weight": weight})
-
-            def search_feedback(query: str, variant=variant) -> list[str]:
-                ranked = [by_file[d.metadata["source_path"]] for d in variant.invoke(query, k=50)]
-                return list(dict.fromkeys(ranked))
-
-            cells = " | ".join(f"{v:.3f}" for v in scores(run_all(pairs, search_feedback), pairs))
+            cells = " | ".join(f"{v:.3f}" for v in scores(run_all(pairs, searcher(variant)), pairs))
             print(f"| {n} | {weight} | {cells} |", flush=True)
     if sweep:
         print("\nSweep over the tool's own indexes (dev only):\n")
@@ -129,15 +137,10 @@ def ours(
             variant = base.model_copy(
                 update={"weights": weights, "rrf_k": rrf_k, "fetch_k": fetch_k}
             )
-
-            def search_variant(query: str, variant=variant) -> list[str]:
-                ranked = [by_file[d.metadata["source_path"]] for d in variant.invoke(query, k=50)]
-                return list(dict.fromkeys(ranked))
-
-            values = scores(run_all(pairs, search_variant), pairs)
+            values = scores(run_all(pairs, searcher(variant)), pairs)
             cells = " | ".join(f"{v:.3f}" for v in values)
             print(f"| {weights} | {rrf_k} | {fetch_k} | {cells} |")
-    return runs, secs
+    return runs, secs, variant_runs
 
 
 def main() -> None:
@@ -182,7 +185,7 @@ def main() -> None:
 
     rows: list[tuple[str, tuple[float, ...]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        runs, secs = ours(
+        runs, secs, _ = ours(
             pairs,
             emb,
             Path(tmp),

@@ -2,8 +2,9 @@
 
 ``quantize_int8`` writes what onnxruntime's ``quantize_dynamic(graph,
 weight_type=QuantType.QInt8, per_channel=True)`` writes for the operators of the fused MiniLM
-graph, and the same numbers: bit for bit the same initializers and vectors on onnxruntime 1.32
-(``tests/unit_tests/test_embedding_runtime.py``). onnxruntime's quantizer computes each output
+graph, and the same numbers: bit for bit the same initializers and vectors as the installed
+onnxruntime's quantizer (``tests/unit_tests/test_embedding_runtime.py``; checked on 1.20.1,
+1.24.4, 1.28.0, 1.30.0, 1.31.1 and 1.32.0). onnxruntime's quantizer computes each output
 channel's scale in a Python loop (20,739 channels here): 1.7 of the ~2.4 s it takes, which the
 very first run on a machine pays before embedding anything. Here each weight is one array
 operation.
@@ -24,7 +25,9 @@ gathered raises ``Unsupported``: the caller then uses onnxruntime's own quantize
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -65,15 +68,19 @@ def _symmetric_int8_per_column(weight: np.ndarray) -> Quantized:
     return quantized.astype(np.int8), scale, np.zeros(scale.shape, dtype=np.int8)
 
 
-def _asymmetric_uint8(table: np.ndarray) -> Quantized:
+def _asymmetric_uint8(table: np.ndarray, *, float32_range: bool) -> Quantized:
     """``(quantized uint8, scale float32 [], zero point uint8 [])`` of a whole table.
 
     onnxruntime's ``Gather`` tables: one range for the table, widened to hold 0, divided into
-    255 steps (in float64, stored as float32); the zero point from the float64 scale.
+    255 steps (in float64, stored as float32); the zero point from the float64 scale. The range
+    ``max - min`` is subtracted in float64, or, with ``float32_range``, in float32 then widened:
+    onnxruntime before 1.31 does so, and its scale can be one unit in the last place apart,
+    which moves the vectors (dynamic quantization rounds every activation by its run's range).
     """
     rmin = np.minimum(table.min(), np.float32(0))
     rmax = np.maximum(table.max(), np.float32(0))
-    scale64 = np.array((np.float64(rmax) - np.float64(rmin)) / np.float64(255))
+    span = np.float64(rmax - rmin) if float32_range else np.float64(rmax) - np.float64(rmin)
+    scale64 = np.array(span / np.float64(255))
     scale: np.ndarray
     if scale64 < np.finfo(np.float32).tiny:
         scale, zero_point = np.array(1.0, dtype=np.float32), np.array(0, dtype=np.uint8)
@@ -84,8 +91,19 @@ def _asymmetric_uint8(table: np.ndarray) -> Quantized:
     return quantized.astype(np.uint8), scale, zero_point
 
 
-def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
+def onnxruntime_subtracts_in_float32() -> bool:
+    """Whether the installed onnxruntime's quantizer takes a range's width in float32 (< 1.31)."""
+    import onnxruntime
+
+    release = tuple(int(part) for part in re.findall(r"\d+", onnxruntime.__version__)[:2])
+    return release < (1, 31)
+
+
+def quantize_int8(graph: onnx.ModelProto, *, float32_range: bool | None = None) -> onnx.ModelProto:
     """A copy of ``graph`` quantized as ``quantize_dynamic(..., QInt8, per_channel=True)`` does.
+
+    ``float32_range``: round a table's range as onnxruntime before 1.31 does (default: as the
+    installed onnxruntime does, ``onnxruntime_subtracts_in_float32``).
 
     Raises:
         Unsupported: When an operator onnxruntime's quantizer would quantize is not one of
@@ -94,6 +112,8 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
     import onnx
     from onnx import helper, numpy_helper
 
+    if float32_range is None:
+        float32_range = onnxruntime_subtracts_in_float32()
     model = onnx.ModelProto()
     model.CopyFrom(graph)
     body = model.graph
@@ -181,7 +201,12 @@ def quantize_int8(graph: onnx.ModelProto) -> onnx.ModelProto:
             if table is None or table.dtype != np.float32:  # e.g. shapes: left as they are
                 nodes.append(node)
                 continue
-            q_t, s_t, z_t = replace(node.input[0], table, tables, _asymmetric_uint8)
+            q_t, s_t, z_t = replace(
+                node.input[0],
+                table,
+                tables,
+                partial(_asymmetric_uint8, float32_range=float32_range),
+            )
             out = node.output[0]
             gathered = helper.make_node(
                 "Gather", [q_t, node.input[1]], [out + "_quantized"], node.name

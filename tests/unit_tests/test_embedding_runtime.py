@@ -304,6 +304,7 @@ def test_shared_weights_and_tables_are_quantized_once_as_onnxruntime_does(
             [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(table, "table")],
         ),
         opset_imports=[helper.make_opsetid("", 17)],
+        ir_version=10,  # the model's: onnxruntime before 1.32 reads IR 13 at most
     )
     ours = quantize_int8(model)
     onnx.checker.check_model(ours)
@@ -320,6 +321,42 @@ def test_shared_weights_and_tables_are_quantized_once_as_onnxruntime_does(
         for g in (ours.SerializeToString(), str(tmp_path / "q.onnx"))
     ]
     assert np.array_equal(outputs[0], outputs[1])
+
+
+def test_a_tables_range_is_rounded_as_the_installed_onnxruntime_rounds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before 1.31, onnxruntime takes ``max - min`` in float32, then widens it: the scale can
+    be one unit in the last place apart, and with it the vectors (on 1.20.1, before this was
+    followed: cosine down to 0.994 against quantize_dynamic's graph, 40 random windows)."""
+    import onnxruntime
+
+    from langchain_holodeck.embeddings._quantize import (
+        _asymmetric_uint8,
+        onnxruntime_subtracts_in_float32,
+    )
+
+    table = np.array([[-2.2508543, 0.5], [1.0557429, 0.0]], dtype=np.float32)
+    low, high = table.min(), table.max()
+    widened = np.float64(high) - np.float64(low)  # onnxruntime >= 1.31
+    narrow = np.float64(high - low)  # onnxruntime < 1.31: float32, then float64
+    assert widened != narrow
+    for float32_range, span in ((False, widened), (True, narrow)):
+        _, scale, zero_point = _asymmetric_uint8(table, float32_range=float32_range)
+        assert scale == np.float32(span / 255)
+        assert zero_point == np.round(-low / (span / 255))
+    assert (
+        _asymmetric_uint8(table, float32_range=True)[1]
+        != _asymmetric_uint8(table, float32_range=False)[1]
+    )
+    for version, older in (
+        ("1.20.1", True),
+        ("1.30.0", True),
+        ("1.31.1", False),
+        ("1.32.0", False),
+    ):
+        monkeypatch.setattr(onnxruntime, "__version__", version)
+        assert onnxruntime_subtracts_in_float32() is older
 
 
 def test_a_failure_of_quantize_int8_falls_back_to_onnxruntimes_quantizer(
