@@ -106,7 +106,14 @@ def top_k_rows(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     if k >= n:
         return negated.argsort(kind="stable")
     part = negated.argpartition(k - 1)[:k]
-    return part[np.lexsort((part, negated[part]))]
+    # argpartition picks any of the rows tied with the k-th score: take all that reach it
+    # (ascending rows; one more pass, cheap next to the partition) and keep the lower ones
+    reach = (negated <= negated[part].max()).nonzero()[0]
+    if len(reach) > k:
+        part = reach
+    else:
+        part.sort()
+    return part[negated[part].argsort(kind="stable")[:k]]
 
 
 def mmr(

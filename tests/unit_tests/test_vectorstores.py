@@ -499,3 +499,27 @@ def test_add_vectors_normalizes_its_own_copy_never_the_callers_array() -> None:
     assert np.array_equal(vectors, before)
     hits = store.similarity_search_with_score_by_vector([1.0, 0.0], k=2)
     assert [(d.id, round(s, 6)) for d, s in hits] == [("a", 0.6), ("b", 0.0)]
+
+
+def test_rows_tied_at_the_cut_are_the_lower_ones() -> None:
+    """``top_k_rows``' contract (ties: lower row first) holds where ties straddle the k-th."""
+    from langchain_holodeck.vectorstores._ranking import top_k_rows
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n = int(rng.integers(2, 3000))
+        scores = rng.integers(0, 4, n).astype(np.float32)  # a few values: many ties
+        for k in (1, int(rng.integers(1, n)), n):
+            expected = np.lexsort((np.arange(n), -scores))[:k]
+            np.testing.assert_array_equal(top_k_rows(scores, k), expected)
+
+
+def test_duplicate_chunks_come_back_in_the_order_they_were_added(embeddings) -> None:
+    """The same text in many files: equal vectors; a search returns the first added first."""
+    store = MatrixVectorStore(embeddings)
+    store.add_documents(
+        [Document(id=f"copy-{n:04d}", page_content="license header") for n in range(2000)]
+        + [Document(id="other", page_content="boarding pass")]
+    )
+    found = [d.id for d in store.similarity_search("license header", k=5)]
+    assert found == [f"copy-{n:04d}" for n in range(5)]
