@@ -299,15 +299,19 @@ ETA_NOTE_ENTRIES = 2000
 there are and about how long the rest will take."""
 ETA_PACE_SHARE = 0.05
 """The share of a long sync's entries after its first batch that the time left is paced on."""
+ETA_MIN_LEFT = 10.0
+"""Seconds left under which the note is not given: "about 0 s left" at the end of an ingest
+whose vectors were embedded while its files loaded says nothing a user can act on."""
 
 
 class Eta:
     """One note early in a long sync: entries to write, and time left at the pace since batch 1.
 
-    The first batch is not a pace: it also waits for the model to load, and in an ingest for
-    the vectors embedded while files loaded (after which the rest goes faster). The rate is
-    measured from the end of the first batch over the next 5% of the entries (at least one
-    batch; requests in flight end in bursts, so one batch alone is no pace either).
+    No note when less than ``ETA_MIN_LEFT`` is left. The first batch is not a pace: it also
+    waits for the model to load, and in an ingest for the vectors embedded while files loaded
+    (after which the rest goes faster). The rate is measured from the end of the first batch
+    over the next 5% of the entries (at least one batch; requests in flight end in bursts, so
+    one batch alone is no pace either).
     """
 
     def __init__(self, chunks: int, windows: int) -> None:
@@ -332,6 +336,8 @@ class Eta:
         elapsed = now - since
         rate = (self.done - done) / elapsed if elapsed > 0 else 0.0
         left = (total - self.done) / rate if rate > 0 else 0.0
+        if left < ETA_MIN_LEFT:
+            return
         logger.warning(
             "note: embedding and writing %d chunks (and %d model windows): about %s left at "
             "%.1f entries/s. Ctrl-C keeps what is written; the next run resumes.",

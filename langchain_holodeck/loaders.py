@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from markitdown import DocumentConverter
 
 logger = logging.getLogger(__name__)
+SKIP_SUMMARY = "holodeck_skip_summary"
+"""Set (``True``) on the log record of the unsupported-files summary, so a caller that
+re-checks a source it reported before (``holodeck-rag search``) can lower it to DEBUG."""
 
 _PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
@@ -370,7 +373,7 @@ class SourceLoader(BaseLoader):
         )
         level = logging.DEBUG if summary == self._reported_skips else logging.WARNING
         self._reported_skips = summary
-        logger.log(level, "%s", summary)
+        logger.log(level, "%s", summary, extra={SKIP_SUMMARY: True})
 
     # ------------------------------------------------------------------ reading
     def _read(self, file: SourceFile) -> str | None:

@@ -102,7 +102,8 @@ on an error or when some chunks failed to sync (listed as warnings)."""
 _SEARCH_HELP = """\
 Searches the tool the last `ingest` into STORE built (recorded in STORE/ingest.json), or the
 --config/--tool given. Before searching, the source is re-checked: unchanged files cost a
-stat each; files changed since the ingest are synced first (a note says so).
+stat each; files changed since the ingest are synced first (a note says so). The unsupported
+files the ingest counted are not warned about again (-v lists them).
 
 Output: the tool's own format (`Found N result(s):`, then `[rank] Score: ... | Source: ...`
 and the text). --explain adds, under each header, the per-modality evidence:
@@ -470,7 +471,8 @@ def _run_search(args: argparse.Namespace) -> int:
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
-    result = tool.initialize_sync()
+    with _skips_reported_by_the_ingest():
+        result = tool.initialize_sync()
     if result.added or result.updated or result.deleted or result.failed:
         logger.warning(
             "note: %s changed since the last ingest; synced it first (%d added, %d updated, "
@@ -514,6 +516,24 @@ def _run_search(args: argparse.Namespace) -> int:
     else:
         print(terminal_text(f"No relevant results found for query: {query}"))
     return 0
+
+
+@contextmanager
+def _skips_reported_by_the_ingest() -> Iterator[None]:
+    """Search re-checks the source; its unsupported files were counted by the ingest: DEBUG."""
+    from langchain_holodeck.loaders import SKIP_SUMMARY
+
+    def lower(record: logging.LogRecord) -> bool:
+        if getattr(record, SKIP_SUMMARY, False):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+    loaders = logging.getLogger("langchain_holodeck.loaders")
+    loaders.addFilter(lower)
+    try:
+        yield
+    finally:
+        loaders.removeFilter(lower)
 
 
 def _run_tools(args: argparse.Namespace) -> int:

@@ -196,6 +196,26 @@ def test_search_prints_the_tool_format(
     assert "explain:" not in out
 
 
+def test_search_does_not_repeat_the_ingests_unsupported_files_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "guide.md", "# Guide\n\nThe replicator makes earl grey, hot.\n")
+    (docs / "diagram.png").write_bytes(b"\x89PNG\r\n")
+    store = str(tmp_path / "store")
+    code, _, err = run(capsys, "ingest", str(docs), "--store", store)
+    assert code == 0, err
+    assert "Skipping 1 file of unsupported types: png 1" in err
+    code, out, err = run(capsys, "search", "earl grey", "--store", store)
+    assert code == 0, err
+    assert out.startswith("Found 1 result(s):")
+    assert err == ""  # the re-check before searching found the same png: no warning again
+    code, _, err = run(capsys, "-v", "search", "earl grey", "--store", store)
+    assert code == 0, err
+    assert "Skipping 1 file of unsupported types: png 1" in err  # still there at -v (DEBUG)
+
+
 def test_search_json_is_a_list_with_the_documented_keys(
     ingested: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
