@@ -26,9 +26,21 @@ def _split_url(url: str) -> tuple[str, str, str] | None:
     return url[: mark + 3], rest[:at], rest[at + 1 :]
 
 
-def _masked_userinfo(userinfo: str) -> str:
+def _lone_user_is_password(scheme: str) -> bool:
+    """Whether a URL of ``scheme`` (``redis://``) reads a lone user info as a password.
+
+    Redis does (``redis://secret@host``); PostgreSQL, HTTP and the rest read it as a user
+    name (``postgresql://postgres@host``), which is no secret: scrubbed everywhere, the word
+    ``postgres`` would vanish from every message naming the provider.
+    """
+    return scheme.lower().startswith(("redis", "valkey", "unix"))
+
+
+def _masked_userinfo(scheme: str, userinfo: str) -> str:
     user, colon, _ = userinfo.partition(":")
-    return f"{user}:***" if colon else "***"  # a lone user name is Redis's password form
+    if colon:
+        return f"{user}:***"
+    return "***" if _lone_user_is_password(scheme) else user  # Redis: a lone password
 
 
 def mask_connection_string(url: str) -> str:
@@ -36,22 +48,24 @@ def mask_connection_string(url: str) -> str:
 
     The one URL masker: every message, summary and error that shows a URL goes through it
     (``mask_url_password`` for free text). A user name alone (``redis://secret@host``) is
-    masked too, since Redis reads it as a password.
+    masked too on Redis, which reads it as a password; elsewhere it is a user name and stays.
     """
     parts = _split_url(url.strip())
     if parts is None:
         return url
     scheme, userinfo, host = parts
-    return f"{scheme}{_masked_userinfo(userinfo)}@{host}"
+    return f"{scheme}{_masked_userinfo(scheme, userinfo)}@{host}"
 
 
 def url_password(url: str) -> str | None:
-    """The password (or lone user name) of a whole connection string, to scrub it elsewhere."""
+    """The password of a whole connection string (Redis: or its lone user), to scrub elsewhere."""
     parts = _split_url(url.strip())
     if parts is None:
         return None
     user, colon, password = parts[1].partition(":")
-    return (password if colon else user) or None
+    if colon:
+        return password or None
+    return user if user and _lone_user_is_password(parts[0]) else None
 
 
 def mask_url_password(text: str) -> str:
@@ -71,7 +85,8 @@ def mask_url_password(text: str) -> str:
         parts = _split_url(word[_scheme_start(word) :])
         if parts is not None:
             start = _scheme_start(word)
-            words[n] = f"{word[:start]}{parts[0]}{_masked_userinfo(parts[1])}@{parts[2]}"
+            masked = _masked_userinfo(parts[0], parts[1])
+            words[n] = f"{word[:start]}{parts[0]}{masked}@{parts[2]}"
         elif ":" in word[: word.rfind("@")]:
             at = word.rfind("@")
             user, _, _ = word[:at].partition(":")
@@ -96,9 +111,11 @@ def url_passwords(text: str) -> list[str]:
     found = [whole] if whole else []
     for word in text.split():
         if "@" in word:
-            password = url_password(word[_scheme_start(word) :])
-            if password is None and ":" in word[: word.rfind("@")]:
-                password = word[: word.rfind("@")].partition(":")[2]
+            url = word[_scheme_start(word) :]
+            if _split_url(url) is not None:  # scheme://user[:password]@host
+                password = url_password(url)
+            else:  # user:password@host
+                password = word[: word.rfind("@")].partition(":")[2] or None
             if password:
                 found.append(password)
     return list(dict.fromkeys(found))

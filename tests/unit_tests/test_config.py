@@ -818,6 +818,20 @@ def test_bad_connection_string_shows_masked_password(tmp_path: Path) -> None:
     assert FAKE_PASSWORD not in str(info.value)
 
 
+def test_a_postgres_user_name_is_not_scrubbed_from_the_message(tmp_path: Path) -> None:
+    """``postgresql://postgres@host``: a user name, no password; ``postgres`` stays readable."""
+    path = tmp_path / "agent.yaml"
+    tool = hierarchical(database={"provider": "postgres", "url": "${POSTGRES_URL}"})
+    path.write_text(yaml.safe_dump({"tools": [tool]}), encoding="utf-8")
+    environ = {"POSTGRES_URL": "postgresql://postgres@127.0.0.1:5590/postgres"}
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ=environ)
+    message = str(info.value)
+    assert "provider 'postgres' needs connection_string" in message
+    assert "postgresql://postgres@127.0.0.1:5433/postgres" in message
+    assert "***" not in message
+
+
 def test_empty_api_key_is_rejected_and_secret_fields_show_no_value(tmp_path: Path) -> None:
     tool = vectorstore(reranker={"provider": "cohere", "api_key": "${BLANK}"})
     path = tmp_path / "agent.yaml"

@@ -66,3 +66,20 @@ def test_masking_is_linear_in_the_text() -> None:
     assert mask_url_password(token + ":" + token) == token + ":" + token
     assert scrub(f"x://{token}:{token}") == f"x://{token}:{token}"
     assert url_passwords(f"{token}:{token}@h") == [token]
+
+
+def test_a_lone_user_name_is_a_password_on_redis_only() -> None:
+    """Redis reads ``redis://secret@host`` as a password; PostgreSQL reads a user name."""
+    assert url_password("redis://secret@db:6379") == "secret"
+    assert mask_connection_string("redis://secret@db:6379") == "redis://***@db:6379"
+    postgres = "postgresql://postgres@127.0.0.1:5590/postgres"
+    assert url_password(postgres) is None
+    assert url_passwords(f"connect to {postgres} as user postgres") == []
+    assert mask_connection_string(postgres) == postgres
+    message = f"provider 'postgres' cannot reach {postgres}"
+    assert scrub(message, url_passwords(postgres)) == message
+    with_password = "postgresql://postgres:hunter2@127.0.0.1:5590/postgres"
+    assert url_passwords(with_password) == ["hunter2"]
+    assert scrub(f"cannot reach {with_password}", url_passwords(with_password)) == (
+        "cannot reach postgresql://postgres:***@127.0.0.1:5590/postgres"
+    )
