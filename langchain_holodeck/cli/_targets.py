@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
     )
+    from langchain_holodeck.sync import SyncResult
     from langchain_holodeck.tools.document import _DocumentTool
 
     AnyToolConfig = VectorStoreToolConfig | HierarchicalDocumentToolConfig
@@ -184,6 +185,40 @@ def build_tool(
     if isinstance(config, HierarchicalDocumentToolConfig):
         return HierarchicalDocumentTool(config, **options)
     return VectorStoreTool(config, **options)
+
+
+def initialize_known(tool: _DocumentTool, *, force_ingest: bool = False) -> SyncResult:
+    """``tool.initialize_sync()`` for a command that re-checks a source an ingest reported on.
+
+    ``search``, ``test``, ``chat`` and ``serve`` walk the source again before answering. The
+    unsupported files that walk counts were warned about by the ingest, so the summary goes to
+    DEBUG (``-v`` shows it), unless this call is the corpus's first ingest (everything added,
+    nothing found already stored) or a forced one, which are news.
+    """
+    from langchain_holodeck.loaders import SKIP_SUMMARY
+
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if getattr(record, SKIP_SUMMARY, False) and record.levelno > logging.DEBUG:
+            held.append(record)
+            return False
+        return True
+
+    loaders = logging.getLogger("langchain_holodeck.loaders")
+    loaders.addFilter(hold)
+    news = True  # a failure keeps the warning: it may say why
+    try:
+        result = tool.initialize_sync(force_ingest=force_ingest)
+        first = result.added > 0 and not (result.skipped or result.updated)
+        news = force_ingest or first
+    finally:
+        loaders.removeFilter(hold)
+        for record in held:
+            if not news:
+                record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            loaders.handle(record)
+    return result
 
 
 def read_manifest(store: Path) -> Manifest:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from langchain_holodeck.cli._targets import (
     build_tool,
     config_tool_target,
+    initialize_known,
     read_manifest,
     target_from_manifest,
 )
@@ -111,7 +112,7 @@ def session_tools(
     tools = []
     for target in targets:
         tool = build_tool(target, store)
-        result = tool.initialize_sync(force_ingest=force_ingest)
+        result = initialize_known(tool, force_ingest=force_ingest)
         if not quiet:
             print(
                 f"{tool.name}: {tool.document_count} chunks ready ({result.added} added, "

@@ -48,6 +48,7 @@ from langchain_holodeck.cli._targets import build_tool as _build_tool
 from langchain_holodeck.cli._targets import config_target as _config_target
 from langchain_holodeck.cli._targets import config_tool_target as _config_tool_target
 from langchain_holodeck.cli._targets import default_target as _default_target
+from langchain_holodeck.cli._targets import initialize_known as _initialize_known
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
@@ -471,8 +472,7 @@ def _run_search(args: argparse.Namespace) -> int:
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
-    with _skips_reported_by_the_ingest():
-        result = tool.initialize_sync()
+    result = _initialize_known(tool)
     if result.added or result.updated or result.deleted or result.failed:
         logger.warning(
             "note: %s changed since the last ingest; synced it first (%d added, %d updated, "
@@ -516,24 +516,6 @@ def _run_search(args: argparse.Namespace) -> int:
     else:
         print(terminal_text(f"No relevant results found for query: {query}"))
     return 0
-
-
-@contextmanager
-def _skips_reported_by_the_ingest() -> Iterator[None]:
-    """Search re-checks the source; its unsupported files were counted by the ingest: DEBUG."""
-    from langchain_holodeck.loaders import SKIP_SUMMARY
-
-    def lower(record: logging.LogRecord) -> bool:
-        if getattr(record, SKIP_SUMMARY, False):
-            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-        return True
-
-    loaders = logging.getLogger("langchain_holodeck.loaders")
-    loaders.addFilter(lower)
-    try:
-        yield
-    finally:
-        loaders.removeFilter(lower)
 
 
 def _run_tools(args: argparse.Namespace) -> int:

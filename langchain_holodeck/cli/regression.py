@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_holodeck.cli._targets import build_tool, config_tool_target
+from langchain_holodeck.cli._targets import build_tool, config_tool_target, initialize_known
 from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def run_test(args: argparse.Namespace) -> int:
             continue
         target = config_tool_target(config, path, Path.cwd())
         tool = build_tool(target, args.store, top_k=max(c.k for c in cases))
-        tool.initialize_sync(force_ingest=args.force_ingest)
+        initialize_known(tool, force_ingest=args.force_ingest)
         retriever = tool.as_retriever()
         results += [run_case(retriever.invoke(c.query), c, tool.name) for c in cases]
     print(report(results))

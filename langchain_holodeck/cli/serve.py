@@ -25,6 +25,7 @@ from langchain_holodeck.cli._targets import (
     Target,
     build_tool,
     config_tool_target,
+    initialize_known,
     read_manifest,
     target_from_manifest,
 )
@@ -279,7 +280,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             if setting not in models:
                 models[setting] = resolve_embeddings(setting[0], long_text=setting[1])
             tool = build_tool(target, store, embeddings=models[setting])
-            tool.initialize_sync()
+            initialize_known(tool)
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
             return tool

@@ -196,13 +196,19 @@ def test_search_prints_the_tool_format(
     assert "explain:" not in out
 
 
-def test_search_does_not_repeat_the_ingests_unsupported_files_warning(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def _guide_and_a_png(tmp_path: Path) -> Path:
+    """A folder of one Markdown guide and one PNG (an unsupported file)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     write(docs / "guide.md", "# Guide\n\nThe replicator makes earl grey, hot.\n")
     (docs / "diagram.png").write_bytes(b"\x89PNG\r\n")
+    return docs
+
+
+def test_search_does_not_repeat_the_ingests_unsupported_files_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    docs = _guide_and_a_png(tmp_path)
     store = str(tmp_path / "store")
     code, _, err = run(capsys, "ingest", str(docs), "--store", store)
     assert code == 0, err
@@ -214,6 +220,25 @@ def test_search_does_not_repeat_the_ingests_unsupported_files_warning(
     code, _, err = run(capsys, "-v", "search", "earl grey", "--store", store)
     assert code == 0, err
     assert "Skipping 1 file of unsupported types: png 1" in err  # still there at -v (DEBUG)
+
+
+def test_a_first_ingest_by_test_warns_about_unsupported_files_and_a_second_does_not(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    docs = _guide_and_a_png(tmp_path)
+    agent = write(
+        tmp_path / "agent.yaml",
+        f"tools:\n  - type: hierarchical_document\n    name: kb\n    source: {docs}\n"
+        "tests:\n  - {query: earl grey, source: guide.md, k: 1}\n",
+    )
+    store = str(tmp_path / "store")
+    warning = "Skipping 1 file of unsupported types: png 1"
+    code, out, err = run(capsys, "test", str(agent), "--store", store)
+    assert code == 0, out + err
+    assert warning in err  # this run ingested the corpus: the skipped png is news
+    code, out, err = run(capsys, "test", str(agent), "--store", store)
+    assert code == 0, out + err
+    assert warning not in err  # the same walk again: said before
 
 
 def test_search_json_is_a_list_with_the_documented_keys(
