@@ -125,13 +125,23 @@ def _finite(value: Any) -> float | None:
 
 
 def explain_line(document: Document) -> str:
-    """``fused 0.0131 | semantic #1 0.6753 | keyword #1 2.4440 | exact -``: why it ranked."""
+    """``fused 0.0131 | semantic #1 0.6753 | keyword #1 2.4440 | exact -``: why it ranked.
+
+    A result the store fused itself (the native strategy: ``native_rank`` set) shows the
+    engine's rank and fused score instead of the two legs the engine did not report, and its
+    cosine: ``fused 1.0000 | engine #1 0.0328 | semantic 0.6440 | exact -``.
+    """
     meta = document.metadata
     parts = [f"fused {_num(meta.get('fused_score'))}"]
-    for name in ("semantic", "keyword"):
-        rank = meta.get(f"{name}_rank")
-        score = meta.get(f"{name}_score")
-        parts.append(f"{name} #{rank} {_num(score)}" if rank is not None else f"{name} -")
+    if "native_rank" in meta:
+        rank, score = meta.get("native_rank"), meta.get("native_score")
+        parts.append(f"engine #{rank} {_num(score)}" if rank is not None else "engine -")
+        parts.append(f"semantic {_num(meta.get('semantic_score'))}")
+    else:
+        for name in ("semantic", "keyword"):
+            rank = meta.get(f"{name}_rank")
+            score = meta.get(f"{name}_score")
+            parts.append(f"{name} #{rank} {_num(score)}" if rank is not None else f"{name} -")
     exact_rank = meta.get("exact_rank")
     if meta.get("exact_match"):
         parts.append(f"exact #{exact_rank}" if exact_rank is not None else "exact yes")

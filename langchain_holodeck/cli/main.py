@@ -109,7 +109,9 @@ files the ingest counted are not warned about again (-v lists them).
 Output: the tool's own format (`Found N result(s):`, then `[rank] Score: ... | Source: ...`
 and the text). --explain adds, under each header, the per-modality evidence:
 `explain: fused F | semantic #R S | keyword #R S | exact #R` (`-` when a modality did not
-return the chunk; keyword scores are raw BM25; `rerank S` when a reranker ran).
+return the chunk; keyword scores are raw BM25; `rerank S` when a reranker ran). Where the
+store fused dense + keyword itself (search strategy native), `engine #R S | semantic S`:
+the engine's rank and fused score, and the cosine.
 
 --json prints a JSON list, one object per result, with always these keys (null when
 unknown): rank, id, score (the displayed score), source_path, section_id, heading,

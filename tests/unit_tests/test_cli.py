@@ -279,6 +279,30 @@ def test_search_explain_shows_per_modality_ranks(
     assert "Source: docs/api.md" in out.split("\n")[2]
 
 
+def test_explain_shows_the_engines_rank_where_the_store_fused() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck.cli._format import explain_line
+
+    native = {
+        "fused_score": 1.0,
+        "semantic_score": 0.644,
+        "semantic_rank": None,
+        "keyword_score": None,
+        "keyword_rank": None,
+        "exact_match": False,
+        "exact_rank": None,
+        "native_rank": 1,
+        "native_score": 0.0328,
+    }
+    line = explain_line(Document(page_content="x", metadata=native))
+    assert line == "fused 1.0000 | engine #1 0.0328 | semantic 0.6440 | exact -"
+    fallback = {**native, "semantic_rank": 2, "keyword_rank": 1, "keyword_score": 2.444}
+    del fallback["native_rank"], fallback["native_score"]
+    line = explain_line(Document(page_content="x", metadata=fallback))
+    assert line == "fused 1.0000 | semantic #2 0.6440 | keyword #1 2.4440 | exact -"
+
+
 def test_search_top_k_limits_the_results(
     ingested: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
