@@ -16,7 +16,7 @@ import sys
 import threading
 import zipfile
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
@@ -227,6 +227,7 @@ class SourceLoader(BaseLoader):
         self.encoding_fallbacks = tuple(encoding_fallbacks)
         self.exclude = tuple(exclude)
         self._reported_skips: str | None = None
+        self._walk_warnings: set[str] = set()
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
 
@@ -326,7 +327,7 @@ class SourceLoader(BaseLoader):
             }
             found = [
                 (f"{shown}/{rel}" if shown != "." else rel, path)
-                for rel, path in _walk(root, excluded)
+                for rel, path in _walk(root, excluded, self._warn_walk)
             ]
         else:
             found = [(shown, root)]
@@ -342,10 +343,10 @@ class SourceLoader(BaseLoader):
             try:
                 st = os.stat(path)
             except OSError as e:
-                logger.warning("Skipping %s: cannot stat it (%s).", source_path, e)
+                self._warn_walk("Skipping %s: cannot stat it (%s).", source_path, e)
                 continue
             if not stat.S_ISREG(st.st_mode):
-                logger.warning("Skipping %s: not a regular file.", source_path)
+                self._warn_walk("Skipping %s: not a regular file.", source_path)
                 continue
             files.append(SourceFile(Path(path), source_path, ext, st.st_mtime, st.st_size))
         if len(found) == sum(unsupported.values()):
@@ -359,6 +360,17 @@ class SourceLoader(BaseLoader):
             self._report_skips(unsupported)
         files.sort(key=lambda f: f.source_path)
         return files
+
+    def _warn_walk(self, message: str, *args: object) -> None:
+        """A WARNING about what a walk skips, DEBUG when this loader said it before.
+
+        One ingest walks its source twice (the legacy-chunk check, then the ingest), and a
+        long-running tool at every re-check: a symlink loop is news once.
+        """
+        text = message % args if args else message
+        level = logging.DEBUG if text in self._walk_warnings else logging.WARNING
+        self._walk_warnings.add(text)
+        logger.log(level, "%s", text)
 
     def _report_skips(self, unsupported: Counter[str]) -> None:
         """One WARNING counting the unsupported files by extension; DEBUG when repeated."""
@@ -650,8 +662,14 @@ def _inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
 
 
-def _walk(root: str, excluded: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+def _walk(
+    root: str,
+    excluded: set[str] | frozenset[str] = frozenset(),
+    warn: Callable[..., None] = logger.warning,
+) -> list[tuple[str, str]]:
     """(posix path relative to root, absolute lexical path) of every regular file below root.
+
+    ``warn`` (``logger.warning``'s signature) reports what the walk skips.
 
     Entries whose real path is in ``excluded`` are left out, directories with all they hold.
 
@@ -672,14 +690,14 @@ def _walk(root: str, excluded: set[str] | frozenset[str] = frozenset()) -> list[
             if os.path.realpath(path) in excluded:
                 logger.debug("Ignoring symlink %s: it resolves to an excluded path.", rel)
                 continue
-            _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs)
+            _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs, warn)
             continue
         prefix, dir_path, dir_real = dirs.pop()
         try:
             with os.scandir(dir_path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as e:
-            logger.warning("Skipping directory %s: cannot list it (%s).", prefix or ".", e)
+            warn("Skipping directory %s: cannot list it (%s).", prefix or ".", e)
             continue
         for entry in entries:
             rel = prefix + entry.name
@@ -698,7 +716,7 @@ def _walk(root: str, excluded: set[str] | frozenset[str] = frozenset()) -> list[
                 seen_files.add(os.path.join(dir_real, entry.name))
                 found.append((rel, entry.path))
             else:
-                logger.warning("Skipping %s: not a regular file.", rel)
+                warn("Skipping %s: not a regular file.", rel)
     found.sort()
     return found
 
@@ -711,24 +729,23 @@ def _follow(
     seen_files: set[str],
     found: list[tuple[str, str]],
     dirs: list[tuple[str, str, str]],
+    warn: Callable[..., None],
 ) -> None:
     """Resolve one symlink below the source and queue its target if it is safe and new."""
     try:
         st = os.stat(path)  # follows the link; ELOOP / ENOENT for loops and dangling links
     except OSError as e:
-        logger.warning("Skipping symlink %s: cannot resolve it (%s).", rel, e.strerror or e)
+        warn("Skipping symlink %s: cannot resolve it (%s).", rel, e.strerror or e)
         return
     real = os.path.realpath(path)
     if not _inside(real, root_real):
-        logger.warning(
-            "Refusing symlink %s: it resolves to %s, outside the source %s.", rel, real, root_real
-        )
+        warn("Refusing symlink %s: it resolves to %s, outside the source %s.", rel, real, root_real)
         return
     if stat.S_ISDIR(st.st_mode):
         if real in seen_dirs:
             parent_real = os.path.realpath(os.path.dirname(path))
             if _inside(parent_real, real):
-                logger.warning("Skipping symlink %s: it loops back to %s.", rel, real)
+                warn("Skipping symlink %s: it loops back to %s.", rel, real)
             else:
                 logger.debug("Skipping symlink %s: its directory is already loaded.", rel)
             return
@@ -741,4 +758,4 @@ def _follow(
         seen_files.add(real)
         found.append((rel, path))
     else:
-        logger.warning("Skipping %s: not a regular file.", rel)
+        warn("Skipping %s: not a regular file.", rel)

@@ -196,6 +196,22 @@ def test_symlink_loops_terminate(root: Path, caplog: pytest.LogCaptureFixture) -
         assert "cannot resolve" in warnings_naming(caplog, name)[0]
 
 
+def test_a_loader_warns_about_a_symlink_loop_once_however_often_it_walks(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An ingest walks twice (the legacy-chunk check, then the ingest): one WARNING."""
+    (root / "sub").mkdir()
+    (root / "sub" / "back").symlink_to("..", target_is_directory=True)
+    (root / "dangling.md").symlink_to("nowhere.md")
+    loader = SourceLoader(root, base_dir=root)
+    with caplog.at_level(logging.DEBUG, logger="langchain_holodeck"):
+        for _ in range(3):
+            assert [f.source_path for f in loader.iter_files()] == ["good.md"]
+    for name in ("sub/back", "dangling.md"):
+        said = [r for r in caplog.records if name in r.getMessage()]
+        assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+
+
 def test_symlink_escaping_the_source_is_refused(
     root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
