@@ -226,7 +226,6 @@ class SourceLoader(BaseLoader):
         self.max_convert_memory_bytes = max_convert_memory_bytes
         self.encoding_fallbacks = tuple(encoding_fallbacks)
         self.exclude = tuple(exclude)
-        self._reported_skips: str | None = None
         self._walk_warnings: set[str] = set()
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
@@ -361,16 +360,17 @@ class SourceLoader(BaseLoader):
         files.sort(key=lambda f: f.source_path)
         return files
 
-    def _warn_walk(self, message: str, *args: object) -> None:
+    def _warn_walk(self, message: str, *args: object, summary: bool = False) -> None:
         """A WARNING about what a walk skips, DEBUG when this loader said it before.
 
         One ingest walks its source twice (the legacy-chunk check, then the ingest), and a
-        long-running tool at every re-check: a symlink loop is news once.
+        long-running tool at every re-check: a symlink loop is news once. ``summary`` marks
+        the unsupported-files count (``SKIP_SUMMARY``).
         """
         text = message % args if args else message
         level = logging.DEBUG if text in self._walk_warnings else logging.WARNING
         self._walk_warnings.add(text)
-        logger.log(level, "%s", text)
+        logger.log(level, "%s", text, extra={SKIP_SUMMARY: True} if summary else None)
 
     def _report_skips(self, unsupported: Counter[str]) -> None:
         """One WARNING counting the unsupported files by extension; DEBUG when repeated."""
@@ -383,9 +383,7 @@ class SourceLoader(BaseLoader):
             f"Skipping {total} file{'s' if total != 1 else ''} of unsupported types: {shown} "
             "(DEBUG logging lists them; holodeck-rag -v)."
         )
-        level = logging.DEBUG if summary == self._reported_skips else logging.WARNING
-        self._reported_skips = summary
-        logger.log(level, "%s", summary, extra={SKIP_SUMMARY: True})
+        self._warn_walk(summary, summary=True)
 
     # ------------------------------------------------------------------ reading
     def _read(self, file: SourceFile) -> str | None:
