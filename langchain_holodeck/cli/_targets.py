@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -193,14 +194,21 @@ def initialize_known(tool: _DocumentTool, *, force_ingest: bool = False) -> Sync
     ``search``, ``test``, ``chat`` and ``serve`` walk the source again before answering. The
     unsupported files that walk counts were warned about by the ingest, so the summary goes to
     DEBUG (``-v`` shows it), unless this call is the corpus's first ingest (everything added,
-    nothing found already stored) or a forced one, which are news.
+    nothing found already stored) or a forced one, which are news. Only this thread's summary
+    is held (the loader walks in the thread that syncs): ``serve`` may build two tools at once,
+    and the other's summary is its own news.
     """
     from langchain_holodeck.loaders import SKIP_SUMMARY
 
     held: list[logging.LogRecord] = []
+    caller = threading.get_ident()
 
     def hold(record: logging.LogRecord) -> bool:
-        if getattr(record, SKIP_SUMMARY, False) and record.levelno > logging.DEBUG:
+        if (
+            getattr(record, SKIP_SUMMARY, False)
+            and record.levelno > logging.DEBUG
+            and record.thread == caller
+        ):
             held.append(record)
             return False
         return True

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import re
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -540,3 +542,30 @@ def test_purge_legacy_refuses_a_namespace_another_tool_pins(
         "first to purge."
     ]
     assert not (tmp_path / "s").exists()
+
+
+def test_initialize_known_holds_only_its_own_threads_skip_summary(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``serve`` may build two tools at once: one's re-check must not lower the other's news."""
+    from langchain_holodeck.cli._targets import initialize_known
+    from langchain_holodeck.loaders import SKIP_SUMMARY
+    from langchain_holodeck.sync import SyncResult
+
+    loaders = logging.getLogger("langchain_holodeck.loaders")
+
+    def summary(text: str) -> None:
+        loaders.warning(text, extra={SKIP_SUMMARY: True})
+
+    class Rechecked:  # a re-check of a stored corpus: nothing added, all skipped
+        def initialize_sync(self, *, force_ingest: bool = False) -> SyncResult:
+            other = threading.Thread(target=summary, args=("other tool's first ingest",))
+            other.start()
+            other.join()
+            summary("this tool's re-check")
+            return SyncResult(skipped=1)
+
+    with caplog.at_level(logging.DEBUG, logger="langchain_holodeck.loaders"):
+        initialize_known(Rechecked())  # type: ignore[arg-type]  # the one method it calls
+    levels = {r.getMessage(): r.levelname for r in caplog.records}
+    assert levels == {"other tool's first ingest": "WARNING", "this tool's re-check": "DEBUG"}
