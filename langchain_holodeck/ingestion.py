@@ -140,6 +140,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         """Files that could not be loaded: ``source_path -> [mtime, size]``. A file still at
         that mtime and size is not read again (nor warned about again); the caller keeps the
         mapping between runs. Updated by each run."""
+        self.walked: tuple[SourceFile, ...] = ()
+        """The supported files the last run found in its source, in ``source_path`` order: its
+        one walk, for a caller that needs the list too (``HierarchicalDocumentTool``'s legacy
+        check), so a re-check costs one stat per file, not two."""
         self.fingerprint = pipeline_fingerprint(
             self.splitter, enricher, code_splitter=self.code_splitter
         )
@@ -166,7 +170,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
 
     def _ingest(self, source: str | Path | SourceLoader, *, force_ingest: bool) -> SyncResult:
         loader = self._loader(source)
-        files = list(loader.iter_files())
+        files = self.walked = tuple(loader.iter_files())
         unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
         prefetch = (
             None  # enriched chunks differ from the split ones: nothing to embed ahead

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,7 @@ from langchain_holodeck.embeddings import (
     resolve_embeddings,
 )
 from langchain_holodeck.errors import EmbeddingModelMismatchError
-from langchain_holodeck.loaders import SourceLoader
+from langchain_holodeck.loaders import SourceFile, SourceLoader
 from langchain_holodeck.sync import make_chunk_key, read_stored, sanitize_error, stable_id
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class Corpus:
     def loader(self) -> SourceLoader:
         """The source's loader, one per corpus: it leaves out ``store_dir`` and ``exclude``.
 
-        One loader for the legacy check and every ingest, so a skip summary is logged once.
+        One loader for every ingest, so a skip summary is logged once.
         """
         if self._loader is None:
             own = () if self.store_dir is None else (self.store_dir.absolute(),)
@@ -267,17 +267,18 @@ class Corpus:
             return False
         return self.backend.save(store, self.store_dir)
 
-    def report_legacy_chunks(self, store: VectorStore, loader: SourceLoader) -> None:
+    def report_legacy_chunks(self, store: VectorStore, files: Iterable[SourceFile]) -> None:
         """One WARNING when the store holds chunks of the old scheme (namespace = tool name).
 
-        Probes by id: the chunk 0 of each current file under the old namespace, one batched
-        ``get_by_ids``, on any store; nothing is scanned and nothing is deleted.
+        Probes by id: the chunk 0 of each of ``files`` (the source's files, as the ingest
+        walked them) under the old namespace, one batched ``get_by_ids``, on any store; nothing
+        is scanned and nothing is deleted.
         """
         legacy = legacy_namespace(self.name)
         if self.namespace == legacy:
             return
         try:
-            ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in loader.iter_files()]
+            ids = [stable_id(legacy, make_chunk_key(f.source_path, 0)) for f in files]
             self.legacy_chunks_found = bool(read_stored(store, ids, batch_size=500))
         except Exception as error:  # a check, never a reason not to start (ingest reports)
             logger.debug("%s: legacy chunk check failed: %s", self.name, sanitize_error(error))

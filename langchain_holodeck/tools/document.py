@@ -235,7 +235,6 @@ class _DocumentTool(Generic[ConfigT]):
         self._warn_about_rerank_top_n()
         self.corpus.match_dimension(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
-        self.corpus.report_legacy_chunks(store, loader)
         if force_ingest:  # re-embed means re-embed (this corpus)
             self.corpus.clear_cache()
         reindex = self._indexes_from_source(store)
@@ -254,6 +253,7 @@ class _DocumentTool(Generic[ConfigT]):
         )
         started = time.time()
         result = pipeline.invoke(loader, force_ingest=force_ingest)
+        self.corpus.report_legacy_chunks(store, pipeline.walked)
         self._save_unreadable_files(pipeline.unreadable)
         if (result.updated or result.deleted) and not (result.failed or result.errors):
             self.corpus.prune_cache(store, written_before=started)  # texts edited away

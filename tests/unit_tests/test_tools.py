@@ -407,3 +407,24 @@ async def test_an_unchanged_reingest_does_not_rewrite_the_saved_store(
     os.utime(docs / "api.md", (2, 2))
     await second.initialize()
     assert (store_dir / "manifest.json").read_bytes() != manifest
+
+
+def test_initialize_stats_each_file_once(
+    tool: VectorStoreTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's promise: re-running costs one stat per file (one walk, not a second for
+    the legacy-chunk check), on the first ingest and on a re-check."""
+    import langchain_holodeck.loaders as loaders
+
+    walks: list[str] = []
+    walk = loaders._walk
+
+    def counted(root: str, *args: Any, **kwargs: Any) -> list[tuple[str, str]]:
+        walks.append(root)
+        return walk(root, *args, **kwargs)
+
+    monkeypatch.setattr(loaders, "_walk", counted)
+    assert tool.initialize_sync().added > 0
+    assert len(walks) == 1
+    assert tool.initialize_sync().skipped == tool.document_count
+    assert len(walks) == 2
