@@ -38,9 +38,14 @@ JSON_KEYS = (
     "keyword_rank",
     "exact_match",
     "exact_rank",
+    "native_rank",
+    "native_score",
     "relevance_score",
 )
-"""Keys of each object ``search --json`` prints, always all present (``null`` when unknown)."""
+"""Keys of each object ``search --json`` prints, always all present (``null`` when unknown).
+
+``native_rank`` and ``native_score`` are the engine's own rank and fused score where the store
+fused the legs itself (the native strategy: Redis, Qdrant, PostgreSQL); ``null`` elsewhere."""
 
 _STAGES = {
     "files": ("files", "file"),
@@ -113,6 +118,8 @@ def result_record(rank: int, document: Document, *, hybrid: bool) -> dict[str, A
         "keyword_rank": meta.get("keyword_rank"),
         "exact_match": bool(meta.get("exact_match", False)),
         "exact_rank": meta.get("exact_rank"),
+        "native_rank": meta.get("native_rank"),
+        "native_score": _finite(meta.get("native_score")),
         "relevance_score": _finite(meta.get("relevance_score")),
     }
 

@@ -40,6 +40,8 @@ JSON_KEYS = {
     "keyword_rank",
     "exact_match",
     "exact_rank",
+    "native_rank",
+    "native_score",
     "relevance_score",
 }
 SUMMARY = re.compile(
@@ -281,10 +283,10 @@ def test_search_explain_shows_per_modality_ranks(
     assert "Source: docs/api.md" in out.split("\n")[2]
 
 
-def test_explain_shows_the_engines_rank_where_the_store_fused() -> None:
+def test_explain_and_json_show_the_engines_rank_where_the_store_fused() -> None:
     from langchain_core.documents import Document
 
-    from langchain_holodeck.cli._format import explain_line
+    from langchain_holodeck.cli._format import explain_line, result_record
 
     native = {
         "fused_score": 1.0,
@@ -303,6 +305,12 @@ def test_explain_shows_the_engines_rank_where_the_store_fused() -> None:
     del fallback["native_rank"], fallback["native_score"]
     line = explain_line(Document(page_content="x", metadata=fallback))
     assert line == "fused 1.0000 | semantic #2 0.6440 | keyword #1 2.4440 | exact -"
+    records = [
+        result_record(1, Document(page_content="x", metadata=m), hybrid=True)
+        for m in (native, fallback)
+    ]
+    assert (records[0]["native_rank"], records[0]["native_score"]) == (1, 0.0328)
+    assert (records[1]["native_rank"], records[1]["native_score"]) == (None, None)
 
 
 def test_search_top_k_limits_the_results(
