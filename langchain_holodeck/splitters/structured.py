@@ -6,7 +6,7 @@ import bisect
 import copy
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.documents import Document
@@ -91,7 +91,7 @@ class _Chunk:
     start: int
     section: Section
     opens: tuple[str, ...] = ()
-    """Ids of bare parent sections whose headings this chunk carries (see ``_is_bare_parent``)."""
+    """Ids of bare sections whose headings open this chunk (see ``_is_bare``)."""
     header: str = ""
     """A cut table's header row and separator, repeated before this later piece of it."""
 
@@ -122,9 +122,11 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     Emits metadata (besides the input document's):
         ``chunk_index`` (int, 0-based per input document), ``section_id`` (``""`` when none),
-        ``opens_sections`` (ids of bare parent sections — a heading, with no body or only a
-        short introduction ending in ``:``, directly followed by its first sub-section —
-        whose heading lines open this chunk; such headings never stand alone),
+        ``opens_sections`` (ids of bare sections whose heading lines open this chunk: a
+        heading with no body, directly followed by another heading, or a parent with only a
+        short introduction ending in ``:``, directly followed by its first sub-section; such
+        headings never stand alone, and a heading with no body that ends the text ends the
+        chunk before it),
         ``heading`` (the section's title, ``""`` before the first heading), ``parent_chain``
         (list of the enclosing headings' titles, root first, excluding ``heading``),
         ``chunk_type`` (``header``: a heading with no body; ``definition``: in a definitions
@@ -227,14 +229,13 @@ class StructuredMarkdownSplitter(TextSplitter):
         ]
         bodies = [body for body, _, _ in tables]
         chunks: list[_Chunk] = []
-        headings_only: list[_Chunk] = []  # a heading alone ("## Empty" then "## Next"): dropped
-        carry: int | None = None  # start of bare headings waiting for their first child
+        carry: int | None = None  # start of bare headings waiting for the next section
         carried: tuple[str, ...] = ()  # and their section ids
         for position, section in enumerate(sections):
             body_start = section.body_start if section.start < section.body_start else None
             spans = list(packer.fit(text, section.start, section.end, body_start=body_start))
             opens: tuple[str, ...] = ()
-            merged = False  # bare parents joined the first span (``opens`` lists their ids)
+            merged = False  # bare headings joined the first span (``opens`` lists their ids)
             if carry is not None and spans:
                 joined = (carry, spans[0][1])
                 if self._length_function(text[joined[0] : joined[1]]) <= self._chunk_size:
@@ -242,12 +243,16 @@ class StructuredMarkdownSplitter(TextSplitter):
                 else:
                     spans.insert(0, (carry, section.start))
                 carry, carried = None, ()
-            if self._is_bare_parent(text, section, spans, sections[position + 1 :]):
-                carry = spans[0][0]
+            following = sections[position + 1 :]
+            if self._is_bare(text, section, spans[-1:], following):
+                # its heading (and what it carries) opens the next section's first chunk
+                carry = spans[-1][0]
                 carried = (*opens, section.section_id) if section.section_id else opens
-                continue
-            alone = (
-                section.body_start > section.start
+                spans.pop()
+                opens = opens if spans and merged else ()
+            alone = (  # a heading with no body, the last of the file: no next chunk to open
+                not following
+                and section.body_start > section.start
                 and not merged
                 and not text[section.body_start : section.end].strip()
             )
@@ -256,29 +261,32 @@ class StructuredMarkdownSplitter(TextSplitter):
                 stripped = piece.strip()
                 if stripped:
                     offset = start + len(piece) - len(piece.lstrip())
+                    if alone and start >= section.start and chunks:
+                        last = chunks[-1]
+                        joined_text = text[last.start : end].strip()
+                        if self._length_function(joined_text) <= self._chunk_size:
+                            chunks[-1] = replace(last, text=joined_text)
+                            continue  # it ends the chunk before it (never a chunk alone)
                     chunk_opens = opens if number == 0 else ()
                     table = bisect.bisect_right(bodies, offset) - 1  # the last table before
                     header = ""
                     if table >= 0 and offset < tables[table][1]:  # inside that table's body
                         header = tables[table][2]
-                    chunk = _Chunk(stripped, offset, section, chunk_opens, header)
-                    # bare parents that did not fit with this heading (maybe with an intro)
-                    # keep their own span even when the heading is dropped
-                    dropped = alone and start >= section.start
-                    (headings_only if dropped else chunks).append(chunk)
-        return chunks or headings_only  # a file of headings alone keeps them (and its record)
+                    chunks.append(_Chunk(stripped, offset, section, chunk_opens, header))
+        return chunks
 
     @staticmethod
-    def _is_bare_parent(
+    def _is_bare(
         text: str, section: Section, spans: list[tuple[int, int]], following: list[Section]
     ) -> bool:
-        """A heading with no body of its own, or only an introduction, followed by its child.
+        """A heading with no body that another heading follows, or a parent with only an intro.
 
-        Such a heading joins the sub-section's first chunk ("### Section 203. Records" then
-        "(a) Every simulation shall be logged."), so no chunk is a heading alone and the
-        sub-clause carries its parent's title for dense and keyword search. An introduction
-        is a short body ending in ``:`` ("In this Act:", "If You distribute it then:"): it
-        introduces the sub-sections, and alone it answers nothing.
+        Such a heading joins the next section's first chunk ("### Section 203. Records" then
+        "(a) Every simulation shall be logged."; "## Empty" then "## Next"), so no chunk is a
+        heading alone, nothing of the text is lost, and a sub-clause carries its parent's title
+        for dense and keyword search. An introduction is a short body ending in ``:`` ("In
+        this Act:", "If You distribute it then:"): it introduces the sub-sections, and alone it
+        answers nothing, so it joins only a child (a deeper heading).
         """
         if len(spans) != 1 or not following or section.body_start <= section.start:
             return False
@@ -289,7 +297,7 @@ class StructuredMarkdownSplitter(TextSplitter):
         return (
             child.start >= section.end
             and not text[section.end : child.start].strip()
-            and (child.level > section.level)
+            and (not body or child.level > section.level)
         )
 
     @staticmethod

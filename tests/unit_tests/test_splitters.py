@@ -182,11 +182,64 @@ def test_subclauses_can_stay_in_their_section(act_text: str) -> None:
     assert records.metadata["chunk_type"] == "requirement"
 
 
-def test_a_heading_alone_before_a_sibling_is_dropped() -> None:
-    text = "## One\n\n## Two\n\nBody of two.\n"
+def test_a_heading_alone_opens_the_next_sections_chunk() -> None:
+    text = "## 4.1 One\n\n## 4.2 Two\n\nBody of two.\n"
     docs = StructuredMarkdownSplitter().create_documents([text])
-    assert [d.page_content for d in docs] == ["## Two\n\nBody of two."]
-    assert docs[0].metadata["chunk_index"] == 0
+    assert [d.page_content for d in docs] == ["## 4.1 One\n\n## 4.2 Two\n\nBody of two."]
+    assert docs[0].metadata["section_id"] == "4.2"
+    assert docs[0].metadata["opens_sections"] == ["4.1"]  # a lookup of 4.1 finds its heading
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # a checklist written as headings: every item is kept
+            "# Release\n\n## Build\n\n### Run unit tests\n### Tag the release candidate\n\n"
+            "## Publish\n\n### Upload wheels\n### Announce on the mailing list\n",
+            [
+                "# Release\n\n## Build\n\n### Run unit tests\n### Tag the release candidate\n\n"
+                "## Publish\n\n### Upload wheels\n### Announce on the mailing list"
+            ],
+        ),
+        (  # a deeper heading alone, then a shallower one
+            "# T\n\nIntro.\n\n### Deep heading\n\n## Shallower\n\nBody.",
+            ["# T\n\nIntro.", "### Deep heading\n\n## Shallower\n\nBody."],
+        ),
+        # a heading alone at the end of the text ends the chunk before it
+        ("Para.\n\nSetext\n------\n", ["Para.\n\nSetext\n------"]),
+        (
+            "# Guide\n\nHow.\n\n## Contact\n\nCall us.\n\n## Pager: 555-0100\n",
+            ["# Guide\n\nHow.", "## Contact\n\nCall us.\n\n## Pager: 555-0100"],
+        ),
+    ],
+)
+def test_no_heading_alone_is_lost(text: str, expected: list[str]) -> None:
+    assert StructuredMarkdownSplitter().split_text(text) == expected
+
+
+def test_random_markdown_keeps_every_word() -> None:
+    """Headings with and without bodies, at random levels, ATX and setext: the chunks hold
+    every non-space character of the text, in order."""
+    import random
+
+    rng = random.Random(26)
+    words = ["deck", "arch", "log", "crew", "safety", "replicator", "shift", "95", "(a)", "4.2"]
+    for _ in range(300):
+        lines: list[str] = []
+        for _ in range(rng.randint(1, 12)):
+            title = " ".join(rng.choices(words, k=rng.randint(1, 4)))
+            if rng.random() < 0.15:
+                lines += [title, rng.choice("-=") * len(title)]
+            else:
+                lines.append("#" * rng.randint(1, 4) + " " + title)
+            if rng.random() < 0.5:
+                lines += ["", " ".join(rng.choices(words, k=rng.randint(1, 30)))]
+            lines.append("")
+        text = "\n".join(lines)
+        chunks = StructuredMarkdownSplitter(max_chunk_tokens=rng.choice([12, 40, 800])).split_text(
+            text
+        )
+        assert "".join("".join(chunks).split()) == "".join(text.split()), text
 
 
 def test_a_file_of_headings_alone_keeps_its_first_heading() -> None:
@@ -226,14 +279,18 @@ def test_a_long_body_ending_in_a_colon_keeps_its_own_chunk() -> None:
 @pytest.mark.parametrize(
     ("text", "max_chunk_tokens", "expected"),
     [
-        # no section id, so no opens_sections: the merged chunk was taken for a heading alone
-        ("# the\n:\n## the\n#\nthe", 25, ["# the\n:\n## the", "#\nthe"]),
-        # the parent does not fit with its child, so it is its own span: dropped with the child
+        # the heading alone ("## the") opens the next section's chunk, with what it carries
+        ("# the\n:\n## the\n#\nthe", 25, ["# the\n:\n## the\n#\nthe"]),
+        # the parent does not fit with its child, so it is its own span; the child, a heading
+        # alone, opens the next section's chunk
         (
             "# Section 1. Scope\nThe terms below apply to every simulation run:\n"
             "## Records and Logs of Every Simulation Run\n# Other\nbody",
             16,
-            ["# Section 1. Scope\nThe terms below apply to every simulation run:", "# Other\nbody"],
+            [
+                "# Section 1. Scope\nThe terms below apply to every simulation run:",
+                "## Records and Logs of Every Simulation Run\n# Other\nbody",
+            ],
         ),
         # the child's heading line is over the limit: its pieces stay together with the parent
         ("# A\n## B " + "x" * 300 + "\n# C\nbody", 40, ["# A\n## B", "x" * 300, "# C\nbody"]),
