@@ -128,7 +128,12 @@ Versions before corpus identity stored chunks under the tool's name as namespace
 longer searched (initialize warns about them). This deletes exactly those chunks from the
 tool's store (the tool the last `ingest` into STORE built, or --config/--tool); the tool's own
 corpus and every other namespace are untouched. To keep using them instead, set
-`corpus_id: <tool name>` in the tool's config."""
+`corpus_id: <tool name>` in the tool's config.
+
+A chunk does not say which version wrote it: chunks under the tool's name may also be the live
+corpus of another project on the same store that pins `corpus_id: <tool name>`. So nothing is
+deleted without --yes, your word that no project on this store pins that corpus_id (a tool of
+--config that pins it is refused even with --yes)."""
 
 
 # -- entry point ----------------------------------------------------------------------------
@@ -320,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     _config_options(purge)
+    purge.add_argument(
+        "--yes",
+        action="store_true",
+        help="delete: no project on this store pins corpus_id: <tool name> (see above)",
+    )
     purge.set_defaults(run=_run_purge_legacy)
     return parser
 
@@ -547,6 +557,14 @@ def _run_purge_legacy(args: argparse.Namespace) -> int:
                 f"legacy; nothing deleted. Remove corpus_id: {name} from them first to purge."
             )
             raise HolodeckError(msg)
+    if not args.yes:  # the chunks cannot tell an old version from another project's pin
+        name = target.config.name
+        msg = (
+            f"purge-legacy: chunks under namespace {name!r} do not say who wrote them: an older "
+            f"version, or another project on this store whose corpus_id is {name!r} (its live "
+            f"chunks); nothing deleted. Run again with --yes if no project pins corpus_id: {name}."
+        )
+        raise HolodeckError(msg)
     tool = _build_tool(target, args.store)
     deleted = tool.purge_legacy_chunks()
     where = _where(tool, target, args.store)

@@ -285,11 +285,13 @@ class Corpus:
             return
         if self.legacy_chunks_found:
             logger.warning(
-                "%s: the store holds chunks an older version wrote under namespace %r (the "
-                "tool name); they are no longer searched. Keep using them with corpus_id: %s "
-                "in this tool's config, or delete them with: holodeck-rag purge-legacy "
-                "--config <agent.yaml> --tool %s",
+                "%s: the store holds chunks of these files under namespace %r (the tool name), "
+                "which this tool does not search: an older version wrote them, or they are "
+                "another project's, pinned with corpus_id: %s. Old ones: keep using them with "
+                "corpus_id: %s in this tool's config, or delete them with: holodeck-rag "
+                "purge-legacy --config <agent.yaml> --tool %s --yes",
                 self.name,
+                legacy,
                 legacy,
                 legacy,
                 self.name,

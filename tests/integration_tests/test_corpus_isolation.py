@@ -323,6 +323,7 @@ def test_old_scheme_chunks_are_reported_never_deleted(
     lines = [r.getMessage() for r in caplog.records if "older version" in r.getMessage()]
     assert len(lines) == 1
     assert "holodeck-rag purge-legacy" in lines[0]
+    assert "or they are another project's, pinned with corpus_id: docs" in lines[0]
     assert "corpus_id: docs" in lines[0]
     assert tool.legacy_chunks_found
     assert len(list(scan_documents(store, namespace="docs"))) == 1  # still there

@@ -521,7 +521,13 @@ def test_purge_legacy_deletes_only_the_old_namespace(
     old = [Document(page_content="old", metadata={"source_path": "docs/api.md"})]
     sync_documents(old, store, namespace="kb")
     store.dump(store_dir / "kb")
-    code, out, err = run(capsys, "purge-legacy", "--config", str(agent), "--store", str(store_dir))
+    purge = ("purge-legacy", "--config", str(agent), "--store", str(store_dir))
+    code, out, err = run(capsys, *purge)  # without --yes: a pin elsewhere is possible
+    assert (code, out) == (1, "")
+    assert "nothing deleted. Run again with --yes if no project pins corpus_id: kb." in err
+    stored = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
+    assert len(list(scan_documents(stored, namespace="kb"))) == 1
+    code, out, err = run(capsys, *purge, "--yes")
     assert code == 0, err
     assert out.startswith("deleted 1 legacy chunk(s) of namespace 'kb' from in-memory")
     left = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
