@@ -17,13 +17,15 @@ from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
 from langchain_holodeck._prefetch import EmbedPrefetch
-from langchain_holodeck.loaders import SourceFile, SourceLoader
+from langchain_holodeck.errors import NoSupportedFilesError
+from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
     KeywordIndexLike,
     SyncResult,
     make_chunk_key,
     read_stored,
+    sanitize_error,
     stable_id,
     sync_documents,
 )
@@ -72,6 +74,11 @@ def pipeline_fingerprint(
         model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
         parts.append(str(model))
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+_NO_TEXT_MEMO = [0.0]
+"""Ends the ``unreadable`` entry ``[mtime, size, 0.0]`` of a file with no text (empty, binary):
+not read again at that mtime and size, and, unlike an unreadable one, nothing of it kept."""
 
 
 class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
@@ -137,7 +144,9 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         self.on_progress = on_progress
         self.reindex = reindex
         self.unreadable = unreadable
-        """Files that could not be loaded: ``source_path -> [mtime, size]``. A file still at
+        """Files skipped when read: ``source_path -> [mtime, size]`` for one that could not be
+        loaded (its chunks from an earlier read are kept), ``[mtime, size, 0.0]`` for one with
+        no text (empty, binary: its chunks are removed, as a deleted file's). A file still at
         that mtime and size is not read again (nor warned about again); the caller keeps the
         mapping between runs. Updated by each run."""
         self.walked: tuple[SourceFile, ...] = ()
@@ -170,7 +179,13 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
 
     def _ingest(self, source: str | Path | SourceLoader, *, force_ingest: bool) -> SyncResult:
         loader = self._loader(source)
-        files = self.walked = tuple(loader.iter_files())
+        try:
+            files = self.walked = tuple(loader.iter_files())
+        except NoSupportedFilesError:
+            if not (self.cleanup and self._holds_chunks()):
+                raise
+            # its last files were deleted: the sync below removes their chunks
+            files = self.walked = ()
         unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
         prefetch = (
             None  # enriched chunks differ from the split ones: nothing to embed ahead
@@ -204,16 +219,25 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         failed = self.unreadable if self.unreadable is not None else {}
         for file in files:
             stat = [file.mtime, float(file.size_bytes)]
+            memo = failed.get(file.source_path)
             if file.source_path in unchanged:
                 pass
-            elif failed.get(file.source_path) == stat and not force_ingest:
-                logger.debug("%s: unreadable at this mtime and size; not read again.", file)
-                unchanged[file.source_path] = 0
+            elif memo is not None and memo[:2] == stat and not force_ingest:
+                logger.debug("%s: skipped at this mtime and size; not read again.", file)
+                if memo[2:] != _NO_TEXT_MEMO:  # unreadable: keep its last good chunks
+                    unchanged[file.source_path] = 0
             else:
                 loaded = self._split(loader, file)
-                if loaded is None:  # unreadable now (the loader warned): keep what is stored
-                    unchanged[file.source_path] = 0
+                if loaded is Skipped.FAILED:  # unreadable now (the loader warned)
+                    unchanged[file.source_path] = 0  # keep the chunks of its last good read
                     failed[file.source_path] = stat
+                    logger.info(
+                        "%s: any chunks stored from an earlier read stay searchable until it "
+                        "loads again or is deleted.",
+                        file.source_path,
+                    )
+                elif loaded is Skipped.NO_TEXT:  # nothing to index now: as if deleted
+                    failed[file.source_path] = stat + _NO_TEXT_MEMO  # not read again
                 else:
                     failed.pop(file.source_path, None)
                     split.append(loaded)
@@ -253,10 +277,10 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
 
     def _split(
         self, loader: SourceLoader, file: SourceFile
-    ) -> tuple[Document, list[Document]] | None:
-        document = loader.load_file(file)
-        if document is None:
-            return None
+    ) -> tuple[Document, list[Document]] | Skipped:
+        document = loader.read_document(file)
+        if isinstance(document, Skipped):
+            return document
         splitter = (
             self.code_splitter
             if str(document.metadata.get("file_type", "")) in CODE_LANGUAGES
@@ -291,6 +315,21 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
                 out.extend(_enrich(enricher, document, chunks, gaps))
             self._progress("contexts", len(chunks), sum(len(cs) for _, cs in split))
         return out
+
+    def _holds_chunks(self) -> bool:
+        """Whether the store holds a chunk of this namespace (``False`` when it cannot tell).
+
+        A source that once had supported files and has none now is a corpus whose files were
+        all deleted, not a wrong path: the namespace is the source root's.
+        """
+        from langchain_holodeck.vectorstores import scan_documents
+
+        try:
+            stored = scan_documents(self.vector_store, namespace=self.namespace)
+            return next(iter(stored), None) is not None
+        except Exception as error:  # an unlistable store, a store down: the error stands
+            logger.debug("could not look for stored chunks: %s", sanitize_error(error))
+            return False
 
     def _unchanged_files(self, files: Sequence[SourceFile]) -> dict[str, int]:
         """Files whose stored record matches their stat and our settings: source -> chunks."""

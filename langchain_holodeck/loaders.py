@@ -6,6 +6,7 @@ import asyncio
 import codecs
 import encodings
 import encodings.aliases
+import enum
 import importlib
 import json
 import logging
@@ -72,6 +73,15 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+
+
+class Skipped(enum.Enum):
+    """Why :meth:`SourceLoader.read_document` skipped a file."""
+
+    NO_TEXT = "no text"
+    """Nothing to index: empty, whitespace only, binary or undecodable, a zip bomb."""
+    FAILED = "failed"
+    """Could not be read or converted (an error or a conversion limit), maybe only for now."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +279,19 @@ class SourceLoader(BaseLoader):
         Raises:
             DocumentLoadError: The file failed to read or convert and ``on_error="raise"``.
         """
+        loaded = self.read_document(file)
+        return loaded if isinstance(loaded, Document) else None
+
+    def read_document(self, file: SourceFile) -> Document | Skipped:
+        """:meth:`load_file`, telling why a skipped file was skipped (the reason is logged).
+
+        ``Skipped.NO_TEXT``: the file holds nothing to index (empty, whitespace only, binary or
+        undecodable, a zip archive expanding past ``max_file_bytes``). ``Skipped.FAILED``: it
+        could not be read or converted (an error, a conversion limit), maybe only for now.
+
+        Raises:
+            DocumentLoadError: The file failed to read or convert and ``on_error="raise"``.
+        """
         try:
             text = self._read(file)
         except Exception as e:
@@ -278,12 +301,12 @@ class SourceLoader(BaseLoader):
                 msg = f"Could not load {file.source_path!r}: {reason}"
                 raise DocumentLoadError(msg) from e
             logger.warning("Skipping %s: could not load it (%s).", file.source_path, reason)
-            return None
-        if text is None:
-            return None
+            return Skipped.FAILED
+        if isinstance(text, Skipped):  # reported by _read
+            return text
         if not text.strip():
             logger.warning("Skipping %s: no text content (whitespace only).", file.source_path)
-            return None
+            return Skipped.NO_TEXT
         return Document(
             page_content=text,
             metadata={
@@ -386,10 +409,11 @@ class SourceLoader(BaseLoader):
         self._warn_walk(summary, summary=True)
 
     # ------------------------------------------------------------------ reading
-    def _read(self, file: SourceFile) -> str | None:
+    def _read(self, file: SourceFile) -> str | Skipped:
+        """The file's text, or why it was skipped (reported with one WARNING)."""
         if file.size_bytes == 0:
             logger.warning("Skipping %s: empty file (0 bytes).", file.source_path)
-            return None
+            return Skipped.NO_TEXT
         if file.size_bytes > self.max_file_bytes:
             estimate = (
                 f" (as text, roughly {file.size_bytes // _BYTES_PER_CHUNK:,} chunks to embed)"
@@ -413,13 +437,13 @@ class SourceLoader(BaseLoader):
                     expanded,
                     self.max_file_bytes,
                 )
-                return None
+                return Skipped.NO_TEXT
             return self._convert(file)
         with file.path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
             if _bom_encoding(head) is None and b"\x00" in head:
                 logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
-                return None
+                return Skipped.NO_TEXT
             data = head + fh.read()
         text, encoding = self._decode(data)
         if encoding not in ("utf-8", "utf-8-sig"):  # a few bad bytes in UTF-8 text?
@@ -439,7 +463,7 @@ class SourceLoader(BaseLoader):
                 file.source_path,
                 list(self.encoding_fallbacks),
             )
-            return None
+            return Skipped.NO_TEXT
         if encoding not in ("utf-8", "utf-8-sig"):
             logger.debug("Decoded %s as %s.", file.source_path, encoding)
         if file.file_type == "json":
@@ -486,10 +510,10 @@ class SourceLoader(BaseLoader):
 
     def _convert(
         self, file: SourceFile, data: bytes | None = None, *, charset: str | None = None
-    ) -> str | None:
+    ) -> str | Skipped:
         """The markdown markitdown makes of ``file`` (or of ``data``, its decoded text), bounded.
 
-        ``None`` (with one WARNING) when a conversion limit stopped it.
+        ``Skipped.FAILED`` (with one WARNING) when a conversion limit stopped it.
         """
         request = ConversionRequest(
             file.file_type, file.path.name, str(file.path), data=data, charset=charset
@@ -505,7 +529,7 @@ class SourceLoader(BaseLoader):
                 markdown = pool.convert(request)
             except ConversionLimitError as error:
                 logger.warning("Skipping %s: %s.", file.source_path, error)
-                return None
+                return Skipped.FAILED
         # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
         markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))
         return re.sub(r"\n{3,}", "\n\n", markdown)

@@ -16,8 +16,9 @@ from langchain_core.stores import InMemoryByteStore
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck.embeddings import CachedEmbeddings
+from langchain_holodeck.errors import NoSupportedFilesError
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
-from langchain_holodeck.loaders import SourceFile, SourceLoader
+from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters import default_text_splitter
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from tests.helpers import DATA_DIR, HashingEmbeddings
@@ -52,15 +53,15 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Counts SourceLoader.load_file calls per source path: what the fast path avoided."""
+    """Counts SourceLoader.read_document calls per source path: what the fast path avoided."""
     counter: Counter[str] = Counter()
-    original = SourceLoader.load_file
+    original = SourceLoader.read_document
 
-    def counting(self: SourceLoader, file: SourceFile) -> Document | None:
+    def counting(self: SourceLoader, file: SourceFile) -> Document | Skipped:
         counter[file.source_path] += 1
         return original(self, file)
 
-    monkeypatch.setattr(SourceLoader, "load_file", counting)
+    monkeypatch.setattr(SourceLoader, "read_document", counting)
     return counter
 
 
@@ -211,18 +212,66 @@ def test_deleted_file_chunks_are_cleaned_up(root: Path, embeddings: HashingEmbed
     assert len(stored_by_source(pipeline.vector_store)) == 4
 
 
-def test_a_file_that_stops_loading_keeps_its_chunks(
-    root: Path, embeddings: HashingEmbeddings
+def test_a_file_that_stops_converting_keeps_its_chunks(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
 ) -> None:
-    pipeline = make_pipeline(root, embeddings)
+    """A PDF that no longer converts (half written?) keeps the chunks of its last good read."""
+    from tests.unit_tests.test_loaders import write_pdf
+
+    write_pdf(root / "docs" / "report.pdf", "Quarterly holodeck report")
+    pipeline = make_pipeline(root, embeddings, unreadable={})
     pipeline.invoke("docs")
-    before = stored_by_source(pipeline.vector_store)["docs/auth.md"]
-    (root / "docs" / "auth.md").write_bytes(b"\x00\x01\x02 not text any more \xff" * 50)
+    before = stored_by_source(pipeline.vector_store)["docs/report.pdf"]
+    (root / "docs" / "report.pdf").write_bytes(b"%PDF-1.4\nnot a PDF any more")
 
     result = pipeline.invoke("docs")
 
     assert result.deleted == 0
-    assert stored_by_source(pipeline.vector_store)["docs/auth.md"] == before
+    assert stored_by_source(pipeline.vector_store)["docs/report.pdf"] == before
+    assert pipeline.invoke("docs").deleted == 0  # and on every run after
+    assert loads["docs/report.pdf"] == 2  # not read again at the same mtime and size
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"   \n\t\n", b"\x00\x01\x02 not text any more \xff" * 50]
+)
+def test_a_file_left_with_no_text_loses_its_chunks(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str], content: bytes
+) -> None:
+    """Emptied, whitespace only or binary: its old text is gone from the file, so from the
+    store too (as a deleted file's), even with force_ingest; and it is not read again."""
+    pipeline = make_pipeline(root, embeddings, unreadable={})
+    pipeline.invoke("docs")
+    (root / "docs" / "auth.md").write_bytes(content)
+
+    result = pipeline.invoke("docs", force_ingest=True)
+
+    assert result.deleted == 1
+    assert "docs/auth.md" not in stored_by_source(pipeline.vector_store)
+    assert len(stored_by_source(pipeline.vector_store)) == 4
+    assert pipeline.invoke("docs").deleted == 0
+    assert loads["docs/auth.md"] == 2  # the first ingest and the forced one
+
+
+def test_a_source_whose_last_file_was_deleted_is_emptied(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """ingest --help: files deleted from SOURCE have their chunks removed, the last ones too;
+    a source that never held a supported file is still an error."""
+    pipeline = make_pipeline(root, embeddings)
+    pipeline.invoke("docs")
+    shutil.rmtree(root / "docs")
+    (root / "docs").mkdir()
+
+    result = pipeline.invoke("docs")
+
+    assert result.deleted == 5
+    assert stored_by_source(pipeline.vector_store) == {}
+    with pytest.raises(NoSupportedFilesError, match="has no supported file"):
+        pipeline.invoke("docs")  # nothing stored any more: nothing to remove
+    (root / "other").mkdir()
+    with pytest.raises(NoSupportedFilesError):
+        make_pipeline(root, embeddings).invoke("other")
 
 
 def test_without_cleanup_a_deleted_file_stays(root: Path, embeddings: HashingEmbeddings) -> None:
