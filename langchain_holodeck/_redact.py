@@ -8,22 +8,67 @@ from collections.abc import Iterable
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _SPACE = re.compile(r"(\s+)")
+_QUERY_KEY = re.compile(r"[^=&#@/?\s]+=")  # the "key=" a query starts with
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def _split_url(url: str) -> tuple[str, str, str] | None:
     """(``scheme://``, user info, ``host...``) of a URL with user info, else ``None``.
 
-    The user info ends at the *last* ``@``: a password holding a space, ``/``, ``#`` or ``@``
-    (which ``urlsplit`` misreads as path, fragment or host) stays inside it. Linear time.
+    Where the user info ends: ``_userinfo_end``. Linear time.
     """
     mark = url.find("://")
     if mark <= 0 or not all(c in _SCHEME_CHARS for c in url[:mark]):
         return None
     rest = url[mark + 3 :]
-    at = rest.rfind("@")
+    at = _userinfo_end(rest)
     if at < 0:
         return None
     return url[: mark + 3], rest[:at], rest[at + 1 :]
+
+
+def _userinfo_end(rest: str) -> int:
+    """The ``@`` ending the user info of ``rest`` (a URL after ``scheme://``), else -1.
+
+    As a person writes a URL, the user info ends at the *last* ``@``: a password holding a
+    space, ``/``, ``?``, ``#`` or ``@`` stays inside it, masked whole. The clients read it
+    otherwise (urllib and redis-py end the host part at the first ``/``, ``?`` or ``#``, libpq
+    the user info at the first ``@``), so ``userinfo_problem`` refuses such a URL. One
+    exception: a URL that reads well the standard way, whose later ``@``s are all in its
+    query's values (``postgresql://u:pw@host/db?user=me@corp``), ends it where they do.
+    """
+    last = rest.rfind("@")
+    if last < 0:
+        return -1
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    if last < end:  # no "@" past the host part: both readings agree
+        return last
+    query = rest.find("?", end)
+    key = _QUERY_KEY.match(rest, query + 1) if query >= 0 else None
+    if key is None or "#" in rest[end:query] or "@" in rest[end : key.end()]:
+        return last
+    at = rest.rfind("@", 0, end)
+    info, hosts = rest[: max(at, 0)], rest[at + 1 : end]
+    if "@" in info or any(c.isspace() for c in info) or not _are_hosts(hosts):
+        return last  # not a standard URL either: the person's reading (it masks the most)
+    return at
+
+
+def _are_hosts(text: str) -> bool:
+    """Whether ``text`` is ``host[:port]`` (libpq: a comma-separated list), ports digits."""
+    for host in text.split(","):
+        if host.startswith("["):  # [IPv6]:port
+            name, close, port = host[1:].partition("]")
+            if not close:
+                return False
+        else:
+            name, colon, digits = host.partition(":")
+            port = colon + digits
+        if any(c.isspace() or c in "[]" for c in name):
+            return False
+        if port and not (port[0] == ":" and port[1:].isdigit()):
+            return False
+    return True
 
 
 def _lone_user_is_password(scheme: str) -> bool:
@@ -66,6 +111,41 @@ def url_password(url: str) -> str | None:
     if colon:
         return password or None
     return user if user and _lone_user_is_password(parts[0]) else None
+
+
+def userinfo_problem(url: str) -> str | None:
+    """Why the client would misread ``url``'s user name or password, else ``None``.
+
+    A ``/``, ``?``, ``#`` or ``@`` in them ends the host part or the user info early for
+    urllib, redis-py or libpq, which then connect to a host made of password pieces and print
+    it; libpq also refuses a space or a lone ``%``, quoting the password. The problem names
+    no character of the password; show the URL with ``mask_connection_string``.
+    """
+    parts = _split_url(url.strip())
+    if parts is None:
+        return None
+    scheme, info, _ = parts
+    bad = any(c in "/?#@" for c in info)
+    if scheme.lower().startswith("postgres"):
+        bad = bad or any(c.isspace() for c in info) or _BAD_ESCAPE.search(info) is not None
+    if not bad:
+        return None
+    return (
+        "the user name and password must be percent-encoded (# as %23, / as %2F, ? as %3F, "
+        "@ as %40, space as %20, % as %25)"
+    )
+
+
+def check_userinfo(url: str, *, name: str) -> None:
+    """Refuse ``url`` (the parameter ``name``) when ``userinfo_problem`` finds one.
+
+    Raises:
+        ValueError: One line naming ``name`` and showing the URL with its password masked.
+    """
+    problem = userinfo_problem(url)
+    if problem is not None:
+        msg = f"{name}: {problem}, got {mask_connection_string(url)!r}."
+        raise ValueError(msg)
 
 
 def mask_url_password(text: str) -> str:

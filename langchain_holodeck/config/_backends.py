@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args
 from pydantic import (
     AliasChoices,
     BaseModel,
+    ConfigDict,
     Field,
     GetCoreSchemaHandler,
     SecretStr,
@@ -29,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
-from langchain_holodeck._redact import mask_connection_string
+from langchain_holodeck._redact import mask_connection_string, userinfo_problem
 from langchain_holodeck.config._sections import MODEL_CONFIG, check_http_url
 
 _C = TypeVar("_C", bound=type[BaseModel])
@@ -216,6 +217,7 @@ class RedisDatabaseConfig(DatabaseConfig):
 
     provider: Literal["redis"]
     """Selects Redis."""
+    model_config = ConfigDict(**MODEL_CONFIG, hide_input_in_errors=True)  # the URL is a secret
     connection_string: SecretStr = Field(json_schema_extra={"rule": "redis:// or rediss://"})
     """Redis URL such as ``${REDIS_URL}``; a secret (it may embed a password)."""
     index_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.:-]+$")
@@ -246,6 +248,10 @@ class RedisDatabaseConfig(DatabaseConfig):
     def _redis_scheme(cls, value: SecretStr) -> SecretStr:
         if not value.get_secret_value().startswith(("redis://", "rediss://")):
             msg = "must start with redis:// or rediss://"
+            raise ValueError(msg)
+        problem = userinfo_problem(value.get_secret_value())
+        if problem is not None:  # redis-py would connect to a host made of password pieces
+            msg = f"{problem}, got {mask_connection_string(value.get_secret_value())!r}"
             raise ValueError(msg)
         return value
 
@@ -310,6 +316,7 @@ class PostgresDatabaseConfig(DatabaseConfig):
 
     provider: Literal["postgres"]
     """Selects PostgreSQL."""
+    model_config = ConfigDict(**MODEL_CONFIG, hide_input_in_errors=True)  # the URL is a secret
     connection_string: SecretStr = Field(json_schema_extra={"rule": "postgresql:// URL"})
     """Primary (or coordinator) URL such as ``${POSTGRES_URL}``; a secret (it may embed a
     password)."""
@@ -346,9 +353,13 @@ class PostgresDatabaseConfig(DatabaseConfig):
     @classmethod
     def _postgres_scheme(cls, value: SecretStr | list[SecretStr]) -> SecretStr | list[SecretStr]:
         for url in value if isinstance(value, list) else [value]:
+            problem = None
             if not url.get_secret_value().startswith(("postgresql://", "postgres://")):
-                shown = mask_connection_string(url.get_secret_value())
-                msg = f"must start with postgresql://, got {shown!r}"
+                problem = "must start with postgresql://"
+            else:  # libpq would connect to a host made of password pieces
+                problem = userinfo_problem(url.get_secret_value())
+            if problem is not None:  # the URL, masked: a list's item is shown by no one else
+                msg = f"{problem}, got {mask_connection_string(url.get_secret_value())!r}"
                 raise ValueError(msg)
         return value
 

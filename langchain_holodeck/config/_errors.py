@@ -132,6 +132,8 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     value = error.get("input")
     if kind == "missing" or isinstance(value, (dict, list, BaseModel)):
         show_value = False
+    elif isinstance(value, str) and f"got {mask_url_password(value)!r}" in problem:
+        show_value = False  # the validator named the value already (masked): once is enough
     where = f"{path}: " if path else ""
     if not show_value:
         return f"{display}: {where}{problem}."

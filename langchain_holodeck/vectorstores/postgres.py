@@ -22,6 +22,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from langchain_holodeck._chunk import NAMESPACE, WINDOW_OF
+from langchain_holodeck._redact import check_userinfo
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
@@ -94,6 +95,10 @@ class PostgresVectorStore(VectorStore):
         if keyword_scoring not in ("bm25", "ts_rank_cd"):
             msg = f"keyword_scoring must be 'bm25' or 'ts_rank_cd', got {keyword_scoring!r}."
             raise ValueError(msg)
+        check_userinfo(connection_string, name="connection_string")
+        for field, urls in (("read_replicas", read_replicas), ("shards", shards)):
+            for i, url in enumerate(urls):
+                check_userinfo(url, name=f"{field}[{i}]")
         self.embedding = embedding
         self.table_name = table_name
         self.distance_metric = distance_metric

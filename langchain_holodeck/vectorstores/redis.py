@@ -35,7 +35,7 @@ from langchain_holodeck._chunk import (
     WINDOW_COUNT,
     window_id,
 )
-from langchain_holodeck._redact import one_line
+from langchain_holodeck._redact import check_userinfo, one_line
 from langchain_holodeck._redisearch import (
     escape_tag,
     identifier_parts,
@@ -911,8 +911,10 @@ def build_redis_store(
     """Probe the server (fast failure), then open or create the index.
 
     Raises:
+        ValueError: If the URL's password is not percent-encoded (redis-py would misread it).
         redis.RedisError: If the server is unreachable or lacks RediSearch.
     """
+    check_userinfo(url, name="url")
     probe = make_client(url, connect_timeout=connect_timeout, probe=True)
     try:
         probe.ping()

@@ -45,7 +45,7 @@ def test_a_connection_string_password_with_url_characters_is_masked_whole(passwo
     assert password in url_passwords(url)
 
 
-@pytest.mark.parametrize("password", ["pa ss", "ab/cd", "ab#cd", "a@b"])
+@pytest.mark.parametrize("password", ["pa ss", "pa ss word"])  # "/", "#", "@": refused
 def test_a_redis_url_that_does_not_parse_falls_back_with_one_masked_line(
     password: str, caplog: pytest.LogCaptureFixture
 ) -> None:
