@@ -102,6 +102,15 @@ class Backend(ABC):
         """Save ``store`` into ``store_dir`` if it changed since the last save; return whether."""
         return False
 
+    def store_identity(self) -> str:
+        """Which store this is, for what is saved beside it (the BM25 index of a tool).
+
+        Equal for the same store, different for another (another server, index or table, or
+        the in-memory fallback); no secret. By default ``describe()``, which names the
+        server (password masked) and the index or table.
+        """
+        return self.describe()
+
     # -- one namespace ----------------------------------------------------------------------
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any] | None:
         """Search kwargs restricting dense search to ``namespace``, or ``None`` if it cannot."""

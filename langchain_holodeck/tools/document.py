@@ -598,7 +598,6 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._exact_loaded = False
         self._fan_out: IndexFanOut | None = None
         self._keywords_stale = False
-        self._keywords_rebuilt = False  # the saved index was behind the store: save it again
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -692,7 +691,6 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             len(want - have),
         )
         rebuild_index("keyword", keywords, store, self.namespace)
-        self._keywords_rebuilt = True
 
     def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.definitions import DefinitionExtractor
@@ -706,9 +704,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 self._keywords,
                 self._store_dir,
                 namespace=self.namespace,
-                store_saved=saved or self._keywords_rebuilt,
+                store_saved=saved,
             )
-            self._keywords_rebuilt = False
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
             if self._fan_out is not None and self._fan_out.kept is not None:
                 chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
