@@ -208,7 +208,8 @@ class _DocumentTool(Generic[ConfigT]):
 
         Raises:
             FileNotFoundError: When the source does not exist or holds no supported file.
-            EmbeddingModelMismatchError: When the store holds another model's vectors and
+            EmbeddingModelMismatchError: When the store holds another model's vectors, or its
+                index was created with other settings (a vector metric or algorithm), and
                 ``force_ingest`` is False.
             EmbeddingError: ``Failed to generate embeddings: ...`` when the embedding model
                 fails and no chunk could be embedded (partial failures are counted in
@@ -234,6 +235,7 @@ class _DocumentTool(Generic[ConfigT]):
             raise
         self._warn_about_rerank_top_n()
         self.corpus.match_dimension(store, force_ingest=force_ingest)
+        self.corpus.match_index_settings(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
         if force_ingest:  # re-embed means re-embed (this corpus)
             self.corpus.clear_cache()
