@@ -16,7 +16,11 @@ class IndexNotBuiltError(HolodeckError, RuntimeError):
 
 
 class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
-    """The store holds vectors of another embedding model; re-run with ``force_ingest``."""
+    """The store's vectors or index do not match the configuration; re-run with ``force_ingest``.
+
+    Another embedding model's vectors, or an index created with other settings (dimension,
+    distance metric, algorithm).
+    """
 
 
 class EmbeddingError(HolodeckError, RuntimeError):

@@ -102,6 +102,15 @@ class Backend(ABC):
         """Save ``store`` into ``store_dir`` if it changed since the last save; return whether."""
         return False
 
+    def store_identity(self) -> str:
+        """Which store this is, for what is saved beside it (the BM25 index of a tool).
+
+        Equal for the same store, different for another (another server, index or table, or
+        the in-memory fallback); no secret. By default ``describe()``, which names the
+        server (password masked) and the index or table.
+        """
+        return self.describe()
+
     # -- one namespace ----------------------------------------------------------------------
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any] | None:
         """Search kwargs restricting dense search to ``namespace``, or ``None`` if it cannot."""
@@ -162,24 +171,64 @@ class Backend(ABC):
             EmbeddingModelMismatchError: When chunks of other namespaces share the store: one
                 store holds one width, and theirs must not be touched.
         """
-        if self.capabilities.enumerates:
-            found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
-            others = sorted(found - {namespace})
-            if others:
-                shown = ", ".join(repr(name) for name in others[:5])
-                msg = (
-                    f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
-                    f"the store ({self.describe()}) also holds chunks of {shown} embedded at "
-                    f"dimension {self.vector_dimension(store)}, and one store holds one "
-                    "dimension. Give this corpus its own store (another store_dir or "
-                    "database.index_name), or re-ingest the other corpora with the same "
-                    "embedding model."
-                )
-                raise EmbeddingModelMismatchError(msg)
+        others = self._other_namespaces(store, namespace)
+        if others:
+            msg = (
+                f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
+                f"the store ({self.describe()}) also holds chunks of {others} embedded at "
+                f"dimension {self.vector_dimension(store)}, and one store holds one "
+                "dimension. Give this corpus its own store (another store_dir or "
+                "database.index_name), or re-ingest the other corpora with the same "
+                "embedding model."
+            )
+            raise EmbeddingModelMismatchError(msg)
         self._reset_dimension(store, namespace=namespace, dimension=dimension)
 
     def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
         """Backend part of ``rebuild_for_dimension``, once the store is known to be unshared."""
+        return
+
+    def _other_namespaces(self, store: VectorStore, namespace: str) -> str:
+        """The other namespaces with chunks in ``store`` (up to 5, quoted), or ``""``."""
+        if not self.capabilities.enumerates:
+            return ""
+        found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
+        return ", ".join(repr(name) for name in sorted(found - {namespace})[:5])
+
+    # -- index settings --------------------------------------------------------------------
+    def index_setting_changes(self, store: VectorStore) -> dict[str, tuple[str, str]]:
+        """Settings the store's index was created with that the configuration now changes.
+
+        ``{setting: (stored, configured)}``, e.g. ``{"distance_metric": ("COSINE", "IP")}``;
+        empty when they agree or the backend has no such settings. An existing index keeps
+        its settings when opened; ``rebuild_for_settings`` applies the configured ones.
+        """
+        return {}
+
+    def rebuild_for_settings(self, store: VectorStore, *, namespace: str) -> None:
+        """Re-create ``store``'s index with the configured settings, before a re-ingest.
+
+        Raises:
+            EmbeddingModelMismatchError: When chunks of other namespaces share the store:
+                their index is not changed under them.
+        """
+        changes = self.index_setting_changes(store)
+        if not changes:
+            return
+        others = self._other_namespaces(store, namespace)
+        if others:
+            shown = ", ".join(f"{k} {old} -> {new}" for k, (old, new) in changes.items())
+            msg = (
+                f"cannot re-create the index of {namespace!r} with {shown}: the store "
+                f"({self.describe()}) also holds chunks of {others}, searched with the "
+                "settings it has. Give this corpus its own store (another "
+                "database.index_name), or configure the settings the index has."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        self._reset_settings(store, namespace=namespace)
+
+    def _reset_settings(self, store: VectorStore, *, namespace: str) -> None:
+        """Backend part of ``rebuild_for_settings``, once the store is known to be unshared."""
         return
 
     # -- companions ------------------------------------------------------------------------

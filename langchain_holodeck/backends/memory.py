@@ -120,16 +120,34 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
         namespace: str,
         store_dir: Path | None = None,
     ) -> KeywordIndex:
+        """The index saved in ``store_dir`` over this same store, else one built from the store.
+
+        A save records the store it was made over (``Backend.store_identity``): the directory
+        is the tool's, and the tool may have moved to another store (Redis, then PostgreSQL,
+        or the in-memory fallback). A save over another store is known not to match, so it
+        is rebuilt from this one without a warning (DEBUG).
+        """
         saved = self._directory(store_dir, namespace)
+        origin = backend.store_identity()
         if saved is not None and saved.exists():
             try:
                 with span(
                     "holodeck.index_build", {"index.kind": "keyword", "index.source": "disk"}
                 ):
-                    return BM25KeywordIndex.load(saved)
+                    loaded = BM25KeywordIndex.load(saved)
             except (OSError, ValueError) as error:  # rebuilt below: the store is the truth
                 logger.warning("BM25 index in %s unreadable (%s); rebuilding it.", saved, error)
+            else:
+                if loaded.origin == origin:
+                    return loaded
+                logger.debug(
+                    "BM25 index in %s was saved over %s, not %s; rebuilding it from this store.",
+                    saved,
+                    loaded.origin or "an unrecorded store",
+                    origin,
+                )
         index = BM25KeywordIndex()
+        index.origin = origin
         if not backend.capabilities.enumerates:  # nothing to rebuild from: sync fills it
             return index
         attributes = {
@@ -146,10 +164,16 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
     def save(
         self, index: KeywordIndex, store_dir: Path, *, namespace: str, store_saved: bool
     ) -> None:
+        """Save ``index`` when the store was saved or the index changed since it was loaded.
+
+        A store on a server (Redis, PostgreSQL) is never saved here, so the index is saved
+        whenever a sync (or a rebuild) changed it; else the next process would load a save
+        behind the store, and warn and rebuild.
+        """
         directory = self._directory(store_dir, namespace)
         if not isinstance(index, BM25KeywordIndex) or directory is None:
             return
-        if store_saved or not directory.exists():  # it follows the store, or was never saved
+        if store_saved or index.unsaved:  # it follows the store, or its own writes
             index.save(directory)
 
     def describe(self, *, store_dir: Path | None = None) -> str:

@@ -134,8 +134,45 @@ class RedisBackend(Backend):
         return getattr(store, "vector_dimension", None)
 
     def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
-        """Re-create the index schema with the new vector field (documents are rewritten)."""
-        store.rebuild_index(dimension)  # type: ignore[attr-defined]  # HolodeckRedisVectorStore
+        """Re-create the index schema with the new vector field (documents are rewritten).
+
+        With the configured algorithm and metric, so no other setting is left to change.
+        """
+        config = self.config
+        rebuild = store.rebuild_index  # type: ignore[attr-defined]  # HolodeckRedisVectorStore
+        if config is None:  # an adopted store: its own settings stay
+            rebuild(dimension)
+        else:
+            rebuild(dimension, algorithm=config.vector_algorithm, metric=config.distance_metric)
+
+    def index_setting_changes(self, store: VectorStore) -> dict[str, tuple[str, str]]:
+        """``vector_algorithm`` and ``distance_metric`` of the index, where configured otherwise.
+
+        An existing index keeps those it was created with (``FT.INFO``), and the store
+        searches it with them: a changed setting would otherwise be silently ignored.
+        """
+        if self.config is None:  # an adopted store: nothing configured to compare
+            return {}
+        stored = {
+            "vector_algorithm": getattr(store, "vector_algorithm", None),
+            "distance_metric": getattr(store, "distance_metric", None),
+        }
+        configured = {
+            "vector_algorithm": self.config.vector_algorithm,
+            "distance_metric": self.config.distance_metric,
+        }
+        return {
+            name: (str(have), configured[name])
+            for name, have in stored.items()
+            if have is not None and have != configured[name]
+        }
+
+    def _reset_settings(self, store: VectorStore, *, namespace: str) -> None:
+        """Re-create the index with the configured algorithm and metric (no document deleted)."""
+        config = self._config()
+        store.rebuild_index(  # type: ignore[attr-defined]  # HolodeckRedisVectorStore
+            algorithm=config.vector_algorithm, metric=config.distance_metric
+        )
 
     def iter_documents(
         self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000

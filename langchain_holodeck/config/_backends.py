@@ -223,9 +223,11 @@ class RedisDatabaseConfig(DatabaseConfig):
     index_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.:-]+$")
     """Name of the vector index (RediSearch index and key prefix)."""
     vector_algorithm: Literal["HNSW", "FLAT"] = "HNSW"
-    """Vector index algorithm: approximate (HNSW) or exact (FLAT)."""
+    """Vector index algorithm: approximate (HNSW) or exact (FLAT). An existing index keeps its
+    own: a change is refused until ``--force-ingest`` re-creates the index."""
     distance_metric: Literal["COSINE", "L2", "IP"] = "COSINE"
-    """Distance metric of the vector index; scores are reported as similarities in [0, 1]."""
+    """Distance metric of the vector index; scores are reported as similarities in [0, 1]. An
+    existing index keeps its own: a change is refused until ``--force-ingest`` re-creates it."""
     fallback_to_memory: bool = True
     """When Redis is unreachable: warn and use the in-memory store (true), or fail (false)."""
     embedding_cache_ttl_days: float = Field(default=30, gt=0)

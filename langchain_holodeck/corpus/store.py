@@ -261,6 +261,36 @@ class Corpus:
         )
         backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self.dimension)
 
+    def match_index_settings(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """Refuse (or, with ``force_ingest``, re-create) an index built with other settings.
+
+        An existing index keeps the settings it was created with (its vector algorithm and
+        distance metric, as its backend reports them); a configuration that changes them is
+        not silently ignored.
+
+        Raises:
+            EmbeddingModelMismatchError: When a setting differs and ``force_ingest`` is False,
+                or the store is shared with other corpora.
+        """
+        backend = self.backend_of(store)
+        changes = backend.index_setting_changes(store)
+        if not changes:
+            return
+        stored = ", ".join(f"{name} {old}" for name, (old, _) in changes.items())
+        configured = ", ".join(f"{name} {new}" for name, (_, new) in changes.items())
+        if not force_ingest:
+            msg = (
+                f"{self.name}: the vector index ({self.describe()}) was created with {stored} "
+                f"but the configuration sets {configured}; an existing index keeps its "
+                "settings, so re-run with force_ingest=True (CLI: --force-ingest) to re-create "
+                "it with the configured ones, or configure the ones it has."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        logger.warning(
+            "%s: re-creating the vector index with %s (was %s).", self.name, configured, stored
+        )
+        backend.rebuild_for_settings(store, namespace=self.namespace)
+
     def save(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""
         if self.store_dir is None or self.backend is None:

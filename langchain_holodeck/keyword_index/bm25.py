@@ -496,6 +496,11 @@ class BM25KeywordIndex:
         self._okapi: Any = None
         self.full_builds = 0
         """How many times the whole index was rebuilt (observability, tests)."""
+        self.origin: str | None = None
+        """What the index was built from, as its owner names it (a store's identity); saved
+        and loaded with the index, so a save made over another store can be told apart."""
+        self._writes = 0  # changes of content so far
+        self._saved_writes: int | None = None  # _writes when last saved or loaded
         self._score_all_below = SCORE_ALL_BELOW  # tests set 0 to exercise MaxScore
 
     def __len__(self) -> int:
@@ -503,6 +508,11 @@ class BM25KeywordIndex:
 
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._tokens
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether the content changed since the index was last saved or loaded (or neither)."""
+        return self._writes != self._saved_writes
 
     @property
     def ids(self) -> frozenset[str]:
@@ -525,6 +535,7 @@ class BM25KeywordIndex:
                     self._tombstones.add(old)
             self._delta.update(ids)
             self._stale = True
+            self._writes += bool(ids)
 
     def add_documents(self, documents: Sequence[Document]) -> None:
         """Alias of :meth:`upsert`."""
@@ -541,12 +552,14 @@ class BM25KeywordIndex:
                     self._tombstones.add(old)
                 self._delta.discard(doc_id)
                 self._stale = True
+                self._writes += 1
 
     def clear(self) -> None:
         """Remove every document."""
         with self._lock:
             self._tokens.clear()
             self._reset_segments()
+            self._writes += 1
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the index content with every chunk stored in ``store``; return the count."""
@@ -558,6 +571,7 @@ class BM25KeywordIndex:
                 [self._encode(d) for d in docs],
             )
             self._reset_segments()
+            self._writes += 1
             return len(self._tokens)
 
     def _encode(self, doc: Document) -> np.ndarray:
@@ -701,7 +715,7 @@ class BM25KeywordIndex:
 
     # -- persistence --------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
-        """Write the index (term ids per chunk, vocabulary, settings) under ``directory``.
+        """Write the index (term ids per chunk, vocabulary, settings, ``origin``) to ``directory``.
 
         Atomic: the token arrays go to a new ``bm25_tokens-<gen>.npz``, then
         ``bm25_index.json`` (which names it) is replaced; a process killed in between leaves
@@ -727,7 +741,9 @@ class BM25KeywordIndex:
                 "stemmer": self.tokenizer.stemmer_name,
                 "terms": list(self.tokenizer.terms),
                 "ids": ids,
+                "origin": self.origin,
             }
+            writes = self._writes
         # the tokens go to a new generation file; the JSON names it and is replaced last, so a
         # kill in between leaves the previous save whole
         # (all under the directory's exclusive lock: processes saving here take turns)
@@ -741,6 +757,7 @@ class BM25KeywordIndex:
             meta["tokens_file"] = tokens_name
             atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
             remove_other_generations(path, "bm25_tokens*.npz", keep={tokens_name})
+        self._saved_writes = writes
         return path
 
     @classmethod
@@ -794,6 +811,8 @@ class BM25KeywordIndex:
             raise ValueError(msg)
         index._tokens.load(meta["ids"], flat, lengths)
         index._reset_segments()
+        index.origin = meta.get("origin")
+        index._saved_writes = index._writes
         return index
 
 

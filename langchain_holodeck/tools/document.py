@@ -208,7 +208,8 @@ class _DocumentTool(Generic[ConfigT]):
 
         Raises:
             FileNotFoundError: When the source does not exist or holds no supported file.
-            EmbeddingModelMismatchError: When the store holds another model's vectors and
+            EmbeddingModelMismatchError: When the store holds another model's vectors, or its
+                index was created with other settings (a vector metric or algorithm), and
                 ``force_ingest`` is False.
             EmbeddingError: ``Failed to generate embeddings: ...`` when the embedding model
                 fails and no chunk could be embedded (partial failures are counted in
@@ -234,6 +235,7 @@ class _DocumentTool(Generic[ConfigT]):
             raise
         self._warn_about_rerank_top_n()
         self.corpus.match_dimension(store, force_ingest=force_ingest)
+        self.corpus.match_index_settings(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
         if force_ingest:  # re-embed means re-embed (this corpus)
             self.corpus.clear_cache()
@@ -598,7 +600,6 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._exact_loaded = False
         self._fan_out: IndexFanOut | None = None
         self._keywords_stale = False
-        self._keywords_rebuilt = False  # the saved index was behind the store: save it again
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -692,7 +693,6 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             len(want - have),
         )
         rebuild_index("keyword", keywords, store, self.namespace)
-        self._keywords_rebuilt = True
 
     def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.definitions import DefinitionExtractor
@@ -706,9 +706,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 self._keywords,
                 self._store_dir,
                 namespace=self.namespace,
-                store_saved=saved or self._keywords_rebuilt,
+                store_saved=saved,
             )
-            self._keywords_rebuilt = False
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
             if self._fan_out is not None and self._fan_out.kept is not None:
                 chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw

@@ -6,6 +6,7 @@ field names, the schema ``HolodeckRedisVectorStore`` creates, and how a client i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import redis
@@ -71,12 +72,38 @@ def index_schema(
     )
 
 
-def existing_dimension(client: redis.Redis, index_name: str) -> int | None:
-    """The vector dimension of an existing index, or ``None`` when there is no such index."""
+@dataclass(frozen=True)
+class VectorSettings:
+    """The vector field of an index as the server has it: what a query must match."""
+
+    dims: int
+    algorithm: str
+    """``FLAT`` or ``HNSW`` (or what a newer server has)."""
+    metric: str
+    """``COSINE``, ``L2`` or ``IP``."""
+
+
+def existing_vector_settings(client: redis.Redis, index_name: str) -> VectorSettings | None:
+    """The vector field of an existing index, or ``None`` when there is no such index.
+
+    An existing index keeps the settings it was created with, whatever a store opening it
+    is configured with: its dimension, algorithm and metric are what searches get.
+    """
     try:
         existing = SearchIndex.from_existing(index_name, redis_client=client)
     except Exception:  # redisvl raises several types for "no such index"
         return None
-    field = existing.schema.fields.get(EMBEDDING_FIELD)
-    dims = getattr(getattr(field, "attrs", None), "dims", None)
-    return int(dims) if dims else None
+    attrs = getattr(existing.schema.fields.get(EMBEDDING_FIELD), "attrs", None)
+    dims = getattr(attrs, "dims", None)
+    if not dims:
+        return None
+    return VectorSettings(
+        dims=int(dims),
+        algorithm=_upper(getattr(attrs, "algorithm", "HNSW")),
+        metric=_upper(getattr(attrs, "distance_metric", "COSINE")),
+    )
+
+
+def _upper(value: object) -> str:
+    """An enum's value (or a string) in upper case: ``VectorDistanceMetric.IP`` -> ``IP``."""
+    return str(getattr(value, "value", value)).upper()

@@ -15,7 +15,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 import numpy as np
 from langchain_core.documents import Document
@@ -63,12 +63,14 @@ from langchain_holodeck.vectorstores._redis_schema import (
     TAG_SEPARATOR,
     Algorithm,
     Metric,
-    existing_dimension,
+    existing_vector_settings,
     index_schema,
     make_client,
 )
 
 logger = logging.getLogger(__name__)
+
+_L = TypeVar("_L", bound=str)
 
 TESTED_LANGCHAIN_REDIS = "0.2"
 """The langchain-redis minor version whose internals ``search_index`` was checked against."""
@@ -258,17 +260,53 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         dims = getattr(getattr(field, "attrs", None), "dims", None)
         return int(dims) if dims else None
 
-    def rebuild_index(self, dimension: int) -> None:
-        """Re-create the RediSearch index with a vector field of ``dimension``.
+    @property
+    def vector_algorithm(self) -> str:
+        """The algorithm of the index's vector field (``FLAT``, ``HNSW``) on the server."""
+        return str(self.config.indexing_algorithm).upper()
+
+    @property
+    def distance_metric(self) -> str:
+        """The metric of the index's vector field (``COSINE``, ``L2``, ``IP``) on the server.
+
+        What distances, and so scores, are computed with.
+        """
+        return str(self.config.distance_metric).upper()
+
+    def rebuild_index(
+        self,
+        dimension: int | None = None,
+        *,
+        algorithm: Algorithm | None = None,
+        metric: Metric | None = None,
+    ) -> None:
+        """Re-create the RediSearch index with another vector field: dimension, algorithm, metric.
 
         The index definition is dropped (``FT.DROPINDEX`` without ``DD``: no document is
-        deleted) and created again with the same fields, algorithm and metric; documents whose
-        vectors have another dimension stay unindexed until they are rewritten.
+        deleted) and created again with the same fields and the given vector settings (the
+        others kept); the server indexes the stored documents again, and those whose vectors
+        have another dimension stay unindexed until they are rewritten.
         """
         data = self._index.schema.to_dict()
-        for field in data["fields"]:
-            if field["name"] == EMBEDDING_FIELD:
-                field["attrs"]["dims"] = dimension
+        dims = self.vector_dimension if dimension is None else dimension
+        if dims is None:
+            msg = f"Redis index {self.config.index_name!r} has no vector dimension; pass one."
+            raise ValueError(msg)
+        algorithm = algorithm or _known(self.vector_algorithm, get_args(Algorithm), "HNSW")
+        metric = metric or _known(self.distance_metric, get_args(Metric), "COSINE")
+        for n, field in enumerate(data["fields"]):
+            if field["name"] == EMBEDDING_FIELD:  # attributes of one algorithm only
+                datatype = field["attrs"].get("datatype", "float32")
+                data["fields"][n] = {
+                    "name": EMBEDDING_FIELD,
+                    "type": "vector",
+                    "attrs": {
+                        "dims": dims,
+                        "distance_metric": metric.lower(),
+                        "algorithm": algorithm.lower(),
+                        "datatype": datatype,
+                    },
+                }
         schema = IndexSchema.from_dict(data)
         client = self._index.client
         if self._index.exists():
@@ -276,10 +314,18 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         index = SearchIndex(schema=schema, redis_client=client)
         index.create(overwrite=False)
         wait_for_first_scan(index)
-        logger.info("Redis index %r re-created for %d-dimensional vectors.", index.name, dimension)
+        logger.info(
+            "Redis index %r re-created: %s-dimensional vectors, %s, %s.",
+            index.name,
+            dims,
+            algorithm,
+            metric,
+        )
         self._index = index
         self.full_text_fields = full_text_fields(index)
-        self.config.embedding_dimensions = dimension
+        self.config.embedding_dimensions = dims
+        self.config.indexing_algorithm = algorithm
+        self.config.distance_metric = metric
         self.config.index_schema = schema
 
     def _ensure_index(self) -> None:
@@ -921,9 +967,13 @@ def build_redis_store(
     finally:
         probe.close()
     client = make_client(url, connect_timeout=connect_timeout)
-    dims = existing_dimension(client, index_name)
-    if dims is None:
+    existing = existing_vector_settings(client, index_name)
+    if existing is None:
         dims = len(embeddings.embed_query("dimension probe"))
+    else:  # the index keeps its settings: the store searches (and scores) it as it is
+        dims = existing.dims
+        algorithm = _known(existing.algorithm, get_args(Algorithm), algorithm)
+        metric = _known(existing.metric, get_args(Metric), metric)
     schema = index_schema(index_name, dims=dims, algorithm=algorithm, metric=metric)
     config = RedisConfig(  # type: ignore[call-arg]  # index_schema is populated by name
         index_name=index_name,
@@ -935,6 +985,11 @@ def build_redis_store(
         index_schema=schema,
     )
     return HolodeckRedisVectorStore(embeddings, config=config)
+
+
+def _known(value: str, known: tuple[_L, ...], default: _L) -> _L:
+    """``value`` if it is one of ``known`` (a server's setting we can search), else ``default``."""
+    return next((k for k in known if k == value), default)
 
 
 def _scanning(index: SearchIndex) -> bool:

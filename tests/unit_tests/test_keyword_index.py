@@ -158,6 +158,21 @@ def test_save_and_load_round_trip(index: BM25KeywordIndex, tmp_path) -> None:
     assert "later" in {h.id for h in loaded.search("replicator", k=5)}
 
 
+def test_unsaved_follows_writes_and_origin_is_saved_with_the_index(
+    index: BM25KeywordIndex, tmp_path
+) -> None:
+    assert index.unsaved  # never saved
+    index.origin = "redis redis://127.0.0.1:6379, index kb"
+    index.save(tmp_path / "kw")
+    assert not index.unsaved
+    loaded = BM25KeywordIndex.load(tmp_path / "kw")
+    assert (loaded.origin, loaded.unsaved) == (index.origin, False)
+    loaded.delete(["not-there"])
+    assert not loaded.unsaved  # nothing removed: nothing to save
+    loaded.upsert([Document(id="later", page_content="Replicator upgrade")])
+    assert loaded.unsaved
+
+
 def test_save_killed_between_its_two_files_leaves_the_previous_save(
     index: BM25KeywordIndex, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
