@@ -161,7 +161,8 @@ class _SearchToolConfig(BaseModel):
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
-    """Candidates fetched for reranking; unset: ``top_k`` x 3."""
+    """Candidates fetched for reranking (never fewer than the ``k`` a call asks for); unset:
+    ``top_k`` x 3."""
     reranker: RerankerConfig | None = Field(
         default=None, json_schema_extra={"rule": "required when rerank is true"}
     )

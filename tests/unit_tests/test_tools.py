@@ -137,6 +137,24 @@ async def test_rerank_candidate_pools_above_100_reach_the_reranker(
     assert len(request.documents) == candidates
 
 
+async def test_reranked_retriever_returns_k_past_rerank_top_n(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    corpus = tmp_path / "many"
+    corpus.mkdir()
+    for n in range(20):
+        (corpus / f"note_{n:02}.txt").write_text(f"Holodeck note {n} about deck {n % 7}.\n")
+    with RerankServer() as server:
+        reranker = {"provider": "vllm", "url": server.url, "model": "m"}
+        config = make_config(corpus, rerank=True, reranker=reranker, top_k=3, rerank_top_n=5)
+        tool = VectorStoreTool(config, embeddings=embeddings, project_dir=tmp_path)
+        await tool.initialize()
+        retriever = tool.as_retriever()
+        got = [len(retriever.invoke("holodeck note", k=k)) for k in (None, 1, 8)]
+    assert got == [3, 1, 8]
+    assert [len(r.documents) for r in server.requests] == [5, 5, 8]
+
+
 async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
     with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
         await tool.search("anything")
