@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 
 from langchain_holodeck.config import VectorStoreToolConfig
 from langchain_holodeck.errors import IndexNotBuiltError
@@ -167,6 +167,44 @@ async def test_empty_query_is_rejected(tool: VectorStoreTool, query: str) -> Non
     await tool.initialize()
     with pytest.raises(ValueError, match=r"^Search query cannot be empty$"):
         await tool.search(query)
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("", "Search query cannot be empty"),
+        ("?!", "Search query has no letters or digits, got '?!'; ask with words, "),
+    ],
+)
+async def test_agent_tool_answers_an_invalid_query_with_a_tool_error(
+    tool: VectorStoreTool, query: str, message: str
+) -> None:
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    assert lc_tool.handle_tool_error is True
+    assert lc_tool.invoke({"query": query}).startswith(message)  # the loop goes on
+    assert (await lc_tool.ainvoke({"query": query})).startswith(message)
+    call = {"type": "tool_call", "name": lc_tool.name, "args": {"query": query}, "id": "c1"}
+    answer = await lc_tool.ainvoke(call)
+    assert isinstance(answer, ToolMessage)
+    assert (answer.status, answer.content.startswith(message)) == ("error", True)
+    raw = lc_tool.model_copy(update={"handle_tool_error": False})  # what it raises: ToolException
+    with pytest.raises(ToolException, match=f"^{re.escape(message)}"):
+        raw.invoke({"query": query})
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):  # the Python API: unchanged
+        tool.search_sync(query)
+
+
+@pytest.mark.parametrize("query", [5, None, b"tokens"])
+async def test_a_query_that_is_not_a_string_is_a_type_error(
+    tool: VectorStoreTool, query: object
+) -> None:
+    await tool.initialize()
+    kind = type(query).__name__
+    with pytest.raises(TypeError, match=f"^Search query must be a string, got {kind} "):
+        tool.search_sync(query)  # type: ignore[arg-type]  # the wrong type under test
+    with pytest.raises(TypeError, match=f"^Search query must be a string, got {kind} "):
+        await tool.search(query)  # type: ignore[arg-type]  # the wrong type under test
 
 
 async def test_threshold_message_when_all_results_are_below(
