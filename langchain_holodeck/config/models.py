@@ -509,7 +509,11 @@ def load_project_database_config(
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
     wrapped = {"vectorstore": data}
-    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
+    # relative paths resolve against the project (the directory holding .holodeck/)
+    file = Path(path).absolute()
+    base = file.parent.parent if file.parent.name == ".holodeck" else file.parent
+    loaded = _validate(_VectorstoreSection, wrapped, display=display, base_dir=base, used=used)
+    return loaded.vectorstore
 
 
 def resolve_database_config(
