@@ -107,9 +107,9 @@ class QdrantBackend(Backend):
                 raise
             from langchain_holodeck._redact import one_line
 
-            reason = (
-                f"Qdrant path {config.path} is in use by another process; stop it, or use a "
-                f"Qdrant server for concurrent access ({one_line(e)})"
+            reason = (  # the tools of this process share one client per path (make_client)
+                f"Qdrant path {config.resolved_path()} is in use by another process; stop it, "
+                f"or use a Qdrant server for concurrent access ({one_line(e)})"
             )
             raise BackendUnavailableError(reason) from e
         if config.url is not None:
@@ -127,7 +127,8 @@ class QdrantBackend(Backend):
         if self.config is None:
             return "qdrant"
         config = self.config
-        where = config.url or (f"path {config.path}" if config.path else "in-process :memory:")
+        path = config.resolved_path()
+        where = config.url or (f"path {path}" if path else "in-process :memory:")
         return f"qdrant {where}, collection {config.collection_name}"
 
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:

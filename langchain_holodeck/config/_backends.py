@@ -15,8 +15,10 @@ Private: import these names from ``langchain_holodeck.config.models``, which re-
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args
 
 from pydantic import (
     AliasChoices,
@@ -24,7 +26,9 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
+    PrivateAttr,
     SecretStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -198,6 +202,30 @@ class DatabaseConfig(_ProviderConfig):
     provider: str
     """The provider's name; each variant narrows it to its one value."""
 
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _remember_base_dir(self, info: ValidationInfo) -> DatabaseConfig:
+        # the loaders pass the directory relative paths resolve against as validation context:
+        # the agent.yaml's (as for a tool's source), the project's for .holodeck/config.yaml
+        if info.context and isinstance(info.context.get("base_dir"), Path):
+            self._base_dir = info.context["base_dir"]
+        return self
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Directory a relative path in this section resolves against, once known.
+
+        The agent.yaml's directory, or the project's for ``.holodeck/config.yaml``.
+        """
+        return self._base_dir
+
+    def relative_to(self, base_dir: str | os.PathLike[str]) -> Self:
+        """A copy whose relative paths resolve against ``base_dir`` (a tool's own base)."""
+        copy = self.model_copy()
+        copy._base_dir = Path(base_dir).absolute()
+        return copy
+
 
 DatabaseProviderConfig = DatabaseConfig
 """The family base under its earlier name."""
@@ -277,7 +305,9 @@ class QdrantDatabaseConfig(DatabaseConfig):
     location: Literal[":memory:"] | None = None
     """``":memory:"``: an in-process collection that lives as long as the process."""
     path: str | None = Field(default=None, min_length=1)
-    """Directory of an on-disk local-mode store (one process at a time)."""
+    """Directory of an on-disk local-mode store (one process at a time; the tools of one
+    process share it); a relative path resolves like a tool's ``source``: against the
+    agent.yaml's directory (the project's for ``.holodeck/config.yaml``)."""
     url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
     """URL of a Qdrant server, e.g. ``http://localhost:6333``."""
     api_key: SecretStr | None = None
@@ -305,6 +335,19 @@ class QdrantDatabaseConfig(DatabaseConfig):
             msg = "api_key is only used with url (a Qdrant server); remove it for local mode"
             raise ValueError(msg)
         return self
+
+    def resolved_path(self) -> Path | None:
+        """The absolute directory of ``path`` (``None`` without one).
+
+        ``path`` itself stays as configured, for display. A relative one resolves against
+        ``base_dir``, else the working directory.
+        """
+        if self.path is None:
+            return None
+        path = Path(self.path).expanduser()
+        if path.is_absolute():
+            return path
+        return ((self._base_dir or Path.cwd()) / path).absolute()
 
 
 @register_provider_config

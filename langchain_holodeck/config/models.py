@@ -161,7 +161,8 @@ class _SearchToolConfig(BaseModel):
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
-    """Candidates fetched for reranking; unset: ``top_k`` x 3."""
+    """Candidates fetched for reranking (never fewer than the ``k`` a call asks for); unset:
+    ``top_k`` x 3."""
     reranker: RerankerConfig | None = Field(
         default=None, json_schema_extra={"rule": "required when rerank is true"}
     )
@@ -508,7 +509,11 @@ def load_project_database_config(
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
     wrapped = {"vectorstore": data}
-    return _validate(_VectorstoreSection, wrapped, display=display, used=used).vectorstore
+    # relative paths resolve against the project (the directory holding .holodeck/)
+    file = Path(path).absolute()
+    base = file.parent.parent if file.parent.name == ".holodeck" else file.parent
+    loaded = _validate(_VectorstoreSection, wrapped, display=display, base_dir=base, used=used)
+    return loaded.vectorstore
 
 
 def resolve_database_config(

@@ -181,6 +181,8 @@ class Corpus:
         database = resolve_database_config(
             self.config, project_dir=self.project_dir, home_dir=self.home_dir
         )
+        if database is not None and database is self.config.database and self.base_dir:
+            database = database.relative_to(self.base_dir)  # its paths resolve like source
         embeddings = CachedEmbeddings(base, InMemoryByteStore(), model_id=self.model_id)
         handle = open_vector_store(database, embeddings, store_dir=self.store_dir)
         backend = handle.adapter or backend_for_store(handle.store)

@@ -115,7 +115,14 @@ def _openai(model: str) -> Embeddings:
         )
         raise ImportError(msg) from e
     try:
-        return OpenAIEmbeddings(model=model)
+        # check_embedding_ctx_length=False: plain strings on the wire. The default (True)
+        # downloads tiktoken's cl100k_base file at the first call (an offline or firewalled
+        # host fails there) and sends token ids, which many OpenAI-compatible servers
+        # (vLLM, Ollama, LiteLLM, TEI, ...) reject. What the check buys, splitting a text
+        # longer than the model's 8191 tokens, is not needed: chunks are bounded by the
+        # splitter's max_chunk_tokens (800 cl100k tokens by default, counted offline) and
+        # queries are short; a longer text gets the API's own error.
+        return OpenAIEmbeddings(model=model, check_embedding_ctx_length=False)
     except openai.OpenAIError as e:
         msg = (
             f"embedding_model {model!r} uses OpenAI, which needs the OPENAI_API_KEY "

@@ -154,36 +154,48 @@ class _RerankCompressor(BaseDocumentCompressor):
         documents: Sequence[Document],
         query: str,
         callbacks: Callbacks | None = None,
+        *,
+        at_least: int = 0,
     ) -> Sequence[Document]:
+        """Rerank ``documents``: ``top_n`` of them, or ``at_least`` when that is more.
+
+        ``at_least`` is what ``RerankRetriever`` asks for per call (its ``k``): a ``top_n``
+        below it would silently shorten the result.
+        """
         texts = self._texts(documents)
         if not texts:
             return []  # no call for nothing
+        limit = self._limit(len(texts), at_least)
         if not self._breaker.allow(self.cooldown):
-            return self._skipped(documents)
+            return self._skipped(documents, limit)
         try:
-            pairs = self._rank(query, texts, self._limit(len(texts)))
+            pairs = self._rank(query, texts, limit)
             ranking = _checked_ranking(pairs, len(texts))
         except Exception as exc:  # falling back on any failure is the contract
-            return self._fallback(documents, exc)
-        return self._reranked(documents, ranking)
+            return self._fallback(documents, exc, limit)
+        return self._reranked(documents, ranking, limit)
 
     async def acompress_documents(
         self,
         documents: Sequence[Document],
         query: str,
         callbacks: Callbacks | None = None,
+        *,
+        at_least: int = 0,
     ) -> Sequence[Document]:
+        """Async twin of ``compress_documents`` (the backend's ``_arank``)."""
         texts = self._texts(documents)
         if not texts:
             return []
+        limit = self._limit(len(texts), at_least)
         if not self._breaker.allow(self.cooldown):
-            return self._skipped(documents)
+            return self._skipped(documents, limit)
         try:
-            pairs = await self._arank(query, texts, self._limit(len(texts)))
+            pairs = await self._arank(query, texts, limit)
             ranking = _checked_ranking(pairs, len(texts))
         except Exception as exc:  # falling back on any failure is the contract
-            return self._fallback(documents, exc)
-        return self._reranked(documents, ranking)
+            return self._fallback(documents, exc, limit)
+        return self._reranked(documents, ranking, limit)
 
     @abstractmethod
     def _rank(self, query: str, texts: list[str], top_n: int) -> Sequence[tuple[object, object]]:
@@ -209,11 +221,13 @@ class _RerankCompressor(BaseDocumentCompressor):
             return [d.page_content for d in documents]
         return [original_content(d) for d in documents]
 
-    def _limit(self, n_documents: int) -> int:
-        return n_documents if self.top_n is None else min(self.top_n, n_documents)
+    def _limit(self, n_documents: int, at_least: int) -> int:
+        """Documents to return: ``top_n`` (all when ``None``), raised to ``at_least``."""
+        wanted = n_documents if self.top_n is None else max(self.top_n, at_least)
+        return min(wanted, n_documents)
 
     def _reranked(
-        self, documents: Sequence[Document], ranking: list[tuple[int, float]]
+        self, documents: Sequence[Document], ranking: list[tuple[int, float]], limit: int
     ) -> list[Document]:
         self._breaker.record_success()
         return [
@@ -226,16 +240,15 @@ class _RerankCompressor(BaseDocumentCompressor):
                     }
                 }
             )
-            for i, score in ranking[: self._limit(len(documents))]
+            for i, score in ranking[:limit]
         ]
 
-    def _original_order(self, documents: Sequence[Document]) -> list[Document]:
-        return [
-            d.model_copy(update={"metadata": dict(d.metadata)})
-            for d in documents[: self._limit(len(documents))]
-        ]
+    def _original_order(self, documents: Sequence[Document], limit: int) -> list[Document]:
+        return [d.model_copy(update={"metadata": dict(d.metadata)}) for d in documents[:limit]]
 
-    def _fallback(self, documents: Sequence[Document], exc: BaseException) -> list[Document]:
+    def _fallback(
+        self, documents: Sequence[Document], exc: BaseException, limit: int
+    ) -> list[Document]:
         opened = self._breaker.record_failure(self.failure_threshold)
         cause = scrub(self._describe(exc), self._secrets(), max_chars=_MAX_CAUSE_CHARS)
         breaker = (
@@ -251,8 +264,8 @@ class _RerankCompressor(BaseDocumentCompressor):
             cause,
             breaker,
         )
-        return self._original_order(documents)
+        return self._original_order(documents, limit)
 
-    def _skipped(self, documents: Sequence[Document]) -> list[Document]:
+    def _skipped(self, documents: Sequence[Document], limit: int) -> list[Document]:
         logger.debug("%s reranker circuit is open; keeping the retrieval order", self._provider)
-        return self._original_order(documents)
+        return self._original_order(documents, limit)

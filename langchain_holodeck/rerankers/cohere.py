@@ -24,11 +24,13 @@ import inspect
 import logging
 import threading
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
+    Callbacks,
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
@@ -348,8 +350,11 @@ class RerankRetriever(BaseRetriever):
     """Fetch ``fetch_k`` candidates from ``retriever``, rerank them, return the best ``k``.
 
     The ``ContextualCompressionRetriever`` pattern without the ``langchain`` dependency; as a
-    retriever it is a Runnable, so ``RerankRetriever(...) | format_docs`` works in LCEL. The
-    reranker's ``top_n`` should be ``None`` or at least ``k``.
+    retriever it is a Runnable, so ``RerankRetriever(...) | format_docs`` works in LCEL. Asking
+    for ``k`` results gets ``min(k, candidates)``: at least ``k`` candidates are fetched
+    (``max(fetch_k, k)``), and a reranker whose ``top_n`` is below ``k`` (``CohereReranker``
+    and ``VLLMReranker`` default to 3) is asked for ``k`` on that call (a copy with
+    ``top_n=k``; its circuit-breaker and clients are shared).
 
     Key init args:
         retriever: Any retriever; gets ``k=fetch_k`` per call when its hook accepts ``k``.
@@ -373,13 +378,42 @@ class RerankRetriever(BaseRetriever):
     k: int = Field(default=4, gt=0)
     """Documents returned."""
     fetch_k: int | None = Field(default=None, gt=0)
-    """Candidates fetched for reranking; ``None`` means ``3 * k``."""
+    """Candidates fetched for reranking; ``None`` means ``3 * k``; never fewer than ``k``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _candidate_kwargs(self, k: int) -> dict[str, int]:
-        fetch_k = self.fetch_k if self.fetch_k is not None else 3 * k
+        fetch_k = max(self.fetch_k, k) if self.fetch_k is not None else 3 * k
         return {"k": fetch_k} if _accepts_k(self.retriever) else {}
+
+    def _rerank(
+        self, candidates: list[Document], query: str, k: int, callbacks: Callbacks
+    ) -> Sequence[Document]:
+        """Rerank ``candidates``, letting at least ``k`` through whatever ``top_n`` says.
+
+        Ours take ``at_least=k``; another compressor with a ``top_n`` below ``k``
+        (langchain-cohere's ``CohereRerank``, ...) reranks as a copy with ``top_n=k``.
+        """
+        if isinstance(self.reranker, _RerankCompressor):
+            return self.reranker.compress_documents(
+                candidates, query, callbacks=callbacks, at_least=k
+            )
+        return self._copy_for(k).compress_documents(candidates, query, callbacks=callbacks)
+
+    async def _arerank(
+        self, candidates: list[Document], query: str, k: int, callbacks: Callbacks
+    ) -> Sequence[Document]:
+        if isinstance(self.reranker, _RerankCompressor):
+            return await self.reranker.acompress_documents(
+                candidates, query, callbacks=callbacks, at_least=k
+            )
+        return await self._copy_for(k).acompress_documents(candidates, query, callbacks=callbacks)
+
+    def _copy_for(self, k: int) -> BaseDocumentCompressor:
+        top_n = getattr(self.reranker, "top_n", None)
+        if isinstance(top_n, int) and top_n < k:
+            return self.reranker.model_copy(update={"top_n": k})
+        return self.reranker
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
@@ -388,9 +422,7 @@ class RerankRetriever(BaseRetriever):
         candidates = self.retriever.invoke(
             query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
         )
-        ranked = self.reranker.compress_documents(
-            candidates, query, callbacks=run_manager.get_child()
-        )
+        ranked = self._rerank(candidates, query, k, run_manager.get_child())
         return list(ranked)[:k]
 
     async def _aget_relevant_documents(
@@ -404,7 +436,5 @@ class RerankRetriever(BaseRetriever):
         candidates = await self.retriever.ainvoke(
             query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
         )
-        ranked = await self.reranker.acompress_documents(
-            candidates, query, callbacks=run_manager.get_child()
-        )
+        ranked = await self._arerank(candidates, query, k, run_manager.get_child())
         return list(ranked)[:k]

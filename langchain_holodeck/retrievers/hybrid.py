@@ -71,6 +71,7 @@ MAX_K = 1000
 
 logger = logging.getLogger(__name__)
 
+_SIZES = ("k", "fetch_k")  # search sizes the retriever sets itself, never search_kwargs
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
 _READS = ("get_by_ids", "aget_by_ids")  # the store reads the retriever makes
 
@@ -181,7 +182,9 @@ class HybridRetriever(BaseRetriever):
     expand_limit: int = Field(default=10, ge=1, le=100)
     """At most this many expanded chunks (the nearest) follow the hits."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Extra keyword arguments of the dense search (a store-specific ``filter``, ...)."""
+    """Extra keyword arguments of the dense search (a store-specific ``filter``, ...). As on
+    ``VectorStoreRetriever``, ``{"k": n}`` (or ``"fetch_k"``) sets the retriever's ``k``
+    (``fetch_k``) when that is not given itself; given both, they must agree."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -223,6 +226,32 @@ class HybridRetriever(BaseRetriever):
             )
             raise ValueError(msg)
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sizes_from_search_kwargs(cls, data: Any) -> Any:
+        """``search_kwargs={"k": n}`` (the ``VectorStoreRetriever`` habit) sets ``k``.
+
+        The legs size their searches themselves: a ``k`` or ``fetch_k`` left in
+        ``search_kwargs`` would reach the store twice (a ``TypeError`` that silences the
+        dense leg) or override the native request's size.
+        """
+        if not isinstance(data, Mapping) or not isinstance(data.get("search_kwargs"), Mapping):
+            return data
+        search_kwargs = dict(data["search_kwargs"])
+        sizes = {name: search_kwargs.pop(name) for name in _SIZES if name in search_kwargs}
+        if not sizes:
+            return data
+        data = {**data, "search_kwargs": search_kwargs}
+        for name, value in sizes.items():
+            if name in data and data[name] != value:
+                msg = (
+                    f"{name}={data[name]!r} and search_kwargs={{{name!r}: {value!r}}} disagree; "
+                    f"pass {name} once (search_kwargs[{name!r}] sets {name} when it is not given)."
+                )
+                raise ValueError(msg)
+            data[name] = value
+        return data
 
     @model_validator(mode="after")
     def _expansion_needs_exact_index(self) -> HybridRetriever:
@@ -350,6 +379,14 @@ class HybridRetriever(BaseRetriever):
         """
         leg = self._private("_dense_leg")
         if leg is None or leg.store is not self.vector_store or not leg.serves(self.search_kwargs):
+            sizes = [name for name in _SIZES if name in self.search_kwargs]
+            if sizes:  # assigned after construction: the validator did not see it
+                msg = (
+                    f"search_kwargs holds {', '.join(map(repr, sizes))}, which the retriever "
+                    f"sets itself; set retriever.{sizes[0]} (or pass {sizes[0]}= per call) "
+                    "instead."
+                )
+                raise ValueError(msg)
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 

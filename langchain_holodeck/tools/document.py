@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field
@@ -325,6 +325,9 @@ class _DocumentTool(Generic[ConfigT]):
         return self._retriever
 
     def _check_query(self, query: str) -> BaseRetriever:
+        if not isinstance(query, str):
+            msg = f"Search query must be a string, got {type(query).__name__} {query!r}."
+            raise TypeError(msg)
         if not self.is_initialized or self._retriever is None:
             raise IndexNotBuiltError(self._not_built())
         if not query or not query.strip():
@@ -348,6 +351,7 @@ class _DocumentTool(Generic[ConfigT]):
                 query fails (a ``RuntimeError`` too).
             ValueError: When ``query`` is empty, whitespace or has no letter or digit
                 (``'""'``).
+            TypeError: When ``query`` is not a string.
         """
         retriever = self._check_query(query)
         try:
@@ -395,13 +399,35 @@ class _DocumentTool(Generic[ConfigT]):
         return self._search_scope
 
     def as_tool(self) -> BaseTool:
-        """A LangChain tool named after the config, taking one required ``query`` string."""
+        """A LangChain tool named after the config, taking one required ``query`` string.
+
+        An invalid query (empty, or without a letter or digit) raises ``ToolException`` with
+        the message ``search`` raises as ``ValueError``, and the tool handles it
+        (``handle_tool_error=True``): the agent reads the message as the tool's answer (a
+        ``ToolMessage`` with ``status="error"``) and can ask again; its loop does not stop.
+        """
+
+        def check(query: str) -> None:
+            try:
+                self._check_query(query)
+            except ValueError as error:  # the model's mistake: tell it, do not crash the loop
+                raise ToolException(str(error)) from error
+
+        def run(query: str) -> str:
+            check(query)
+            return self.search_sync(query)
+
+        async def arun(query: str) -> str:
+            check(query)
+            return await self.search(query)
+
         return StructuredTool.from_function(
-            func=self.search_sync,
-            coroutine=self.search,
+            func=run,
+            coroutine=arun,
             name=self._config.name,
             description=self._config.description,
             args_schema=SearchInput,
+            handle_tool_error=True,
         )
 
 

@@ -12,13 +12,16 @@ Setup:
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import logging
 import math
+import os
+import threading
 import uuid
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -546,14 +549,42 @@ def _is_local(client: Any) -> bool:
     return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
 
 
+_LOCAL_CLIENTS: dict[str, QdrantClient] = {}
+"""The on-disk local-mode clients of this process, by resolved directory (``make_client``)."""
+_LOCAL_CLIENTS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    """Close the shared local clients while the interpreter can still run their ``close``."""
+    with _LOCAL_CLIENTS_LOCK:
+        clients = list(_LOCAL_CLIENTS.values())
+        _LOCAL_CLIENTS.clear()
+    for client in clients:
+        with contextlib.suppress(Exception):  # closing at exit: nothing left to report to
+            client.close()
+
+
 def make_client(config: QdrantDatabaseConfig) -> QdrantClient:
-    """The qdrant-client a configuration names (local in-process, local on disk, or server)."""
+    """The qdrant-client a configuration names (local in-process, local on disk, or server).
+
+    On-disk local mode locks its directory for one client, so the tools of one process that
+    name the same directory (resolved: ``config.resolved_path()``) share one client; their
+    corpora stay apart by namespace, as in a shared server collection. A directory held by
+    another process raises qdrant-client's ``RuntimeError``.
+    """
     _require_extra()
     if config.location is not None:
         return QdrantClient(location=config.location)
-    if config.path is not None:
-        Path(config.path).expanduser().mkdir(parents=True, exist_ok=True)
-        return QdrantClient(path=str(Path(config.path).expanduser()))
+    path = config.resolved_path()
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        key = os.path.realpath(path)  # one client per directory, however it is spelled
+        with _LOCAL_CLIENTS_LOCK:
+            client = _LOCAL_CLIENTS.get(key)
+            if client is None or getattr(client._client, "closed", False):
+                client = _LOCAL_CLIENTS[key] = QdrantClient(path=key)
+            return client
     api_key = config.api_key.get_secret_value() if config.api_key is not None else None
     return QdrantClient(url=config.url, api_key=api_key, timeout=math.ceil(config.timeout))
 

@@ -65,6 +65,28 @@ def test_openai_names_resolve_to_openai_embeddings(
     assert embedding_model_id(resolved) == f"OpenAIEmbeddings:{model}"
 
 
+def test_openai_model_embeds_strings_on_a_local_server_offline(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.embedding_server import EmbeddingServer
+
+    # no internet: an empty tiktoken cache, and every non-loopback request sent to a closed port
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    for proxy in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        embeddings = resolve_embeddings("text-embedding-3-small")
+        vectors = embeddings.embed_documents(["reactor cooling", "shift rota"])
+        query = embeddings.embed_query("reactor water")
+    assert [len(v) for v in [*vectors, query]] == [32, 32, 32]
+    inputs = [body["input"] for body in server.requests]
+    assert inputs == [["reactor cooling", "shift rota"], ["reactor water"]]  # text, not tokens
+
+
 def test_openai_without_key_says_which_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="needs the OPENAI_API_KEY environment variable"):

@@ -285,3 +285,129 @@ def test_hierarchical_tool_on_a_qdrant_path_store(
     assert again.as_retriever().invoke("Section 203(a)(1)")[0].metadata["section_id"] == (
         "203(a)(1)"
     )
+
+
+def _project(tmp_path: Path, database: str) -> Path:
+    """A project with two corpora and an agent.yaml whose tools use ``database``."""
+    project = tmp_path / "proj"
+    for name, text in [("a", "thorium reactor notes"), ("b", "plutonium reactor notes")]:
+        (project / name).mkdir(parents=True)
+        (project / name / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    (project / "agent.yaml").write_text(
+        "tools:\n"
+        f"  - {{type: vectorstore, name: ta, source: a, database: {database}}}\n"
+        f"  - {{type: vectorstore, name: tb, source: b, database: {database}}}\n"
+    )
+    return project
+
+
+def test_a_relative_qdrant_path_resolves_against_the_agent_yaml_like_source(
+    embeddings: HashingEmbeddings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_holodeck.tools import load_tools
+
+    project = _project(tmp_path, "{provider: qdrant, path: qstore}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # run from another directory
+    (first, _) = load_tools(
+        project / "agent.yaml", project_dir=tmp_path, home_dir=tmp_path, embeddings=embeddings
+    )
+    assert first.initialize_sync().added == 1
+    assert (project / "qstore").is_dir()
+    assert not (elsewhere / "qstore").exists()
+    assert first.describe_storage().startswith(f"qdrant path {project / 'qstore'}")
+    monkeypatch.chdir(project)  # the same store from the project directory: nothing re-embedded
+    (again, _) = load_tools(
+        "agent.yaml", project_dir=tmp_path, home_dir=tmp_path, embeddings=embeddings
+    )
+    assert (again.initialize_sync().added, again.corpus.store is not None) == (0, True)
+
+
+def test_a_relative_qdrant_path_in_the_project_config_resolves_against_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_holodeck.config import load_project_database_config
+
+    (tmp_path / "proj" / ".holodeck").mkdir(parents=True)
+    config_file = tmp_path / "proj" / ".holodeck" / "config.yaml"
+    config_file.write_text("vectorstore: {provider: qdrant, path: qstore}\n")
+    monkeypatch.chdir(tmp_path)
+    database = load_project_database_config(config_file)
+    assert isinstance(database, QdrantDatabaseConfig)
+    assert database.path == "qstore"  # as configured, for display
+    assert database.resolved_path() == tmp_path / "proj" / "qstore"
+
+
+def test_tools_of_one_process_share_a_qdrant_path_and_keep_their_corpora_apart(
+    embeddings: HashingEmbeddings,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_holodeck.tools import load_tools
+
+    project = _project(tmp_path, "{provider: qdrant, path: qstore}")
+    monkeypatch.chdir(tmp_path)
+    ta, tb = load_tools(
+        project / "agent.yaml", project_dir=tmp_path, home_dir=tmp_path, embeddings=embeddings
+    )
+    with caplog.at_level("WARNING"):
+        assert (ta.initialize_sync().added, tb.initialize_sync().added) == (1, 1)
+    assert "in use by another process" not in caplog.text
+    assert (ta.backend, tb.backend) == ("qdrant", "qdrant")
+    assert (ta.fallback_reason, tb.fallback_reason) == (None, None)
+    found = {
+        t.name: {d.metadata["source_path"] for d in t.as_retriever().invoke("reactor notes")}
+        for t in (ta, tb)
+    }
+    assert found == {"ta": {"a/a.md"}, "tb": {"b/b.md"}}
+
+
+def test_a_relative_qdrant_path_follows_a_tools_own_base_dir(
+    embeddings: HashingEmbeddings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_holodeck.config import VectorStoreToolConfig
+    from langchain_holodeck.tools import VectorStoreTool
+
+    project = _project(tmp_path, "{provider: qdrant, path: qstore}")
+    monkeypatch.chdir(tmp_path)
+    config = VectorStoreToolConfig(
+        type="vectorstore", name="ta", source="a", database={"provider": "qdrant", "path": "q2"}
+    )
+    tool = VectorStoreTool(
+        config, embeddings=embeddings, base_dir=project, project_dir=tmp_path, home_dir=tmp_path
+    )
+    assert tool.initialize_sync().added == 1  # source and path: both under base_dir
+    assert (project / "q2").is_dir()
+    assert not (tmp_path / "q2").exists()
+
+
+def test_a_qdrant_path_held_by_another_process_is_named_as_such(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from langchain_holodeck.backends import BackendUnavailableError
+
+    path = tmp_path / "held"
+    holder = subprocess.Popen(  # another process holds the directory's lock
+        [
+            sys.executable,
+            "-c",
+            "import sys; from qdrant_client import QdrantClient; "
+            f"c = QdrantClient(path={str(path)!r}); print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        backend = get_backend({"provider": "qdrant", "path": str(path)})
+        with pytest.raises(BackendUnavailableError, match=f"Qdrant path {path} is in use by an"):
+            backend.open_store(embeddings)
+    finally:
+        holder.communicate(input="", timeout=30)

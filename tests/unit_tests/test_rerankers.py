@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
@@ -345,6 +345,53 @@ async def test_rerank_retriever_async_path() -> None:
     )
     out = await retriever.ainvoke("replicators tea")
     assert [d.id for d in out] == ["d"]
+
+
+@pytest.mark.parametrize("mode", ["ok", "error_500"])
+async def test_rerank_retriever_returns_k_past_top_n_and_fetch_k(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_holodeck.retrievers import HybridRetriever
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+    from tests.rerank_server import RerankServer
+
+    store = MatrixVectorStore(HashingEmbeddings())
+    store.add_documents(
+        [Document(id=str(i), page_content=f"note {i} about reactors") for i in range(20)]
+    )
+    with RerankServer(mode=mode) as server:  # type: ignore[arg-type]  # a Mode literal
+        reranker = VLLMReranker(url=server.url, model="m", failure_threshold=9)  # top_n: 3
+        retriever = RerankRetriever(
+            retriever=HybridRetriever(vector_store=store, k=5), reranker=reranker, k=3, fetch_k=5
+        )
+        with caplog.at_level(logging.WARNING):
+            got = [
+                len(retriever.invoke("reactors", k=8)),
+                len(await retriever.ainvoke("reactors", k=8)),
+                len(retriever.invoke("reactors")),
+                len(retriever.invoke("reactors", k=30)),  # more than there are: all 20
+            ]
+    assert got == [8, 8, 3, 20]
+    assert [len(r.documents) for r in server.requests] == [8, 8, 5, 20]
+    if mode == "ok":
+        assert [r.top_n for r in server.requests] == [8, 8, 3, 20]
+    else:  # the fallback keeps the retrieval order, k of it
+        assert "vllm reranker failed, keeping the retrieval order (8 documents)" in caplog.text
+
+
+def test_rerank_retriever_lifts_another_compressors_top_n_per_call() -> None:
+    class TopN(BaseDocumentCompressor):
+        top_n: int = 2
+
+        def compress_documents(
+            self, documents: Sequence[Document], query: str, callbacks: object = None
+        ) -> Sequence[Document]:
+            return list(documents)[: self.top_n]
+
+    reranker = TopN()
+    retriever = RerankRetriever(retriever=_store_retriever(), reranker=reranker, k=1, fetch_k=5)
+    assert len(retriever.invoke("holodeck", k=4)) == 4
+    assert reranker.top_n == 2  # the reranker itself is left as it was
 
 
 class TestRerankRetrieverStandard(RetrieversIntegrationTests):

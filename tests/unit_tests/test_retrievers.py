@@ -182,6 +182,39 @@ def test_constructor_validation(parts) -> None:
         HybridRetriever(vector_store=store, k=101)
 
 
+@pytest.mark.parametrize("store_kind", ["matrix", "langchain"])
+def test_search_kwargs_k_sets_k_and_keeps_the_dense_leg(
+    chunks, embeddings, store_kind, caplog
+) -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    store = (MatrixVectorStore if store_kind == "matrix" else InMemoryVectorStore)(embeddings)
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, search_kwargs={"k": 3, "fetch_k": 40}
+    )
+    assert (r.k, r.fetch_k, r.search_kwargs) == (3, 40, {})
+    with caplog.at_level(logging.WARNING):
+        docs = r.invoke("second officer arch controls")
+    assert "search failed" not in caplog.text  # no leg silenced
+    assert len(docs) == 3
+    assert any(d.metadata["semantic_rank"] is not None for d in docs)
+    same = HybridRetriever(vector_store=store, k=3, search_kwargs={"k": 3})
+    assert (same.k, same.search_kwargs) == (3, {})
+
+
+def test_search_kwargs_k_disagreeing_with_k_is_rejected(parts) -> None:
+    store, bm25, _ = parts
+    with pytest.raises(ValueError, match=r"k=2 and search_kwargs=\{'k': 1\} disagree"):
+        HybridRetriever(vector_store=store, keyword_index=bm25, k=2, search_kwargs={"k": 1})
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=2)
+    r.search_kwargs = {"k": 1}  # after construction: refused when searching, not silenced
+    with pytest.raises(ValueError, match=r"search_kwargs holds 'k'.*set retriever\.k"):
+        r.invoke("arch controls")
+
+
 def test_weights_accept_mapping_and_config_object(parts) -> None:
     from langchain_holodeck.config import SearchWeights
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 
 from langchain_holodeck.config import VectorStoreToolConfig
 from langchain_holodeck.errors import IndexNotBuiltError
@@ -137,6 +137,24 @@ async def test_rerank_candidate_pools_above_100_reach_the_reranker(
     assert len(request.documents) == candidates
 
 
+async def test_reranked_retriever_returns_k_past_rerank_top_n(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    corpus = tmp_path / "many"
+    corpus.mkdir()
+    for n in range(20):
+        (corpus / f"note_{n:02}.txt").write_text(f"Holodeck note {n} about deck {n % 7}.\n")
+    with RerankServer() as server:
+        reranker = {"provider": "vllm", "url": server.url, "model": "m"}
+        config = make_config(corpus, rerank=True, reranker=reranker, top_k=3, rerank_top_n=5)
+        tool = VectorStoreTool(config, embeddings=embeddings, project_dir=tmp_path)
+        await tool.initialize()
+        retriever = tool.as_retriever()
+        got = [len(retriever.invoke("holodeck note", k=k)) for k in (None, 1, 8)]
+    assert got == [3, 1, 8]
+    assert [len(r.documents) for r in server.requests] == [5, 5, 8]
+
+
 async def test_search_before_initialize_raises(tool: VectorStoreTool) -> None:
     with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
         await tool.search("anything")
@@ -149,6 +167,44 @@ async def test_empty_query_is_rejected(tool: VectorStoreTool, query: str) -> Non
     await tool.initialize()
     with pytest.raises(ValueError, match=r"^Search query cannot be empty$"):
         await tool.search(query)
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("", "Search query cannot be empty"),
+        ("?!", "Search query has no letters or digits, got '?!'; ask with words, "),
+    ],
+)
+async def test_agent_tool_answers_an_invalid_query_with_a_tool_error(
+    tool: VectorStoreTool, query: str, message: str
+) -> None:
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    assert lc_tool.handle_tool_error is True
+    assert lc_tool.invoke({"query": query}).startswith(message)  # the loop goes on
+    assert (await lc_tool.ainvoke({"query": query})).startswith(message)
+    call = {"type": "tool_call", "name": lc_tool.name, "args": {"query": query}, "id": "c1"}
+    answer = await lc_tool.ainvoke(call)
+    assert isinstance(answer, ToolMessage)
+    assert (answer.status, answer.content.startswith(message)) == ("error", True)
+    raw = lc_tool.model_copy(update={"handle_tool_error": False})  # what it raises: ToolException
+    with pytest.raises(ToolException, match=f"^{re.escape(message)}"):
+        raw.invoke({"query": query})
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):  # the Python API: unchanged
+        tool.search_sync(query)
+
+
+@pytest.mark.parametrize("query", [5, None, b"tokens"])
+async def test_a_query_that_is_not_a_string_is_a_type_error(
+    tool: VectorStoreTool, query: object
+) -> None:
+    await tool.initialize()
+    kind = type(query).__name__
+    with pytest.raises(TypeError, match=f"^Search query must be a string, got {kind} "):
+        tool.search_sync(query)  # type: ignore[arg-type]  # the wrong type under test
+    with pytest.raises(TypeError, match=f"^Search query must be a string, got {kind} "):
+        await tool.search(query)  # type: ignore[arg-type]  # the wrong type under test
 
 
 async def test_threshold_message_when_all_results_are_below(
