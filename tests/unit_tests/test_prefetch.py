@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from langchain_holodeck import _prefetch
 from langchain_holodeck.ingestion import IngestionPipeline
-from langchain_holodeck.loaders import SourceFile, SourceLoader
+from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters import default_text_splitter
 from langchain_holodeck.sync import SyncResult
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
@@ -88,14 +88,14 @@ class LastFileGate:
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> LastFileGate:
     gate = LastFileGate()
-    original = SourceLoader.load_file
+    original = SourceLoader.read_document
 
-    def load_file(self: SourceLoader, file: SourceFile) -> Document | None:
+    def read_document(self: SourceLoader, file: SourceFile) -> Document | Skipped:
         if file.source_path.endswith(f"f{FILES - 1:02}.md") and gate.embeddings is not None:
             gate.embedded_before_last_file = gate.embeddings.embedded.wait(timeout=30)
         return original(self, file)
 
-    monkeypatch.setattr(SourceLoader, "load_file", load_file)
+    monkeypatch.setattr(SourceLoader, "read_document", read_document)
     return gate
 
 
