@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 SKIP_SUMMARY = "holodeck_skip_summary"
-"""Set (``True``) on the log record of the unsupported-files summary, so a caller that
-re-checks a source it reported before (``holodeck-rag search``) can lower it to DEBUG."""
+"""Set (``True``) on the log records of a walk's reports (the unsupported-files summary, a
+dangling link, a symlink loop, a FIFO), so a caller that re-checks a source an ingest reported
+on (``holodeck-rag search``) can lower them to DEBUG."""
 
 _PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
@@ -347,10 +348,14 @@ class SourceLoader(BaseLoader):
                 os.path.realpath(os.path.join(self.base_dir or os.getcwd(), p))
                 for p in self.exclude
             }
-            found = [
-                (f"{shown}/{rel}" if shown != "." else rel, path)
-                for rel, path in _walk(root, excluded, self._warn_walk)
-            ]
+
+            def named(rel: str) -> str:  # as source_path names files: under the source's name
+                return rel if shown == "." else shown if rel == "." else f"{shown}/{rel}"
+
+            def warn(message: str, rel: str, *args: object) -> None:
+                self._warn_walk(message, named(rel), *args)
+
+            found = [(named(rel), path) for rel, path in _walk(root, excluded, warn)]
         else:
             found = [(shown, root)]
         files: list[SourceFile] = []
@@ -383,17 +388,17 @@ class SourceLoader(BaseLoader):
         files.sort(key=lambda f: f.source_path)
         return files
 
-    def _warn_walk(self, message: str, *args: object, summary: bool = False) -> None:
+    def _warn_walk(self, message: str, *args: object) -> None:
         """A WARNING about what a walk skips, DEBUG when this loader said it before.
 
-        One ingest walks its source twice (the legacy-chunk check, then the ingest), and a
-        long-running tool at every re-check: a symlink loop is news once. ``summary`` marks
-        the unsupported-files count (``SKIP_SUMMARY``).
+        A long-running tool walks its source at every re-check: a symlink loop is news once.
+        The record is marked ``SKIP_SUMMARY``: a command re-checking a source an ingest
+        reported on lowers it to DEBUG too.
         """
         text = message % args if args else message
         level = logging.DEBUG if text in self._walk_warnings else logging.WARNING
         self._walk_warnings.add(text)
-        logger.log(level, "%s", text, extra={SKIP_SUMMARY: True} if summary else None)
+        logger.log(level, "%s", text, extra={SKIP_SUMMARY: True})
 
     def _report_skips(self, unsupported: Counter[str]) -> None:
         """One WARNING counting the unsupported files by extension; DEBUG when repeated."""
@@ -406,7 +411,7 @@ class SourceLoader(BaseLoader):
             f"Skipping {total} file{'s' if total != 1 else ''} of unsupported types: {shown} "
             "(DEBUG logging lists them; holodeck-rag -v)."
         )
-        self._warn_walk(summary, summary=True)
+        self._warn_walk(summary)
 
     # ------------------------------------------------------------------ reading
     def _read(self, file: SourceFile) -> str | Skipped:

@@ -103,8 +103,9 @@ on an error or when some chunks failed to sync (listed as warnings)."""
 _SEARCH_HELP = """\
 Searches the tool the last `ingest` into STORE built (recorded in STORE/ingest.json), or the
 --config/--tool given. Before searching, the source is re-checked: unchanged files cost a
-stat each; files changed since the ingest are synced first (a note says so). The unsupported
-files the ingest counted are not warned about again (-v lists them).
+stat each; files changed since the ingest are synced first (a note says so). What the ingest
+warned about while walking the source (unsupported files, a dangling link) is not warned
+about again (-v lists it).
 
 Output: the tool's own format (`Found N result(s):`, then `[rank] Score: ... | Source: ...`
 and the text). --explain adds, under each header, the per-modality evidence:
@@ -116,7 +117,8 @@ the engine's rank and fused score, and the cosine.
 --json prints a JSON list, one object per result, with always these keys (null when
 unknown): rank, id, score (the displayed score), source_path, section_id, heading,
 parent_chain (list), text, fused_score, semantic_score, semantic_rank, keyword_score,
-keyword_rank, exact_match (bool), exact_rank, relevance_score."""
+keyword_rank, exact_match (bool), exact_rank, native_rank, native_score (the engine's own
+rank and fused score where it fused, else null), relevance_score."""
 _TOOLS_HELP = """\
 Lists each tool of the agent.yaml: name, type, source, and where its data lives (vectors:
 in-memory store directory or Redis URL with the password masked and index name; keywords:

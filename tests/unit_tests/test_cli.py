@@ -226,6 +226,23 @@ def test_search_does_not_repeat_the_ingests_unsupported_files_warning(
     assert "Skipping 1 file of unsupported types: png 1" in err  # still there at -v (DEBUG)
 
 
+def test_search_does_not_repeat_the_ingests_walk_warnings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A dangling link is warned about by the ingest, named as source_path names files, and
+    not again by every search that re-checks the source."""
+    docs = _guide_and_a_png(tmp_path)
+    (docs / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    store = str(tmp_path / "store")
+    code, _, err = run(capsys, "ingest", str(docs), "--store", store)
+    assert code == 0, err
+    assert f"warning: Skipping symlink {docs.as_posix()}/gone.md: cannot resolve it" in err
+    code, out, err = run(capsys, "search", "earl grey", "--store", store)
+    assert code == 0, err
+    assert out.startswith("Found 1 result(s):")
+    assert err == ""
+
+
 def test_a_first_ingest_by_test_warns_about_unsupported_files_and_a_second_does_not(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -243,6 +260,13 @@ def test_a_first_ingest_by_test_warns_about_unsupported_files_and_a_second_does_
     code, out, err = run(capsys, "test", str(agent), "--store", store)
     assert code == 0, out + err
     assert warning not in err  # the same walk again: said before
+
+
+def test_search_help_names_every_json_key(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "search", "--help")
+    assert code == 0
+    listed = out.split("--json prints", 1)[1]
+    assert [k for k in sorted(JSON_KEYS) if not re.search(rf"\b{k}\b", listed)] == []
 
 
 def test_search_json_is_a_list_with_the_documented_keys(
