@@ -182,14 +182,18 @@ class PostgresByteStore(ByteStore):
         from psycopg import sql
 
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = psycopg.connect(self.connection_string, autocommit=True)
-            self._conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, value bytea NOT NULL, "
-                    "written_at timestamptz NOT NULL DEFAULT now())"
-                ).format(t=sql.Identifier(self.table))
-            )
-            self._add_written_at(self._conn)
+            conn = psycopg.connect(self.connection_string, autocommit=True)
+            # two processes creating it at once would collide in the catalog: one at a time
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, "
+                        "value bytea NOT NULL, written_at timestamptz NOT NULL DEFAULT now())"
+                    ).format(t=sql.Identifier(self.table))
+                )
+                self._add_written_at(conn)
+            self._conn = conn
         return self._conn
 
     def _add_written_at(self, conn: Any) -> None:
@@ -233,13 +237,18 @@ class PostgresByteStore(ByteStore):
         if not key_value_pairs:
             return
         latest = {self.prefix + k: v for k, v in key_value_pairs}
+        keys = sorted(latest)  # one order for every writer: concurrent upserts cannot deadlock
         with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute(self._sql("DELETE FROM {t} WHERE key = ANY(%s)"), (list(latest),))
-                cur.executemany(
-                    self._sql("INSERT INTO {t} (key, value) VALUES (%s, %s)"), list(latest.items())
-                )
+            # an upsert, not DELETE + INSERT: another process writing the same key at once
+            # (two ingests of one corpus) would make the INSERT fail on the primary key
+            self._connection().execute(
+                self._sql(
+                    "INSERT INTO {t} (key, value) "
+                    "SELECT * FROM unnest(%s::text[], %s::bytea[]) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, written_at = now()"
+                ),
+                (keys, [latest[k] for k in keys]),
+            )
 
     def mdelete(self, keys: Sequence[str]) -> None:
         if keys:

@@ -39,14 +39,19 @@ logger = logging.getLogger(__name__)
 
 STATS_COMPACT_ROWS = 64
 """Delta rows per namespace in ``T_stats`` past which a write folds them into one."""
+WRITE_LOCK = 0x484F4C4F
+"""First key of the advisory lock a write or delete of table ``T`` holds: ``(WRITE_LOCK,
+hashtext(T))``; the schema's creation locks ``hashtext(T)``, another lock."""
 
 
 class PostgresVectorStore(VectorStore):
     """A LangChain ``VectorStore`` on PostgreSQL + pgvector, one table per store.
 
     - ids are text (any string: chunk UUIDs and model-window ids ``<chunk id>:w<n>``); writes
-      replace by id (DELETE then INSERT in one transaction: no ``ON CONFLICT``, so the same
-      path writes through a sharded coordinator);
+      replace by id (DELETE then COPY in one transaction: no ``ON CONFLICT``, so the same
+      path writes through a sharded coordinator), each holding the table's write lock (a
+      transaction advisory lock), so writers in other processes take turns instead of
+      inserting the same id twice;
     - metadata round-trips exactly (jsonb); ``metadata["namespace"]`` is also a column, and
       ``filter={"namespace": ...}`` (other keys: jsonb containment) restricts searches;
     - relevance scores are similarities in [0, 1]: COSINE ``1 - d``, L2 ``1 - d^2 / 2``,
@@ -296,10 +301,18 @@ class PostgresVectorStore(VectorStore):
         postings: list[tuple[Any, ...]],
         delta: Counter[tuple[str | None, str]],
     ) -> None:
-        """One transaction: delete the ids, insert rows and postings, record the stats."""
+        """One transaction: delete the ids, insert rows and postings, record the stats.
+
+        It holds the table's write lock first: under READ COMMITTED, two writers of the same
+        ids would each delete nothing the other has not committed, and the second COPY would
+        then fail on the primary key. Taking turns, the second deletes (and subtracts from
+        the stats) what the first wrote, so rows, postings and stats stay consistent. The
+        embedding runs before, outside the lock; only the write itself waits.
+        """
         names = _tables(self.table_name)
         delta = Counter(delta)
         with conn.transaction(), conn.cursor() as cur:
+            _lock_writes(cur, self.table_name)
             ids = [r[0] for r in records]
             cur.execute(
                 sql.SQL(
@@ -370,6 +383,7 @@ class PostgresVectorStore(VectorStore):
         names = _tables(self.table_name)
         delta: Counter[tuple[str | None, str]] = Counter()
         with conn.transaction(), conn.cursor() as cur:
+            _lock_writes(cur, self.table_name)  # in turn with writes: no deadlock, exact stats
             cur.execute(
                 sql.SQL(
                     "DELETE FROM {t} WHERE id = ANY(%s) RETURNING id, namespace, doc_len, window_of"
@@ -701,6 +715,11 @@ def _copy(
     with cur.copy(statement) as copy:
         for row in rows:
             copy.write_row(row)
+
+
+def _lock_writes(cur: Any, table: str) -> None:
+    """Take ``table``'s write lock until the transaction ends (other writers wait for it)."""
+    cur.execute("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))", (WRITE_LOCK, table))
 
 
 def relevance_fn(metric: str) -> Callable[[float], float]:
