@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -95,6 +96,12 @@ class PostgresVectorStore(VectorStore):
     ) -> None:
         if distance_metric not in q.OPERATOR:
             msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {distance_metric!r}."
+            raise ValueError(msg)
+        if not re.fullmatch(q.TABLE_NAME_PATTERN, table_name):
+            msg = (
+                f"table_name must be lowercase letters, digits and underscores (at most 41, "
+                f"not starting with a digit), got {table_name!r}."
+            )
             raise ValueError(msg)
         if keyword_scoring not in ("bm25", "ts_rank_cd"):
             msg = f"keyword_scoring must be 'bm25' or 'ts_rank_cd', got {keyword_scoring!r}."

@@ -418,3 +418,38 @@ def test_delete_existing_returns_only_rows_that_were_there(store: PostgresVector
     assert store.delete_existing(["kb-b", "missing", "kb-a", "kb-b"]) == ["kb-b", "kb-a"]
     assert store.delete_existing(["kb-a"]) == []
     assert store.delete_existing([]) == []
+
+
+CTE_AND_ALIAS_NAMES = ["q", "st", "p", "df", "d", "dr", "kr", "dm", "km", "f", "c", "x", "t", "w"]
+"""Every name the search statements give a CTE or an alias: valid table names all."""
+
+
+@pytest.mark.parametrize("table", CTE_AND_ALIAS_NAMES)
+def test_native_search_works_whatever_the_table_is_called(
+    postgres_url: str, embeddings: HashingEmbeddings, table: str
+) -> None:
+    drop_postgres_tables(postgres_url, table)
+    store = open_store(postgres_url, table, embeddings)
+    try:
+        store.add_documents(docs("kb"))
+        assert store.keyword_search("tea earl grey", 1, namespace="kb")[0][0] == "kb-b"
+        for fusion in ("rrf", "convex"):
+            hits = store.native_hybrid_search(
+                "tea earl grey", k=1, fetch_k=4, filter={"namespace": "kb"}, fusion=fusion
+            )
+            assert [h.document.id for h in hits] == ["kb-b"], fusion
+    finally:
+        store.close()
+        drop_postgres_tables(postgres_url, table)
+
+
+def test_an_invalid_table_name_is_refused_before_connecting(
+    embeddings: HashingEmbeddings,
+) -> None:
+    with pytest.raises(ValueError, match=r"table_name must be lowercase .* got 'Vectors'"):
+        PostgresVectorStore(embeddings, connection_string="postgresql://h/d", table_name="Vectors")
+    from langchain_holodeck.config.models import PostgresDatabaseConfig
+    from langchain_holodeck.vectorstores._postgres_sql import TABLE_NAME_PATTERN
+
+    field = PostgresDatabaseConfig.model_fields["table_name"]
+    assert [m.pattern for m in field.metadata if hasattr(m, "pattern")] == [TABLE_NAME_PATTERN]
