@@ -23,6 +23,7 @@ from langchain_holodeck.backends.base import (
     BackendUnavailableError,
 )
 from langchain_holodeck.config._backends import PostgresDatabaseConfig
+from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -93,8 +94,8 @@ class PostgresBackend(Backend):
             ef_search=config.ef_search,
             connect_timeout=connect_timeout,
         )
-        try:  # reach the server now, not at the first search
-            store.connections.run_primary(lambda c: c.execute("SELECT 1"))
+        try:  # reach the server now, not at the first search; and refuse foreign tables
+            store.check_tables()
         except psycopg.Error as e:
             store.close()
             reason = (
@@ -102,6 +103,9 @@ class PostgresBackend(Backend):
                 f"({one_line(e, [url])})"
             )
             raise BackendUnavailableError(reason) from e
+        except ConfigError:
+            store.close()
+            raise
         return store
 
     def describe(self, *, store_dir: Path | None = None) -> str:

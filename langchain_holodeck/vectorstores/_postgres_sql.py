@@ -35,6 +35,13 @@ Fusion = Literal["rrf", "convex"]
 
 TABLE_NAME_PATTERN = r"^[a-z_][a-z0-9_]{0,40}$"
 """Valid table names: lowercase, at most 41 characters (``T_embcache`` stays within 63)."""
+SIDE_TABLES = {
+    "_terms": ("term", "BM25 postings"),
+    "_stats": ("n_docs", "BM25 statistics"),
+    "_embcache": ("key", "embedding cache"),
+}
+"""Suffix of each table beside ``T``: a column it has, and what it holds (``T`` itself has
+``embedding``)."""
 OPERATOR = {"COSINE": "<=>", "L2": "<->", "IP": "<#>"}
 """pgvector's distance operator of each metric."""
 OPCLASS = {"COSINE": "vector_cosine_ops", "L2": "vector_l2_ops", "IP": "vector_ip_ops"}

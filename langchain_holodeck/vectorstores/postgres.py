@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 from langchain_holodeck._chunk import NAMESPACE, WINDOW_OF
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.vectorstores import _postgres_sql as q
 from langchain_holodeck.vectorstores._columns import copy_metadata
@@ -147,9 +148,59 @@ class PostgresVectorStore(VectorStore):
             self._dim = int(row[0]) if row and row[0] and row[0] > 0 else None
         return self._dim
 
+    def check_tables(self) -> None:
+        """Refuse a ``table_name`` whose tables belong to something else, before creating any.
+
+        A store's tables are ``T``, ``T_terms``, ``T_stats`` and ``T_embcache``: ``T`` must not
+        be a side table of another store (``pin_terms`` beside ``pin``), and each that exists
+        must have its columns, or the first write fails half-way, leaving stray tables.
+
+        Raises:
+            ConfigError: When ``table_name`` names another store's side table, or one of its
+                tables exists and is not this store's kind.
+        """
+        table = self.table_name
+        wanted = {table: "embedding"} | {table + s: col for s, (col, _) in q.SIDE_TABLES.items()}
+        for suffix in q.SIDE_TABLES:
+            if table.endswith(suffix) and len(table) > len(suffix):
+                wanted[table.removesuffix(suffix)] = "embedding"
+        rows = self.connections.run_primary(
+            lambda c: c.execute(
+                "SELECT n, to_regclass(quote_ident(n)) IS NOT NULL, EXISTS (SELECT 1 FROM "
+                "pg_attribute a WHERE a.attrelid = to_regclass(quote_ident(n)) "
+                "AND a.attname = col AND NOT a.attisdropped) "
+                "FROM unnest(%s::text[], %s::text[]) AS w(n, col)",
+                (list(wanted), list(wanted.values())),
+            ).fetchall()
+        )
+        found = {name: (exists, has_column) for name, exists, has_column in rows}
+        for suffix, (_, role) in q.SIDE_TABLES.items():
+            owner = table.removesuffix(suffix)
+            if owner != table and found.get(owner) == (True, True):
+                msg = (
+                    f"table_name {table!r} is the {role} table of the PostgreSQL store "
+                    f"{owner!r}; choose another table_name."
+                )
+                raise ConfigError(msg)
+        if found[table] == (True, False):
+            msg = (
+                f"table_name {table!r} names an existing PostgreSQL table that is not a "
+                "holodeck store (it has no embedding column); choose another table_name."
+            )
+            raise ConfigError(msg)
+        for suffix, (column, role) in q.SIDE_TABLES.items():
+            if found[table + suffix] == (True, False):
+                msg = (
+                    f"table_name {table!r} keeps its {role} in {table + suffix!r}, but that "
+                    f"table exists and is not one (it has no {column} column); choose another "
+                    "table_name."
+                )
+                raise ConfigError(msg)
+
     def _ensure_schema(self, dim: int) -> None:
         if self.vector_dimension is not None:
             return
+        self.check_tables()
         if self.shards:
             create_sharded_schema(
                 self.connections,

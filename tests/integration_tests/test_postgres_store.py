@@ -443,6 +443,56 @@ def test_native_search_works_whatever_the_table_is_called(
         drop_postgres_tables(postgres_url, table)
 
 
+def existing_tables(url: str, prefix: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE starts_with(tablename, %s) ORDER BY 1",
+            (prefix,),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("suffix", ["_terms", "_stats", "_embcache"])
+def test_another_stores_side_table_is_refused_before_anything_is_created(
+    postgres_url: str, postgres_table: str, embeddings: HashingEmbeddings, suffix: str
+) -> None:
+    first = open_store(postgres_url, postgres_table, embeddings)
+    first.add_documents(docs())
+    first.close()
+    backend = get_backend(database(postgres_url, postgres_table))
+    backend.byte_store(namespace="kb").mset([("a", b"1")])  # T_embcache exists too
+    before = existing_tables(postgres_url, postgres_table)
+    side = postgres_table + suffix
+    with pytest.raises(
+        ConfigError, match=rf"table_name '{side}' is the .* of the PostgreSQL store"
+    ):
+        open_vector_store(database(postgres_url, side), embeddings, fallback=False)
+    store = PostgresVectorStore(embeddings, connection_string=postgres_url, table_name=side)
+    with pytest.raises(ConfigError, match=rf"table_name '{side}' is the "):
+        store.add_documents(docs())
+    store.close()
+    assert existing_tables(postgres_url, postgres_table) == before
+
+
+def test_a_table_of_something_else_is_refused(postgres_url: str, postgres_table: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {} (a int)").format(sql.Identifier(postgres_table)))
+    with pytest.raises(ConfigError, match=rf"'{postgres_table}' names an existing .* not a"):
+        open_vector_store(database(postgres_url, postgres_table), HashingEmbeddings())
+    drop_postgres_tables(postgres_url, postgres_table)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (a int)").format(sql.Identifier(f"{postgres_table}_stats"))
+        )
+    with pytest.raises(ConfigError, match=rf"BM25 statistics in '{postgres_table}_stats'"):
+        open_vector_store(database(postgres_url, postgres_table), HashingEmbeddings())
+
+
 def test_an_invalid_table_name_is_refused_before_connecting(
     embeddings: HashingEmbeddings,
 ) -> None:
