@@ -16,7 +16,7 @@ class IndexNotBuiltError(HolodeckError, RuntimeError):
 
 
 class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
-    """The store holds vectors of another embedding model; re-run with ``force_ingest``."""
+    """The store holds vectors of another model (or another distance metric): ``force_ingest``."""
 
 
 class EmbeddingError(HolodeckError, RuntimeError):

@@ -162,24 +162,65 @@ class Backend(ABC):
             EmbeddingModelMismatchError: When chunks of other namespaces share the store: one
                 store holds one width, and theirs must not be touched.
         """
-        if self.capabilities.enumerates:
-            found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
-            others = sorted(found - {namespace})
-            if others:
-                shown = ", ".join(repr(name) for name in others[:5])
-                msg = (
-                    f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
-                    f"the store ({self.describe()}) also holds chunks of {shown} embedded at "
-                    f"dimension {self.vector_dimension(store)}, and one store holds one "
-                    "dimension. Give this corpus its own store (another store_dir or "
-                    "database.index_name), or re-ingest the other corpora with the same "
-                    "embedding model."
-                )
-                raise EmbeddingModelMismatchError(msg)
+        others = self._other_namespaces(store, namespace)
+        if others:
+            shown = ", ".join(repr(name) for name in others[:5])
+            msg = (
+                f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
+                f"the store ({self.describe()}) also holds chunks of {shown} embedded at "
+                f"dimension {self.vector_dimension(store)}, and one store holds one "
+                "dimension. Give this corpus its own store (another store_dir or "
+                "database.index_name), or re-ingest the other corpora with the same "
+                "embedding model."
+            )
+            raise EmbeddingModelMismatchError(msg)
         self._reset_dimension(store, namespace=namespace, dimension=dimension)
 
     def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
         """Backend part of ``rebuild_for_dimension``, once the store is known to be unshared."""
+        return
+
+    def _other_namespaces(self, store: VectorStore, namespace: str) -> list[str]:
+        """Namespaces besides ``namespace`` with chunks in ``store`` (none known if unlistable)."""
+        if not self.capabilities.enumerates:
+            return []
+        found = {str(d.metadata.get("namespace")) for d in self.iter_documents(store)}
+        return sorted(found - {namespace})
+
+    # -- settings fixed at creation -----------------------------------------------------------
+    def layout_mismatch(self, store: VectorStore) -> str | None:
+        """How ``store`` as built differs from its settings, in one phrase; ``None`` if not.
+
+        A setting fixed when the store was created (a PostgreSQL table's HNSW index keeps
+        the distance metric it was built for) is not changed by editing the configuration:
+        the corpus refuses to ingest, or with ``force_ingest`` calls ``rebuild_for_layout``,
+        as it does for a new vector width.
+        """
+        return None
+
+    def rebuild_for_layout(self, store: VectorStore, *, namespace: str) -> None:
+        """Rebuild ``store`` for its current settings (see ``layout_mismatch``).
+
+        Raises:
+            EmbeddingModelMismatchError: When chunks of other namespaces share the store:
+                they were ingested for the settings it has, and must not change under them.
+        """
+        mismatch = self.layout_mismatch(store)
+        if mismatch is None:
+            return
+        others = self._other_namespaces(store, namespace)
+        if others:
+            shown = ", ".join(repr(name) for name in others[:5])
+            msg = (
+                f"cannot rebuild the store for {namespace!r}: {mismatch}, and it also holds "
+                f"chunks of {shown}. Give this corpus its own store, or configure the "
+                "settings the store was built with."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        self._reset_layout(store)
+
+    def _reset_layout(self, store: VectorStore) -> None:
+        """Backend part of ``rebuild_for_layout``, once the store is known to be unshared."""
         return
 
     # -- companions ------------------------------------------------------------------------

@@ -130,6 +130,21 @@ class PostgresBackend(Backend):
         """Re-type the vector column (stored vectors become NULL until rewritten)."""
         store.reset_dimension(dimension)  # type: ignore[attr-defined]  # PostgresVectorStore
 
+    def layout_mismatch(self, store: VectorStore) -> str | None:
+        """The table's HNSW index built for another ``distance_metric`` than configured."""
+        built = store.index_metric  # type: ignore[attr-defined]  # PostgresVectorStore
+        wanted = store.distance_metric  # type: ignore[attr-defined]  # PostgresVectorStore
+        if built is None or built == wanted:
+            return None
+        return (
+            f"the PostgreSQL table {store.table_name!r} was built for distance_metric "  # type: ignore[attr-defined]  # PostgresVectorStore
+            f"{built!r} (its HNSW index), but distance_metric is {wanted!r}"
+        )
+
+    def _reset_layout(self, store: VectorStore) -> None:
+        """Rebuild the HNSW index for the configured metric (the vectors stay)."""
+        store.rebuild_index()  # type: ignore[attr-defined]  # PostgresVectorStore
+
     def iter_documents(
         self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
     ) -> Iterator[Document]:

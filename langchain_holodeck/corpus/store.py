@@ -232,11 +232,29 @@ class Corpus:
     def match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
 
+        The same for a store built with other settings than configured
+        (``Backend.layout_mismatch``: a PostgreSQL index of another distance metric), which
+        editing the configuration alone does not change.
+
         Raises:
-            EmbeddingModelMismatchError: When the widths differ and ``force_ingest`` is False,
-                or the store is shared with corpora of the old width.
+            EmbeddingModelMismatchError: When the widths (or settings) differ and
+                ``force_ingest`` is False, or the store is shared with other corpora.
         """
         backend = self.backend_of(store)
+        self._match_width(store, backend, force_ingest=force_ingest)
+        mismatch = backend.layout_mismatch(store)
+        if mismatch is None:
+            return
+        if not force_ingest:
+            msg = (
+                f"{self.name}: {mismatch}; configure what it was built with, or re-run with "
+                "force_ingest=True (CLI: --force-ingest) to rebuild it for the configuration."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        logger.warning("%s: rebuilding the vector store: %s.", self.name, mismatch)
+        backend.rebuild_for_layout(store, namespace=self.namespace)
+
+    def _match_width(self, store: VectorStore, backend: Backend, *, force_ingest: bool) -> None:
         have = backend.vector_dimension(store)
         if have is None:
             return

@@ -117,6 +117,26 @@ def index_statements(table: str, metric: Metric) -> list[sql.Composed]:
     ]
 
 
+def index_metric_sql() -> sql.SQL:
+    """The operator class of the HNSW index on table ``%s`` (no row: no HNSW index)."""
+    return sql.SQL(
+        "SELECT opc.opcname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_am am ON am.oid = c.relam JOIN pg_opclass opc ON opc.oid = i.indclass[0] "
+        "WHERE i.indrelid = to_regclass(%s) AND am.amname = 'hnsw'"
+    )
+
+
+def hnsw_rebuild_statements(table: str, metric: Metric) -> list[sql.Composed]:
+    """Drop the HNSW index of one node's (or one shard's) table, create it for ``metric``."""
+    index = sql.Identifier(f"{table}_hnsw")
+    return [
+        sql.SQL("DROP INDEX IF EXISTS {i}").format(i=index),
+        sql.SQL("CREATE INDEX {i} ON {t} USING hnsw (embedding {ops})").format(
+            i=index, ops=sql.SQL(OPCLASS[metric]), t=sql.Identifier(table)
+        ),
+    ]
+
+
 def stats_statement(table: str) -> sql.Composed:
     """``CREATE TABLE IF NOT EXISTS`` of the per-namespace BM25 statistics (coordinator/node)."""
     return sql.SQL(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import psycopg
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
@@ -196,6 +197,51 @@ class PostgresVectorStore(VectorStore):
                     "table_name."
                 )
                 raise ConfigError(msg)
+
+    @property
+    def index_metric(self) -> q.Metric | None:
+        """The metric the table's HNSW index serves (``None``: no table or index yet).
+
+        Read from the index's operator class (on the first shard when sharded), since a
+        table keeps the index it was created with whatever ``distance_metric`` says now.
+        """
+        if self.vector_dimension is None:
+            return None
+        params = (self.table_name,)
+        if self.shards:
+            with psycopg.connect(self.shards[0], connect_timeout=5) as shard:
+                row = shard.execute(q.index_metric_sql(), params).fetchone()
+        else:
+            row = self.connections.run_primary(
+                lambda c: c.execute(q.index_metric_sql(), params).fetchone()
+            )
+        by_opclass = {opclass: metric for metric, opclass in q.OPCLASS.items()}
+        return by_opclass.get(row[0]) if row else None  # type: ignore[return-value]  # a Metric
+
+    def rebuild_index(self) -> None:
+        """Rebuild the HNSW index for ``distance_metric`` (on every shard when sharded).
+
+        The vectors stay: only the index changes, so searches use it again (a query whose
+        operator differs from the index's scans the whole table). Writes wait meanwhile.
+        """
+        if self.vector_dimension is None:
+            return
+        statements = q.hnsw_rebuild_statements(self.table_name, self.distance_metric)
+
+        def rebuild(conn: Any) -> None:
+            with conn.transaction():
+                for statement in statements:
+                    conn.execute(statement)
+
+        if self.shards:
+            for url in self.shards:
+                with psycopg.connect(url, autocommit=True, connect_timeout=5) as shard:
+                    rebuild(shard)
+        else:
+            self.connections.run_primary(rebuild)
+        logger.info(
+            "Postgres table %r: HNSW index rebuilt for %s.", self.table_name, self.distance_metric
+        )
 
     def _ensure_schema(self, dim: int) -> None:
         if self.vector_dimension is not None:
