@@ -23,6 +23,7 @@ from langchain_holodeck.backends.base import (
     BackendUnavailableError,
 )
 from langchain_holodeck.config._backends import PostgresDatabaseConfig
+from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -93,8 +94,8 @@ class PostgresBackend(Backend):
             ef_search=config.ef_search,
             connect_timeout=connect_timeout,
         )
-        try:  # reach the server now, not at the first search
-            store.connections.run_primary(lambda c: c.execute("SELECT 1"))
+        try:  # reach the server now, not at the first search; and refuse foreign tables
+            store.check_tables()
         except psycopg.Error as e:
             store.close()
             reason = (
@@ -102,6 +103,9 @@ class PostgresBackend(Backend):
                 f"({one_line(e, [url])})"
             )
             raise BackendUnavailableError(reason) from e
+        except ConfigError:
+            store.close()
+            raise
         return store
 
     def describe(self, *, store_dir: Path | None = None) -> str:
@@ -125,6 +129,18 @@ class PostgresBackend(Backend):
     def _reset_dimension(self, store: VectorStore, *, namespace: str, dimension: int) -> None:
         """Re-type the vector column (stored vectors become NULL until rewritten)."""
         store.reset_dimension(dimension)  # type: ignore[attr-defined]  # PostgresVectorStore
+
+    def index_setting_changes(self, store: VectorStore) -> dict[str, tuple[str, str]]:
+        """The table's HNSW index built for another ``distance_metric`` than configured."""
+        built = store.index_metric  # type: ignore[attr-defined]  # PostgresVectorStore
+        wanted = store.distance_metric  # type: ignore[attr-defined]  # PostgresVectorStore
+        if built is None or built == wanted:
+            return {}
+        return {"distance_metric": (built, wanted)}
+
+    def _reset_settings(self, store: VectorStore, *, namespace: str) -> None:
+        """Rebuild the HNSW index for the configured metric (the vectors stay)."""
+        store.rebuild_index()  # type: ignore[attr-defined]  # PostgresVectorStore
 
     def iter_documents(
         self, store: VectorStore, *, namespace: str | None = None, batch_size: int = 1000
@@ -182,14 +198,18 @@ class PostgresByteStore(ByteStore):
         from psycopg import sql
 
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = psycopg.connect(self.connection_string, autocommit=True)
-            self._conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, value bytea NOT NULL, "
-                    "written_at timestamptz NOT NULL DEFAULT now())"
-                ).format(t=sql.Identifier(self.table))
-            )
-            self._add_written_at(self._conn)
+            conn = psycopg.connect(self.connection_string, autocommit=True)
+            # two processes creating it at once would collide in the catalog: one at a time
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, "
+                        "value bytea NOT NULL, written_at timestamptz NOT NULL DEFAULT now())"
+                    ).format(t=sql.Identifier(self.table))
+                )
+                self._add_written_at(conn)
+            self._conn = conn
         return self._conn
 
     def _add_written_at(self, conn: Any) -> None:
@@ -233,13 +253,18 @@ class PostgresByteStore(ByteStore):
         if not key_value_pairs:
             return
         latest = {self.prefix + k: v for k, v in key_value_pairs}
+        keys = sorted(latest)  # one order for every writer: concurrent upserts cannot deadlock
         with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute(self._sql("DELETE FROM {t} WHERE key = ANY(%s)"), (list(latest),))
-                cur.executemany(
-                    self._sql("INSERT INTO {t} (key, value) VALUES (%s, %s)"), list(latest.items())
-                )
+            # an upsert, not DELETE + INSERT: another process writing the same key at once
+            # (two ingests of one corpus) would make the INSERT fail on the primary key
+            self._connection().execute(
+                self._sql(
+                    "INSERT INTO {t} (key, value) "
+                    "SELECT * FROM unnest(%s::text[], %s::bytea[]) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, written_at = now()"
+                ),
+                (keys, [latest[k] for k in keys]),
+            )
 
     def mdelete(self, keys: Sequence[str]) -> None:
         if keys:

@@ -124,6 +124,7 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
             error = {**error, "input": ctx.get("tag")}
     elif kind == "value_error":
         problem = str(ctx.get("error", error["msg"]))
+        show_value = ", got " not in problem  # a validator naming the value: not twice
     elif kind in _TEMPLATES:
         problem = _TEMPLATES[kind].format(**ctx)
     else:

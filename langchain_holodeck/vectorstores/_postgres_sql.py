@@ -17,6 +17,10 @@ Sharded, ``T`` and ``T_terms`` are ``PARTITION BY HASH (id)`` on the coordinator
 names with their own indexes; ``T_stats`` stays on the coordinator. The SQL uses no
 ``ON CONFLICT`` (foreign partitions cannot carry the unique index it needs) and no
 Postgres-only feature Citus lacks.
+
+Table names match ``TABLE_NAME_PATTERN`` (lowercase), and every CTE of a statement has a
+quoted name with a capital (``"Dr"``, ``"F"``): a CTE named like the table would shadow it
+(``FROM "dm"`` reading the CTE ``dm``), and no valid table name can be one of them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,15 @@ Metric = Literal["COSINE", "L2", "IP"]
 KeywordScoring = Literal["bm25", "ts_rank_cd"]
 Fusion = Literal["rrf", "convex"]
 
+TABLE_NAME_PATTERN = r"^[a-z_][a-z0-9_]{0,40}$"
+"""Valid table names: lowercase, at most 41 characters (``T_embcache`` stays within 63)."""
+SIDE_TABLES = {
+    "_terms": ("term", "BM25 postings"),
+    "_stats": ("n_docs", "BM25 statistics"),
+    "_embcache": ("key", "embedding cache"),
+}
+"""Suffix of each table beside ``T``: a column it has, and what it holds (``T`` itself has
+``embedding``)."""
 OPERATOR = {"COSINE": "<=>", "L2": "<->", "IP": "<#>"}
 """pgvector's distance operator of each metric."""
 OPCLASS = {"COSINE": "vector_cosine_ops", "L2": "vector_l2_ops", "IP": "vector_ip_ops"}
@@ -104,6 +117,26 @@ def index_statements(table: str, metric: Metric) -> list[sql.Composed]:
     ]
 
 
+def index_metric_sql() -> sql.SQL:
+    """The operator class of the HNSW index on table ``%s`` (no row: no HNSW index)."""
+    return sql.SQL(
+        "SELECT opc.opcname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_am am ON am.oid = c.relam JOIN pg_opclass opc ON opc.oid = i.indclass[0] "
+        "WHERE i.indrelid = to_regclass(%s) AND am.amname = 'hnsw'"
+    )
+
+
+def hnsw_rebuild_statements(table: str, metric: Metric) -> list[sql.Composed]:
+    """Drop the HNSW index of one node's (or one shard's) table, create it for ``metric``."""
+    index = sql.Identifier(f"{table}_hnsw")
+    return [
+        sql.SQL("DROP INDEX IF EXISTS {i}").format(i=index),
+        sql.SQL("CREATE INDEX {i} ON {t} USING hnsw (embedding {ops})").format(
+            i=index, ops=sql.SQL(OPCLASS[metric]), t=sql.Identifier(table)
+        ),
+    ]
+
+
 def stats_statement(table: str) -> sql.Composed:
     """``CREATE TABLE IF NOT EXISTS`` of the per-namespace BM25 statistics (coordinator/node)."""
     return sql.SQL(
@@ -176,16 +209,17 @@ def keyword_sql(table: str, scoring: KeywordScoring, *, with_filter: bool) -> sq
     ns_terms = sql.SQL("namespace = %(ns)s AND") if with_filter else sql.SQL("")
     ns_stats = sql.SQL("WHERE namespace = %(ns)s") if with_filter else sql.SQL("")
     return sql.SQL(
-        "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(qtf)s::int[]) AS q(term, qtf)), "
-        "st AS (SELECT greatest(sum(n_docs), 1)::float8 AS n, "
+        'WITH "Q" AS (SELECT * FROM unnest(%(terms)s::text[], %(qtf)s::int[]) AS "Q"(term, qtf)), '
+        '"St" AS (SELECT greatest(sum(n_docs), 1)::float8 AS n, '
         "greatest(sum(total_len)::float8 / greatest(sum(n_docs), 1), 1) AS avgdl "
         "FROM {stats} {ns_stats}), "
-        "p AS (SELECT id, term, tf, doc_len FROM {terms} WHERE {ns_terms} term = ANY(%(terms)s)), "
-        "df AS (SELECT term, count(*)::float8 AS df FROM p GROUP BY term) "
-        "SELECT p.id, sum(q.qtf * ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * p.tf "
-        "/ (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / st.avgdl)))::float8 AS s "
-        "FROM p JOIN df USING (term) JOIN q USING (term) CROSS JOIN st "
-        "GROUP BY p.id ORDER BY s DESC, p.id LIMIT %(k)s"
+        '"P" AS (SELECT id, term, tf, doc_len FROM {terms} '
+        "WHERE {ns_terms} term = ANY(%(terms)s)), "
+        '"Df" AS (SELECT term, count(*)::float8 AS df FROM "P" GROUP BY term) '
+        'SELECT "P".id, sum("Q".qtf * ln(1 + ("St".n - "Df".df + 0.5) / ("Df".df + 0.5)) '
+        '* "P".tf / ("P".tf + {k1} * (1 - {b} + {b} * "P".doc_len / "St".avgdl)))::float8 AS s '
+        'FROM "P" JOIN "Df" USING (term) JOIN "Q" USING (term) CROSS JOIN "St" '
+        'GROUP BY "P".id ORDER BY s DESC, "P".id LIMIT %(k)s'
     ).format(
         ns_terms=ns_terms,
         ns_stats=ns_stats,
@@ -231,59 +265,60 @@ def hybrid_sql(
     rel = relevance_sql(metric, "d")
     legs: list[sql.Composable] = [
         sql.SQL(
-            "d AS (SELECT chunk AS id, min(d) AS d FROM ({dense}) c GROUP BY chunk), "
-            "dr AS (SELECT id, d, " + rel + " AS v, row_number() OVER (ORDER BY d, id) AS r FROM d)"
+            '"D" AS (SELECT chunk AS id, min(d) AS d FROM ({dense}) c GROUP BY chunk), '
+            '"Dr" AS (SELECT id, d, ' + rel + " AS v, row_number() OVER (ORDER BY d, id) AS r "
+            'FROM "D")'
         ).format(dense=dense)
     ]
     if keyword:
         legs.append(
             sql.SQL(
-                "kr AS (SELECT id, s AS v, row_number() OVER (ORDER BY s DESC, id) AS r "
+                '"Kr" AS (SELECT id, s AS v, row_number() OVER (ORDER BY s DESC, id) AS r '
                 "FROM ({kw}) x)"
             ).format(kw=keyword_sql(table, scoring, with_filter=with_filter))
         )
     if fusion == "convex":
         legs.append(
             sql.SQL(
-                "dm AS (SELECT coalesce(max(v), 0) AS m FROM dr)"
-                + (", km AS (SELECT coalesce(max(v), 0) AS m FROM kr)" if keyword else "")
+                '"Dm" AS (SELECT coalesce(max(v), 0) AS m FROM "Dr")'
+                + (', "Km" AS (SELECT coalesce(max(v), 0) AS m FROM "Kr")' if keyword else "")
             )
         )
         dense_term = (
-            "coalesce(%(w_dense)s * CASE WHEN dm.m > 0 THEN least(1, greatest(0, dr.v / dm.m)) "
-            "ELSE 1 END, 0)"
+            'coalesce(%(w_dense)s * CASE WHEN "Dm".m > 0 '
+            'THEN least(1, greatest(0, "Dr".v / "Dm".m)) ELSE 1 END, 0)'
         )
         keyword_term = (
-            "coalesce(%(w_keyword)s * CASE WHEN km.m > 0 THEN least(1, greatest(0, kr.v / km.m)) "
-            "ELSE 1 END, 0)"
+            'coalesce(%(w_keyword)s * CASE WHEN "Km".m > 0 '
+            'THEN least(1, greatest(0, "Kr".v / "Km".m)) ELSE 1 END, 0)'
         )
-        maxima = "CROSS JOIN dm" + (" CROSS JOIN km" if keyword else "")
+        maxima = 'CROSS JOIN "Dm"' + (' CROSS JOIN "Km"' if keyword else "")
     else:
-        dense_term = "coalesce(%(w_dense)s / (%(rrf_k)s + dr.r), 0)"
-        keyword_term = "coalesce(%(w_keyword)s / (%(rrf_k)s + kr.r), 0)"
+        dense_term = 'coalesce(%(w_dense)s / (%(rrf_k)s + "Dr".r), 0)'
+        keyword_term = 'coalesce(%(w_keyword)s / (%(rrf_k)s + "Kr".r), 0)'
         maxima = ""
     if keyword:
         fused = sql.SQL(
-            "f AS (SELECT coalesce(dr.id, kr.id) AS id, dr.d, "
+            '"F" AS (SELECT coalesce("Dr".id, "Kr".id) AS id, "Dr".d, '
             + dense_term
             + " + "
             + keyword_term
             + " AS s "
-            "FROM dr FULL OUTER JOIN kr ON dr.id = kr.id " + maxima + " "
-            "WHERE (%(w_dense)s > 0 AND dr.id IS NOT NULL) "
-            "OR (%(w_keyword)s > 0 AND kr.id IS NOT NULL) "
+            'FROM "Dr" FULL OUTER JOIN "Kr" ON "Dr".id = "Kr".id ' + maxima + " "
+            'WHERE (%(w_dense)s > 0 AND "Dr".id IS NOT NULL) '
+            'OR (%(w_keyword)s > 0 AND "Kr".id IS NOT NULL) '
             "ORDER BY s DESC, id LIMIT %(top)s)"
         )
     else:
         fused = sql.SQL(
-            "f AS (SELECT id, d, " + dense_term + " AS s FROM dr " + maxima + " "
+            '"F" AS (SELECT id, d, ' + dense_term + ' AS s FROM "Dr" ' + maxima + " "
             "ORDER BY s DESC, id LIMIT %(top)s)"
         )
     return sql.SQL(
         "WITH {legs}, {fused} "
-        "SELECT f.id, t.text, t.metadata, f.s, coalesce(f.d, least(t.embedding {op} %(q)s, "
-        "(SELECT min(w.embedding {op} %(q)s) FROM {t} w WHERE w.window_of = f.id))) AS d "
+        'SELECT "F".id, t.text, t.metadata, "F".s, coalesce("F".d, least(t.embedding {op} %(q)s, '
+        '(SELECT min(w.embedding {op} %(q)s) FROM {t} w WHERE w.window_of = "F".id))) AS d '
         # the rows of the fused ids only: an array filter a shard receives (postgres_fdw)
-        "FROM f JOIN {t} t ON t.id = f.id AND t.id = ANY(ARRAY(SELECT id FROM f)) "
-        "ORDER BY f.s DESC, f.id"
+        'FROM "F" JOIN {t} t ON t.id = "F".id AND t.id = ANY(ARRAY(SELECT id FROM "F")) '
+        'ORDER BY "F".s DESC, "F".id'
     ).format(legs=sql.SQL(", ").join(legs), fused=fused, op=op, **n)

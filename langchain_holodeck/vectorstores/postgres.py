@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import psycopg
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
@@ -25,6 +27,7 @@ from langchain_holodeck._chunk import NAMESPACE, WINDOW_OF
 from langchain_holodeck._redact import check_userinfo
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.vectorstores import _postgres_sql as q
 from langchain_holodeck.vectorstores._columns import copy_metadata
@@ -40,14 +43,19 @@ logger = logging.getLogger(__name__)
 
 STATS_COMPACT_ROWS = 64
 """Delta rows per namespace in ``T_stats`` past which a write folds them into one."""
+WRITE_LOCK = 0x484F4C4F
+"""First key of the advisory lock a write or delete of table ``T`` holds: ``(WRITE_LOCK,
+hashtext(T))``; the schema's creation locks ``hashtext(T)``, another lock."""
 
 
 class PostgresVectorStore(VectorStore):
     """A LangChain ``VectorStore`` on PostgreSQL + pgvector, one table per store.
 
     - ids are text (any string: chunk UUIDs and model-window ids ``<chunk id>:w<n>``); writes
-      replace by id (DELETE then INSERT in one transaction: no ``ON CONFLICT``, so the same
-      path writes through a sharded coordinator);
+      replace by id (DELETE then COPY in one transaction: no ``ON CONFLICT``, so the same
+      path writes through a sharded coordinator), each holding the table's write lock (a
+      transaction advisory lock), so writers in other processes take turns instead of
+      inserting the same id twice;
     - metadata round-trips exactly (jsonb); ``metadata["namespace"]`` is also a column, and
       ``filter={"namespace": ...}`` (other keys: jsonb containment) restricts searches;
     - relevance scores are similarities in [0, 1]: COSINE ``1 - d``, L2 ``1 - d^2 / 2``,
@@ -91,6 +99,12 @@ class PostgresVectorStore(VectorStore):
     ) -> None:
         if distance_metric not in q.OPERATOR:
             msg = f"distance_metric must be 'COSINE', 'L2' or 'IP', got {distance_metric!r}."
+            raise ValueError(msg)
+        if not re.fullmatch(q.TABLE_NAME_PATTERN, table_name):
+            msg = (
+                f"table_name must be lowercase letters, digits and underscores (at most 41, "
+                f"not starting with a digit), got {table_name!r}."
+            )
             raise ValueError(msg)
         if keyword_scoring not in ("bm25", "ts_rank_cd"):
             msg = f"keyword_scoring must be 'bm25' or 'ts_rank_cd', got {keyword_scoring!r}."
@@ -140,9 +154,104 @@ class PostgresVectorStore(VectorStore):
             self._dim = int(row[0]) if row and row[0] and row[0] > 0 else None
         return self._dim
 
+    def check_tables(self) -> None:
+        """Refuse a ``table_name`` whose tables belong to something else, before creating any.
+
+        A store's tables are ``T``, ``T_terms``, ``T_stats`` and ``T_embcache``: ``T`` must not
+        be a side table of another store (``pin_terms`` beside ``pin``), and each that exists
+        must have its columns, or the first write fails half-way, leaving stray tables.
+
+        Raises:
+            ConfigError: When ``table_name`` names another store's side table, or one of its
+                tables exists and is not this store's kind.
+        """
+        table = self.table_name
+        wanted = {table: "embedding"} | {table + s: col for s, (col, _) in q.SIDE_TABLES.items()}
+        for suffix in q.SIDE_TABLES:
+            if table.endswith(suffix) and len(table) > len(suffix):
+                wanted[table.removesuffix(suffix)] = "embedding"
+        rows = self.connections.run_primary(
+            lambda c: c.execute(
+                "SELECT n, to_regclass(quote_ident(n)) IS NOT NULL, EXISTS (SELECT 1 FROM "
+                "pg_attribute a WHERE a.attrelid = to_regclass(quote_ident(n)) "
+                "AND a.attname = col AND NOT a.attisdropped) "
+                "FROM unnest(%s::text[], %s::text[]) AS w(n, col)",
+                (list(wanted), list(wanted.values())),
+            ).fetchall()
+        )
+        found = {name: (exists, has_column) for name, exists, has_column in rows}
+        for suffix, (_, role) in q.SIDE_TABLES.items():
+            owner = table.removesuffix(suffix)
+            if owner != table and found.get(owner) == (True, True):
+                msg = (
+                    f"table_name {table!r} is the {role} table of the PostgreSQL store "
+                    f"{owner!r}; choose another table_name."
+                )
+                raise ConfigError(msg)
+        if found[table] == (True, False):
+            msg = (
+                f"table_name {table!r} names an existing PostgreSQL table that is not a "
+                "holodeck store (it has no embedding column); choose another table_name."
+            )
+            raise ConfigError(msg)
+        for suffix, (column, role) in q.SIDE_TABLES.items():
+            if found[table + suffix] == (True, False):
+                msg = (
+                    f"table_name {table!r} keeps its {role} in {table + suffix!r}, but that "
+                    f"table exists and is not one (it has no {column} column); choose another "
+                    "table_name."
+                )
+                raise ConfigError(msg)
+
+    @property
+    def index_metric(self) -> q.Metric | None:
+        """The metric the table's HNSW index serves (``None``: no table or index yet).
+
+        Read from the index's operator class (on the first shard when sharded), since a
+        table keeps the index it was created with whatever ``distance_metric`` says now.
+        """
+        if self.vector_dimension is None:
+            return None
+        params = (self.table_name,)
+        if self.shards:
+            with psycopg.connect(self.shards[0], connect_timeout=5) as shard:
+                row = shard.execute(q.index_metric_sql(), params).fetchone()
+        else:
+            row = self.connections.run_primary(
+                lambda c: c.execute(q.index_metric_sql(), params).fetchone()
+            )
+        by_opclass = {opclass: metric for metric, opclass in q.OPCLASS.items()}
+        return by_opclass.get(row[0]) if row else None  # type: ignore[return-value]  # a Metric
+
+    def rebuild_index(self) -> None:
+        """Rebuild the HNSW index for ``distance_metric`` (on every shard when sharded).
+
+        The vectors stay: only the index changes, so searches use it again (a query whose
+        operator differs from the index's scans the whole table). Writes wait meanwhile.
+        """
+        if self.vector_dimension is None:
+            return
+        statements = q.hnsw_rebuild_statements(self.table_name, self.distance_metric)
+
+        def rebuild(conn: Any) -> None:
+            with conn.transaction():
+                for statement in statements:
+                    conn.execute(statement)
+
+        if self.shards:
+            for url in self.shards:
+                with psycopg.connect(url, autocommit=True, connect_timeout=5) as shard:
+                    rebuild(shard)
+        else:
+            self.connections.run_primary(rebuild)
+        logger.info(
+            "Postgres table %r: HNSW index rebuilt for %s.", self.table_name, self.distance_metric
+        )
+
     def _ensure_schema(self, dim: int) -> None:
         if self.vector_dimension is not None:
             return
+        self.check_tables()
         if self.shards:
             create_sharded_schema(
                 self.connections,
@@ -301,10 +410,18 @@ class PostgresVectorStore(VectorStore):
         postings: list[tuple[Any, ...]],
         delta: Counter[tuple[str | None, str]],
     ) -> None:
-        """One transaction: delete the ids, insert rows and postings, record the stats."""
+        """One transaction: delete the ids, insert rows and postings, record the stats.
+
+        It holds the table's write lock first: under READ COMMITTED, two writers of the same
+        ids would each delete nothing the other has not committed, and the second COPY would
+        then fail on the primary key. Taking turns, the second deletes (and subtracts from
+        the stats) what the first wrote, so rows, postings and stats stay consistent. The
+        embedding runs before, outside the lock; only the write itself waits.
+        """
         names = _tables(self.table_name)
         delta = Counter(delta)
         with conn.transaction(), conn.cursor() as cur:
+            _lock_writes(cur, self.table_name)
             ids = [r[0] for r in records]
             cur.execute(
                 sql.SQL(
@@ -375,6 +492,7 @@ class PostgresVectorStore(VectorStore):
         names = _tables(self.table_name)
         delta: Counter[tuple[str | None, str]] = Counter()
         with conn.transaction(), conn.cursor() as cur:
+            _lock_writes(cur, self.table_name)  # in turn with writes: no deadlock, exact stats
             cur.execute(
                 sql.SQL(
                     "DELETE FROM {t} WHERE id = ANY(%s) RETURNING id, namespace, doc_len, window_of"
@@ -706,6 +824,11 @@ def _copy(
     with cur.copy(statement) as copy:
         for row in rows:
             copy.write_row(row)
+
+
+def _lock_writes(cur: Any, table: str) -> None:
+    """Take ``table``'s write lock until the transaction ends (other writers wait for it)."""
+    cur.execute("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))", (WRITE_LOCK, table))
 
 
 def relevance_fn(metric: str) -> Callable[[float], float]:

@@ -40,9 +40,21 @@ def root(tmp_path: Path) -> Path:
 
 
 def vector_tool(
-    root: Path, url: str, table: str, size: int = 64, *, source: str = "docs", **fields: Any
+    root: Path,
+    url: str,
+    table: str,
+    size: int = 64,
+    *,
+    source: str = "docs",
+    metric: str = "COSINE",
+    **fields: Any,
 ) -> VectorStoreTool:
-    database = {"provider": "postgres", "connection_string": url, "table_name": table}
+    database = {
+        "provider": "postgres",
+        "connection_string": url,
+        "table_name": table,
+        "distance_metric": metric,
+    }
     config = VectorStoreToolConfig.model_validate(
         {
             "type": "vectorstore",
@@ -136,6 +148,51 @@ async def test_vector_tool_refuses_then_rebuilds_for_a_new_dimension(
     assert output.startswith("Found 3 result(s)")
     again = await vector_tool(root, postgres_url, postgres_table, 32).initialize()
     assert again.skipped == first.added
+
+
+def index_definition(url: str, table: str) -> str:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = %s AND indexdef LIKE '%%hnsw%%'",
+            (table,),
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+@pytest.mark.parametrize("metric", ["IP", "L2"])
+async def test_vector_tool_refuses_then_rebuilds_for_a_new_distance_metric(
+    root: Path, postgres_url: str, postgres_table: str, metric: str
+) -> None:
+    first = await vector_tool(root, postgres_url, postgres_table).initialize()
+    assert "vector_cosine_ops" in index_definition(postgres_url, postgres_table)
+    changed = vector_tool(root, postgres_url, postgres_table, metric=metric)
+    with pytest.raises(
+        EmbeddingModelMismatchError,
+        match=rf"created with distance_metric COSINE but the configuration sets distance_metric "
+        rf"{metric}.*force_ingest",
+    ):
+        await changed.initialize()
+    assert "vector_cosine_ops" in index_definition(postgres_url, postgres_table)
+    result = await changed.initialize(True)
+    assert (result.added + result.updated, result.failed) == (first.added, 0)
+    opclass = {"IP": "vector_ip_ops", "L2": "vector_l2_ops"}[metric]
+    assert opclass in index_definition(postgres_url, postgres_table)
+    assert (await changed.search("GET and POST requests")).startswith("Found 3 result(s)")
+    again = await vector_tool(root, postgres_url, postgres_table, metric=metric).initialize()
+    assert again.skipped == first.added
+
+
+async def test_a_table_shared_with_another_corpus_keeps_its_distance_metric(
+    root: Path, postgres_url: str, postgres_table: str
+) -> None:
+    await vector_tool(root, postgres_url, postgres_table).initialize()
+    newcomer = vector_tool(
+        root, postgres_url, postgres_table, source="legal", name="other_corpus", metric="IP"
+    )
+    with pytest.raises(EmbeddingModelMismatchError, match=r"also holds chunks of '"):
+        await newcomer.initialize(True)
+    assert "vector_cosine_ops" in index_definition(postgres_url, postgres_table)
 
 
 async def test_a_table_shared_with_another_corpus_is_not_rebuilt(

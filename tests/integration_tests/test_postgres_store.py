@@ -418,3 +418,88 @@ def test_delete_existing_returns_only_rows_that_were_there(store: PostgresVector
     assert store.delete_existing(["kb-b", "missing", "kb-a", "kb-b"]) == ["kb-b", "kb-a"]
     assert store.delete_existing(["kb-a"]) == []
     assert store.delete_existing([]) == []
+
+
+CTE_AND_ALIAS_NAMES = ["q", "st", "p", "df", "d", "dr", "kr", "dm", "km", "f", "c", "x", "t", "w"]
+"""Every name the search statements give a CTE or an alias: valid table names all."""
+
+
+@pytest.mark.parametrize("table", CTE_AND_ALIAS_NAMES)
+def test_native_search_works_whatever_the_table_is_called(
+    postgres_url: str, embeddings: HashingEmbeddings, table: str
+) -> None:
+    drop_postgres_tables(postgres_url, table)
+    store = open_store(postgres_url, table, embeddings)
+    try:
+        store.add_documents(docs("kb"))
+        assert store.keyword_search("tea earl grey", 1, namespace="kb")[0][0] == "kb-b"
+        for fusion in ("rrf", "convex"):
+            hits = store.native_hybrid_search(
+                "tea earl grey", k=1, fetch_k=4, filter={"namespace": "kb"}, fusion=fusion
+            )
+            assert [h.document.id for h in hits] == ["kb-b"], fusion
+    finally:
+        store.close()
+        drop_postgres_tables(postgres_url, table)
+
+
+def existing_tables(url: str, prefix: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE starts_with(tablename, %s) ORDER BY 1",
+            (prefix,),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("suffix", ["_terms", "_stats", "_embcache"])
+def test_another_stores_side_table_is_refused_before_anything_is_created(
+    postgres_url: str, postgres_table: str, embeddings: HashingEmbeddings, suffix: str
+) -> None:
+    first = open_store(postgres_url, postgres_table, embeddings)
+    first.add_documents(docs())
+    first.close()
+    backend = get_backend(database(postgres_url, postgres_table))
+    backend.byte_store(namespace="kb").mset([("a", b"1")])  # T_embcache exists too
+    before = existing_tables(postgres_url, postgres_table)
+    side = postgres_table + suffix
+    with pytest.raises(
+        ConfigError, match=rf"table_name '{side}' is the .* of the PostgreSQL store"
+    ):
+        open_vector_store(database(postgres_url, side), embeddings, fallback=False)
+    store = PostgresVectorStore(embeddings, connection_string=postgres_url, table_name=side)
+    with pytest.raises(ConfigError, match=rf"table_name '{side}' is the "):
+        store.add_documents(docs())
+    store.close()
+    assert existing_tables(postgres_url, postgres_table) == before
+
+
+def test_a_table_of_something_else_is_refused(postgres_url: str, postgres_table: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {} (a int)").format(sql.Identifier(postgres_table)))
+    with pytest.raises(ConfigError, match=rf"'{postgres_table}' names an existing .* not a"):
+        open_vector_store(database(postgres_url, postgres_table), HashingEmbeddings())
+    drop_postgres_tables(postgres_url, postgres_table)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (a int)").format(sql.Identifier(f"{postgres_table}_stats"))
+        )
+    with pytest.raises(ConfigError, match=rf"BM25 statistics in '{postgres_table}_stats'"):
+        open_vector_store(database(postgres_url, postgres_table), HashingEmbeddings())
+
+
+def test_an_invalid_table_name_is_refused_before_connecting(
+    embeddings: HashingEmbeddings,
+) -> None:
+    with pytest.raises(ValueError, match=r"table_name must be lowercase .* got 'Vectors'"):
+        PostgresVectorStore(embeddings, connection_string="postgresql://h/d", table_name="Vectors")
+    from langchain_holodeck.config.models import PostgresDatabaseConfig
+    from langchain_holodeck.vectorstores._postgres_sql import TABLE_NAME_PATTERN
+
+    field = PostgresDatabaseConfig.model_fields["table_name"]
+    assert [m.pattern for m in field.metadata if hasattr(m, "pattern")] == [TABLE_NAME_PATTERN]

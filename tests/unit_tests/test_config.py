@@ -832,6 +832,23 @@ def test_a_postgres_user_name_is_not_scrubbed_from_the_message(tmp_path: Path) -
     assert "***" not in message
 
 
+def test_a_redis_url_for_postgres_names_the_value_once(tmp_path: Path) -> None:
+    database = {"provider": "postgres", "connection_string": "redis://127.0.0.1:6391"}
+    with pytest.raises(ConfigError) as info:
+        load_tools(tmp_path, vectorstore(database=database))
+    message = str(info.value)
+    assert message.endswith(
+        "tools[0].database.connection_string: must start with postgresql://, "
+        "got 'redis://127.0.0.1:6391'."
+    )
+    assert message.count("got") == 1
+    replicas = {**database, "connection_string": "postgresql://h/d", "read_replicas": ["redis://r"]}
+    with pytest.raises(
+        ConfigError, match=r"read_replicas: must start with postgresql://, got 'redis://r'\.$"
+    ):
+        load_tools(tmp_path, vectorstore(database=replicas))
+
+
 def test_empty_api_key_is_rejected_and_secret_fields_show_no_value(tmp_path: Path) -> None:
     tool = vectorstore(reranker={"provider": "cohere", "api_key": "${BLANK}"})
     path = tmp_path / "agent.yaml"
