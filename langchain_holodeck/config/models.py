@@ -385,7 +385,7 @@ class AgentConfig(BaseModel):
     model_config = MODEL_CONFIG
 
     tools: list[ToolConfig]
-    """The tools; names must be unique."""
+    """The tools, at least one; names must be unique."""
     name: str | None = None
     """Agent name (free-form, not used by this package)."""
     description: str | None = None
@@ -398,6 +398,18 @@ class AgentConfig(BaseModel):
     """Retrieval regression cases run by ``holodeck-rag test``."""
     tool_selection: ToolSelectionConfig | None = None
     """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
+
+    @field_validator("tools")
+    @classmethod
+    def _at_least_one_tool(cls, tools: list[ToolConfig]) -> list[ToolConfig]:
+        # every command takes a tool of the file: none would mean a crash or a silent no-op
+        if not tools:
+            msg = (
+                "must contain at least one tool, such as {type: hierarchical_document, "
+                "name: docs, source: docs}"
+            )
+            raise ValueError(msg)
+        return tools
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:

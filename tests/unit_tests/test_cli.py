@@ -174,6 +174,29 @@ def test_bad_config_names_file_field_and_value_on_one_line(
     assert "got 0" in err
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "token", "--config"],
+        ["ingest", "--config"],
+        ["purge-legacy", "--config"],
+        ["tools", "--config"],
+        ["chat"],
+        ["serve"],
+        ["test"],
+    ],
+)
+def test_an_agent_yaml_without_tools_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    agent = write(tmp_path / "empty.yaml", "tools: []\n")
+    code, out, err = run(capsys, "--store", str(tmp_path / "store"), *command, str(agent))
+    assert (code, out) == (1, "")
+    assert err == f"error: {agent}: tools: must contain at least one tool, such as " + (
+        "{type: hierarchical_document, name: docs, source: docs}.\n"
+    )
+
+
 def test_unknown_tool_name_lists_the_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -472,6 +472,14 @@ def test_duplicate_tool_names_are_rejected(tmp_path: Path) -> None:
         load_tools(tmp_path, vectorstore(), hierarchical(name="kb"))
 
 
+def test_an_empty_tools_list_is_rejected_naming_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: []\n", name="empty.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value).startswith(f"{path}: tools: must contain at least one tool")
+    assert "\n" not in str(info.value)
+
+
 def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"agent\.yaml: evaluations: unknown key; allowed keys"):
         load_tools(tmp_path, vectorstore(), evaluations=[])
@@ -582,7 +590,9 @@ def test_substituted_yaml_syntax_stays_a_string(tmp_path: Path) -> None:
 
 
 def test_keys_are_not_substituted(tmp_path: Path) -> None:
-    path = write(tmp_path, 'model: {"${K}": v}\ntools: []\n')
+    path = write(
+        tmp_path, 'model: {"${K}": v}\ntools: [{type: vectorstore, name: kb, source: s}]\n'
+    )
     assert load_agent_config(path, environ={"K": "k"}).model == {"${K}": "v"}
 
 
