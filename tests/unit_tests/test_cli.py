@@ -197,6 +197,24 @@ def test_an_agent_yaml_without_tools_is_one_error_line(
     )
 
 
+def test_a_misspelt_vectorstore_in_the_project_config_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (Path.cwd() / ".holodeck").mkdir()
+    config = write(
+        Path.cwd() / ".holodeck" / "config.yaml",
+        "vector_store: {provider: redis, connection_string: 'redis://localhost:1'}\n",
+    )
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# A\n\nText.\n")
+    code, out, err = run(capsys, "ingest", str(tmp_path / "docs"))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {config.absolute()}: vector_store: unknown key; allowed keys: vectorstore "
+        "(rename vector_store to vectorstore).\n"
+    )
+
+
 def test_unknown_tool_name_lists_the_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

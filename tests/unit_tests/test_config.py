@@ -758,6 +758,40 @@ def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) 
     assert resolve_database_config(None, project_dir=project, home_dir=home) is None
 
 
+@pytest.mark.parametrize(
+    "key", ["vector_store", "vectorStore", "vectorstor", "database", "vectorstores", "stores"]
+)
+@pytest.mark.parametrize("where", ["project", "home"])
+def test_a_misspelt_vectorstore_section_is_an_error_naming_the_file(
+    dirs: tuple[Path, Path], key: str, where: str
+) -> None:
+    project, home = dirs
+    path = holodeck_config(
+        project if where == "project" else home,
+        f"{key}: {{provider: redis, connection_string: {PROJECT_DB}}}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert str(info.value) == (
+        f"{path}: {key}: unknown key; allowed keys: vectorstore (rename {key} to vectorstore)."
+    )
+
+
+def test_other_programs_sections_of_the_holodeck_config_are_left_alone(
+    dirs: tuple[Path, Path],
+) -> None:
+    project, home = dirs
+    holodeck_config(
+        project,
+        """
+        providers: {openai: {api_key: literal-not-ours}}
+        vectorstores: {default: {provider: postgres, connection_string: postgresql://h/db}}
+        deployment: {default_port: 8000}
+        """,
+    )
+    assert resolve_database_config(None, project_dir=project, home_dir=home, environ={}) is None
+
+
 def test_invalid_project_config_names_file_and_field(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
     holodeck_config(project, "vectorstore: {provider: redis, connection_string: 'mysql://x'}")
