@@ -215,6 +215,27 @@ def test_a_misspelt_vectorstore_in_the_project_config_is_one_error_line(
     )
 
 
+def test_a_damaged_documents_file_is_one_error_line_naming_it_and_the_fix(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# Tokens\n\n" + "A token is revoked by DELETE. " * 40)
+    store = tmp_path / "sc"
+    assert run(capsys, "-q", "--store", str(store), "ingest", str(tmp_path / "docs"))[0] == 0
+    (documents,) = (store / "default").glob("documents-*.jsonl")
+    documents.write_bytes(documents.read_bytes()[:500])
+    for command in (["search", "token"], ["ingest", str(tmp_path / "docs")]):
+        code, out, err = run(capsys, "--store", str(store), *command)
+        assert (code, out) == (1, "")
+        assert err.count("\n") == 1, err  # one line, no fallback warning before it
+        assert err.startswith(f"error: the store saved in {store / 'default'} is damaged: ")
+        assert f"{str(documents)!r} cannot be read (line 1, column " in err
+        assert err.endswith(
+            f"Delete the directory {str(store / 'default')!r} and run the ingestion again to "
+            "rebuild it.\n"
+        )
+
+
 def test_unknown_tool_name_lists_the_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
