@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     build_tool,
     config_tool_target,
@@ -378,22 +379,24 @@ def run_chat(args: argparse.Namespace) -> int:
             model, tools, llm=llm, instructions=instructions, max_chars=args.max_chars
         )
     interactive = sys.stdin.isatty()
-    if not args.quiet:
-        mode = f"agent {model.provider}:{model.name}" if model else "search"
-        print(f"ready ({mode}); one question per line, `exit` to stop.", file=sys.stderr)
-    for question in _lines(sys.stdin, prompt="> " if interactive else None):
-        if question in EXIT_WORDS:
-            break
-        if not interactive:  # a transcript: each answer under the question it answers
-            print(f"> {question}", flush=True)
-        try:
-            text = answer(question)
-        except Exception as error:  # one failing question (model server down...) ends nothing
-            logger.debug("question failed", exc_info=True)
-            print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
-            continue
-        print(_terminal_text(text), flush=True)
-        print(file=sys.stdout, flush=True)
+    with interrupt_says(""):  # from "ready" on, Ctrl-C ends the session quietly (exit 130)
+        if not args.quiet:
+            mode = f"agent {model.provider}:{model.name}" if model else "search"
+            print(f"ready ({mode}); one question per line, `exit` to stop.", file=sys.stderr)
+        for question in _lines(sys.stdin, prompt="> " if interactive else None):
+            if question in EXIT_WORDS:
+                break
+            if not interactive:  # a transcript: each answer under the question it answers
+                print(f"> {question}", flush=True)
+            try:
+                text = answer(question)
+            except Exception as error:  # one failing question (model down...) ends nothing
+                logger.debug("question failed", exc_info=True)
+                line = " ".join(str(error).split())
+                print(f"error: {type(error).__name__}: {line}", file=sys.stderr)
+                continue
+            print(_terminal_text(text), flush=True)
+            print(file=sys.stdout, flush=True)
     return 0
 
 
