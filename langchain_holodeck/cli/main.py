@@ -341,12 +341,20 @@ def _common_options() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--store",
-        type=Path,
+        type=_store_dir,
         default=argparse.SUPPRESS,
         metavar="DIR",
         help=f"directory of the saved store and ingest.json (default: {DEFAULT_STORE}/)",
     )
     return common
+
+
+def _store_dir(text: str) -> Path:
+    """``--store DIR``; an empty one would write the store into the working directory."""
+    if not text.strip():
+        msg = f"must name a directory (default: {DEFAULT_STORE}), got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return Path(text)
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:

@@ -476,6 +476,23 @@ def test_usage_error_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--top-k: must be an integer from 1 to 100, got '0'" in err
 
 
+@pytest.mark.parametrize("store", ["", "  "])
+@pytest.mark.parametrize("before_the_verb", [True, False])
+def test_an_empty_store_is_refused_and_nothing_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: str, before_the_verb: bool
+) -> None:
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# A\n\nText.\n")
+    ingest = ["ingest", str(tmp_path / "docs")]
+    argv = ["--store", store, *ingest] if before_the_verb else [*ingest, "--store", store]
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        f"error: argument --store: must name a directory (default: .holodeck/store), got {store!r}"
+    )
+    assert list(Path.cwd().iterdir()) == []  # no default/ nor ingest.json in the working dir
+
+
 def test_progress_bars_draw_files_chunks_and_embeddings() -> None:
     stream = io.StringIO()
     with ProgressBars(enabled=True, stream=stream) as bars:
