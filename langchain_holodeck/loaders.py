@@ -535,6 +535,8 @@ class SourceLoader(BaseLoader):
             except ConversionLimitError as error:
                 logger.warning("Skipping %s: %s.", file.source_path, error)
                 return Skipped.FAILED
+        if file.file_type == "pptx":
+            markdown = without_slide_markers(markdown)
         # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
         markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))
         return re.sub(r"\n{3,}", "\n\n", markdown)
@@ -544,6 +546,19 @@ class SourceLoader(BaseLoader):
             if self._converters is None:
                 self._converters = converters()
             return self._converters
+
+
+_SLIDE_MARKER = re.compile(r"^<!-- Slide number: \d+ -->[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+"""The comment markitdown writes above each slide of a ``.pptx``."""
+
+
+def without_slide_markers(markdown: str) -> str:
+    """``markdown`` without markitdown's ``<!-- Slide number: N -->`` lines.
+
+    Each stood before its slide's title heading, so the splitter made the first one a chunk
+    of its own, found by searches, and left the others at the end of the previous slide.
+    """
+    return _SLIDE_MARKER.sub("", markdown)
 
 
 def _check_limit(name: str, value: object, types: tuple[type, ...]) -> None:

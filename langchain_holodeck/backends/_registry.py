@@ -191,8 +191,8 @@ def open_vector_store(
     try:
         store = backend.open_store(embeddings, store_dir=store_dir, connect_timeout=connect_timeout)
     except BackendUnavailableError as error:
-        if not (fallback and backend.fallback_to_memory):
-            raise
+        if backend.is_default or not (fallback and backend.fallback_to_memory):
+            raise  # the in-memory store failing (a damaged save) has nothing to fall back to
         reason = str(error)
         logger.warning("%s; falling back to the in-memory vector store.", reason)
         memory = get_backend(None)

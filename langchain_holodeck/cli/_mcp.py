@@ -7,6 +7,7 @@ Imported only by ``serve`` once the ``mcp`` package is known to be installed. Wo
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import socket
 import sys
@@ -168,7 +169,8 @@ def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (port 0: any free port).
 
     Raises:
-        OSError: When the address cannot be bound (in use, not an address of this machine).
+        OSError: When the address cannot be bound (in use, not an address of this machine); the
+            message names ``host:port``, why, and what to change.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets' connections;
@@ -177,12 +179,36 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
-    except OSError:
+    except OSError as error:
         sock.close()
-        raise
+        failure = OSError(_bind_problem(host, port, error))  # str(): the message, no [Errno]
+        failure.errno = error.errno
+        raise failure from error
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
+
+
+def _bind_problem(host: str, port: int, error: OSError) -> str:
+    """``cannot listen on host:port: why; what to change`` for a failed ``bind``."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(error, socket.gaierror):
+        return (
+            f"{where}: host {host!r} is not known ({error.strerror}); give a name or address "
+            "of this machine, e.g. --host 127.0.0.1"
+        )
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"{where}: the port is already in use (another server?); choose another --port, "
+            "or --port 0 for any free one"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: {host!r} is not an address of this machine; e.g. --host 127.0.0.1"
+    if error.errno == errno.EACCES:
+        return (
+            f"{where}: permission denied (ports below 1024 need privileges); choose another --port"
+        )
+    return f"{where}: {error.strerror or error}"
 
 
 def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: HttpLimits) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     build_tool,
     config_tool_target,
@@ -191,8 +193,48 @@ def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
     )
 
 
-def chat_model(config: ChatModelConfig) -> Any:
-    """The chat model of ``config``, through LangChain's ``init_chat_model``."""
+_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "azure_openai": ("AZURE_OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "cohere": ("COHERE_API_KEY", "CO_API_KEY"),
+    "mistralai": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "google_genai": ("GOOGLE_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+}
+"""The environment variables a provider's LangChain model reads its key from, when it has one."""
+
+
+def missing_key(
+    config: ChatModelConfig, *, display: str, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """Why ``config`` has no API key (naming the variable and ``model.api_key``), or None.
+
+    Only providers whose key variable is known are checked; ``api_key`` set in the file wins.
+    """
+    variables = _KEY_VARIABLES.get(config.provider)
+    env = os.environ if environ is None else environ
+    if config.api_key is not None or variables is None or any(env.get(v) for v in variables):
+        return None
+    return (
+        f"{display}: model.api_key: not set, and {variables[0]} is not in the environment; "
+        f"export {variables[0]}=... or set model.api_key: ${{YOUR_VARIABLE}} "
+        f"(model.provider {config.provider!r})."
+    )
+
+
+def chat_model(config: ChatModelConfig, *, display: str = "agent.yaml") -> Any:
+    """The chat model of ``config``, through LangChain's ``init_chat_model``.
+
+    Raises:
+        ImportError: When langchain or the provider's package is missing (with the install hint).
+        ConfigError: When the provider's API key is neither in the file nor in the environment,
+            or the provider refuses the settings (the message names ``display`` and the field).
+    """
     try:
         from langchain.chat_models import init_chat_model
     except ImportError as error:
@@ -206,16 +248,29 @@ def chat_model(config: ChatModelConfig) -> Any:
         options["base_url"] = config.base_url
     if config.api_key is not None:
         options["api_key"] = config.api_key.get_secret_value()
+    no_key = missing_key(config, display=display)
     try:
-        return init_chat_model(config.name, model_provider=config.provider, **options)
+        model = init_chat_model(config.name, model_provider=config.provider, **options)
     except ImportError as error:
         msg = f"model.provider {config.provider!r} needs its LangChain package: {error}"
         raise ImportError(
             msg + ' (pip install "langchain-holodeck[agents,openai]" for openai)'
         ) from error
     except ValueError as error:
-        msg = f"model: init_chat_model refused provider {config.provider!r}: {error}"
+        msg = no_key or (
+            f"{display}: model: init_chat_model refused provider {config.provider!r}: {error}"
+        )
         raise ConfigError(msg) from error
+    except Exception as error:  # the provider's client refused (credentials, settings)
+        text = " ".join(str(error).split())
+        msg = no_key or (
+            f"{display}: model: {config.provider} model {config.name!r} could not be created: "
+            f"{type(error).__name__}: {text}"
+        )
+        raise ConfigError(msg) from error
+    if no_key is not None:  # a client that only fails at the first question: fail now
+        raise ConfigError(no_key)
+    return model
 
 
 def agent_support() -> tuple[Any, type[Exception]]:
@@ -241,16 +296,17 @@ def agent_answerer(
     config: ChatModelConfig,
     tools: list[_DocumentTool],
     *,
+    llm: Any,
     instructions: str | None,
     max_chars: int | None,
 ) -> Answer:
-    """Each line goes to a ``create_agent`` agent over ``tools``; the conversation is kept."""
+    """Each line goes to a ``create_agent`` agent of ``llm`` over ``tools``; history is kept."""
     from langchain_core.messages import HumanMessage
 
     create_agent, recursion_error = agent_support()
 
     agent = create_agent(
-        chat_model(config),
+        llm,
         tools=[source_tool(t, max_chars=max_chars) for t in tools],
         system_prompt=instructions,
     )
@@ -308,8 +364,10 @@ def run_chat(args: argparse.Namespace) -> int:
 
     agent = None if args.agent_yaml is None else load_agent_config(args.agent_yaml)
     model = None if agent is None else chat_model_config(agent, display=str(args.agent_yaml))
-    if model is not None:
-        agent_support()  # before the tools are initialized: the hint comes at once
+    llm = None
+    if model is not None:  # before the tools are initialized: a hint or a missing key at once
+        agent_support()
+        llm = chat_model(model, display=str(args.agent_yaml))
     tools = session_tools(
         agent, args.agent_yaml, args.store, force_ingest=args.force_ingest, quiet=args.quiet
     )
@@ -317,24 +375,28 @@ def run_chat(args: argparse.Namespace) -> int:
         answer = search_answerer(tools, max_chars=args.max_chars)
     else:
         instructions = agent.instructions if agent and isinstance(agent.instructions, str) else None
-        answer = agent_answerer(model, tools, instructions=instructions, max_chars=args.max_chars)
+        answer = agent_answerer(
+            model, tools, llm=llm, instructions=instructions, max_chars=args.max_chars
+        )
     interactive = sys.stdin.isatty()
-    if not args.quiet:
-        mode = f"agent {model.provider}:{model.name}" if model else "search"
-        print(f"ready ({mode}); one question per line, `exit` to stop.", file=sys.stderr)
-    for question in _lines(sys.stdin, prompt="> " if interactive else None):
-        if question in EXIT_WORDS:
-            break
-        if not interactive:  # a transcript: each answer under the question it answers
-            print(f"> {question}", flush=True)
-        try:
-            text = answer(question)
-        except Exception as error:  # one failing question (model server down...) ends nothing
-            logger.debug("question failed", exc_info=True)
-            print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
-            continue
-        print(_terminal_text(text), flush=True)
-        print(file=sys.stdout, flush=True)
+    with interrupt_says(""):  # from "ready" on, Ctrl-C ends the session quietly (exit 130)
+        if not args.quiet:
+            mode = f"agent {model.provider}:{model.name}" if model else "search"
+            print(f"ready ({mode}); one question per line, `exit` to stop.", file=sys.stderr)
+        for question in _lines(sys.stdin, prompt="> " if interactive else None):
+            if question in EXIT_WORDS:
+                break
+            if not interactive:  # a transcript: each answer under the question it answers
+                print(f"> {question}", flush=True)
+            try:
+                text = answer(question)
+            except Exception as error:  # one failing question (model down...) ends nothing
+                logger.debug("question failed", exc_info=True)
+                line = " ".join(str(error).split())
+                print(f"error: {type(error).__name__}: {line}", file=sys.stderr)
+                continue
+            print(_terminal_text(text), flush=True)
+            print(file=sys.stdout, flush=True)
     return 0
 
 

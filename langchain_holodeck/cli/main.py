@@ -39,6 +39,7 @@ from langchain_holodeck._embedding_settings import (
     openai_model,
 )
 from langchain_holodeck._version import __version__
+from langchain_holodeck.cli._interrupt import interrupt_message
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
@@ -170,19 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {_one_line(error)}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:  # where the signal thread is not available
-            print(INTERRUPTED, file=sys.stderr)
+            if interrupt_message():
+                print(interrupt_message(), file=sys.stderr)
             return 130
-
-
-INTERRUPTED = (
-    "interrupted: the embeddings computed so far are kept; run the same command again to resume."
-)
-"""The one line Ctrl-C prints (exit status 130)."""
 
 
 @contextmanager
 def _exit_on_interrupt() -> Iterator[None]:
-    """Ctrl-C prints ``INTERRUPTED`` and exits 130 at once, even inside a long native call.
+    """Ctrl-C prints ``interrupt_message()`` and exits 130 at once, even in a long native call.
 
     SIGINT is blocked in every thread and taken by one waiting thread, so it does not wait for
     the main thread to leave onnxruntime or a socket, nor for worker threads to finish.
@@ -203,8 +199,11 @@ def _exit_on_interrupt() -> Iterator[None]:
         signal.sigwait({signal.SIGINT})
         if done.is_set():
             return
+        message = interrupt_message()
         with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(("\n" if sys.stderr.isatty() else "") + INTERRUPTED + "\n")
+            tty = sys.stderr.isatty()
+            if message or tty:  # on a terminal, at least end the line the ^C is on
+                sys.stderr.write(("\n" if tty else "") + (f"{message}\n" if message else ""))
             sys.stderr.flush()
         os._exit(130)
 
@@ -354,12 +353,20 @@ def _common_options() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--store",
-        type=Path,
+        type=_store_dir,
         default=argparse.SUPPRESS,
         metavar="DIR",
         help=f"directory of the saved store and ingest.json (default: {DEFAULT_STORE}/)",
     )
     return common
+
+
+def _store_dir(text: str) -> Path:
+    """``--store DIR``; an empty one would write the store into the working directory."""
+    if not text.strip():
+        msg = f"must name a directory (default: {DEFAULT_STORE}), got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return Path(text)
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:

@@ -106,7 +106,12 @@ def run_serve(args: argparse.Namespace) -> int:
         msg = "--host and --port apply to --transport http; stdio needs neither."
         raise ConfigError(msg)
     host = args.host or "127.0.0.1"
+    port = DEFAULT_PORT if args.port is None else args.port
     _check_serving(args.transport, host)  # before loading anything
+    if args.transport == "http":  # a busy port or unknown host: said now, not after loading
+        from langchain_holodeck.cli import _mcp
+
+        _mcp.bind(host, port).close()
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
         tools = served_tools(args.agent_yaml, args.store, quiet=args.quiet)
     if args.transport == "stdio" and not args.quiet:
@@ -115,7 +120,7 @@ def run_serve(args: argparse.Namespace) -> int:
         tools,
         transport=args.transport,
         host=host,
-        port=DEFAULT_PORT if args.port is None else args.port,
+        port=port,
         max_concurrency=args.max_concurrency,
         max_in_flight=args.max_in_flight,
         max_body_bytes=args.max_body_bytes,

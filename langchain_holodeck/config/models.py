@@ -8,6 +8,7 @@ the file, the field path and the bad value, with secrets masked.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 from collections.abc import Mapping
@@ -386,7 +387,7 @@ class AgentConfig(BaseModel):
     model_config = MODEL_CONFIG
 
     tools: list[ToolConfig]
-    """The tools; names must be unique."""
+    """The tools, at least one; names must be unique."""
     name: str | None = None
     """Agent name (free-form, not used by this package)."""
     description: str | None = None
@@ -399,6 +400,18 @@ class AgentConfig(BaseModel):
     """Retrieval regression cases run by ``holodeck-rag test``."""
     tool_selection: ToolSelectionConfig | None = None
     """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
+
+    @field_validator("tools")
+    @classmethod
+    def _at_least_one_tool(cls, tools: list[ToolConfig]) -> list[ToolConfig]:
+        # every command takes a tool of the file: none would mean a crash or a silent no-op
+        if not tools:
+            msg = (
+                "must contain at least one tool, such as {type: hierarchical_document, "
+                "name: docs, source: docs}"
+            )
+            raise ValueError(msg)
+        return tools
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -487,7 +500,10 @@ def load_project_database_config(
 ) -> DatabaseConfig | None:
     """Read the ``vectorstore:`` section of a ``.holodeck/config.yaml``.
 
-    Other sections of the file are left alone (not validated, no ``${VAR}`` substitution).
+    Other sections of the file are left alone (not validated, no ``${VAR}`` substitution): the
+    file is shared with other programs (HoloDeck's ``providers:``, ``vectorstores:``...). A key
+    that is a misspelling of ``vectorstore`` (``vector_store``, ``vectorStore``, ``database``,
+    a ``vectorstores:`` holding a ``provider``) is an error, not a silent in-memory store.
 
     Args:
         path: The config file.
@@ -497,12 +513,20 @@ def load_project_database_config(
         The database configuration, or None when the file has no ``vectorstore`` section.
 
     Raises:
-        ConfigError: When the file cannot be read or parsed, or its ``vectorstore`` section is
-            invalid (the message names the file and ``vectorstore.<field>``).
+        ConfigError: When the file cannot be read or parsed, a key misspells ``vectorstore``,
+            or its ``vectorstore`` section is invalid (the message names the file and
+            ``vectorstore.<field>``).
     """
     display = str(path)
     raw = read_yaml_mapping(Path(path), display=display)
-    section = raw.get("vectorstore")
+    for key, value in raw.items():
+        if _misspells_vectorstore(str(key), value):
+            msg = (
+                f"{display}: {key}: unknown key; allowed keys: {_VECTORSTORE_KEY} (rename "
+                f"{key} to {_VECTORSTORE_KEY})."
+            )
+            raise ConfigError(msg)
+    section = raw.get(_VECTORSTORE_KEY)
     if section is None:
         return None
     env = os.environ if environ is None else environ
@@ -514,6 +538,29 @@ def load_project_database_config(
     base = file.parent.parent if file.parent.name == ".holodeck" else file.parent
     loaded = _validate(_VectorstoreSection, wrapped, display=display, base_dir=base, used=used)
     return loaded.vectorstore
+
+
+_VECTORSTORE_KEY = "vectorstore"
+_VECTORSTORE_ALIASES = frozenset({"database", "vectordb", "vectordatabase"})
+
+
+def _misspells_vectorstore(key: str, value: object) -> bool:
+    """Whether a top-level key of ``.holodeck/config.yaml`` was meant as ``vectorstore``.
+
+    It was when it is spelled like it (``vector_store``, ``vectorStore``, ``vectorstor``), names
+    it as agent.yaml does (``database``), or holds a section of ours (``provider: redis``...).
+    HoloDeck's own ``vectorstores:`` (a map of named stores, no ``provider`` of its own) is not.
+    """
+    if key == _VECTORSTORE_KEY:
+        return False
+    ours = isinstance(value, Mapping) and value.get("provider") in provider_configs(DatabaseConfig)
+    if ours:
+        return True
+    if key == "vectorstores" and not (isinstance(value, Mapping) and "provider" in value):
+        return False
+    plain = "".join(ch for ch in key.lower() if ch.isalnum())
+    close = difflib.get_close_matches(plain, [_VECTORSTORE_KEY], n=1, cutoff=0.8)
+    return bool(close) or plain in _VECTORSTORE_ALIASES
 
 
 def resolve_database_config(

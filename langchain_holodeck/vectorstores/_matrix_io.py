@@ -167,16 +167,34 @@ def read(directory: Path) -> Saved:
     texts: list[str] = []
     metadatas: list[dict[str, Any]] = []
     columns = DocumentColumns()
-    with (directory / manifest["documents"]).open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                rec = json.loads(line)
-                ids.append(rec["id"])
-                texts.append(rec["page_content"])
-                metadatas.append(rec["metadata"])
-                if len(ids) == _CHUNK_ROWS:
-                    columns.extend(ids, texts, metadatas)
-                    ids, texts, metadatas = [], [], []
+    documents_path = directory / manifest["documents"]
+    number = 0
+    try:
+        with documents_path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):  # noqa: B007  # named in errors
+                if line.strip():
+                    rec = json.loads(line)
+                    ids.append(rec["id"])
+                    texts.append(rec["page_content"])
+                    metadatas.append(rec["metadata"])
+                    if len(ids) == _CHUNK_ROWS:
+                        columns.extend(ids, texts, metadatas)
+                        ids, texts, metadatas = [], [], []
+    except (OSError, ValueError, KeyError, TypeError) as error:  # torn, truncated or edited
+        if isinstance(error, OSError):
+            problem = error.strerror or str(error)
+        elif isinstance(error, UnicodeDecodeError):  # decoded ahead, in blocks: no line number
+            problem = f"not UTF-8: {error}"
+        elif isinstance(error, json.JSONDecodeError):
+            problem = f"line {number}, column {error.colno}: {error.msg}"
+        else:
+            detail = f"missing key {error}" if isinstance(error, KeyError) else str(error)
+            problem = f"line {number}: {detail}"
+        msg = (
+            f"{str(documents_path)!r} cannot be read ({problem}). Delete the directory "
+            f"{str(directory)!r} and run the ingestion again to rebuild it."
+        )
+        raise ValueError(msg) from error
     columns.extend(ids, texts, metadatas)
     count = manifest["count"]
     if len(columns) != count or shape[0] != count:

@@ -139,7 +139,7 @@ def test_hostile_documents_are_rejected_cleanly(tmp_path: Path, text: str, fragm
     "payload",
     [
         b"\x00\x01\x02\x03binary\xff",
-        b"\xef\xbb\xbftools: []\n",  # a UTF-8 BOM is fine
+        b"\xef\xbb\xbftools: [{type: vectorstore, name: kb, source: s}]\n",  # a BOM is fine
         "tools: []\n".encode("utf-16"),
         b"tools: []\n" + b"\x80" * 10,
     ],

@@ -3,14 +3,17 @@
 - a Qdrant ``path:`` held by another process: the store falls back to memory (the default
   ``fallback_to_memory``) or raises ``BackendUnavailableError``; was a raw ``RuntimeError``;
 - a truncated ``bm25_tokens-*.npz``: ``BadZipFile`` escaped the documented "rebuilding it";
-- a truncated ``manifest.json``: was a raw ``JSONDecodeError`` traceback.
+- a truncated ``manifest.json``: was a raw ``JSONDecodeError`` traceback;
+- a damaged ``documents-*.jsonl``: named neither the file nor the fix.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,30 @@ def test_a_truncated_store_manifest_is_one_error_naming_the_fix(
         MatrixVectorStore.load(tmp_path / "store", HashingEmbeddings())
     with pytest.raises(HolodeckError, match=r"store saved in .* is damaged: .* not valid JSON"):
         make_tool(tmp_path).initialize_sync()  # the CLI prints a HolodeckError as one line
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda data: data[:300], r"line \d+, column \d+: Unterminated string"),
+        (lambda data: data + b"\xff\xfe\n", "not UTF-8"),
+        (lambda data: data + b'{"id": "x"}\n', "line \\d+: missing key 'page_content'"),
+    ],
+)
+def test_a_damaged_documents_file_is_one_error_naming_it_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], bytes], problem: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    corpus.write_files(tmp_path / "src", files=2, paragraphs=3)
+    make_tool(tmp_path).initialize_sync()
+    (documents,) = (tmp_path / "store").glob("documents-*.jsonl")
+    documents.write_bytes(damage(documents.read_bytes()))
+    with pytest.raises(HolodeckError) as info:
+        make_tool(tmp_path).initialize_sync()
+    message = str(info.value)
+    assert f"{str(documents)!r} cannot be read (" in message
+    assert re.search(problem, message), message
+    assert message.endswith(
+        f"Delete the directory {str(tmp_path / 'store')!r} and run the ingestion again to "
+        "rebuild it."
+    )

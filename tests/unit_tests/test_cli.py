@@ -174,6 +174,68 @@ def test_bad_config_names_file_field_and_value_on_one_line(
     assert "got 0" in err
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "token", "--config"],
+        ["ingest", "--config"],
+        ["purge-legacy", "--config"],
+        ["tools", "--config"],
+        ["chat"],
+        ["serve"],
+        ["test"],
+    ],
+)
+def test_an_agent_yaml_without_tools_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    agent = write(tmp_path / "empty.yaml", "tools: []\n")
+    code, out, err = run(capsys, "--store", str(tmp_path / "store"), *command, str(agent))
+    assert (code, out) == (1, "")
+    assert err == f"error: {agent}: tools: must contain at least one tool, such as " + (
+        "{type: hierarchical_document, name: docs, source: docs}.\n"
+    )
+
+
+def test_a_misspelt_vectorstore_in_the_project_config_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (Path.cwd() / ".holodeck").mkdir()
+    config = write(
+        Path.cwd() / ".holodeck" / "config.yaml",
+        "vector_store: {provider: redis, connection_string: 'redis://localhost:1'}\n",
+    )
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# A\n\nText.\n")
+    code, out, err = run(capsys, "ingest", str(tmp_path / "docs"))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {config.absolute()}: vector_store: unknown key; allowed keys: vectorstore "
+        "(rename vector_store to vectorstore).\n"
+    )
+
+
+def test_a_damaged_documents_file_is_one_error_line_naming_it_and_the_fix(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# Tokens\n\n" + "A token is revoked by DELETE. " * 40)
+    store = tmp_path / "sc"
+    assert run(capsys, "-q", "--store", str(store), "ingest", str(tmp_path / "docs"))[0] == 0
+    (documents,) = (store / "default").glob("documents-*.jsonl")
+    documents.write_bytes(documents.read_bytes()[:500])
+    for command in (["search", "token"], ["ingest", str(tmp_path / "docs")]):
+        code, out, err = run(capsys, "--store", str(store), *command)
+        assert (code, out) == (1, "")
+        assert err.count("\n") == 1, err  # one line, no fallback warning before it
+        assert err.startswith(f"error: the store saved in {store / 'default'} is damaged: ")
+        assert f"{str(documents)!r} cannot be read (line 1, column " in err
+        assert err.endswith(
+            f"Delete the directory {str(store / 'default')!r} and run the ingestion again to "
+            "rebuild it.\n"
+        )
+
+
 def test_unknown_tool_name_lists_the_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -436,6 +498,23 @@ def test_usage_error_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "search", "x", "--top-k", "0")
     assert code == 2
     assert "--top-k: must be an integer from 1 to 100, got '0'" in err
+
+
+@pytest.mark.parametrize("store", ["", "  "])
+@pytest.mark.parametrize("before_the_verb", [True, False])
+def test_an_empty_store_is_refused_and_nothing_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: str, before_the_verb: bool
+) -> None:
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# A\n\nText.\n")
+    ingest = ["ingest", str(tmp_path / "docs")]
+    argv = ["--store", store, *ingest] if before_the_verb else [*ingest, "--store", store]
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        f"error: argument --store: must name a directory (default: .holodeck/store), got {store!r}"
+    )
+    assert list(Path.cwd().iterdir()) == []  # no default/ nor ingest.json in the working dir
 
 
 def test_progress_bars_draw_files_chunks_and_embeddings() -> None:

@@ -136,6 +136,47 @@ def test_chat_rejects_a_bad_model_section(
     assert "model.name" in err
 
 
+@pytest.mark.parametrize("provider", ["openai", "cohere"])
+def test_chat_with_a_model_but_no_api_key_is_one_error_line_before_any_ingest(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+) -> None:
+    pytest.importorskip("langchain")
+    pytest.importorskip(f"langchain_{provider}")
+    for variable in ("OPENAI_API_KEY", "COHERE_API_KEY", "CO_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    agent = write_agent(
+        workdir / f"agent_{provider}.yaml", f"model: {{provider: {provider}, name: m}}\n"
+    )
+    store = workdir / f"store_{provider}"
+    code, out, err = run(capsys, "--store", str(store), "chat", str(agent), stdin="q\n")
+    variable = f"{provider.upper()}_API_KEY"
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {agent}: model.api_key: not set, and {variable} is not in the environment; "
+        f"export {variable}=... or set model.api_key: ${{YOUR_VARIABLE}} "
+        f"(model.provider {provider!r}).\n"
+    )
+    assert not store.exists()  # nothing was ingested
+
+
+def test_a_models_key_may_come_from_the_file_or_any_of_its_variables() -> None:
+    from langchain_holodeck.cli.chat import missing_key
+    from langchain_holodeck.config.models import ChatModelConfig
+
+    claude = ChatModelConfig(provider="anthropic", name="claude")
+    assert "ANTHROPIC_API_KEY is not in" in str(missing_key(claude, display="a", environ={}))
+    assert missing_key(claude, display="a", environ={"ANTHROPIC_API_KEY": "k"}) is None
+    keyed = ChatModelConfig(provider="anthropic", name="claude", api_key="k")
+    assert missing_key(keyed, display="a", environ={}) is None
+    cohere = ChatModelConfig(provider="cohere", name="command-r")
+    assert missing_key(cohere, display="a", environ={"CO_API_KEY": "k"}) is None
+    ollama = ChatModelConfig(provider="ollama", name="llama3")  # no key to check
+    assert missing_key(ollama, display="a", environ={}) is None
+
+
 # -- test ----------------------------------------------------------------------------------------
 CASES = """\
 tests:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,35 @@ def test_serve_rejects_a_port_out_of_range(port: str, capsys: pytest.CaptureFixt
 def test_serve_rejects_an_unknown_transport(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--transport", "sse"]) == 2
     assert "invalid choice: 'sse'" in capsys.readouterr().err
+
+
+def test_serve_on_a_busy_port_is_one_line_naming_host_and_port_before_loading(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("mcp")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        # no ingest into the store: the port is checked before any tool is loaded
+        code = main(["--store", str(tmp_path), "serve", "--transport", "http", "--port", str(port)])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (1, "")
+    assert captured.err == (
+        f"error: cannot listen on 127.0.0.1:{port}: the port is already in use (another "
+        "server?); choose another --port, or --port 0 for any free one\n"
+    )
+
+
+def test_serve_on_an_unknown_host_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mcp")
+    monkeypatch.setenv("HOLODECK_MCP_TOKEN", "secret")  # a non-loopback host needs one
+    host = "no-such-host.invalid"
+    code = main(["--store", str(tmp_path), "serve", "--transport", "http", "--host", host])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith(f"error: cannot listen on {host}:")
+    assert f"host {host!r} is not known (" in err
+    assert err.count("\n") == 1

@@ -472,6 +472,14 @@ def test_duplicate_tool_names_are_rejected(tmp_path: Path) -> None:
         load_tools(tmp_path, vectorstore(), hierarchical(name="kb"))
 
 
+def test_an_empty_tools_list_is_rejected_naming_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: []\n", name="empty.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value).startswith(f"{path}: tools: must contain at least one tool")
+    assert "\n" not in str(info.value)
+
+
 def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"agent\.yaml: evaluations: unknown key; allowed keys"):
         load_tools(tmp_path, vectorstore(), evaluations=[])
@@ -582,7 +590,9 @@ def test_substituted_yaml_syntax_stays_a_string(tmp_path: Path) -> None:
 
 
 def test_keys_are_not_substituted(tmp_path: Path) -> None:
-    path = write(tmp_path, 'model: {"${K}": v}\ntools: []\n')
+    path = write(
+        tmp_path, 'model: {"${K}": v}\ntools: [{type: vectorstore, name: kb, source: s}]\n'
+    )
     assert load_agent_config(path, environ={"K": "k"}).model == {"${K}": "v"}
 
 
@@ -746,6 +756,40 @@ def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) 
     project, home = dirs
     assert resolve_database_config(with_database(None), project_dir=project, home_dir=home) is None
     assert resolve_database_config(None, project_dir=project, home_dir=home) is None
+
+
+@pytest.mark.parametrize(
+    "key", ["vector_store", "vectorStore", "vectorstor", "database", "vectorstores", "stores"]
+)
+@pytest.mark.parametrize("where", ["project", "home"])
+def test_a_misspelt_vectorstore_section_is_an_error_naming_the_file(
+    dirs: tuple[Path, Path], key: str, where: str
+) -> None:
+    project, home = dirs
+    path = holodeck_config(
+        project if where == "project" else home,
+        f"{key}: {{provider: redis, connection_string: {PROJECT_DB}}}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert str(info.value) == (
+        f"{path}: {key}: unknown key; allowed keys: vectorstore (rename {key} to vectorstore)."
+    )
+
+
+def test_other_programs_sections_of_the_holodeck_config_are_left_alone(
+    dirs: tuple[Path, Path],
+) -> None:
+    project, home = dirs
+    holodeck_config(
+        project,
+        """
+        providers: {openai: {api_key: literal-not-ours}}
+        vectorstores: {default: {provider: postgres, connection_string: postgresql://h/db}}
+        deployment: {default_port: 8000}
+        """,
+    )
+    assert resolve_database_config(None, project_dir=project, home_dir=home, environ={}) is None
 
 
 def test_invalid_project_config_names_file_and_field(dirs: tuple[Path, Path]) -> None:

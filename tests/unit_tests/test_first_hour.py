@@ -419,6 +419,36 @@ def test_piped_chat_prints_each_question_above_its_answer(small: Path) -> None:
     assert blocks[0].splitlines()[1].startswith("Found ")
 
 
+def test_ctrl_c_in_an_idle_chat_ends_it_quietly(small: Path) -> None:
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(small)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MAIN, "chat"],
+        cwd=small,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's
+    )
+    assert proc.stderr is not None
+    seen = []
+    while not any(line.startswith("ready (search)") for line in seen):
+        line = proc.stderr.readline()
+        assert line, f"chat ended before it was ready: {seen}"
+        seen.append(line)
+    time.sleep(0.2)  # waiting for a question
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=60)  # stdin still open: the session did not end by end of input
+    err = proc.stderr.read()
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert code == 130
+    assert err == ""  # nothing was being ingested: no "embeddings ... kept", no traceback
+
+
 def test_the_ingest_summary_counts_chunks_only(small: Path) -> None:
     """The long section has model windows; deleting its file deletes one chunk, not more."""
     rota = small / "docs" / "rota.md"

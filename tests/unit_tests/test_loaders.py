@@ -353,6 +353,36 @@ def test_pptx_is_converted_by_markitdown(tmp_path: Path) -> None:
     assert "Safety protocols remain engaged" in doc.page_content
 
 
+def test_no_chunk_of_a_pptx_is_only_a_slide_number_marker(tmp_path: Path) -> None:
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+    pptx = pytest.importorskip("pptx")
+    prs = pptx.Presentation()
+    for title, body in [("Warp core", "Never vent plasma."), ("Shields", "Rotate every shift.")]:
+        slide = prs.slides.add_slide(prs.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+    untitled = prs.slides.add_slide(prs.slide_layouts[6])
+    untitled.shapes.add_textbox(0, 0, 100, 100).text_frame.text = "Dilithium crystals."
+    prs.save(tmp_path / "deck.pptx")
+    [doc] = SourceLoader(tmp_path / "deck.pptx").load()
+    assert "Slide number" not in doc.page_content
+    assert doc.page_content.startswith("# Warp core\nNever vent plasma.")
+    assert "Rotate every shift.\n\nDilithium crystals." in doc.page_content
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    assert [chunk.page_content.splitlines()[0] for chunk in chunks] == ["# Warp core", "# Shields"]
+
+
+def test_without_slide_markers_keeps_other_comments_and_text() -> None:
+    from langchain_holodeck.loaders import without_slide_markers
+
+    text = "<!-- Slide number: 12 -->\n# T\nBody <!-- Slide number: 3 --> inline\n<!-- note -->\n"
+    assert (
+        without_slide_markers(text) == "# T\nBody <!-- Slide number: 3 --> inline\n<!-- note -->\n"
+    )
+    assert without_slide_markers("a\n<!-- Slide number: 2 -->") == "a\n"
+
+
 def test_every_supported_type_is_loadable(tmp_path: Path) -> None:
     builders = {
         "pdf": lambda p: write_pdf(p, "pdf text"),

@@ -1,0 +1,32 @@
+"""What Ctrl-C prints: one line fitting what the command was doing when it came.
+
+``main`` prints ``interrupt_message()`` and exits 130; a command whose work is not resumable
+(``chat`` waiting for a question) says so with ``interrupt_says``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+INTERRUPTED = (
+    "interrupted: the embeddings computed so far are kept; run the same command again to resume."
+)
+"""The one line Ctrl-C prints while a command may be ingesting (exit status 130)."""
+
+_said: list[str] = [INTERRUPTED]
+
+
+def interrupt_message() -> str:
+    """The line Ctrl-C prints now; empty: end quietly."""
+    return _said[-1]
+
+
+@contextmanager
+def interrupt_says(message: str) -> Iterator[None]:
+    """Within the block, Ctrl-C prints ``message`` (empty: nothing) instead of ``INTERRUPTED``."""
+    _said.append(message)
+    try:
+        yield
+    finally:
+        _said.pop()
