@@ -118,6 +118,16 @@ async def test_exact_section_lookup_stays_first_on_the_native_strategy(
         assert docs[0].metadata["fused_score"] > docs[1].metadata["fused_score"]
 
 
+def test_native_scores_are_the_engines_ranks(embeddings: HashingEmbeddings) -> None:
+    """docs/search-strategy.md: on the native strategy the shown score reads ranks (61/61,
+    61/62, 61/63 with rrf_k 60), the engine's own score being native_score."""
+    docs = native_retriever(embeddings, k=3).invoke("safety protocols")
+    assert [d.metadata["native_rank"] for d in docs] == [1, 2, 3]
+    assert [d.metadata["fused_score"] for d in docs] == pytest.approx([1.0, 61 / 62, 61 / 63])
+    natives = [d.metadata["native_score"] for d in docs]
+    assert natives == sorted(natives, reverse=True)
+
+
 def test_native_retriever_applies_min_similarity_score(embeddings: HashingEmbeddings) -> None:
     loose = native_retriever(embeddings, k=4).invoke("replicators")
     strict = native_retriever(embeddings, k=4, min_similarity_score=0.99).invoke("replicators")
