@@ -252,6 +252,25 @@ def read_manifest(store: Path) -> Manifest:
         raise HolodeckError(msg) from error
 
 
+def remembered_source(store: Path, source: str, base_dir: Path) -> tuple[str, Path]:
+    """``(source, base_dir)`` as the last ingest into ``store`` spelled them, for the same path.
+
+    Chunk ids and ``source_path`` follow the source as given (``docs/a.md`` from one directory,
+    ``project/docs/a.md`` from its parent): re-ingesting the default tool's folder from another
+    working directory, or by another path to it, keeps the recorded spelling, so nothing is
+    rewritten (it read ``200 added ... 200 deleted``). Another path, an agent.yaml's tool or no
+    valid manifest: ``(source, base_dir)`` unchanged.
+    """
+    try:
+        manifest = read_manifest(store)
+    except (HolodeckError, OSError):  # none, or unreadable: the ingest rewrites it
+        return source, base_dir
+    then = Path(manifest.base_dir) / manifest.source
+    if manifest.config is not None or then.resolve() != (base_dir / source).resolve():
+        return source, base_dir
+    return manifest.source, Path(manifest.base_dir)
+
+
 def remembered_settings(
     store: Path, source: str, base_dir: Path
 ) -> tuple[str | None, LongTextMode]:

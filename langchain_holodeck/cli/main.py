@@ -52,6 +52,7 @@ from langchain_holodeck.cli._targets import default_target as _default_target
 from langchain_holodeck.cli._targets import initialize_known as _initialize_known
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
+from langchain_holodeck.cli._targets import remembered_source as _remembered_source
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
 from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
@@ -459,11 +460,12 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
         raise ConfigError(msg)
     if embedding_model is not None:
         _check_embedding_model(embedding_model)
+    source, base_dir = _remembered_source(args.store, args.source, Path.cwd())
     return _default_target(
-        args.source,
+        source,
         embedding_model=embedding_model,
         long_text=long_text,
-        base_dir=Path.cwd(),
+        base_dir=base_dir,
         project_dir=Path.cwd(),
     )
 

@@ -324,6 +324,27 @@ def test_a_first_ingest_by_test_warns_about_unsupported_files_and_a_second_does_
     assert warning not in err  # the same walk again: said before
 
 
+def test_reingesting_from_another_directory_rewrites_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """source_path follows the source as given: the same folder given by another path (from
+    its parent directory) keeps the recorded spelling, so the re-ingest skips every chunk."""
+    project = tmp_path / "project"
+    shutil.copytree(DATA_DIR / "docs", project / "docs")
+    store = str(tmp_path / "store")
+    monkeypatch.chdir(project)
+    code, out, err = run(capsys, "ingest", "docs", "--store", store)
+    assert code == 0, err
+    added = int(re.search(r"(\d+) added", out)[1])  # type: ignore[index]  # the summary
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "ingest", "project/docs", "--store", store)
+    assert code == 0, err
+    assert f"0 added, 0 updated, {added} skipped, 0 failed, 0 deleted" in out
+    code, out, err = run(capsys, "search", "revoke a token", "--json", "--store", store)
+    assert code == 0, err
+    assert json.loads(out)[0]["source_path"] == "docs/auth.md"
+
+
 def test_search_help_names_every_json_key(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "search", "--help")
     assert code == 0
