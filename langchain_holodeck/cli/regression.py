@@ -68,7 +68,9 @@ def matches(document: Document, case: RetrievalTestCase) -> bool:
     meta = document.metadata
     if case.source is not None:
         actual = str(meta.get("source_path", meta.get("source", ""))).replace("\\", "/")
-        wanted = case.source.replace("\\", "/").lstrip("./")
+        wanted = case.source.replace("\\", "/")
+        while wanted.startswith("./"):  # "./auth.md" is auth.md; ".github/x.md" stays itself
+            wanted = wanted[2:]
         if actual != wanted and not actual.endswith("/" + wanted):
             return False
     if case.section_id is not None:

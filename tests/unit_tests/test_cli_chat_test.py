@@ -289,3 +289,25 @@ def test_the_example_agent_yaml_declares_retrieval_cases(monkeypatch: pytest.Mon
     agent = load_agent_config(ROOT / "examples" / "agent.yaml")
     assert [(c.tool, c.k) for c in agent.tests] == [("knowledge_base", 3), ("legal_docs", 1)]
     assert isinstance(agent.instructions, str)
+
+
+@pytest.mark.parametrize(
+    ("source_path", "wanted", "found"),
+    [
+        ("docs/.github/guide.md", ".github/guide.md", True),
+        ("docs/github/guide.md", ".github/guide.md", False),
+        ("docs/auth.md", "./auth.md", True),
+        ("docs/auth.md", "auth.md", True),
+        ("docs/oauth.md", "auth.md", False),
+    ],
+)
+def test_a_case_source_names_a_file_by_its_trailing_path(
+    source_path: str, wanted: str, found: bool
+) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_holodeck.cli.regression import matches
+    from langchain_holodeck.config import RetrievalTestCase
+
+    doc = Document(page_content="x", metadata={"source_path": source_path})
+    assert matches(doc, RetrievalTestCase(query="q", source=wanted)) is found
