@@ -21,7 +21,7 @@ sits above and asks by these types, never by a store's name.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload, runtime_checkable
 
@@ -37,6 +37,7 @@ __all__ = [
     "ArrayKeywordSearch",
     "BackendCapabilities",
     "CountingDelete",
+    "DocumentFilters",
     "IdVectorSearch",
     "KeywordHit",
     "KeywordIndex",
@@ -294,6 +295,25 @@ def returns_new_documents(obj: object, *methods: str) -> bool:
         if owner is None or method not in vars(owner).get("new_documents", ()):
             return False
     return True
+
+
+@runtime_checkable
+class DocumentFilters(Protocol):
+    """A store that can judge a read document by the ``filter`` its searches take.
+
+    The dense search filters in the store; the keyword and exact legs find chunks elsewhere.
+    With this, ``HybridRetriever`` holds every leg's results to ``search_kwargs["filter"]``
+    (a filtered retriever returns only filtered documents), on stores whose filter it cannot
+    evaluate itself only the dense leg's.
+    """
+
+    def document_filter(self, doc_filter: Any) -> Callable[[Document], bool]:
+        """``doc_filter`` (as ``similarity_search(filter=...)`` takes it) as a test of a document.
+
+        Raises:
+            TypeError: If the store does not take such a filter.
+        """
+        ...
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_holodeck._chunk import window_parent
@@ -30,6 +30,7 @@ from langchain_holodeck._tracing import Attributes, SpanLike, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.contracts import (
     ArrayKeywordSearch,
+    DocumentFilters,
     RankedIds,
     answers_with_arrays,
     returns_new_documents,
@@ -184,7 +185,10 @@ class HybridRetriever(BaseRetriever):
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments of the dense search (a store-specific ``filter``, ...). As on
     ``VectorStoreRetriever``, ``{"k": n}`` (or ``"fetch_k"``) sets the retriever's ``k``
-    (``fetch_k``) when that is not given itself; given both, they must agree."""
+    (``fetch_k``) when that is not given itself; given both, they must agree. A ``filter``
+    the store can evaluate on a document (``DocumentFilters``: ``MatrixVectorStore``'s mapping
+    or callable; ``InMemoryVectorStore``'s callable) holds the keyword and exact hits to it
+    too; another store's filter holds its dense leg only (a native engine, both its legs)."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -649,6 +653,7 @@ class HybridRetriever(BaseRetriever):
                 docs[chunk] = hit.document
             if hit.similarity is not None:
                 similarity[chunk] = max(hit.similarity, similarity.get(chunk, 0.0))
+        accept = self._document_filter()
         chosen: list[str] = []
         queue: deque[str] = deque()
         pos = 0
@@ -682,9 +687,27 @@ class HybridRetriever(BaseRetriever):
                     logger.debug(
                         "HybridRetriever: %d hits are not in the store: %s", len(gone), gone
                     )
-            chosen += [i for i in take if i in docs]
+            chosen += [i for i in take if i in docs and (accept is None or accept(docs[i]))]
         found = similarity if threshold is not None else {}
         return self._assemble(query, chosen, plan, docs, found, owned or set())
+
+    def _document_filter(self) -> Callable[[Document], bool] | None:
+        """``search_kwargs["filter"]`` as a test of every leg's documents, if the store says how.
+
+        How: ``DocumentFilters``, or ``InMemoryVectorStore``'s callable. The dense leg is
+        filtered by the store; keyword and exact hits come from indexes that do not know the
+        filter, so a read document is held to it here. Elsewhere (a native engine filters both
+        of its legs itself) ``None``.
+        """
+        doc_filter = self.search_kwargs.get("filter")
+        if doc_filter is None:
+            return None
+        store = self.vector_store
+        if isinstance(store, DocumentFilters):
+            return store.document_filter(doc_filter)
+        if isinstance(store, InMemoryVectorStore) and callable(doc_filter):
+            return doc_filter  # type: ignore[no-any-return]  # Callable[[Document], bool]
+        return None
 
     def _similarities(
         self,

@@ -63,6 +63,27 @@ def check_lengths(
         raise ValueError(msg)
 
 
+def document_predicate(doc_filter: DocumentFilter) -> Callable[[Document], bool]:
+    """``doc_filter`` as a test of a ``Document`` (what ``row_predicate`` tests of a row).
+
+    Raises:
+        TypeError: If ``doc_filter`` is neither a callable nor a mapping.
+    """
+    if isinstance(doc_filter, Mapping):
+        pairs = tuple(doc_filter.items())
+        return lambda doc: all(doc.metadata.get(key) == value for key, value in pairs)
+    if not callable(doc_filter):
+        raise TypeError(_not_a_filter(doc_filter))
+    return lambda doc: bool(doc_filter(doc))
+
+
+def _not_a_filter(doc_filter: object) -> str:
+    return (
+        "filter must be a callable taking a Document or a mapping of metadata values, "
+        f"got {type(doc_filter).__name__} {doc_filter!r}."
+    )
+
+
 def row_predicate(
     docs: DocumentColumns, doc_filter: DocumentFilter | None
 ) -> Callable[[int], bool] | None:
@@ -83,11 +104,7 @@ def row_predicate(
 
         return matches
     if not callable(doc_filter):
-        msg = (
-            "filter must be a callable taking a Document or a mapping of metadata values, "
-            f"got {type(doc_filter).__name__} {doc_filter!r}."
-        )
-        raise TypeError(msg)
+        raise TypeError(_not_a_filter(doc_filter))
     seen: dict[int, bool] = {}  # the pool grows in rounds: each row is judged once
 
     def accepted(row: int) -> bool:

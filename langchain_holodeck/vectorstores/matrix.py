@@ -26,6 +26,7 @@ from langchain_holodeck.vectorstores._ranking import (
     DocumentFilter,
     as_documents,
     check_lengths,
+    document_predicate,
     mmr,
     normalize_rows,
 )
@@ -464,6 +465,14 @@ class MatrixVectorStore(VectorStore):
         for row in range(snap.size):
             if snap.alive is None or snap.alive[row]:
                 yield _copy_document(snap.docs, row)
+
+    def document_filter(self, doc_filter: DocumentFilter) -> Callable[[Document], bool]:
+        """``doc_filter`` as its searches apply it, as a test of a read ``Document``.
+
+        Raises:
+            TypeError: If ``doc_filter`` is neither a callable nor a mapping.
+        """
+        return document_predicate(doc_filter)
 
     def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored (normalized) vectors of ``ids``; unknown ids are absent from the result."""

@@ -205,6 +205,40 @@ def test_search_kwargs_k_sets_k_and_keeps_the_dense_leg(
     assert (same.k, same.search_kwargs) == (3, {})
 
 
+@pytest.mark.parametrize(
+    ("store_kind", "as_callable"), [("matrix", False), ("matrix", True), ("inmemory", True)]
+)
+def test_a_search_kwargs_filter_holds_for_every_leg(
+    chunks, embeddings, store_kind, as_callable
+) -> None:
+    """A filtered retriever returns only filtered documents: keyword and exact hits too."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    tagged = [
+        c.model_copy(update={"metadata": {**c.metadata, "part": "I" if n % 2 else "II"}})
+        for n, c in enumerate(chunks)
+    ]
+    store = (MatrixVectorStore if store_kind == "matrix" else InMemoryVectorStore)(embeddings)
+    store.add_documents(tagged)
+    bm25, exact = BM25KeywordIndex(), ExactMatchIndex()
+    bm25.upsert(tagged)
+    exact.upsert(tagged)
+    only = (lambda d: d.metadata["part"] == "I") if as_callable else {"part": "I"}
+    kept = {c.id for c in tagged if c.metadata["part"] == "I"}
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, exact_index=exact, k=10,
+        search_kwargs={"filter": only},
+    )  # fmt: skip
+    for query in ("simulation logs operator", "Section 203(a)(1)", '"shall be logged"'):
+        docs = r.invoke(query)
+        assert docs
+        assert {d.id for d in docs} <= kept, query
+        unfiltered = HybridRetriever(
+            vector_store=store, keyword_index=bm25, exact_index=exact, k=10
+        ).invoke(query)
+        assert not {d.id for d in unfiltered} <= kept  # the other part would be found
+
+
 def test_search_kwargs_k_disagreeing_with_k_is_rejected(parts) -> None:
     store, bm25, _ = parts
     with pytest.raises(ValueError, match=r"k=2 and search_kwargs=\{'k': 1\} disagree"):
