@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,6 +105,27 @@ class _Job:
 
 _original = original_content
 _source = source_path
+
+
+_SYNC_LOOPS: list[asyncio.AbstractEventLoop] = []
+_SYNC_LOOPS_LOCK = threading.Lock()
+
+
+def _sync_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop every synchronous enrichment of the process runs on (a daemon thread).
+
+    A model's async client binds to the loop of its first call (``ChatOpenAI``'s connection
+    pool): a new loop per file (``asyncio.run``) left it bound to a closed one, and every other
+    file's contexts failed with ``RuntimeError: Event loop is closed``.
+    """
+    with _SYNC_LOOPS_LOCK:
+        if not _SYNC_LOOPS:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="holodeck-contexts")
+            thread.daemon = True
+            thread.start()
+            _SYNC_LOOPS.append(loop)
+        return _SYNC_LOOPS[0]
 
 
 def _sha256(text: str) -> str:
@@ -432,9 +453,8 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     # --- execution: the only sync/async difference -----------------------------------------
 
     def _run_sync(self, jobs: list[_Job], config: RunnableConfig | None) -> EnrichmentResult:
-        """Run ``_arun`` on a private event loop in a worker thread (safe inside a running loop)."""
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self._arun(jobs, config)).result()
+        """Run ``_arun`` on the process's enrichment loop (safe inside a running loop)."""
+        return asyncio.run_coroutine_threadsafe(self._arun(jobs, config), _sync_loop()).result()
 
     async def _arun(self, jobs: list[_Job], config: RunnableConfig | None) -> EnrichmentResult:
         cached = await self.cache.amget([job.key for job in jobs]) if jobs else []

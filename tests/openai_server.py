@@ -64,17 +64,24 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def chat_server() -> Iterator[ChatServer]:
-    """Start the server on a free loopback port; stop it on exit."""
+def chat_server(*, keep_alive: bool = False) -> Iterator[ChatServer]:
+    """Start the server on a free loopback port; stop it on exit.
+
+    ``keep_alive``: HTTP/1.1 with persistent connections, as OpenAI's servers (a client's
+    connection pool then holds open connections between calls).
+    """
     state = ChatServer(base_url="")
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append(body)
             if not self.path.endswith("/chat/completions"):
                 self.send_response(404)
+                self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
             data = json.dumps(reply(body)).encode()

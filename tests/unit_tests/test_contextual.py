@@ -298,3 +298,25 @@ def test_empty_input_makes_no_call(llm: ScriptedChatModel, document: Document) -
     assert ContextualChunkEnricher(llm).enrich(document, []) == []
     assert ContextualChunkEnricher(llm).invoke([]) == []
     assert llm.calls == 0
+
+
+def test_one_chat_openai_enriches_file_after_file() -> None:
+    """The CLI enriches file by file with one ChatOpenAI. Its async client binds to the event
+    loop of its first call; a new loop per file (asyncio.run) left it bound to a closed one, so
+    every other file's contexts failed with 'Event loop is closed'."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.openai_server import chat_server
+
+    with chat_server(keep_alive=True) as server:
+        llm = ChatOpenAI(model="fake-chat", api_key="sk-test", base_url=server.base_url)
+        enricher = ContextualChunkEnricher(llm, concurrency=4)
+        for n in range(3):
+            source = {"source_path": f"d{n}.md"}
+            doc = Document(page_content=f"doc {n} alpha beta gamma delta", metadata=source)
+            chunks = [
+                Document(page_content=f"doc {n} part {i}", metadata={**source, "chunk_index": i})
+                for i in range(4)
+            ]
+            stats = enricher.enrich_with_stats(doc, chunks).stats
+            assert (stats.contextualized, stats.failed) == (4, 0), (n, stats)
