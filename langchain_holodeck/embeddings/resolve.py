@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import logging
+import os
+from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
@@ -142,6 +144,16 @@ _DEFAULT_LOCAL_DIMENSION = 384
 """all-MiniLM-L6-v2: known without loading the model."""
 
 
+def _on_openais_api(embeddings: Embeddings) -> bool:
+    """Whether an ``OpenAIEmbeddings`` calls OpenAI's own API (its models' published widths).
+
+    Its base URL is ``openai_api_base`` (or ``OPENAI_API_BASE``), else the openai client's
+    ``OPENAI_BASE_URL``: a compatible server behind either may serve the name at any width.
+    """
+    url = getattr(embeddings, "openai_api_base", None) or os.environ.get("OPENAI_BASE_URL")
+    return not url or urlsplit(str(url)).hostname == "api.openai.com"
+
+
 def embedding_dimension(embeddings: Embeddings) -> int:
     """Dimension of the vectors ``embeddings`` makes, without a model call when possible.
 
@@ -162,9 +174,7 @@ def embedding_dimension(embeddings: Embeddings) -> int:
             return _DEFAULT_LOCAL_DIMENSION
         return base.dimension
     model = getattr(base, "model", None)
-    openai_api = type(base).__name__ == "OpenAIEmbeddings" and not getattr(
-        base, "openai_api_base", None
-    )
+    openai_api = type(base).__name__ == "OpenAIEmbeddings" and _on_openais_api(base)
     if openai_api and model in _OPENAI_DIMENSIONS:
         return _OPENAI_DIMENSIONS[str(model)]
     return len(embeddings.embed_query(_PROBE))

@@ -20,6 +20,7 @@ from langchain_holodeck.embeddings import (
     LocalEmbeddings,
     LocalFileByteStore,
     OnnxEmbeddings,
+    embedding_dimension,
     embedding_model_id,
     resolve_embeddings,
 )
@@ -85,6 +86,25 @@ def test_openai_model_embeds_strings_on_a_local_server_offline(
     assert [len(v) for v in [*vectors, query]] == [32, 32, 32]
     inputs = [body["input"] for body in server.requests]
     assert inputs == [["reactor cooling", "shift rota"], ["reactor water"]]  # text, not tokens
+
+
+@pytest.mark.parametrize("variable", ["OPENAI_BASE_URL", "OPENAI_API_BASE"])
+def test_an_openai_name_on_another_server_is_measured(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """A compatible server behind OPENAI_BASE_URL (the openai client's variable) may serve
+    text-embedding-3-small at any width: it is measured, not taken as OpenAI's 1536 (the
+    store then refused every later run: 'holds 32-dimensional vectors but ... makes 1536')."""
+    from tests.embedding_server import EmbeddingServer
+
+    for other in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with EmbeddingServer() as server:
+        monkeypatch.setenv(variable, server.url)
+        assert embedding_dimension(resolve_embeddings("text-embedding-3-small")) == 32
+    monkeypatch.delenv(variable)
+    assert embedding_dimension(resolve_embeddings("text-embedding-3-small")) == 1536  # no call
 
 
 def test_openai_without_key_says_which_variable(monkeypatch: pytest.MonkeyPatch) -> None:
