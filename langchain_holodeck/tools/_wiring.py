@@ -90,7 +90,11 @@ class IndexFanOut:
 
 
 def chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
-    """The chat model ``context_model`` names (``openai`` or ``anthropic``)."""
+    """The chat model ``context_model`` names (``openai`` or ``anthropic``).
+
+    It writes at most ``context_max_tokens`` per context (the model's own cap: a context is
+    cut there anyway, so a longer answer would be paid for and thrown away).
+    """
     spec = config.context_model
     if spec is None:
         msg = "contextual_embeddings is true but context_model is not set; set it or pass llm=."
@@ -106,6 +110,7 @@ def chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
             temperature=spec.temperature,
             api_key=spec.api_key,
             base_url=spec.base_url,
+            max_completion_tokens=config.context_max_tokens,  # the alias of max_tokens
         )
     if spec.provider == "anthropic":
         try:
@@ -113,7 +118,12 @@ def chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
         except ImportError as error:
             msg = "context_model provider anthropic needs: pip install langchain-anthropic"
             raise ImportError(msg) from error
-        return ChatAnthropic(model=spec.name, temperature=spec.temperature, api_key=spec.api_key)
+        return ChatAnthropic(
+            model=spec.name,
+            temperature=spec.temperature,
+            api_key=spec.api_key,
+            max_tokens=config.context_max_tokens,
+        )
     msg = (
         f"context_model.provider must be 'openai' or 'anthropic', got {spec.provider!r}; "
         "or pass any chat model as llm=."

@@ -320,3 +320,24 @@ def test_one_chat_openai_enriches_file_after_file() -> None:
             ]
             stats = enricher.enrich_with_stats(doc, chunks).stats
             assert (stats.contextualized, stats.failed) == (4, 0), (n, stats)
+
+
+def test_the_context_model_is_capped_at_context_max_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """context_max_tokens ("longest context the model may write") reaches the model: it was
+    never sent, so a model wrote (and billed) 500 tokens per chunk that were then cut to 20."""
+    from langchain_holodeck.config import HierarchicalDocumentToolConfig
+    from langchain_holodeck.tools._wiring import chat_model
+    from tests.openai_server import chat_server
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with chat_server() as server:
+        config = HierarchicalDocumentToolConfig(
+            type="hierarchical_document", name="kb", description="d", source="docs",
+            contextual_embeddings=True, context_max_tokens=20,
+            context_model={"provider": "openai", "name": "m", "base_url": server.base_url},
+        )  # fmt: skip
+        chat_model(config).invoke("Situate this chunk.")
+    body = server.requests[0]
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == 20
