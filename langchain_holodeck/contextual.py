@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import patch_config
 from langchain_core.stores import ByteStore, InMemoryByteStore
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_holodeck._chunk import CONTEXT, ORIGINAL_CONTENT, original_content, source_path
 from langchain_holodeck._redact import scrub
@@ -209,6 +209,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     """Show a tqdm progress bar over the LLM calls."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    _sync_slots: asyncio.Semaphore | None = PrivateAttr(default=None)
 
     def __init__(self, llm: BaseLanguageModel, **kwargs: Any) -> None:
         super().__init__(llm=llm, **kwargs)  # type: ignore[call-arg]  # llm is positional here
@@ -453,24 +454,40 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     # --- execution: the only sync/async difference -----------------------------------------
 
     def _run_sync(self, jobs: list[_Job], config: RunnableConfig | None) -> EnrichmentResult:
-        """Run ``_arun`` on the process's enrichment loop (safe inside a running loop)."""
-        return asyncio.run_coroutine_threadsafe(self._arun(jobs, config), _sync_loop()).result()
+        """Run ``_arun`` on the process's enrichment loop (safe inside a running loop).
 
-    async def _arun(self, jobs: list[_Job], config: RunnableConfig | None) -> EnrichmentResult:
+        Calls from several threads at once (files enriched side by side) share one semaphore:
+        at most ``concurrency`` LLM calls in flight for this enricher in all.
+        """
+        with _SYNC_LOOPS_LOCK:
+            if self._sync_slots is None:
+                self._sync_slots = asyncio.Semaphore(self.concurrency)  # binds on first use
+            slots = self._sync_slots
+        run = self._arun(jobs, config, slots=slots)
+        return asyncio.run_coroutine_threadsafe(run, _sync_loop()).result()
+
+    async def _arun(
+        self,
+        jobs: list[_Job],
+        config: RunnableConfig | None,
+        *,
+        slots: asyncio.Semaphore | None = None,
+    ) -> EnrichmentResult:
         cached = await self.cache.amget([job.key for job in jobs]) if jobs else []
         prompts = [job.prompt for job, hit in zip(jobs, cached, strict=True) if hit is None]
-        results = await self._acall_all(prompts, config)
+        results = await self._acall_all(
+            prompts, config, slots or asyncio.Semaphore(self.concurrency)
+        )
         result, new_entries = self._finish(jobs, cached, results)
         if new_entries:
             await self.cache.amset(new_entries)
         return result
 
     async def _acall_all(
-        self, prompts: list[str], config: RunnableConfig | None
+        self, prompts: list[str], config: RunnableConfig | None, semaphore: asyncio.Semaphore
     ) -> list[str | BaseException]:
         if not prompts:
             return []
-        semaphore = asyncio.Semaphore(self.concurrency)
         progress = None
         if self.show_progress:
             from tqdm.auto import tqdm

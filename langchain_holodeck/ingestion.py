@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -310,10 +311,17 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
                 cost.output_tokens,
             )
         out: list[Document] = []
-        for document, chunks in split:
-            if chunks:
-                out.extend(_enrich(enricher, document, chunks, gaps))
-            self._progress("contexts", len(chunks), sum(len(cs) for _, cs in split))
+        total = sum(len(cs) for _, cs in split)
+        with _side_by_side(enricher, len(split)) as pool:
+            for (_, chunks), done in zip(
+                split,
+                pool.map(
+                    lambda pair: _enrich(enricher, pair[0], pair[1], gaps) if pair[1] else [], split
+                ),
+                strict=True,
+            ):
+                out.extend(done)
+                self._progress("contexts", len(chunks), total)
         return out
 
     def _holds_chunks(self) -> bool:
@@ -351,6 +359,19 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
         if self.on_progress is not None:
             self.on_progress(IngestProgress(stage=stage, advance=advance, total=total))
+
+
+def _side_by_side(enricher: ChunkEnricher, files: int) -> ThreadPoolExecutor:
+    """Workers enriching files side by side, for an enricher that shares its call limit.
+
+    ``ContextualChunkEnricher`` caps its LLM calls in flight at ``concurrency`` across them
+    (file after file, a one-chunk file left the other slots idle for its round trip); any
+    other enricher gets one file at a time, as it was written for.
+    """
+    from langchain_holodeck.contextual import ContextualChunkEnricher
+
+    workers = enricher.concurrency if isinstance(enricher, ContextualChunkEnricher) else 1
+    return ThreadPoolExecutor(max(1, min(workers, files)), thread_name_prefix="holodeck-context")
 
 
 def _enrich(

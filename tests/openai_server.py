@@ -27,6 +27,9 @@ class ChatServer:
 
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    """The most requests the server was answering at once."""
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
@@ -64,13 +67,15 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def chat_server(*, keep_alive: bool = False) -> Iterator[ChatServer]:
+def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[ChatServer]:
     """Start the server on a free loopback port; stop it on exit.
 
     ``keep_alive``: HTTP/1.1 with persistent connections, as OpenAI's servers (a client's
-    connection pool then holds open connections between calls).
+    connection pool then holds open connections between calls). ``delay``: seconds each
+    answer takes (a model's latency).
     """
     state = ChatServer(base_url="")
+    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
@@ -78,7 +83,18 @@ def chat_server(*, keep_alive: bool = False) -> Iterator[ChatServer]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            state.requests.append(body)
+            with lock:
+                state.requests.append(body)
+                state.in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            try:
+                time.sleep(delay)
+                self._answer(body)
+            finally:
+                with lock:
+                    state.in_flight -= 1
+
+        def _answer(self, body: dict[str, Any]) -> None:
             if not self.path.endswith("/chat/completions"):
                 self.send_response(404)
                 self.send_header("Content-Length", "0")

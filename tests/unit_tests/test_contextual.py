@@ -4,6 +4,7 @@ import asyncio
 import logging
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -341,3 +342,33 @@ def test_the_context_model_is_capped_at_context_max_tokens(
         chat_model(config).invoke("Situate this chunk.")
     body = server.requests[0]
     assert body.get("max_completion_tokens", body.get("max_tokens")) == 20
+
+
+def test_files_are_enriched_side_by_side_within_the_concurrency(tmp_path: Path) -> None:
+    """Eight one-chunk files: enriched file after file, one call was in flight at a time
+    (eight round trips); side by side, up to ``concurrency`` calls, never more."""
+    from langchain_openai import ChatOpenAI
+
+    from langchain_holodeck import IngestionPipeline
+    from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+    from tests.helpers import HashingEmbeddings
+    from tests.openai_server import chat_server
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(8):
+        (docs / f"f{n}.md").write_text(f"# Note {n}\n\nThe arch opens on deck {n}.\n")
+    with chat_server(keep_alive=True, delay=0.2) as server:
+        llm = ChatOpenAI(model="m", api_key="sk-test", base_url=server.base_url)
+        store = MatrixVectorStore(HashingEmbeddings())
+        pipeline = IngestionPipeline(
+            store,
+            namespace="kb",
+            base_dir=tmp_path,
+            enricher=ContextualChunkEnricher(llm, concurrency=4),
+        )
+        result = pipeline.invoke("docs")
+    assert (result.added, result.errors) == (8, ())
+    assert server.max_in_flight == 4
+    stored = list(scan_documents(store, namespace="kb"))
+    assert all(d.metadata.get("context") for d in stored)
