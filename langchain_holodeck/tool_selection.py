@@ -32,7 +32,8 @@ __all__ = ["ToolMatch", "ToolSelector", "find_tool_mentions", "tool_text"]
 logger = logging.getLogger(__name__)
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
-_QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
+_QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|(?<!\w)'([^'\n]+)'(?!\w)")
+"""Backticks, double quotes, or single quotes that are not apostrophes (``I'd``, ``it's``)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ def find_tool_mentions(query: str, names: Iterable[str]) -> list[str]:
         return []
     first = {name: query.find(name) for name in found}
     return sorted(found, key=lambda name: first[name])
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, str):
+        msg = f"query must be a string, got {type(query).__name__} {query!r}."
+        raise TypeError(msg)
 
 
 class ToolSelector:
@@ -220,6 +227,9 @@ class ToolSelector:
         return len(gone)
 
     def _changed(self, tools: Sequence[BaseTool]) -> list[tuple[BaseTool, Document]]:
+        if isinstance(tools, BaseTool):  # iterating a tool yields its fields
+            msg = f"tools must be a list of tools, got the tool {tools.name!r}; pass [tool]."
+            raise TypeError(msg)
         seen: dict[str, int] = {}
         changed: list[tuple[BaseTool, Document]] = []
         for i, tool in enumerate(tools):
@@ -277,6 +287,7 @@ class ToolSelector:
             ValueError: When ``k`` is not a positive integer.
         """
         check_k(k)
+        _check_query(query)
         allowed = self._allowed(among)
         if not query.strip() or not self._texts or allowed == set():
             return []
@@ -288,6 +299,7 @@ class ToolSelector:
     ) -> list[ToolMatch]:
         """Async :meth:`select`: embeds the query with ``aembed_query``."""
         check_k(k)
+        _check_query(query)
         allowed = self._allowed(among)
         if not query.strip() or not self._texts or allowed == set():
             return []

@@ -326,3 +326,26 @@ def test_tool_text_skips_injected_arguments_and_reads_json_schemas() -> None:
         func=lambda amount: amount,
     )
     assert tool_text(json_tool).splitlines()[-1] == "amount: Total in euros"
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("I'd like 'search' now", ["search"]),  # the apostrophe of I'd opens no quote
+        ("it's the search tool, isn't it", []),
+        ("use 'search'", ["search"]),
+    ],
+)
+def test_an_apostrophe_is_not_a_quote(query: str, found: list[str]) -> None:
+    assert find_tool_mentions(query, ["search"]) == found
+
+
+async def test_a_query_or_tools_of_the_wrong_type_name_the_parameter(
+    selector: ToolSelector,
+) -> None:
+    with pytest.raises(TypeError, match=r"query must be a string, got NoneType None\."):
+        selector.select(None)  # type: ignore[arg-type]  # the mistake under test
+    with pytest.raises(TypeError, match=r"query must be a string, got int 5\."):
+        await selector.aselect(5)  # type: ignore[arg-type]  # the mistake under test
+    with pytest.raises(TypeError, match=r"got the tool 'search'; pass \[tool\]"):
+        selector.add_tools(search)  # type: ignore[arg-type]  # the mistake under test
