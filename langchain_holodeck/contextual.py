@@ -23,7 +23,13 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.stores import ByteStore, InMemoryByteStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_holodeck._chunk import CONTEXT, ORIGINAL_CONTENT, original_content, source_path
+from langchain_holodeck._chunk import (
+    CONTEXT,
+    CONTEXT_CACHE_PREFIX,
+    ORIGINAL_CONTENT,
+    original_content,
+    source_path,
+)
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
@@ -366,7 +372,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                 )
                 key_parts = [model, prompt_hash, self.max_document_tokens, doc_hash]
                 key = _sha256(json.dumps([*key_parts, _sha256(original)]))
-                jobs.append(_Job(position, chunk, original, prompt, f"holodeck-context:{key}"))
+                jobs.append(_Job(position, chunk, original, prompt, f"{CONTEXT_CACHE_PREFIX}{key}"))
         return jobs
 
     @property

@@ -258,7 +258,10 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     top_k: int = Field(default=10, ge=1, le=100)
     """Maximum number of results."""
     contextual_embeddings: bool = False
-    """Prefix each chunk with LLM-written context before embedding and keyword indexing."""
+    """Prefix each chunk with LLM-written context before embedding and keyword indexing.
+
+    Contexts are cached beside the corpus's embeddings (kept across runs and forced ingests;
+    another context model or prompt writes new ones)."""
     context_model: ContextModelConfig | None = Field(
         default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.stores import ByteStore, InMemoryByteStore
 
+from langchain_holodeck._chunk import CONTEXT_CACHE_PREFIX
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT
 from langchain_holodeck.backends import (
     Backend,
@@ -221,15 +222,22 @@ class Corpus:
             }
         except TypeError:  # a store no backend can list: nothing is known to be unused
             return 0
+        keep.update(cache.yield_keys(prefix=CONTEXT_CACHE_PREFIX))  # contexts are not pruned
         removed = cache.prune(keep, written_before=written_before)
         if removed:
             logger.debug("%s: pruned %d unused embedding-cache entries.", self.name, removed)
         return removed
 
     def clear_cache(self) -> None:
-        """Forget this corpus's cached embeddings (``force_ingest``: re-embed means re-embed)."""
+        """Forget this corpus's cached embeddings (``force_ingest``: re-embed means re-embed).
+
+        Its cached LLM contexts stay: their keys hold the context model, the prompt, the
+        document and the chunk, so another model or prompt writes new ones anyway, and a
+        forced re-ingest does not pay for every context again.
+        """
         if self.cache is not None:
-            self.cache.mdelete(list(self.cache.yield_keys()))
+            keys = self.cache.yield_keys()
+            self.cache.mdelete([k for k in keys if not k.startswith(CONTEXT_CACHE_PREFIX)])
 
     def match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.

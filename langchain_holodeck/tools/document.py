@@ -647,6 +647,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             llm,
             concurrency=self._config.context_concurrency,
             max_context_tokens=self._config.context_max_tokens,
+            cache=self.corpus.cache,  # beside the embeddings: kept across runs, forced ones too
         )
 
     def _listable(self, store: VectorStore) -> bool:

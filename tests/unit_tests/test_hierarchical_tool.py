@@ -145,6 +145,45 @@ async def test_contextual_enrichment_is_indexed_but_not_shown(
     assert llm.calls == result.added  # unchanged files: no LLM call
 
 
+async def test_contexts_are_cached_across_runs_and_forced_ingests(
+    legal: Path, embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """The tool's contexts were cached in memory for one run only: a forced re-ingest, or a
+    new process over the same store, paid an LLM call for every chunk again."""
+    llm = CountingChat(messages=iter(AIMessage(content="From the Act.") for _ in range(500)))
+    config = make_config(
+        legal, contextual_embeddings=True, context_model={"provider": "openai", "name": "unused"}
+    )
+    (legal / "rota.md").write_text("# Rota\n\n## Day\n\nAlpha shift.\n\n## Night\n\nBeta.\n")
+
+    def tool() -> HierarchicalDocumentTool:
+        return HierarchicalDocumentTool(
+            config,
+            embeddings=embeddings,
+            llm=llm,
+            project_dir=tmp_path,
+            home_dir=tmp_path,
+            store_dir=tmp_path / "store",
+        )
+
+    first = await tool().initialize()
+    assert llm.calls == first.added > 0
+    again = tool()  # a new tool over the same store directory: as a new process would
+    forced = await again.initialize(True)
+    assert forced.updated + forced.added == first.added  # every chunk written again
+    assert llm.calls == first.added  # and no context asked again
+    docs = await again.as_retriever().ainvoke("Section 201(a)")
+    assert docs[0].metadata["context"] == "From the Act."
+    act = legal / "holodeck_act.md"
+    text = act.read_text(encoding="utf-8")
+    act.write_text(text.replace("safety interlock", "safety lock", 1), encoding="utf-8")
+    edited = await again.initialize()  # an update: the embedding cache is pruned after it
+    assert edited.updated > 0
+    calls = llm.calls  # the act's contexts asked again (its text changed), not the rota's
+    await tool().initialize(True)
+    assert llm.calls == calls  # the prunings kept every context of the files
+
+
 async def test_as_tool_output_for_an_agent(tool: HierarchicalDocumentTool) -> None:
     await tool.initialize()
     lc_tool = tool.as_tool()
