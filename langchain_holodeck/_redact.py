@@ -4,12 +4,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from urllib.parse import unquote
 
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _SPACE = re.compile(r"(\s+)")
 _QUERY_KEY = re.compile(r"[^=&#@/?\s]+=")  # the "key=" a query starts with
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_SECRET_NAME = re.compile(r"(api_?key|password|passwd|pwd|secret|token)$", re.IGNORECASE)
+# "?password=..." / "&access_token=...": a secret query parameter's value (linear: a name
+# cannot cross "?", "&" or ";", so each character is read from one start only)
+_SECRET_PARAM = re.compile(
+    r"(?i)([?&;][\w.%-]*(?:api_?key|password|passwd|pwd|secret|token)=)[^&;#\s'\"]+"
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a key or query parameter named ``name`` holds a secret (``api_key``, ``password``).
+
+    The one rule: configuration keys (``api_key``, ``client_secret``) and URL query parameters
+    (``?password=``, ``&access_token=``) alike.
+    """
+    return bool(_SECRET_NAME.search(name))
+
+
+def mask_query_secrets(text: str) -> str:
+    """``text`` with the values of secret query parameters masked: ``/0?password=***&db=1``."""
+    return _SECRET_PARAM.sub(r"\g<1>***", text)
+
+
+def query_secrets(text: str) -> list[str]:
+    """The values of the secret query parameters in ``text`` (as written and decoded)."""
+    found: list[str] = []
+    for match in _SECRET_PARAM.finditer(text):
+        value = match.group(0)[len(match.group(1)) :]
+        found.extend((value, unquote(value)))
+    return list(dict.fromkeys(found))
 
 
 def _split_url(url: str) -> tuple[str, str, str] | None:
@@ -94,16 +124,21 @@ def mask_connection_string(url: str) -> str:
     The one URL masker: every message, summary and error that shows a URL goes through it
     (``mask_url_password`` for free text). A user name alone (``redis://secret@host``) is
     masked too on Redis, which reads it as a password; elsewhere it is a user name and stays.
+    So are the values of secret query parameters (``redis://host/0?password=***``, which
+    redis-py and libpq accept); the rest of the URL stays readable.
     """
     parts = _split_url(url.strip())
     if parts is None:
-        return url
+        return mask_query_secrets(url)
     scheme, userinfo, host = parts
-    return f"{scheme}{_masked_userinfo(scheme, userinfo)}@{host}"
+    return f"{scheme}{_masked_userinfo(scheme, userinfo)}@{mask_query_secrets(host)}"
 
 
 def url_password(url: str) -> str | None:
-    """The password of a whole connection string (Redis: or its lone user), to scrub elsewhere."""
+    """The password of a whole connection string (Redis: or its lone user), to scrub elsewhere.
+
+    Only the user info's: a secret query parameter's value is ``query_secrets``'.
+    """
     parts = _split_url(url.strip())
     if parts is None:
         return None
@@ -154,11 +189,12 @@ def mask_url_password(text: str) -> str:
     A text that is one URL is masked whole (``mask_connection_string``: any password);
     otherwise each whitespace-separated word holding a URL or ``user:password@host`` is,
     so a password with a space in free text is only masked when passed to ``scrub`` as a
-    known secret. Linear time, whatever the input.
+    known secret. Secret query parameters' values are masked too (``?password=***``).
+    Linear time, whatever the input.
     """
     if _split_url(text.strip()) is not None and text.lstrip()[:1].isalpha():
         return mask_connection_string(text)
-    words = _SPACE.split(text)
+    words = _SPACE.split(mask_query_secrets(text))
     for n, word in enumerate(words):
         if "@" not in word:
             continue
@@ -186,9 +222,13 @@ def _scheme_start(word: str) -> int:
 
 
 def url_passwords(text: str) -> list[str]:
-    """The passwords of the URLs in ``text`` (one whole URL, or words), to scrub elsewhere."""
+    """The passwords of the URLs in ``text`` (one whole URL, or words), to scrub elsewhere.
+
+    User info passwords and the values of secret query parameters (``?password=...``).
+    """
     whole = url_password(text)
     found = [whole] if whole else []
+    found.extend(query_secrets(text))
     for word in text.split():
         if "@" in word:
             url = word[_scheme_start(word) :]

@@ -13,11 +13,10 @@ from typing import Annotated, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from langchain_holodeck._redact import mask_url_password, scrub, url_passwords
+from langchain_holodeck._redact import is_secret_name, mask_url_password, scrub, url_passwords
 from langchain_holodeck.config._backends import family_members
 from langchain_holodeck.config._yaml import JSONish, join_path
 
-_SECRET_KEY = re.compile(r"(api_?key|password|passwd|secret|token)$", re.IGNORECASE)
 _SECRET_VARIABLE = re.compile(r"KEY|PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL", re.IGNORECASE)
 _MIN_SCRUB = 4  # shorter "secrets" would blank out ordinary words in the message
 
@@ -49,7 +48,7 @@ _TEMPLATES = {
 
 def is_secret_key(key: str) -> bool:
     """Whether a configuration key names a secret whose value must never be shown."""
-    return bool(_SECRET_KEY.search(key))
+    return is_secret_name(key)
 
 
 def collect_secrets(data: JSONish) -> set[str]:

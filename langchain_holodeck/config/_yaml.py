@@ -13,6 +13,12 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from langchain_holodeck._redact import (
+    is_secret_name,
+    mask_connection_string,
+    query_secrets,
+    url_password,
+)
 from langchain_holodeck.errors import ConfigError
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -31,6 +37,7 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 # `$${...}` is an escape; `${NAME}` a reference; anything else starting with `${` is malformed.
 _REFERENCE = re.compile(r"\$(?P<escape>\$)?\{(?P<body>[^}]*)(?P<close>\})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_URL_START = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://")
 
 JSONish = str | int | float | bool | None | list["JSONish"] | dict[str, "JSONish"]
 """What ``yaml.safe_load`` returns for a configuration file (dates aside)."""
@@ -272,3 +279,53 @@ def has_reference(text: str) -> bool:
         not m["escape"] and m["close"] and _NAME.fullmatch(m["body"])
         for m in _REFERENCE.finditer(text)
     )
+
+
+def reject_literal_secrets(value: JSONish, *, display: str, path: str = "") -> None:
+    """Secrets must come from the environment, as ``${VAR}`` references; refuse literal ones.
+
+    A secret is the value of a key named like one (``api_key``, ``password``, ``token``...:
+    ``is_secret_name``) or a URL embedding a password (``redis://:pw@host``,
+    ``postgresql://u@h/db?password=pw``) that is not itself a reference. A URL without one
+    (``redis://localhost:6379``) is no secret and may be written as it is. Run on the raw
+    data, before ``substitute_env``.
+
+    Raises:
+        ConfigError: One line naming ``display`` and the field path; the value is not shown
+            (a URL is, with its password masked).
+    """
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            reject_literal_secrets(item, display=display, path=join_path(path, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = join_path(path, str(key))
+            if is_secret_name(str(key)) and _is_literal(item):
+                msg = (
+                    f"{display}: {where}: secrets must come from the environment; write "
+                    f"{key}: ${{YOUR_VARIABLE}} instead of the value itself, got '***'."
+                )
+                raise ConfigError(msg)
+            reject_literal_secrets(item, display=display, path=where)
+    elif isinstance(value, str) and _literal_url_password(value):
+        msg = (
+            f"{display}: {path}: a URL with a password must come from the environment; write "
+            f"${{YOUR_VARIABLE}} (or the password as ${{YOUR_VARIABLE}}) instead of the value "
+            f"itself, got {mask_connection_string(value)!r}."
+        )
+        raise ConfigError(msg)
+
+
+def _is_literal(value: JSONish) -> bool:
+    """Whether a secret key's value is written out (not null, not a ``${VAR}`` reference)."""
+    if isinstance(value, str):
+        return bool(value) and not has_reference(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _literal_url_password(text: str) -> bool:
+    """Whether ``text`` is a URL whose password (user info or query) is written out."""
+    if _URL_START.match(text) is None:
+        return False
+    passwords = [url_password(text), *query_secrets(text)]
+    return any(password and not has_reference(password) for password in passwords)

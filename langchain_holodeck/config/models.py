@@ -65,7 +65,6 @@ from langchain_holodeck.config._backends import (
 from langchain_holodeck.config._errors import (
     collect_secrets,
     format_validation_error,
-    is_secret_key,
     secret_variable_values,
 )
 from langchain_holodeck.config._reference import render_models_markdown
@@ -79,9 +78,8 @@ from langchain_holodeck.config._sections import (
 )
 from langchain_holodeck.config._yaml import (
     JSONish,
-    has_reference,
-    join_path,
     read_yaml_mapping,
+    reject_literal_secrets,
     substitute_env,
 )
 from langchain_holodeck.errors import ConfigError
@@ -461,7 +459,9 @@ def load_agent_config(
     """Read and validate an ``agent.yaml``.
 
     ``${VAR}`` in string values is replaced from ``environ`` after parsing (``$${VAR}`` keeps a
-    literal ``${VAR}``). Secret keys (``api_key``, ``password``) must be ``${VAR}`` references.
+    literal ``${VAR}``). Secrets must be ``${VAR}`` references, anywhere in the file (``tools``,
+    ``model``...): values of keys named like ``api_key``, ``password`` or ``token``, and URLs
+    embedding a password (``redis://:pw@host``; ``redis://localhost:6379`` is no secret).
     Relative tool sources resolve against the file's directory (see ``resolved_source``).
 
     Args:
@@ -479,7 +479,7 @@ def load_agent_config(
     file = Path(path)
     display = str(path)
     raw = read_yaml_mapping(file, display=display)
-    _reject_literal_secrets(raw.get("tools"), display=display, path="tools")
+    reject_literal_secrets(raw, display=display)
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(raw, env, display=display, used=used)
@@ -517,7 +517,8 @@ def load_project_database_config(
 
     Raises:
         ConfigError: When the file cannot be read or parsed, a key misspells ``vectorstore``,
-            or its ``vectorstore`` section is invalid (the message names the file and
+            its ``vectorstore`` section holds a literal secret (as ``load_agent_config``)
+            or is invalid (the message names the file and
             ``vectorstore.<field>``).
     """
     display = str(path)
@@ -532,6 +533,7 @@ def load_project_database_config(
     section = raw.get(_VECTORSTORE_KEY)
     if section is None:
         return None
+    reject_literal_secrets(section, display=display, path=_VECTORSTORE_KEY)
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
@@ -643,20 +645,3 @@ def _validate(
         text = format_validation_error(exc, model, display=display, prefix=prefix, secrets=secrets)
         # `from None`: pydantic's own message quotes raw input values, secrets included.
         raise ConfigError(text) from None
-
-
-def _reject_literal_secrets(value: JSONish, *, display: str, path: str) -> None:
-    """Secret keys under ``tools`` must come from the environment, as ``${VAR}`` references."""
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _reject_literal_secrets(item, display=display, path=join_path(path, index))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            where = join_path(path, str(key))
-            if is_secret_key(str(key)) and isinstance(item, str) and not has_reference(item):
-                msg = (
-                    f"{display}: {where}: secrets must come from the environment; write "
-                    f"{key}: ${{YOUR_VARIABLE}} instead of the value itself, got '***'."
-                )
-                raise ConfigError(msg)
-            _reject_literal_secrets(item, display=display, path=where)

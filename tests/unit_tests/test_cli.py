@@ -707,3 +707,30 @@ def test_initialize_known_holds_only_its_own_threads_skip_summary(
         initialize_known(Rechecked())  # type: ignore[arg-type]  # the one method it calls
     levels = {r.getMessage(): r.levelname for r in caplog.records}
     assert levels == {"other tool's first ingest": "WARNING", "this tool's re-check": "DEBUG"}
+
+
+def test_a_redis_password_in_the_query_is_masked_in_tools_and_ingest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``?password=`` (redis-py reads it): never printed by ``tools``, ``ingest`` or errors."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0?password=qsecretXYZ")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n"
+        "  - type: vectorstore\n    name: kb\n    description: Crew docs\n    source: docs\n"
+        "    database: {provider: redis, connection_string: '${REDIS_URL}'}\n",
+    )
+    code, out, err = run(capsys, "tools", "--config", str(agent))
+    assert code == 0
+    assert "redis redis://127.0.0.1:1/0?password=***" in out
+    assert "qsecret" not in out + err
+    store = str(tmp_path / "s")
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", store)
+    assert "Redis at redis://127.0.0.1:1/0?password=*** is unavailable" in err
+    assert "qsecret" not in out + err
+    monkeypatch.setenv("REDIS_URL", "http://127.0.0.1:1/0?password=qsecretXYZ")
+    code, out, err = run(capsys, "tools", "--config", str(agent))
+    assert code == 1
+    assert "got 'http://127.0.0.1:1/0?password=***'" in err
+    assert "qsecret" not in out + err

@@ -621,6 +621,97 @@ def test_literal_api_key_is_rejected_without_showing_it(tmp_path: Path) -> None:
     assert FAKE_KEY not in str(e.value)
 
 
+LITERAL_PW = "literalpw123"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (
+            "database: {provider: redis, connection_string: 'redis://:literalpw123@h:6379'}",
+            "tools[0].database.connection_string",
+        ),
+        (
+            "database: {provider: redis, connection_string: 'redis://h:6379/0?password=literalpw123'}",
+            "tools[0].database.connection_string",
+        ),
+        (
+            "database: {provider: postgres, connection_string: '${PG}', "
+            "read_replicas: ['postgresql://u:literalpw123@r/db']}",
+            "tools[0].database.read_replicas[0]",
+        ),
+        (
+            "keyword_index: {provider: opensearch, endpoint: 'http://h:9200', username: u, "
+            "password: literalpw123}",
+            "tools[0].keyword_index.password",
+        ),
+    ],
+)
+def test_a_literal_secret_anywhere_in_a_tool_is_refused_naming_the_field(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    path = write(tmp_path, f"tools:\n  - {{type: vectorstore, name: kb, source: s, {text}}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_agent_config(path, environ={"PG": "postgresql://h/db"})
+    (line,) = str(e.value).splitlines()
+    assert line.startswith(f"{path}: {field}: ")
+    assert "${YOUR_VARIABLE}" in line
+    assert LITERAL_PW not in line
+
+
+def test_a_literal_api_key_under_model_is_refused(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        f"model: {{provider: openai, name: gpt-4o-mini, api_key: sk-{LITERAL_PW}}}\n"
+        "tools:\n  - {type: vectorstore, name: kb, source: s}\n",
+    )
+    with pytest.raises(ConfigError, match=r"agent\.yaml: model\.api_key: secrets must come") as e:
+        load_agent_config(path, environ={})
+    assert LITERAL_PW not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost:6379",
+        "redis://h:6379/0?db=2&protocol=3",
+        "postgresql://postgres@127.0.0.1:5432/db",  # a user name, no password
+        "redis://:${REDIS_PASSWORD}@h:6379",  # the password from the environment
+        "redis://h:6379/0?password=${REDIS_PASSWORD}",
+    ],
+)
+def test_a_url_without_a_literal_password_may_be_written_as_it_is(tmp_path: Path, url: str) -> None:
+    provider = "postgres" if url.startswith("postgresql") else "redis"
+    path = write(
+        tmp_path,
+        "tools:\n  - {type: vectorstore, name: kb, source: s, "
+        f"database: {{provider: {provider}, connection_string: '{url}'}}}}\n",
+    )
+    (tool,) = load_agent_config(path, environ={"REDIS_PASSWORD": "from-env"}).tools
+    assert tool.database is not None
+
+
+def test_a_literal_secret_in_the_holodeck_config_vectorstore_is_refused(
+    dirs: tuple[Path, Path],
+) -> None:
+    project, home = dirs
+    path = holodeck_config(
+        project,
+        f"vectorstore: {{provider: qdrant, url: 'http://h:6333', api_key: {LITERAL_PW}}}\n",
+    )
+    with pytest.raises(ConfigError) as e:
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert str(e.value).startswith(f"{path}: vectorstore.api_key: secrets must come from the")
+    assert LITERAL_PW not in str(e.value)
+    holodeck_config(
+        home,
+        f"vectorstore: {{provider: redis, connection_string: 'redis://:{LITERAL_PW}@h'}}\n",
+    )
+    (project / ".holodeck" / "config.yaml").unlink()
+    with pytest.raises(ConfigError, match=r"vectorstore\.connection_string: a URL with a password"):
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+
+
 # --- file-level problems --------------------------------------------------------------------
 
 

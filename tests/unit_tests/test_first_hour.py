@@ -257,12 +257,15 @@ BASE_INSTALL = (  # as if the agents extra (langchain) were not installed
 )
 
 
-def test_chat_with_a_model_on_the_base_install_gives_the_install_hint(tmp_path: Path) -> None:
+def test_chat_with_a_model_on_the_base_install_gives_the_install_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # a literal api_key is refused
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("# A\n\nShifts rotate.\n", encoding="utf-8")
     (tmp_path / "agent.yaml").write_text(
         "model: {provider: openai, name: gpt-4o-mini, base_url: 'http://127.0.0.1:9/v1', "
-        "api_key: sk-test}\n"
+        "api_key: '${OPENAI_API_KEY}'}\n"
         "tools:\n  - type: vectorstore\n    name: kb\n    description: Docs\n"
         "    source: docs/\n",
         encoding="utf-8",

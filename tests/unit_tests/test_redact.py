@@ -83,3 +83,49 @@ def test_a_lone_user_name_is_a_password_on_redis_only() -> None:
     assert scrub(f"cannot reach {with_password}", url_passwords(with_password)) == (
         "cannot reach postgresql://postgres:***@127.0.0.1:5590/postgres"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("redis://127.0.0.1:6399/0?password=qsecretXYZ", "redis://127.0.0.1:6399/0?password=***"),
+        (
+            "redis://:pw12@h:6379/0?db=1&password=qsecretXYZ&x=1",
+            "redis://:***@h:6379/0?db=1&password=***&x=1",
+        ),
+        (
+            "postgresql://app@h/db?sslmode=require&password=qsecret%40XYZ",
+            "postgresql://app@h/db?sslmode=require&password=***",
+        ),
+        (
+            "https://h/x?apikey=qsecretXYZ&access_token=qsecretXYZ&pwd=qsecretXYZ#top",
+            "https://h/x?apikey=***&access_token=***&pwd=***#top",
+        ),
+    ],
+)
+def test_a_secret_query_parameter_is_masked_and_the_rest_stays_readable(
+    url: str, masked: str
+) -> None:
+    """redis-py and libpq accept ``?password=``: its value is a secret like the user info's."""
+    assert mask_connection_string(url) == masked
+    assert mask_url_password(url) == masked
+    assert (
+        mask_url_password(f"Redis at {url} is unavailable") == f"Redis at {masked} is unavailable"
+    )
+    assert "qsecret" not in scrub(f"cannot reach {url}")
+    assert "qsecret" not in one_line(ConnectionError(f"cannot reach {url}"))
+    assert any(s.startswith("qsecret") for s in url_passwords(url))
+    assert url_passwords("redis://h/0?db=2&token=") == []
+    assert (
+        mask_connection_string("redis://h:6379/0?db=2&protocol=3")
+        == "redis://h:6379/0?db=2&protocol=3"
+    )
+
+
+@pytest.mark.timeout(20)
+def test_query_masking_is_linear_in_the_text() -> None:
+    name = "?" + "a" * 1_000_000
+    assert mask_url_password(name) == name
+    assert mask_url_password(f"redis://h/?{'x' * 500_000}password=s") == (
+        f"redis://h/?{'x' * 500_000}password=***"
+    )
