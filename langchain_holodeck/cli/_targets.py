@@ -191,12 +191,12 @@ def build_tool(
 def initialize_known(tool: _DocumentTool, *, force_ingest: bool = False) -> SyncResult:
     """``tool.initialize_sync()`` for a command that re-checks a source an ingest reported on.
 
-    ``search``, ``test``, ``chat`` and ``serve`` walk the source again before answering. The
+    ``search``, ``test`` and ``chat`` walk the source again before answering. The
     unsupported files that walk counts were warned about by the ingest, so the summary goes to
     DEBUG (``-v`` shows it), unless this call is the corpus's first ingest (everything added,
     nothing found already stored) or a forced one, which are news. Only this thread's summary
-    is held (the loader walks in the thread that syncs): ``serve`` may build two tools at once,
-    and the other's summary is its own news.
+    is held (the loader walks in the thread that syncs): two tools may be built at once, and
+    the other's summary is its own news.
     """
     from langchain_holodeck.loaders import SKIP_SUMMARY
 

@@ -1,6 +1,7 @@
 """``holodeck-rag serve``: the configured tools as an MCP server (stdio or streamable HTTP).
 
-The tools are initialized once (model and indexes stay loaded); each becomes a read-only MCP
+The tools are opened once, as the last ingest left the store (``open_sync``: the source is not
+read, nothing is synced or written; model and indexes stay loaded); each becomes a read-only MCP
 tool with its name, description and input schema (``query``, optional ``top_k``) that returns
 the tool's text plus structured results (the ``search --json`` records). Before each call the
 store's ``ingest.json`` is stat-ed: after an ``ingest`` from another process the tool is
@@ -25,7 +26,6 @@ from langchain_holodeck.cli._targets import (
     Target,
     build_tool,
     config_tool_target,
-    initialize_known,
     read_manifest,
     target_from_manifest,
 )
@@ -45,11 +45,12 @@ TOKEN_ENV = "HOLODECK_MCP_TOKEN"
 DEFAULT_PORT = 8765
 INSTALL_HINT = 'holodeck-rag serve needs the MCP SDK: pip install "langchain-holodeck[mcp]"'
 _SERVE_HELP = f"""\
-Initializes every tool of AGENT_YAML once (or, without it, the tool the last `ingest` into
-STORE built) and serves each as an MCP tool: its name, its description, arguments `query`
-(string) and optional `top_k` (1-100); the result is the tool's text (as `search` prints
-it) plus structured content {{tool, query, results: [the `search --json` records]}}.
-Read-only: no call writes, deletes or re-ingests.
+Opens every tool of AGENT_YAML once (or, without it, the tool the last `ingest` into STORE
+built), as the last ingest left the store, and serves each as an MCP tool: its name, its
+description, arguments `query` (string) and optional `top_k` (1-100); the result is the
+tool's text (as `search` prints it) plus structured content {{tool, query, results: [the
+`search --json` records]}}.
+Read-only: the source is not read; nothing writes, deletes or re-ingests (run `ingest`).
 
 --transport stdio (default): speak MCP on stdin/stdout (a client spawns this command).
 --transport http: streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:{DEFAULT_PORT};
@@ -261,7 +262,7 @@ class ServedTool:
 
 
 def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[ServedTool]:
-    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), initialized.
+    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), opened read-only.
 
     Each is rebuilt when ``store``'s ``ingest.json`` changes; the embedding model objects are
     made once per (``embedding_model``, ``long_text``) and shared by every build.
@@ -285,7 +286,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             if setting not in models:
                 models[setting] = resolve_embeddings(setting[0], long_text=setting[1])
             tool = build_tool(target, store, embeddings=models[setting])
-            initialize_known(tool)
+            tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
             return tool

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from langchain_holodeck.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
+DATA_DIR = REPO / "tests" / "data"
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -86,3 +88,44 @@ def test_serve_on_an_unknown_host_is_one_line_naming_it(
     assert err.startswith(f"error: cannot listen on {host}:")
     assert f"host {host!r} is not known (" in err
     assert err.count("\n") == 1
+
+
+# -- serve opens the store read-only ---------------------------------------------------------
+@pytest.fixture
+def ingested(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``holodeck-rag ingest gdocs`` in a directory of its own; returns the store."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "gdocs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = tmp_path / "S"
+    assert main(["-q", "--store", str(store), "ingest", "gdocs"]) == 0
+    return store
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("gone", ["emptied", "deleted"])
+def test_serve_over_an_emptied_source_keeps_the_store_and_answers(
+    ingested: Path, gone: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    source = ingested.parent / "gdocs"
+    for path in list(source.iterdir()):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if gone == "deleted":
+        source.rmdir()
+    before = _files(ingested)
+    capsys.readouterr()
+    (served,) = served_tools(None, ingested, quiet=False)
+    count = served.tool.document_count
+    assert count > 0
+    assert capsys.readouterr().err == f"default: {count} chunks ready\n"
+    text, structured = served.search("safety interlock", 2)
+    assert text.startswith("Found 2 result(s):")
+    assert structured["results"][0]["source_path"] == "gdocs/maintenance.csv"
+    assert _files(ingested) == before  # not a byte written
