@@ -129,3 +129,51 @@ def test_serve_over_an_emptied_source_keeps_the_store_and_answers(
     assert text.startswith("Found 2 result(s):")
     assert structured["results"][0]["source_path"] == "gdocs/maintenance.csv"
     assert _files(ingested) == before  # not a byte written
+
+
+# -- over HTTP, in process ----------------------------------------------------------------------
+class _Echo:
+    """A served tool that answers with the query (no store, no model)."""
+
+    name = "echo"
+    description = "Echoes the query."
+
+    def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, object]]:
+        return f"echo: {query}", {"tool": self.name, "query": query, "results": []}
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+_ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
+def _post_initialize(host: str, header_host: str, **headers: str) -> int:
+    """Status of an MCP ``initialize`` POSTed with ``Host: header_host`` to a server on ``host``."""
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    server = _mcp.build_server([_Echo()], max_concurrency=1, host=host)
+    app = _mcp.http_app(server, host, token=headers.pop("token", None), limits=HttpLimits())
+    with TestClient(app, base_url=f"http://{header_host}:8765") as client:
+        response = client.post("/mcp", json=_INITIALIZE, headers={**_ACCEPT, **headers})
+    return response.status_code
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1", "localhost"])
+def test_http_on_any_loopback_address_accepts_its_own_host_header(host: str) -> None:
+    assert _post_initialize(host, host) == 200
+
+
+def test_http_on_loopback_still_refuses_a_foreign_host_header() -> None:
+    assert _post_initialize("127.0.0.2", "attacker.example") == 421
