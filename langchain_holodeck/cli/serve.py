@@ -218,20 +218,16 @@ class ServedTool:
         """The tool's text for ``query`` and ``{tool, query, results}`` (``search --json``).
 
         Raises:
-            RuntimeError: ``Search failed: ...`` when the store or the model fails.
+            ValueError: When ``query`` is empty or has no letter or digit (the tool's message).
+            RuntimeError: ``Search failed: ...`` when the store fails, ``Failed to generate
+                query embedding: ...`` when the model does.
         """
         # imported on use: the other commands' start-up does not pay for the formatting
         from langchain_holodeck.cli._format import result_record
-        from langchain_holodeck.sync import sanitize_error
         from langchain_holodeck.tools.formatting import format_results
 
         tool = self._fresh()
-        kwargs: dict[str, Any] = {} if top_k is None else {"k": top_k}
-        try:
-            documents = tool.as_retriever().invoke(query, None, **kwargs)
-        except Exception as error:
-            msg = f"Search failed: {sanitize_error(error)}"
-            raise RuntimeError(msg) from error
+        documents = tool.retrieve_sync(query, k=top_k)
         hybrid = is_hybrid(tool)
         if documents:
             text = format_results(documents, hybrid=hybrid)

@@ -416,11 +416,16 @@ class _DocumentTool(Generic[ConfigT]):
         """Blocking twin of ``search``."""
         return self.format_documents(query, self.retrieve_sync(query))
 
-    def retrieve_sync(self, query: str) -> list[Document]:
-        """The documents ``search_sync`` formats (same errors), for callers that show them."""
+    def retrieve_sync(self, query: str, *, k: int | None = None) -> list[Document]:
+        """The documents ``search_sync`` formats (same errors), for callers that show them.
+
+        Args:
+            query: What to look for.
+            k: How many results, instead of the config's ``top_k``.
+        """
         retriever = self._check_query(query)
         try:
-            return retriever.invoke(query)
+            return retriever.invoke(query, None, **({} if k is None else {"k": k}))
         except Exception as error:
             raise _search_error(error) from error
 

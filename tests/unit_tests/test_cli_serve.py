@@ -177,3 +177,39 @@ def test_http_on_any_loopback_address_accepts_its_own_host_header(host: str) -> 
 
 def test_http_on_loopback_still_refuses_a_foreign_host_header() -> None:
     assert _post_initialize("127.0.0.2", "attacker.example") == 421
+
+
+def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]) -> dict:
+    """The ``tools/call`` result of ``name`` from a server on 127.0.0.1 serving ``tools``."""
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    server = _mcp.build_server(tools, max_concurrency=1)  # type: ignore[arg-type]  # Searchable
+    app = _mcp.http_app(server, "127.0.0.1", token=None, limits=HttpLimits())
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        started = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT)
+        session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        client.post("/mcp", json=initialized, headers=session)
+        params = {"name": name, "arguments": arguments}
+        answer = client.post("/mcp", json={**call, "params": params}, headers=session)
+    return dict(answer.json()["result"])
+
+
+def test_a_query_without_letters_or_digits_is_the_tool_error_search_gives(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    assert main(["--store", str(ingested), "search", "!!!"]) == 1
+    assert "has no letters or digits" in capsys.readouterr().err  # the CLI's own wording
+    tools = served_tools(None, ingested, quiet=True)
+    said = tools[0].tool.as_tool().invoke({"query": "!!!"})  # what an agent reads in process
+    assert said.startswith("Search query has no letters or digits, got '!!!'")
+    result = _call_over_http(tools, "default", {"query": "!!!"})
+    assert result["isError"] is True
+    assert [c["text"] for c in result["content"]] == [said]
