@@ -217,6 +217,9 @@ class ServedTool:
     def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
         """The tool's text for ``query`` and ``{tool, query, results}`` (``search --json``).
 
+        The text is the tool's own (``search`` prints it), also when nothing is found (``No
+        results above similarity threshold ...`` under ``min_similarity_score``).
+
         Raises:
             ValueError: When ``query`` is empty or has no letter or digit (the tool's message).
             RuntimeError: ``Search failed: ...`` when the store fails, ``Failed to generate
@@ -224,15 +227,11 @@ class ServedTool:
         """
         # imported on use: the other commands' start-up does not pay for the formatting
         from langchain_holodeck.cli._format import result_record
-        from langchain_holodeck.tools.formatting import format_results
 
         tool = self._fresh()
         documents = tool.retrieve_sync(query, k=top_k)
+        text = tool.format_documents(query, documents)
         hybrid = is_hybrid(tool)
-        if documents:
-            text = format_results(documents, hybrid=hybrid)
-        else:
-            text = f"No relevant results found for query: {query}"
         records = [result_record(i, doc, hybrid=hybrid) for i, doc in enumerate(documents, 1)]
         return text, {"tool": self.name, "query": query, "results": records}
 

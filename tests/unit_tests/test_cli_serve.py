@@ -213,3 +213,25 @@ def test_a_query_without_letters_or_digits_is_the_tool_error_search_gives(
     result = _call_over_http(tools, "default", {"query": "!!!"})
     assert result["isError"] is True
     assert [c["text"] for c in result["content"]] == [said]
+
+
+def test_no_results_above_the_threshold_says_it_as_search_does(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - type: hierarchical_document\n    name: docs\n    description: The docs.\n"
+        "    source: gdocs\n    min_similarity_score: 0.99\n",
+        encoding="utf-8",
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent)]) == 0
+    capsys.readouterr()
+    argv = ["--store", str(ingested), "search", "--config", str(agent), "refunds"]
+    assert main(["-q", *argv]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == "No results above similarity threshold 0.99"
+    tools = served_tools(agent, ingested, quiet=True)
+    result = _call_over_http(tools, "docs", {"query": "refunds"})
+    assert [c["text"] for c in result["content"]] == [printed]
