@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
     Target,
@@ -109,6 +110,11 @@ def run_serve(args: argparse.Namespace) -> int:
     host = args.host or "127.0.0.1"
     port = DEFAULT_PORT if args.port is None else args.port
     _check_serving(args.transport, host)  # before loading anything
+    with interrupt_says(""):  # nothing to resume: Ctrl-C stops serving quietly (exit 130)
+        return _serve(args, host, port)
+
+
+def _serve(args: argparse.Namespace, host: str, port: int) -> int:
     if args.transport == "http":  # a busy port or unknown host: said now, not after loading
         from langchain_holodeck.cli import _mcp
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -235,3 +236,34 @@ def test_no_results_above_the_threshold_says_it_as_search_does(
     tools = served_tools(agent, ingested, quiet=True)
     result = _call_over_http(tools, "docs", {"query": "refunds"})
     assert [c["text"] for c in result["content"]] == [printed]
+
+
+def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
+    pytest.importorskip("mcp")
+    argv = ["--store", str(ingested), "serve", "--transport", "http", "--port", "0"]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ingested.parent,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+    )
+    assert server.stderr is not None
+    lines = []
+    try:
+        for line in server.stderr:  # up to "serving on http://..."
+            lines.append(line)
+            if line.startswith("serving on "):
+                break
+        server.send_signal(signal.SIGINT)
+        rest = server.stderr.read()
+        code = server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert lines[-1].startswith("serving on http://127.0.0.1:"), lines
+    assert (code, rest) == (130, "")
