@@ -267,3 +267,22 @@ def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
             server.kill()
     assert lines[-1].startswith("serving on http://127.0.0.1:"), lines
     assert (code, rest) == (130, "")
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        ("Bearer s3cret", 200),
+        ("bearer s3cret", 200),  # the scheme is case-insensitive (RFC 7235)
+        ("BEARER s3cret", 200),
+        ("bearer wrong", 401),
+        ("Basic s3cret", 401),
+        ("s3cret", 401),
+        ("", 401),
+    ],
+)
+def test_http_token_scheme_in_any_case(authorization: str, status: int) -> None:
+    assert (
+        _post_initialize("127.0.0.1", "127.0.0.1", token="s3cret", authorization=authorization)
+        == status
+    )
