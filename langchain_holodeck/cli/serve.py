@@ -60,8 +60,9 @@ every request must send `Authorization: Bearer <token>`; binding to a non-loopba
 requires it. Bodies over --max-body-bytes get 413, requests beyond --max-in-flight get 503,
 at most --max-concurrency searches run at once (the rest wait).
 
-After `holodeck-rag ingest` into the same STORE (another process), the next call rebuilds
-the tool from the store: no restart needed."""
+After `holodeck-rag ingest` into the same STORE (another process), or a `search`, `test` or
+`chat` that synced changes into it, the next call reopens the tool from the store: no restart
+needed."""
 
 
 def add_serve_parser(

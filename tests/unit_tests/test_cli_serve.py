@@ -286,3 +286,25 @@ def test_http_token_scheme_in_any_case(authorization: str, status: int) -> None:
         _post_initialize("127.0.0.1", "127.0.0.1", token="s3cret", authorization=authorization)
         == status
     )
+
+
+def test_a_search_that_synced_changes_makes_a_running_server_reload(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    (served,) = served_tools(None, ingested, quiet=True)
+    manifest = (ingested / "ingest.json").read_bytes()
+    (ingested.parent / "gdocs" / "ferry.md").write_text(
+        "# Ferry\n\nThe zanzibarquux ferry leaves at dawn.\n", encoding="utf-8"
+    )
+    assert main(["-q", "--store", str(ingested), "search", "zanzibarquux"]) == 0
+    assert "gdocs/ferry.md" in capsys.readouterr().out
+    text, structured = served.search("zanzibarquux", 1)
+    assert structured["results"][0]["source_path"] == "gdocs/ferry.md", text
+    assert served.reloads == 1
+    assert (ingested / "ingest.json").read_bytes() == manifest  # rewritten as it was
+    served.search("zanzibarquux", 1)
+    assert main(["-q", "--store", str(ingested), "search", "zanzibarquux"]) == 0  # no change
+    served.search("zanzibarquux", 1)
+    assert served.reloads == 1
