@@ -37,7 +37,7 @@ class HttpGuard:
 
     def __init__(self, app: App, *, token: str | None, limits: HttpLimits) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._expected = token.encode() if token else None
         self.limits = limits
         self.in_flight = 0
 
@@ -66,8 +66,11 @@ class HttpGuard:
             self.in_flight -= 1
 
     def _authorized(self, scope: Scope) -> bool:
+        """``Authorization: Bearer <token>``; the scheme in any case (RFC 7235)."""
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        return hmac.compare_digest(given, self._expected or b"")
+        scheme, _, credentials = given.partition(b" ")
+        matches = hmac.compare_digest(credentials.lstrip(b" "), self._expected or b"")
+        return scheme.lower() == b"bearer" and matches
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -57,12 +57,11 @@ def build_server(
     Each call runs in a worker thread, at most ``max_concurrency`` at once (the rest wait):
     the event loop keeps answering other requests while a search runs.
     """
-    loopback = is_loopback(host)
     options: dict[str, Any] = {"instructions": _instructions(tools), "log_level": "WARNING"}
     if _Server.__name__ == "FastMCP":  # 1.x: HTTP settings are constructor arguments
         options.update(
             host=host,
-            transport_security=_transport_security(loopback=loopback),
+            transport_security=_transport_security(host),
             json_response=True,  # a call's answer as one JSON body, not an SSE stream
         )
     server = _Server("holodeck-rag", **options)
@@ -135,14 +134,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _transport_security(*, loopback: bool) -> TransportSecuritySettings:
-    """On loopback, only loopback Host/Origin headers (DNS rebinding); elsewhere the token."""
-    if not loopback:
+def _transport_security(host: str) -> TransportSecuritySettings:
+    """On loopback, only loopback Host/Origin headers (DNS rebinding); elsewhere the token.
+
+    The loopback names allowed are ``LOOPBACK_HOSTS`` and ``host`` itself (any of 127/8).
+    """
+    if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    hosts = list(dict.fromkeys([*LOOPBACK_HOSTS, f"{shown}:*"]))
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=list(LOOPBACK_HOSTS),
-        allowed_origins=[f"http://{h}" for h in LOOPBACK_HOSTS],
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{h}" for h in hosts],
     )
 
 
@@ -211,21 +215,25 @@ def _bind_problem(host: str, port: int, error: OSError) -> str:
     return f"{where}: {error.strerror or error}"
 
 
-def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: HttpLimits) -> None:
-    """Serve streamable HTTP at ``/mcp`` on ``sock`` until interrupted."""
-    import uvicorn
-
-    host = sock.getsockname()[0]
+def http_app(server: Any, host: str, *, token: str | None, limits: HttpLimits) -> HttpGuard:
+    """The ASGI app ``run_http`` serves: the server's streamable HTTP app behind the guard."""
     if _Server.__name__ == "FastMCP":
         app = server.streamable_http_app()
     else:
         app = server.streamable_http_app(
-            transport_security=_transport_security(loopback=is_loopback(host)),
+            transport_security=_transport_security(host),
             host=host,
             json_response=True,
             max_request_body_size=limits.max_body_bytes,
         )
-    guarded = HttpGuard(app, token=token, limits=limits)
+    return HttpGuard(app, token=token, limits=limits)
+
+
+def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: HttpLimits) -> None:
+    """Serve streamable HTTP at ``/mcp`` on ``sock`` until interrupted."""
+    import uvicorn
+
+    guarded = http_app(server, sock.getsockname()[0], token=token, limits=limits)
     config = uvicorn.Config(
         guarded,
         log_level="warning",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
+from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
@@ -188,15 +189,19 @@ def build_tool(
     return VectorStoreTool(config, **options)
 
 
-def initialize_known(tool: _DocumentTool, *, force_ingest: bool = False) -> SyncResult:
+def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = False) -> SyncResult:
     """``tool.initialize_sync()`` for a command that re-checks a source an ingest reported on.
 
-    ``search``, ``test``, ``chat`` and ``serve`` walk the source again before answering. The
+    When the re-check changed the store (chunks added, updated or deleted), ``store``'s
+    ``ingest.json`` is rewritten as it was (``mark_store_changed``), so a ``serve`` on
+    ``store`` reloads before its next call.
+
+    ``search``, ``test`` and ``chat`` walk the source again before answering. The
     unsupported files that walk counts were warned about by the ingest, so the summary goes to
     DEBUG (``-v`` shows it), unless this call is the corpus's first ingest (everything added,
     nothing found already stored) or a forced one, which are news. Only this thread's summary
-    is held (the loader walks in the thread that syncs): ``serve`` may build two tools at once,
-    and the other's summary is its own news.
+    is held (the loader walks in the thread that syncs): two tools may be built at once, and
+    the other's summary is its own news.
     """
     from langchain_holodeck.loaders import SKIP_SUMMARY
 
@@ -226,7 +231,22 @@ def initialize_known(tool: _DocumentTool, *, force_ingest: bool = False) -> Sync
             if not news:
                 record.levelno, record.levelname = logging.DEBUG, "DEBUG"
             loaders.handle(record)
+    if result.added or result.updated or result.deleted:
+        mark_store_changed(store)
     return result
+
+
+def mark_store_changed(store: Path) -> None:
+    """Rewrite ``store``'s ``ingest.json`` unchanged, as a new file: running servers reload.
+
+    ``serve`` stats the manifest before each call; a sync outside ``ingest`` (``search``,
+    ``test``, ``chat``) changes the store, not the manifest. No manifest: nothing to do.
+    """
+    path = store / MANIFEST_NAME
+    try:
+        atomic_write_bytes(path, path.read_bytes())
+    except OSError as error:  # none, or read-only: servers reload at the next ingest
+        logger.debug("%s not rewritten: %s", path, error)
 
 
 def read_manifest(store: Path) -> Manifest:
@@ -307,8 +327,6 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         long_text=target.long_text,
     )
-    from langchain_holodeck._persist import atomic_write_bytes
-
     store.mkdir(parents=True, exist_ok=True)
     text = json.dumps(asdict(manifest), indent=2) + "\n"
     atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))

@@ -114,7 +114,7 @@ def session_tools(
     tools = []
     for target in targets:
         tool = build_tool(target, store)
-        result = initialize_known(tool, force_ingest=force_ingest)
+        result = initialize_known(tool, store, force_ingest=force_ingest)
         if not quiet:
             print(
                 f"{tool.name}: {tool.document_count} chunks ready ({result.added} added, "

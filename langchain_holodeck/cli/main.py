@@ -495,7 +495,7 @@ def _run_search(args: argparse.Namespace) -> int:
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
-    result = _initialize_known(tool)
+    result = _initialize_known(tool, args.store)
     if result.added or result.updated or result.deleted or result.failed:
         logger.warning(
             "note: %s changed since the last ingest; synced it first (%d added, %d updated, "

@@ -151,7 +151,7 @@ def run_test(args: argparse.Namespace) -> int:
             continue
         target = config_tool_target(config, path, Path.cwd())
         tool = build_tool(target, args.store, top_k=max(c.k for c in cases))
-        initialize_known(tool, force_ingest=args.force_ingest)
+        initialize_known(tool, args.store, force_ingest=args.force_ingest)
         retriever = tool.as_retriever()
         results += [run_case(retriever.invoke(c.query), c, tool.name) for c in cases]
     print(report(results))

@@ -1,6 +1,7 @@
 """``holodeck-rag serve``: the configured tools as an MCP server (stdio or streamable HTTP).
 
-The tools are initialized once (model and indexes stay loaded); each becomes a read-only MCP
+The tools are opened once, as the last ingest left the store (``open_sync``: the source is not
+read, nothing is synced or written; model and indexes stay loaded); each becomes a read-only MCP
 tool with its name, description and input schema (``query``, optional ``top_k``) that returns
 the tool's text plus structured results (the ``search --json`` records). Before each call the
 store's ``ingest.json`` is stat-ed: after an ``ingest`` from another process the tool is
@@ -20,12 +21,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
     Target,
     build_tool,
     config_tool_target,
-    initialize_known,
     read_manifest,
     target_from_manifest,
 )
@@ -45,11 +46,12 @@ TOKEN_ENV = "HOLODECK_MCP_TOKEN"
 DEFAULT_PORT = 8765
 INSTALL_HINT = 'holodeck-rag serve needs the MCP SDK: pip install "langchain-holodeck[mcp]"'
 _SERVE_HELP = f"""\
-Initializes every tool of AGENT_YAML once (or, without it, the tool the last `ingest` into
-STORE built) and serves each as an MCP tool: its name, its description, arguments `query`
-(string) and optional `top_k` (1-100); the result is the tool's text (as `search` prints
-it) plus structured content {{tool, query, results: [the `search --json` records]}}.
-Read-only: no call writes, deletes or re-ingests.
+Opens every tool of AGENT_YAML once (or, without it, the tool the last `ingest` into STORE
+built), as the last ingest left the store, and serves each as an MCP tool: its name, its
+description, arguments `query` (string) and optional `top_k` (1-100); the result is the
+tool's text (as `search` prints it) plus structured content {{tool, query, results: [the
+`search --json` records]}}.
+Read-only: the source is not read; nothing writes, deletes or re-ingests (run `ingest`).
 
 --transport stdio (default): speak MCP on stdin/stdout (a client spawns this command).
 --transport http: streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:{DEFAULT_PORT};
@@ -58,8 +60,9 @@ every request must send `Authorization: Bearer <token>`; binding to a non-loopba
 requires it. Bodies over --max-body-bytes get 413, requests beyond --max-in-flight get 503,
 at most --max-concurrency searches run at once (the rest wait).
 
-After `holodeck-rag ingest` into the same STORE (another process), the next call rebuilds
-the tool from the store: no restart needed."""
+After `holodeck-rag ingest` into the same STORE (another process), or a `search`, `test` or
+`chat` that synced changes into it, the next call reopens the tool from the store: no restart
+needed."""
 
 
 def add_serve_parser(
@@ -108,6 +111,11 @@ def run_serve(args: argparse.Namespace) -> int:
     host = args.host or "127.0.0.1"
     port = DEFAULT_PORT if args.port is None else args.port
     _check_serving(args.transport, host)  # before loading anything
+    with interrupt_says(""):  # nothing to resume: Ctrl-C stops serving quietly (exit 130)
+        return _serve(args, host, port)
+
+
+def _serve(args: argparse.Namespace, host: str, port: int) -> int:
     if args.transport == "http":  # a busy port or unknown host: said now, not after loading
         from langchain_holodeck.cli import _mcp
 
@@ -216,26 +224,21 @@ class ServedTool:
     def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
         """The tool's text for ``query`` and ``{tool, query, results}`` (``search --json``).
 
+        The text is the tool's own (``search`` prints it), also when nothing is found (``No
+        results above similarity threshold ...`` under ``min_similarity_score``).
+
         Raises:
-            RuntimeError: ``Search failed: ...`` when the store or the model fails.
+            ValueError: When ``query`` is empty or has no letter or digit (the tool's message).
+            RuntimeError: ``Search failed: ...`` when the store fails, ``Failed to generate
+                query embedding: ...`` when the model does.
         """
         # imported on use: the other commands' start-up does not pay for the formatting
         from langchain_holodeck.cli._format import result_record
-        from langchain_holodeck.sync import sanitize_error
-        from langchain_holodeck.tools.formatting import format_results
 
         tool = self._fresh()
-        kwargs: dict[str, Any] = {} if top_k is None else {"k": top_k}
-        try:
-            documents = tool.as_retriever().invoke(query, None, **kwargs)
-        except Exception as error:
-            msg = f"Search failed: {sanitize_error(error)}"
-            raise RuntimeError(msg) from error
+        documents = tool.retrieve_sync(query, k=top_k)
+        text = tool.format_documents(query, documents)
         hybrid = is_hybrid(tool)
-        if documents:
-            text = format_results(documents, hybrid=hybrid)
-        else:
-            text = f"No relevant results found for query: {query}"
         records = [result_record(i, doc, hybrid=hybrid) for i, doc in enumerate(documents, 1)]
         return text, {"tool": self.name, "query": query, "results": records}
 
@@ -261,7 +264,7 @@ class ServedTool:
 
 
 def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[ServedTool]:
-    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), initialized.
+    """The tools of ``agent_yaml`` (or of the last ingest into ``store``), opened read-only.
 
     Each is rebuilt when ``store``'s ``ingest.json`` changes; the embedding model objects are
     made once per (``embedding_model``, ``long_text``) and shared by every build.
@@ -285,7 +288,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             if setting not in models:
                 models[setting] = resolve_embeddings(setting[0], long_text=setting[1])
             tool = build_tool(target, store, embeddings=models[setting])
-            initialize_known(tool)
+            tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
             return tool

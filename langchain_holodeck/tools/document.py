@@ -226,13 +226,7 @@ class _DocumentTool(Generic[ConfigT]):
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
-        try:
-            store = self._resolve_store()
-        except Exception as error:  # a store probing the model's dimension: the model is down
-            if _raised_by_embeddings(error, _EMBED_ANY):
-                msg = f"Failed to generate embeddings: {sanitize_error(error)}"
-                raise EmbeddingError(msg) from error
-            raise
+        store = self._open_store()
         self._warn_about_rerank_top_n()
         self.corpus.match_dimension(store, force_ingest=force_ingest)
         self.corpus.match_index_settings(store, force_ingest=force_ingest)
@@ -269,6 +263,64 @@ class _DocumentTool(Generic[ConfigT]):
         self.is_initialized = True
         logger.info("%s: ingested %s (%s)", self.name, self._config.source, result)
         return result
+
+    def open_sync(self) -> int:
+        """Get ready to search the store as the last ingest left it, writing nothing.
+
+        Unlike ``initialize_sync``, the source is not read and nothing is synced, written or
+        saved: the store is opened, its vector width and index settings are checked (a
+        mismatch is refused, never rebuilt), the keyword and exact indexes are loaded, or
+        rebuilt in memory from the store, and the retriever is built. ``holodeck-rag serve``
+        opens its tools this way: a source emptied, moved or deleted since the ingest leaves
+        the store (and the answers) as they were.
+
+        Returns:
+            How many chunks of this corpus the store holds (also ``document_count``; 0 for a
+            store no backend can list).
+
+        Raises:
+            EmbeddingModelMismatchError: When the store holds another model's vectors, or its
+                index was created with other settings (``ingest --force-ingest`` rebuilds it).
+            EmbeddingError: ``Failed to generate embeddings: ...`` when opening the store needs
+                the model (to learn its dimension) and the model fails.
+        """
+        store = self._open_store()
+        self._warn_about_rerank_top_n()
+        self.corpus.match_dimension(store, force_ingest=False)
+        self.corpus.match_index_settings(store, force_ingest=False)
+        self.document_count = self._open_indexes(store)
+        self._retriever = self._build_retriever(store)
+        self.is_initialized = True
+        logger.info("%s: opened %d stored chunks", self.name, self.document_count)
+        return self.document_count
+
+    def _open_store(self) -> VectorStore:
+        try:
+            return self._resolve_store()
+        except Exception as error:  # a store probing the model's dimension: the model is down
+            if _raised_by_embeddings(error, _EMBED_ANY):
+                msg = f"Failed to generate embeddings: {sanitize_error(error)}"
+                raise EmbeddingError(msg) from error
+            raise
+
+    def _open_indexes(self, store: VectorStore) -> int:
+        """Load the search indexes from ``store`` (in memory only); return its chunk count."""
+        return len(self._stored_chunks(store))
+
+    def _stored_chunks(self, store: VectorStore) -> list[Document]:
+        """This corpus's chunks in ``store``; none for a store no backend can list."""
+        from langchain_holodeck.vectorstores import scan_documents
+
+        try:
+            return list(scan_documents(store, namespace=self.namespace))
+        except TypeError:  # a store no backend can list
+            logger.warning(
+                "%s: %s cannot be listed, so its chunks cannot be counted nor the keyword, "
+                "exact and definition indexes rebuilt from it; dense search still answers.",
+                self.name,
+                type(store).__name__,
+            )
+            return []
 
     def _unreadable_path(self) -> Path | None:
         return None if self._store_dir is None else self._store_dir / UNREADABLE_FILES
@@ -364,11 +416,16 @@ class _DocumentTool(Generic[ConfigT]):
         """Blocking twin of ``search``."""
         return self.format_documents(query, self.retrieve_sync(query))
 
-    def retrieve_sync(self, query: str) -> list[Document]:
-        """The documents ``search_sync`` formats (same errors), for callers that show them."""
+    def retrieve_sync(self, query: str, *, k: int | None = None) -> list[Document]:
+        """The documents ``search_sync`` formats (same errors), for callers that show them.
+
+        Args:
+            query: What to look for.
+            k: How many results, instead of the config's ``top_k``.
+        """
         retriever = self._check_query(query)
         try:
-            return retriever.invoke(query)
+            return retriever.invoke(query, None, **({} if k is None else {"k": k}))
         except Exception as error:
             raise _search_error(error) from error
 
@@ -722,7 +779,6 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         rebuild_index("keyword", keywords, store, self.namespace)
 
     def _after_ingest(self, store: VectorStore) -> bool:
-        from langchain_holodeck.definitions import DefinitionExtractor
         from langchain_holodeck.vectorstores import scan_documents
 
         saved = super()._after_ingest(store)
@@ -735,15 +791,27 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 namespace=self.namespace,
                 store_saved=saved,
             )
+        if self._fan_out is not None and self._fan_out.kept is not None:
+            chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
+        else:
+            chunks = list(scan_documents(store, namespace=self.namespace))
+        self._extract_definitions(chunks)
+        return saved
+
+    def _extract_definitions(self, chunks: Sequence[Document]) -> None:
+        from langchain_holodeck.definitions import DefinitionExtractor
+
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
-            if self._fan_out is not None and self._fan_out.kept is not None:
-                chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
-            else:
-                chunks = list(scan_documents(store, namespace=self.namespace))
             self.definitions = DefinitionExtractor().extract(chunks)
             current.set_attribute("index.document_count", len(chunks))
             current.set_attribute("index.term_count", len(self.definitions))
-        return saved
+
+    def _open_indexes(self, store: VectorStore) -> int:
+        """The keyword index (loaded or rebuilt in memory), exact index and definitions."""
+        self._keyword_index(store)  # on a listable store: exact rebuilt, saved BM25 checked
+        chunks = self._stored_chunks(store)
+        self._extract_definitions(chunks)
+        return len(chunks)
 
     def _build_retriever(self, store: VectorStore) -> BaseRetriever:
         from langchain_holodeck.retrievers.hybrid import HybridRetriever

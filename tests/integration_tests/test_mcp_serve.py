@@ -424,6 +424,8 @@ async def test_store_down_is_a_tool_error_and_the_server_keeps_serving(tmp_path:
     cwd = Path.cwd()
     os.chdir(tmp_path)
     try:
+        code, _, err = _cli("-q", "ingest", "--config", "agent.yaml")  # serve only reads
+        assert code == 0, err
         params = StdioServerParameters(
             command=sys.executable,
             args=["-c", _SERVE, "serve", "agent.yaml"],

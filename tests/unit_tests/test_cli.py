@@ -683,7 +683,7 @@ def test_purge_legacy_refuses_a_namespace_another_tool_pins(
 
 
 def test_initialize_known_holds_only_its_own_threads_skip_summary(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     """``serve`` may build two tools at once: one's re-check must not lower the other's news."""
     from langchain_holodeck.cli._targets import initialize_known
@@ -704,7 +704,7 @@ def test_initialize_known_holds_only_its_own_threads_skip_summary(
             return SyncResult(skipped=1)
 
     with caplog.at_level(logging.DEBUG, logger="langchain_holodeck.loaders"):
-        initialize_known(Rechecked())  # type: ignore[arg-type]  # the one method it calls
+        initialize_known(Rechecked(), tmp_path)  # type: ignore[arg-type]  # the one method it calls
     levels = {r.getMessage(): r.levelname for r in caplog.records}
     assert levels == {"other tool's first ingest": "WARNING", "this tool's re-check": "DEBUG"}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -12,6 +14,7 @@ import pytest
 from langchain_holodeck.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
+DATA_DIR = REPO / "tests" / "data"
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -86,3 +89,222 @@ def test_serve_on_an_unknown_host_is_one_line_naming_it(
     assert err.startswith(f"error: cannot listen on {host}:")
     assert f"host {host!r} is not known (" in err
     assert err.count("\n") == 1
+
+
+# -- serve opens the store read-only ---------------------------------------------------------
+@pytest.fixture
+def ingested(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``holodeck-rag ingest gdocs`` in a directory of its own; returns the store."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "gdocs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = tmp_path / "S"
+    assert main(["-q", "--store", str(store), "ingest", "gdocs"]) == 0
+    return store
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("gone", ["emptied", "deleted"])
+def test_serve_over_an_emptied_source_keeps_the_store_and_answers(
+    ingested: Path, gone: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    source = ingested.parent / "gdocs"
+    for path in list(source.iterdir()):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if gone == "deleted":
+        source.rmdir()
+    before = _files(ingested)
+    capsys.readouterr()
+    (served,) = served_tools(None, ingested, quiet=False)
+    count = served.tool.document_count
+    assert count > 0
+    assert capsys.readouterr().err == f"default: {count} chunks ready\n"
+    text, structured = served.search("safety interlock", 2)
+    assert text.startswith("Found 2 result(s):")
+    assert structured["results"][0]["source_path"] == "gdocs/maintenance.csv"
+    assert _files(ingested) == before  # not a byte written
+
+
+# -- over HTTP, in process ----------------------------------------------------------------------
+class _Echo:
+    """A served tool that answers with the query (no store, no model)."""
+
+    name = "echo"
+    description = "Echoes the query."
+
+    def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, object]]:
+        return f"echo: {query}", {"tool": self.name, "query": query, "results": []}
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+_ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
+def _post_initialize(host: str, header_host: str, **headers: str) -> int:
+    """Status of an MCP ``initialize`` POSTed with ``Host: header_host`` to a server on ``host``."""
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    server = _mcp.build_server([_Echo()], max_concurrency=1, host=host)
+    app = _mcp.http_app(server, host, token=headers.pop("token", None), limits=HttpLimits())
+    with TestClient(app, base_url=f"http://{header_host}:8765") as client:
+        response = client.post("/mcp", json=_INITIALIZE, headers={**_ACCEPT, **headers})
+    return response.status_code
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1", "localhost"])
+def test_http_on_any_loopback_address_accepts_its_own_host_header(host: str) -> None:
+    assert _post_initialize(host, host) == 200
+
+
+def test_http_on_loopback_still_refuses_a_foreign_host_header() -> None:
+    assert _post_initialize("127.0.0.2", "attacker.example") == 421
+
+
+def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]) -> dict:
+    """The ``tools/call`` result of ``name`` from a server on 127.0.0.1 serving ``tools``."""
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    server = _mcp.build_server(tools, max_concurrency=1)  # type: ignore[arg-type]  # Searchable
+    app = _mcp.http_app(server, "127.0.0.1", token=None, limits=HttpLimits())
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        started = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT)
+        session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        client.post("/mcp", json=initialized, headers=session)
+        params = {"name": name, "arguments": arguments}
+        answer = client.post("/mcp", json={**call, "params": params}, headers=session)
+    return dict(answer.json()["result"])
+
+
+def test_a_query_without_letters_or_digits_is_the_tool_error_search_gives(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    assert main(["--store", str(ingested), "search", "!!!"]) == 1
+    assert "has no letters or digits" in capsys.readouterr().err  # the CLI's own wording
+    tools = served_tools(None, ingested, quiet=True)
+    said = tools[0].tool.as_tool().invoke({"query": "!!!"})  # what an agent reads in process
+    assert said.startswith("Search query has no letters or digits, got '!!!'")
+    result = _call_over_http(tools, "default", {"query": "!!!"})
+    assert result["isError"] is True
+    assert [c["text"] for c in result["content"]] == [said]
+
+
+def test_no_results_above_the_threshold_says_it_as_search_does(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - type: hierarchical_document\n    name: docs\n    description: The docs.\n"
+        "    source: gdocs\n    min_similarity_score: 0.99\n",
+        encoding="utf-8",
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent)]) == 0
+    capsys.readouterr()
+    argv = ["--store", str(ingested), "search", "--config", str(agent), "refunds"]
+    assert main(["-q", *argv]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == "No results above similarity threshold 0.99"
+    tools = served_tools(agent, ingested, quiet=True)
+    result = _call_over_http(tools, "docs", {"query": "refunds"})
+    assert [c["text"] for c in result["content"]] == [printed]
+
+
+def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
+    pytest.importorskip("mcp")
+    argv = ["--store", str(ingested), "serve", "--transport", "http", "--port", "0"]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ingested.parent,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+    )
+    assert server.stderr is not None
+    lines = []
+    try:
+        for line in server.stderr:  # up to "serving on http://..."
+            lines.append(line)
+            if line.startswith("serving on "):
+                break
+        server.send_signal(signal.SIGINT)
+        rest = server.stderr.read()
+        code = server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert lines[-1].startswith("serving on http://127.0.0.1:"), lines
+    assert (code, rest) == (130, "")
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        ("Bearer s3cret", 200),
+        ("bearer s3cret", 200),  # the scheme is case-insensitive (RFC 7235)
+        ("BEARER s3cret", 200),
+        ("bearer wrong", 401),
+        ("Basic s3cret", 401),
+        ("s3cret", 401),
+        ("", 401),
+    ],
+)
+def test_http_token_scheme_in_any_case(authorization: str, status: int) -> None:
+    assert (
+        _post_initialize("127.0.0.1", "127.0.0.1", token="s3cret", authorization=authorization)
+        == status
+    )
+
+
+def test_a_search_that_synced_changes_makes_a_running_server_reload(
+    ingested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    (served,) = served_tools(None, ingested, quiet=True)
+    manifest = (ingested / "ingest.json").read_bytes()
+    (ingested.parent / "gdocs" / "ferry.md").write_text(
+        "# Ferry\n\nThe zanzibarquux ferry leaves at dawn.\n", encoding="utf-8"
+    )
+    assert main(["-q", "--store", str(ingested), "search", "zanzibarquux"]) == 0
+    assert "gdocs/ferry.md" in capsys.readouterr().out
+    text, structured = served.search("zanzibarquux", 1)
+    assert structured["results"][0]["source_path"] == "gdocs/ferry.md", text
+    assert served.reloads == 1
+    assert (ingested / "ingest.json").read_bytes() == manifest  # rewritten as it was
+    served.search("zanzibarquux", 1)
+    assert main(["-q", "--store", str(ingested), "search", "zanzibarquux"]) == 0  # no change
+    served.search("zanzibarquux", 1)
+    assert served.reloads == 1
