@@ -291,6 +291,14 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
+            if not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
+                logger.warning(
+                    "%s: its store holds no chunk; serve opens the store as the last ingest "
+                    "left it: run holodeck-rag ingest --config %s --tool %s first.",
+                    tool.name,
+                    agent_yaml,
+                    tool.name,
+                )
             return tool
 
         return build

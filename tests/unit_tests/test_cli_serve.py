@@ -308,3 +308,27 @@ def test_a_search_that_synced_changes_makes_a_running_server_reload(
     assert main(["-q", "--store", str(ingested), "search", "zanzibarquux"]) == 0  # no change
     served.search("zanzibarquux", 1)
     assert served.reloads == 1
+
+
+def test_serving_a_tool_never_ingested_says_to_ingest_it(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """serve no longer ingests: a tool of the agent.yaml that was never ingested is served
+    empty, with one warning naming the command that fills it."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - type: hierarchical_document\n    name: fresh\n    description: The docs.\n"
+        "    source: gdocs\n",
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (served,) = served_tools(agent, ingested, quiet=True)
+    assert served.tool.document_count == 0
+    assert [r.getMessage() for r in caplog.records] == [
+        f"fresh: its store holds no chunk; serve opens the store as the last ingest left it: "
+        f"run holodeck-rag ingest --config {agent} --tool fresh first."
+    ]
