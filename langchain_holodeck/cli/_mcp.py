@@ -90,7 +90,9 @@ def _instructions(tools: Sequence[Searchable]) -> str:
 def _tool_function(tool: Searchable, limiter: anyio.CapacityLimiter) -> Any:
     async def search(
         query: Annotated[str, Field(description=_QUERY_HELP, max_length=MAX_QUERY_CHARS)],
-        top_k: Annotated[int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K)] = None,
+        top_k: Annotated[
+            int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K, strict=True)
+        ] = None,  # strict: true or "3" is no count (lax pydantic read them as 1 and 3)
     ) -> mcp_types.CallToolResult:
         if not query.strip():
             return _error("query is empty; pass the words to look for, e.g. 'revoke a token'.")

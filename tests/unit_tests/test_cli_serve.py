@@ -332,3 +332,18 @@ def test_serving_a_tool_never_ingested_says_to_ingest_it(
         f"fresh: its store holds no chunk; serve opens the store as the last ingest left it: "
         f"run holodeck-rag ingest --config {agent} --tool fresh first."
     ]
+
+
+@pytest.mark.parametrize("top_k", [True, 2.5, "3"])
+def test_a_top_k_that_is_no_count_is_a_tool_error(ingested: Path, top_k: object) -> None:
+    from langchain_holodeck.cli.serve import served_tools
+
+    tools = served_tools(None, ingested, quiet=True)
+    result = _call_over_http(tools, "default", {"query": "safety interlock", "top_k": top_k})
+    assert result["isError"] is True
+    assert (
+        _call_over_http(tools, "default", {"query": "safety interlock", "top_k": 2})[
+            "structuredContent"
+        ]["results"][1]["rank"]
+        == 2
+    )
