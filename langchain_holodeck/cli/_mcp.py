@@ -217,8 +217,24 @@ def _bind_problem(host: str, port: int, error: OSError) -> str:
     return f"{where}: {error.strerror or error}"
 
 
+def client_gone(record: logging.LogRecord) -> bool:
+    """A logging filter: a stream to a client that left is DEBUG, not an error.
+
+    The SDK logs ``Error in standalone SSE writer`` with the traceback of
+    ``anyio.ClosedResourceError`` whenever an HTTP client ends its session, a normal event;
+    ``serve`` printed it as ``error:``. Other records pass as they are.
+    """
+    error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+    return True
+
+
 def http_app(server: Any, host: str, *, token: str | None, limits: HttpLimits) -> HttpGuard:
     """The ASGI app ``run_http`` serves: the server's streamable HTTP app behind the guard."""
+    streams = logging.getLogger("mcp.server.streamable_http")
+    if client_gone not in streams.filters:
+        streams.addFilter(client_gone)
     if _Server.__name__ == "FastMCP":
         app = server.streamable_http_app()
     else:

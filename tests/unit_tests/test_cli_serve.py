@@ -347,3 +347,27 @@ def test_a_top_k_that_is_no_count_is_a_tool_error(ingested: Path, top_k: object)
         ]["results"][1]["rank"]
         == 2
     )
+
+
+def test_a_client_leaving_is_no_error_in_the_servers_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The SDK logs a client's ended stream as ERROR with a traceback; serve lowers it."""
+    pytest.importorskip("mcp")
+    import logging
+
+    import anyio
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    _mcp.http_app(_mcp.build_server([], max_concurrency=1), "127.0.0.1", token=None,
+                  limits=HttpLimits())  # fmt: skip
+    streams = logging.getLogger("mcp.server.streamable_http")
+    with caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"):
+        for error in (anyio.ClosedResourceError(), ValueError("a real fault")):
+            try:
+                raise error
+            except Exception:
+                streams.exception("Error in standalone SSE writer")
+    assert [r.levelname for r in caplog.records] == ["DEBUG", "ERROR"]
