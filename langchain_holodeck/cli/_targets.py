@@ -281,12 +281,8 @@ def remembered_source(store: Path, source: str, base_dir: Path) -> tuple[str, Pa
     rewritten (it read ``200 added ... 200 deleted``). Another path, an agent.yaml's tool or no
     valid manifest: ``(source, base_dir)`` unchanged.
     """
-    try:
-        manifest = read_manifest(store)
-    except (HolodeckError, OSError):  # none, or unreadable: the ingest rewrites it
-        return source, base_dir
-    then = Path(manifest.base_dir) / manifest.source
-    if manifest.config is not None or then.resolve() != (base_dir / source).resolve():
+    manifest = _last_default_ingest(store, source, base_dir)
+    if manifest is None:
         return source, base_dir
     return manifest.source, Path(manifest.base_dir)
 
@@ -301,14 +297,26 @@ def remembered_settings(
     defaults (``None``: the local model, ``DEFAULT_LONG_TEXT``). A plain re-ingest then keeps
     the settings a user chose with flags, instead of asking for ``--force-ingest``.
     """
+    manifest = _last_default_ingest(store, source, base_dir)
+    if manifest is None:
+        return None, DEFAULT_LONG_TEXT
+    return manifest.embedding_model, manifest.long_text
+
+
+def _last_default_ingest(store: Path, source: str, base_dir: Path) -> Manifest | None:
+    """``store``'s manifest if it records the default tool ingesting ``source``.
+
+    ``source`` is resolved against ``base_dir``; ``None`` for another path, an agent.yaml's
+    tool, or no valid manifest.
+    """
     try:
         manifest = read_manifest(store)
     except (HolodeckError, OSError):  # none, or unreadable: the ingest rewrites it
-        return None, DEFAULT_LONG_TEXT
+        return None
     then = Path(manifest.base_dir) / manifest.source
     if manifest.config is not None or then.resolve() != (base_dir / source).resolve():
-        return None, DEFAULT_LONG_TEXT
-    return manifest.embedding_model, manifest.long_text
+        return None
+    return manifest
 
 
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:

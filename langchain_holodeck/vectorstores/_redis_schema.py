@@ -7,7 +7,7 @@ field names, the schema ``HolodeckRedisVectorStore`` creates, and how a client i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
@@ -44,6 +44,22 @@ def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> red
     )
 
 
+def vector_field(
+    *, dims: int, algorithm: str, metric: str, datatype: str = "float32"
+) -> dict[str, Any]:
+    """The schema entry of the vector field (the attributes of one algorithm only)."""
+    return {
+        "name": EMBEDDING_FIELD,
+        "type": "vector",
+        "attrs": {
+            "dims": dims,
+            "distance_metric": metric.lower(),
+            "algorithm": algorithm.lower(),
+            "datatype": datatype,
+        },
+    }
+
+
 def index_schema(
     index_name: str, *, dims: int, algorithm: Algorithm, metric: Metric
 ) -> IndexSchema:
@@ -55,16 +71,7 @@ def index_schema(
             "fields": [
                 {"name": CONTENT_FIELD, "type": "text"},
                 {"name": PARTS_FIELD, "type": "text"},
-                {
-                    "name": EMBEDDING_FIELD,
-                    "type": "vector",
-                    "attrs": {
-                        "dims": dims,
-                        "distance_metric": metric.lower(),
-                        "algorithm": algorithm.lower(),
-                        "datatype": "float32",
-                    },
-                },
+                vector_field(dims=dims, algorithm=algorithm, metric=metric),
                 *({"name": n, "type": "tag", "attrs": tag_attrs} for n in TAG_FIELDS),
                 *({"name": n, "type": "numeric"} for n in NUMERIC_FIELDS),
             ],

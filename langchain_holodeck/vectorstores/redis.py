@@ -66,6 +66,7 @@ from langchain_holodeck.vectorstores._redis_schema import (
     existing_vector_settings,
     index_schema,
     make_client,
+    vector_field,
 )
 
 logger = logging.getLogger(__name__)
@@ -295,18 +296,11 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         algorithm = algorithm or _known(self.vector_algorithm, get_args(Algorithm), "HNSW")
         metric = metric or _known(self.distance_metric, get_args(Metric), "COSINE")
         for n, field in enumerate(data["fields"]):
-            if field["name"] == EMBEDDING_FIELD:  # attributes of one algorithm only
+            if field["name"] == EMBEDDING_FIELD:
                 datatype = field["attrs"].get("datatype", "float32")
-                data["fields"][n] = {
-                    "name": EMBEDDING_FIELD,
-                    "type": "vector",
-                    "attrs": {
-                        "dims": dims,
-                        "distance_metric": metric.lower(),
-                        "algorithm": algorithm.lower(),
-                        "datatype": datatype,
-                    },
-                }
+                data["fields"][n] = vector_field(
+                    dims=dims, algorithm=algorithm, metric=metric, datatype=datatype
+                )
         schema = IndexSchema.from_dict(data)
         client = self._index.client
         if self._index.exists():
