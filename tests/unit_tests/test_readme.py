@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -89,3 +91,16 @@ def test_the_reliability_and_benchmark_pages_keep_their_tables() -> None:
         text = (ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
         table = text.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->")[0]
         assert table.count("\n|") >= 5
+
+
+def test_the_code_in_the_readme_and_docs_passes_the_documented_format_check() -> None:
+    """README's Development runs ``ruff format --check .``, which formats Markdown code too."""
+    pytest.importorskip("ruff")
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "README.md", "docs"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
