@@ -27,6 +27,8 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second() -> None:
     assert commands[0] == "pip install -e . && python examples/quickstart.py"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1].replace('"', "") in ci.replace('"', "").replace("-q ", "")
+    for variable in re.findall(r"^export (\w+_URL|HOLODECK_\w+)=", ci, flags=re.M):  # servers
+        assert variable in section, variable
 
 
 def test_every_error_table_row_names_a_test_that_exists() -> None:
