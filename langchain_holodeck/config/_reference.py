@@ -59,6 +59,8 @@ def _type_name(annotation: object) -> str:
         return " or ".join(names)
     if origin is list:
         return f"list of {_type_name(args[0])}"
+    if origin is tuple and args and Ellipsis not in args and len(set(args)) == 1:
+        return f"list of {len(args)} {_type_name(args[0])}s"  # YAML writes a tuple as a list
     members = family_members(annotation)
     if members is not None:
         return " or ".join(_type_name(member) for member in members)
@@ -76,15 +78,28 @@ def _default(field: FieldInfo) -> str:
     if isinstance(extra, dict) and isinstance(extra.get("default_text"), str):
         return str(extra["default_text"])  # a default computed from other fields, described
     if field.default_factory is not None:
-        return "see its table"
-    if field.default is PydanticUndefined:
+        value = field.default_factory()  # type: ignore[call-arg]  # no validated-data factories here
+    elif field.default is PydanticUndefined:
         return "required"
-    value = field.default
+    else:
+        value = field.default
+    if isinstance(value, BaseModel):
+        shown = _yaml_flow(value.model_dump(mode="json"))
+        return f"`{shown}`" if len(shown) <= 60 else "see its table"
+    return f"`{_yaml_flow(value)}`" if value is not None else "null"
+
+
+def _yaml_flow(value: object) -> str:
+    """``value`` as YAML flow style writes it: ``true``, ``[0.5, 0.5]``, ``{provider: redis}``."""
+    if isinstance(value, bool):
+        return str(value).lower()
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    return f"`{value}`"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_yaml_flow(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_yaml_flow(item)}" for key, item in value.items()) + "}"
+    return str(value)
 
 
 def _rule(field: FieldInfo) -> str:

@@ -1027,6 +1027,29 @@ def test_config_reference_mentions_every_field() -> None:
             assert field.description.split()[0] in row
 
 
+def test_every_default_in_the_reference_is_yaml_that_reads_back_as_the_default() -> None:
+    import langchain_holodeck
+
+    text = config_reference_markdown()
+    checked = 0
+    for section in text.split("### ")[1:]:
+        model = getattr(langchain_holodeck, section.split("\n", 1)[0].strip())
+        for line in section.splitlines():
+            cells = [cell.strip() for cell in line.split(" | ")]
+            if not line.startswith("| `") or not cells[2].startswith("`"):
+                continue
+            name, shown = cells[0].strip("|` "), cells[2].strip("`")
+            assert cells[1] != "any", f"{model.__name__}.{name}: a type a user can write"
+            field = model.model_fields[name]
+            if field.json_schema_extra and "default_text" in field.json_schema_extra:
+                continue  # a default described in words
+            default = field.get_default(call_default_factory=True)
+            wanted = pydantic.TypeAdapter(type(default)).dump_python(default, mode="json")
+            assert yaml.safe_load(shown) == wanted, f"{model.__name__}.{name}: {shown}"
+            checked += 1
+    assert checked > 50
+
+
 def test_config_reference_shows_defaults_and_rules() -> None:
     text = config_reference_markdown()
     assert "| `top_k` | integer | `5` | 1..100 |" in text
