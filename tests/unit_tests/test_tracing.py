@@ -164,3 +164,16 @@ async def test_tool_initialize_traces_index_builds(tmp_path: Path, spans) -> Non
     (search,) = named(spans, "holodeck.hybrid_search")
     assert search.attributes["search.provider"] == tool.backend == "in-memory"
     assert search.attributes["search.top_k"] == 2
+
+
+def test_the_readme_names_every_span_the_package_opens() -> None:
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    package = "\n".join(
+        p.read_text(encoding="utf-8") for p in root.glob("langchain_holodeck/**/*.py")
+    )
+    spans = set(re.findall(r"\"(holodeck\.[a-z_]+)\"", package))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert spans
+    assert {span for span in spans if f"`{span}`" not in readme} == set()
