@@ -106,3 +106,15 @@ def test_the_code_in_the_readme_and_docs_passes_the_documented_format_check() ->
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_architecture_tree_names_every_public_module() -> None:
+    tree = README.split("## Architecture", 1)[1].split("```", 2)[1]
+    package = ROOT / "langchain_holodeck"
+    public = [
+        p.name + ("/" if p.is_dir() else "")
+        for p in sorted(package.iterdir())
+        if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists())
+    ]
+    assert public
+    assert [name for name in public if name not in tree] == []
