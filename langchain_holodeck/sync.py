@@ -509,7 +509,7 @@ def sync_documents(
 
     With an embeddings API (any model that does not run in this process) and a store that
     takes precomputed vectors (``add_vectors(documents, vectors, ids=...)``:
-    ``MatrixVectorStore``, Redis), sync embeds the chunks itself, ``max_concurrency``
+    ``MatrixVectorStore``, Redis, PostgreSQL), sync embeds the chunks itself, ``max_concurrency``
     batch requests in flight at once, retrying rate-limited (HTTP 429, after its
     ``Retry-After``) and failing (5xx, connection) requests with backoff; a batch that still
     fails is counted in ``failed`` and the rest go on. Then it writes the vectors in
