@@ -26,6 +26,7 @@ async def main() -> None:
         description="Holodeck manuals and the Holodeck Safety Act.",
         source="sample_docs",
         top_k=3,
+        database={"provider": "in-memory"},  # even where a .holodeck/config.yaml names another
     )
     tool = HierarchicalDocumentTool(config, base_dir=Path(__file__).parent)
     start = time.perf_counter()

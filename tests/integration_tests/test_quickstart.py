@@ -39,3 +39,26 @@ def test_quickstart_ingests_twice_and_finds_the_section() -> None:
     revoke = out.split(">>> How do I revoke an access token?")[1].split("[2] ")[0]
     assert "sample_docs/auth.md" in revoke
     assert "DELETE to /tokens/{id}" in revoke
+
+
+def test_quickstart_stays_in_memory_whatever_the_holodeck_config_says(tmp_path: Path) -> None:
+    """README: "into the in-memory store", also where .holodeck/config.yaml names a database."""
+    config = (
+        "vectorstore:\n  provider: redis\n  connection_string: redis://127.0.0.1:1\n"
+        "  fallback_to_memory: false\n"
+    )
+    for home in (tmp_path, tmp_path / "project"):  # the user's and the project's config
+        (home / ".holodeck").mkdir(parents=True)
+        (home / ".holodeck" / "config.yaml").write_text(config, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path / "project",
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path)},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr == ""
+    assert "again:  0 embedded" in result.stdout
