@@ -334,6 +334,37 @@ class HolodeckQdrantVectorStore(_Base):
         ).points
         return [(self._to_document(p), float(p.score)) for p in points]
 
+    def max_marginal_relevance_search_with_score_by_vector(  # type: ignore[override]
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: models.Filter | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        """Maximal marginal relevance by Qdrant's MMR query, with this store's Documents.
+
+        ``lambda_mult`` means what it means on every LangChain store (1: relevance only,
+        0: diversity only); Qdrant's ``diversity`` is its complement. Every other
+        ``max_marginal_relevance_search*`` method of the parent comes here.
+        """
+        if not self._collection_ready():
+            return []
+        points = self.client.query_points(
+            self.collection_name,
+            query=_models.NearestQuery(
+                nearest=list(embedding),
+                mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=max(k, fetch_k)),
+            ),
+            using=DENSE_VECTOR,
+            query_filter=filter,
+            limit=k,
+            with_payload=True,
+            **kwargs,
+        ).points
+        return [(self._to_document(p), float(p.score)) for p in points]
+
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return clip_unit
 

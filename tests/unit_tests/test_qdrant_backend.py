@@ -160,6 +160,29 @@ def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> N
     assert all(0.0 <= s <= 1.0 for _, s in scored)
 
 
+MMR_TEXTS = ["fish fish fish", "fish fish fish one", "fish fish fish two", "cat dog", "bird"]
+
+
+async def test_mmr_keeps_ids_and_metadata_and_reads_lambda_mult_as_langchain_does(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = memory_store(embeddings)
+    store.add_documents(
+        [Document(id=f"d{i}", page_content=t, metadata={"i": i}) for i, t in enumerate(MMR_TEXTS)]
+    )
+    relevant = store.max_marginal_relevance_search("fish fish fish", k=3, lambda_mult=1.0)
+    assert sorted((d.id, d.metadata["i"]) for d in relevant) == [(f"d{i}", i) for i in range(3)]
+    assert all(d.metadata == {"i": int(d.id[1:])} for d in relevant)
+    diverse = store.as_retriever(
+        search_type="mmr", search_kwargs={"k": 3, "lambda_mult": 0.0}
+    ).invoke("fish fish fish")
+    assert [d.id for d in diverse][:1] == ["d0"]
+    assert {"d1", "d2"}.isdisjoint(d.id for d in diverse)
+    assert diverse[1].metadata == {"i": int(diverse[1].id[1:])}
+    again = await store.amax_marginal_relevance_search("fish fish fish", k=3, lambda_mult=1.0)
+    assert sorted(d.id for d in again) == ["d0", "d1", "d2"]
+
+
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     assert store.similarity_search("x") == []
