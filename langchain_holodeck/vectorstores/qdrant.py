@@ -21,7 +21,7 @@ import threading
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +56,7 @@ __all__ = [
     "SPARSE_VECTOR",
     "BM25SparseEncoder",
     "HolodeckQdrantVectorStore",
+    "as_qdrant_filter",
     "build_qdrant_store",
     "make_client",
     "point_id",
@@ -141,6 +142,8 @@ class HolodeckQdrantVectorStore(_Base):
       the point id is the id itself when it is a UUID, else a UUIDv5 of it) and metadata
       round-trips unchanged (no ``_id`` / ``_collection_name`` keys are added);
     - relevance scores are the cosine similarity clipped to [0, 1], like the other stores;
+    - ``filter`` is a ``qdrant_client.models.Filter`` or, as on the other stores, a mapping
+      of metadata keys to values (``filter={"namespace": "kb"}``; see ``as_qdrant_filter``);
     - the collection is created on the first write (its dimension is the embeddings'), and
       reads before that return nothing.
 
@@ -302,12 +305,20 @@ class HolodeckQdrantVectorStore(_Base):
         )
 
     def similarity_search(  # type: ignore[override]
-        self, query: str, k: int = 4, filter: models.Filter | None = None, **kwargs: Any
+        self,
+        query: str,
+        k: int = 4,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
         return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
 
     def similarity_search_with_score(  # type: ignore[override]
-        self, query: str, k: int = 4, filter: models.Filter | None = None, **kwargs: Any
+        self,
+        query: str,
+        k: int = 4,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ) -> list[tuple[Document, float]]:
         if not self._collection_ready():
             return []
@@ -318,7 +329,7 @@ class HolodeckQdrantVectorStore(_Base):
         self,
         embedding: list[float],
         k: int = 4,
-        filter: models.Filter | None = None,
+        filter: models.Filter | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
         if not self._collection_ready():
@@ -327,7 +338,7 @@ class HolodeckQdrantVectorStore(_Base):
             self.collection_name,
             query=list(embedding),
             using=DENSE_VECTOR,
-            query_filter=filter,
+            query_filter=as_qdrant_filter(filter),
             limit=k,
             with_payload=True,
             **kwargs,
@@ -340,7 +351,7 @@ class HolodeckQdrantVectorStore(_Base):
         k: int = 4,
         fetch_k: int = 20,
         lambda_mult: float = 0.5,
-        filter: models.Filter | None = None,
+        filter: models.Filter | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
         """Maximal marginal relevance by Qdrant's MMR query, with this store's Documents.
@@ -358,7 +369,7 @@ class HolodeckQdrantVectorStore(_Base):
                 mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=max(k, fetch_k)),
             ),
             using=DENSE_VECTOR,
-            query_filter=filter,
+            query_filter=as_qdrant_filter(filter),
             limit=k,
             with_payload=True,
             **kwargs,
@@ -380,7 +391,7 @@ class HolodeckQdrantVectorStore(_Base):
         weights: tuple[float, float] = (0.5, 0.5),
         rrf_k: int = 60,
         min_similarity_score: float | None = None,
-        filter: models.Filter | None = None,  # as in similarity_search
+        filter: models.Filter | Mapping[str, Any] | None = None,  # as in similarity_search
         embedding: Sequence[float] | None = None,
         fusion: Fusion = "rrf",
     ) -> list[NativeHit]:
@@ -411,6 +422,7 @@ class HolodeckQdrantVectorStore(_Base):
         if fusion not in self.native_fusions:
             msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
             raise ValueError(msg)
+        filter = as_qdrant_filter(filter)  # a mapping, as a Filter
         if not self._collection_ready():
             return []
         vector = np.asarray(
@@ -569,6 +581,39 @@ class HolodeckQdrantVectorStore(_Base):
             page_content=payload.get(self.content_payload_key, ""),
             metadata=dict(payload.get(self.metadata_payload_key) or {}),
         )
+
+
+def as_qdrant_filter(value: Any) -> models.Filter | None:
+    """A search's ``filter`` as Qdrant takes it.
+
+    A ``qdrant_client.models.Filter`` is kept; a mapping of metadata keys to ``str``,
+    ``int`` or ``bool`` values keeps the points whose metadata holds each of them (as
+    ``MatrixVectorStore`` and ``PostgresVectorStore`` read ``filter={"namespace": "kb"}``).
+
+    Raises:
+        TypeError: For any other filter, or a mapping value of another type.
+    """
+    if value is None or isinstance(value, _models.Filter):
+        return value
+    if not isinstance(value, Mapping):
+        msg = (
+            "filter must be a qdrant_client.models.Filter or a mapping of metadata keys to "
+            f"values, got {type(value).__name__} {value!r}; e.g. filter={{'namespace': 'kb'}}."
+        )
+        raise TypeError(msg)
+    conditions: list[Any] = []
+    for key, expected in value.items():
+        if not isinstance(expected, str | int | bool):
+            msg = (
+                f"filter[{key!r}] must be a str, int or bool to match on Qdrant, got "
+                f"{type(expected).__name__} {expected!r}; pass a qdrant_client.models.Filter "
+                "for other conditions (ranges, lists, null)."
+            )
+            raise TypeError(msg)
+        conditions.append(
+            _models.FieldCondition(key=f"metadata.{key}", match=_models.MatchValue(value=expected))
+        )
+    return _models.Filter(must=conditions)
 
 
 def _point_key(point: Any) -> str:

@@ -29,7 +29,7 @@ from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.search_strategy import supports_native_hybrid
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool
-from langchain_holodeck.vectorstores import create_vector_store_with_status
+from langchain_holodeck.vectorstores import MatrixVectorStore, create_vector_store_with_status
 from tests.helpers import DATA_DIR, HashingEmbeddings
 
 
@@ -181,6 +181,35 @@ async def test_mmr_keeps_ids_and_metadata_and_reads_lambda_mult_as_langchain_doe
     assert diverse[1].metadata == {"i": int(diverse[1].id[1:])}
     again = await store.amax_marginal_relevance_search("fish fish fish", k=3, lambda_mult=1.0)
     assert sorted(d.id for d in again) == ["d0", "d1", "d2"]
+
+
+def test_a_mapping_filter_means_what_it_means_on_the_in_memory_store(
+    embeddings: HashingEmbeddings,
+) -> None:
+    docs = [
+        Document(id=f"d{i}", page_content=f"reactor notes {i}", metadata=meta)
+        for i, meta in enumerate(
+            [{"team": "a", "n": 1}, {"team": "b", "n": 1}, {"team": "a", "n": 2}, {"ok": True}]
+        )
+    ]
+    store, memory = memory_store(embeddings), MatrixVectorStore(embeddings)
+    for target in (store, memory):
+        target.add_documents(docs)
+    for mapping in ({"team": "a"}, {"team": "a", "n": 1}, {"ok": True}, {"team": "z"}):
+        want = sorted(d.id for d in memory.similarity_search("reactor", k=4, filter=mapping))
+        assert sorted(d.id for d in store.similarity_search("reactor", k=4, filter=mapping)) == (
+            want
+        )
+        hits = store.native_hybrid_search("reactor notes", k=4, filter=mapping)
+        assert sorted(h.document.id for h in hits) == want
+    mmr = store.max_marginal_relevance_search("reactor", k=4, filter={"team": "b"})
+    assert [d.id for d in mmr] == ["d1"]
+    retriever = store.as_retriever(search_kwargs={"k": 4, "filter": {"team": "a"}})
+    assert sorted(d.id for d in retriever.invoke("reactor")) == ["d0", "d2"]
+    with pytest.raises(TypeError, match=r"filter\['n'\] must be a str, int or bool.*got float"):
+        store.similarity_search("reactor", filter={"n": 1.5})
+    with pytest.raises(TypeError, match=r"filter must be a qdrant_client\.models\.Filter or a"):
+        store.similarity_search("reactor", filter="team == 'a'")
 
 
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
