@@ -216,7 +216,9 @@ class HolodeckQdrantVectorStore(_Base):
     ) -> list[str]:
         texts = list(texts)
         metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
-        doc_ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in texts]
+        # an id-less Document beside ones with ids arrives as None: it gets its own id too
+        given = ids if ids is not None else [None] * len(texts)
+        doc_ids = [uuid.uuid4().hex if i is None else str(i) for i in given]
         if not len(texts) == len(metas) == len(doc_ids):
             msg = (
                 f"texts, metadatas and ids must have the same length, got {len(texts)}, "

@@ -149,6 +149,30 @@ def test_ids_and_metadata_round_trip_unchanged(embeddings: HashingEmbeddings) ->
     assert point_id("plain-id") != point_id("plain-id2")
 
 
+async def test_documents_without_ids_beside_ones_with_ids_each_get_their_own(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = memory_store(embeddings)
+    ids = store.add_documents(
+        [
+            Document(id="given", page_content="one"),
+            Document(page_content="two"),
+            Document(page_content="three"),
+        ]
+    )
+    ids += await store.aadd_documents(
+        [Document(id="b", page_content="four"), Document(page_content="five")]
+    )
+    assert ids[0] == "given"
+    assert ids[3] == "b"
+    assert len(set(ids)) == 5
+    assert "None" not in ids
+    got = store.get_by_ids(ids)
+    assert [(d.id, d.page_content) for d in got] == list(
+        zip(ids, ["one", "two", "three", "four", "five"], strict=True)
+    )
+
+
 def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     store.add_documents(
