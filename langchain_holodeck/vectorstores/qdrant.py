@@ -181,6 +181,58 @@ class HolodeckQdrantVectorStore(_Base):
         self.sparse_encoder = sparse_encoder or BM25SparseEncoder()
         self._exists = False
 
+    @classmethod
+    def from_texts(  # type: ignore[override]  # a client (or where to open one), not its options
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        ids: Sequence[str | None] | None = None,
+        *,
+        client: QdrantClient | None = None,
+        collection_name: str | None = None,
+        location: str | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        **kwargs: Any,
+    ) -> HolodeckQdrantVectorStore:
+        """A new store holding ``texts`` (``from_documents`` comes here with each id).
+
+        Args:
+            texts: The texts to add.
+            embedding: The embeddings of the store.
+            metadatas: One metadata mapping per text.
+            ids: One id per text (``None``: a random one).
+            client: The client to use; else one is opened from ``location`` (such as
+                ``":memory:"``), ``path`` (local mode on disk) or ``url`` (+ ``api_key``).
+            collection_name: Default: a random name.
+            location: See ``client``.
+            path: See ``client``.
+            url: See ``client``.
+            api_key: See ``client``.
+            **kwargs: Passed to ``add_texts`` (``batch_size``).
+
+        Raises:
+            ValueError: When neither ``client`` nor one of ``location``, ``path``, ``url``
+                is given, or ``client`` is given with one of them.
+        """
+        _require_extra()
+        where = {"location": location, "path": path, "url": url}
+        given = [name for name, value in where.items() if value is not None]
+        if (client is None) == (not given) or len(given) > 1:
+            msg = (
+                "from_texts needs a client, or exactly one of location, path and url to open "
+                f"one; got client={'set' if client is not None else None}"
+                f"{''.join(f', {n}={where[n]!r}' for n in given)}."
+            )
+            raise ValueError(msg)
+        if client is None:
+            client = QdrantClient(location=location, path=path, url=url, api_key=api_key)
+        store = cls(client, collection_name or uuid.uuid4().hex, embedding)
+        store.add_texts(texts, metadatas, ids=ids, **kwargs)
+        return store
+
     # -- collection ---------------------------------------------------------------------
     def _collection_ready(self) -> bool:
         if not self._exists:
@@ -210,7 +262,7 @@ class HolodeckQdrantVectorStore(_Base):
         self,
         texts: Iterable[str],
         metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None,
+        ids: Sequence[str | None] | None = None,
         batch_size: int = 64,
         **kwargs: Any,
     ) -> list[str]:
@@ -346,6 +398,23 @@ class HolodeckQdrantVectorStore(_Base):
             **kwargs,
         ).points
         return [(self._to_document(p), float(p.score)) for p in points]
+
+    def max_marginal_relevance_search(  # type: ignore[override]
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        if not self._collection_ready():  # the parent raises 'Collection ... not found'
+            return []
+        vector = self._require_embeddings("max_marginal_relevance_search").embed_query(query)
+        pairs = self.max_marginal_relevance_search_with_score_by_vector(
+            vector, k, fetch_k, lambda_mult, filter, **kwargs
+        )
+        return [doc for doc, _ in pairs]
 
     def max_marginal_relevance_search_with_score_by_vector(  # type: ignore[override]
         self,

@@ -173,6 +173,30 @@ async def test_documents_without_ids_beside_ones_with_ids_each_get_their_own(
     )
 
 
+async def test_from_documents_builds_this_store_with_the_given_ids(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    docs = [
+        Document(id="a", page_content="arch controls", metadata={"n": 1}),
+        Document(page_content="warp core"),
+    ]
+    store = HolodeckQdrantVectorStore.from_documents(docs, embeddings, location=":memory:")
+    assert isinstance(store, HolodeckQdrantVectorStore)
+    assert [(d.id, d.metadata) for d in store.get_by_ids(["a"])] == [("a", {"n": 1})]
+    assert len(list(store.iter_documents())) == 2
+    on_disk = await HolodeckQdrantVectorStore.afrom_texts(
+        ["replicator tea"], embeddings, ids=["t"], path=str(tmp_path / "q"), collection_name="c"
+    )
+    assert [d.page_content for d in on_disk.get_by_ids(["t"])] == ["replicator tea"]
+    on_disk.client.close()
+    with pytest.raises(ValueError, match="needs a client, or exactly one of location"):
+        HolodeckQdrantVectorStore.from_texts(["x"], embeddings)
+    with pytest.raises(ValueError, match=r"got client=None, location=':memory:', url='http"):
+        HolodeckQdrantVectorStore.from_texts(
+            ["x"], embeddings, location=":memory:", url="http://localhost:6333"
+        )
+
+
 def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     store.add_documents(
@@ -239,6 +263,7 @@ def test_a_mapping_filter_means_what_it_means_on_the_in_memory_store(
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     assert store.similarity_search("x") == []
+    assert store.max_marginal_relevance_search("x") == []
     assert store.native_hybrid_search("x") == []
     assert store.get_by_ids(["a"]) == []
     assert list(store.iter_documents()) == []
