@@ -382,6 +382,15 @@ class RerankRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    def _check_k(self, k: int | None) -> int:
+        """The per-call ``k`` (default ``self.k``), checked before it sizes the candidates."""
+        if k is None:
+            return self.k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            msg = f"k must be a positive integer, got {k!r}."
+            raise ValueError(msg)
+        return k
+
     def _candidate_kwargs(self, k: int) -> dict[str, int]:
         fetch_k = max(self.fetch_k, k) if self.fetch_k is not None else 3 * k
         return {"k": fetch_k} if _accepts_k(self.retriever) else {}
@@ -418,7 +427,7 @@ class RerankRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        k = self.k if k is None else k
+        k = self._check_k(k)
         candidates = self.retriever.invoke(
             query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
         )
@@ -432,7 +441,7 @@ class RerankRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        k = self.k if k is None else k
+        k = self._check_k(k)
         candidates = await self.retriever.ainvoke(
             query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
         )
