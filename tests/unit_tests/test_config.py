@@ -253,7 +253,14 @@ RULES = [
     (
         vectorstore(reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}", "x": 1}),
         "tools[0].reranker.x",
-        "unknown key; allowed keys: provider, api_key, model",
+        "unknown key; allowed keys: provider, api_key, model, base_url",
+    ),
+    (
+        vectorstore(
+            reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}", "base_url": "gw:80"}
+        ),
+        "tools[0].reranker.base_url",
+        "http:// or https://",
     ),
     (
         vectorstore(reranker={"provider": "vllm", "url": "ftp://host", "model": "m"}),
