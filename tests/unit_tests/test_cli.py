@@ -6,6 +6,7 @@ search tests; the rest never embeds anything.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -541,6 +542,22 @@ def test_help_exits_zero(capsys: pytest.CaptureFixture[str], command: list[str])
     code, out, _ = run(capsys, *command, "--help")
     assert code == 0
     assert out.startswith(" ".join(["usage: holodeck-rag", *command]))
+
+
+def test_every_option_in_help_says_what_it_does_and_its_default() -> None:
+    from langchain_holodeck.cli.main import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, command in {"": parser, **commands}.items():
+        for action in command._actions:
+            if not action.option_strings or action.help == argparse.SUPPRESS:
+                continue
+            option = f"{name} {action.option_strings[-1]}"
+            assert len(action.help or "") > 10, option
+            shown = action.default not in (None, False, argparse.SUPPRESS)
+            if shown and not isinstance(action, argparse._VersionAction):
+                assert "default" in action.help, option
 
 
 def test_usage_error_exits_two(capsys: pytest.CaptureFixture[str]) -> None:

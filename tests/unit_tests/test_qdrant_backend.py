@@ -512,3 +512,13 @@ def test_a_qdrant_path_held_by_another_process_is_named_as_such(
             backend.open_store(embeddings)
     finally:
         holder.communicate(input="", timeout=30)
+
+
+def test_the_docstring_example_prints_what_it_says() -> None:
+    store = HolodeckQdrantVectorStore(
+        QdrantClient(location=":memory:"), "docs", HashingEmbeddings()
+    )
+    store.add_documents([Document(id="a", page_content="arch controls")])
+    [hit] = store.native_hybrid_search("arch controls", k=1, fetch_k=10)
+    shown = f"score={hit.score:.4f}, similarity={hit.similarity:.1f})]"
+    assert shown in str(HolodeckQdrantVectorStore.__doc__)

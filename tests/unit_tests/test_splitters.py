@@ -347,3 +347,10 @@ def test_rows_without_a_separator_are_not_a_table_header() -> None:
     assert len(docs) > 3
     assert all("table_header" not in d.metadata for d in docs)
     assert "\n".join(d.page_content for d in docs) == text
+
+
+def test_the_docstring_example_prints_what_it_says(act_text: str) -> None:
+    act = Document(page_content=act_text, metadata={"source_path": "holodeck_act.md"})
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=800).split_documents([act])
+    shown = [c.metadata["section_id"] for c in chunks][-3:]
+    assert f"# -> {shown}" in str(StructuredMarkdownSplitter.__doc__)
