@@ -121,6 +121,9 @@ class MatrixVectorStore(VectorStore):
     new_documents: ClassVar[tuple[str, ...]] = ("get_by_ids", "aget_by_ids")
     """The reads that build new ``Document`` objects on every call: a caller owns what they
     return (``contracts.returns_new_documents``)."""
+    in_process: ClassVar[bool] = True
+    """Searches are CPU work in this process (no I/O): an async caller runs its id searches
+    on the event loop rather than handing them to a thread (``contracts.IdVectorSearch``)."""
 
     def __init__(
         self,
