@@ -190,7 +190,8 @@ async def measure(queries: list[str], source: Path, store: Path):  # type: ignor
             cpu0 = {name: _cpu_of(pid) for name, pid in pids.items()}
             cpu0["bench"] = time.process_time()
             paths = ["in-process", "stdio", "http"]
-            for n, query in enumerate([*queries[:10], *queries]):
+            warm_up = queries[:10]
+            for n, query in enumerate([*warm_up, *queries]):
                 elapsed: dict[str, float] = {}
                 texts: dict[str, str] = {}
                 for name in paths[n % 3 :] + paths[: n % 3]:  # each path first in turn
@@ -206,7 +207,7 @@ async def measure(queries: list[str], source: Path, store: Path):  # type: ignor
                     if text != texts["in-process"]:
                         msg = f"{name} answered differently for {query!r}: {text[:200]!r}"
                         raise RuntimeError(msg)
-                if n >= 10:  # the first 10 warm up
+                if n >= len(warm_up):  # the first 10 (or all, when fewer) warm up
                     for name, seconds in elapsed.items():
                         times[name].append(seconds * 1000)
             cpu["bench (the MCP clients)"] = time.process_time() - cpu0["bench"]
