@@ -1066,3 +1066,26 @@ def test_config_reference_shows_defaults_and_rules() -> None:
     assert "| `top_k` | integer | `10` | 1..100 |" in text
     assert "required when rerank is true" in text
     assert "`HNSW` or `FLAT`" in text
+
+
+def test_example_agent_yaml_comments_every_option_of_its_tools() -> None:
+    """Its first line promises 'every tool type ..., each option commented'."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    _, vector_block, legal_block = text.split("\n  - type: ")
+    legal_block = legal_block.split("--- Tool selection")[0]
+    blocks = [
+        (VectorStoreToolConfig, vector_block),
+        (RedisDatabaseConfig, vector_block),
+        (VLLMRerankerConfig, vector_block),
+        (HierarchicalDocumentToolConfig, legal_block),
+        (ContextModelConfig, legal_block),
+        (CohereRerankerConfig, legal_block),
+        (OpenSearchKeywordIndexConfig, legal_block),
+    ]
+    missing = [
+        f"{model.__name__}.{name}"
+        for model, block in blocks
+        for name in model.model_fields
+        if name != "type" and not re.search(rf"\b{name}\b", block)
+    ]
+    assert missing == []
