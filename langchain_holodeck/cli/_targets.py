@@ -249,13 +249,20 @@ def mark_store_changed(store: Path) -> None:
         logger.debug("%s not rewritten: %s", path, error)
 
 
-def read_manifest(store: Path) -> Manifest:
+def read_manifest(store: Path, *, or_else: str = "--config AGENT_YAML") -> Manifest:
+    """What the last ``ingest`` into ``store`` recorded; ``or_else`` names the other way in.
+
+    Raises:
+        HolodeckError: When nothing was ingested into ``store`` (the message ends with
+            ``or_else``: ``--config AGENT_YAML`` for ``search``, an ``AGENT_YAML`` argument
+            for ``chat`` and ``serve``), or its manifest cannot be read.
+    """
     path = store / MANIFEST_NAME
     if not path.is_file():
         msg = (
             f"nothing ingested in {store} yet ({path} not found); run "
             "`holodeck-rag ingest SOURCE` first, pass the --store DIR you ingested into, "
-            "or --config AGENT_YAML."
+            f"or {or_else}."
         )
         raise HolodeckError(msg)
     try:

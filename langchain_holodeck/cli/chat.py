@@ -98,6 +98,9 @@ def positive_int(text: str) -> int:
 
 
 # -- the tools of a session -------------------------------------------------------------------
+_OR_AGENT_YAML = "name an agent.yaml: holodeck-rag chat AGENT_YAML"
+
+
 def session_tools(
     agent: AgentConfig | None,
     agent_yaml: Path | None,
@@ -108,7 +111,7 @@ def session_tools(
 ) -> list[_DocumentTool]:
     """Build and initialize the tools of ``agent`` (or of the last ingest into ``store``)."""
     if agent is None or agent_yaml is None:
-        targets = [target_from_manifest(read_manifest(store))]
+        targets = [target_from_manifest(read_manifest(store, or_else=_OR_AGENT_YAML))]
     else:
         targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
     tools = []

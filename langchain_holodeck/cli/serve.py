@@ -300,7 +300,8 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
 
     def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
         def build() -> _DocumentTool:
-            target = fixed or target_from_manifest(read_manifest(store))
+            or_else = "name an agent.yaml: holodeck-rag serve AGENT_YAML"
+            target = fixed or target_from_manifest(read_manifest(store, or_else=or_else))
             setting = (target.config.embedding_model, target.config.long_text)
             if setting not in models:
                 models[setting] = resolve_embeddings(setting[0], long_text=setting[1])

@@ -404,3 +404,17 @@ def test_a_client_leaving_is_no_error_in_the_servers_log(
             except Exception:
                 streams.exception("Error in standalone SSE writer")
     assert [r.levelname for r in caplog.records] == ["DEBUG", "ERROR"]
+
+
+@pytest.mark.parametrize("command", ["serve", "chat"])
+def test_nothing_ingested_names_the_agent_yaml_argument_this_command_takes(
+    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    if command == "serve":
+        pytest.importorskip("mcp")
+    code = main(["--store", str(tmp_path), command])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err.startswith("error: nothing ingested in ")
+    assert f"holodeck-rag {command} AGENT_YAML" in captured.err
+    assert "--config" not in captured.err  # chat and serve have no --config
