@@ -374,7 +374,13 @@ def _store_dir(text: str) -> Path:
     if not text.strip():
         msg = f"must name a directory (default: {DEFAULT_STORE}), got {text!r}"
         raise argparse.ArgumentTypeError(msg)
-    return Path(text)
+    path = Path(text)
+    existing = next((p for p in (path, *path.parents) if p.exists()), path)
+    if existing.exists() and not existing.is_dir():  # else ingest embeds all, then cannot save
+        which = "which" if existing == path else f"but {str(existing)!r}"
+        msg = f"must name a directory (created when missing), got {text!r}, {which} is a file"
+        raise argparse.ArgumentTypeError(msg)
+    return path
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
