@@ -224,6 +224,18 @@ def test_test_command_without_tests_is_an_error(
     assert "has no tests: section" in err
 
 
+def test_test_command_given_a_directory_says_so(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    (workdir / "agents").mkdir()
+    code, out, err = run(capsys, "test", str(workdir / "agents"))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: AGENT_YAML {str(workdir / 'agents')!r} is a directory; "
+        "pass the agent.yaml with the tests.\n"
+    )
+
+
 def test_a_case_must_name_a_known_tool_and_expect_something(workdir: Path) -> None:
     unknown = write_agent(workdir / "a1.yaml", "tests: [{query: q, source: a.md, tool: nope}]\n")
     with pytest.raises(ConfigError, match=r"tests\[0\]\.tool is 'nope'"):
