@@ -22,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
-from langchain_holodeck.tools.document import SearchInput
+from langchain_holodeck.tools.document import SearchInput, undecoded_byte
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import MCPServer as _SDKServer
@@ -80,7 +80,11 @@ def bad_arguments(error: ValidationError) -> str:
 def _argument_problem(name: str, detail: Any) -> str:
     if name == "query" and detail["type"] == "missing":
         return "query is required: pass the words to look for, e.g. 'revoke a token'."
-    got = _shown(detail.get("input"))
+    value = detail.get("input")
+    where = undecoded_byte(value) if isinstance(value, str) else None
+    if name == "query" and where is not None:  # pydantic: 'unable to parse raw data as unicode'
+        return f"query is not UTF-8 text ({where}); send the words as UTF-8."
+    got = _shown(value)
     if name == "query":
         return f"query must be a string of at most {MAX_QUERY_CHARS} characters, got {got}."
     if name == "top_k":
@@ -97,8 +101,11 @@ def _shown(value: object) -> str:
         return f"a string of {len(value)} characters"
     try:
         text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")  # a lone surrogate would make the whole answer unsendable
+    except UnicodeEncodeError:
+        text = json.dumps(value)
     except (TypeError, ValueError):
-        text = repr(value)
+        text = ascii(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 

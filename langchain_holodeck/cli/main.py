@@ -513,11 +513,19 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
+    from langchain_holodeck.tools.document import (
+        HierarchicalDocumentTool,
+        has_search_terms,
+        undecoded_byte,
+    )
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    where = undecoded_byte(query)
+    if where is not None:
+        msg = f"QUERY is not UTF-8 text ({where}); set the terminal's encoding to UTF-8."
         raise HolodeckError(msg)
     if not has_search_terms(query):
         msg = (
