@@ -225,10 +225,24 @@ def run_stdio(server: Any) -> None:
     sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
     try:
         anyio.run(server.run_stdio_async)
+    except Exception as error:
+        if not _only_closed_streams(error):
+            raise
+        # the client closed stdin while the server still answered (an error notification for
+        # its last, malformed message): the SDK's task groups raised ClosedResourceError
+        logger.debug("the stdio client left while the server was answering", exc_info=True)
     finally:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout = saved
+
+
+def _only_closed_streams(error: BaseException) -> bool:
+    """Whether ``error`` (an exception group or not) holds only closed or broken streams."""
+    inner = getattr(error, "exceptions", None)  # an ExceptionGroup (the backport on 3.10)
+    if isinstance(inner, Sequence) and inner:
+        return all(_only_closed_streams(e) for e in inner)
+    return isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError))
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -288,6 +288,33 @@ def test_no_results_above_the_threshold_says_it_as_search_does(
     assert [c["text"] for c in result["content"]] == [printed]
 
 
+def test_a_stdio_client_leaving_after_malformed_messages_ends_without_a_traceback(
+    ingested: Path,
+) -> None:
+    """Malformed lines, then end of input: the SDK was still sending the error notification
+    for the last one when stdin closed, and serve died with an ExceptionGroup traceback of
+    anyio.ClosedResourceError (exit 1)."""
+    pytest.importorskip("mcp")
+    argv = ["--store", str(ingested), "serve"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
+        ],
+        input=b'garbage\n{"jsonrpc": "2.0"}\n\xff\xfe\n',
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=ingested.parent,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+    )
+    err = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err
+    assert done.returncode == 0, err
+    assert err.splitlines()[1] == "serving 1 tool(s) over stdio"
+
+
 def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
     pytest.importorskip("mcp")
     argv = ["--store", str(ingested), "serve", "--transport", "http", "--port", "0"]
