@@ -100,11 +100,11 @@ class SearchWeights(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    semantic: float = Field(default=DEFAULT_WEIGHTS[0], ge=0)
+    semantic: float = Field(default=DEFAULT_WEIGHTS[0], ge=0, allow_inf_nan=False)
     """Weight of the dense (embedding) ranking (0.7 / 0.3: best on the tuning sets)."""
-    keyword: float = Field(default=DEFAULT_WEIGHTS[1], ge=0)
+    keyword: float = Field(default=DEFAULT_WEIGHTS[1], ge=0, allow_inf_nan=False)
     """Weight of the keyword (BM25) ranking."""
-    exact: float = Field(default=DEFAULT_WEIGHTS[2], ge=0)
+    exact: float = Field(default=DEFAULT_WEIGHTS[2], ge=0, allow_inf_nan=False)
     """Weight of the exact-match ranking (section numbers, quoted phrases)."""
 
     @model_validator(mode="after")

@@ -330,6 +330,11 @@ RULES = [
     ),
     (hierarchical(top_k=101), "tools[0].top_k", "must be <= 100, got 101"),
     (hierarchical(context_timeout=0), "tools[0].context_timeout", "must be > 0, got 0"),
+    (  # .inf passed the config, then HybridRetriever refused it with a traceback
+        hierarchical(search_weights={"semantic": float("inf")}),
+        "tools[0].search_weights.semantic",
+        "must be a finite number, got inf",
+    ),
     (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
     (hierarchical(context_timeout="soon"), "tools[0].context_timeout", "got 'soon'"),
     (
