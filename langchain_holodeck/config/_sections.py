@@ -63,7 +63,7 @@ class VLLMRerankerConfig(BaseModel):
     """Base URL of the server, e.g. ``http://localhost:8000``."""
     model: str = Field(min_length=1)
     """Model name the server serves, e.g. ``BAAI/bge-reranker-v2-m3``."""
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _url_is_http = field_validator("url")(check_http_url)
