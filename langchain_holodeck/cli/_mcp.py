@@ -59,9 +59,11 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     with pydantic's multi-line report (``1 validation error for kbArguments`` ...).
     """
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], *args: Any) -> Any:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
         try:
-            return await super().call_tool(name, arguments, *args)
+            return await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
