@@ -174,6 +174,12 @@ async def test_empty_query_is_rejected(tool: VectorStoreTool, query: str) -> Non
     [
         ("", "Search query cannot be empty"),
         ("?!", "Search query has no letters or digits, got '?!'; ask with words, "),
+        # bytes that were not UTF-8: the dense leg failed on them (a WARNING) and the
+        # keyword leg alone answered
+        (
+            "caf\udce9 tokens",
+            "Search query is not UTF-8 text (byte 0xe9 at character 3); send the words as UTF-8.",
+        ),
     ],
 )
 async def test_agent_tool_answers_an_invalid_query_with_a_tool_error(
