@@ -64,6 +64,8 @@ def pipeline_fingerprint(
     table_limit = getattr(splitter, "_table_limit", None)  # StructuredMarkdownSplitter's
     if table_limit is not None:  # tables cut with their header repeated (none: as before)
         parts.append(f"tables={table_limit}")
+    if getattr(splitter, "reads_rst", False):  # .rst titles read (none: as Markdown, before)
+        parts.append("rst")
     if code_splitter is not None:
         parts += [
             "code",

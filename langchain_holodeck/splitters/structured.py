@@ -7,13 +7,13 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
 from langchain_holodeck._defaults import DEFAULT_TABLE_CHUNK_TOKENS
-from langchain_holodeck._sections import Section, find_section_refs, parse_sections
+from langchain_holodeck._sections import Markup, Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
 from langchain_holodeck.splitters._markdown import Packer, table_runs
@@ -109,7 +109,10 @@ class StructuredMarkdownSplitter(TextSplitter):
     boundaries. Fenced code blocks and tables are only cut when they alone exceed the limit.
     Sections are never merged, so each chunk's ``section_id`` is exact. Text without headings
     is packed by paragraphs, then sentences. The heading grammar and id rules are those of
-    ``parse_sections``.
+    ``parse_sections``; a document whose ``file_type`` metadata is ``rst`` (``SourceLoader``
+    sets it) is read as reStructuredText (``markup="rst"``: underlined titles, no code fences,
+    and an indented block, such as a code block or a directive's body, stays with the line
+    introducing it unless together they exceed the limit).
 
     Nothing is lost: chunk texts are ``text[start:end].strip()`` for spans that tile the input,
     so the chunks appear in order in the text with only whitespace between them (chunks are
@@ -160,6 +163,10 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
+    reads_rst: ClassVar[bool] = True
+    """Reads a ``file_type == "rst"`` document as reStructuredText. Part of the ingestion
+    fingerprint: a store split before reStructuredText titles were read re-splits its files."""
+
     def __init__(
         self,
         *,
@@ -208,7 +215,8 @@ class StructuredMarkdownSplitter(TextSplitter):
         metadatas = check_metadatas(texts, metadatas)
         documents: list[Document] = []
         for text, meta in zip(texts, metadatas, strict=True):
-            for index, chunk in enumerate(self._chunks(text)):
+            markup: Markup = "rst" if meta.get("file_type") == "rst" else "markdown"
+            for index, chunk in enumerate(self._chunks(text, markup)):
                 metadata = {**copy.deepcopy(meta), **self._structure(chunk), "chunk_index": index}
                 if chunk.header:
                     metadata[TABLE_HEADER] = chunk.header
@@ -217,11 +225,13 @@ class StructuredMarkdownSplitter(TextSplitter):
                 documents.append(Document(page_content=chunk.content, metadata=metadata))
         return documents
 
-    def _chunks(self, text: str) -> list[_Chunk]:
-        sections = parse_sections(text, max_level=self._max_level, subclauses=self._subclauses)
+    def _chunks(self, text: str, markup: Markup = "markdown") -> list[_Chunk]:
+        sections = parse_sections(
+            text, max_level=self._max_level, subclauses=self._subclauses, markup=markup
+        )
         if not sections:
             sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
-        packer = Packer(self._length_function, self._chunk_size, self._table_limit)
+        packer = Packer(self._length_function, self._chunk_size, self._table_limit, markup=markup)
         tables = [
             (body, end, text[start:body].strip())
             for start, body, end in table_runs(text)
