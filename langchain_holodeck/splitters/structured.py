@@ -163,9 +163,9 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
-    reads_rst: ClassVar[bool] = True
-    """Reads a ``file_type == "rst"`` document as reStructuredText. Part of the ingestion
-    fingerprint: a store split before reStructuredText titles were read re-splits its files."""
+    revision: ClassVar[int] = 1
+    """Raised when the same settings split some text differently (1: reStructuredText read as
+    such). Part of the ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
         self,
