@@ -12,12 +12,14 @@ from typing import Any, ClassVar
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
+from langchain_holodeck._chunk import SYMBOLS
 from langchain_holodeck._defaults import DEFAULT_TABLE_CHUNK_TOKENS
 from langchain_holodeck._sections import Markup, Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
 from langchain_holodeck.splitters._markdown import Packer, table_runs
 from langchain_holodeck.splitters._metadatas import check_metadatas
+from langchain_holodeck.splitters._rst import object_names
 
 __all__ = [
     "ChunkIndexedTextSplitter",
@@ -137,7 +139,10 @@ class StructuredMarkdownSplitter(TextSplitter):
         else ``content``), ``cross_references`` (list of section ids, see
         ``find_section_refs``), ``defined_terms`` (list of terms defined in the chunk),
         ``table_header`` (only on a cut table's later pieces: the header repeated before the
-        span), and ``start_index`` (of the span) when ``add_start_index=True``.
+        span), ``symbols`` (only on a reStructuredText chunk describing objects: their names,
+        ``.. py:data:: MAX_CONTENT_LENGTH`` gives ``MAX_CONTENT_LENGTH``, so the exact leg
+        finds them as it finds code definitions), and ``start_index`` (of the span) when
+        ``add_start_index=True``.
 
     Key init args:
         max_chunk_tokens: Maximum chunk length (alias ``chunk_size``), measured by
@@ -165,7 +170,8 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     revision: ClassVar[int] = 1
     """Raised when the same settings split some text differently (1: reStructuredText read as
-    such). Part of the ingestion fingerprint: a store split before re-splits its files once."""
+    such, its titles, blocks and object names). Part of the ingestion fingerprint: a store
+    split before re-splits its files once."""
 
     def __init__(
         self,
@@ -218,6 +224,9 @@ class StructuredMarkdownSplitter(TextSplitter):
             markup: Markup = "rst" if meta.get("file_type") == "rst" else "markdown"
             for index, chunk in enumerate(self._chunks(text, markup)):
                 metadata = {**copy.deepcopy(meta), **self._structure(chunk), "chunk_index": index}
+                names = object_names(chunk.text) if markup == "rst" else []
+                if names:  # Sphinx object descriptions: found by name, like code's symbols
+                    metadata[SYMBOLS] = names
                 if chunk.header:
                     metadata[TABLE_HEADER] = chunk.header
                 if self._add_start_index:

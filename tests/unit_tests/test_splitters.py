@@ -4,6 +4,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_holodeck._tokens import count_tokens
+from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.splitters import ChunkIndexedTextSplitter, default_text_splitter
 
 
@@ -402,3 +403,19 @@ def test_a_markdown_file_is_not_read_as_rst() -> None:
     doc = Document(page_content=text, metadata={"file_type": "md"})
     docs = StructuredMarkdownSplitter().split_documents([doc])
     assert [d.metadata["heading"] for d in docs] == [""]
+
+
+def test_rst_object_descriptions_are_symbols_the_exact_leg_finds() -> None:
+    text = (
+        "Configuration\n=============\n\n.. py:data:: MAX_CONTENT_LENGTH\n\n"
+        "    The maximum number of bytes read from the request body.\n\n"
+        "Helpers\n=======\n\n.. autofunction:: url_for\n\nMAX_CONTENT_LENGTH is mentioned here.\n"
+    )
+    docs = StructuredMarkdownSplitter().split_documents([_rst_doc(text)])
+    assert [d.metadata.get("symbols") for d in docs] == [["MAX_CONTENT_LENGTH"], ["url_for"]]
+    index = ExactMatchIndex()
+    index.upsert([d.model_copy(update={"id": f"c{i}"}) for i, d in enumerate(docs)])
+    # before, a query naming a config key found no definition: only chunks mentioning it
+    assert [hit.id for hit in index.search("MAX_CONTENT_LENGTH", k=3)] == ["c0"]
+    plain = StructuredMarkdownSplitter().split_documents([Document(page_content=text)])
+    assert all("symbols" not in d.metadata for d in plain)  # Markdown: unchanged
