@@ -28,9 +28,9 @@ the keyword and bare numbered headings: a one-line title at the start of a line,
 (and optionally overlined) with a repeated punctuation character (``=``, ``-``, ``~``, `````,
 ``^``, ...), the underline at least 3 characters long and as long as the title or 4. Levels
 follow the order in which the adornment styles first appear, as in docutils. There are no code
-fences (indented literal blocks cannot hold a title) and no ATX headings. The explicit markup
-lines directly above a title (``.. _label:`` targets, directives without a body such as
-``.. currentmodule:: x``, fields such as ``:orphan:``) belong to its section. Sub-clauses are
+fences (indented literal blocks cannot hold a title) and no ATX headings. The ``.. _label:``
+targets directly above a title belong to its section, and so does the explicit markup that
+starts the text (``.. currentmodule:: x``, ``:orphan:``). Sub-clauses are
 recognized as in Markdown.
 
 Section ids: the number of a Section/§/Article/Clause or bare numbered heading (``7``, ``4.2``,
@@ -305,6 +305,8 @@ _ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*" + _ATTR + r"(?:[ \t]+" + _ATTR + r"
 ``## Steps { #steps }``, ``{#id .class}``, ``{: #id }``. Not part of the title."""
 _RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1*[ \t]*$")
 """A reStructuredText title adornment: one ASCII punctuation character repeated."""
+_RST_TARGET = re.compile(r"^\.\.[ \t]+_[^:`]+:[ \t]*$")
+"""An internal hyperlink target, ``.. _label:``: it names the title below it."""
 _RST_MARKUP = re.compile(r"^(?:\.\.[ \t]+(?:_[^:`]+:[ \t]*$|[\w:-]+::)|:[\w-]+:(?:\s|$))")
 """A line of explicit markup that introduces what follows: an internal target (``.. _label:``,
 not an external ``.. _name: https://...``), a directive (``.. currentmodule:: x``) or a field
@@ -455,13 +457,19 @@ def _rst_title(lines: list[str], i: int) -> tuple[str, tuple[str, bool], int] | 
 def _rst_markup_above(lines: list[str], i: int) -> int:
     """First line of the explicit markup run (``.. _label:``) directly above line ``i``.
 
-    Only blank lines and markup lines may lie between it and line ``i``, and it must follow a
-    blank line or start the text (markup glued to a paragraph is that paragraph's). ``i``
-    when there is none.
+    Only blank lines and markup lines may lie between it and line ``i``: any markup when it
+    starts the text (``.. currentmodule:: x``, ``:orphan:``), else only internal targets (a
+    directive there, ``.. autofunction:: f``, is the text above's). It must follow a blank
+    line or start the text (markup glued to a paragraph is that paragraph's). ``i`` when
+    there is none.
     """
     j = i - 1
     while j >= 0 and (not lines[j].strip() or _RST_MARKUP.match(lines[j])):
         j -= 1
+    if j >= 0:
+        j = i - 1
+        while j >= 0 and (not lines[j].strip() or _RST_TARGET.match(lines[j])):
+            j -= 1
     k = j + 1
     if j >= 0:
         while k < i and lines[k].strip():

@@ -332,3 +332,19 @@ def test_markdown_is_the_default_and_rst_is_opt_in() -> None:
 def test_markup_must_be_markdown_or_rst() -> None:
     with pytest.raises(ValueError, match="got 'rest'"):
         parse_sections("x", markup="rest")  # type: ignore[arg-type]  # the error path
+
+
+def test_rst_directives_above_a_title_mid_text_stay_with_the_text_above() -> None:
+    # API pages list ``.. autofunction::`` lines under a title: they were taken by the next one
+    text = (
+        "Useful Functions\n----------------\n\n.. autofunction:: url_for\n\n"
+        "Message Flashing\n----------------\n\n.. autofunction:: flash\n\n"
+        ".. _json:\n\nJSON Support\n------------\n\nText.\n"
+    )
+    sections = parse_sections(text, markup="rst")
+    assert [text[s.start : s.end].split("\n")[0] for s in sections] == [
+        "Useful Functions",
+        "Message Flashing",
+        ".. _json:",
+    ]
+    assert ".. autofunction:: flash" in text[sections[1].start : sections[1].end]

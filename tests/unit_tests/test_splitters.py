@@ -409,9 +409,12 @@ def test_rst_object_descriptions_are_symbols_the_exact_leg_finds() -> None:
     text = (
         "Configuration\n=============\n\n.. py:data:: MAX_CONTENT_LENGTH\n\n"
         "    The maximum number of bytes read from the request body.\n\n"
-        "Helpers\n=======\n\n.. autofunction:: url_for\n\nMAX_CONTENT_LENGTH is mentioned here.\n"
+        "Helpers\n=======\n\n.. function:: url_for\n\n    Builds a URL.\n\n"
+        ".. autofunction:: redirect\n\n.. data:: g\n   :noindex:\n\n   Said elsewhere.\n\n"
+        "MAX_CONTENT_LENGTH is mentioned here.\n"
     )
     docs = StructuredMarkdownSplitter().split_documents([_rst_doc(text)])
+    # autodoc's text is in the code; a :noindex: description repeats one made elsewhere
     assert [d.metadata.get("symbols") for d in docs] == [["MAX_CONTENT_LENGTH"], ["url_for"]]
     index = ExactMatchIndex()
     index.upsert([d.model_copy(update={"id": f"c{i}"}) for i, d in enumerate(docs)])
