@@ -88,11 +88,18 @@ def _py_decorated(indent: str, definition: str) -> str:
     return r"\n" + decorators + r"(?=" + indent + definition + r")"
 
 
+_PY_METHOD = _py_decorated(r"[ \t]+", _PY_DEFINITION)
+"""Cuts a class at its methods (at any indentation: LangChain's cut only at tab-indented
+ones). Only a class is cut so: a function keeps its nested functions with its own body."""
+_PY_CLASS_START = re.compile(
+    rf"\s*(?:@[^\n]*\n(?:[ \t)\]}}][^\n]*\n)*){{0,{_PY_DECORATORS}}}class[ \t]"
+)
+
 _SEPARATORS: dict[str, list[str]] = {
     "python": [
         _py_decorated("", r"class[ \t]"),
         _py_decorated("", r"(?:async[ \t]+)?def[ \t]"),
-        _py_decorated(r"[ \t]+", _PY_DEFINITION),
+        _PY_METHOD,
         r"\n\n",
         r"\n",
         " ",
@@ -395,6 +402,13 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
                     metadata["start_index"] = start
                 out.append(Document(page_content=chunk, metadata=metadata))
         return out
+
+    def _split_text(self, text: str, separators: list[str]) -> list[str]:
+        if _PY_METHOD in separators and not _PY_CLASS_START.match(text):
+            earlier = separators[: separators.index(_PY_METHOD)]
+            if not any(re.search(s, text) for s in earlier):  # the methods' cut is next
+                separators = [s for s in separators if s != _PY_METHOD]  # not a class: none
+        return super()._split_text(text, separators)
 
     def _pieces(self, text: str, language: str) -> list[tuple[int, str]]:
         """(offset, text) of each chunk: split with the language's separators."""

@@ -180,6 +180,23 @@ def test_python_chunks_keep_decorators_and_cut_at_four_space_methods() -> None:
     )
 
 
+def test_a_function_is_not_cut_at_its_nested_functions() -> None:
+    # only a class is cut at its (indented) definitions: a function keeps a nested function
+    # with the body around it, cut at blank lines as before
+    code = (
+        "def outer(values):\n    total = sum(values)\n    count = len(values)\n\n"
+        "    mean = total / count\n    def spread(value):\n        return abs(value - mean)\n\n"
+        "    return max(spread(v) for v in values)\n"
+    )
+    doc = Document(page_content=code, metadata={"file_type": "py"})
+    chunks = SourceCodeSplitter(chunk_size=30).split_documents([doc])
+    assert [c.page_content.splitlines()[0] for c in chunks] == [
+        "def outer(values):",
+        "mean = total / count",
+        "return max(spread(v) for v in values)",
+    ]
+
+
 def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:
     (tmp_path / "shift.py").write_text(PYTHON, encoding="utf-8")
     (tmp_path / "notes.md").write_text("# Notes\n\nShifts rotate weekly.\n", encoding="utf-8")
