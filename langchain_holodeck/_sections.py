@@ -311,6 +311,8 @@ _RST_MARKUP = re.compile(r"^(?:\.\.[ \t]+(?:_[^:`]+:[ \t]*$|[\w:-]+::)|:[\w-]+:(
 """A line of explicit markup that introduces what follows: an internal target (``.. _label:``,
 not an external ``.. _name: https://...``), a directive (``.. currentmodule:: x``) or a field
 (``:orphan:``), at the start of a line."""
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+"""An inline link or image, ``[text](url "title")``: its text stays in a heading's title."""
 _KEYWORD_HEADING = re.compile(r"^ {0,3}" + _KW + r"\s*" + _NUM + _LABELS + r"(?P<rest>.*)$")
 _BARE_HEADING = re.compile(
     r"^ {0,3}(?P<num>\d{1,3}(?:\.\d{1,3})*)(?P<dot>\.?)[ \t]+(?P<rest>\S.*)$"
@@ -422,6 +424,14 @@ def _run_in_title(rest: str) -> int:
     if match is None or not _title_ok(rest[: match.start()], strict=True):
         return 0
     return match.end()
+
+
+def _plain_title(text: str) -> str:
+    """A Markdown heading's title: no attribute list, a link or image as its text only.
+
+    ``#### [asgi-csrf](https://github.com/simonw/asgi-csrf)`` is titled ``asgi-csrf``.
+    """
+    return _LINK.sub(r"\1", _ATTRIBUTES.sub("", text)).strip()
 
 
 def _rst_adornment(line: str) -> str | None:
@@ -617,7 +627,7 @@ def parse_sections(
             )
             head_start = offsets[_rst_markup_above(lines, i)]
         elif atx:
-            title = _ATTRIBUTES.sub("", atx["title"] or "").strip()
+            title = _plain_title(atx["title"] or "")
             level = len(atx["hashes"])
             candidate = _Candidate(
                 level, title, _id_from_title(title), offsets[i + 1], markdown_level=level
@@ -630,7 +640,7 @@ def parse_sections(
             and not _NOT_PARAGRAPH.match(line)
             and not _LIST_ITEM.match(line)
         ):
-            title = _ATTRIBUTES.sub("", line).strip()
+            title = _plain_title(line)
             level = 1 if next_line.lstrip().startswith("=") else 2
             candidate = _Candidate(
                 level, title, _id_from_title(title), offsets[i + 2], markdown_level=level

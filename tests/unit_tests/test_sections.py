@@ -348,3 +348,15 @@ def test_rst_directives_above_a_title_mid_text_stay_with_the_text_above() -> Non
         ".. _json:",
     ]
     assert ".. autofunction:: flash" in text[sections[1].start : sections[1].end]
+
+
+def test_a_linked_heading_is_titled_by_its_link_text() -> None:
+    # the title (heading, parent_chain, the results' "Section:") carried the whole URL
+    text = "## Third party\n\n#### [asgi-csrf](https://github.com/simonw/asgi-csrf)\n\nx\n"
+    text += '\n[Guide](guide.md "The guide")\n-----\n'
+    sections = parse_sections(text)
+    assert [(s.title, s.parent_chain) for s in sections] == [
+        ("Third party", ()),
+        ("asgi-csrf", ("Third party",)),
+        ("Guide", ()),
+    ]
