@@ -163,7 +163,12 @@ def check_native_hybrid_args(*, k: int, fetch_k: int, weights: tuple[float, floa
 
 @runtime_checkable
 class IdVectorSearch(Protocol):
-    """A store that ranks by vector returning ids and relevance scores in [0, 1]."""
+    """A store that ranks by vector returning ids and relevance scores in [0, 1].
+
+    Its methods are blocking: the retriever's async path runs them in a worker thread,
+    unless the store sets a class attribute ``in_process = True`` (searches are CPU work in
+    this process, no I/O), as ``MatrixVectorStore`` does.
+    """
 
     def search_ids_by_vector(
         self, embedding: Sequence[float], k: int, **kwargs: Any

@@ -44,8 +44,12 @@ class CohereRerankerConfig(BaseModel):
     """Cohere API key, from the environment (``${COHERE_API_KEY}``)."""
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Cohere rerank model; any name is accepted, for future models."""
+    base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
+    environment (as Cohere's own client reads it), else Cohere's API."""
 
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
+    _base_url_is_http = field_validator("base_url")(check_http_url)
 
 
 class VLLMRerankerConfig(BaseModel):

@@ -120,8 +120,9 @@ class CachedEmbeddings(Embeddings):
             return self.underlying.embed_query(text)
         key = self.key(text)
         (hit,) = self.store.mget([key])
-        if hit is not None:
-            return _decode(hit)
+        cached = _decode_cached(hit)
+        if cached is not None:
+            return cached
         data = np.asarray(self.underlying.embed_query(text), dtype=np.float32).tobytes()
         self.store.mset([(key, data)])
         return _decode(data)
@@ -129,7 +130,15 @@ class CachedEmbeddings(Embeddings):
     async def aembed_query(self, text: str) -> list[float]:
         if not self.cache_queries:
             return await self.underlying.aembed_query(text)
-        return self.embed_query(text)
+        key = self.key(text)
+        (hit,) = await self.store.amget([key])
+        cached = _decode_cached(hit)
+        if cached is not None:
+            return cached
+        vector = await self.underlying.aembed_query(text)
+        data = np.asarray(vector, dtype=np.float32).tobytes()
+        await self.store.amset([(key, data)])
+        return _decode(data)
 
 
 def embedding_model_id(embeddings: Embeddings) -> str:

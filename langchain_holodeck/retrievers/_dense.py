@@ -21,6 +21,7 @@ for twice ``k`` entries, so ``k`` chunks remain after the merge.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -130,7 +131,9 @@ class DenseLeg:
         """Async twin of ``search`` (the store's async methods)."""
         if self.path == "ids":
             vector = await self._embeddings().aembed_query(query)
-            return self._by_vector(vector, k)
+            if getattr(self.store, "in_process", False) is True:  # in memory: no I/O to wait on
+                return self._by_vector(vector, k)
+            return await asyncio.to_thread(self._by_vector, vector, k)  # a blocking client
         fetch = self.entries_for(k)
         if not self._no_relevance:
             try:

@@ -163,8 +163,9 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     Invoke:
         ```python
-        chunks = splitter.split_documents(docs)
-        chunks[3].metadata["section_id"]  # -> '203(a)(1)'
+        [act] = SourceLoader("tests/data/legal/holodeck_act.md").load()
+        chunks = splitter.split_documents([act])
+        [c.metadata["section_id"] for c in chunks][-3:]  # -> ['203(a)', '203(a)(1)', '203(a)(2)']
         ```
     """
 

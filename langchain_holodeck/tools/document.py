@@ -704,6 +704,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             llm,
             concurrency=self._config.context_concurrency,
             max_context_tokens=self._config.context_max_tokens,
+            timeout=self._config.context_timeout,
             cache=self.corpus.cache,  # beside the embeddings: kept across runs, forced ones too
         )
 

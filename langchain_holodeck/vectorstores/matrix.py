@@ -106,7 +106,7 @@ class MatrixVectorStore(VectorStore):
     Search:
         ```python
         store.similarity_search_with_relevance_scores("shift rotation", k=1)
-        # -> [(Document(id='a', ...), 0.83)]
+        # -> [(Document(id='a', ...), 0.64)]  (the default MiniLM)
         store.similarity_search("shift", k=2, filter={"namespace": "kb"})  # metadata values
         store.similarity_search("shift", k=2, filter=lambda d: "rota" in d.page_content)
         ```
@@ -121,6 +121,9 @@ class MatrixVectorStore(VectorStore):
     new_documents: ClassVar[tuple[str, ...]] = ("get_by_ids", "aget_by_ids")
     """The reads that build new ``Document`` objects on every call: a caller owns what they
     return (``contracts.returns_new_documents``)."""
+    in_process: ClassVar[bool] = True
+    """Searches are CPU work in this process (no I/O): an async caller runs its id searches
+    on the event loop rather than handing them to a thread (``contracts.IdVectorSearch``)."""
 
     def __init__(
         self,

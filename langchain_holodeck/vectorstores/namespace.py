@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._scores import clip_unit
@@ -96,6 +97,14 @@ class NamespaceFilteredStore(VectorStore):
                 return [(d, clip_unit(float(s))) for d, s in hits]
 
         return self._filtered(search, k, lambda hit: hit[0])
+
+    async def _asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        # the base class's would ask for a relevance function this view does not have
+        return await run_in_executor(
+            None, self._similarity_search_with_relevance_scores, query, k, **kwargs
+        )
 
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, **kwargs: Any

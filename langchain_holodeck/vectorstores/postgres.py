@@ -675,6 +675,21 @@ class PostgresVectorStore(VectorStore):
         wanted = set(map(str, ids))
         return {i: relevance(float(d)) for i, d in rows if i in wanted}
 
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        if self.vector_dimension is None:
+            return []
+        vector = self.embedding.embed_query(query)
+        return self.max_marginal_relevance_search_by_vector(
+            vector, k, fetch_k, lambda_mult, **kwargs
+        )
+
     def max_marginal_relevance_search_by_vector(
         self,
         embedding: list[float],
@@ -691,7 +706,7 @@ class PostgresVectorStore(VectorStore):
         )
         if not rows:
             return []
-        vectors = np.array([np.asarray(r[3], dtype=np.float32) for r in rows])
+        vectors = np.array([_as_array(r[3]) for r in rows])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         query = np.asarray(embedding, dtype=np.float32)
@@ -871,3 +886,9 @@ def _json_safe(metadata: Mapping[str, Any], doc_id: str) -> dict[str, Any]:
 def _document(doc_id: str, text: str, metadata: Any) -> Document:
     meta = copy_metadata(metadata) if isinstance(metadata, dict) else {}
     return Document(id=doc_id, page_content=text, metadata=meta)
+
+
+def _as_array(stored: Any) -> np.ndarray:
+    """A stored vector as float32 (pgvector 0.4+ reads a ``Vector``, older a numpy array)."""
+    to_numpy = getattr(stored, "to_numpy", None)
+    return np.asarray(to_numpy() if callable(to_numpy) else stored, dtype=np.float32)

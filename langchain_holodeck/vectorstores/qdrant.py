@@ -21,7 +21,7 @@ import threading
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +56,7 @@ __all__ = [
     "SPARSE_VECTOR",
     "BM25SparseEncoder",
     "HolodeckQdrantVectorStore",
+    "as_qdrant_filter",
     "build_qdrant_store",
     "make_client",
     "point_id",
@@ -141,6 +142,8 @@ class HolodeckQdrantVectorStore(_Base):
       the point id is the id itself when it is a UUID, else a UUIDv5 of it) and metadata
       round-trips unchanged (no ``_id`` / ``_collection_name`` keys are added);
     - relevance scores are the cosine similarity clipped to [0, 1], like the other stores;
+    - ``filter`` is a ``qdrant_client.models.Filter`` or, as on the other stores, a mapping
+      of metadata keys to values (``filter={"namespace": "kb"}``; see ``as_qdrant_filter``);
     - the collection is created on the first write (its dimension is the embeddings'), and
       reads before that return nothing.
 
@@ -154,7 +157,7 @@ class HolodeckQdrantVectorStore(_Base):
         store = HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "docs", embeddings)
         store.add_documents([Document(id="a", page_content="arch controls")])
         store.native_hybrid_search("arch controls", k=1, fetch_k=10)
-        # -> [NativeHit(document=Document(id='a', ...), score=0.5, similarity=0.9)]
+        # -> [NativeHit(document=Document(id='a', ...), score=0.0328, similarity=1.0)]
         ```
     """
 
@@ -177,6 +180,58 @@ class HolodeckQdrantVectorStore(_Base):
         )
         self.sparse_encoder = sparse_encoder or BM25SparseEncoder()
         self._exists = False
+
+    @classmethod
+    def from_texts(  # type: ignore[override]  # a client (or where to open one), not its options
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        ids: Sequence[str | None] | None = None,
+        *,
+        client: QdrantClient | None = None,
+        collection_name: str | None = None,
+        location: str | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        **kwargs: Any,
+    ) -> HolodeckQdrantVectorStore:
+        """A new store holding ``texts`` (``from_documents`` comes here with each id).
+
+        Args:
+            texts: The texts to add.
+            embedding: The embeddings of the store.
+            metadatas: One metadata mapping per text.
+            ids: One id per text (``None``: a random one).
+            client: The client to use; else one is opened from ``location`` (such as
+                ``":memory:"``), ``path`` (local mode on disk) or ``url`` (+ ``api_key``).
+            collection_name: Default: a random name.
+            location: See ``client``.
+            path: See ``client``.
+            url: See ``client``.
+            api_key: See ``client``.
+            **kwargs: Passed to ``add_texts`` (``batch_size``).
+
+        Raises:
+            ValueError: When neither ``client`` nor one of ``location``, ``path``, ``url``
+                is given, or ``client`` is given with one of them.
+        """
+        _require_extra()
+        where = {"location": location, "path": path, "url": url}
+        given = [name for name, value in where.items() if value is not None]
+        if (client is None) == (not given) or len(given) > 1:
+            msg = (
+                "from_texts needs a client, or exactly one of location, path and url to open "
+                f"one; got client={'set' if client is not None else None}"
+                f"{''.join(f', {n}={where[n]!r}' for n in given)}."
+            )
+            raise ValueError(msg)
+        if client is None:
+            client = QdrantClient(location=location, path=path, url=url, api_key=api_key)
+        store = cls(client, collection_name or uuid.uuid4().hex, embedding)
+        store.add_texts(texts, metadatas, ids=ids, **kwargs)
+        return store
 
     # -- collection ---------------------------------------------------------------------
     def _collection_ready(self) -> bool:
@@ -207,13 +262,15 @@ class HolodeckQdrantVectorStore(_Base):
         self,
         texts: Iterable[str],
         metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None,
+        ids: Sequence[str | None] | None = None,
         batch_size: int = 64,
         **kwargs: Any,
     ) -> list[str]:
         texts = list(texts)
         metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
-        doc_ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in texts]
+        # an id-less Document beside ones with ids arrives as None: it gets its own id too
+        given = ids if ids is not None else [None] * len(texts)
+        doc_ids = [uuid.uuid4().hex if i is None else str(i) for i in given]
         if not len(texts) == len(metas) == len(doc_ids):
             msg = (
                 f"texts, metadatas and ids must have the same length, got {len(texts)}, "
@@ -302,12 +359,20 @@ class HolodeckQdrantVectorStore(_Base):
         )
 
     def similarity_search(  # type: ignore[override]
-        self, query: str, k: int = 4, filter: models.Filter | None = None, **kwargs: Any
+        self,
+        query: str,
+        k: int = 4,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
         return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
 
     def similarity_search_with_score(  # type: ignore[override]
-        self, query: str, k: int = 4, filter: models.Filter | None = None, **kwargs: Any
+        self,
+        query: str,
+        k: int = 4,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ) -> list[tuple[Document, float]]:
         if not self._collection_ready():
             return []
@@ -318,7 +383,7 @@ class HolodeckQdrantVectorStore(_Base):
         self,
         embedding: list[float],
         k: int = 4,
-        filter: models.Filter | None = None,
+        filter: models.Filter | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
         if not self._collection_ready():
@@ -327,7 +392,55 @@ class HolodeckQdrantVectorStore(_Base):
             self.collection_name,
             query=list(embedding),
             using=DENSE_VECTOR,
-            query_filter=filter,
+            query_filter=as_qdrant_filter(filter),
+            limit=k,
+            with_payload=True,
+            **kwargs,
+        ).points
+        return [(self._to_document(p), float(p.score)) for p in points]
+
+    def max_marginal_relevance_search(  # type: ignore[override]
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        if not self._collection_ready():  # the parent raises 'Collection ... not found'
+            return []
+        vector = self._require_embeddings("max_marginal_relevance_search").embed_query(query)
+        pairs = self.max_marginal_relevance_search_with_score_by_vector(
+            vector, k, fetch_k, lambda_mult, filter, **kwargs
+        )
+        return [doc for doc, _ in pairs]
+
+    def max_marginal_relevance_search_with_score_by_vector(  # type: ignore[override]
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: models.Filter | Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        """Maximal marginal relevance by Qdrant's MMR query, with this store's Documents.
+
+        ``lambda_mult`` means what it means on every LangChain store (1: relevance only,
+        0: diversity only); Qdrant's ``diversity`` is its complement. Every other
+        ``max_marginal_relevance_search*`` method of the parent comes here.
+        """
+        if not self._collection_ready():
+            return []
+        points = self.client.query_points(
+            self.collection_name,
+            query=_models.NearestQuery(
+                nearest=list(embedding),
+                mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=max(k, fetch_k)),
+            ),
+            using=DENSE_VECTOR,
+            query_filter=as_qdrant_filter(filter),
             limit=k,
             with_payload=True,
             **kwargs,
@@ -349,7 +462,7 @@ class HolodeckQdrantVectorStore(_Base):
         weights: tuple[float, float] = (0.5, 0.5),
         rrf_k: int = 60,
         min_similarity_score: float | None = None,
-        filter: models.Filter | None = None,  # as in similarity_search
+        filter: models.Filter | Mapping[str, Any] | None = None,  # as in similarity_search
         embedding: Sequence[float] | None = None,
         fusion: Fusion = "rrf",
     ) -> list[NativeHit]:
@@ -380,6 +493,7 @@ class HolodeckQdrantVectorStore(_Base):
         if fusion not in self.native_fusions:
             msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
             raise ValueError(msg)
+        filter = as_qdrant_filter(filter)  # a mapping, as a Filter
         if not self._collection_ready():
             return []
         vector = np.asarray(
@@ -538,6 +652,39 @@ class HolodeckQdrantVectorStore(_Base):
             page_content=payload.get(self.content_payload_key, ""),
             metadata=dict(payload.get(self.metadata_payload_key) or {}),
         )
+
+
+def as_qdrant_filter(value: Any) -> models.Filter | None:
+    """A search's ``filter`` as Qdrant takes it.
+
+    A ``qdrant_client.models.Filter`` is kept; a mapping of metadata keys to ``str``,
+    ``int`` or ``bool`` values keeps the points whose metadata holds each of them (as
+    ``MatrixVectorStore`` and ``PostgresVectorStore`` read ``filter={"namespace": "kb"}``).
+
+    Raises:
+        TypeError: For any other filter, or a mapping value of another type.
+    """
+    if value is None or isinstance(value, _models.Filter):
+        return value
+    if not isinstance(value, Mapping):
+        msg = (
+            "filter must be a qdrant_client.models.Filter or a mapping of metadata keys to "
+            f"values, got {type(value).__name__} {value!r}; e.g. filter={{'namespace': 'kb'}}."
+        )
+        raise TypeError(msg)
+    conditions: list[Any] = []
+    for key, expected in value.items():
+        if not isinstance(expected, str | int | bool):
+            msg = (
+                f"filter[{key!r}] must be a str, int or bool to match on Qdrant, got "
+                f"{type(expected).__name__} {expected!r}; pass a qdrant_client.models.Filter "
+                "for other conditions (ranges, lists, null)."
+            )
+            raise TypeError(msg)
+        conditions.append(
+            _models.FieldCondition(key=f"metadata.{key}", match=_models.MatchValue(value=expected))
+        )
+    return _models.Filter(must=conditions)
 
 
 def _point_key(point: Any) -> str:

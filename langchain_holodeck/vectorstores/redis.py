@@ -152,6 +152,52 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         wait_for_first_scan(search_index(self))
         self.full_text_fields = full_text_fields(search_index(self))
 
+    @classmethod
+    def from_texts(  # type: ignore[override]  # the parent's signature, plus LangChain's ids
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        config: RedisConfig | None = None,
+        keys: list[str] | None = None,
+        return_keys: bool = False,  # noqa: FBT001, FBT002  # the parent's parameter
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> HolodeckRedisVectorStore:
+        """A new store holding ``texts``, named by ``ids`` (LangChain's name) or ``keys``.
+
+        The parent reads ``keys`` only, so ``ids`` (and, through ``from_documents``, each
+        ``Document.id``) were dropped for random UUIDs.
+        """
+        if ids is not None and keys is not None and list(ids) != list(keys):
+            msg = f"ids={ids!r} and keys={keys!r} disagree; pass one of them."
+            raise ValueError(msg)
+        return super().from_texts(  # type: ignore[return-value]  # cls builds this class
+            texts,
+            embedding,
+            metadatas,
+            config,
+            keys if keys is not None else ids,
+            return_keys,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_documents(  # type: ignore[override]  # the parent's signature
+        cls,
+        documents: list[Document],
+        embedding: Embeddings,
+        config: RedisConfig | None = None,
+        return_keys: bool = False,  # noqa: FBT001, FBT002  # the parent's parameter
+        **kwargs: Any,
+    ) -> HolodeckRedisVectorStore:
+        if "ids" not in kwargs and "keys" not in kwargs and any(d.id for d in documents):
+            kwargs["ids"] = [d.id for d in documents]  # an id-less one gets a UUID
+        return super().from_documents(  # type: ignore[return-value]  # cls builds this class
+            documents, embedding, config, return_keys, **kwargs
+        )
+
     def add_texts(
         self,
         texts: Iterable[str],

@@ -109,6 +109,34 @@ def test_delete_removes_rows_and_postings(store: PostgresVectorStore) -> None:
     assert [i for i, _ in store.keyword_search("holodeck officers", 5)] == []
 
 
+async def test_mmr_by_query_equals_the_in_memory_store(
+    store: PostgresVectorStore, embeddings: HashingEmbeddings
+) -> None:
+    memory = MatrixVectorStore(embeddings)
+    for target in (store, memory):
+        target.add_documents(docs())
+    for lambda_mult in (0.5, 0.0):  # at 1.0 two chunks tie (similarity 0)
+        want = [
+            d.id
+            for d in memory.max_marginal_relevance_search(
+                "safety protocols", k=3, fetch_k=4, lambda_mult=lambda_mult
+            )
+        ]
+        got = store.max_marginal_relevance_search(
+            "safety protocols", k=3, fetch_k=4, lambda_mult=lambda_mult
+        )
+        assert [d.id for d in got] == want
+    options = {"k": 2, "fetch_k": 4}
+    want = [
+        d.id
+        for d in memory.as_retriever(search_type="mmr", search_kwargs=options).invoke(
+            "safety protocols"
+        )
+    ]
+    retriever = store.as_retriever(search_type="mmr", search_kwargs=options)
+    assert [d.id for d in await retriever.ainvoke("safety protocols")] == want
+
+
 def test_ids_are_text_so_window_ids_fit(store: PostgresVectorStore) -> None:
     chunk = str(uuid.uuid4())
     window = f"{chunk}:w1"

@@ -126,6 +126,26 @@ def test_get_by_ids_order_and_missing(store: HolodeckRedisVectorStore) -> None:
     assert store.get_by_ids([]) == []
 
 
+def test_from_documents_and_from_texts_keep_the_given_ids(
+    redis_url: str, redis_index_name: str, embeddings: HashingEmbeddings
+) -> None:
+    built = HolodeckRedisVectorStore.from_documents(
+        [*docs(), Document(page_content="an id-less chunk")],
+        embeddings,
+        redis_url=redis_url,
+        index_name=redis_index_name,
+    )
+    assert isinstance(built, HolodeckRedisVectorStore)
+    want = [d.id for d in docs()]
+    assert [d.id for d in built.get_by_ids(want)] == want
+    assert built.similarity_search("safety protocols officers", k=1)[0].id == "kb-a"
+    assert len(built.similarity_search("an id-less chunk", k=10)) == 5  # it got its own id
+    texts = HolodeckRedisVectorStore.from_texts(
+        ["replicator tea"], embeddings, ids=["t1"], redis_url=redis_url, index_name=redis_index_name
+    )
+    assert [d.page_content for d in texts.get_by_ids(["t1"])] == ["replicator tea"]
+
+
 def test_delete(store: HolodeckRedisVectorStore) -> None:
     store.add_documents(docs())
     assert store.delete(["kb-a", "nope"]) is True

@@ -84,6 +84,20 @@ def test_post_filter_grows_the_fetch_until_enough_survive() -> None:
 
 
 @pytest.mark.parametrize("store_type", [MatrixVectorStore, InMemoryVectorStore])
+async def test_the_view_scores_relevance_the_same_sync_and_async(store_type: type) -> None:
+    store = store_type(HashingEmbeddings())
+    crowded(store)
+    view = NamespaceFilteredStore(store, namespace="mine")
+    query = "the shift rota"
+    sync = view.similarity_search_with_relevance_scores(query, k=2)
+    assert [d.id for d, _ in sync][:1] == ["m0"]
+    assert await view.asimilarity_search_with_relevance_scores(query, k=2) == sync
+    options = {"score_threshold": 0.5, "k": 3}
+    retriever = view.as_retriever(search_type="similarity_score_threshold", search_kwargs=options)
+    assert [d.id for d in await retriever.ainvoke(query)] == [d.id for d in retriever.invoke(query)]
+
+
+@pytest.mark.parametrize("store_type", [MatrixVectorStore, InMemoryVectorStore])
 def test_enumeration_and_namespace_deletion_stay_in_the_namespace(store_type: type) -> None:
     store = store_type(HashingEmbeddings())
     crowded(store)

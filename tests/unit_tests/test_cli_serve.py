@@ -201,6 +201,39 @@ def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]
     return dict(answer.json()["result"])
 
 
+_TOP_K_RULE = "top_k must be an integer from 1 to 100, or null for the tool's default"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({"query": "x", "top_k": 0}, f"{_TOP_K_RULE}, got 0."),
+        ({"query": "x", "top_k": -3}, f"{_TOP_K_RULE}, got -3."),
+        ({"query": "x", "top_k": 10**30}, f"{_TOP_K_RULE}, got {10**30}."),
+        ({"query": "x", "top_k": "3"}, f'{_TOP_K_RULE}, got "3".'),
+        ({"query": "x", "top_k": True}, f"{_TOP_K_RULE}, got true."),
+        ({"query": ["a"]}, 'query must be a string of at most 2000 characters, got ["a"].'),
+        (
+            {"query": "x" * 2001},
+            "query must be a string of at most 2000 characters, got a string of 2001 characters.",
+        ),
+        ({}, "query is required: pass the words to look for, e.g. 'revoke a token'."),
+        (
+            {"query": 5, "top_k": 0},
+            f"query must be a string of at most 2000 characters, got 5. {_TOP_K_RULE}, got 0.",
+        ),
+    ],
+)
+def test_a_bad_argument_is_one_line_naming_it_and_its_value(
+    arguments: dict[str, object], text: str
+) -> None:
+    """The SDK answered pydantic's report: '1 validation error for echoArguments', the field
+    on a line of its own, '[type=..., input_value=...]' and a link to errors.pydantic.dev."""
+    result = _call_over_http([_Echo()], "echo", arguments)
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [text]
+
+
 def test_a_query_without_letters_or_digits_is_the_tool_error_search_gives(
     ingested: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import threading
@@ -262,6 +263,49 @@ def test_queries_bypass_the_cache_unless_asked(embeddings: HashingEmbeddings) ->
     first = cached.embed_query("q")
     embeddings.fail_on = "q"
     assert cached.embed_query("q") == first
+
+
+class QueryCountingEmbeddings(HashingEmbeddings):
+    """Counts the queries embedded; its blocking ``embed_query`` fails inside a coroutine."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries = 0
+
+    def embed_query(self, text: str) -> list[float]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop here: a blocking caller, as it should be
+            self.queries += 1
+            return super().embed_query(text)
+        msg = "the blocking embed_query ran on the event loop"
+        raise AssertionError(msg)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return super().embed_query(text)
+
+
+async def test_async_query_cache_awaits_the_model_and_the_store() -> None:
+    underlying, store = QueryCountingEmbeddings(), InMemoryByteStore()
+    cached = CachedEmbeddings(underlying, store, cache_queries=True)
+    first = await cached.aembed_query("shift rota")
+    assert first == pytest.approx(HashingEmbeddings().embed_query("shift rota"))
+    assert list(store.yield_keys()) == [cached.key("shift rota")]
+    assert await cached.aembed_query("shift rota") == first
+    assert underlying.queries == 1  # the second was a cache hit
+
+
+@pytest.mark.parametrize("damaged", [b"", b"\x01\x02\x03", np.zeros(4, dtype=np.float32).tobytes()])
+async def test_a_damaged_cached_query_is_embedded_again(damaged: bytes) -> None:
+    underlying, store = QueryCountingEmbeddings(), InMemoryByteStore()
+    cached = CachedEmbeddings(underlying, store, cache_queries=True)
+    want = await asyncio.to_thread(cached.embed_query, "shift rota")
+    store.mset([(cached.key("shift rota"), damaged)])
+    assert await asyncio.to_thread(cached.embed_query, "shift rota") == want
+    store.mset([(cached.key("shift rota"), damaged)])
+    assert await cached.aembed_query("shift rota") == want
+    assert underlying.queries == 3  # each damaged value: a miss, not an empty or zero vector
 
 
 def test_underlying_failure_caches_nothing() -> None:

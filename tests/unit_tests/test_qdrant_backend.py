@@ -29,7 +29,7 @@ from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.search_strategy import supports_native_hybrid
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool
-from langchain_holodeck.vectorstores import create_vector_store_with_status
+from langchain_holodeck.vectorstores import MatrixVectorStore, create_vector_store_with_status
 from tests.helpers import DATA_DIR, HashingEmbeddings
 
 
@@ -149,6 +149,54 @@ def test_ids_and_metadata_round_trip_unchanged(embeddings: HashingEmbeddings) ->
     assert point_id("plain-id") != point_id("plain-id2")
 
 
+async def test_documents_without_ids_beside_ones_with_ids_each_get_their_own(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = memory_store(embeddings)
+    ids = store.add_documents(
+        [
+            Document(id="given", page_content="one"),
+            Document(page_content="two"),
+            Document(page_content="three"),
+        ]
+    )
+    ids += await store.aadd_documents(
+        [Document(id="b", page_content="four"), Document(page_content="five")]
+    )
+    assert ids[0] == "given"
+    assert ids[3] == "b"
+    assert len(set(ids)) == 5
+    assert "None" not in ids
+    got = store.get_by_ids(ids)
+    assert [(d.id, d.page_content) for d in got] == list(
+        zip(ids, ["one", "two", "three", "four", "five"], strict=True)
+    )
+
+
+async def test_from_documents_builds_this_store_with_the_given_ids(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    docs = [
+        Document(id="a", page_content="arch controls", metadata={"n": 1}),
+        Document(page_content="warp core"),
+    ]
+    store = HolodeckQdrantVectorStore.from_documents(docs, embeddings, location=":memory:")
+    assert isinstance(store, HolodeckQdrantVectorStore)
+    assert [(d.id, d.metadata) for d in store.get_by_ids(["a"])] == [("a", {"n": 1})]
+    assert len(list(store.iter_documents())) == 2
+    on_disk = await HolodeckQdrantVectorStore.afrom_texts(
+        ["replicator tea"], embeddings, ids=["t"], path=str(tmp_path / "q"), collection_name="c"
+    )
+    assert [d.page_content for d in on_disk.get_by_ids(["t"])] == ["replicator tea"]
+    on_disk.client.close()
+    with pytest.raises(ValueError, match="needs a client, or exactly one of location"):
+        HolodeckQdrantVectorStore.from_texts(["x"], embeddings)
+    with pytest.raises(ValueError, match=r"got client=None, location=':memory:', url='http"):
+        HolodeckQdrantVectorStore.from_texts(
+            ["x"], embeddings, location=":memory:", url="http://localhost:6333"
+        )
+
+
 def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     store.add_documents(
@@ -160,9 +208,62 @@ def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> N
     assert all(0.0 <= s <= 1.0 for _, s in scored)
 
 
+MMR_TEXTS = ["fish fish fish", "fish fish fish one", "fish fish fish two", "cat dog", "bird"]
+
+
+async def test_mmr_keeps_ids_and_metadata_and_reads_lambda_mult_as_langchain_does(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = memory_store(embeddings)
+    store.add_documents(
+        [Document(id=f"d{i}", page_content=t, metadata={"i": i}) for i, t in enumerate(MMR_TEXTS)]
+    )
+    relevant = store.max_marginal_relevance_search("fish fish fish", k=3, lambda_mult=1.0)
+    assert sorted((d.id, d.metadata["i"]) for d in relevant) == [(f"d{i}", i) for i in range(3)]
+    assert all(d.metadata == {"i": int(d.id[1:])} for d in relevant)
+    diverse = store.as_retriever(
+        search_type="mmr", search_kwargs={"k": 3, "lambda_mult": 0.0}
+    ).invoke("fish fish fish")
+    assert [d.id for d in diverse][:1] == ["d0"]
+    assert {"d1", "d2"}.isdisjoint(d.id for d in diverse)
+    assert diverse[1].metadata == {"i": int(diverse[1].id[1:])}
+    again = await store.amax_marginal_relevance_search("fish fish fish", k=3, lambda_mult=1.0)
+    assert sorted(d.id for d in again) == ["d0", "d1", "d2"]
+
+
+def test_a_mapping_filter_means_what_it_means_on_the_in_memory_store(
+    embeddings: HashingEmbeddings,
+) -> None:
+    docs = [
+        Document(id=f"d{i}", page_content=f"reactor notes {i}", metadata=meta)
+        for i, meta in enumerate(
+            [{"team": "a", "n": 1}, {"team": "b", "n": 1}, {"team": "a", "n": 2}, {"ok": True}]
+        )
+    ]
+    store, memory = memory_store(embeddings), MatrixVectorStore(embeddings)
+    for target in (store, memory):
+        target.add_documents(docs)
+    for mapping in ({"team": "a"}, {"team": "a", "n": 1}, {"ok": True}, {"team": "z"}):
+        want = sorted(d.id for d in memory.similarity_search("reactor", k=4, filter=mapping))
+        assert sorted(d.id for d in store.similarity_search("reactor", k=4, filter=mapping)) == (
+            want
+        )
+        hits = store.native_hybrid_search("reactor notes", k=4, filter=mapping)
+        assert sorted(h.document.id for h in hits) == want
+    mmr = store.max_marginal_relevance_search("reactor", k=4, filter={"team": "b"})
+    assert [d.id for d in mmr] == ["d1"]
+    retriever = store.as_retriever(search_kwargs={"k": 4, "filter": {"team": "a"}})
+    assert sorted(d.id for d in retriever.invoke("reactor")) == ["d0", "d2"]
+    with pytest.raises(TypeError, match=r"filter\['n'\] must be a str, int or bool.*got float"):
+        store.similarity_search("reactor", filter={"n": 1.5})
+    with pytest.raises(TypeError, match=r"filter must be a qdrant_client\.models\.Filter or a"):
+        store.similarity_search("reactor", filter="team == 'a'")
+
+
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     assert store.similarity_search("x") == []
+    assert store.max_marginal_relevance_search("x") == []
     assert store.native_hybrid_search("x") == []
     assert store.get_by_ids(["a"]) == []
     assert list(store.iter_documents()) == []
@@ -411,3 +512,13 @@ def test_a_qdrant_path_held_by_another_process_is_named_as_such(
             backend.open_store(embeddings)
     finally:
         holder.communicate(input="", timeout=30)
+
+
+def test_the_docstring_example_prints_what_it_says() -> None:
+    store = HolodeckQdrantVectorStore(
+        QdrantClient(location=":memory:"), "docs", HashingEmbeddings()
+    )
+    store.add_documents([Document(id="a", page_content="arch controls")])
+    [hit] = store.native_hybrid_search("arch controls", k=1, fetch_k=10)
+    shown = f"score={hit.score:.4f}, similarity={hit.similarity:.1f})]"
+    assert shown in str(HolodeckQdrantVectorStore.__doc__)

@@ -379,6 +379,17 @@ async def test_rerank_retriever_returns_k_past_top_n_and_fetch_k(
         assert "vllm reranker failed, keeping the retrieval order (8 documents)" in caplog.text
 
 
+@pytest.mark.parametrize("bad_k", [0, -1, "3", 2.5, True])
+async def test_rerank_retriever_names_a_bad_per_call_k_as_given(bad_k: object) -> None:
+    reranker = LexicalReranker(top_n=None)
+    retriever = RerankRetriever(retriever=_store_retriever(), reranker=reranker, k=2)
+    with pytest.raises(ValueError, match=rf"k must be a positive integer, got {bad_k!r}\.$"):
+        retriever.invoke("holodeck", k=bad_k)
+    with pytest.raises(ValueError, match=rf"k must be a positive integer, got {bad_k!r}\.$"):
+        await retriever.ainvoke("holodeck", k=bad_k)
+    assert reranker.calls == 0
+
+
 def test_rerank_retriever_lifts_another_compressors_top_n_per_call() -> None:
     class TopN(BaseDocumentCompressor):
         top_n: int = 2

@@ -1,5 +1,8 @@
 """langchain-tests' standard retriever suite, run in memory as a unit test."""
 
+import importlib.util
+
+import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
@@ -45,6 +48,38 @@ class TestHybridRetriever(RetrieversIntegrationTests):
     @property
     def retriever_constructor_params(self) -> dict:
         return _parts()
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "holodeck safety protocols"
+
+
+def _native_qdrant_parts() -> dict:
+    """The same corpus in Qdrant (local, in memory), fused by the engine (``native``)."""
+    from qdrant_client import QdrantClient
+
+    from langchain_holodeck.vectorstores.qdrant import HolodeckQdrantVectorStore
+
+    store = HolodeckQdrantVectorStore(
+        QdrantClient(location=":memory:"), "standard", HashingEmbeddings()
+    )
+    store.add_documents(CORPUS)
+    exact = ExactMatchIndex()
+    exact.upsert(CORPUS)
+    return {"vector_store": store, "exact_index": exact, "search_strategy": "native"}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("qdrant_client") is None, reason="needs the qdrant extra"
+)
+class TestNativeHybridRetrieverOnQdrant(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[HybridRetriever]:
+        return HybridRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return _native_qdrant_parts()
 
     @property
     def retriever_query_example(self) -> str:

@@ -1,3 +1,4 @@
+import asyncio
 import logging
 import threading
 from pathlib import Path
@@ -617,3 +618,38 @@ def test_convex_fusion_is_the_weighted_sum_of_normalized_leg_scores(parts) -> No
     assert [d.id for d in docs] == sorted(expected, key=lambda i: -expected[i])[:4]
     for doc in docs:
         assert doc.metadata["fused_score"] == pytest.approx(expected[doc.id])  # best is 1.0
+
+
+class NetworkIdStore(MatrixVectorStore):
+    """An id-searching store with a blocking client (Redis, PostgreSQL): records where its
+    searches ran, since a blocking call on the event loop stalls every other task."""
+
+    in_process = False
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        super().__init__(embeddings)
+        self.on_loop: list[bool] = []
+
+    def _record(self) -> None:
+        try:
+            asyncio.get_running_loop()
+            self.on_loop.append(True)
+        except RuntimeError:
+            self.on_loop.append(False)
+
+    def search_ids_by_vector(self, embedding, k, **kwargs):  # type: ignore[no-untyped-def]
+        self._record()
+        return super().search_ids_by_vector(embedding, k, **kwargs)
+
+    def rank_ids_by_vector(self, embedding, k, **kwargs):  # type: ignore[no-untyped-def]
+        self._record()
+        return super().rank_ids_by_vector(embedding, k, **kwargs)
+
+
+async def test_ainvoke_runs_a_blocking_id_search_off_the_event_loop(chunks, embeddings) -> None:
+    store = NetworkIdStore(embeddings)
+    store.add_documents(chunks)
+    retriever = HybridRetriever(vector_store=store, k=3)
+    got = await retriever.ainvoke("safety protocols")
+    assert store.on_loop == [False]
+    assert [d.id for d in got] == [d.id for d in retriever.invoke("safety protocols")]

@@ -422,3 +422,10 @@ def test_rst_object_descriptions_are_symbols_the_exact_leg_finds() -> None:
     assert [hit.id for hit in index.search("MAX_CONTENT_LENGTH", k=3)] == ["c0"]
     plain = StructuredMarkdownSplitter().split_documents([Document(page_content=text)])
     assert all("symbols" not in d.metadata for d in plain)  # Markdown: unchanged
+
+
+def test_the_docstring_example_prints_what_it_says(act_text: str) -> None:
+    act = Document(page_content=act_text, metadata={"source_path": "holodeck_act.md"})
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=800).split_documents([act])
+    shown = [c.metadata["section_id"] for c in chunks][-3:]
+    assert f"# -> {shown}" in str(StructuredMarkdownSplitter.__doc__)
