@@ -22,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
-from langchain_holodeck.tools.document import SearchInput
+from langchain_holodeck.tools.document import SearchInput, undecoded_byte
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import MCPServer as _SDKServer
@@ -59,9 +59,11 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     with pydantic's multi-line report (``1 validation error for kbArguments`` ...).
     """
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], *args: Any) -> Any:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
         try:
-            return await super().call_tool(name, arguments, *args)
+            return await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
@@ -80,7 +82,11 @@ def bad_arguments(error: ValidationError) -> str:
 def _argument_problem(name: str, detail: Any) -> str:
     if name == "query" and detail["type"] == "missing":
         return "query is required: pass the words to look for, e.g. 'revoke a token'."
-    got = _shown(detail.get("input"))
+    value = detail.get("input")
+    where = undecoded_byte(value) if isinstance(value, str) else None
+    if name == "query" and where is not None:  # pydantic: 'unable to parse raw data as unicode'
+        return f"query is not UTF-8 text ({where}); send the words as UTF-8."
+    got = _shown(value)
     if name == "query":
         return f"query must be a string of at most {MAX_QUERY_CHARS} characters, got {got}."
     if name == "top_k":
@@ -97,8 +103,11 @@ def _shown(value: object) -> str:
         return f"a string of {len(value)} characters"
     try:
         text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")  # a lone surrogate would make the whole answer unsendable
+    except UnicodeEncodeError:
+        text = json.dumps(value)
     except (TypeError, ValueError):
-        text = repr(value)
+        text = ascii(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
@@ -218,10 +227,24 @@ def run_stdio(server: Any) -> None:
     sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
     try:
         anyio.run(server.run_stdio_async)
+    except Exception as error:
+        if not _only_closed_streams(error):
+            raise
+        # the client closed stdin while the server still answered (an error notification for
+        # its last, malformed message): the SDK's task groups raised ClosedResourceError
+        logger.debug("the stdio client left while the server was answering", exc_info=True)
     finally:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout = saved
+
+
+def _only_closed_streams(error: BaseException) -> bool:
+    """Whether ``error`` (an exception group or not) holds only closed or broken streams."""
+    inner = getattr(error, "exceptions", None)  # an ExceptionGroup (the backport on 3.10)
+    if isinstance(inner, Sequence) and inner:
+        return all(_only_closed_streams(e) for e in inner)
+    return isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError))
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -374,7 +374,13 @@ def _store_dir(text: str) -> Path:
     if not text.strip():
         msg = f"must name a directory (default: {DEFAULT_STORE}), got {text!r}"
         raise argparse.ArgumentTypeError(msg)
-    return Path(text)
+    path = Path(text)
+    existing = next((p for p in (path, *path.parents) if p.exists()), path)
+    if existing.exists() and not existing.is_dir():  # else ingest embeds all, then cannot save
+        which = "which" if existing == path else f"but {str(existing)!r}"
+        msg = f"must name a directory (created when missing), got {text!r}, {which} is a file"
+        raise argparse.ArgumentTypeError(msg)
+    return path
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -507,11 +513,19 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
+    from langchain_holodeck.tools.document import (
+        HierarchicalDocumentTool,
+        has_search_terms,
+        undecoded_byte,
+    )
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    where = undecoded_byte(query)
+    if where is not None:
+        msg = f"QUERY is not UTF-8 text ({where}); set the terminal's encoding to UTF-8."
         raise HolodeckError(msg)
     if not has_search_terms(query):
         msg = (

@@ -269,7 +269,9 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Longest context the model may write per chunk."""
     context_concurrency: int = Field(default=10, gt=0)
     """Context requests in flight at once."""
-    context_timeout: float | None = Field(default=DEFAULT_CONTEXT_TIMEOUT, gt=0)
+    context_timeout: float | None = Field(
+        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, allow_inf_nan=False
+    )
     """Seconds one context request may take; a slower one leaves its chunk without context
     (one WARNING) and the ingest goes on; ``null``: no limit."""
     max_chunk_tokens: int = Field(default=800, ge=50)

@@ -79,7 +79,7 @@ class _CohereAPIReranker(_RerankCompressor):
 
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Rerank model name, passed through to the server."""
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     """Seconds per request; the client's own retries are disabled, so this bounds a failure."""
     api_version: ApiVersion = "v2"
     """Endpoint tried first; the other is tried once on 404/405 and remembered if it works."""

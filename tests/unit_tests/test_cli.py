@@ -141,6 +141,30 @@ def test_ingest_of_a_missing_source_is_one_error_line(
     assert err.startswith("error: source 'no_such_dir' does not exist")
 
 
+@pytest.mark.parametrize(
+    ("command", "store", "problem"),
+    [
+        (["ingest", "docs"], "afile", "'afile', which is a file"),
+        (["ingest", "docs"], "afile/sub", "'afile/sub', but 'afile' is a file"),
+        (["search", "token"], "afile", "'afile', which is a file"),
+    ],
+)
+def test_a_store_that_is_a_file_is_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], command: list[str], store: str, problem: str
+) -> None:
+    """--store naming a file: ingest embedded every chunk, warned per batch with a cache path
+    'Not a directory', then failed with '[Errno 20] Not a directory: 'afile/default''."""
+    shutil.copytree(DATA_DIR / "docs", "docs")
+    write(Path("afile"), "not a store")
+    code, out, err = run(capsys, *command, "--store", store)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        f"error: argument --store: must name a directory (created when missing), got {problem}"
+    )
+    assert "warning" not in err
+    assert Path("afile").read_text(encoding="utf-8") == "not a store"
+
+
 def test_ingest_of_a_folder_without_supported_files_is_an_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -330,6 +330,24 @@ RULES = [
     ),
     (hierarchical(top_k=101), "tools[0].top_k", "must be <= 100, got 101"),
     (hierarchical(context_timeout=0), "tools[0].context_timeout", "must be > 0, got 0"),
+    (  # .inf: every rerank failed (OverflowError: timestamp out of range), order kept
+        vectorstore(
+            reranker={"provider": "vllm", "url": "http://h", "model": "m", "timeout": float("inf")}
+        ),
+        "tools[0].reranker.timeout",
+        "must be a finite number, got inf",
+    ),
+    (hierarchical(context_timeout=float("inf")), "tools[0].context_timeout", "got inf"),
+    (  # .inf seconds is no TTL Redis can take
+        vectorstore(database={**REDIS_DB, "embedding_cache_ttl_days": float("inf")}),
+        "tools[0].database.embedding_cache_ttl_days",
+        "must be a finite number, got inf",
+    ),
+    (  # .inf passed the config, then HybridRetriever refused it with a traceback
+        hierarchical(search_weights={"semantic": float("inf")}),
+        "tools[0].search_weights.semantic",
+        "must be a finite number, got inf",
+    ),
     (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
     (hierarchical(context_timeout="soon"), "tools[0].context_timeout", "got 'soon'"),
     (
