@@ -188,7 +188,9 @@ class HybridRetriever(BaseRetriever):
     (``fetch_k``) when that is not given itself; given both, they must agree. A ``filter``
     the store can evaluate on a document (``DocumentFilters``: ``MatrixVectorStore``'s mapping
     or callable; ``InMemoryVectorStore``'s callable) holds the keyword and exact hits to it
-    too; another store's filter holds its dense leg only (a native engine, both its legs)."""
+    too (``PostgresVectorStore`` and the Qdrant store evaluate their mapping filters the
+    same way); another store's filter holds its dense leg only (a native engine, both its
+    legs)."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""

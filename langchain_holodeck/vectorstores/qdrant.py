@@ -345,6 +345,27 @@ class HolodeckQdrantVectorStore(_Base):
             if offset is None:
                 return
 
+    def document_filter(self, doc_filter: Any) -> Callable[[Document], bool]:
+        """``filter`` as the searches apply it, as a test of a read ``Document``.
+
+        A mapping (``as_qdrant_filter``) keeps a document whose metadata value equals each
+        given value, or is a list holding it (Qdrant matches any element of an array), so a
+        keyword hit of ``HybridRetriever`` is held to the filter as the dense leg is. A
+        ``models.Filter`` is evaluated by Qdrant only: every document passes here.
+
+        Raises:
+            TypeError: For a filter the searches refuse.
+        """
+        as_qdrant_filter(doc_filter)  # the searches' check and message
+        if not isinstance(doc_filter, Mapping):  # None, or a Filter for Qdrant to evaluate
+            return lambda _: True
+        pairs = tuple(doc_filter.items())
+
+        def accept(doc: Document) -> bool:
+            return all(_match_value(doc.metadata.get(key), value) for key, value in pairs)
+
+        return accept
+
     @staticmethod
     def namespace_filter(namespace: str | None) -> models.Filter | None:
         """The Qdrant filter keeping one namespace's points (``None``: no filter)."""
@@ -685,6 +706,12 @@ def as_qdrant_filter(value: Any) -> models.Filter | None:
             _models.FieldCondition(key=f"metadata.{key}", match=_models.MatchValue(value=expected))
         )
     return _models.Filter(must=conditions)
+
+
+def _match_value(have: Any, want: Any) -> bool:
+    """Qdrant's ``MatchValue``: the value itself, or an element of a list of values."""
+    values = have if isinstance(have, list) else [have]
+    return any(v == want and isinstance(v, bool) == isinstance(want, bool) for v in values)
 
 
 def _point_key(point: Any) -> str:

@@ -260,6 +260,38 @@ def test_a_mapping_filter_means_what_it_means_on_the_in_memory_store(
         store.similarity_search("reactor", filter="team == 'a'")
 
 
+async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
+    embeddings: HashingEmbeddings,
+) -> None:
+    from langchain_holodeck.keyword_index import BM25KeywordIndex
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    docs = [
+        Document(id=f"d{i}", page_content=text, metadata={"team": team, "tags": [team, "x"]})
+        for i, (text, team) in enumerate(
+            [("interlock one", "a"), ("interlock two", "b"), ("warp", "a"), ("tea", "b")]
+        )
+    ]
+    store = memory_store(embeddings)
+    store.add_documents(docs)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    for only in ({"team": "a"}, {"tags": "a"}):
+        retriever = HybridRetriever(
+            vector_store=store, keyword_index=bm25, k=4, search_kwargs={"filter": only}
+        )
+        found = [d.id for d in retriever.invoke("interlock")]
+        assert found[0] == "d0", only
+        assert set(found) <= {"d0", "d2"}, only  # team a only: no keyword hit of team b
+        assert [d.id for d in await retriever.ainvoke("interlock")] == found
+    unfiltered = HybridRetriever(vector_store=store, keyword_index=bm25, k=4)
+    assert "d1" in {d.id for d in unfiltered.invoke("interlock")}  # else nothing is tested
+    everyone = store.namespace_filter("kb")  # a Filter: Qdrant's to evaluate, as before
+    assert store.document_filter(everyone)(docs[1])
+    with pytest.raises(TypeError, match=r"filter\['team'\] must be a str, int or bool"):
+        store.document_filter({"team": None})
+
+
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     assert store.similarity_search("x") == []
