@@ -37,7 +37,7 @@ from langchain_holodeck.vectorstores._postgres_conn import (
     create_sharded_schema,
     shard_server,
 )
-from langchain_holodeck.vectorstores._ranking import mmr
+from langchain_holodeck.vectorstores._ranking import check_k, mmr
 
 logger = logging.getLogger(__name__)
 
@@ -610,6 +610,7 @@ class PostgresVectorStore(VectorStore):
     def _dense(
         self, embedding: Sequence[float], k: int, filter: Any, *, columns: str
     ) -> list[tuple[Any, ...]]:
+        k = check_k(k)
         if self.vector_dimension is None:
             return []
         self._check_query_width(embedding)
@@ -723,7 +724,7 @@ class PostgresVectorStore(VectorStore):
     ) -> list[Document]:
         rows = self._dense(
             embedding,
-            max(k, fetch_k),
+            max(check_k(k), check_k(fetch_k, "fetch_k")),
             kwargs.get("filter"),
             columns="id, text, metadata, embedding",
         )

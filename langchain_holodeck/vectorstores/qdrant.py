@@ -37,6 +37,7 @@ from langchain_holodeck.contracts import NativeHit
 from langchain_holodeck.fusion import Fusion
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.vectorstores._client_fusion import convex_hits
+from langchain_holodeck.vectorstores._ranking import check_k
 
 try:
     from langchain_qdrant import QdrantVectorStore as _Base
@@ -407,7 +408,7 @@ class HolodeckQdrantVectorStore(_Base):
         filter: models.Filter | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        if not self._collection_ready():
+        if not check_k(k) or not self._collection_ready():
             return []
         points = self.client.query_points(
             self.collection_name,
@@ -452,13 +453,14 @@ class HolodeckQdrantVectorStore(_Base):
         0: diversity only); Qdrant's ``diversity`` is its complement. Every other
         ``max_marginal_relevance_search*`` method of the parent comes here.
         """
-        if not self._collection_ready():
+        size = max(check_k(k), check_k(fetch_k, "fetch_k"))
+        if not k or not self._collection_ready():
             return []
         points = self.client.query_points(
             self.collection_name,
             query=_models.NearestQuery(
                 nearest=list(embedding),
-                mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=max(k, fetch_k)),
+                mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=size),
             ),
             using=DENSE_VECTOR,
             query_filter=as_qdrant_filter(filter),

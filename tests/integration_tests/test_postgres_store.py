@@ -21,7 +21,7 @@ from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
-from tests.helpers import HashingEmbeddings, drop_postgres_tables
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named, drop_postgres_tables
 
 pytestmark = pytest.mark.postgres
 
@@ -188,6 +188,10 @@ async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
     assert [d.id for d in await retriever.ainvoke("safety protocols")] == ["kb-a"]
     with pytest.raises(TypeError, match="filter must be a mapping of metadata keys to values"):
         store.document_filter("team = 'a'")
+
+
+def test_a_bad_k_is_named_by_every_search(store: PostgresVectorStore) -> None:
+    check_bad_k_is_named(store)
 
 
 def test_ids_are_text_so_window_ids_fit(store: PostgresVectorStore) -> None:

@@ -30,7 +30,7 @@ from langchain_holodeck.search_strategy import supports_native_hybrid
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import MatrixVectorStore, create_vector_store_with_status
-from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.helpers import DATA_DIR, HashingEmbeddings, check_bad_k_is_named
 
 
 def memory_store(embeddings: HashingEmbeddings) -> HolodeckQdrantVectorStore:
@@ -290,6 +290,10 @@ async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
     assert store.document_filter(everyone)(docs[1])
     with pytest.raises(TypeError, match=r"filter\['team'\] must be a str, int or bool"):
         store.document_filter({"team": None})
+
+
+def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
+    check_bad_k_is_named(memory_store(embeddings))
 
 
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
