@@ -19,6 +19,7 @@ import math
 import os
 import threading
 import uuid
+import weakref
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -179,6 +180,8 @@ class HolodeckQdrantVectorStore(_Base):
             sparse_vector_name=SPARSE_VECTOR,
             validate_collection_config=False,
         )
+        if _is_local(client):  # qdrant-client's local mode is not thread-safe: take turns
+            self._client = LocalClient(client)  # type: ignore[assignment]  # a proxy of it
         self.sparse_encoder = sparse_encoder or BM25SparseEncoder()
         self._exists = False
 
@@ -723,6 +726,44 @@ def _point_key(point: Any) -> str:
 
 def _is_local(client: Any) -> bool:
     return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
+
+
+_LOCAL_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCAL_LOCKS_GUARD = threading.Lock()
+
+
+class LocalClient:
+    """A local-mode ``QdrantClient`` (``:memory:`` or ``path=``) whose calls take turns.
+
+    qdrant-client's local mode keeps its collections in plain Python and NumPy structures
+    (and SQLite on disk) with no lock: two threads writing at once (tools initialized with
+    ``asyncio.gather``, which share one client per path) fail with ``sqlite3`` transaction
+    errors or leave mismatched arrays behind. Every method call here holds one lock per
+    underlying client, shared by every store on it; attributes pass through.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._wrapped = client
+        with _LOCAL_LOCKS_GUARD:
+            lock = _LOCAL_LOCKS.get(client)
+            if lock is None:
+                lock = _LOCAL_LOCKS[client] = threading.RLock()
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._wrapped, name)
+        if not callable(value):
+            return value
+        lock = self._lock
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return value(*args, **kwargs)
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"LocalClient({self._wrapped!r})"
 
 
 _LOCAL_CLIENTS: dict[str, QdrantClient] = {}

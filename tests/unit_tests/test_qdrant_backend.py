@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -294,6 +296,55 @@ async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
 
 def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
     check_bad_k_is_named(memory_store(embeddings))
+
+
+def test_calls_into_a_local_client_take_turns(embeddings: HashingEmbeddings) -> None:
+    """Local mode is not thread-safe: two stores' writes on one client never overlap."""
+    client = QdrantClient(location=":memory:")
+    stores = [HolodeckQdrantVectorStore(client, "shared", embeddings) for _ in range(2)]
+    stores[0].add_documents([Document(id="seed", page_content="seed")])
+    both_inside = threading.Barrier(2, timeout=1)
+    overlapped: list[bool] = []
+    upsert = client.upsert
+
+    def meeting_upsert(*args: object, **kwargs: object) -> object:
+        try:
+            both_inside.wait()  # passes only if the other thread is inside upsert too
+            overlapped.append(True)
+        except threading.BrokenBarrierError:
+            overlapped.append(False)
+        return upsert(*args, **kwargs)
+
+    client.upsert = meeting_upsert  # type: ignore[method-assign]  # the real call, observed
+    with ThreadPoolExecutor(2) as pool:
+        ids = list(
+            pool.map(
+                lambda n: stores[n].add_documents([Document(id=f"w{n}", page_content="a b")]),
+                range(2),
+            )
+        )
+    assert ids == [["w0"], ["w1"]]
+    assert overlapped == [False, False]
+    assert {d.id for d in stores[1].iter_documents()} == {"seed", "w0", "w1"}
+
+
+def test_threads_writing_one_path_store_lose_nothing(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    client = QdrantClient(path=str(tmp_path / "q"))
+    store = HolodeckQdrantVectorStore(client, "c", embeddings)
+
+    def write(n: int) -> None:
+        store.add_documents(
+            [Document(id=f"w{n}-{j}", page_content=f"alpha beta {n} {j}") for j in range(10)]
+        )
+        store.delete([f"w{n}-0"])
+        store.similarity_search("alpha", k=3)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(12)))
+    assert len(list(store.iter_documents())) == 12 * 9
+    client.close()
 
 
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
