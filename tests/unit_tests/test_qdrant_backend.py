@@ -599,3 +599,51 @@ def test_a_qdrant_path_held_by_another_process_is_named_as_such(
             backend.open_store(embeddings)
     finally:
         holder.communicate(input="", timeout=30)
+
+
+def test_the_cli_keeps_two_corpora_of_one_qdrant_collection_in_sync_and_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ingest, ingest again (nothing embedded), edit a file, delete one, search each tool."""
+    import json
+
+    from langchain_holodeck.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for path, text in [
+        ("a/reactor.md", "# Reactor\n\nThe thorium reactor runs at 40 percent.\n"),
+        ("a/shifts.md", "# Shifts\n\nPlutonium shifts rotate weekly.\n"),
+        ("b/gamma.md", "# Gamma\n\nPlutonium reactor gamma procedures.\n"),
+    ]:
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(text)
+    database = "{provider: qdrant, path: qstore, collection_name: shared}"
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n"
+        f"  - {{type: hierarchical_document, name: ta, source: a, database: {database}}}\n"
+        f"  - {{type: vectorstore, name: tb, source: b, database: {database}}}\n"
+    )
+
+    def ingest(tool: str) -> str:
+        code = main(["ingest", "--config", "agent.yaml", "--tool", tool])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return out.split(": ", 1)[1]
+
+    def sources(tool: str) -> set[str]:
+        argv = ["search", "plutonium reactor", "--json", "--config", "agent.yaml", "--tool", tool]
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return {hit["source_path"] for hit in json.loads(out)}
+
+    assert ingest("ta").startswith("2 added, 0 updated, 0 skipped, 0 failed, 0 deleted")
+    assert ingest("tb").startswith("1 added, 0 updated, 0 skipped, 0 failed, 0 deleted")
+    assert ingest("ta").startswith("0 added, 0 updated, 2 skipped, 0 failed, 0 deleted")
+    (tmp_path / "a/reactor.md").write_text("# Reactor\n\nThe thorium reactor runs at 60 percent.\n")
+    (tmp_path / "a/shifts.md").unlink()
+    assert ingest("ta").startswith("0 added, 1 updated, 0 skipped, 0 failed, 1 deleted")
+    assert sources("ta") == {"a/reactor.md"}
+    assert sources("tb") == {"b/gamma.md"}
+    assert ingest("tb").startswith("0 added, 0 updated, 1 skipped, 0 failed, 0 deleted")
