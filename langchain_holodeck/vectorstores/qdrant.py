@@ -221,21 +221,36 @@ class HolodeckQdrantVectorStore(_Base):
             ValueError: When neither ``client`` nor one of ``location``, ``path``, ``url``
                 is given, or ``client`` is given with one of them.
         """
-        _require_extra()
-        where = {"location": location, "path": path, "url": url}
-        given = [name for name, value in where.items() if value is not None]
-        if (client is None) == (not given) or len(given) > 1:
-            msg = (
-                "from_texts needs a client, or exactly one of location, path and url to open "
-                f"one; got client={'set' if client is not None else None}"
-                f"{''.join(f', {n}={where[n]!r}' for n in given)}."
-            )
-            raise ValueError(msg)
-        if client is None:
-            client = QdrantClient(location=location, path=path, url=url, api_key=api_key)
+        client = _given_client("from_texts", client, location, path, url, api_key)
         store = cls(client, collection_name or uuid.uuid4().hex, embedding)
         store.add_texts(texts, metadatas, ids=ids, **kwargs)
         return store
+
+    @classmethod
+    def from_existing_collection(  # type: ignore[override]  # a client, not its options
+        cls,
+        collection_name: str,
+        embedding: Embeddings,
+        *,
+        client: QdrantClient | None = None,
+        location: str | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+    ) -> HolodeckQdrantVectorStore:
+        """The store of an existing collection (one this class wrote), opened as ``from_texts``.
+
+        Raises:
+            ValueError: As ``from_texts``, for the client; when the collection does not exist.
+        """
+        client = _given_client("from_existing_collection", client, location, path, url, api_key)
+        if not client.collection_exists(collection_name):
+            msg = (
+                f"collection_name {collection_name!r} does not exist; create it with "
+                "from_texts or add_documents."
+            )
+            raise ValueError(msg)
+        return cls(client, collection_name, embedding)
 
     # -- collection ---------------------------------------------------------------------
     def _collection_ready(self) -> bool:
@@ -719,6 +734,30 @@ def _match_value(have: Any, want: Any) -> bool:
     return any(v == want and isinstance(v, bool) == isinstance(want, bool) for v in values)
 
 
+def _given_client(
+    method: str,
+    client: QdrantClient | None,
+    location: str | None,
+    path: str | None,
+    url: str | None,
+    api_key: str | None,
+) -> QdrantClient:
+    """``client``, or one opened from the one of ``location``, ``path``, ``url`` given."""
+    _require_extra()
+    where = {"location": location, "path": path, "url": url}
+    given = [name for name, value in where.items() if value is not None]
+    if (client is None) == (not given) or len(given) > 1:
+        msg = (
+            f"{method} needs a client, or exactly one of location, path and url to open "
+            f"one; got client={'set' if client is not None else None}"
+            f"{''.join(f', {n}={where[n]!r}' for n in given)}."
+        )
+        raise ValueError(msg)
+    if client is None:
+        client = QdrantClient(location=location, path=path, url=url, api_key=api_key)
+    return client
+
+
 def _point_key(point: Any) -> str:
     """The ``Document.id`` a point holds (its payload's ``doc_id``; else the point id)."""
     return str((point.payload or {}).get(ID_KEY, point.id))
@@ -742,7 +781,11 @@ class LocalClient:
     underlying client, shared by every store on it; attributes pass through.
     """
 
+    _wrapped: Any
+
     def __init__(self, client: Any) -> None:
+        if isinstance(client, LocalClient):  # another store's ``client``: the same lock
+            client = client._wrapped
         self._wrapped = client
         with _LOCAL_LOCKS_GUARD:
             lock = _LOCAL_LOCKS.get(client)

@@ -199,6 +199,22 @@ async def test_from_documents_builds_this_store_with_the_given_ids(
         )
 
 
+def test_from_existing_collection_reopens_a_collection(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    where = str(tmp_path / "q")
+    first = HolodeckQdrantVectorStore.from_texts(
+        ["arch controls"], embeddings, ids=["a"], path=where, collection_name="docs"
+    )
+    first.client.close()
+    again = HolodeckQdrantVectorStore.from_existing_collection("docs", embeddings, path=where)
+    assert isinstance(again, HolodeckQdrantVectorStore)
+    assert [d.id for d in again.similarity_search("arch controls", k=1)] == ["a"]
+    with pytest.raises(ValueError, match="collection_name 'nope' does not exist"):
+        HolodeckQdrantVectorStore.from_existing_collection("nope", embeddings, client=again.client)
+    again.client.close()
+
+
 def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     store.add_documents(
@@ -325,6 +341,8 @@ def test_calls_into_a_local_client_take_turns(embeddings: HashingEmbeddings) -> 
         )
     assert ids == [["w0"], ["w1"]]
     assert overlapped == [False, False]
+    third = HolodeckQdrantVectorStore(stores[0].client, "shared", embeddings)  # a store's client
+    assert third.client._lock is stores[0].client._lock  # type: ignore[attr-defined]  # LocalClient
     assert {d.id for d in stores[1].iter_documents()} == {"seed", "w0", "w1"}
 
 
