@@ -31,3 +31,6 @@ DEFAULT_TABLE_CHUNK_TOKENS = 200
 (``StructuredMarkdownSplitter(max_table_chunk_tokens=...)``): a piece with its header fits the
 embedded model's 256 word pieces while the table runs under 1.27 word pieces a token (the
 country table of ``benchmarks/bench_tables.py``: 1.09, at most 221 word pieces a piece)."""
+DEFAULT_CONTEXT_TIMEOUT = 60.0
+"""Seconds one contextual-enrichment request may take before its chunk is indexed without a
+context (``ContextualChunkEnricher(timeout=...)``, the tool config's ``context_timeout``)."""

@@ -23,6 +23,16 @@ Recognized headings (never inside fenced code blocks):
   section id. Each label kind (digit, lower letter, lower roman, upper letter, upper roman)
   takes the nesting level at which it first appears; ``(i)`` directly after ``(h)`` is a letter.
 
+reStructuredText (``markup="rst"``) has its own title syntax instead of the Markdown one and of
+the keyword and bare numbered headings: a one-line title at the start of a line, underlined
+(and optionally overlined) with a repeated punctuation character (``=``, ``-``, ``~``, `````,
+``^``, ...), the underline at least 3 characters long and as long as the title or 4. Levels
+follow the order in which the adornment styles first appear, as in docutils. There are no code
+fences (indented literal blocks cannot hold a title) and no ATX headings. The ``.. _label:``
+targets directly above a title belong to its section, and so does the explicit markup that
+starts the text (``.. currentmodule:: x``, ``:orphan:``). Sub-clauses are
+recognized as in Markdown.
+
 Section ids: the number of a Section/§/Article/Clause or bare numbered heading (``7``, ``4.2``,
 ``203``, ``12a``, Article V -> ``v``), plus sub-clause labels (``203(a)(1)``, case kept);
 Title/Part/Chapter/Schedule/Annex/Appendix get a kind prefix (``title-i``, ``part-ii``,
@@ -35,8 +45,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["Section", "find_section_refs", "normalize_section_ref", "parse_sections"]
+__all__ = [
+    "Markup",
+    "Section",
+    "find_section_refs",
+    "normalize_section_ref",
+    "parse_sections",
+]
+
+Markup = Literal["markdown", "rst"]
+"""The heading syntax ``parse_sections`` reads: Markdown (and plain text) or reStructuredText."""
 
 # --- shared pieces -------------------------------------------------------------------------
 
@@ -283,6 +303,16 @@ _ATTR = r"(?:[#.][\w:-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
 _ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*" + _ATTR + r"(?:[ \t]+" + _ATTR + r")*[ \t]*\}[ \t]*$")
 """A heading's trailing attribute list (MkDocs/Python-Markdown ``attr_list``, Pandoc):
 ``## Steps { #steps }``, ``{#id .class}``, ``{: #id }``. Not part of the title."""
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1*[ \t]*$")
+"""A reStructuredText title adornment: one ASCII punctuation character repeated."""
+_RST_TARGET = re.compile(r"^\.\.[ \t]+_[^:`]+:[ \t]*$")
+"""An internal hyperlink target, ``.. _label:``: it names the title below it."""
+_RST_MARKUP = re.compile(r"^(?:\.\.[ \t]+(?:_[^:`]+:[ \t]*$|[\w:-]+::)|:[\w-]+:(?:\s|$))")
+"""A line of explicit markup that introduces what follows: an internal target (``.. _label:``,
+not an external ``.. _name: https://...``), a directive (``.. currentmodule:: x``) or a field
+(``:orphan:``), at the start of a line."""
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+"""An inline link or image, ``[text](url "title")``: its text stays in a heading's title."""
 _KEYWORD_HEADING = re.compile(r"^ {0,3}" + _KW + r"\s*" + _NUM + _LABELS + r"(?P<rest>.*)$")
 _BARE_HEADING = re.compile(
     r"^ {0,3}(?P<num>\d{1,3}(?:\.\d{1,3})*)(?P<dot>\.?)[ \t]+(?P<rest>\S.*)$"
@@ -396,6 +426,69 @@ def _run_in_title(rest: str) -> int:
     return match.end()
 
 
+def _plain_title(text: str) -> str:
+    """A Markdown heading's title: no attribute list, a link or image as its text only.
+
+    ``#### [asgi-csrf](https://github.com/simonw/asgi-csrf)`` is titled ``asgi-csrf``.
+    """
+    return _LINK.sub(r"\1", _ATTRIBUTES.sub("", text)).strip()
+
+
+def _rst_adornment(line: str) -> str | None:
+    """The character of a reStructuredText adornment line (``~~~~``), if ``line`` is one."""
+    match = _RST_ADORNMENT.match(line)
+    return match.group(1) if match and len(line.rstrip()) >= 3 else None
+
+
+def _rst_title(lines: list[str], i: int) -> tuple[str, tuple[str, bool], int] | None:
+    """The reStructuredText title starting at ``lines[i]``: title, style and lines it takes.
+
+    The style is the adornment character and whether it is overlined too; a title is one line
+    (starting the line, unless overlined) that its underline is as long as, or 4 characters.
+    """
+    line = lines[i].rstrip()
+    over = _rst_adornment(line)
+    if over is not None:  # overline, title, underline (the same character)
+        if i + 2 >= len(lines):
+            return None
+        title = lines[i + 1].strip()
+        if not title or _rst_adornment(title) or _rst_adornment(lines[i + 2].rstrip()) != over:
+            return None
+        return (title, (over, True), 3) if len(line) >= len(title) else None
+    if i + 1 >= len(lines) or line[:1].isspace():
+        return None
+    under = lines[i + 1].rstrip()
+    char = _rst_adornment(under)
+    if char is None or not (len(under) >= 4 or len(under) >= len(line)):
+        return None
+    return line.strip(), (char, False), 2
+
+
+def _rst_markup_above(lines: list[str], i: int) -> int:
+    """First line of the explicit markup run (``.. _label:``) directly above line ``i``.
+
+    Only blank lines and markup lines may lie between it and line ``i``: any markup when it
+    starts the text (``.. currentmodule:: x``, ``:orphan:``), else only internal targets (a
+    directive there, ``.. autofunction:: f``, is the text above's). It must follow a blank
+    line or start the text (markup glued to a paragraph is that paragraph's). ``i`` when
+    there is none.
+    """
+    j = i - 1
+    while j >= 0 and (not lines[j].strip() or _RST_MARKUP.match(lines[j])):
+        j -= 1
+    if j >= 0:
+        j = i - 1
+        while j >= 0 and (not lines[j].strip() or _RST_TARGET.match(lines[j])):
+            j -= 1
+    k = j + 1
+    if j >= 0:
+        while k < i and lines[k].strip():
+            k += 1
+    while k < i and not lines[k].strip():
+        k += 1
+    return k
+
+
 def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
     """A keyword or bare numbered heading on ``line`` (which opens a paragraph), if any.
 
@@ -446,7 +539,9 @@ def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
     return None
 
 
-def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) -> list[Section]:
+def parse_sections(
+    text: str, *, max_level: int = 6, subclauses: bool = True, markup: Markup = "markdown"
+) -> list[Section]:
     """Parse ``text`` into its heading tree, flattened in document order.
 
     See the module docstring for the heading grammar and the id rules. Markdown headings
@@ -459,17 +554,25 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
         max_level: Deepest markdown heading level recognized, 1 to 6.
         subclauses: Whether ``(a)``/``(1)`` sub-clauses are sections; with ``False`` they stay
             in their numbered section's text (fewer, larger chunks; ids stop at ``203``).
+        markup: ``"rst"`` reads reStructuredText titles (see the module docstring) instead
+            of the Markdown headings and the keyword and bare numbered headings.
 
     Returns:
         The sections, tiling ``text``; a preamble section (level 0, title ``""``) holds
         non-blank text before the first heading. ``[]`` for blank text.
 
     Raises:
-        ValueError: When ``max_level`` is not between 1 and 6.
+        ValueError: When ``max_level`` is not between 1 and 6, or ``markup`` is neither
+            ``"markdown"`` nor ``"rst"``.
     """
     if not 1 <= max_level <= 6:
         msg = f"max_level must be between 1 and 6, got {max_level}."
         raise ValueError(msg)
+    if markup not in ("markdown", "rst"):
+        msg = f"markup must be 'markdown' or 'rst', got {markup!r}."
+        raise ValueError(msg)
+    rst = markup == "rst"
+    styles: list[tuple[str, bool]] = []  # rst adornment styles, in order of first appearance
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for line in lines:
@@ -485,8 +588,9 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
     prev_line = ""
     i = 0
     while i < len(lines):
-        line = _unboxed(lines[i])
+        line = lines[i].rstrip() if rst else _unboxed(lines[i])
         start = offsets[i]
+        head_start = start  # where the section starts: its heading, or markup above it (rst)
         if fence is not None:
             closing = _FENCE_OPEN.match(line)
             if (
@@ -498,7 +602,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
                 fence = None
             prev_blank, prev_heading, prev_line, i = False, False, line, i + 1
             continue
-        opening = _FENCE_OPEN.match(line)
+        opening = None if rst else _FENCE_OPEN.match(line)
         if opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
             fence = (opening["fence"][0], len(opening["fence"]))
             prev_blank, prev_heading, prev_line, i = False, False, line, i + 1
@@ -511,27 +615,38 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
         next_line = _unboxed(lines[i + 1]) if i + 1 < len(lines) else None
         candidate: _Candidate | None = None
         consumed = 1
-        atx = _ATX.match(line)
-        if atx:
-            title = _ATTRIBUTES.sub("", atx["title"] or "").strip()
+        atx = None if rst else _ATX.match(line)
+        rst_title = _rst_title(lines, i) if rst and opens_paragraph else None
+        if rst_title is not None:
+            title, style, consumed = rst_title
+            if style not in styles:
+                styles.append(style)
+            level = styles.index(style) + 1
+            candidate = _Candidate(
+                level, title, _id_from_title(title), offsets[i + consumed], markdown_level=level
+            )
+            head_start = offsets[_rst_markup_above(lines, i)]
+        elif atx:
+            title = _plain_title(atx["title"] or "")
             level = len(atx["hashes"])
             candidate = _Candidate(
                 level, title, _id_from_title(title), offsets[i + 1], markdown_level=level
             )
         elif (
-            opens_paragraph
+            not rst
+            and opens_paragraph
             and next_line is not None
             and _SETEXT.match(next_line)
             and not _NOT_PARAGRAPH.match(line)
             and not _LIST_ITEM.match(line)
         ):
-            title = _ATTRIBUTES.sub("", line).strip()
+            title = _plain_title(line)
             level = 1 if next_line.lstrip().startswith("=") else 2
             candidate = _Candidate(
                 level, title, _id_from_title(title), offsets[i + 2], markdown_level=level
             )
             consumed = 2
-        elif opens_paragraph and (plain := _plain_heading(line, next_line)):
+        elif not rst and opens_paragraph and (plain := _plain_heading(line, next_line)):
             body = start + plain.inline_body if plain.inline_body else offsets[i + 1]
             if not plain.inline_body and next_line is not None and _SETEXT.match(next_line):
                 body, consumed = offsets[i + 2], 2  # "1. Definitions" underlined with "---"
@@ -565,7 +680,7 @@ def parse_sections(text: str, *, max_level: int = 6, subclauses: bool = True) ->
             own_id = candidate.section_id or (stack[-1].section_id if stack else "")
             heads.append(
                 Section(
-                    start=start,
+                    start=head_start,
                     end=len(text),
                     body_start=candidate.body_start,
                     level=len(stack) + 1,

@@ -64,6 +64,9 @@ def pipeline_fingerprint(
     table_limit = getattr(splitter, "_table_limit", None)  # StructuredMarkdownSplitter's
     if table_limit is not None:  # tables cut with their header repeated (none: as before)
         parts.append(f"tables={table_limit}")
+    revision = getattr(splitter, "revision", 0)  # same settings, other chunks: re-split once
+    if revision:
+        parts.append(f"revision={revision}")
     if code_splitter is not None:
         parts += [
             "code",
@@ -71,6 +74,9 @@ def pipeline_fingerprint(
             str(getattr(code_splitter, "_chunk_size", "")),
             str(getattr(code_splitter, "_chunk_overlap", "")),
         ]
+        code_revision = getattr(code_splitter, "revision", 0)
+        if code_revision:
+            parts.append(f"revision={code_revision}")
     if enricher is not None:
         model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
         parts.append(str(model))

@@ -65,6 +65,8 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 _SNIFF_BYTES = 8192
 _BYTES_PER_CHUNK = 2048
 """About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
+_PACKAGE_MARKERS = frozenset({"__init__.py", "__init__.pyi"})
+"""Files that are empty by design: skipped at DEBUG, not with a WARNING, when they are."""
 _SHOWN_KINDS = 8
 """Extensions the skip summary names before ``...``."""
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -116,24 +118,23 @@ class SourceLoader(BaseLoader):
     text; no plugins, no network).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
-    Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the
-    paths of ``exclude`` (a store directory inside the source) are ignored. Files of an
-    unsupported extension are skipped with one WARNING per walk that counts them by
-    extension (``Skipping 246 files of unsupported types: png 183, svg 56, ...``), each named
-    at DEBUG; a loader repeating the same walk does not warn again. Skipped with a
-    WARNING naming the file: empty files (0 bytes, or only
-    whitespace once converted), binary content under a text extension (NUL bytes, or
-    not decodable), non-regular files, and symlinks resolving outside the source. A file
-    over ``max_file_bytes`` is loaded with a WARNING. The formats markitdown converts
-    (``.pdf``, ``.docx``, ``.pptx``, ``.xlsx``, ``.csv``, ``.html``, ``.htm``) are converted
-    in a child process (reused, one per thread converting at once, shared by the loaders of
-    the process): a conversion still running after ``max_convert_seconds`` is stopped (the
-    child is killed), and one that needs more address space than ``max_convert_memory_bytes``
-    fails in the child; either way the file is skipped with one WARNING naming it and the
-    limit, and the walk goes on. A file that cannot be read or converted is logged (WARNING,
-    one line) and skipped when ``on_error="skip"``; with ``on_error="raise"`` a
-    ``DocumentLoadError`` naming it is raised.
-    A directory that cannot be listed is skipped with a WARNING in both modes.
+    Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths
+    of ``exclude`` (a store directory inside the source) are ignored. Files of an unsupported
+    extension are skipped with one WARNING per walk that counts them by extension (``Skipping
+    246 files of unsupported types: png 183, svg 56, ...``), each named at DEBUG; a loader
+    repeating the same walk does not warn again. Skipped with a WARNING naming the file: empty
+    files (0 bytes, or only whitespace once converted; an empty ``__init__.py``, a package
+    marker, at DEBUG), binary content under a text extension (NUL bytes, or not decodable),
+    non-regular files, and symlinks resolving outside the source. A file over ``max_file_bytes``
+    is loaded with a WARNING. The formats markitdown converts (``.pdf``, ``.docx``, ``.pptx``,
+    ``.xlsx``, ``.csv``, ``.html``, ``.htm``) are converted in a child process (reused, one per
+    thread converting at once, shared by the loaders of the process): a conversion still running
+    after ``max_convert_seconds`` is stopped (the child is killed), and one that needs more
+    address space than ``max_convert_memory_bytes`` fails in the child; either way the file is
+    skipped with one WARNING naming it and the limit, and the walk goes on. A file that cannot
+    be read or converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
+    with ``on_error="raise"`` a ``DocumentLoadError`` naming it is raised. A directory that
+    cannot be listed is skipped with a WARNING in both modes.
 
     Symlinks below the source are followed only when they resolve inside the (resolved)
     source; each real file and directory is loaded once, under its direct path when it
@@ -417,7 +418,9 @@ class SourceLoader(BaseLoader):
     def _read(self, file: SourceFile) -> str | Skipped:
         """The file's text, or why it was skipped (reported with one WARNING)."""
         if file.size_bytes == 0:
-            logger.warning("Skipping %s: empty file (0 bytes).", file.source_path)
+            # an empty __init__.py marks a Python package: normal, and a repository has many
+            level = logging.DEBUG if file.path.name in _PACKAGE_MARKERS else logging.WARNING
+            logger.log(level, "Skipping %s: empty file (0 bytes).", file.source_path)
             return Skipped.NO_TEXT
         if file.size_bytes > self.max_file_bytes:
             estimate = (

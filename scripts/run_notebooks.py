@@ -29,12 +29,37 @@ def executed(path: Path) -> nbformat.NotebookNode:
     ).execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
+        if cell.get("outputs"):
+            cell.outputs = merged_streams(cell.outputs)
     return notebook
+
+
+def merged_streams(outputs: list) -> list:
+    """``outputs`` with consecutive prints to one stream joined.
+
+    Where the kernel flushed in between depends on timing, so a re-run that prints the same
+    thing would otherwise differ.
+    """
+    merged: list = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and last is not None
+            and last.get("output_type") == "stream"
+            and last.get("name") == output.get("name")
+        ):
+            last["text"] = "".join(last["text"]) + "".join(output["text"])
+        else:
+            merged.append(output)
+    return merged
 
 
 def outputs(notebook: nbformat.NotebookNode) -> str:
     """The cells' outputs, as comparable text."""
-    return json.dumps([cell.get("outputs", []) for cell in notebook.cells], sort_keys=True)
+    return json.dumps(
+        [merged_streams(cell.get("outputs", [])) for cell in notebook.cells], sort_keys=True
+    )
 
 
 def main() -> int:

@@ -90,6 +90,8 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
             try:
                 time.sleep(delay)
                 self._answer(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped waiting (its timeout): nothing to answer
             finally:
                 with lock:
                     state.in_flight -= 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import socket
 import sys
@@ -18,15 +19,17 @@ import anyio
 import anyio.to_thread
 import mcp.types as mcp_types
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
-from langchain_holodeck.tools.document import SearchInput
+from langchain_holodeck.tools.document import SearchInput, undecoded_byte
 
 try:  # mcp 2.x
-    from mcp.server.mcpserver import MCPServer as _Server
+    from mcp.server.mcpserver import MCPServer as _SDKServer
+    from mcp.server.mcpserver.exceptions import ToolError
 except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP as _Server  # type: ignore[no-redef]  # same surface
+    from mcp.server.fastmcp import FastMCP as _SDKServer  # type: ignore[no-redef]  # same surface
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]  # same class
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +52,65 @@ class Searchable(Protocol):
         ...
 
 
+class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's server class
+    """The SDK's server, answering a bad argument with one line naming it and its value.
+
+    The SDK validates a call's arguments against the tool's signature and answers a failure
+    with pydantic's multi-line report (``1 validation error for kbArguments`` ...).
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
+        try:
+            return await super().call_tool(name, arguments, *args, **kwargs)
+        except ToolError as error:
+            if not isinstance(error.__cause__, ValidationError):
+                raise
+            raise ToolError(bad_arguments(error.__cause__)) from error
+
+
+def bad_arguments(error: ValidationError) -> str:
+    """One line naming each bad argument of a call, the value it got, and what it takes."""
+    problems: dict[str, str] = {}
+    for detail in error.errors():
+        name = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        problems.setdefault(name, _argument_problem(name, detail))
+    return " ".join(problems.values())
+
+
+def _argument_problem(name: str, detail: Any) -> str:
+    if name == "query" and detail["type"] == "missing":
+        return "query is required: pass the words to look for, e.g. 'revoke a token'."
+    value = detail.get("input")
+    where = undecoded_byte(value) if isinstance(value, str) else None
+    if name == "query" and where is not None:  # pydantic: 'unable to parse raw data as unicode'
+        return f"query is not UTF-8 text ({where}); send the words as UTF-8."
+    got = _shown(value)
+    if name == "query":
+        return f"query must be a string of at most {MAX_QUERY_CHARS} characters, got {got}."
+    if name == "top_k":
+        return (
+            f"top_k must be an integer from 1 to {MAX_TOP_K}, or null for the tool's "
+            f"default, got {got}."
+        )
+    return f"{name}: {detail['msg']}, got {got}."
+
+
+def _shown(value: object) -> str:
+    """``value`` as the client wrote it (JSON), cut to 60 characters."""
+    if isinstance(value, str) and len(value) > 60:
+        return f"a string of {len(value)} characters"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")  # a lone surrogate would make the whole answer unsendable
+    except UnicodeEncodeError:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = ascii(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 def build_server(
     tools: Sequence[Searchable], *, max_concurrency: int, host: str = "127.0.0.1"
 ) -> Any:
@@ -58,7 +120,7 @@ def build_server(
     the event loop keeps answering other requests while a search runs.
     """
     options: dict[str, Any] = {"instructions": _instructions(tools), "log_level": "WARNING"}
-    if _Server.__name__ == "FastMCP":  # 1.x: HTTP settings are constructor arguments
+    if _SDKServer.__name__ == "FastMCP":  # 1.x: HTTP settings are constructor arguments
         options.update(
             host=host,
             transport_security=_transport_security(host),
@@ -165,10 +227,24 @@ def run_stdio(server: Any) -> None:
     sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
     try:
         anyio.run(server.run_stdio_async)
+    except Exception as error:
+        if not _only_closed_streams(error):
+            raise
+        # the client closed stdin while the server still answered (an error notification for
+        # its last, malformed message): the SDK's task groups raised ClosedResourceError
+        logger.debug("the stdio client left while the server was answering", exc_info=True)
     finally:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout = saved
+
+
+def _only_closed_streams(error: BaseException) -> bool:
+    """Whether ``error`` (an exception group or not) holds only closed or broken streams."""
+    inner = getattr(error, "exceptions", None)  # an ExceptionGroup (the backport on 3.10)
+    if isinstance(inner, Sequence) and inner:
+        return all(_only_closed_streams(e) for e in inner)
+    return isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -235,7 +311,7 @@ def http_app(server: Any, host: str, *, token: str | None, limits: HttpLimits) -
     streams = logging.getLogger("mcp.server.streamable_http")
     if client_gone not in streams.filters:
         streams.addFilter(client_gone)
-    if _Server.__name__ == "FastMCP":
+    if _SDKServer.__name__ == "FastMCP":
         app = server.streamable_http_app()
     else:
         app = server.streamable_http_app(

@@ -319,6 +319,28 @@ def _last_default_ingest(store: Path, source: str, base_dir: Path) -> Manifest |
     return manifest
 
 
+def replaced_corpus(store: Path, target: Target) -> Manifest | None:
+    """``store``'s manifest if it records another corpus of the same tool name as ``target``.
+
+    Both live under ``STORE/<tool name>/``, in their own namespaces: ingesting ``target`` keeps
+    the recorded corpus's chunks, but the commands that read the manifest (``search``,
+    ``chat``, ``serve``, ``tools``) then use ``target`` only. ``None`` when there is no valid
+    manifest, it names another tool (its own directory), the same source root, or ``target``
+    pins ``corpus_id`` (one corpus, moved: its stale chunks are meant to go).
+    """
+    try:
+        manifest = read_manifest(store)
+    except (HolodeckError, OSError):
+        return None
+    config = target.config
+    if manifest.tool != config.name or config.corpus_id is not None:
+        return None
+    then = (Path(manifest.base_dir) / manifest.source).resolve()
+    if then == (target.base_dir / config.source).resolve():
+        return None
+    return manifest
+
+
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
     manifest = Manifest(
         tool=tool.name,

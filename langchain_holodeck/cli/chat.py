@@ -361,6 +361,7 @@ def used_sources(messages: list[BaseMessage]) -> list[str]:
 def run_chat(args: argparse.Namespace) -> int:
     """``holodeck-rag chat``: initialize once, then one answer per input line."""
     from langchain_holodeck.config.models import chat_model_config, load_agent_config
+    from langchain_holodeck.tools.document import undecoded_byte
 
     agent = None if args.agent_yaml is None else load_agent_config(args.agent_yaml)
     model = None if agent is None else chat_model_config(agent, display=str(args.agent_yaml))
@@ -386,6 +387,10 @@ def run_chat(args: argparse.Namespace) -> int:
         for question in _lines(sys.stdin, prompt="> " if interactive else None):
             if question in EXIT_WORDS:
                 break
+            where = undecoded_byte(question)
+            if where is not None:  # one bad line ends nothing
+                print(f"error: this line is not UTF-8 text ({where}); skipped.", file=sys.stderr)
+                continue
             if not interactive:  # a transcript: each answer under the question it answers
                 print(f"> {question}", flush=True)
             try:
@@ -401,6 +406,10 @@ def run_chat(args: argparse.Namespace) -> int:
 
 
 def _lines(stream: TextIO, *, prompt: str | None) -> Iterator[str]:
+    """Non-empty stripped lines; bytes that are not UTF-8 come as surrogates, not an error."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+        reconfigure(errors="surrogateescape")  # a strict locale raised at the first such byte
     while True:
         if prompt is not None:
             print(prompt, end="", file=sys.stderr, flush=True)

@@ -53,6 +53,7 @@ from langchain_holodeck.cli._targets import initialize_known as _initialize_know
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
 from langchain_holodeck.cli._targets import remembered_source as _remembered_source
+from langchain_holodeck.cli._targets import replaced_corpus as _replaced_corpus
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
 from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
@@ -101,7 +102,13 @@ agent.yaml's directory).
 
 Re-running is cheap: files whose mtime and size did not change are neither read nor
 embedded. Files deleted from SOURCE have their chunks removed. Exit status: 0 on success, 1
-on an error or when some chunks failed to sync (listed as warnings)."""
+on an error or when some chunks failed to sync (listed as warnings).
+
+One STORE serves the last ingest: ingesting another SOURCE into it (same tool) keeps the
+earlier corpus's chunks, in their own namespace, nothing deleted, but `search`, `chat`,
+`serve` and `tools` then use the new one, and a warning says so. Ingesting the earlier
+SOURCE again switches back without re-embedding. To search both, ingest their common parent
+folder, or give each its own --store."""
 _SEARCH_HELP = """\
 Searches the tool the last `ingest` into STORE built (recorded in STORE/ingest.json), or the
 --config/--tool given. Before searching, the source is re-checked: unchanged files cost a
@@ -367,7 +374,13 @@ def _store_dir(text: str) -> Path:
     if not text.strip():
         msg = f"must name a directory (default: {DEFAULT_STORE}), got {text!r}"
         raise argparse.ArgumentTypeError(msg)
-    return Path(text)
+    path = Path(text)
+    existing = next((p for p in (path, *path.parents) if p.exists()), path)
+    if existing.exists() and not existing.is_dir():  # else ingest embeds all, then cannot save
+        which = "which" if existing == path else f"but {str(existing)!r}"
+        msg = f"must name a directory (created when missing), got {text!r}, {which} is a file"
+        raise argparse.ArgumentTypeError(msg)
+    return path
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -414,6 +427,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
     from langchain_holodeck.cli._format import IngestReport, ProgressBars, format_summary
 
     target = _ingest_target(args)
+    _warn_if_replacing(args.store, target)
     tool = _build_tool(target, args.store)
     bars = ProgressBars(enabled=not args.quiet and sys.stderr.isatty(), stream=sys.stderr)
     start = time.perf_counter()
@@ -433,6 +447,24 @@ def _run_ingest(args: argparse.Namespace) -> int:
     for line in result.errors:
         logger.warning("%s", line)
     return 1 if result.failed else 0
+
+
+def _warn_if_replacing(store: Path, target: _Target) -> None:
+    """One WARNING when this ingest hides another corpus of the store (its chunks stay)."""
+    previous = _replaced_corpus(store, target)
+    if previous is None:
+        return
+    logger.warning(
+        "%s holds the %r corpus of %s (ingested %s); its chunks are kept, but search, chat, "
+        "serve and tools on this --store will use %s. Ingest %s again to switch back (nothing "
+        "is re-embedded), or give each source its own --store.",
+        store,
+        previous.tool,
+        previous.source,
+        previous.ingested_at,
+        target.config.source,
+        previous.source,
+    )
 
 
 def _ingest_target(args: argparse.Namespace) -> _Target:
@@ -481,11 +513,19 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, has_search_terms
+    from langchain_holodeck.tools.document import (
+        HierarchicalDocumentTool,
+        has_search_terms,
+        undecoded_byte,
+    )
 
     query: str = args.query
     if not query.strip():
         msg = "QUERY is empty; pass the words to look for, e.g. holodeck-rag search 'token'."
+        raise HolodeckError(msg)
+    where = undecoded_byte(query)
+    if where is not None:
+        msg = f"QUERY is not UTF-8 text ({where}); set the terminal's encoding to UTF-8."
         raise HolodeckError(msg)
     if not has_search_terms(query):
         msg = (

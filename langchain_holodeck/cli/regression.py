@@ -135,7 +135,8 @@ def run_test(args: argparse.Namespace) -> int:
 
     path: Path = args.agent_yaml or DEFAULT_AGENT_YAML
     if not path.is_file():
-        msg = f"AGENT_YAML {str(path)!r} does not exist; pass the agent.yaml with the tests."
+        what = "is a directory" if path.is_dir() else "does not exist"
+        msg = f"AGENT_YAML {str(path)!r} {what}; pass the agent.yaml with the tests."
         raise ConfigError(msg)
     agent = load_agent_config(path)
     if not agent.tests:

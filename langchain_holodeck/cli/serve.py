@@ -77,17 +77,34 @@ def add_serve_parser(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("agent_yaml", nargs="?", type=Path, metavar="AGENT_YAML")
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default): a client spawns this command; http: streamable HTTP at /mcp",
+    )
     serve.add_argument("--host", help="http: address to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=_port, help=f"http: port (default: {DEFAULT_PORT})")
     serve.add_argument(
-        "--max-concurrency", type=positive_int, default=4, metavar="N", help="searches at once"
+        "--max-concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="searches run at once; the rest wait (default: %(default)s)",
     )
     serve.add_argument(
-        "--max-in-flight", type=positive_int, default=32, metavar="N", help="http: requests"
+        "--max-in-flight",
+        type=positive_int,
+        default=32,
+        metavar="N",
+        help="http: requests handled at once; more get 503 (default: %(default)s)",
     )
     serve.add_argument(
-        "--max-body-bytes", type=positive_int, default=1_000_000, metavar="N", help="http"
+        "--max-body-bytes",
+        type=positive_int,
+        default=1_000_000,
+        metavar="N",
+        help="http: largest request body in bytes; larger get 413 (default: %(default)s)",
     )
     serve.set_defaults(run=run_serve)
 

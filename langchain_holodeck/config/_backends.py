@@ -258,7 +258,7 @@ class RedisDatabaseConfig(DatabaseConfig):
     existing index keeps its own: a change is refused until ``--force-ingest`` re-creates it."""
     fallback_to_memory: bool = True
     """When Redis is unreachable: warn and use the in-memory store (true), or fail (false)."""
-    embedding_cache_ttl_days: float = Field(default=30, gt=0)
+    embedding_cache_ttl_days: float = Field(default=30, gt=0, allow_inf_nan=False)
     """Days an embedding-cache entry lives after it was last written or read; the cache only
     spares a model call for a chunk whose key moved, so an expired entry costs one embedding."""
 
@@ -314,7 +314,7 @@ class QdrantDatabaseConfig(DatabaseConfig):
     """Qdrant API key, from the environment (``${QDRANT_API_KEY}``); only with ``url``."""
     collection_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.-]+$")
     """Collection holding the chunks; corpora sharing it never see each other's chunks."""
-    timeout: float = Field(default=10.0, gt=0)
+    timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False)
     """Seconds per request to a Qdrant server."""
     fallback_to_memory: bool = True
     """When the server at ``url`` is unreachable: warn and use the in-memory store, or fail."""

@@ -44,8 +44,12 @@ class CohereRerankerConfig(BaseModel):
     """Cohere API key, from the environment (``${COHERE_API_KEY}``)."""
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Cohere rerank model; any name is accepted, for future models."""
+    base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
+    environment (as Cohere's own client reads it), else Cohere's API."""
 
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
+    _base_url_is_http = field_validator("base_url")(check_http_url)
 
 
 class VLLMRerankerConfig(BaseModel):
@@ -59,7 +63,7 @@ class VLLMRerankerConfig(BaseModel):
     """Base URL of the server, e.g. ``http://localhost:8000``."""
     model: str = Field(min_length=1)
     """Model name the server serves, e.g. ``BAAI/bge-reranker-v2-m3``."""
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _url_is_http = field_validator("url")(check_http_url)
@@ -96,11 +100,11 @@ class SearchWeights(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    semantic: float = Field(default=DEFAULT_WEIGHTS[0], ge=0)
+    semantic: float = Field(default=DEFAULT_WEIGHTS[0], ge=0, allow_inf_nan=False)
     """Weight of the dense (embedding) ranking (0.7 / 0.3: best on the tuning sets)."""
-    keyword: float = Field(default=DEFAULT_WEIGHTS[1], ge=0)
+    keyword: float = Field(default=DEFAULT_WEIGHTS[1], ge=0, allow_inf_nan=False)
     """Weight of the keyword (BM25) ranking."""
-    exact: float = Field(default=DEFAULT_WEIGHTS[2], ge=0)
+    exact: float = Field(default=DEFAULT_WEIGHTS[2], ge=0, allow_inf_nan=False)
     """Weight of the exact-match ranking (section numbers, quoted phrases)."""
 
     @model_validator(mode="after")

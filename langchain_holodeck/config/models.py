@@ -31,6 +31,7 @@ from langchain_holodeck._conversion import (
     DEFAULT_MAX_CONVERT_SECONDS,
 )
 from langchain_holodeck._defaults import (
+    DEFAULT_CONTEXT_TIMEOUT,
     DEFAULT_FEEDBACK_DOCS,
     DEFAULT_FEEDBACK_WEIGHT,
     DEFAULT_FETCH_K,
@@ -268,6 +269,11 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Longest context the model may write per chunk."""
     context_concurrency: int = Field(default=10, gt=0)
     """Context requests in flight at once."""
+    context_timeout: float | None = Field(
+        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, allow_inf_nan=False
+    )
+    """Seconds one context request may take; a slower one leaves its chunk without context
+    (one WARNING) and the ingest goes on; ``null``: no limit."""
     max_chunk_tokens: int = Field(default=800, ge=50)
     """Largest chunk, in tokens, of the structure-aware splitter."""
     max_table_chunk_tokens: int | None = Field(default=DEFAULT_TABLE_CHUNK_TOKENS, ge=2)

@@ -22,6 +22,7 @@ import asyncio
 import importlib.util
 import inspect
 import logging
+import os
 import threading
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -47,6 +48,8 @@ logger = logging.getLogger(__name__)
 
 ApiVersion = Literal["v1", "v2"]
 _COHERE_INSTALL_HINT = 'pip install "langchain-holodeck[cohere]"'
+_CO_API_URL_ENV = "CO_API_URL"
+"""The environment variable Cohere's client reads for its API root."""
 
 
 def _import_cohere() -> None:
@@ -76,7 +79,7 @@ class _CohereAPIReranker(_RerankCompressor):
 
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Rerank model name, passed through to the server."""
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     """Seconds per request; the client's own retries are disabled, so this bounds a failure."""
     api_version: ApiVersion = "v2"
     """Endpoint tried first; the other is tried once on 404/405 and remembered if it works."""
@@ -204,6 +207,7 @@ class CohereReranker(_CohereAPIReranker):
     Key init args:
         api_key: Cohere API key (a secret: never logged, never in ``repr`` or warnings).
         model: Rerank model, default ``rerank-v3.5``.
+        base_url: API root of a Cohere-compatible gateway; default ``CO_API_URL``, else Cohere.
         top_n: Documents to return; ``None`` keeps all, reordered.
 
     Instantiate:
@@ -220,12 +224,16 @@ class CohereReranker(_CohereAPIReranker):
     api_key: SecretStr
     """Cohere API key."""
     base_url: str | None = None
-    """Override Cohere's API root (a proxy or a Cohere-compatible server)."""
+    """Override Cohere's API root (a proxy or a Cohere-compatible server); ``None``: the
+    ``CO_API_URL`` environment variable when set (read when the client is built), else
+    Cohere's API."""
 
     _provider: ClassVar[str] = "cohere"
 
     def _base_url(self) -> str | None:
-        return self.base_url
+        # The cohere client reads CO_API_URL only as a default argument fixed at its import,
+        # and an explicit base_url=None overrides it: read the variable here, at build time.
+        return self.base_url or os.environ.get(_CO_API_URL_ENV) or None
 
     def _token(self) -> str:
         return self.api_key.get_secret_value()
@@ -305,7 +313,8 @@ def create_reranker(
     Dispatches on ``config.provider``, so any object with the same attributes works too.
 
     Args:
-        config: A ``CohereRerankerConfig`` (``provider="cohere"``, ``api_key``, ``model``) or a
+        config: A ``CohereRerankerConfig`` (``provider="cohere"``, ``api_key``, ``model``,
+            ``base_url``) or a
             ``VLLMRerankerConfig`` (``provider="vllm"``, ``url``, ``model``, ``timeout``).
         top_n: Documents to return; ``None`` (default) returns all, reordered, for
             ``RerankRetriever`` to cut to its ``k``.
@@ -324,6 +333,7 @@ def create_reranker(
         return CohereReranker(
             api_key=config.api_key,  # type: ignore[union-attr]  # provider selects the type
             model=config.model,
+            base_url=getattr(config, "base_url", None),
             top_n=top_n,
             use_contextualized=use_contextualized,
         )

@@ -10,6 +10,8 @@ import itertools
 import re
 from collections.abc import Callable
 
+from langchain_holodeck._sections import Markup
+
 Span = tuple[int, int]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -23,11 +25,22 @@ def _tile(start: int, end: int, cuts: list[int]) -> list[Span]:
     return [(a, b) for a, b in itertools.pairwise(points) if a < b]
 
 
-def blocks(text: str, start: int, end: int, *, body_start: int | None = None) -> list[Span]:
+def blocks(
+    text: str,
+    start: int,
+    end: int,
+    *,
+    body_start: int | None = None,
+    fences: bool = True,
+    join_indented: bool = False,
+) -> list[Span]:
     """Paragraphs, fenced code blocks and tables of ``text[start:end]``.
 
     A fence (with any blank lines inside) or a run of ``|`` table lines is one block; the
-    heading line (``start`` .. ``body_start``) is its own block.
+    heading line (``start`` .. ``body_start``) is its own block. ``fences=False`` reads
+    ```````` and ``~~~`` lines as text (reStructuredText has no fences: they underline titles);
+    ``join_indented=True`` keeps indented lines after a blank line in the block above them
+    (a reStructuredText code block, directive body or definition with what introduces it).
     """
     cuts: list[int] = []
     if body_start is not None:
@@ -46,7 +59,7 @@ def blocks(text: str, start: int, end: int, *, body_start: int | None = None) ->
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
                 fence = None
                 cuts.append(line_end)
-        elif (match := _FENCE.match(line)) is not None:
+        elif fences and (match := _FENCE.match(line)) is not None:
             fence = match.group(1)
             cuts.append(pos)
         elif not stripped:
@@ -56,7 +69,8 @@ def blocks(text: str, start: int, end: int, *, body_start: int | None = None) ->
             continue
         else:
             table = stripped.startswith("|")
-            if prev_blank or table != prev_table:
+            joined = prev_blank and join_indented and line[:1].isspace()
+            if (prev_blank and not joined) or table != prev_table:
                 cuts.append(pos)
             prev_table = table
         prev_blank = False
@@ -143,8 +157,16 @@ class Packer:
     """
 
     def __init__(
-        self, length_function: Callable[[str], int], limit: int, table_limit: int | None = None
+        self,
+        length_function: Callable[[str], int],
+        limit: int,
+        table_limit: int | None = None,
+        *,
+        markup: Markup = "markdown",
     ) -> None:
+        self.rst = markup == "rst"
+        """reStructuredText: no fences; level 0 keeps indented blocks with the line introducing
+        them, and an extra level 1 cuts such a block at its paragraphs (sentences are level 2)."""
         self.length = length_function
         self.limit = limit
         self.table_limit = None if table_limit is None else min(table_limit, limit)
@@ -188,7 +210,7 @@ class Packer:
                 return self._pack(text, units, level)
         if self.size(text, start, end) <= self.limit:
             return [(start, end)]
-        if level >= 3:
+        if level >= (4 if self.rst else 3):
             return self._chars(text, start, end)
         units = self._units(text, start, end, level, body_start)
         if len(units) <= 1:
@@ -201,8 +223,19 @@ class Packer:
         budget = self.table_limit - self.size(text, *header) - 1  # the header's line break
         return Packer(self.length, budget)._pack(text, lines(text, start, end), 1)
 
-    @staticmethod
-    def _units(text: str, start: int, end: int, level: int, body_start: int | None) -> list[Span]:
+    def _units(
+        self, text: str, start: int, end: int, level: int, body_start: int | None
+    ) -> list[Span]:
+        if self.rst:
+            if level <= 1:  # blocks with their indented lines, then without
+                return blocks(
+                    text, start, end, body_start=body_start, fences=False, join_indented=level == 0
+                )
+            if level == 2:
+                first = text[start:end].lstrip("\n")
+                indented = first[:1].isspace()  # a literal block: cut at lines
+                return lines(text, start, end) if indented else sentences(text, start, end)
+            level -= 1
         if level == 0:
             return blocks(text, start, end, body_start=body_start)
         if level == 1:
@@ -246,11 +279,10 @@ class Packer:
         self._flush(text, current, level, out)
         return out
 
-    @staticmethod
-    def _has_atomic(text: str, start: int, end: int) -> bool:
+    def _has_atomic(self, text: str, start: int, end: int) -> bool:
         """Whether ``text[start:end]`` holds a fence or table line (never re-split finer)."""
         return any(
-            _FENCE.match(line) or line.lstrip().startswith("|")
+            (not self.rst and _FENCE.match(line)) or line.lstrip().startswith("|")
             for line in text[start:end].splitlines()
         )
 

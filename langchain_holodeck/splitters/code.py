@@ -12,7 +12,7 @@ import copy
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
@@ -71,7 +71,40 @@ CODE_LANGUAGES: dict[str, str] = {
 
 _SPLITTER_LANGUAGES = {language.value: language for language in Language}
 
+_PY_DEFINITION = r"(?:async[ \t]+)?(?:def|class)[ \t]"
+_PY_DECORATORS = 32
+
+
+def _py_decorated(indent: str, definition: str) -> str:
+    """A line break, the decorators above a definition, then (looked ahead) the definition.
+
+    A decorator may span lines (``@click.option(`` ... ``)``): its continuation lines start
+    with a space or a closing bracket and are no decorator or definition, so the match never
+    runs past its own definition. At most ``_PY_DECORATORS`` decorators go with it, so that
+    a run of ``@`` lines without a definition costs linear time, not quadratic.
+    """
+    continuation = r"(?![ \t]*(?:@|" + _PY_DEFINITION + r"))[ \t)\]}][^\n]*\n"
+    decorators = rf"(?:{indent}@[^\n]*\n(?:{continuation})*){{0,{_PY_DECORATORS}}}"
+    return r"\n" + decorators + r"(?=" + indent + definition + r")"
+
+
+_PY_METHOD = _py_decorated(r"[ \t]+", _PY_DEFINITION)
+"""Cuts a class at its methods (at any indentation: LangChain's cut only at tab-indented
+ones). Only a class is cut so: a function keeps its nested functions with its own body."""
+_PY_CLASS_START = re.compile(
+    rf"\s*(?:@[^\n]*\n(?:[ \t)\]}}][^\n]*\n)*){{0,{_PY_DECORATORS}}}class[ \t]"
+)
+
 _SEPARATORS: dict[str, list[str]] = {
+    "python": [
+        _py_decorated("", r"class[ \t]"),
+        _py_decorated("", r"(?:async[ \t]+)?def[ \t]"),
+        _PY_METHOD,
+        r"\n\n",
+        r"\n",
+        " ",
+        "",
+    ],
     "shell": [r"\n(?=(?:function\s+)?[A-Za-z_][\w-]*\s*\(\)\s*\{?)", r"\n\n", r"\n", " ", ""],
     "sql": [
         r"\n(?=(?i:create|alter|drop|insert|update|delete|select|with|grant)\b)",
@@ -284,8 +317,10 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     """Split source code at definition boundaries, and name the symbols of each chunk.
 
     Separators are LangChain's ``RecursiveCharacterTextSplitter.get_separators_for_language``
-    for the languages it knows (Python, JS/TS, Go, Java, Rust, C/C++, Ruby, ...), and ours for
-    shell, SQL, TOML, INI and YAML. The language comes from the input document's
+    for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), and ours for Python
+    (a definition with its decorators, methods at any indentation: LangChain's cut only
+    tab-indented ones, and between a decorator and its ``def``), shell, SQL, TOML, INI and
+    YAML. The language comes from the input document's
     ``file_type`` metadata (see ``CODE_LANGUAGES``); other texts are split by lines.
 
     Emits metadata (besides the input document's): ``chunk_index`` (int, 0-based per input
@@ -315,6 +350,11 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
         chunks[0].metadata["symbols"]  # -> ['Shift', 'Shift.swap']
         ```
     """
+
+    revision: ClassVar[int] = 1
+    """Raised when the same settings split some code differently (1: Python cut at decorated
+    definitions and 4-space methods). Part of the ingestion fingerprint: a store split before
+    re-splits its files once."""
 
     def __init__(
         self,
@@ -362,6 +402,13 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
                     metadata["start_index"] = start
                 out.append(Document(page_content=chunk, metadata=metadata))
         return out
+
+    def _split_text(self, text: str, separators: list[str]) -> list[str]:
+        if _PY_METHOD in separators and not _PY_CLASS_START.match(text):
+            earlier = separators[: separators.index(_PY_METHOD)]
+            if not any(re.search(s, text) for s in earlier):  # the methods' cut is next
+                separators = [s for s in separators if s != _PY_METHOD]  # not a class: none
+        return super()._split_text(text, separators)
 
     def _pieces(self, text: str, language: str) -> list[tuple[int, str]]:
         """(offset, text) of each chunk: split with the language's separators."""

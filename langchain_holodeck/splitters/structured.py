@@ -7,17 +7,19 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
+from langchain_holodeck._chunk import SYMBOLS
 from langchain_holodeck._defaults import DEFAULT_TABLE_CHUNK_TOKENS
-from langchain_holodeck._sections import Section, find_section_refs, parse_sections
+from langchain_holodeck._sections import Markup, Section, find_section_refs, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
 from langchain_holodeck.splitters._markdown import Packer, table_runs
 from langchain_holodeck.splitters._metadatas import check_metadatas
+from langchain_holodeck.splitters._rst import object_names
 
 __all__ = [
     "ChunkIndexedTextSplitter",
@@ -109,7 +111,10 @@ class StructuredMarkdownSplitter(TextSplitter):
     boundaries. Fenced code blocks and tables are only cut when they alone exceed the limit.
     Sections are never merged, so each chunk's ``section_id`` is exact. Text without headings
     is packed by paragraphs, then sentences. The heading grammar and id rules are those of
-    ``parse_sections``.
+    ``parse_sections``; a document whose ``file_type`` metadata is ``rst`` (``SourceLoader``
+    sets it) is read as reStructuredText (``markup="rst"``: underlined titles, no code fences,
+    and an indented block, such as a code block or a directive's body, stays with the line
+    introducing it unless together they exceed the limit).
 
     Nothing is lost: chunk texts are ``text[start:end].strip()`` for spans that tile the input,
     so the chunks appear in order in the text with only whitespace between them (chunks are
@@ -134,7 +139,10 @@ class StructuredMarkdownSplitter(TextSplitter):
         else ``content``), ``cross_references`` (list of section ids, see
         ``find_section_refs``), ``defined_terms`` (list of terms defined in the chunk),
         ``table_header`` (only on a cut table's later pieces: the header repeated before the
-        span), and ``start_index`` (of the span) when ``add_start_index=True``.
+        span), ``symbols`` (only on a reStructuredText chunk describing objects: their names,
+        ``.. py:data:: MAX_CONTENT_LENGTH`` gives ``MAX_CONTENT_LENGTH``, so the exact leg
+        finds them as it finds code definitions), and ``start_index`` (of the span) when
+        ``add_start_index=True``.
 
     Key init args:
         max_chunk_tokens: Maximum chunk length (alias ``chunk_size``), measured by
@@ -155,10 +163,16 @@ class StructuredMarkdownSplitter(TextSplitter):
 
     Invoke:
         ```python
-        chunks = splitter.split_documents(docs)
-        chunks[3].metadata["section_id"]  # -> '203(a)(1)'
+        [act] = SourceLoader("tests/data/legal/holodeck_act.md").load()
+        chunks = splitter.split_documents([act])
+        [c.metadata["section_id"] for c in chunks][-3:]  # -> ['203(a)', '203(a)(1)', '203(a)(2)']
         ```
     """
+
+    revision: ClassVar[int] = 1
+    """Raised when the same settings split some text differently (1: reStructuredText read as
+    such, its titles, blocks and object names). Part of the ingestion fingerprint: a store
+    split before re-splits its files once."""
 
     def __init__(
         self,
@@ -208,8 +222,12 @@ class StructuredMarkdownSplitter(TextSplitter):
         metadatas = check_metadatas(texts, metadatas)
         documents: list[Document] = []
         for text, meta in zip(texts, metadatas, strict=True):
-            for index, chunk in enumerate(self._chunks(text)):
+            markup: Markup = "rst" if meta.get("file_type") == "rst" else "markdown"
+            for index, chunk in enumerate(self._chunks(text, markup)):
                 metadata = {**copy.deepcopy(meta), **self._structure(chunk), "chunk_index": index}
+                names = object_names(chunk.text) if markup == "rst" else []
+                if names:  # Sphinx object descriptions: found by name, like code's symbols
+                    metadata[SYMBOLS] = names
                 if chunk.header:
                     metadata[TABLE_HEADER] = chunk.header
                 if self._add_start_index:
@@ -217,11 +235,13 @@ class StructuredMarkdownSplitter(TextSplitter):
                 documents.append(Document(page_content=chunk.content, metadata=metadata))
         return documents
 
-    def _chunks(self, text: str) -> list[_Chunk]:
-        sections = parse_sections(text, max_level=self._max_level, subclauses=self._subclauses)
+    def _chunks(self, text: str, markup: Markup = "markdown") -> list[_Chunk]:
+        sections = parse_sections(
+            text, max_level=self._max_level, subclauses=self._subclauses, markup=markup
+        )
         if not sections:
             sections = [Section(0, len(text), 0, 0, "", "", ())] if text.strip() else []
-        packer = Packer(self._length_function, self._chunk_size, self._table_limit)
+        packer = Packer(self._length_function, self._chunk_size, self._table_limit, markup=markup)
         tables = [
             (body, end, text[start:body].strip())
             for start, body, end in table_runs(text)

@@ -61,6 +61,22 @@ def has_search_terms(query: str) -> bool:
     return any(ch.isalnum() for ch in query)
 
 
+def undecoded_byte(text: str) -> str | None:
+    """Where ``text`` holds a character no UTF-8 encodes (a lone surrogate), else ``None``.
+
+    Bytes that were not UTF-8 reach Python as such surrogates (``surrogateescape``: argv,
+    stdin); a JSON string may carry one too. The embedding tokenizer refuses them, so the
+    dense leg failed and the search quietly lost it.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        return f"{what} at character {error.start}"
+    return None
+
+
 class SearchInput(BaseModel):
     """The single argument a model passes to a search tool."""
 
@@ -385,6 +401,10 @@ class _DocumentTool(Generic[ConfigT]):
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
+        where = undecoded_byte(query)
+        if where is not None:
+            msg = f"Search query is not UTF-8 text ({where}); send the words as UTF-8."
+            raise ValueError(msg)
         if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
             msg = (
                 f"Search query has no letters or digits, got {query!r}; ask with words, "
@@ -704,6 +724,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             llm,
             concurrency=self._config.context_concurrency,
             max_context_tokens=self._config.context_max_tokens,
+            timeout=self._config.context_timeout,
             cache=self.corpus.cache,  # beside the embeddings: kept across runs, forced ones too
         )
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from langchain_core.documents import Document
 
 from langchain_holodeck._chunk import (
+    CODE_CHUNK_TYPE,
     FUSED_SCORE,
     RELEVANCE_SCORE,
     SEMANTIC_SCORE,
@@ -125,9 +126,17 @@ def defined_terms_block(documents: Sequence[Document]) -> str:
 
 
 def section_breadcrumb(document: Document) -> str:
-    """``Title I > Section 201 > 201(a)`` (with a U+203A separator): parents, then the id."""
-    parts = [str(p) for p in document.metadata.get("parent_chain") or []]
-    section_id = document.metadata.get("section_id")
+    """``Title I > Section 201 > 201(a)`` (with a U+203A separator): parents, then the section.
+
+    The section is named by its id when it has its own (``201(a)``), else by its heading
+    (``Guide > Install > Form Data``; a code chunk's heading lists symbols: not shown).
+    """
+    meta = document.metadata
+    parts = [str(p) for p in meta.get("parent_chain") or []]
+    section_id = meta.get("section_id")
+    heading = meta.get("heading")
     if section_id and (not parts or section_id not in parts[-1]):
         parts.append(str(section_id))
+    elif heading and meta.get("chunk_type") != CODE_CHUNK_TYPE:
+        parts.append(str(heading))
     return BREADCRUMB_SEPARATOR.join(parts)

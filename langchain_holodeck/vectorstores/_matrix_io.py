@@ -161,13 +161,20 @@ def read(directory: Path) -> Saved:
             f"(got format={manifest.get('format')!r}, version={manifest.get('version')!r})."
         )
         raise ValueError(msg)
-    vectors_path = directory / manifest["vectors"]
-    shape = _npy_shape(vectors_path)
+    vectors_path = directory / _part(manifest, "vectors", manifest_path)
+    documents_path = directory / _part(manifest, "documents", manifest_path)
+    count = manifest.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ValueError(_damaged(manifest_path, f"count must be a row count, got {count!r}"))
+    try:
+        shape = _npy_shape(vectors_path)
+    except (OSError, ValueError) as error:  # missing, torn or not an .npy at all
+        problem = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ValueError(_damaged(vectors_path, f"cannot be read: {problem}")) from error
     ids: list[str] = []
     texts: list[str] = []
     metadatas: list[dict[str, Any]] = []
     columns = DocumentColumns()
-    documents_path = directory / manifest["documents"]
     number = 0
     try:
         with documents_path.open(encoding="utf-8") as f:
@@ -196,7 +203,6 @@ def read(directory: Path) -> Saved:
         )
         raise ValueError(msg) from error
     columns.extend(ids, texts, metadatas)
-    count = manifest["count"]
     if len(columns) != count or shape[0] != count:
         msg = (
             f"saved store at {str(directory)!r} is inconsistent: manifest says {count} "
@@ -209,6 +215,22 @@ def read(directory: Path) -> Saved:
         raise ValueError(msg)
     dim = manifest.get("dimension")
     return Saved(columns, vectors_path, dim if isinstance(dim, int) else None)
+
+
+def _part(manifest: dict[str, Any], key: str, manifest_path: Path) -> str:
+    """The file name ``manifest[key]``: a plain name inside the manifest's directory."""
+    name = manifest.get(key)
+    if not isinstance(name, str) or not name or Path(name).name != name or name in {".", ".."}:
+        raise ValueError(_damaged(manifest_path, f"{key} must name a file beside it, got {name!r}"))
+    return name
+
+
+def _damaged(path: Path, problem: str) -> str:
+    """``path: problem``, and the fix: rebuild the save."""
+    return (
+        f"{str(path)!r} {problem}; the save is damaged. Delete the directory "
+        f"{str(path.parent)!r} and run the ingestion again to rebuild it."
+    )
 
 
 def npy_width(path: Path) -> int:
@@ -244,7 +266,7 @@ def read_vectors(path: Path, out: npt.NDArray[np.float32]) -> None:
         if dtype == np.dtype("<f4"):
             view = out.reshape(-1).view(np.uint8).data  # the matrix's own bytes
             if f.readinto(view) != view.nbytes:  # type: ignore[attr-defined]  # binary file
-                msg = f"{path.name} is truncated: fewer than {shape[0]} rows of vectors."
+                msg = _damaged(path, f"is truncated: fewer than {shape[0]} rows of vectors")
                 raise ValueError(msg)
             return
         for start in range(0, shape[0], _CHUNK_ROWS):
@@ -257,6 +279,12 @@ def read_vectors(path: Path, out: npt.NDArray[np.float32]) -> None:
 
 def read_codebook(directory: Path) -> bytes | None:
     """The quantization codebook the manifest names, or ``None`` when it names none."""
-    manifest: dict[str, Any] = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    name = manifest.get("codebook")
-    return (directory / name).read_bytes() if isinstance(name, str) else None
+    manifest_path = directory / MANIFEST
+    manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if manifest.get("codebook") is None:
+        return None
+    path = directory / _part(manifest, "codebook", manifest_path)
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise ValueError(_damaged(path, f"cannot be read: {error.strerror or error}")) from error

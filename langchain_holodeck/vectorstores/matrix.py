@@ -107,7 +107,7 @@ class MatrixVectorStore(VectorStore):
     Search:
         ```python
         store.similarity_search_with_relevance_scores("shift rotation", k=1)
-        # -> [(Document(id='a', ...), 0.83)]
+        # -> [(Document(id='a', ...), 0.64)]  (the default MiniLM)
         store.similarity_search("shift", k=2, filter={"namespace": "kb"})  # metadata values
         store.similarity_search("shift", k=2, filter=lambda d: "rota" in d.page_content)
         ```

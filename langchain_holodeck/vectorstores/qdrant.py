@@ -159,7 +159,7 @@ class HolodeckQdrantVectorStore(_Base):
         store = HolodeckQdrantVectorStore(QdrantClient(location=":memory:"), "docs", embeddings)
         store.add_documents([Document(id="a", page_content="arch controls")])
         store.native_hybrid_search("arch controls", k=1, fetch_k=10)
-        # -> [NativeHit(document=Document(id='a', ...), score=0.5, similarity=0.9)]
+        # -> [NativeHit(document=Document(id='a', ...), score=0.0328, similarity=1.0)]
         ```
     """
 

@@ -129,18 +129,25 @@ async def test_stdio_lists_the_tool_and_answers_like_the_search_command(corpus: 
     assert text_of(top2).startswith("Found 2 result(s):")
 
 
+TOP_K_RULE = "top_k must be an integer from 1 to 100, or null for the tool's default"
+
+
 async def test_stdio_bad_input_gets_tool_errors_and_the_next_call_is_answered(
     corpus: Path,
 ) -> None:
     bad: list[tuple[str, dict[str, Any], str]] = [
         ("no_such_tool", {"query": "token"}, "Unknown tool"),
         ("default", {"query": "   "}, "query is empty"),
-        ("default", {"query": "token " * 1000}, "at most 2000 characters"),
-        ("default", {"query": 42}, "valid string"),
-        ("default", {"query": "token", "top_k": "many"}, "valid integer"),
-        ("default", {"query": "token", "top_k": 0}, "greater than or equal to 1"),
-        ("default", {"query": "token", "top_k": 1000}, "less than or equal to 100"),
-        ("default", {}, "required"),
+        (
+            "default",
+            {"query": "token " * 1000},
+            "query must be a string of at most 2000 characters, got a string of 6000 characters.",
+        ),
+        ("default", {"query": 42}, "query must be a string of at most 2000 characters, got 42."),
+        ("default", {"query": "token", "top_k": "many"}, f'{TOP_K_RULE}, got "many".'),
+        ("default", {"query": "token", "top_k": 0}, f"{TOP_K_RULE}, got 0."),
+        ("default", {"query": "token", "top_k": 1000}, f"{TOP_K_RULE}, got 1000."),
+        ("default", {}, "query is required: pass the words to look for, e.g. 'revoke a token'."),
     ]
     async with stdio_session(corpus) as session:
         for name, arguments, expected in bad:
@@ -149,6 +156,7 @@ async def test_stdio_bad_input_gets_tool_errors_and_the_next_call_is_answered(
             assert result["isError"], (name, arguments)
             assert expected in text, text
             assert "Traceback" not in text
+            assert "\n" not in text, text  # one line, not pydantic's report
         after = await call(session, "default", {"query": QUERY, "top_k": 1})
     assert not after["isError"]
     assert sources(after) == ["docs/auth.md"]

@@ -10,7 +10,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_holodeck.rerankers import CohereReranker, RerankRetriever, VLLMReranker
+from langchain_holodeck.config import CohereRerankerConfig
+from langchain_holodeck.rerankers import (
+    CohereReranker,
+    RerankRetriever,
+    VLLMReranker,
+    create_reranker,
+)
 from tests.helpers import HashingEmbeddings
 from tests.rerank_server import RerankServer, expected_order
 
@@ -275,3 +281,32 @@ def test_async_client_works_across_event_loops(server: RerankServer) -> None:
     assert [d.id for d in first] == [d.id for d in second] == EXPECTED_IDS[:1]
     assert first[0].metadata["relevance_score"] == 1.0
     assert second[0].metadata["relevance_score"] == 1.0
+
+
+# -- where the cohere provider sends its requests ----------------------------------------------
+
+
+def test_cohere_config_base_url_points_the_reranker_at_a_gateway(server: RerankServer) -> None:
+    config = CohereRerankerConfig(provider="cohere", api_key=FAKE_KEY, base_url=server.url)
+    out = create_reranker(config).compress_documents(DOCS, QUERY)
+    assert [d.id for d in out] == EXPECTED_IDS
+    assert server.paths() == ["/v2/rerank"]
+
+
+def test_cohere_reads_co_api_url_when_base_url_is_unset(
+    server: RerankServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CO_API_URL", server.url)  # what Cohere's own client honours
+    config = CohereRerankerConfig(provider="cohere", api_key=FAKE_KEY)
+    out = create_reranker(config).compress_documents(DOCS, QUERY)
+    assert [d.id for d in out] == EXPECTED_IDS
+    assert server.paths() == ["/v2/rerank"]
+
+
+def test_cohere_config_base_url_wins_over_co_api_url(
+    server: RerankServer, closed_port_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CO_API_URL", closed_port_url)
+    config = CohereRerankerConfig(provider="cohere", api_key=FAKE_KEY, base_url=server.url)
+    create_reranker(config).compress_documents(DOCS, QUERY)
+    assert server.paths() == ["/v2/rerank"]

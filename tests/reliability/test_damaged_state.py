@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -119,6 +120,61 @@ def test_a_damaged_documents_file_is_one_error_naming_it_and_the_fix(
     message = str(info.value)
     assert f"{str(documents)!r} cannot be read (" in message
     assert re.search(problem, message), message
+    assert message.endswith(
+        f"Delete the directory {str(tmp_path / 'store')!r} and run the ingestion again to "
+        "rebuild it."
+    )
+
+
+def _edit_manifest(store: Path, **changes: object) -> None:
+    manifest = store / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data.update(changes)
+    data = {key: value for key, value in data.items() if value is not _DROP}
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+
+
+_DROP = object()
+
+
+def _vectors(store: Path) -> Path:
+    (vectors,) = store.glob("vectors-*.npy")
+    return vectors
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        # a manifest without a part, or with a count that is no count: a KeyError traceback
+        (lambda s: _edit_manifest(s, vectors=_DROP), "vectors must name a file beside it"),
+        (lambda s: _edit_manifest(s, documents=7), "documents must name a file beside it, got 7"),
+        (lambda s: _edit_manifest(s, count="x"), "count must be a row count, got 'x'"),
+        # a part naming a file outside the store was opened
+        (
+            lambda s: _edit_manifest(s, vectors="../../outside.npy"),
+            "vectors must name a file beside it, got '../../outside.npy'",
+        ),
+        # vectors missing or not an .npy: '[Errno 2] No such file', 'EOF: reading magic string'
+        (lambda s: _vectors(s).unlink(), "cannot be read: No such file or directory"),
+        (lambda s: _vectors(s).write_bytes(b"garbage"), "cannot be read: EOF: reading magic"),
+        (
+            lambda s: _vectors(s).write_bytes(_vectors(s).read_bytes()[:-64]),
+            "is truncated: fewer than",
+        ),
+    ],
+)
+def test_a_damaged_store_manifest_or_vectors_file_is_one_error_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[Path], None], problem: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    corpus.write_files(tmp_path / "src", files=2, paragraphs=3)
+    make_tool(tmp_path).initialize_sync()
+    damage(tmp_path / "store")
+    with pytest.raises(HolodeckError) as info:
+        make_tool(tmp_path).initialize_sync()
+    message = str(info.value)
+    assert problem in message, message
+    assert "\n" not in message
     assert message.endswith(
         f"Delete the directory {str(tmp_path / 'store')!r} and run the ingestion again to "
         "rebuild it."

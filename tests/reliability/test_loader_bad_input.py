@@ -61,6 +61,19 @@ def test_zero_byte_file_is_skipped_with_warning(
     assert "empty file (0 bytes)" in warning
 
 
+def test_an_empty_init_py_is_skipped_without_a_warning(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a Python package marker: a repository has dozens, and each printed a warning line
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_bytes(b"")
+    (root / "pkg" / "empty.py").write_bytes(b"")
+    assert load(root, caplog) == {"good.md": "# Good\n\nStill loaded.\n"}
+    assert not warnings_naming(caplog, "__init__.py")
+    [warning] = warnings_naming(caplog, "empty.py")  # any other empty file is still news
+    assert "empty file (0 bytes)" in warning
+
+
 def test_whitespace_only_after_conversion_is_skipped(
     root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

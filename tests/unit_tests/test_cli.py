@@ -6,6 +6,7 @@ search tests; the rest never embeds anything.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -138,6 +139,30 @@ def test_ingest_of_a_missing_source_is_one_error_line(
     assert out == ""
     assert err.count("\n") == 1
     assert err.startswith("error: source 'no_such_dir' does not exist")
+
+
+@pytest.mark.parametrize(
+    ("command", "store", "problem"),
+    [
+        (["ingest", "docs"], "afile", "'afile', which is a file"),
+        (["ingest", "docs"], "afile/sub", "'afile/sub', but 'afile' is a file"),
+        (["search", "token"], "afile", "'afile', which is a file"),
+    ],
+)
+def test_a_store_that_is_a_file_is_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], command: list[str], store: str, problem: str
+) -> None:
+    """--store naming a file: ingest embedded every chunk, warned per batch with a cache path
+    'Not a directory', then failed with '[Errno 20] Not a directory: 'afile/default''."""
+    shutil.copytree(DATA_DIR / "docs", "docs")
+    write(Path("afile"), "not a store")
+    code, out, err = run(capsys, *command, "--store", store)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        f"error: argument --store: must name a directory (created when missing), got {problem}"
+    )
+    assert "warning" not in err
+    assert Path("afile").read_text(encoding="utf-8") == "not a store"
 
 
 def test_ingest_of_a_folder_without_supported_files_is_an_error(
@@ -345,6 +370,34 @@ def test_reingesting_from_another_directory_rewrites_nothing(
     assert json.loads(out)[0]["source_path"] == "docs/auth.md"
 
 
+def test_ingesting_another_source_into_the_store_says_the_earlier_corpus_is_kept_not_searched(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ingest A then ingest B into one --store: A's chunks stayed (their own namespace) but
+    search used B only, and nothing said so. Now one warning names both and the way back;
+    nothing of A is deleted, and ingesting A again switches back without embedding."""
+    monkeypatch.chdir(tmp_path)
+    for name, text in (("A", "The arch opens on deck four."), ("B", "Replicators serve tea.")):
+        Path(name).mkdir()
+        write(Path(name) / f"{name.lower()}.md", f"# {name}\n\n{text}\n")
+    assert run(capsys, "ingest", "A", "--store", "st")[0] == 0
+    code, out, err = run(capsys, "ingest", "B", "--store", "st")
+    assert (code, "1 added", "0 deleted") == (0, *re.findall(r"1 added|0 deleted", out))
+    [line] = err.splitlines()
+    assert line.startswith("warning: st holds the 'default' corpus of A (ingested ")
+    assert "its chunks are kept, but search, chat, serve and tools" in line
+    assert "will use B. Ingest A again to switch back" in line
+    code, out, err = run(capsys, "search", "arch deck four", "--json", "--store", "st")
+    assert {hit["source_path"] for hit in json.loads(out)} == {"B/b.md"}
+    code, out, err = run(capsys, "ingest", "A", "--store", "st")
+    assert "0 added, 0 updated, 1 skipped" in out  # A's chunks were kept: nothing re-embedded
+    assert "corpus of B (ingested " in err
+    code, out, err = run(capsys, "search", "arch deck four", "--json", "--store", "st")
+    assert json.loads(out)[0]["source_path"] == "A/a.md"
+    code, out, err = run(capsys, "ingest", "./A/", "--store", "st")
+    assert err == ""  # the same source again: no warning
+
+
 def test_search_help_names_every_json_key(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "search", "--help")
     assert code == 0
@@ -513,6 +566,22 @@ def test_help_exits_zero(capsys: pytest.CaptureFixture[str], command: list[str])
     code, out, _ = run(capsys, *command, "--help")
     assert code == 0
     assert out.startswith(" ".join(["usage: holodeck-rag", *command]))
+
+
+def test_every_option_in_help_says_what_it_does_and_its_default() -> None:
+    from langchain_holodeck.cli.main import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, command in {"": parser, **commands}.items():
+        for action in command._actions:
+            if not action.option_strings or action.help == argparse.SUPPRESS:
+                continue
+            option = f"{name} {action.option_strings[-1]}"
+            assert len(action.help or "") > 10, option
+            shown = action.default not in (None, False, argparse.SUPPRESS)
+            if shown and not isinstance(action, argparse._VersionAction):
+                assert "default" in action.help, option
 
 
 def test_usage_error_exits_two(capsys: pytest.CaptureFixture[str]) -> None:

@@ -113,6 +113,34 @@ def test_chat_without_a_model_answers_each_line_with_a_search(
     assert "ready (search)" in err
 
 
+def test_chat_skips_a_line_that_is_not_utf8_and_answers_the_next(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a strict UTF-8 locale, a Latin-1 byte on stdin was a UnicodeDecodeError traceback
+    that ended the session; under surrogateescape the query failed the dense leg quietly."""
+    data = b"caf\xe9 token\nhow do I revoke a token?\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    code = main(["chat"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "error: this line is not UTF-8 text (byte 0xe9 at character 3); skipped.\n" in (
+        captured.err
+    )
+    assert captured.out.count("Found ") == 1
+    assert "> how do I revoke a token?" in captured.out
+
+
+def test_search_with_a_query_that_is_not_utf8_is_one_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "search", "caf\udce9 token")  # argv bytes b"caf\xe9 token"
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: QUERY is not UTF-8 text (byte 0xe9 at character 3); set the terminal's "
+        "encoding to UTF-8.\n"
+    )
+
+
 def test_chat_over_an_agent_yaml_searches_every_tool(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
@@ -222,6 +250,18 @@ def test_test_command_without_tests_is_an_error(
     code, out, err = run(capsys, "test", str(agent))
     assert (code, out) == (1, "")
     assert "has no tests: section" in err
+
+
+def test_test_command_given_a_directory_says_so(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    (workdir / "agents").mkdir()
+    code, out, err = run(capsys, "test", str(workdir / "agents"))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: AGENT_YAML {str(workdir / 'agents')!r} is a directory; "
+        "pass the agent.yaml with the tests.\n"
+    )
 
 
 def test_a_case_must_name_a_known_tool_and_expect_something(workdir: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import socket
@@ -197,8 +198,57 @@ def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         client.post("/mcp", json=initialized, headers=session)
         params = {"name": name, "arguments": arguments}
-        answer = client.post("/mcp", json={**call, "params": params}, headers=session)
+        body = json.dumps({**call, "params": params})  # ASCII: a lone surrogate as \\udce9
+        headers = {**session, "content-type": "application/json"}
+        answer = client.post("/mcp", content=body, headers=headers)
     return dict(answer.json()["result"])
+
+
+_TOP_K_RULE = "top_k must be an integer from 1 to 100, or null for the tool's default"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({"query": "x", "top_k": 0}, f"{_TOP_K_RULE}, got 0."),
+        ({"query": "x", "top_k": -3}, f"{_TOP_K_RULE}, got -3."),
+        ({"query": "x", "top_k": 10**30}, f"{_TOP_K_RULE}, got {10**30}."),
+        ({"query": "x", "top_k": "3"}, f'{_TOP_K_RULE}, got "3".'),
+        ({"query": "x", "top_k": True}, f"{_TOP_K_RULE}, got true."),
+        ({"query": "x", "top_k": "\udce9"}, f'{_TOP_K_RULE}, got "\\udce9".'),
+        ({"query": ["a"]}, 'query must be a string of at most 2000 characters, got ["a"].'),
+        (
+            {"query": "x" * 2001},
+            "query must be a string of at most 2000 characters, got a string of 2001 characters.",
+        ),
+        ({}, "query is required: pass the words to look for, e.g. 'revoke a token'."),
+        (
+            {"query": 5, "top_k": 0},
+            f"query must be a string of at most 2000 characters, got 5. {_TOP_K_RULE}, got 0.",
+        ),
+    ],
+)
+def test_a_bad_argument_is_one_line_naming_it_and_its_value(
+    arguments: dict[str, object], text: str
+) -> None:
+    """The SDK answered pydantic's report: '1 validation error for echoArguments', the field
+    on a line of its own, '[type=..., input_value=...]' and a link to errors.pydantic.dev."""
+    result = _call_over_http([_Echo()], "echo", arguments)
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [text]
+
+
+def test_a_query_with_a_lone_surrogate_is_a_tool_error_naming_it(ingested: Path) -> None:
+    """JSON may carry a lone surrogate ("\\udce9"); the SDK refuses it as no string, and
+    echoing it back raw made the answer unsendable (HTTP 500 'Error processing request')."""
+    from langchain_holodeck.cli.serve import served_tools
+
+    tools = served_tools(None, ingested, quiet=True)
+    result = _call_over_http(tools, "default", {"query": "caf\udce9 safety interlock"})
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [
+        "query is not UTF-8 text (byte 0xe9 at character 3); send the words as UTF-8."
+    ]
 
 
 def test_a_query_without_letters_or_digits_is_the_tool_error_search_gives(
@@ -236,6 +286,33 @@ def test_no_results_above_the_threshold_says_it_as_search_does(
     tools = served_tools(agent, ingested, quiet=True)
     result = _call_over_http(tools, "docs", {"query": "refunds"})
     assert [c["text"] for c in result["content"]] == [printed]
+
+
+def test_a_stdio_client_leaving_after_malformed_messages_ends_without_a_traceback(
+    ingested: Path,
+) -> None:
+    """Malformed lines, then end of input: the SDK was still sending the error notification
+    for the last one when stdin closed, and serve died with an ExceptionGroup traceback of
+    anyio.ClosedResourceError (exit 1)."""
+    pytest.importorskip("mcp")
+    argv = ["--store", str(ingested), "serve"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
+        ],
+        input=b'garbage\n{"jsonrpc": "2.0"}\n\xff\xfe\n',
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=ingested.parent,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+    )
+    err = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err
+    assert done.returncode == 0, err
+    assert err.splitlines()[1] == "serving 1 tool(s) over stdio"
 
 
 def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:

@@ -7,8 +7,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_holodeck.exact import ExactMatchIndex, parse_exact_query
-from langchain_holodeck.ingestion import IngestionPipeline
+from langchain_holodeck.ingestion import IngestionPipeline, pipeline_fingerprint
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceLoader
+from langchain_holodeck.splitters import default_text_splitter
 from langchain_holodeck.splitters.code import SourceCodeSplitter, find_symbols
 from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
 from langchain_holodeck.sync import stable_id
@@ -106,6 +107,94 @@ def test_code_splitter_names_the_symbols_of_each_chunk() -> None:
     assert {c.metadata["chunk_type"] for c in chunks} == {"code"}
     assert [c.metadata["chunk_index"] for c in chunks] == [0, 1, 2, 3]
     assert all(c.metadata["language"] == "python" for c in chunks)
+
+
+CLI = """import click
+
+
+def helper():
+    return 1
+
+
+@click.command("shell", short_help="Run a shell.")
+@click.option(
+    "--banner",
+    default="",
+)
+def shell_command(banner):
+    \"\"\"Run an interactive Python shell in the context of the app.\"\"\"
+    import code
+    code.interact(banner=banner)
+
+
+class Scaffold:
+    \"\"\"Common behaviour of apps and blueprints.\"\"\"
+
+    @setupmethod
+    def before_request(self, f):
+        \"\"\"Register a function to run before each request.
+
+        The function is called without arguments.
+        \"\"\"
+        self.before_request_funcs.append(f)
+
+        return f
+
+    @property
+    def name(self):
+        \"\"\"The name of this scaffold.
+
+        Set by the constructor.
+        \"\"\"
+        value = self.import_name
+
+        return value
+"""
+
+
+def test_python_chunks_keep_decorators_and_cut_at_four_space_methods() -> None:
+    doc = Document(page_content=CLI, metadata={"file_type": "py", "source_path": "cli.py"})
+    chunks = SourceCodeSplitter(chunk_size=60).split_documents([doc])
+    texts = [c.page_content for c in chunks]
+    # "\ndef " split a decorated function from its decorators (the command's name with them)
+    assert any(t.startswith('@click.command("shell"') and "def shell_command" in t for t in texts)
+    assert not any(t.rstrip().splitlines()[-1].lstrip().startswith("@") for t in texts)
+    # LangChain cuts methods only at "\n\tdef ": 4-space methods were cut at blank lines,
+    # inside their bodies and docstrings
+    starts = [t.splitlines()[0].strip() for t in texts]
+    assert starts == [
+        "import click",
+        '@click.command("shell", short_help="Run a shell.")',
+        "class Scaffold:",
+        "@setupmethod",
+        "@property",
+    ]
+    assert [c.metadata["symbols"] for c in chunks][3:] == [
+        ["Scaffold.before_request"],
+        ["Scaffold.name"],
+    ]
+    # a store split before re-splits its (unchanged) files once
+    before = "91f7156140bab0e2"  # the default pipeline's fingerprint before
+    assert pipeline_fingerprint(default_text_splitter(), code_splitter=SourceCodeSplitter()) != (
+        before
+    )
+
+
+def test_a_function_is_not_cut_at_its_nested_functions() -> None:
+    # only a class is cut at its (indented) definitions: a function keeps a nested function
+    # with the body around it, cut at blank lines as before
+    code = (
+        "def outer(values):\n    total = sum(values)\n    count = len(values)\n\n"
+        "    mean = total / count\n    def spread(value):\n        return abs(value - mean)\n\n"
+        "    return max(spread(v) for v in values)\n"
+    )
+    doc = Document(page_content=code, metadata={"file_type": "py"})
+    chunks = SourceCodeSplitter(chunk_size=30).split_documents([doc])
+    assert [c.page_content.splitlines()[0] for c in chunks] == [
+        "def outer(values):",
+        "mean = total / count",
+        "return max(spread(v) for v in values)",
+    ]
 
 
 def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:

@@ -117,8 +117,11 @@ def test_a_signature_the_chunk_no_longer_has_is_deleted() -> None:
     sync_documents(_chunks(), store, namespace="kb")
     swap = stable_id("kb", "shift.py_chunk_2")
     assert window_id(swap, 1) in _entries(store)
-    renamed = PYTHON.replace("    def swap_crews(self, other):\n", "    # swap crews\n")
-    sync_documents(_chunks(renamed), store, namespace="kb")
+    chunks = _chunks()
+    body = "# swap crews\n        self.crew, other.crew = other.crew, self.crew"
+    metadata = {**chunks[2].metadata, "symbols": [], "signature": ""}
+    edited = chunks[2].model_copy(update={"page_content": body, "metadata": metadata})
+    sync_documents([*chunks[:2], edited], store, namespace="kb")
     assert window_id(swap, 1) not in _entries(store)
 
 

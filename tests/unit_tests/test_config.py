@@ -253,7 +253,14 @@ RULES = [
     (
         vectorstore(reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}", "x": 1}),
         "tools[0].reranker.x",
-        "unknown key; allowed keys: provider, api_key, model",
+        "unknown key; allowed keys: provider, api_key, model, base_url",
+    ),
+    (
+        vectorstore(
+            reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}", "base_url": "gw:80"}
+        ),
+        "tools[0].reranker.base_url",
+        "http:// or https://",
     ),
     (
         vectorstore(reranker={"provider": "vllm", "url": "ftp://host", "model": "m"}),
@@ -322,6 +329,27 @@ RULES = [
         "must be true or false, got 'sometimes'",
     ),
     (hierarchical(top_k=101), "tools[0].top_k", "must be <= 100, got 101"),
+    (hierarchical(context_timeout=0), "tools[0].context_timeout", "must be > 0, got 0"),
+    (  # .inf: every rerank failed (OverflowError: timestamp out of range), order kept
+        vectorstore(
+            reranker={"provider": "vllm", "url": "http://h", "model": "m", "timeout": float("inf")}
+        ),
+        "tools[0].reranker.timeout",
+        "must be a finite number, got inf",
+    ),
+    (hierarchical(context_timeout=float("inf")), "tools[0].context_timeout", "got inf"),
+    (  # .inf seconds is no TTL Redis can take
+        vectorstore(database={**REDIS_DB, "embedding_cache_ttl_days": float("inf")}),
+        "tools[0].database.embedding_cache_ttl_days",
+        "must be a finite number, got inf",
+    ),
+    (  # .inf passed the config, then HybridRetriever refused it with a traceback
+        hierarchical(search_weights={"semantic": float("inf")}),
+        "tools[0].search_weights.semantic",
+        "must be a finite number, got inf",
+    ),
+    (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
+    (hierarchical(context_timeout="soon"), "tools[0].context_timeout", "got 'soon'"),
     (
         hierarchical(contextual_embeddings=True),
         "tools[0]",

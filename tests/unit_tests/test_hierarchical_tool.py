@@ -286,3 +286,43 @@ async def test_max_table_chunk_tokens_reaches_the_splitter(
         assert sum(headed) <= 1
     else:
         assert all(headed)
+
+
+async def test_context_timeout_from_the_config_bounds_each_context_request(
+    tmp_path: Path,
+    embeddings: HashingEmbeddings,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """context_timeout in the YAML reaches the enricher: a model slower than it leaves the
+    chunk without context (one WARNING) and the ingest goes on. It could not be set at all:
+    every request waited up to the enricher's 60 s."""
+    import logging
+
+    from tests.openai_server import chat_server
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "arch.md").write_text("# Arch\n\nThe arch opens on deck 4.\n", encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with chat_server(delay=3.0) as server:
+        config = make_config(
+            docs,
+            contextual_embeddings=True,
+            context_timeout=0.2,
+            context_model={"provider": "openai", "name": "m", "base_url": server.base_url},
+        )
+        tool = HierarchicalDocumentTool(
+            config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+        )
+        with caplog.at_level(logging.WARNING, logger="langchain_holodeck.contextual"):
+            result = await tool.initialize()
+        assert server.requests  # the request was made, and not waited for
+    assert result.added == 1
+    assert [e.split(": ", 1)[1] for e in result.errors] == [
+        "1 of 1 chunks were indexed without context (the context model failed); "
+        "the file is enriched again on the next run."
+    ]
+    hits = await tool.as_retriever().ainvoke("arch deck")
+    assert "context" not in hits[0].metadata
+    assert any("TimeoutError" in r.getMessage() for r in caplog.records)

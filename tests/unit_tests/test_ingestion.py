@@ -445,3 +445,23 @@ def test_a_new_table_policy_re_splits_unchanged_files(
     loads.clear()
     pipeline.invoke("docs")
     assert not loads  # and once converged, nothing is read again
+
+
+def test_an_rst_file_is_split_at_its_titles(root: Path, embeddings: HashingEmbeddings) -> None:
+    from langchain_holodeck.ingestion import pipeline_fingerprint
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+    text = "Testing\n=======\n\nIntro.\n\nForm Data\n~~~~~~~~~\n\nUse data=.\n\n"
+    text += "JSON Data\n~~~~~~~~~\n\nUse json=.\n"
+    (root / "docs" / "testing.rst").write_text(text, encoding="utf-8")
+    pipeline = make_pipeline(root, embeddings, splitter=StructuredMarkdownSplitter())
+    pipeline.invoke("docs")
+    chunks = [
+        d
+        for d in scan_documents(pipeline.vector_store, namespace=NAMESPACE)
+        if d.metadata["source_path"] == "docs/testing.rst"
+    ]
+    # "~~~~" was read as a Markdown code fence: one chunk, under "Testing" only
+    assert sorted(d.metadata["heading"] for d in chunks) == ["Form Data", "JSON Data", "Testing"]
+    # and a store split before that re-splits its (unchanged) files once
+    assert pipeline_fingerprint(StructuredMarkdownSplitter()) != "b1ae0838ef8dc2b2"

@@ -665,3 +665,13 @@ def test_the_cli_keeps_two_corpora_of_one_qdrant_collection_in_sync_and_apart(
     assert sources("ta") == {"a/reactor.md"}
     assert sources("tb") == {"b/gamma.md"}
     assert ingest("tb").startswith("0 added, 0 updated, 1 skipped, 0 failed, 0 deleted")
+
+
+def test_the_docstring_example_prints_what_it_says() -> None:
+    store = HolodeckQdrantVectorStore(
+        QdrantClient(location=":memory:"), "docs", HashingEmbeddings()
+    )
+    store.add_documents([Document(id="a", page_content="arch controls")])
+    [hit] = store.native_hybrid_search("arch controls", k=1, fetch_k=10)
+    shown = f"score={hit.score:.4f}, similarity={hit.similarity:.1f})]"
+    assert shown in str(HolodeckQdrantVectorStore.__doc__)

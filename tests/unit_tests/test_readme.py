@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -25,6 +27,8 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second() -> None:
     assert commands[0] == "pip install -e . && python examples/quickstart.py"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1].replace('"', "") in ci.replace('"', "").replace("-q ", "")
+    for variable in re.findall(r"^export (\w+_URL|HOLODECK_\w+)=", ci, flags=re.M):  # servers
+        assert variable in section, variable
 
 
 def test_every_error_table_row_names_a_test_that_exists() -> None:
@@ -89,3 +93,16 @@ def test_the_reliability_and_benchmark_pages_keep_their_tables() -> None:
         text = (ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
         table = text.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->")[0]
         assert table.count("\n|") >= 5
+
+
+def test_the_code_in_the_readme_and_docs_passes_the_documented_format_check() -> None:
+    """README's Development runs ``ruff format --check .``, which formats Markdown code too."""
+    pytest.importorskip("ruff")
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "README.md", "docs"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -417,3 +417,10 @@ class TestRerankRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "holodeck safety protocols"
+
+
+def test_a_timeout_that_is_not_finite_is_refused() -> None:
+    """timeout=inf passed, then every call failed (OverflowError: timestamp out of range for
+    platform time_t) and the retrieval order was kept with a warning."""
+    with pytest.raises(ValueError, match="timeout"):
+        VLLMReranker(url="http://h:8000", model="m", timeout=float("inf"))

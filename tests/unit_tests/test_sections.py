@@ -237,3 +237,126 @@ def test_headings_inside_a_comment_box() -> None:
     sections = parse_sections(text)
     assert [s.section_id for s in sections] == ["5.3", "6"]
     assert sections[1].title == "6. Disclaimer of Warranty"
+
+
+RST = """\
+.. currentmodule:: app
+
+Guide
+=====
+
+Intro text.
+
+Install
+-------
+
+Run it.
+
+Form Data
+~~~~~~~~~
+
+Send ``data=``::
+
+    client.post("/", data={"a": "b"})
+
+JSON Data
+~~~~~~~~~~~~~~~~
+
+Send ``json=``.
+
+Options
+```````
+
+Even more.
+
+.. _later:
+
+Later
+-----
+
+1.  Testing.  You can test it.
+
+=========
+ Appendix
+=========
+
+Last.
+"""
+
+
+def test_rst_titles_of_every_adornment_nest_by_first_appearance() -> None:
+    # the ``~`` and backtick underlines were read as Markdown code fences: every title after
+    # the first of them was lost (its "fence" ran to the next such line, or to the end)
+    sections = parse_sections(RST, markup="rst")
+    assert [(s.title, s.level, s.parent_chain) for s in sections] == [
+        ("Guide", 1, ()),
+        ("Install", 2, ("Guide",)),
+        ("Form Data", 3, ("Guide", "Install")),
+        ("JSON Data", 3, ("Guide", "Install")),
+        ("Options", 4, ("Guide", "Install", "JSON Data")),
+        ("Later", 2, ("Guide",)),
+        ("Appendix", 3, ("Guide", "Later")),  # overlined: a new style, so one level deeper
+    ]
+
+
+def test_rst_markup_above_a_title_belongs_to_its_section() -> None:
+    sections = parse_sections(RST, markup="rst")
+    # no preamble chunk of ``.. currentmodule:: app`` alone; a target goes with its title
+    assert RST[sections[0].start :].startswith(".. currentmodule:: app\n\nGuide\n")
+    later = next(s for s in sections if s.title == "Later")
+    assert RST[later.start : later.body_start] == ".. _later:\n\nLater\n-----\n"
+    assert RST[later.body_start : later.end].strip() == "1.  Testing.  You can test it."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Title\n~~~\n",  # underline shorter than the title and than 4 characters
+        "   Indented\n   --------\n",  # a block quote, not a title
+        "Para\ngraph\n-----\n",  # the underline does not end a one-line paragraph
+        "Text\n\n.. code-block:: rst\n\n    Inside\n    ======\n",  # a literal block
+    ],
+)
+def test_rst_lines_that_are_not_titles(text: str) -> None:
+    assert all(s.title == "" for s in parse_sections(text, markup="rst"))
+
+
+def test_markdown_is_the_default_and_rst_is_opt_in() -> None:
+    # in Markdown, ``~~~`` after a line opens a fence (unclosed: the rest is code); in
+    # reStructuredText it underlines a title, and ``# text`` is no heading
+    text = "Form Data\n~~~~~~~~~\n\n# Real\n"
+    assert [s.title for s in parse_sections(text)] == [""]
+    assert [s.title for s in parse_sections(text, markup="rst")] == ["Form Data"]
+
+
+def test_markup_must_be_markdown_or_rst() -> None:
+    with pytest.raises(ValueError, match="got 'rest'"):
+        parse_sections("x", markup="rest")  # type: ignore[arg-type]  # the error path
+
+
+def test_rst_directives_above_a_title_mid_text_stay_with_the_text_above() -> None:
+    # API pages list ``.. autofunction::`` lines under a title: they were taken by the next one
+    text = (
+        "Useful Functions\n----------------\n\n.. autofunction:: url_for\n\n"
+        "Message Flashing\n----------------\n\n.. autofunction:: flash\n\n"
+        ".. _json:\n\nJSON Support\n------------\n\nText.\n"
+    )
+    sections = parse_sections(text, markup="rst")
+    assert [text[s.start : s.end].split("\n")[0] for s in sections] == [
+        "Useful Functions",
+        "Message Flashing",
+        ".. _json:",
+    ]
+    assert ".. autofunction:: flash" in text[sections[1].start : sections[1].end]
+
+
+def test_a_linked_heading_is_titled_by_its_link_text() -> None:
+    # the title (heading, parent_chain, the results' "Section:") carried the whole URL
+    text = "## Third party\n\n#### [asgi-csrf](https://github.com/simonw/asgi-csrf)\n\nx\n"
+    text += '\n[Guide](guide.md "The guide")\n-----\n'
+    sections = parse_sections(text)
+    assert [(s.title, s.parent_chain) for s in sections] == [
+        ("Third party", ()),
+        ("asgi-csrf", ("Third party",)),
+        ("Guide", ()),
+    ]

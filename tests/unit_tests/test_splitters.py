@@ -4,6 +4,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_holodeck._tokens import count_tokens
+from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.splitters import ChunkIndexedTextSplitter, default_text_splitter
 
 
@@ -347,3 +348,84 @@ def test_rows_without_a_separator_are_not_a_table_header() -> None:
     assert len(docs) > 3
     assert all("table_header" not in d.metadata for d in docs)
     assert "\n".join(d.page_content for d in docs) == text
+
+
+def _rst_doc(text: str) -> Document:
+    return Document(page_content=text, metadata={"source": "guide.rst", "file_type": "rst"})
+
+
+def test_rst_file_chunks_follow_its_titles_of_every_adornment() -> None:
+    prose = "Words about the deck. " * 12
+    text = (
+        f"Guide\n=====\n\n{prose}\n\nForm Data\n~~~~~~~~~\n\n{prose}\n\n"
+        f"JSON Data\n~~~~~~~~~~~~~~\n\n{prose}\n\nCookies\n```````\n\n{prose}\n"
+    )
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=80).split_documents([_rst_doc(text)])
+    # before, "~~~~" opened a code fence: "JSON Data" and "Cookies" were lost in it, and
+    # the "fenced" text was cut mid-sentence
+    assert [(d.metadata["heading"], d.metadata["parent_chain"]) for d in docs] == [
+        ("Guide", []),
+        ("Form Data", ["Guide"]),
+        ("JSON Data", ["Guide"]),
+        ("Cookies", ["Guide", "JSON Data"]),
+    ]
+    assert all(d.page_content.endswith("deck.") for d in docs)
+
+
+def test_rst_code_block_stays_with_the_directive_introducing_it() -> None:
+    prose = "Words about the deck. " * 8
+    code = "\n\n".join(f"    def f{i}():\n        return {i}" for i in range(6))
+    text = (
+        f"Setup\n-----\n\n{prose}\n\n.. py:data:: SESSION_COOKIE_DOMAIN\n\n    The cookie domain."
+        f"\n\n{prose}\n\n.. code-block:: python\n\n{code}\n\n{prose}\n"
+    )
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=90).split_documents([_rst_doc(text)])
+    assert all(count_tokens(d.page_content) <= 90 for d in docs)
+    # before, chunks were cut at any blank line: a directive apart from its body, code halved
+    assert any(
+        ".. py:data:: SESSION_COOKIE_DOMAIN\n\n    The cookie domain." in d.page_content
+        for d in docs
+    )
+    assert any(f".. code-block:: python\n\n{code}" in d.page_content for d in docs)
+
+
+def test_rst_block_over_the_limit_is_cut_at_its_paragraphs_then_lines() -> None:
+    code = "\n\n".join("\n".join(f"    x{i}_{j} = {j}" for j in range(8)) for i in range(6))
+    text = f"Code\n----\n\nLike this::\n\n{code}\n"
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=60).split_documents([_rst_doc(text)])
+    assert len(docs) > 2
+    assert all(count_tokens(d.page_content) <= 60 for d in docs)
+    assert all(d.page_content.splitlines()[-1].strip().startswith("x") for d in docs[1:])
+
+
+def test_a_markdown_file_is_not_read_as_rst() -> None:
+    text = "Form Data\n~~~~~~~~~\n\nnot a title here\n~~~~~~~~~\n"
+    doc = Document(page_content=text, metadata={"file_type": "md"})
+    docs = StructuredMarkdownSplitter().split_documents([doc])
+    assert [d.metadata["heading"] for d in docs] == [""]
+
+
+def test_rst_object_descriptions_are_symbols_the_exact_leg_finds() -> None:
+    text = (
+        "Configuration\n=============\n\n.. py:data:: MAX_CONTENT_LENGTH\n\n"
+        "    The maximum number of bytes read from the request body.\n\n"
+        "Helpers\n=======\n\n.. function:: url_for\n\n    Builds a URL.\n\n"
+        ".. autofunction:: redirect\n\n.. data:: g\n   :noindex:\n\n   Said elsewhere.\n\n"
+        "MAX_CONTENT_LENGTH is mentioned here.\n"
+    )
+    docs = StructuredMarkdownSplitter().split_documents([_rst_doc(text)])
+    # autodoc's text is in the code; a :noindex: description repeats one made elsewhere
+    assert [d.metadata.get("symbols") for d in docs] == [["MAX_CONTENT_LENGTH"], ["url_for"]]
+    index = ExactMatchIndex()
+    index.upsert([d.model_copy(update={"id": f"c{i}"}) for i, d in enumerate(docs)])
+    # before, a query naming a config key found no definition: only chunks mentioning it
+    assert [hit.id for hit in index.search("MAX_CONTENT_LENGTH", k=3)] == ["c0"]
+    plain = StructuredMarkdownSplitter().split_documents([Document(page_content=text)])
+    assert all("symbols" not in d.metadata for d in plain)  # Markdown: unchanged
+
+
+def test_the_docstring_example_prints_what_it_says(act_text: str) -> None:
+    act = Document(page_content=act_text, metadata={"source_path": "holodeck_act.md"})
+    chunks = StructuredMarkdownSplitter(max_chunk_tokens=800).split_documents([act])
+    shown = [c.metadata["section_id"] for c in chunks][-3:]
+    assert f"# -> {shown}" in str(StructuredMarkdownSplitter.__doc__)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
@@ -174,6 +175,12 @@ async def test_empty_query_is_rejected(tool: VectorStoreTool, query: str) -> Non
     [
         ("", "Search query cannot be empty"),
         ("?!", "Search query has no letters or digits, got '?!'; ask with words, "),
+        # bytes that were not UTF-8: the dense leg failed on them (a WARNING) and the
+        # keyword leg alone answered
+        (
+            "caf\udce9 tokens",
+            "Search query is not UTF-8 text (byte 0xe9 at character 3); send the words as UTF-8.",
+        ),
     ],
 )
 async def test_agent_tool_answers_an_invalid_query_with_a_tool_error(
@@ -418,6 +425,31 @@ def test_load_tools_builds_each_tool_of_the_agent_yaml(tmp_path: Path) -> None:
     )
     assert [t.name for t in tools] == ["kb", "kb2"]
     assert all(isinstance(t, VectorStoreTool) for t in tools)
+
+
+def test_breadcrumb_of_a_section_without_an_id_ends_with_its_heading() -> None:
+    # docs have no section numbers: the breadcrumb was the parents only, so a hit in
+    # "Debug Mode" said "Section: CLI > Run the Server", and a top-level one said nothing
+    def hit(heading: str, parents: list[str], **meta: Any) -> Document:
+        metadata = {"source_path": "cli.rst", "fused_score": 0.5, "section_id": ""}
+        metadata |= {"heading": heading, "parent_chain": parents, **meta}
+        return Document(page_content="text", metadata=metadata)
+
+    headers = [
+        format_results([doc], hybrid=True).splitlines()[2]
+        for doc in (
+            hit("Debug Mode", ["CLI", "Run the Server"]),
+            hit("CLI", []),
+            hit("Notes", ["Section 5. Scope"], section_id="5"),
+            hit("url_for, redirect", [], chunk_type="code"),  # symbols, not a section
+        )
+    ]
+    assert headers == [
+        "[1] Score: 0.50 | Source: cli.rst | Section: CLI \u203a Run the Server \u203a Debug Mode",
+        "[1] Score: 0.50 | Source: cli.rst | Section: CLI",
+        "[1] Score: 0.50 | Source: cli.rst | Section: Section 5. Scope \u203a Notes",
+        "[1] Score: 0.50 | Source: cli.rst",
+    ]
 
 
 def test_hybrid_format_shows_fused_score_breadcrumb_and_cross_references() -> None:

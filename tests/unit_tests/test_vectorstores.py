@@ -527,3 +527,12 @@ def test_duplicate_chunks_come_back_in_the_order_they_were_added(embeddings) -> 
 
 def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
     check_bad_k_is_named(MatrixVectorStore(embeddings))
+
+
+def test_the_docstring_example_prints_what_it_says() -> None:
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+
+    store = MatrixVectorStore(OnnxEmbeddings())
+    store.add_documents([Document(page_content="Shifts rotate weekly.", id="a")])
+    [(_, score)] = store.similarity_search_with_relevance_scores("shift rotation", k=1)
+    assert f"{score:.2f})]  (the default MiniLM)" in str(MatrixVectorStore.__doc__)
