@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -195,3 +196,24 @@ class PlainStore(VectorStore):
     @classmethod
     def from_texts(cls, *args: Any, **kwargs: Any) -> PlainStore:
         raise NotImplementedError
+
+
+BAD_K = [-1, 2.5, "2", True]
+
+
+def check_bad_k_is_named(store: VectorStore) -> None:
+    """Every search names a bad ``k`` (or ``fetch_k``) before it asks the engine; 0 is []."""
+    store.add_documents([Document(id=str(i), page_content=f"fish {i}") for i in range(3)])
+    vector = store.embeddings.embed_query("fish")  # type: ignore[union-attr]  # set here
+    for bad in BAD_K:
+        message = rf"^k must be an integer >= 0, got {bad!r}\.$"
+        with pytest.raises(ValueError, match=message):
+            store.similarity_search("fish", k=bad)
+        with pytest.raises(ValueError, match=message):
+            store.similarity_search_by_vector(vector, k=bad)
+        with pytest.raises(ValueError, match=message):
+            store.max_marginal_relevance_search("fish", k=bad)
+        with pytest.raises(ValueError, match=rf"^fetch_k must be an integer >= 0, got {bad!r}"):
+            store.max_marginal_relevance_search("fish", k=1, fetch_k=bad)
+    assert store.similarity_search("fish", k=0) == []
+    assert len(store.similarity_search("fish", k=np.int64(2))) == 2

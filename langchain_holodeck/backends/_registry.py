@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +42,10 @@ BUILTIN_PROVIDER_MODULES = ("langchain", "memory", "opensearch", "postgres", "qd
 plugins) the first time the registry is asked: importing one registers its classes. A new
 built-in provider is one name here; a provider of another package registers on its import."""
 _builtins_loaded = False
+_builtins_loading = False
+"""True while the thread holding ``_BUILTINS_LOCK`` imports them (a module importing the
+registry back returns at once)."""
+_BUILTINS_LOCK = threading.RLock()
 
 _DEFAULT: type[Backend] | None = None
 """The backend with ``is_default``: no ``database`` configured, or the service unreachable."""
@@ -101,13 +106,23 @@ def _check_config_type(cls: type[Backend] | type[KeywordIndexProvider], provider
 
 
 def load_builtin_providers() -> None:
-    """Import the built-in provider modules once (each registers itself)."""
-    global _builtins_loaded
+    """Import the built-in provider modules once (each registers itself).
+
+    Thread-safe: a thread asking while another imports them waits until every one has
+    registered (else it would see only the first, and refuse ``provider: qdrant``).
+    """
+    global _builtins_loaded, _builtins_loading
     if _builtins_loaded:
         return
-    _builtins_loaded = True
-    for name in BUILTIN_PROVIDER_MODULES:
-        importlib.import_module(f"langchain_holodeck.backends.{name}")
+    with _BUILTINS_LOCK:
+        if _builtins_loaded or _builtins_loading:  # done, or this thread is importing them
+            return
+        _builtins_loading = True
+        try:
+            for name in BUILTIN_PROVIDER_MODULES:
+                importlib.import_module(f"langchain_holodeck.backends.{name}")
+        finally:
+            _builtins_loaded, _builtins_loading = True, False
 
 
 def registered_providers() -> tuple[str, ...]:

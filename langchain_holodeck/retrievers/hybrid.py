@@ -72,7 +72,9 @@ MAX_K = 1000
 
 logger = logging.getLogger(__name__)
 
-_SIZES = ("k", "fetch_k")  # search sizes the retriever sets itself, never search_kwargs
+_SIZES = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "min_similarity_score"}
+"""``VectorStoreRetriever``'s ``search_kwargs`` the retriever applies itself (each to the
+field named), never passes to the store: ``score_threshold`` is ``min_similarity_score``."""
 _TERM_WORDS = 6  # longest defined term looked up in a query, in words
 _READS = ("get_by_ids", "aget_by_ids")  # the store reads the retriever makes
 
@@ -184,11 +186,14 @@ class HybridRetriever(BaseRetriever):
     """At most this many expanded chunks (the nearest) follow the hits."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments of the dense search (a store-specific ``filter``, ...). As on
-    ``VectorStoreRetriever``, ``{"k": n}`` (or ``"fetch_k"``) sets the retriever's ``k``
-    (``fetch_k``) when that is not given itself; given both, they must agree. A ``filter``
+    ``VectorStoreRetriever``, ``{"k": n}`` (or ``"fetch_k"``, ``"score_threshold"``) sets the
+    retriever's ``k`` (``fetch_k``, ``min_similarity_score``) when that is not given itself;
+    given both, they must agree. A ``filter``
     the store can evaluate on a document (``DocumentFilters``: ``MatrixVectorStore``'s mapping
     or callable; ``InMemoryVectorStore``'s callable) holds the keyword and exact hits to it
-    too; another store's filter holds its dense leg only (a native engine, both its legs)."""
+    too (``PostgresVectorStore`` and the Qdrant store evaluate their mapping filters the
+    same way); another store's filter holds its dense leg only (a native engine, both its
+    legs)."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -243,15 +248,16 @@ class HybridRetriever(BaseRetriever):
         if not isinstance(data, Mapping) or not isinstance(data.get("search_kwargs"), Mapping):
             return data
         search_kwargs = dict(data["search_kwargs"])
-        sizes = {name: search_kwargs.pop(name) for name in _SIZES if name in search_kwargs}
+        sizes = {key: search_kwargs.pop(key) for key in _SIZES if key in search_kwargs}
         if not sizes:
             return data
         data = {**data, "search_kwargs": search_kwargs}
-        for name, value in sizes.items():
-            if name in data and data[name] != value:
+        for key, value in sizes.items():
+            name = _SIZES[key]
+            if data.get(name) is not None and data[name] != value:
                 msg = (
-                    f"{name}={data[name]!r} and search_kwargs={{{name!r}: {value!r}}} disagree; "
-                    f"pass {name} once (search_kwargs[{name!r}] sets {name} when it is not given)."
+                    f"{name}={data[name]!r} and search_kwargs={{{key!r}: {value!r}}} disagree; "
+                    f"pass {name} once (search_kwargs[{key!r}] sets {name} when it is not given)."
                 )
                 raise ValueError(msg)
             data[name] = value
@@ -383,12 +389,13 @@ class HybridRetriever(BaseRetriever):
         """
         leg = self._private("_dense_leg")
         if leg is None or leg.store is not self.vector_store or not leg.serves(self.search_kwargs):
-            sizes = [name for name in _SIZES if name in self.search_kwargs]
+            sizes = [key for key in _SIZES if key in self.search_kwargs]
             if sizes:  # assigned after construction: the validator did not see it
+                name = _SIZES[sizes[0]]
                 msg = (
                     f"search_kwargs holds {', '.join(map(repr, sizes))}, which the retriever "
-                    f"sets itself; set retriever.{sizes[0]} (or pass {sizes[0]}= per call) "
-                    "instead."
+                    f"sets itself; set retriever.{name}"
+                    f"{f' (or pass {name}= per call)' if name == 'k' else ''} instead."
                 )
                 raise ValueError(msg)
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)

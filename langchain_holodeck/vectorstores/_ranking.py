@@ -5,6 +5,7 @@ Plain NumPy over normalized rows; ``MatrixVectorStore`` and the Redis store's MM
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from langchain_holodeck.vectorstores._columns import DocumentColumns
 __all__ = [
     "DocumentFilter",
     "as_documents",
+    "check_k",
     "check_lengths",
     "mmr",
     "normalize_rows",
@@ -50,6 +52,24 @@ def as_documents(
         Document(id=i, page_content=t, metadata=m)
         for t, m, i in zip(texts, metas, id_list, strict=True)
     ]
+
+
+def check_k(k: Any, name: str = "k") -> int:
+    """A search's ``k`` (or ``fetch_k``): an integer >= 0, 0 asking for nothing.
+
+    Raises:
+        ValueError: For a negative number, a bool, a float or a string, before any I/O (a
+            store's own error would not name the parameter).
+    """
+    if not isinstance(k, bool):
+        try:
+            n = operator.index(k)
+        except TypeError:
+            n = -1
+        if n >= 0:
+            return n
+    msg = f"{name} must be an integer >= 0, got {k!r}."
+    raise ValueError(msg)
 
 
 def check_lengths(

@@ -25,6 +25,7 @@ from langchain_holodeck.vectorstores._columns import DocumentColumns, copy_metad
 from langchain_holodeck.vectorstores._ranking import (
     DocumentFilter,
     as_documents,
+    check_k,
     check_lengths,
     document_predicate,
     mmr,
@@ -552,7 +553,12 @@ class MatrixVectorStore(VectorStore):
         """
         snap = self._snapshot
         rows, scores = top_rows(
-            snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
+            snap,
+            embedding,
+            check_k(k),
+            filter,
+            exact=exact,
+            rescore_candidates=self.rescore_candidates,
         )
         return [(_copy_document(snap.docs, r), float(s)) for r, s in zip(rows, scores, strict=True)]
 
@@ -583,7 +589,12 @@ class MatrixVectorStore(VectorStore):
         """:meth:`search_ids_by_vector` as ``RankedIds`` (ids and one float64 score array)."""
         snap = self._snapshot
         rows, scores = top_row_arrays(
-            snap, embedding, k, filter, exact=exact, rescore_candidates=self.rescore_candidates
+            snap,
+            embedding,
+            check_k(k),
+            filter,
+            exact=exact,
+            rescore_candidates=self.rescore_candidates,
         )
         # the float32 cosines, exactly, clipped to [0, 1] as ``0.0 if s < 0.0 else 1.0 if
         # s > 1.0 else s`` (np.clip keeps NaN and -0.0 as that does)
@@ -690,7 +701,7 @@ class MatrixVectorStore(VectorStore):
         rows, scores = top_rows(
             snap,
             embedding,
-            max(k, fetch_k),
+            max(check_k(k), check_k(fetch_k, "fetch_k")),
             filter,
             exact=exact,
             rescore_candidates=self.rescore_candidates,

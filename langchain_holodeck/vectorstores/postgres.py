@@ -37,7 +37,7 @@ from langchain_holodeck.vectorstores._postgres_conn import (
     create_sharded_schema,
     shard_server,
 )
-from langchain_holodeck.vectorstores._ranking import mmr
+from langchain_holodeck.vectorstores._ranking import check_k, mmr
 
 logger = logging.getLogger(__name__)
 
@@ -584,9 +584,33 @@ class PostgresVectorStore(VectorStore):
             params["f_meta"] = Jsonb(rest)
         return sql.SQL(" AND ").join(parts), params
 
+    def document_filter(self, doc_filter: Any) -> Callable[[Document], bool]:
+        """``filter`` as the searches apply it (``_filter``), as a test of a read ``Document``.
+
+        ``namespace`` equals the document's namespace; the other keys are jsonb containment
+        (``metadata @> rest``): nested mappings and lists match by containment, so a keyword
+        hit of ``HybridRetriever`` is held to the filter as the dense leg is.
+
+        Raises:
+            TypeError: If ``doc_filter`` is not a mapping (as the searches raise).
+        """
+        self._filter(doc_filter)  # the searches' check and message
+        if not doc_filter:
+            return lambda _: True
+        namespace = doc_filter.get(NAMESPACE)
+        rest = {k: v for k, v in doc_filter.items() if k != NAMESPACE}
+
+        def accept(doc: Document) -> bool:
+            if NAMESPACE in doc_filter and _namespace(doc.metadata) != str(namespace):
+                return False
+            return _json_contains(doc.metadata, rest)
+
+        return accept
+
     def _dense(
         self, embedding: Sequence[float], k: int, filter: Any, *, columns: str
     ) -> list[tuple[Any, ...]]:
+        k = check_k(k)
         if self.vector_dimension is None:
             return []
         self._check_query_width(embedding)
@@ -700,7 +724,7 @@ class PostgresVectorStore(VectorStore):
     ) -> list[Document]:
         rows = self._dense(
             embedding,
-            max(k, fetch_k),
+            max(check_k(k), check_k(fetch_k, "fetch_k")),
             kwargs.get("filter"),
             columns="id, text, metadata, embedding",
         )
@@ -865,6 +889,19 @@ def _tables(table: str) -> dict[str, sql.Identifier]:
         "terms": sql.Identifier(f"{table}_terms"),
         "stats": sql.Identifier(f"{table}_stats"),
     }
+
+
+def _json_contains(have: Any, want: Any) -> bool:
+    """Whether ``have @> want`` in jsonb, below the top level: objects by key, arrays by element."""
+    if isinstance(want, Mapping):
+        return isinstance(have, Mapping) and all(
+            key in have and _json_contains(have[key], value) for key, value in want.items()
+        )
+    if isinstance(want, list):
+        return isinstance(have, list) and all(any(_json_contains(h, w) for h in have) for w in want)
+    if isinstance(want, bool) or isinstance(have, bool):
+        return have is want  # jsonb: true is not 1
+    return bool(have == want)
 
 
 def _namespace(metadata: Mapping[str, Any]) -> str | None:

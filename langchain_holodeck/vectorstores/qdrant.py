@@ -19,6 +19,7 @@ import math
 import os
 import threading
 import uuid
+import weakref
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from langchain_holodeck.contracts import NativeHit
 from langchain_holodeck.fusion import Fusion
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.vectorstores._client_fusion import convex_hits
+from langchain_holodeck.vectorstores._ranking import check_k
 
 try:
     from langchain_qdrant import QdrantVectorStore as _Base
@@ -178,6 +180,8 @@ class HolodeckQdrantVectorStore(_Base):
             sparse_vector_name=SPARSE_VECTOR,
             validate_collection_config=False,
         )
+        if _is_local(client):  # qdrant-client's local mode is not thread-safe: take turns
+            self._client = LocalClient(client)  # type: ignore[assignment]  # a proxy of it
         self.sparse_encoder = sparse_encoder or BM25SparseEncoder()
         self._exists = False
 
@@ -217,21 +221,36 @@ class HolodeckQdrantVectorStore(_Base):
             ValueError: When neither ``client`` nor one of ``location``, ``path``, ``url``
                 is given, or ``client`` is given with one of them.
         """
-        _require_extra()
-        where = {"location": location, "path": path, "url": url}
-        given = [name for name, value in where.items() if value is not None]
-        if (client is None) == (not given) or len(given) > 1:
-            msg = (
-                "from_texts needs a client, or exactly one of location, path and url to open "
-                f"one; got client={'set' if client is not None else None}"
-                f"{''.join(f', {n}={where[n]!r}' for n in given)}."
-            )
-            raise ValueError(msg)
-        if client is None:
-            client = QdrantClient(location=location, path=path, url=url, api_key=api_key)
+        client = _given_client("from_texts", client, location, path, url, api_key)
         store = cls(client, collection_name or uuid.uuid4().hex, embedding)
         store.add_texts(texts, metadatas, ids=ids, **kwargs)
         return store
+
+    @classmethod
+    def from_existing_collection(  # type: ignore[override]  # a client, not its options
+        cls,
+        collection_name: str,
+        embedding: Embeddings,
+        *,
+        client: QdrantClient | None = None,
+        location: str | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+    ) -> HolodeckQdrantVectorStore:
+        """The store of an existing collection (one this class wrote), opened as ``from_texts``.
+
+        Raises:
+            ValueError: As ``from_texts``, for the client; when the collection does not exist.
+        """
+        client = _given_client("from_existing_collection", client, location, path, url, api_key)
+        if not client.collection_exists(collection_name):
+            msg = (
+                f"collection_name {collection_name!r} does not exist; create it with "
+                "from_texts or add_documents."
+            )
+            raise ValueError(msg)
+        return cls(client, collection_name, embedding)
 
     # -- collection ---------------------------------------------------------------------
     def _collection_ready(self) -> bool:
@@ -345,6 +364,27 @@ class HolodeckQdrantVectorStore(_Base):
             if offset is None:
                 return
 
+    def document_filter(self, doc_filter: Any) -> Callable[[Document], bool]:
+        """``filter`` as the searches apply it, as a test of a read ``Document``.
+
+        A mapping (``as_qdrant_filter``) keeps a document whose metadata value equals each
+        given value, or is a list holding it (Qdrant matches any element of an array), so a
+        keyword hit of ``HybridRetriever`` is held to the filter as the dense leg is. A
+        ``models.Filter`` is evaluated by Qdrant only: every document passes here.
+
+        Raises:
+            TypeError: For a filter the searches refuse.
+        """
+        as_qdrant_filter(doc_filter)  # the searches' check and message
+        if not isinstance(doc_filter, Mapping):  # None, or a Filter for Qdrant to evaluate
+            return lambda _: True
+        pairs = tuple(doc_filter.items())
+
+        def accept(doc: Document) -> bool:
+            return all(_match_value(doc.metadata.get(key), value) for key, value in pairs)
+
+        return accept
+
     @staticmethod
     def namespace_filter(namespace: str | None) -> models.Filter | None:
         """The Qdrant filter keeping one namespace's points (``None``: no filter)."""
@@ -386,7 +426,7 @@ class HolodeckQdrantVectorStore(_Base):
         filter: models.Filter | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        if not self._collection_ready():
+        if not check_k(k) or not self._collection_ready():
             return []
         points = self.client.query_points(
             self.collection_name,
@@ -431,13 +471,14 @@ class HolodeckQdrantVectorStore(_Base):
         0: diversity only); Qdrant's ``diversity`` is its complement. Every other
         ``max_marginal_relevance_search*`` method of the parent comes here.
         """
-        if not self._collection_ready():
+        size = max(check_k(k), check_k(fetch_k, "fetch_k"))
+        if not k or not self._collection_ready():
             return []
         points = self.client.query_points(
             self.collection_name,
             query=_models.NearestQuery(
                 nearest=list(embedding),
-                mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=max(k, fetch_k)),
+                mmr=_models.Mmr(diversity=1.0 - lambda_mult, candidates_limit=size),
             ),
             using=DENSE_VECTOR,
             query_filter=as_qdrant_filter(filter),
@@ -687,6 +728,36 @@ def as_qdrant_filter(value: Any) -> models.Filter | None:
     return _models.Filter(must=conditions)
 
 
+def _match_value(have: Any, want: Any) -> bool:
+    """Qdrant's ``MatchValue``: the value itself, or an element of a list of values."""
+    values = have if isinstance(have, list) else [have]
+    return any(v == want and isinstance(v, bool) == isinstance(want, bool) for v in values)
+
+
+def _given_client(
+    method: str,
+    client: QdrantClient | None,
+    location: str | None,
+    path: str | None,
+    url: str | None,
+    api_key: str | None,
+) -> QdrantClient:
+    """``client``, or one opened from the one of ``location``, ``path``, ``url`` given."""
+    _require_extra()
+    where = {"location": location, "path": path, "url": url}
+    given = [name for name, value in where.items() if value is not None]
+    if (client is None) == (not given) or len(given) > 1:
+        msg = (
+            f"{method} needs a client, or exactly one of location, path and url to open "
+            f"one; got client={'set' if client is not None else None}"
+            f"{''.join(f', {n}={where[n]!r}' for n in given)}."
+        )
+        raise ValueError(msg)
+    if client is None:
+        client = QdrantClient(location=location, path=path, url=url, api_key=api_key)
+    return client
+
+
 def _point_key(point: Any) -> str:
     """The ``Document.id`` a point holds (its payload's ``doc_id``; else the point id)."""
     return str((point.payload or {}).get(ID_KEY, point.id))
@@ -694,6 +765,48 @@ def _point_key(point: Any) -> str:
 
 def _is_local(client: Any) -> bool:
     return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
+
+
+_LOCAL_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCAL_LOCKS_GUARD = threading.Lock()
+
+
+class LocalClient:
+    """A local-mode ``QdrantClient`` (``:memory:`` or ``path=``) whose calls take turns.
+
+    qdrant-client's local mode keeps its collections in plain Python and NumPy structures
+    (and SQLite on disk) with no lock: two threads writing at once (tools initialized with
+    ``asyncio.gather``, which share one client per path) fail with ``sqlite3`` transaction
+    errors or leave mismatched arrays behind. Every method call here holds one lock per
+    underlying client, shared by every store on it; attributes pass through.
+    """
+
+    _wrapped: Any
+
+    def __init__(self, client: Any) -> None:
+        if isinstance(client, LocalClient):  # another store's ``client``: the same lock
+            client = client._wrapped
+        self._wrapped = client
+        with _LOCAL_LOCKS_GUARD:
+            lock = _LOCAL_LOCKS.get(client)
+            if lock is None:
+                lock = _LOCAL_LOCKS[client] = threading.RLock()
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._wrapped, name)
+        if not callable(value):
+            return value
+        lock = self._lock
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return value(*args, **kwargs)
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"LocalClient({self._wrapped!r})"
 
 
 _LOCAL_CLIENTS: dict[str, QdrantClient] = {}

@@ -50,7 +50,7 @@ from langchain_holodeck.fusion import Fusion
 from langchain_holodeck.vectorstores._client_fusion import convex_hits
 from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._entries import entry_ids
-from langchain_holodeck.vectorstores._ranking import mmr
+from langchain_holodeck.vectorstores._ranking import check_k, mmr
 from langchain_holodeck.vectorstores._redis_aggregate import LateLoadHybridQuery
 from langchain_holodeck.vectorstores._redis_convex import CONVEX_SCRIPT, convex_rows
 from langchain_holodeck.vectorstores._redis_schema import (
@@ -444,6 +444,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         *,
         with_vectors: bool = False,
     ) -> list[tuple[Document, float, list[float] | None]]:
+        k = check_k(k)
         fields = [CONTENT_FIELD, METADATA_FIELD]
         query = VectorQuery(
             vector=list(embedding),
@@ -597,7 +598,8 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         lambda_mult: float = 0.5,
         **kwargs: Any,
     ) -> list[Document]:
-        hits = self._search(embedding, max(k, fetch_k), kwargs.get("filter"), with_vectors=True)
+        size = max(check_k(k), check_k(fetch_k, "fetch_k"))
+        hits = self._search(embedding, size, kwargs.get("filter"), with_vectors=True)
         if not hits:
             return []
         vectors = np.array([v for _, _, v in hits], dtype=np.float32)

@@ -18,9 +18,10 @@ from langchain_holodeck.backends.postgres import PostgresBackend, PostgresByteSt
 from langchain_holodeck.embeddings import CachedEmbeddings
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
-from tests.helpers import HashingEmbeddings, drop_postgres_tables
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named, drop_postgres_tables
 
 pytestmark = pytest.mark.postgres
 
@@ -135,6 +136,62 @@ async def test_mmr_by_query_equals_the_in_memory_store(
     ]
     retriever = store.as_retriever(search_type="mmr", search_kwargs=options)
     assert [d.id for d in await retriever.ainvoke("safety protocols")] == want
+
+
+FILTER_METAS = [
+    {"namespace": "kb", "team": "a", "tags": ["x", "y"], "n": 1, "ok": True, "o": {"p": [1, 2]}},
+    {"namespace": "kb", "team": "b", "tags": ["y"], "n": 1.0, "ok": False, "o": {"p": [2]}},
+    {"namespace": "kb2", "team": "a", "tags": [], "n": 2, "ok": 1, "o": {"p": [], "q": 3}},
+    {"namespace": "kb", "team": ["a"], "n": "1"},
+]
+FILTERS = [
+    {"team": "a"},
+    {"namespace": "kb", "team": "a"},
+    {"tags": ["y"]},
+    {"tags": ["x", "y"]},
+    {"tags": "y"},  # jsonb: an array does not contain a scalar below the top level
+    {"n": 1},
+    {"ok": True},
+    {"o": {"p": [2]}},
+    {"o": {}},
+    {"namespace": "kb2"},
+    {},
+]
+
+
+@pytest.mark.parametrize("only", FILTERS)
+def test_the_document_filter_agrees_with_sql(store: PostgresVectorStore, only: dict) -> None:
+    store.add_documents(
+        [
+            Document(id=f"m{i}", page_content=f"note {i}", metadata=m)
+            for i, m in enumerate(FILTER_METAS)
+        ]
+    )
+    by_sql = {d.id for d in store.similarity_search("note", k=10, filter=only)}
+    accept = store.document_filter(only)
+    assert {d.id for d in store.get_by_ids([f"m{i}" for i in range(4)]) if accept(d)} == by_sql
+
+
+async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
+    store: PostgresVectorStore,
+) -> None:
+    store.add_documents(docs())
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs())
+    retriever = HybridRetriever(
+        vector_store=store,
+        keyword_index=bm25,
+        k=4,
+        search_kwargs={"filter": {"source_path": "docs/a.md"}},
+    )
+    assert [d.id for d in retriever.invoke("safety protocols")] == ["kb-a"]
+    assert [d.id for d in await retriever.ainvoke("safety protocols")] == ["kb-a"]
+    with pytest.raises(TypeError, match="filter must be a mapping of metadata keys to values"):
+        store.document_filter("team = 'a'")
+
+
+def test_a_bad_k_is_named_by_every_search(store: PostgresVectorStore) -> None:
+    check_bad_k_is_named(store)
 
 
 def test_ids_are_text_so_window_ids_fit(store: PostgresVectorStore) -> None:

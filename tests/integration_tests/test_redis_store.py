@@ -24,7 +24,7 @@ from langchain_holodeck.vectorstores import (
     scan_documents,
 )
 from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore, search_index
-from tests.helpers import HashingEmbeddings
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named
 
 pytestmark = pytest.mark.redis
 
@@ -144,6 +144,10 @@ def test_from_documents_and_from_texts_keep_the_given_ids(
         ["replicator tea"], embeddings, ids=["t1"], redis_url=redis_url, index_name=redis_index_name
     )
     assert [d.page_content for d in texts.get_by_ids(["t1"])] == ["replicator tea"]
+
+
+def test_a_bad_k_is_named_by_every_search(store: HolodeckRedisVectorStore) -> None:
+    check_bad_k_is_named(store)
 
 
 def test_delete(store: HolodeckRedisVectorStore) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -189,3 +192,48 @@ def test_untested_langchain_redis_version_warns_and_a_store_without_index_fails(
         assert "langchain-redis 0.9.1 is untested" in caplog.text
     finally:
         redis_store._check_langchain_redis_version.cache_clear()
+
+
+RACE = """
+import importlib.abc, sys, threading
+from langchain_holodeck.backends import _registry
+
+entered, release = threading.Event(), threading.Event()
+
+class Slow(importlib.abc.MetaPathFinder):  # holds the import of one provider module
+    def find_spec(self, name, path=None, target=None):
+        if name == "langchain_holodeck.backends.qdrant" and not release.is_set():
+            entered.set()
+            release.wait()
+        return None
+
+sys.meta_path.insert(0, Slow())
+results = {}
+
+def ask(who):
+    try:
+        results[who] = type(_registry.get_backend({"provider": "redis", "connection_string": "redis://127.0.0.1:1"})).__name__
+    except Exception as error:
+        results[who] = f"{type(error).__name__}: {error}"
+
+first = threading.Thread(target=ask, args=("first",))
+first.start()
+entered.wait()  # the first thread is importing the providers
+second = threading.Thread(target=ask, args=("second",))
+second.start()
+second.join(timeout=1)  # unfixed, it answers at once; fixed, it waits for the first
+release.set()
+first.join()
+second.join()
+print(results["first"], "|", results["second"])
+"""
+
+
+def test_a_provider_asked_for_while_another_thread_loads_them_is_found() -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", RACE], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "RedisBackend | RedisBackend"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,7 @@ from langchain_holodeck.search_strategy import supports_native_hybrid
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import MatrixVectorStore, create_vector_store_with_status
-from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.helpers import DATA_DIR, HashingEmbeddings, check_bad_k_is_named
 
 
 def memory_store(embeddings: HashingEmbeddings) -> HolodeckQdrantVectorStore:
@@ -197,6 +199,22 @@ async def test_from_documents_builds_this_store_with_the_given_ids(
         )
 
 
+def test_from_existing_collection_reopens_a_collection(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    where = str(tmp_path / "q")
+    first = HolodeckQdrantVectorStore.from_texts(
+        ["arch controls"], embeddings, ids=["a"], path=where, collection_name="docs"
+    )
+    first.client.close()
+    again = HolodeckQdrantVectorStore.from_existing_collection("docs", embeddings, path=where)
+    assert isinstance(again, HolodeckQdrantVectorStore)
+    assert [d.id for d in again.similarity_search("arch controls", k=1)] == ["a"]
+    with pytest.raises(ValueError, match="collection_name 'nope' does not exist"):
+        HolodeckQdrantVectorStore.from_existing_collection("nope", embeddings, client=again.client)
+    again.client.close()
+
+
 def test_relevance_scores_are_clipped_cosine(embeddings: HashingEmbeddings) -> None:
     store = memory_store(embeddings)
     store.add_documents(
@@ -258,6 +276,93 @@ def test_a_mapping_filter_means_what_it_means_on_the_in_memory_store(
         store.similarity_search("reactor", filter={"n": 1.5})
     with pytest.raises(TypeError, match=r"filter must be a qdrant_client\.models\.Filter or a"):
         store.similarity_search("reactor", filter="team == 'a'")
+
+
+async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
+    embeddings: HashingEmbeddings,
+) -> None:
+    from langchain_holodeck.keyword_index import BM25KeywordIndex
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    docs = [
+        Document(id=f"d{i}", page_content=text, metadata={"team": team, "tags": [team, "x"]})
+        for i, (text, team) in enumerate(
+            [("interlock one", "a"), ("interlock two", "b"), ("warp", "a"), ("tea", "b")]
+        )
+    ]
+    store = memory_store(embeddings)
+    store.add_documents(docs)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs)
+    for only in ({"team": "a"}, {"tags": "a"}):
+        retriever = HybridRetriever(
+            vector_store=store, keyword_index=bm25, k=4, search_kwargs={"filter": only}
+        )
+        found = [d.id for d in retriever.invoke("interlock")]
+        assert found[0] == "d0", only
+        assert set(found) <= {"d0", "d2"}, only  # team a only: no keyword hit of team b
+        assert [d.id for d in await retriever.ainvoke("interlock")] == found
+    unfiltered = HybridRetriever(vector_store=store, keyword_index=bm25, k=4)
+    assert "d1" in {d.id for d in unfiltered.invoke("interlock")}  # else nothing is tested
+    everyone = store.namespace_filter("kb")  # a Filter: Qdrant's to evaluate, as before
+    assert store.document_filter(everyone)(docs[1])
+    with pytest.raises(TypeError, match=r"filter\['team'\] must be a str, int or bool"):
+        store.document_filter({"team": None})
+
+
+def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
+    check_bad_k_is_named(memory_store(embeddings))
+
+
+def test_calls_into_a_local_client_take_turns(embeddings: HashingEmbeddings) -> None:
+    """Local mode is not thread-safe: two stores' writes on one client never overlap."""
+    client = QdrantClient(location=":memory:")
+    stores = [HolodeckQdrantVectorStore(client, "shared", embeddings) for _ in range(2)]
+    stores[0].add_documents([Document(id="seed", page_content="seed")])
+    both_inside = threading.Barrier(2, timeout=1)
+    overlapped: list[bool] = []
+    upsert = client.upsert
+
+    def meeting_upsert(*args: object, **kwargs: object) -> object:
+        try:
+            both_inside.wait()  # passes only if the other thread is inside upsert too
+            overlapped.append(True)
+        except threading.BrokenBarrierError:
+            overlapped.append(False)
+        return upsert(*args, **kwargs)
+
+    client.upsert = meeting_upsert  # type: ignore[method-assign]  # the real call, observed
+    with ThreadPoolExecutor(2) as pool:
+        ids = list(
+            pool.map(
+                lambda n: stores[n].add_documents([Document(id=f"w{n}", page_content="a b")]),
+                range(2),
+            )
+        )
+    assert ids == [["w0"], ["w1"]]
+    assert overlapped == [False, False]
+    third = HolodeckQdrantVectorStore(stores[0].client, "shared", embeddings)  # a store's client
+    assert third.client._lock is stores[0].client._lock  # type: ignore[attr-defined]  # LocalClient
+    assert {d.id for d in stores[1].iter_documents()} == {"seed", "w0", "w1"}
+
+
+def test_threads_writing_one_path_store_lose_nothing(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    client = QdrantClient(path=str(tmp_path / "q"))
+    store = HolodeckQdrantVectorStore(client, "c", embeddings)
+
+    def write(n: int) -> None:
+        store.add_documents(
+            [Document(id=f"w{n}-{j}", page_content=f"alpha beta {n} {j}") for j in range(10)]
+        )
+        store.delete([f"w{n}-0"])
+        store.similarity_search("alpha", k=3)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(12)))
+    assert len(list(store.iter_documents())) == 12 * 9
+    client.close()
 
 
 def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddings) -> None:
@@ -512,6 +617,54 @@ def test_a_qdrant_path_held_by_another_process_is_named_as_such(
             backend.open_store(embeddings)
     finally:
         holder.communicate(input="", timeout=30)
+
+
+def test_the_cli_keeps_two_corpora_of_one_qdrant_collection_in_sync_and_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ingest, ingest again (nothing embedded), edit a file, delete one, search each tool."""
+    import json
+
+    from langchain_holodeck.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for path, text in [
+        ("a/reactor.md", "# Reactor\n\nThe thorium reactor runs at 40 percent.\n"),
+        ("a/shifts.md", "# Shifts\n\nPlutonium shifts rotate weekly.\n"),
+        ("b/gamma.md", "# Gamma\n\nPlutonium reactor gamma procedures.\n"),
+    ]:
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(text)
+    database = "{provider: qdrant, path: qstore, collection_name: shared}"
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n"
+        f"  - {{type: hierarchical_document, name: ta, source: a, database: {database}}}\n"
+        f"  - {{type: vectorstore, name: tb, source: b, database: {database}}}\n"
+    )
+
+    def ingest(tool: str) -> str:
+        code = main(["ingest", "--config", "agent.yaml", "--tool", tool])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return out.split(": ", 1)[1]
+
+    def sources(tool: str) -> set[str]:
+        argv = ["search", "plutonium reactor", "--json", "--config", "agent.yaml", "--tool", tool]
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return {hit["source_path"] for hit in json.loads(out)}
+
+    assert ingest("ta").startswith("2 added, 0 updated, 0 skipped, 0 failed, 0 deleted")
+    assert ingest("tb").startswith("1 added, 0 updated, 0 skipped, 0 failed, 0 deleted")
+    assert ingest("ta").startswith("0 added, 0 updated, 2 skipped, 0 failed, 0 deleted")
+    (tmp_path / "a/reactor.md").write_text("# Reactor\n\nThe thorium reactor runs at 60 percent.\n")
+    (tmp_path / "a/shifts.md").unlink()
+    assert ingest("ta").startswith("0 added, 1 updated, 0 skipped, 0 failed, 1 deleted")
+    assert sources("ta") == {"a/reactor.md"}
+    assert sources("tb") == {"b/gamma.md"}
+    assert ingest("tb").startswith("0 added, 0 updated, 1 skipped, 0 failed, 0 deleted")
 
 
 def test_the_docstring_example_prints_what_it_says() -> None:

@@ -206,6 +206,33 @@ def test_search_kwargs_k_sets_k_and_keeps_the_dense_leg(
     assert (same.k, same.search_kwargs) == (3, {})
 
 
+@pytest.mark.parametrize("store_kind", ["matrix", "langchain"])
+def test_search_kwargs_score_threshold_is_the_min_similarity_score(
+    chunks, embeddings, store_kind, caplog
+) -> None:
+    """``search_kwargs={"score_threshold": t}`` (``VectorStoreRetriever``'s) thresholds."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    store = (MatrixVectorStore if store_kind == "matrix" else InMemoryVectorStore)(embeddings)
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    r = HybridRetriever(
+        vector_store=store, keyword_index=bm25, search_kwargs={"score_threshold": 0.3}
+    )
+    assert (r.min_similarity_score, r.search_kwargs) == (0.3, {})
+    with caplog.at_level(logging.WARNING):
+        docs = r.invoke("second officer arch controls")
+    assert "search failed" not in caplog.text  # the dense leg ran
+    assert docs
+    assert all(d.metadata["semantic_score"] >= 0.3 for d in docs)
+    assert any(d.metadata["semantic_rank"] is not None for d in docs)
+    with pytest.raises(ValueError, match=r"min_similarity_score=0.5 and search_kwargs=\{'score"):
+        HybridRetriever(
+            vector_store=store, min_similarity_score=0.5, search_kwargs={"score_threshold": 0.3}
+        )
+
+
 @pytest.mark.parametrize(
     ("store_kind", "as_callable"), [("matrix", False), ("matrix", True), ("inmemory", True)]
 )

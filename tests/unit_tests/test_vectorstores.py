@@ -23,7 +23,7 @@ from langchain_holodeck.vectorstores import (
     create_vector_store_with_status,
     scan_documents,
 )
-from tests.helpers import HashingEmbeddings
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named
 
 CHUNK_META = {
     "source": "data/docs/api.md",
@@ -523,6 +523,10 @@ def test_duplicate_chunks_come_back_in_the_order_they_were_added(embeddings) -> 
     )
     found = [d.id for d in store.similarity_search("license header", k=5)]
     assert found == [f"copy-{n:04d}" for n in range(5)]
+
+
+def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
+    check_bad_k_is_named(MatrixVectorStore(embeddings))
 
 
 def test_the_docstring_example_prints_what_it_says() -> None:
