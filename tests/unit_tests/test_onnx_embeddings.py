@@ -364,6 +364,41 @@ def test_fit_embeds_a_text_that_fits_whole_and_a_longer_one_as_its_first_window(
     assert LONG.endswith(texts[2][-1])
 
 
+@pytest.mark.parametrize("mode", ["fit", "auto"])
+def test_a_text_cut_by_window_texts_embeds_bit_for_bit_as_without_the_cut(mode: str) -> None:
+    # an ingest cuts each chunk (window_texts), then embeds it: the ids of the cut are kept
+    # (no second tokenization of the chunk) and give the very vector a fresh tokenization does
+    middle = " ".join(LONG.split()[:100])
+    texts = ["Never disable the safety interlock.", middle, LONG, LONG + " Tea, Earl Grey."]
+    fresh = np.asarray(OnnxEmbeddings(long_text=mode).embed_documents(texts))
+    cut = OnnxEmbeddings(long_text=mode)
+    cut.window_texts(texts)
+    assert len(cut._own) == len(texts)
+    assert np.array_equal(np.asarray(cut.embed_documents(texts)), fresh)
+    assert not cut._own  # used up
+    assert np.array_equal(np.asarray(cut.embed_documents(texts)), fresh)
+
+
+def test_window_texts_asked_twice_cuts_once_and_its_memos_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # prefetch and sync both cut a chunk: the second call takes the first one's windows
+    from langchain_holodeck.embeddings import onnx as onnx_module
+
+    fit = OnnxEmbeddings(long_text="fit")
+    texts = [LONG, "Short.", LONG + " Tea, Earl Grey."]
+    first = fit.window_texts(texts)
+    assert len(fit._cuts) == len(texts)
+    assert fit.window_texts(texts) == first
+    assert not fit._cuts  # used up: a third call cuts again, the same
+    assert fit.window_texts(texts) == first
+    monkeypatch.setattr(onnx_module, "_CUT_MEMO_LIMIT", 2)
+    monkeypatch.setattr(onnx_module, "_OWN_MEMO_LIMIT", 2)
+    bounded = OnnxEmbeddings(long_text="fit")
+    assert bounded.window_texts(texts) == first
+    assert len(bounded._cuts) == len(bounded._own) == 2
+
+
 def test_fit_sync_stores_windows_of_prose_and_one_vector_of_code() -> None:
     """A prose chunk that fits keeps its whole vector beside its windows; code gets none."""
     fit = OnnxEmbeddings(long_text="fit")
