@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._persist import atomic_write_bytes
@@ -42,7 +42,7 @@ from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
 from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
 from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
-from langchain_holodeck.tools.formatting import format_results
+from langchain_holodeck.tools.formatting import format_results, snippet
 
 UNREADABLE_FILES = "unreadable_files.json"
 """In ``store_dir``: per corpus, the files that could not be loaded, with their mtime and size."""
@@ -84,6 +84,25 @@ class SearchInput(BaseModel):
         description="What to look for, in natural language; keywords, identifiers and "
         "section numbers (e.g. 'Section 4.2') also work."
     )
+
+
+def bad_search_arguments(error: ValidationError) -> str:
+    """One line naming each bad argument of a tool call and the value it got.
+
+    What ``as_tool`` answers (a ``ToolMessage`` with ``status="error"``) instead of raising
+    pydantic's multi-line report, so an agent loop without its own handler goes on and the
+    model can call again.
+    """
+    problems: dict[str, str] = {}
+    for detail in error.errors():
+        name = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        if detail["type"] == "missing":
+            problem = f"{name} is required: pass the words to look for, e.g. 'revoke a token'."
+        else:
+            got = json.dumps(detail.get("input"), ensure_ascii=False, default=repr)
+            problem = f"{name} must be a string of words to look for, got {snippet(got, 60)}."
+        problems.setdefault(name, problem)
+    return " ".join(problems.values())
 
 
 ConfigT = TypeVar("ConfigT", VectorStoreToolConfig, HierarchicalDocumentToolConfig)
@@ -482,6 +501,9 @@ class _DocumentTool(Generic[ConfigT]):
         the message ``search`` raises as ``ValueError``, and the tool handles it
         (``handle_tool_error=True``): the agent reads the message as the tool's answer (a
         ``ToolMessage`` with ``status="error"``) and can ask again; its loop does not stop.
+        A call whose ``query`` is missing or not a string is answered the same way, with one
+        line naming the argument and the value it got (``bad_search_arguments``), not
+        pydantic's multi-line ``ValidationError`` raised into the caller's loop.
         """
 
         def check(query: str) -> None:
@@ -505,6 +527,7 @@ class _DocumentTool(Generic[ConfigT]):
             description=self._config.description,
             args_schema=SearchInput,
             handle_tool_error=True,
+            handle_validation_error=bad_search_arguments,
         )
 
 

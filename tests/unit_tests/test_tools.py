@@ -376,6 +376,24 @@ async def test_as_tool_is_a_langchain_tool(tool: VectorStoreTool) -> None:
     assert (await lc_tool.ainvoke({"query": "rate limits"})).startswith("Found 3 result(s)")
 
 
+async def test_as_tool_answers_a_bad_argument_with_one_line_naming_it(
+    tool: VectorStoreTool,
+) -> None:
+    """A model's call with a wrong argument type or none is an error answer, not a raise."""
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    for args, expected in (
+        ({"query": 3}, "query must be a string of words to look for, got 3."),
+        ({}, "query is required"),
+    ):
+        call = {"name": lc_tool.name, "args": args, "id": "call-1", "type": "tool_call"}
+        for message in (lc_tool.invoke(call), await lc_tool.ainvoke(call)):
+            assert isinstance(message, ToolMessage)
+            assert message.status == "error"
+            assert expected in message.content
+            assert "\n" not in message.content
+
+
 async def test_agent_tool_call_round_trips_through_as_tool(tool: VectorStoreTool) -> None:
     await tool.initialize()
     lc_tool = tool.as_tool()
