@@ -47,6 +47,8 @@ class CohereRerankerConfig(BaseModel):
     base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
     """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
     environment (as Cohere's own client reads it), else Cohere's API."""
+    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
     _base_url_is_http = field_validator("base_url")(check_http_url)

@@ -314,7 +314,7 @@ def create_reranker(
 
     Args:
         config: A ``CohereRerankerConfig`` (``provider="cohere"``, ``api_key``, ``model``,
-            ``base_url``) or a
+            ``base_url``, ``timeout``) or a
             ``VLLMRerankerConfig`` (``provider="vllm"``, ``url``, ``model``, ``timeout``).
         top_n: Documents to return; ``None`` (default) returns all, reordered, for
             ``RerankRetriever`` to cut to its ``k``.
@@ -334,6 +334,7 @@ def create_reranker(
             api_key=config.api_key,  # type: ignore[union-attr]  # provider selects the type
             model=config.model,
             base_url=getattr(config, "base_url", None),
+            timeout=getattr(config, "timeout", 30.0),
             top_n=top_n,
             use_contextualized=use_contextualized,
         )

@@ -293,6 +293,19 @@ def test_cohere_config_base_url_points_the_reranker_at_a_gateway(server: RerankS
     assert server.paths() == ["/v2/rerank"]
 
 
+def test_cohere_config_timeout_bounds_the_wait(
+    server: RerankServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.mode = "slow"  # answers after 2 s: the config's 0.5 s gives up first
+    config = CohereRerankerConfig(
+        provider="cohere", api_key=FAKE_KEY, base_url=server.url, timeout=0.5
+    )
+    with caplog.at_level(logging.WARNING):
+        out = create_reranker(config).compress_documents(DOCS, QUERY)
+    assert "no answer within the 0.5 s timeout" in caplog.text
+    assert [d.id for d in out] == [d.id for d in DOCS]  # the un-reranked order
+
+
 def test_cohere_reads_co_api_url_when_base_url_is_unset(
     server: RerankServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
