@@ -401,7 +401,9 @@ def run_chat(args: argparse.Namespace) -> int:
             except Exception as error:  # one failing question (model down...) ends nothing
                 logger.debug("question failed", exc_info=True)
                 line = " ".join(str(error).split())
-                print(f"error: {type(error).__name__}: {line}", file=sys.stderr)
+                if not isinstance(error, ValueError):  # a bad question says itself what is wrong
+                    line = f"{type(error).__name__}: {line}"
+                print(f"error: {line}", file=sys.stderr)
                 continue
             print(_terminal_text(text), flush=True)
             print(file=sys.stdout, flush=True)

@@ -130,6 +130,18 @@ def test_chat_skips_a_line_that_is_not_utf8_and_answers_the_next(
     assert "> how do I revoke a token?" in captured.out
 
 
+def test_chat_answers_a_question_without_words_as_search_does_and_goes_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The message says what is wrong; it read 'error: ValueError: ...' (search's does not)."""
+    code, out, err = run(capsys, "chat", stdin="!!!\nhow do I revoke a token?\n")
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1
+    assert lines[0].startswith("error: Search query has no letters or digits")
+    assert out.count("Found ") == 1
+
+
 def test_search_with_a_query_that_is_not_utf8_is_one_error_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
