@@ -324,15 +324,27 @@ class HolodeckQdrantVectorStore(_Base):
         return doc_ids
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:  # type: ignore[override]
-        if ids is None:
-            msg = "delete needs ids; to drop everything, delete the collection."
-            raise ValueError(msg)
-        if ids and self._collection_ready():
-            self.client.delete(
-                self.collection_name,
-                points_selector=_models.PointIdsList(points=[point_id(str(i)) for i in ids]),
-                wait=True,
-            )
+        """Delete points by id; unknown ids are ignored; ``None`` deletes nothing.
+
+        As the other stores (and langchain-core's ``InMemoryVectorStore``); to drop
+        everything, delete the collection.
+
+        Returns:
+            ``True`` if at least one point was deleted.
+        """
+        if not ids or not self._collection_ready():
+            return False
+        points = list(dict.fromkeys(point_id(str(i)) for i in ids))
+        found = self.client.retrieve(
+            self.collection_name, points, with_payload=False, with_vectors=False
+        )
+        if not found:
+            return False
+        self.client.delete(
+            self.collection_name,
+            points_selector=_models.PointIdsList(points=[p.id for p in found]),
+            wait=True,
+        )
         return True
 
     # -- reads --------------------------------------------------------------------------

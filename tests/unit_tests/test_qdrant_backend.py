@@ -372,9 +372,27 @@ def test_reads_before_the_first_write_return_nothing(embeddings: HashingEmbeddin
     assert store.native_hybrid_search("x") == []
     assert store.get_by_ids(["a"]) == []
     assert list(store.iter_documents()) == []
-    assert store.delete(["a"]) is True
-    with pytest.raises(ValueError, match="delete needs ids"):
-        store.delete(None)
+    assert store.delete(["a"]) is False
+    assert store.delete(None) is False
+
+
+async def test_delete_says_whether_it_deleted_anything_as_the_other_stores(
+    embeddings: HashingEmbeddings,
+) -> None:
+    """Unknown ids: False (not True); ``None``: nothing deleted, False (not a ValueError)."""
+    docs = [Document(id=i, page_content=f"text {i}") for i in ("a", "b", "c")]
+    for store in (memory_store(embeddings), MatrixVectorStore(embeddings)):
+        store.add_documents(docs)
+        answers = [
+            store.delete(["unknown-id"]),
+            store.delete(None),
+            store.delete([]),
+            store.delete(["a", "unknown-id", "a"]),
+            await store.adelete(["b"]),
+            await store.adelete(None),
+        ]
+        assert answers == [False, False, False, True, True, False], type(store).__name__
+        assert [d.id for d in store.get_by_ids(["a", "b", "c"])] == ["c"]
 
 
 def test_bm25_encoder_is_stable_and_saturates_term_frequency() -> None:
