@@ -25,8 +25,8 @@ _MAX_FETCH = 10_000
 class NamespaceFilteredStore(VectorStore):
     """A read view of ``store`` showing one namespace: searches over-fetch, then post-filter.
 
-    Searches ask the wrapped store for 4x the requested count, growing 4x while too few
-    results survive and the store had more to give (at most 10 000 candidates). ``get_by_ids``
+    Searches (MMR too) ask the wrapped store for 4x the requested count, growing 4x while too
+    few results survive and the store had more to give (at most 10 000 candidates). ``get_by_ids``
     drops other namespaces' documents. Writes go to the wrapped store unchanged.
     ``search_kwargs`` (a native filter, when the store has one) are passed on every search.
     Relevance scores are the store's; a store without a relevance function (langchain-core's
@@ -57,15 +57,20 @@ class NamespaceFilteredStore(VectorStore):
         return doc.metadata.get("namespace") == self.namespace
 
     def _filtered(
-        self, search: Callable[[int], Sequence[Any]], k: int, doc_of: Callable[[Any], Document]
+        self,
+        search: Callable[[int], Sequence[Any]],
+        k: int,
+        doc_of: Callable[[Any], Document],
+        *,
+        first: int | None = None,
     ) -> list[Any]:
-        fetch = max(4 * k, 20)
+        fetch = max(4 * k, 20) if first is None else first
         while True:
             hits = list(search(fetch))
             kept = [hit for hit in hits if self._keep(doc_of(hit))]
             if len(kept) >= k or len(hits) < fetch or fetch >= _MAX_FETCH:
                 return kept[:k]
-            fetch = min(fetch * 4, _MAX_FETCH)
+            fetch = min(max(fetch * 4, 20), _MAX_FETCH)
 
     # -- reads ------------------------------------------------------------------------------
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
@@ -115,6 +120,57 @@ class NamespaceFilteredStore(VectorStore):
             k,
             lambda d: d,
         )
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The store's MMR, post-filtered as the other searches (see ``_mmr``)."""
+        return self._mmr(
+            self.store.max_marginal_relevance_search, query, k, fetch_k, lambda_mult, kwargs
+        )
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self._mmr(
+            self.store.max_marginal_relevance_search_by_vector,
+            embedding,
+            k,
+            fetch_k,
+            lambda_mult,
+            kwargs,
+        )
+
+    def _mmr(
+        self,
+        search: Callable[..., list[Document]],
+        query: Any,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        kwargs: dict[str, Any],
+    ) -> list[Document]:
+        # first the store's own MMR for k (with a native filter in search_kwargs every result
+        # survives: the answer is the store's); while too few are of this namespace, the store
+        # selects n = 20, 80, ... by MMR from n / k times fetch_k candidates (so about fetch_k
+        # of this namespace's), and the view keeps this namespace's in the store's order
+        kwargs = {**self.search_kwargs, **kwargs}
+
+        def select(n: int) -> list[Document]:
+            pool = fetch_k if n <= k else min(max(fetch_k * n // max(k, 1), n), _MAX_FETCH)
+            return search(query, k=n, fetch_k=pool, lambda_mult=lambda_mult, **kwargs)
+
+        return self._filtered(select, k, lambda d: d, first=k)
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return [d for d in self.store.get_by_ids(ids) if self._keep(d)]

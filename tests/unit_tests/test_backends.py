@@ -100,6 +100,44 @@ async def test_the_view_scores_relevance_the_same_sync_and_async(store_type: typ
     assert [d.id for d in await retriever.ainvoke(query)] == [d.id for d in retriever.invoke(query)]
 
 
+@pytest.mark.parametrize(
+    ("store_type", "native_filter"),
+    [(MatrixVectorStore, False), (InMemoryVectorStore, False), (InMemoryVectorStore, True)],
+)
+async def test_the_view_runs_the_stores_mmr_in_its_namespace(
+    store_type: type, *, native_filter: bool
+) -> None:
+    """MMR raised NotImplementedError on the view; now it is the store's, in one namespace."""
+    store = store_type(HashingEmbeddings())
+    crowded(store)
+    store.add_texts(["the shift rota"], [{"namespace": "mine"}], ids=["m0-copy"])
+    if native_filter:  # the view over langchain-core's store passes its namespace filter
+        view, _ = backend_for_store(store).search_scope(store, "mine")
+        assert isinstance(view, NamespaceFilteredStore)
+        assert view.search_kwargs
+    else:
+        view = NamespaceFilteredStore(store, namespace="mine")
+    query = "the shift rota"
+    assert {d.id for d in view.similarity_search(query, k=2)} == {"m0", "m0-copy"}
+    mmr = view.max_marginal_relevance_search(query, k=2, fetch_k=20, lambda_mult=0.25)
+    assert len(mmr) == 2
+    assert mmr[0].id in {"m0", "m0-copy"}
+    assert mmr[1].id in {"m1", "m2"}  # the copy adds nothing new: MMR picks another
+    vector = HashingEmbeddings().embed_query(query)
+    options = {"k": 2, "fetch_k": 20, "lambda_mult": 0.25}
+    assert view.max_marginal_relevance_search_by_vector(vector, **options) == mmr
+    assert await view.amax_marginal_relevance_search(query, **options) == mmr
+    assert await view.amax_marginal_relevance_search_by_vector(vector, **options) == mmr
+    retriever = view.as_retriever(search_type="mmr", search_kwargs={"k": 10})
+    ids = sorted(d.id for d in retriever.invoke(query))
+    assert ids == ["m0", "m0-copy", "m1", "m2"]
+    assert sorted(d.id for d in await retriever.ainvoke(query)) == ids
+    if native_filter:  # every candidate is of the namespace: the answer is the store's own
+        assert view.max_marginal_relevance_search(query, k=2, fetch_k=3) == (
+            store.max_marginal_relevance_search(query, k=2, fetch_k=3, **view.search_kwargs)
+        )
+
+
 @pytest.mark.parametrize("store_type", [MatrixVectorStore, InMemoryVectorStore])
 def test_enumeration_and_namespace_deletion_stay_in_the_namespace(store_type: type) -> None:
     store = store_type(HashingEmbeddings())
