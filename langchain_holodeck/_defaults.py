@@ -21,6 +21,9 @@ DEFAULT_WEIGHTS: tuple[float, float, float] = (0.7, 0.3, 0.2)
 DEFAULT_FETCH_K = 300
 """Candidates per leg by default: the smallest depth within 0.001 nDCG@10 of the sweep's best
 (quality stops improving there)."""
+MAX_K = 1000
+"""Largest ``k`` per call of ``HybridRetriever`` and ``RerankRetriever``: a reranker's
+candidate pool (``rerank_top_n`` goes up to 1000)."""
 DEFAULT_FEEDBACK_DOCS = 3
 """Dense pseudo-relevance feedback: the best fused chunks the query vector moves toward (0:
 off). Chosen on SciFact train (``benchmarks/bench_feedback.py``)."""

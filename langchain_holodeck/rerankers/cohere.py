@@ -37,6 +37,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
+from langchain_holodeck._defaults import MAX_K
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
 
 if TYPE_CHECKING:
@@ -386,10 +387,11 @@ class RerankRetriever(BaseRetriever):
     """First stage."""
     reranker: BaseDocumentCompressor
     """Second stage."""
-    k: int = Field(default=4, gt=0)
-    """Documents returned."""
+    k: int = Field(default=4, gt=0, le=MAX_K)
+    """Documents returned (at most 1000, the most a call takes)."""
     fetch_k: int | None = Field(default=None, gt=0)
-    """Candidates fetched for reranking; ``None`` means ``3 * k``; never fewer than ``k``."""
+    """Candidates fetched for reranking; ``None`` means ``3 * k`` (at most 1000); never fewer
+    than ``k``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -397,13 +399,14 @@ class RerankRetriever(BaseRetriever):
         """The per-call ``k`` (default ``self.k``), checked before it sizes the candidates."""
         if k is None:
             return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            msg = f"k must be a positive integer, got {k!r}."
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}."
             raise ValueError(msg)
         return k
 
     def _candidate_kwargs(self, k: int) -> dict[str, int]:
-        fetch_k = max(self.fetch_k, k) if self.fetch_k is not None else 3 * k
+        # the default never asks the first stage for more than MAX_K (HybridRetriever's limit)
+        fetch_k = max(self.fetch_k, k) if self.fetch_k is not None else min(3 * k, MAX_K)
         return {"k": fetch_k} if _accepts_k(self.retriever) else {}
 
     def _rerank(

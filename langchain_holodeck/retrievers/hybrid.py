@@ -24,6 +24,7 @@ from langchain_holodeck._defaults import (
     DEFAULT_FETCH_K,
     DEFAULT_FUSION,
     DEFAULT_WEIGHTS,
+    MAX_K,
 )
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, SpanLike, span
@@ -66,9 +67,6 @@ __all__ = [
     "MAX_K",
     "HybridRetriever",
 ]
-
-MAX_K = 1000
-"""Largest ``k`` per call: a reranker's candidate pool (``rerank_top_n`` goes up to 1000)."""
 
 logger = logging.getLogger(__name__)
 

@@ -383,11 +383,34 @@ async def test_rerank_retriever_returns_k_past_top_n_and_fetch_k(
 async def test_rerank_retriever_names_a_bad_per_call_k_as_given(bad_k: object) -> None:
     reranker = LexicalReranker(top_n=None)
     retriever = RerankRetriever(retriever=_store_retriever(), reranker=reranker, k=2)
-    with pytest.raises(ValueError, match=rf"k must be a positive integer, got {bad_k!r}\.$"):
+    message = rf"^k must be an integer between 1 and 1000, got {bad_k!r}\.$"
+    with pytest.raises(ValueError, match=message):
         retriever.invoke("holodeck", k=bad_k)
-    with pytest.raises(ValueError, match=rf"k must be a positive integer, got {bad_k!r}\.$"):
+    with pytest.raises(ValueError, match=message):
         await retriever.ainvoke("holodeck", k=bad_k)
     assert reranker.calls == 0
+
+
+async def test_rerank_retriever_names_the_callers_k_and_the_limit() -> None:
+    """k=1001 failed in the first stage naming 3003 (3 * k); k=400 naming 1200."""
+    from langchain_holodeck.retrievers import HybridRetriever
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+
+    store = MatrixVectorStore(HashingEmbeddings())
+    store.add_documents(CORPUS)
+    reranker = LexicalReranker(top_n=None)
+    retriever = RerankRetriever(retriever=HybridRetriever(vector_store=store), reranker=reranker)
+    message = r"^k must be an integer between 1 and 1000, got 1001\.$"
+    with pytest.raises(ValueError, match=message):
+        retriever.invoke("holodeck", k=1001)
+    with pytest.raises(ValueError, match=message):
+        await retriever.ainvoke("holodeck", k=1001)
+    assert reranker.calls == 0
+    with pytest.raises(ValidationError, match="k\n  Input should be less than or equal to 1000"):
+        RerankRetriever(retriever=retriever.retriever, reranker=reranker, k=1001)
+    # 3 * k past the first stage's limit: the default candidate count stops at 1000
+    assert len(retriever.invoke("holodeck", k=400)) == len(CORPUS)
+    assert len(await retriever.ainvoke("holodeck", k=1000)) == len(CORPUS)
 
 
 def test_rerank_retriever_lifts_another_compressors_top_n_per_call() -> None:
