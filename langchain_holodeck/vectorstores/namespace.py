@@ -25,8 +25,9 @@ _MAX_FETCH = 10_000
 class NamespaceFilteredStore(VectorStore):
     """A read view of ``store`` showing one namespace: searches over-fetch, then post-filter.
 
-    Searches (MMR too) ask the wrapped store for 4x the requested count, growing 4x while too
-    few results survive and the store had more to give (at most 10 000 candidates). ``get_by_ids``
+    Searches ask the wrapped store for 4x the requested count, growing 4x while too few
+    results survive and the store had more to give (at most 10 000 candidates); MMR first asks
+    for the store's own answer (``k``, ``fetch_k``), then grows both alike. ``get_by_ids``
     drops other namespaces' documents. Writes go to the wrapped store unchanged.
     ``search_kwargs`` (a native filter, when the store has one) are passed on every search.
     Relevance scores are the store's; a store without a relevance function (langchain-core's
