@@ -24,6 +24,8 @@ _ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)]|#\.)[ \t]+\S", re.MULTILINE)
 _MARKDOWN_LEVELS = ("blocks", "items", "sentences", "words")
 _RST_LEVELS = ("blocks", "paragraphs", "items", "sentences", "words")
 _SENTENCES = _MARKDOWN_LEVELS.index("sentences")
+_TINY_TAIL = 24
+"""A section's last chunk shorter than this (and a tenth of the limit) takes what precedes it."""
 
 
 def _tile(start: int, end: int, cuts: list[int]) -> list[Span]:
@@ -199,8 +201,38 @@ class Packer:
         return self.length(text[start:end].strip())
 
     def fit(self, text: str, start: int, end: int, *, body_start: int | None = None) -> list[Span]:
-        """Split ``text[start:end]`` into spans that tile it, each within the limit."""
-        return self._fit(text, start, end, 0, body_start)
+        """Split ``text[start:end]`` into spans that tile it, each within the limit.
+
+        A tiny last span (a link target, a closing line) takes the last list item or block
+        of the span before it, when the two then still fit (see ``_balance_tail``).
+        """
+        return self._balance_tail(text, self._fit(text, start, end, 0, body_start), body_start)
+
+    def _balance_tail(self, text: str, spans: list[Span], body_start: int | None) -> list[Span]:
+        """Move the last cut back to the latest block or item start leaving a non-tiny tail.
+
+        Chunks stay within the limit (a tiny tail never joins a chunk that is full: it takes
+        that chunk's end instead); spans with fences or tables are left as packed.
+        """
+        if len(spans) < 2:
+            return spans
+        (head, cut), (_, end) = spans[-2], spans[-1]
+        tiny = min(_TINY_TAIL, self.limit // 10)
+        if self.size(text, cut, end) >= tiny or self._has_atomic(text, head, end):
+            return spans
+        starts: set[int] = set()
+        for block in blocks(
+            text, head, cut, body_start=body_start, fences=not self.rst, join_indented=self.rst
+        ):
+            starts.update(unit[0] for unit in items(text, *block))
+            starts.add(block[0])
+        floor = head if body_start is None else max(head, body_start)  # never a heading alone
+        for start in sorted((s for s in starts if s > floor), reverse=True):
+            if self.size(text, start, end) > self.limit:
+                break
+            if self.size(text, start, end) >= tiny and self.size(text, head, start) <= self.limit:
+                return [*spans[:-2], (head, start), (start, end)]
+        return spans
 
     def repeated_header(self, text: str, start: int, end: int) -> Span | None:
         """The header this packer repeats before pieces of the table ``text[start:end]``.
