@@ -18,6 +18,14 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SEPARATOR_CELL = re.compile(r":?-+:?")
 _SENTENCE_END = re.compile(r"[.!?][\"'”\u2019)\]]*\s+|\n\s*")
 _WORD = re.compile(r"\s*\S+\s*")
+_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)]|#\.)[ \t]+\S", re.MULTILINE)
+"""A line starting a list item: ``- ``, ``* ``, ``+ ``, ``1. ``, ``1) `` or rst's ``#. ``."""
+
+_MARKDOWN_LEVELS = ("blocks", "items", "sentences", "words")
+_RST_LEVELS = ("blocks", "paragraphs", "items", "sentences", "words")
+_SENTENCES = _MARKDOWN_LEVELS.index("sentences")
+_TINY_TAIL = 24
+"""A section's last chunk shorter than this (and a tenth of the limit) takes what precedes it."""
 
 
 def _tile(start: int, end: int, cuts: list[int]) -> list[Span]:
@@ -128,6 +136,20 @@ def sentences(text: str, start: int, end: int) -> list[Span]:
     return _tile(start, end, [m.end() for m in _SENTENCE_END.finditer(text, start, end)])
 
 
+def items(text: str, start: int, end: int) -> list[Span]:
+    """List items of ``text[start:end]``, cut before each line starting one (``- ``, ``1. ``).
+
+    Fewer than two such lines: the whole span, so text without a list is cut as before.
+    """
+    cuts = [match.start() for match in _ITEM.finditer(text, start, end)]
+    return _tile(start, end, cuts) if len(cuts) >= 2 else [(start, end)]
+
+
+def _is_item(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` starts a list item (a unit of ``items``)."""
+    return _ITEM.match(text[start:end].lstrip("\n")) is not None
+
+
 def lines(text: str, start: int, end: int) -> list[Span]:
     """Lines of ``text[start:end]``."""
     cuts = []
@@ -146,8 +168,9 @@ def words(text: str, start: int, end: int) -> list[Span]:
 class Packer:
     """Pack the units of a span greedily into chunks of at most ``limit`` (stripped) length.
 
-    Levels: 0 blocks, 1 sentences (lines inside a fence or table), 2 words, 3 characters.
-    A unit is only cut into finer units when it alone exceeds the limit.
+    Levels: 0 blocks, 1 list items (a list's lines without blank lines between items: cut
+    between items before inside one), 2 sentences (lines inside a fence or table), 3 words,
+    4 characters. A unit is only cut into finer units when it alone exceeds the limit.
 
     With ``table_limit``, a table with a header row (``table_header``) longer than
     ``table_limit`` is cut at rows into pieces of at most ``table_limit`` minus its header's
@@ -166,7 +189,8 @@ class Packer:
     ) -> None:
         self.rst = markup == "rst"
         """reStructuredText: no fences; level 0 keeps indented blocks with the line introducing
-        them, and an extra level 1 cuts such a block at its paragraphs (sentences are level 2)."""
+        them, and an extra level 1 cuts such a block at its paragraphs (items are level 2)."""
+        self.levels = _RST_LEVELS if self.rst else _MARKDOWN_LEVELS
         self.length = length_function
         self.limit = limit
         self.table_limit = None if table_limit is None else min(table_limit, limit)
@@ -177,8 +201,38 @@ class Packer:
         return self.length(text[start:end].strip())
 
     def fit(self, text: str, start: int, end: int, *, body_start: int | None = None) -> list[Span]:
-        """Split ``text[start:end]`` into spans that tile it, each within the limit."""
-        return self._fit(text, start, end, 0, body_start)
+        """Split ``text[start:end]`` into spans that tile it, each within the limit.
+
+        A tiny last span (a link target, a closing line) takes the last list item or block
+        of the span before it, when the two then still fit (see ``_balance_tail``).
+        """
+        return self._balance_tail(text, self._fit(text, start, end, 0, body_start), body_start)
+
+    def _balance_tail(self, text: str, spans: list[Span], body_start: int | None) -> list[Span]:
+        """Move the last cut back to the latest block or item start leaving a non-tiny tail.
+
+        Chunks stay within the limit (a tiny tail never joins a chunk that is full: it takes
+        that chunk's end instead); spans with fences or tables are left as packed.
+        """
+        if len(spans) < 2:
+            return spans
+        (head, cut), (_, end) = spans[-2], spans[-1]
+        tiny = min(_TINY_TAIL, self.limit // 10)
+        if self.size(text, cut, end) >= tiny or self._has_atomic(text, head, end):
+            return spans
+        starts: set[int] = set()
+        for block in blocks(
+            text, head, cut, body_start=body_start, fences=not self.rst, join_indented=self.rst
+        ):
+            starts.update(unit[0] for unit in items(text, *block))
+            starts.add(block[0])
+        floor = head if body_start is None else max(head, body_start)  # never a heading alone
+        for start in sorted((s for s in starts if s > floor), reverse=True):
+            if self.size(text, start, end) > self.limit:
+                break
+            if self.size(text, start, end) >= tiny and self.size(text, head, start) <= self.limit:
+                return [*spans[:-2], (head, start), (start, end)]
+        return spans
 
     def repeated_header(self, text: str, start: int, end: int) -> Span | None:
         """The header this packer repeats before pieces of the table ``text[start:end]``.
@@ -210,7 +264,7 @@ class Packer:
                 return self._pack(text, units, level)
         if self.size(text, start, end) <= self.limit:
             return [(start, end)]
-        if level >= (4 if self.rst else 3):
+        if level >= len(self.levels):
             return self._chars(text, start, end)
         units = self._units(text, start, end, level, body_start)
         if len(units) <= 1:
@@ -221,28 +275,29 @@ class Packer:
         """Rows of the table ``text[start:end]``, packed to fit ``table_limit`` with ``header``."""
         assert self.table_limit is not None  # only called with a table limit
         budget = self.table_limit - self.size(text, *header) - 1  # the header's line break
-        return Packer(self.length, budget)._pack(text, lines(text, start, end), 1)
+        return Packer(self.length, budget)._pack(text, lines(text, start, end), _SENTENCES)
 
     def _units(
         self, text: str, start: int, end: int, level: int, body_start: int | None
     ) -> list[Span]:
+        kind = self.levels[level]
         if self.rst:
-            if level <= 1:  # blocks with their indented lines, then without
+            if kind in {"blocks", "paragraphs"}:  # blocks with their indented lines, then without
                 return blocks(
                     text, start, end, body_start=body_start, fences=False, join_indented=level == 0
                 )
-            if level == 2:
+            if kind == "sentences":
                 first = text[start:end].lstrip("\n")
                 indented = first[:1].isspace()  # a literal block: cut at lines
                 return lines(text, start, end) if indented else sentences(text, start, end)
-            level -= 1
-        if level == 0:
+        elif kind == "blocks":
             return blocks(text, start, end, body_start=body_start)
-        if level == 1:
-            head = text[start:end].lstrip()
-            if _FENCE.match(head) or head.startswith("|"):
-                return lines(text, start, end)
-            return sentences(text, start, end)
+        head = text[start:end].lstrip()
+        atomic = not self.rst and (_FENCE.match(head) or head.startswith("|"))
+        if kind == "items":  # a fence or table is cut at lines, never at items
+            return [(start, end)] if atomic else items(text, start, end)
+        if kind == "sentences":
+            return lines(text, start, end) if atomic else sentences(text, start, end)
         return words(text, start, end)
 
     def _pack(self, text: str, units: list[Span], level: int) -> list[Span]:
@@ -264,7 +319,13 @@ class Packer:
             size = self.length(text[unit[0] : unit[1]])
             if size > self.limit and self.size(text, *unit) > self.limit:
                 start = unit[0]
-                if current and not self._has_atomic(text, current[0][0], unit[0]):
+                if (
+                    current
+                    and not self._has_atomic(text, current[0][0], unit[0])
+                    and not (
+                        self.levels[level] == "items" and any(_is_item(text, *u) for u in current)
+                    )
+                ):
                     start = current[0][0]  # keep e.g. the heading with the first sentences
                 else:
                     self._flush(text, current, level, out)

@@ -107,8 +107,10 @@ class StructuredMarkdownSplitter(TextSplitter):
     """Split at headings (markdown and numbered legal/technical ones), keeping structure.
 
     Each section (heading line plus its own text, sub-sections excluded) becomes one chunk;
-    a section longer than ``max_chunk_tokens`` is split at paragraph, then sentence, then word
-    boundaries. Fenced code blocks and tables are only cut when they alone exceed the limit.
+    a section longer than ``max_chunk_tokens`` is split at paragraph, then list item (a line
+    starting ``- ``, ``* ``, ``1. ``), then sentence, then word boundaries; a tiny last piece
+    (a link target left over) takes the item or block before it. Fenced code blocks and tables
+    are only cut when they alone exceed the limit.
     Sections are never merged, so each chunk's ``section_id`` is exact. Text without headings
     is packed by paragraphs, then sentences. The heading grammar and id rules are those of
     ``parse_sections``; a document whose ``file_type`` metadata is ``rst`` (``SourceLoader``
@@ -169,10 +171,11 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 1
+    revision: ClassVar[int] = 2
     """Raised when the same settings split some text differently (1: reStructuredText read as
-    such, its titles, blocks and object names). Part of the ingestion fingerprint: a store
-    split before re-splits its files once."""
+    such, its titles, blocks and object names; 2: a long list cut between its items, and a
+    tiny last chunk of a section takes the item or block before it). Part of the ingestion
+    fingerprint: a store split before re-splits its files once."""
 
     def __init__(
         self,

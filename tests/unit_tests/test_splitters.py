@@ -429,3 +429,50 @@ def test_the_docstring_example_prints_what_it_says(act_text: str) -> None:
     chunks = StructuredMarkdownSplitter(max_chunk_tokens=800).split_documents([act])
     shown = [c.metadata["section_id"] for c in chunks][-3:]
     assert f"# -> {shown}" in str(StructuredMarkdownSplitter.__doc__)
+
+
+@pytest.mark.parametrize(
+    ("markup", "title", "marker"),
+    [("md", "## Changes\n\n", "-   "), ("rst", "Changes\n-------\n\n", "-   "), ("md", "", "1.  ")],
+)
+def test_a_long_list_is_cut_between_items_before_inside_one(
+    markup: str, title: str, marker: str
+) -> None:
+    entries = [
+        f"{marker}Item {i} changes the safety interlock{' and the deck' * (i % 3)}. It logs\n"
+        f"    the shift of crew member {i}. :issue:`{i}`"
+        for i in range(12)
+    ]
+    text = title + "Released today\n\n" + "\n".join(entries) + "\n"
+    doc = Document(page_content=text, metadata={"file_type": markup})
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=100).split_documents([doc])
+    assert len(docs) > 2
+    assert all(count_tokens(d.page_content) <= 100 for d in docs)
+    # before, a chunk ended at a sentence end inside an item: "the shift of" began the next
+    assert all(d.page_content.endswith("`") for d in docs)
+    assert all(d.page_content.startswith(marker.strip()) for d in docs[1:])
+
+
+@pytest.mark.parametrize(
+    ("markup", "title", "link", "target"),
+    [
+        ("rst", "Deploying\n---------\n\n", "`fabric`_", ".. _fabric: https://www.fabfile.org/"),
+        ("md", "## Deploying\n\n", "[fabric]", "[fabric]: https://www.fabfile.org/"),
+    ],
+)
+def test_a_tiny_last_chunk_takes_the_item_before_it(
+    markup: str, title: str, link: str, target: str
+) -> None:
+    prose = "\n\n".join(f"Paragraph {i} about the deck and its crew." for i in range(6))
+    entries = "\n".join(
+        f"-   Keep configuration {i} in version control and\n    switch with a variable."
+        for i in range(4)
+    )
+    body = f"{title}{prose}\n\nRecommendations:\n\n{entries}\n-   Use {link} to push code.\n"
+    limit = count_tokens(body.strip()) + 4  # the body fills the limit: the target is left over
+    doc = Document(page_content=f"{body}\n{target}\n", metadata={"file_type": markup})
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=limit).split_documents([doc])
+    assert all(count_tokens(d.page_content) <= limit for d in docs)
+    # before, the link target alone was the section's last chunk
+    assert docs[-1].page_content == f"-   Use {link} to push code.\n\n{target}"
+    assert docs[0].page_content.endswith("switch with a variable.")
