@@ -286,10 +286,14 @@ class StructuredMarkdownSplitter(TextSplitter):
                     offset = start + len(piece) - len(piece.lstrip())
                     if alone and start >= section.start and chunks:
                         last = chunks[-1]
-                        joined_text = text[last.start : end].strip()
-                        if self._length_function(joined_text) <= self._chunk_size:
-                            chunks[-1] = replace(last, text=joined_text)
-                            continue  # it ends the chunk before it (never a chunk alone)
+                        joined_chunk = replace(last, text=text[last.start : end].strip())
+                        limit = self._chunk_size  # a piece of a cut table: its own limit too
+                        if last.header and self._table_limit is not None:
+                            limit = min(limit, self._table_limit)
+                        # measured as emitted: with the table header a piece repeats
+                        if self._length_function(joined_chunk.content) <= limit:
+                            chunks[-1] = joined_chunk
+                            continue  # it ends the chunk before it (alone only if too long)
                     chunk_opens = opens if number == 0 else ()
                     table = bisect.bisect_right(bodies, offset) - 1  # the last table before
                     header = ""

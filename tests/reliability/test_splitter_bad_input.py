@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
@@ -256,6 +257,24 @@ def test_headings_only_document() -> None:
     assert docs[0].metadata["chunk_type"] == "header"
     assert docs[0].metadata["parent_chain"] == ["A", "B"]
     assert docs[0].metadata["heading"] == "C"
+
+
+@pytest.mark.parametrize("heading", ["# the the the", "# " + "x" * 300], ids=["short", "long"])
+def test_a_last_bare_heading_joins_a_cut_tables_piece_only_within_its_limits(
+    heading: str,
+) -> None:
+    """Hypothesis found it: the heading joined the piece measured without its repeated table
+    header, so the piece went past max_table_chunk_tokens (62 of 60) or max_chunk_tokens."""
+    table = (
+        "| a | shall | the | b | 27 |\n|---|---|---|---|---|\n"
+        + "| the | the |  | the | the |\n" * 4
+    )
+    splitter = StructuredMarkdownSplitter(max_chunk_tokens=80, max_table_chunk_tokens=60)
+    docs = splitter.create_documents([f"{table}\n{heading}"])
+    assert docs[-1].page_content.endswith(heading)  # nothing lost
+    for doc in docs:
+        size = splitter._length_function(doc.page_content)
+        assert size <= (60 if "table_header" in doc.metadata else 80), doc.page_content
 
 
 @SETTINGS
