@@ -24,6 +24,22 @@ DEFAULT_FETCH_K = 300
 MAX_K = 1000
 """Largest ``k`` per call of ``HybridRetriever`` and ``RerankRetriever``: a reranker's
 candidate pool (``rerank_top_n`` goes up to 1000)."""
+
+
+def check_call_k(k: object, default: int) -> int:
+    """A retriever's per-call ``k``: ``default`` for ``None``, else an int from 1 to ``MAX_K``.
+
+    Raises:
+        ValueError: Naming the value as the caller gave it (a bool, a string, 0, 1001).
+    """
+    if k is None:
+        return default
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}."
+        raise ValueError(msg)
+    return k
+
+
 DEFAULT_FEEDBACK_DOCS = 3
 """Dense pseudo-relevance feedback: the best fused chunks the query vector moves toward (0:
 off). Chosen on SciFact train (``benchmarks/bench_feedback.py``)."""

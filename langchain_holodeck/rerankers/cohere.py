@@ -37,7 +37,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
-from langchain_holodeck._defaults import MAX_K
+from langchain_holodeck._defaults import MAX_K, check_call_k
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
 
 if TYPE_CHECKING:
@@ -397,12 +397,7 @@ class RerankRetriever(BaseRetriever):
 
     def _check_k(self, k: int | None) -> int:
         """The per-call ``k`` (default ``self.k``), checked before it sizes the candidates."""
-        if k is None:
-            return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}."
-            raise ValueError(msg)
-        return k
+        return check_call_k(k, self.k)
 
     def _candidate_kwargs(self, k: int) -> dict[str, int]:
         # the default never asks the first stage for more than MAX_K (HybridRetriever's limit)

@@ -25,6 +25,7 @@ from langchain_holodeck._defaults import (
     DEFAULT_FUSION,
     DEFAULT_WEIGHTS,
     MAX_K,
+    check_call_k,
 )
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._tracing import Attributes, SpanLike, span
@@ -350,12 +351,7 @@ class HybridRetriever(BaseRetriever):
 
     # -- legs ---------------------------------------------------------------------------
     def _check_k(self, k: int | None) -> int:
-        if k is None:
-            return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}."
-            raise ValueError(msg)
-        return k
+        return check_call_k(k, self.k)
 
     def _enabled_weights(self) -> tuple[float, float, float]:
         """The weights of the legs that run (a leg without its index is off).
