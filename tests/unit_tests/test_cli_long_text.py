@@ -131,17 +131,25 @@ def test_switching_mode_asks_for_force_ingest_in_one_line_then_rebuilds(
     assert code == 0, err
 
 
-def test_a_manifest_written_before_long_text_reads_as_auto(
+def test_a_manifest_written_before_long_text_keeps_the_mode_its_model_id_names(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(capsys, "ingest", "docs")[0] == 0
+    # the state versions before ingest.json recorded long_text left: a store in `auto` (their
+    # default), whose mode only the recorded embedding_model_id names
+    assert run(capsys, "ingest", "docs", "--long-text", "auto")[0] == 0
     path = workdir / ".holodeck" / "store" / "ingest.json"
     old = manifest(workdir)
     del old["long_text"]
+    assert ":long_text=auto:" in str(old["embedding_model_id"])
     path.write_text(json.dumps(old), encoding="utf-8")
     code, out, err = run(capsys, "search", "safety interlock")
     assert code == 0, err
+    assert err == ""  # no model mismatch, nothing re-embedded
     assert out.startswith("Found ")
+    code, out, err = run(capsys, "ingest", "docs")  # a plain re-ingest needs no flag
+    assert code == 0, err
+    assert " 0 added, 0 updated, 3 skipped, " in out
+    assert manifest(workdir)["long_text"] == "auto"
 
 
 def test_a_manifest_with_an_unknown_mode_is_refused_in_one_line(
