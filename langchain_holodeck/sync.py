@@ -300,8 +300,8 @@ def _check_embedding_model(stored: Mapping[str, Document], embedding_model: str 
         if previous is not None and previous != embedding_model:
             msg = (
                 f"the store holds chunks embedded with {previous!r} but the embedding model is "
-                f"now {embedding_model!r}; re-run with force_ingest=True (CLI: --force-ingest) "
-                "to re-embed everything."
+                f"now {embedding_model!r}; re-ingest with force_ingest=True (CLI: `holodeck-rag "
+                "ingest` with --force-ingest) to re-embed everything."
             )
             raise EmbeddingModelMismatchError(msg)
 

@@ -259,8 +259,8 @@ class Corpus:
             msg = (
                 f"{self.name}: the vector store ({self.provider}) holds {have}-dimensional "
                 f"vectors but the embedding model {self.model_id!r} makes "
-                f"{self.dimension}-dimensional ones; re-run with force_ingest=True "
-                "(CLI: --force-ingest) to rebuild this corpus's vectors."
+                f"{self.dimension}-dimensional ones; re-ingest with force_ingest=True "
+                "(CLI: `holodeck-rag ingest` with --force-ingest) to rebuild this corpus's vectors."
             )
             raise EmbeddingModelMismatchError(msg)
         logger.warning(
@@ -292,7 +292,8 @@ class Corpus:
             msg = (
                 f"{self.name}: the vector index ({self.describe()}) was created with {stored} "
                 f"but the configuration sets {configured}; an existing index keeps its "
-                "settings, so re-run with force_ingest=True (CLI: --force-ingest) to re-create "
+                "settings, so re-ingest with force_ingest=True (CLI: `holodeck-rag ingest` with "
+                "--force-ingest) to re-create "
                 "it with the configured ones, or configure the ones it has."
             )
             raise EmbeddingModelMismatchError(msg)
