@@ -28,7 +28,13 @@ from langchain_holodeck.embeddings import (
 )
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.loaders import SourceFile, SourceLoader
-from langchain_holodeck.sync import make_chunk_key, read_stored, sanitize_error, stable_id
+from langchain_holodeck.sync import (
+    check_embedding_model,
+    make_chunk_key,
+    read_stored,
+    sanitize_error,
+    stable_id,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -270,6 +276,25 @@ class Corpus:
             have,
         )
         backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self.dimension)
+
+    def match_model(self, store: VectorStore) -> None:
+        """Refuse a store whose chunks of this corpus another embedding model made.
+
+        Sync refuses them before it writes; a tool opened without syncing (``open_sync``:
+        ``serve``) compares one stored chunk's ``embedding_model`` the same way, instead of
+        answering queries embedded by one model from vectors another made.
+
+        Raises:
+            EmbeddingModelMismatchError: When it names another model than ``model_id``.
+        """
+        if self.model_id is None:  # a store given with its own embeddings: nothing to compare
+            return
+        try:
+            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
+        except TypeError:  # a store no backend can list: sync checks what it reads
+            return
+        if first is not None and first.id is not None:
+            check_embedding_model({first.id: first}, self.model_id)
 
     def match_index_settings(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Refuse (or, with ``force_ingest``, re-create) an index built with other settings.
