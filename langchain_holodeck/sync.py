@@ -292,7 +292,12 @@ def read_stored(
     return stored
 
 
-def _check_embedding_model(stored: Mapping[str, Document], embedding_model: str | None) -> None:
+def check_embedding_model(stored: Mapping[str, Document], embedding_model: str | None) -> None:
+    """Refuse ``stored`` chunks another model embedded (``embedding_model`` None: no check).
+
+    Raises:
+        EmbeddingModelMismatchError: When a chunk's ``embedding_model`` is another one.
+    """
     if embedding_model is None:
         return
     for doc in stored.values():
@@ -300,8 +305,8 @@ def _check_embedding_model(stored: Mapping[str, Document], embedding_model: str 
         if previous is not None and previous != embedding_model:
             msg = (
                 f"the store holds chunks embedded with {previous!r} but the embedding model is "
-                f"now {embedding_model!r}; re-run with force_ingest=True (CLI: --force-ingest) "
-                "to re-embed everything."
+                f"now {embedding_model!r}; re-ingest with force_ingest=True (CLI: `holodeck-rag "
+                "ingest` with --force-ingest) to re-embed everything."
             )
             raise EmbeddingModelMismatchError(msg)
 
@@ -329,7 +334,7 @@ def plan_files(
     )
     stored = read_stored(vector_store, [c.id for c in chunks if c.id], batch_size=500)
     if not overwrite:
-        _check_embedding_model(stored, embedding_model)
+        check_embedding_model(stored, embedding_model)
     return plan_sync(chunks, stored, overwrite=overwrite)
 
 
@@ -565,7 +570,7 @@ def sync_documents(
     )
     stored = read_stored(vector_store, [c.id for c in chunks if c.id], batch_size=batch_size)
     if not overwrite:
-        _check_embedding_model(stored, embedding_model)
+        check_embedding_model(stored, embedding_model)
     plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
     to_write = [*plan.add, *plan.update, *plan.refresh]

@@ -66,7 +66,7 @@ class Manifest:
     ingested_at: str
     long_text: LongTextMode = DEFAULT_LONG_TEXT
     """The ``long_text`` setting of the default tool (absent from manifests written before
-    it existed: the default then too)."""
+    it existed: read from ``embedding_model_id`` by ``read_manifest``)."""
     format: int = MANIFEST_FORMAT
 
 
@@ -270,6 +270,8 @@ def read_manifest(store: Path, *, or_else: str = "--config AGENT_YAML") -> Manif
         if data.get("format") != MANIFEST_FORMAT:
             msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
             raise ValueError(msg)
+        if "long_text" not in data:  # written before it was recorded: the mode the id names
+            data["long_text"] = _recorded_long_text(data.get("embedding_model_id"))
         if data.get("long_text", DEFAULT_LONG_TEXT) not in LONG_TEXT_MODES:
             msg = f"long_text {data.get('long_text')!r} is not one of {LONG_TEXT_MODES}"
             raise ValueError(msg)
@@ -277,6 +279,20 @@ def read_manifest(store: Path, *, or_else: str = "--config AGENT_YAML") -> Manif
     except (ValueError, TypeError, AttributeError) as error:
         msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
         raise HolodeckError(msg) from error
+
+
+def _recorded_long_text(model_id: object) -> LongTextMode:
+    """The ``long_text`` an ``embedding_model_id`` names (``...:long_text=auto:...``).
+
+    Manifests written before ``long_text`` was recorded hold the mode in the id only (``auto``,
+    the default then): reading it keeps their stores searchable and a plain re-ingest free.
+    An id without one means ``DEFAULT_LONG_TEXT``.
+    """
+    named = {f"long_text={mode}": mode for mode in LONG_TEXT_MODES}
+    for part in str(model_id or "").split(":"):
+        if part in named:
+            return named[part]
+    return DEFAULT_LONG_TEXT
 
 
 def remembered_source(store: Path, source: str, base_dir: Path) -> tuple[str, Path]:

@@ -28,7 +28,13 @@ from langchain_holodeck.embeddings import (
 )
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.loaders import SourceFile, SourceLoader
-from langchain_holodeck.sync import make_chunk_key, read_stored, sanitize_error, stable_id
+from langchain_holodeck.sync import (
+    check_embedding_model,
+    make_chunk_key,
+    read_stored,
+    sanitize_error,
+    stable_id,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -259,8 +265,8 @@ class Corpus:
             msg = (
                 f"{self.name}: the vector store ({self.provider}) holds {have}-dimensional "
                 f"vectors but the embedding model {self.model_id!r} makes "
-                f"{self.dimension}-dimensional ones; re-run with force_ingest=True "
-                "(CLI: --force-ingest) to rebuild this corpus's vectors."
+                f"{self.dimension}-dimensional ones; re-ingest with force_ingest=True "
+                "(CLI: `holodeck-rag ingest` with --force-ingest) to rebuild this corpus's vectors."
             )
             raise EmbeddingModelMismatchError(msg)
         logger.warning(
@@ -270,6 +276,25 @@ class Corpus:
             have,
         )
         backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self.dimension)
+
+    def match_model(self, store: VectorStore) -> None:
+        """Refuse a store whose chunks of this corpus another embedding model made.
+
+        Sync refuses them before it writes; a tool opened without syncing (``open_sync``:
+        ``serve``) compares one stored chunk's ``embedding_model`` the same way, instead of
+        answering queries embedded by one model from vectors another made.
+
+        Raises:
+            EmbeddingModelMismatchError: When it names another model than ``model_id``.
+        """
+        if self.model_id is None:  # a store given with its own embeddings: nothing to compare
+            return
+        try:
+            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
+        except TypeError:  # a store no backend can list: sync checks what it reads
+            return
+        if first is not None and first.id is not None:
+            check_embedding_model({first.id: first}, self.model_id)
 
     def match_index_settings(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Refuse (or, with ``force_ingest``, re-create) an index built with other settings.
@@ -292,7 +317,8 @@ class Corpus:
             msg = (
                 f"{self.name}: the vector index ({self.describe()}) was created with {stored} "
                 f"but the configuration sets {configured}; an existing index keeps its "
-                "settings, so re-run with force_ingest=True (CLI: --force-ingest) to re-create "
+                "settings, so re-ingest with force_ingest=True (CLI: `holodeck-rag ingest` with "
+                "--force-ingest) to re-create "
                 "it with the configured ones, or configure the ones it has."
             )
             raise EmbeddingModelMismatchError(msg)

@@ -323,6 +323,7 @@ class _DocumentTool(Generic[ConfigT]):
         self._warn_about_rerank_top_n()
         self.corpus.match_dimension(store, force_ingest=False)
         self.corpus.match_index_settings(store, force_ingest=False)
+        self.corpus.match_model(store)
         self.document_count = self._open_indexes(store)
         self._retriever = self._build_retriever(store)
         self.is_initialized = True

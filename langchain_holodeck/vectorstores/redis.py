@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.metadata
+import itertools
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_redis import RedisConfig, RedisVectorStore
-from redis.exceptions import NoPermissionError, ResponseError
+from redis.exceptions import NoPermissionError, RedisError, ResponseError
 from redisvl.exceptions import RedisSearchError
 from redisvl.index import SearchIndex
 from redisvl.query import VectorQuery
@@ -1049,11 +1050,11 @@ def full_text_fields(index: SearchIndex) -> str:
 
     ``text|identifier_parts`` (``@text|identifier_parts:word``) when the server's index has
     the parts field; an index created before it had one is given it (``FT.ALTER
-    SKIPINITIALSCAN ... ADD``), and its chunks get their parts when they are next written.
+    SKIPINITIALSCAN ... ADD``), and its chunks their parts (``_backfill_parts``).
     Without ``SKIPINITIALSCAN`` the server would index every chunk again, and each chunk's
     old entries would stay in the postings until collected (wrapped BM25STD scores for the
     words in most chunks: ``wait_for_first_scan``); a chunk written before has no parts to
-    index anyway. Where the server refuses (a replica, an ACL), the content field alone.
+    index until given them. Where the server refuses (a replica, an ACL), the content field alone.
     """
     names = _server_fields(index)
     if PARTS_FIELD not in names and CONTENT_FIELD in names:
@@ -1062,10 +1063,57 @@ def full_text_fields(index: SearchIndex) -> str:
                 "FT.ALTER", index.name, "SKIPINITIALSCAN", "SCHEMA", "ADD", PARTS_FIELD, "TEXT"
             )
             logger.info("Redis index %r: added the %s field.", index.name, PARTS_FIELD)
+            _backfill_parts(index)
         except ResponseError as e:  # read-only, refused, or added meanwhile by another writer
             logger.debug("FT.ALTER %s refused (%s).", index.name, one_line(e))
         names = _server_fields(index)
     return f"{CONTENT_FIELD}|{PARTS_FIELD}" if PARTS_FIELD in names else CONTENT_FIELD
+
+
+_SET_PARTS = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] and redis.call('HEXISTS', KEYS[1], ARGV[3]) == 0
+then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
+"""
+"""Sets a chunk's parts only if its text is still the one they were computed from (a writer may
+have rewritten it meanwhile) and it has none yet."""
+
+
+def _backfill_parts(index: SearchIndex, *, batch: int = 500) -> None:
+    """Give the chunks written before ``index`` had the parts field their identifier parts.
+
+    Run once, by the process whose ``FT.ALTER`` added the field: unchanged chunks are never
+    written again (a re-ingest skips them), so without it the store kept missing their
+    identifiers' words for good (``send`` did not find ``send_file``). Only chunks with parts
+    are written (each is indexed again, as an update is). A failure leaves the rest to their
+    next write, with one WARNING.
+    """
+    client = index.client
+    script = client.register_script(_SET_PARTS)
+    match = re.sub(r"([*?\[\]\\])", r"\\\1", str(index.prefix)) + "*"
+    filled = 0
+    try:
+        keys = client.scan_iter(match=match, count=batch, _type="HASH")
+        while chunk := list(itertools.islice(keys, batch)):
+            fields = client.pipeline(transaction=False)
+            for key in chunk:
+                fields.hmget(key, [CONTENT_FIELD, PARTS_FIELD])
+            writes = client.pipeline(transaction=False)
+            for key, (text, parts) in zip(chunk, fields.execute(), strict=True):
+                new = identifier_parts(_text(text)) if text is not None and parts is None else ""
+                if new:
+                    script(keys=[key], args=[CONTENT_FIELD, text, PARTS_FIELD, new], client=writes)
+                    filled += 1
+            writes.execute()
+    except RedisError as e:  # refused (an ACL), the server gone: their next write gives them
+        logger.warning(
+            "Redis index %r: could not give the chunks written before the %s field theirs "
+            "(%s); they get them when next written (ingest --force-ingest rewrites all).",
+            index.name,
+            PARTS_FIELD,
+            one_line(e),
+        )
+    if filled:
+        logger.info("Redis index %r: %d chunk(s) given their %s.", index.name, filled, PARTS_FIELD)
 
 
 def _server_fields(index: SearchIndex) -> set[str]:

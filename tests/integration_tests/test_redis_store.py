@@ -449,3 +449,37 @@ def test_an_index_without_the_parts_field_is_given_it(redis_url: str) -> None:
         with contextlib.suppress(redis.ResponseError):
             client.ft(name).dropindex(delete_documents=True)
         client.close()
+
+
+def test_chunks_written_before_the_parts_field_are_given_their_parts(redis_url: str) -> None:
+    """An upgrade gives the older chunks their identifier parts: a re-ingest never rewrites
+    an unchanged chunk, so ``send`` would never find an older ``send_file`` chunk."""
+    import numpy as np
+
+    from langchain_holodeck.keyword_index import RedisKeywordIndex
+
+    name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(redis_url)
+    client.execute_command(
+        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:", "SCHEMA",
+        "text", "TEXT", "embedding", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", "64",
+        "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "SEPARATOR", "|", "CASESENSITIVE",
+    )  # fmt: skip
+    config = {"provider": "redis", "connection_string": redis_url, "index_name": name}
+    vector = np.asarray(HashingEmbeddings().embed_query("old"), dtype=np.float32).tobytes()
+    texts = {"code": "Call send_file(path) to stream it.", "prose": "Plain words only."}
+    try:
+        for key, text in texts.items():  # chunks an older version wrote: no parts field
+            client.hset(
+                f"{name}:{key}", mapping={"text": text, "namespace": "kb", "embedding": vector}
+            )
+        store = create_vector_store(config, HashingEmbeddings(), fallback=False)
+        assert store.full_text_fields == "text|identifier_parts"
+        assert client.hget(f"{name}:code", "identifier_parts") == b"send file"
+        assert client.hget(f"{name}:prose", "identifier_parts") is None  # nothing to add
+        assert client.hget(f"{name}:code", "text") == texts["code"].encode()  # the rest kept
+        assert [h.id for h in RedisKeywordIndex(store).search("send", k=5)] == ["code"]
+    finally:
+        with contextlib.suppress(redis.ResponseError):
+            client.ft(name).dropindex(delete_documents=True)
+        client.close()

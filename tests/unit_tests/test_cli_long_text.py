@@ -117,7 +117,8 @@ def test_switching_mode_asks_for_force_ingest_in_one_line_then_rebuilds(
         assert "long_text=first" in err
         assert f"long_text={argv[1]}" in err
         assert err.rstrip().endswith(
-            "re-run with force_ingest=True (CLI: --force-ingest) to re-embed everything."
+            "re-ingest with force_ingest=True (CLI: `holodeck-rag ingest` with --force-ingest) "
+            "to re-embed everything."
         )
         assert manifest(workdir)["long_text"] == "first"  # a failed ingest keeps the manifest
     code, out, err = run(capsys, "ingest", "docs", "--long-text", "auto", "--force-ingest")
@@ -131,17 +132,38 @@ def test_switching_mode_asks_for_force_ingest_in_one_line_then_rebuilds(
     assert code == 0, err
 
 
-def test_a_manifest_written_before_long_text_reads_as_auto(
+def test_a_manifest_written_before_long_text_keeps_the_mode_its_model_id_names(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(capsys, "ingest", "docs")[0] == 0
+    # the state versions before ingest.json recorded long_text left: a store in `auto` (their
+    # default), whose mode only the recorded embedding_model_id names
+    assert run(capsys, "ingest", "docs", "--long-text", "auto")[0] == 0
     path = workdir / ".holodeck" / "store" / "ingest.json"
     old = manifest(workdir)
     del old["long_text"]
+    assert ":long_text=auto:" in str(old["embedding_model_id"])
     path.write_text(json.dumps(old), encoding="utf-8")
     code, out, err = run(capsys, "search", "safety interlock")
     assert code == 0, err
+    assert err == ""  # no model mismatch, nothing re-embedded
     assert out.startswith("Found ")
+    code, out, err = run(capsys, "ingest", "docs")  # a plain re-ingest needs no flag
+    assert code == 0, err
+    assert " 0 added, 0 updated, 3 skipped, " in out
+    assert manifest(workdir)["long_text"] == "auto"
+
+
+def test_search_on_a_store_of_another_model_names_the_ingest_that_re_embeds(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # search takes no --force-ingest (argparse: 'unrecognized arguments'): the line names ingest
+    assert run(capsys, "ingest", "docs", "--long-text", "first")[0] == 0
+    path = workdir / ".holodeck" / "store" / "ingest.json"
+    path.write_text(json.dumps({**manifest(workdir), "long_text": "auto"}), encoding="utf-8")
+    code, out, err = run(capsys, "search", "safety interlock")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert "(CLI: `holodeck-rag ingest` with --force-ingest) to re-embed everything." in err
 
 
 def test_a_manifest_with_an_unknown_mode_is_refused_in_one_line(

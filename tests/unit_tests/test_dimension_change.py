@@ -123,3 +123,29 @@ def test_embedding_dimension_reads_settings_before_probing() -> None:
 @needs_sentence_transformers
 def test_local_embeddings_state_their_dimension_without_loading() -> None:
     assert embedding_dimension(LocalEmbeddings()) == 384  # the default: no model load
+
+
+class _OtherModel(HashingEmbeddings):
+    """Another model of the same width: another ``embedding_model_id``, same dimension."""
+
+
+def test_opening_without_sync_refuses_a_store_another_model_of_the_same_width_made(
+    docs: Path, tmp_path: Path
+) -> None:
+    # serve opens tools with open_sync (nothing synced): it answered queries embedded by the
+    # new model from the old model's vectors (a store of an older version: another model id)
+    vector_tool(docs, tmp_path, 64).initialize_sync()
+    config = VectorStoreToolConfig(type="vectorstore", name="kb", source=str(docs), top_k=3)
+    changed = VectorStoreTool(
+        config,
+        embeddings=_OtherModel(64),
+        project_dir=tmp_path,
+        home_dir=tmp_path,
+        store_dir=tmp_path / "store",
+    )
+    with pytest.raises(EmbeddingModelMismatchError, match=r"'HashingEmbeddings:size=64'") as info:
+        changed.open_sync()
+    assert "'_OtherModel:size=64'" in str(info.value)
+    assert FIX in str(info.value)
+    assert not changed.is_initialized
+    assert vector_tool(docs, tmp_path, 64).open_sync() > 0  # the same model opens it
