@@ -95,6 +95,25 @@ _PY_CLASS_START = re.compile(
     rf"\s*(?:@[^\n]*\n(?:[ \t)\]}}][^\n]*\n)*){{0,{_PY_DECORATORS}}}class[ \t]"
 )
 
+_COMMENT_LINES = 32
+"""Comment lines kept with the definition below them; a longer run keeps its last ones."""
+_COMMENT_MARKERS: dict[str, str] = {"ruby": "#", "lua": "--", "shell": "#", "sql": "--"}
+"""Line-comment marker per language; the others use C's (``//``, ``/*``, `` * `` lines), and
+their annotation lines (``@Override``) go with the definition too."""
+
+
+def _with_comments(marker: str, definition: str) -> str:
+    """A line break, the comment lines directly above a definition, then (looked ahead) it.
+
+    As with Python's decorators, the cut goes above a definition's comment (a Go or Rust doc
+    comment, a Javadoc and its annotations, ``# deploy it`` above a shell function), not
+    between them. The comment lines are consumed by the match, so no cut falls inside them;
+    at most ``_COMMENT_LINES`` go with it, so that a long run of them costs linear time.
+    """
+    comment = r"[ \t]*(?://|/\*|\*|@\w)" if marker == "//" else rf"[ \t]*{re.escape(marker)}"
+    return rf"\n(?:{comment}[^\n]*\n){{0,{_COMMENT_LINES}}}(?={definition})"
+
+
 _SEPARATORS: dict[str, list[str]] = {
     "python": [
         _py_decorated("", r"class[ \t]"),
@@ -105,9 +124,15 @@ _SEPARATORS: dict[str, list[str]] = {
         " ",
         "",
     ],
-    "shell": [r"\n(?=(?:function\s+)?[A-Za-z_][\w-]*\s*\(\)\s*\{?)", r"\n\n", r"\n", " ", ""],
+    "shell": [
+        _with_comments("#", r"(?:function\s+)?[A-Za-z_][\w-]*\s*\(\)\s*\{?"),
+        r"\n\n",
+        r"\n",
+        " ",
+        "",
+    ],
     "sql": [
-        r"\n(?=(?i:create|alter|drop|insert|update|delete|select|with|grant)\b)",
+        _with_comments("--", r"(?i:create|alter|drop|insert|update|delete|select|with|grant)\b"),
         r";\n",
         r"\n\n",
         r"\n",
@@ -317,10 +342,12 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     """Split source code at definition boundaries, and name the symbols of each chunk.
 
     Separators are LangChain's ``RecursiveCharacterTextSplitter.get_separators_for_language``
-    for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), and ours for Python
-    (a definition with its decorators, methods at any indentation: LangChain's cut only
-    tab-indented ones, and between a decorator and its ``def``), shell, SQL, TOML, INI and
-    YAML. The language comes from the input document's
+    for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), each cutting above
+    the comment and annotation lines directly over a definition (LangChain's cut between them),
+    and ours for Python (a definition with its decorators, methods at any indentation:
+    LangChain's cut only tab-indented ones, and between a decorator and its ``def``), shell,
+    SQL (a definition with its comment, too), TOML, INI and YAML. The language comes from the
+    input document's
     ``file_type`` metadata (see ``CODE_LANGUAGES``); other texts are split by lines.
 
     Emits metadata (besides the input document's): ``chunk_index`` (int, 0-based per input
@@ -351,10 +378,11 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 1
+    revision: ClassVar[int] = 2
     """Raised when the same settings split some code differently (1: Python cut at decorated
-    definitions and 4-space methods). Part of the ingestion fingerprint: a store split before
-    re-splits its files once."""
+    definitions and 4-space methods; 2: other languages cut above a definition's comment and
+    annotation lines, not between them). Part of the ingestion fingerprint: a store split
+    before re-splits its files once."""
 
     def __init__(
         self,
@@ -428,8 +456,11 @@ def _separators(language: str) -> list[str]:
         return _SEPARATORS[language]
     known = _SPLITTER_LANGUAGES.get(language)
     if known is not None:
+        marker = _COMMENT_MARKERS.get(language, "//")
         return [
-            re.escape(s) if s else s
+            _with_comments(marker, re.escape(s[1:]))
+            if len(s) > 1 and s[0] == "\n" and s[1] != "\n"  # "\nfunc ": a definition's cut
+            else re.escape(s)
             for s in RecursiveCharacterTextSplitter.get_separators_for_language(known)
         ]
     return [r"\n\n", r"\n", " ", ""]

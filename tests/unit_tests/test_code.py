@@ -197,6 +197,47 @@ def test_a_function_is_not_cut_at_its_nested_functions() -> None:
     ]
 
 
+DOCUMENTED = {
+    "go": "package nav\n\n"
+    + "".join(
+        f"// Plot{i} plots a course to sector {i}.\n// It never exceeds warp 9.9.\n"
+        f"func Plot{i}(target string) error {{\n\tfmt.Println(target, {i})\n\treturn nil\n}}\n\n"
+        for i in range(4)
+    ),
+    "java": "package ship;\n\nimport java.util.List;\n\n"
+    + "".join(
+        f"/**\n * Replicator model {i}.\n */\n@Deprecated\npublic class Replicator{i} {{\n"
+        f'    private final String drink = "tea {i}";\n    private final int cups = {i};\n}}\n\n'
+        for i in range(4)
+    ),
+    "sh": "#!/usr/bin/env bash\nset -eu\n\n"
+    + "".join(f'# Deploy module {i}.\ndeploy_{i}() {{\n  echo "{i}"\n}}\n' for i in range(4)),
+    "sql": "".join(
+        f"-- Crew of deck {i}.\nCREATE TABLE crew_{i} (\n  id INTEGER PRIMARY KEY\n);\n"
+        for i in range(4)
+    ),
+}
+
+
+@pytest.mark.parametrize("file_type", sorted(DOCUMENTED))
+def test_a_definition_keeps_the_comment_above_it(file_type: str) -> None:
+    # LangChain's separators ("\nfunc ", "\npublic ", ...) cut between a definition and its
+    # doc comment: the comment ended the chunk before, apart from the code it documents
+    doc = Document(page_content=DOCUMENTED[file_type], metadata={"file_type": file_type})
+    chunks = SourceCodeSplitter(chunk_size=48).split_documents([doc])
+    assert len(chunks) > 1
+    for chunk in chunks:
+        last = chunk.page_content.rstrip().splitlines()[-1].lstrip()
+        assert not last.startswith(("//", "/*", "*", "@", "#", "--")), chunk.page_content
+    defining = [c for c in chunks if c.metadata["symbols"]]
+    assert all(c.page_content.startswith(("//", "/**", "#", "--")) for c in defining[1:])
+    assert "\n".join(c.page_content for c in chunks).split() == DOCUMENTED[file_type].split()
+    # a store split before re-splits its (unchanged) files once
+    before = "8a9db40171f0c976"  # the default pipeline's fingerprint at revision 1
+    fingerprint = pipeline_fingerprint(default_text_splitter(), code_splitter=SourceCodeSplitter())
+    assert fingerprint != before
+
+
 def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:
     (tmp_path / "shift.py").write_text(PYTHON, encoding="utf-8")
     (tmp_path / "notes.md").write_text("# Notes\n\nShifts rotate weekly.\n", encoding="utf-8")
