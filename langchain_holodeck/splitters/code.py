@@ -156,7 +156,7 @@ _DEFINITIONS: dict[str, list[re.Pattern[str]]] = {
         re.compile(
             r"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:const|let|var)[ \t]+(?P<name>[\w$]+)"
             r"[ \t]*(?::[^=]+)?=[ \t]*(?:async[ \t]*)?"
-            r"(?:function\b|\([^)]*\)[ \t]*=>|[\w$]+[ \t]*=>)"
+            r"(?:function\b|(?:<[^>=]*>[ \t]*)?\([^)]*\)(?:[ \t]*:[^=;{]+)?[ \t]*=>|[\w$]+[ \t]*=>)"
         ),
         re.compile(
             r"^(?P<indent>[ \t]+)(?:(?:public|private|protected|static|async|readonly|get|set)"

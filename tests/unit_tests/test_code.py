@@ -73,6 +73,13 @@ def test_loader_reads_source_files_verbatim(tmp_path: Path) -> None:
             "js",
             ["Api", "Api.getUser", "fetchAll", "main"],
         ),
+        (  # TypeScript arrow functions with a return type (and type parameters)
+            "export const fire = async (s: Setting): Promise<string> => {\n  return s;\n};\n"
+            "const pick = <T,>(xs: T[]): T | undefined => xs[0];\n"
+            "let total: number = 0;\nconst ok = (x: number) => x > 0;\n",
+            "ts",
+            ["fire", "pick", "ok"],
+        ),
         (
             "pub struct Shift {}\nimpl Shift {\n    pub fn swap(&mut self) {}\n}\n",
             "rust",
