@@ -141,7 +141,14 @@ _SEPARATORS: dict[str, list[str]] = {
     ],
     "toml": [r"\n(?=\[)", r"\n\n", r"\n", " ", ""],
     "ini": [r"\n(?=\[)", r"\n\n", r"\n", " ", ""],
-    "yaml": [r"\n(?=[A-Za-z_\"'][^\n:]*:)", r"\n\n", r"\n", " ", ""],
+    "yaml": [  # top-level keys, then the entries of each indentation level in turn
+        r"\n(?=[A-Za-z_\"'][^\n:]*:)",
+        *(rf"\n(?=[ ]{{{n}}}[^ \n#])" for n in (2, 4, 6, 8)),
+        r"\n\n",
+        r"\n",
+        " ",
+        "",
+    ],
 }
 """Separators (regular expressions) for languages LangChain's ``Language`` does not cover."""
 
@@ -346,8 +353,8 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     the comment and annotation lines directly over a definition (LangChain's cut between them),
     and ours for Python (a definition with its decorators, methods at any indentation:
     LangChain's cut only tab-indented ones, and between a decorator and its ``def``), shell,
-    SQL (a definition with its comment, too), TOML, INI and YAML. The language comes from the
-    input document's
+    SQL (a definition with its comment, too), TOML, INI and YAML (top-level keys, then the
+    entries of each indentation level). The language comes from the input document's
     ``file_type`` metadata (see ``CODE_LANGUAGES``); other texts are split by lines.
 
     Emits metadata (besides the input document's): ``chunk_index`` (int, 0-based per input
@@ -381,8 +388,8 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     revision: ClassVar[int] = 2
     """Raised when the same settings split some code differently (1: Python cut at decorated
     definitions and 4-space methods; 2: other languages cut above a definition's comment and
-    annotation lines, not between them). Part of the ingestion fingerprint: a store split
-    before re-splits its files once."""
+    annotation lines, not between them; YAML cut between the entries of a long mapping).
+    Part of the ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
         self,

@@ -1,5 +1,6 @@
 """Source code as input: loading, language-aware splitting, symbols, the exact leg."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -243,6 +244,22 @@ def test_a_definition_keeps_the_comment_above_it(file_type: str) -> None:
     before = "8a9db40171f0c976"  # the default pipeline's fingerprint at revision 1
     fingerprint = pipeline_fingerprint(default_text_splitter(), code_splitter=SourceCodeSplitter())
     assert fingerprint != before
+
+
+def test_yaml_is_cut_between_the_entries_of_a_long_mapping() -> None:
+    # only top-level keys were definition cuts: a long mapping was cut at any line, e.g.
+    # between "notes: |" and the text of that block (chunk 2 began "Auxiliary system 22 ...")
+    yaml_text = "ship:\n  name: Enterprise\nsystems:\n" + "".join(
+        f"  system_{i}:\n    enabled: true\n    notes: |\n      System {i} draws from EPS.\n"
+        for i in range(40)
+    )
+    doc = Document(page_content=yaml_text, metadata={"file_type": "yaml"})
+    chunks = SourceCodeSplitter(chunk_size=100).split_documents([doc])
+    assert len(chunks) > 3
+    firsts = [c.page_content.splitlines()[0] for c in chunks]
+    assert firsts[:2] == ["ship:", "systems:"]
+    assert all(re.fullmatch(r"system_\d+:", line) for line in firsts[2:]), firsts
+    assert not any(c.page_content.rstrip().endswith("|") for c in chunks)
 
 
 def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:
