@@ -22,17 +22,26 @@ DOCS_ORDER = ["api.md", "auth.md", "crew.json", "guide/shifts.txt", "maintenance
 
 
 # ---------------------------------------------------------------- fixture builders
-def write_pdf(path: Path, text: str) -> None:
-    """A minimal valid one-page PDF with ``text`` in Helvetica (pdfminer can read it)."""
-    content = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+def write_pdf(path: Path, text: str, *more_pages: str) -> None:
+    """A minimal valid PDF, one page per text, in Helvetica (pdfminer can read it)."""
+    pages = (text, *more_pages)
+    count = len(pages)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content),
+        b"<< /Type /Pages /Kids [%b] /Count %d >>"
+        % (b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(count)), count),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    for i, page in enumerate(pages):
+        lines = page.split("\n")
+        content = " ".join(
+            f"BT /F1 12 Tf 72 {720 - 30 * n} Td ({line}) Tj ET" for n, line in enumerate(lines)
+        ).encode("latin-1")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
+            b" /Resources << /Font << /F1 3 0 R >> >> >>" % (5 + 2 * i)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content))
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -329,6 +338,20 @@ def test_pdf_is_converted_by_markitdown(tmp_path: Path) -> None:
     [doc] = SourceLoader(tmp_path / "manual.pdf").load()
     assert doc.metadata["file_type"] == "pdf"
     assert "Holodeck safety manual" in doc.page_content
+
+
+def test_a_pdf_page_break_is_a_paragraph_break(tmp_path: Path) -> None:
+    # pdfminer ends each page with a form feed: it began the next page's first line, so a
+    # chunk's text (what a model reads) held "\x0c3.4 Maintenance windows"
+    write_pdf(
+        tmp_path / "spec.pdf",
+        "3.3 Safety\nVent the plasma conduits first.",
+        "3.4 Maintenance windows\nDuring gamma shift only.",
+    )
+    [doc] = SourceLoader(tmp_path / "spec.pdf").load()
+    assert "\f" not in doc.page_content
+    assert "\n\n3.4 Maintenance windows\n" in doc.page_content
+    assert "\n\n\n" not in doc.page_content
 
 
 def test_docx_is_converted_by_markitdown(tmp_path: Path) -> None:
