@@ -35,6 +35,7 @@ from langchain_holodeck._conversion import (
     converters,
     shared_pool,
 )
+from langchain_holodeck._tables import promote_empty_headers
 from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
@@ -115,7 +116,8 @@ class SourceLoader(BaseLoader):
     ``.htm`` are decoded the same way, then converted by markitdown;
     ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
     (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
-    text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks.
+    text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
+    and a converted table without header cells (``|  |  |``) takes its first row as header.
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
     Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths
@@ -542,6 +544,7 @@ class SourceLoader(BaseLoader):
             markdown = without_slide_markers(markdown)
         elif file.file_type == "pdf":  # pdfminer ends each page with a form feed
             markdown = markdown.replace("\f", "\n\n")
+        markdown = promote_empty_headers(markdown)
         # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
         markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))
         return re.sub(r"\n{3,}", "\n\n", markdown)

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from langchain_holodeck._tables import promote_empty_headers
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOGGER = "langchain_holodeck.loaders"
@@ -352,6 +354,38 @@ def test_a_pdf_page_break_is_a_paragraph_break(tmp_path: Path) -> None:
     assert "\f" not in doc.page_content
     assert "\n\n3.4 Maintenance windows\n" in doc.page_content
     assert "\n\n\n" not in doc.page_content
+
+
+def test_a_table_without_header_cells_keeps_its_column_names_in_each_piece(
+    tmp_path: Path,
+) -> None:
+    # markitdown writes a table without <th> (or a Word table) under an empty header row
+    # ("|  |  |"), the column names in the first row: each later piece of the cut table
+    # repeated "|  |  |" above its rows instead of the names of its columns
+    rows = "".join(f"<tr><td>Buffer {i}</td><td>every {i} days</td></tr>" for i in range(60))
+    (tmp_path / "checks.html").write_text(
+        f"<h1>Checks</h1><table><tr><td>Check</td><td>Frequency</td></tr>{rows}</table>",
+        encoding="utf-8",
+    )
+    [doc] = SourceLoader(tmp_path / "checks.html").load()
+    assert "| Check | Frequency |\n| --- | --- |\n| Buffer 0 | every 0 days |" in doc.page_content
+    pieces = StructuredMarkdownSplitter(max_table_chunk_tokens=60).split_documents([doc])
+    assert len(pieces) > 3
+    assert all(p.page_content.count("| Check | Frequency |") == 1 for p in pieces)
+    assert all("|  |" not in p.page_content for p in pieces)
+
+
+def test_promote_empty_headers_changes_only_an_empty_header_row() -> None:
+    empty = "|  |  |\n| --- | --- |\n| a \\| b | c |\n| d | e |"
+    assert promote_empty_headers(empty) == "| a \\| b | c |\n| --- | --- |\n| d | e |"
+    for unchanged in (
+        "| x | y |\n| --- | --- |\n| a | b |",  # a header already
+        "|  |  |\n| --- | --- |\n|  |  |",  # nothing to promote
+        "|  |  |\n| --- | --- |\n| a | b | c |",  # another shape
+        "|  |  |\nno table",
+        "|\n|  |",  # an empty sheet of an .xlsx
+    ):
+        assert promote_empty_headers(unchanged) == unchanged
 
 
 def test_docx_is_converted_by_markitdown(tmp_path: Path) -> None:
