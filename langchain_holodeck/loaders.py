@@ -117,7 +117,8 @@ class SourceLoader(BaseLoader):
     ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
     (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
     text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
-    and a converted table without header cells (``|  |  |``) takes its first row as header.
+    and a converted table without header cells (``|  |  |``) takes its first row as header;
+    a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
     Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths
@@ -541,7 +542,7 @@ class SourceLoader(BaseLoader):
                 logger.warning("Skipping %s: %s.", file.source_path, error)
                 return Skipped.FAILED
         if file.file_type == "pptx":
-            markdown = without_slide_markers(markdown)
+            markdown = _NOTES_HEADING.sub("Notes:", without_slide_markers(markdown))
         elif file.file_type == "pdf":  # pdfminer ends each page with a form feed
             markdown = markdown.replace("\f", "\n\n")
         markdown = promote_empty_headers(markdown)
@@ -558,6 +559,12 @@ class SourceLoader(BaseLoader):
 
 _SLIDE_MARKER = re.compile(r"^<!-- Slide number: \d+ -->[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 """The comment markitdown writes above each slide of a ``.pptx``."""
+
+
+_NOTES_HEADING = re.compile(r"^### Notes:[ \t]*$", re.MULTILINE)
+"""The heading markitdown writes above a slide's speaker notes: made a plain ``Notes:`` line,
+so the notes stay in their slide's chunk (a heading made them a tiny chunk of their own, apart
+from the slide they explain, found by unrelated searches)."""
 
 
 def without_slide_markers(markdown: str) -> str:

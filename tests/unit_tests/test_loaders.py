@@ -430,6 +430,27 @@ def test_no_chunk_of_a_pptx_is_only_a_slide_number_marker(tmp_path: Path) -> Non
     assert [chunk.page_content.splitlines()[0] for chunk in chunks] == ["# Warp core", "# Shields"]
 
 
+def test_speaker_notes_stay_in_their_slides_chunk(tmp_path: Path) -> None:
+    # markitdown heads a slide's notes "### Notes:": each note became a tiny chunk of its
+    # own, apart from its slide (and ranked for unrelated queries)
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+    pptx = pytest.importorskip("pptx")
+    prs = pptx.Presentation()
+    for title, body in [("Warp core", "Never vent plasma."), ("Shields", "Rotate every shift.")]:
+        slide = prs.slides.add_slide(prs.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+        slide.notes_slide.notes_text_frame.text = f"Remind the crew: {title.lower()} drill."
+    prs.save(tmp_path / "deck.pptx")
+    [doc] = SourceLoader(tmp_path / "deck.pptx").load()
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    assert [c.metadata["heading"] for c in chunks] == ["Warp core", "Shields"]
+    assert chunks[0].page_content == (
+        "# Warp core\nNever vent plasma.\n\nNotes:\nRemind the crew: warp core drill."
+    )
+
+
 def test_without_slide_markers_keeps_other_comments_and_text() -> None:
     from langchain_holodeck.loaders import without_slide_markers
 
