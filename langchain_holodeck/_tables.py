@@ -1,19 +1,25 @@
-"""Markdown tables that converters write: a header row left empty takes the first row's cells.
+"""Markdown tables that converters write, tidied: empty header rows, empty sheets, NaN cells.
 
 markitdown writes an HTML or Word table without header cells (``<th>``, a Word header row)
 as a Markdown table whose header row is empty (``|  |  |``), its real column names in the
 first body row. The splitter repeats a cut table's header row above each later piece, so
 those pieces carried ``|  |  |`` instead of the names of their columns.
+
+Its ``.xlsx`` tables come from pandas: an empty cell reads ``NaN``, and an empty sheet is a
+table of bare ``|`` lines under the sheet's heading.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["promote_empty_headers"]
+__all__ = ["promote_empty_headers", "tidy_sheet_tables"]
 
 _CELL_BREAK = re.compile(r"(?<!\\)\|")
 _SEPARATOR_CELL = re.compile(r"\s*:?-+:?\s*")
+_NAN_CELL = re.compile(r"(?<=\|) NaN(?= \|)")
+_EMPTY_SHEET = re.compile(r"^## [^\n]*\n(?:\|(?:[ \t]*\|)*[ \t]*(?:\n|\Z))+", re.MULTILINE)
+"""A sheet's ``## name`` heading over a table of bare ``|`` rows only: an empty sheet."""
 
 
 def _cells(line: str) -> list[str] | None:
@@ -51,3 +57,12 @@ def promote_empty_headers(markdown: str) -> str:
         out.append(lines[i])
         i += 1
     return "\n".join(out)
+
+
+def tidy_sheet_tables(markdown: str) -> str:
+    """An ``.xlsx``'s markdown with empty cells empty (not ``NaN``) and empty sheets left out.
+
+    pandas reads a cell holding the text ``NaN`` as empty too, so no cell text is lost. An
+    empty sheet (its heading over bare ``|`` rows) is removed, heading and all.
+    """
+    return _EMPTY_SHEET.sub("", _NAN_CELL.sub(" ", markdown))

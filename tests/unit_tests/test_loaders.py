@@ -388,6 +388,22 @@ def test_promote_empty_headers_changes_only_an_empty_header_row() -> None:
         assert promote_empty_headers(unchanged) == unchanged
 
 
+def test_an_xlsx_has_no_nan_cells_and_no_empty_sheet(tmp_path: Path) -> None:
+    # pandas wrote an empty cell "NaN" and an empty sheet as "## Blank\n|\n|  |", a
+    # garbage chunk of its own
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    wb.active.title = "Budget"
+    for row in (["Quarter", "Medical"], ["Q1", 45000], ["Q2", None]):
+        wb.active.append(row)
+    wb.create_sheet("Blank")
+    wb.save(tmp_path / "budget.xlsx")
+    [doc] = SourceLoader(tmp_path / "budget.xlsx").load()
+    assert doc.page_content.strip() == (
+        "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000.0 |\n| Q2 |  |"
+    )
+
+
 def test_docx_is_converted_by_markitdown(tmp_path: Path) -> None:
     write_docx(tmp_path / "orders.docx", ["Standing orders", "Report to the bridge."])
     [doc] = SourceLoader(tmp_path / "orders.docx").load()
