@@ -96,22 +96,25 @@ _PY_CLASS_START = re.compile(
 )
 
 _COMMENT_LINES = 32
-"""Comment lines kept with the definition below them; a longer run keeps its last ones."""
+"""Comments kept with the definition below them; a longer run keeps its last ones."""
 _COMMENT_MARKERS: dict[str, str] = {"ruby": "#", "lua": "--", "shell": "#", "sql": "--"}
-"""Line-comment marker per language; the others use C's (``//``, ``/*``, `` * `` lines), and
-their annotation lines (``@Override``) go with the definition too."""
+"""Line-comment marker per language; the others use C's (``//`` lines and ``/* ... */``
+blocks), and their annotation lines (``@Override``) go with the definition too."""
+_C_COMMENT = r"(?://[^\n]*|@\w[^\n]*|/\*(?:[^*]|\*+[^*/]){0,4000}\*+/[^\n]*)"
+"""One C-style comment line, annotation line or ``/* ... */`` block (of any lines, up to 4000
+characters: an unclosed ``/*`` costs a bounded look, not one to the end of the file)."""
 
 
 def _with_comments(marker: str, definition: str) -> str:
-    """A line break, the comment lines directly above a definition, then (looked ahead) it.
+    """A line break, the comments directly above a definition, then (looked ahead) it.
 
     As with Python's decorators, the cut goes above a definition's comment (a Go or Rust doc
     comment, a Javadoc and its annotations, ``# deploy it`` above a shell function), not
-    between them. The comment lines are consumed by the match, so no cut falls inside them;
-    at most ``_COMMENT_LINES`` go with it, so that a long run of them costs linear time.
+    between them. The comments are consumed by the match, so no cut falls inside them; at
+    most ``_COMMENT_LINES`` go with it, so that a long run of them costs linear time.
     """
-    comment = r"[ \t]*(?://|/\*|\*|@\w)" if marker == "//" else rf"[ \t]*{re.escape(marker)}"
-    return rf"\n(?:{comment}[^\n]*\n){{0,{_COMMENT_LINES}}}(?={definition})"
+    comment = _C_COMMENT if marker == "//" else rf"{re.escape(marker)}[^\n]*"
+    return rf"\n(?:[ \t]*{comment}\n){{0,{_COMMENT_LINES}}}(?={definition})"
 
 
 _SEPARATORS: dict[str, list[str]] = {

@@ -224,6 +224,12 @@ DOCUMENTED = {
         f"-- Crew of deck {i}.\nCREATE TABLE crew_{i} (\n  id INTEGER PRIMARY KEY\n);\n"
         for i in range(4)
     ),
+    "c": "#include <stdio.h>\n\n"
+    + "".join(
+        f"/*\n  Compute value {i}.\n  Returns it doubled.\n */\nint value{i}(int x) {{\n"
+        f"    return x * {i} * 2;\n}}\n\n"
+        for i in range(4)
+    ),
 }
 
 
@@ -236,9 +242,9 @@ def test_a_definition_keeps_the_comment_above_it(file_type: str) -> None:
     assert len(chunks) > 1
     for chunk in chunks:
         last = chunk.page_content.rstrip().splitlines()[-1].lstrip()
-        assert not last.startswith(("//", "/*", "*", "@", "#", "--")), chunk.page_content
+        assert not last.startswith(("//", "/*", "*", "@", "#", "--", "Returns")), chunk.page_content
     defining = [c for c in chunks if c.metadata["symbols"]]
-    assert all(c.page_content.startswith(("//", "/**", "#", "--")) for c in defining[1:])
+    assert all(c.page_content.startswith(("//", "/*", "#", "--")) for c in defining[1:])
     assert "\n".join(c.page_content for c in chunks).split() == DOCUMENTED[file_type].split()
     # a store split before re-splits its (unchanged) files once
     before = "8a9db40171f0c976"  # the default pipeline's fingerprint at revision 1
