@@ -99,10 +99,11 @@ _COMMENT_LINES = 32
 """Comments kept with the definition below them; a longer run keeps its last ones."""
 _COMMENT_MARKERS: dict[str, str] = {"ruby": "#", "lua": "--", "shell": "#", "sql": "--"}
 """Line-comment marker per language; the others use C's (``//`` lines and ``/* ... */``
-blocks), and their annotation lines (``@Override``) go with the definition too."""
-_C_COMMENT = r"(?://[^\n]*|@\w[^\n]*|/\*(?:[^*]|\*+[^*/]){0,4000}\*+/[^\n]*)"
-"""One C-style comment line, annotation line or ``/* ... */`` block (of any lines, up to 4000
-characters: an unclosed ``/*`` costs a bounded look, not one to the end of the file)."""
+blocks), and their annotation lines (``@Override``, ``#[test]``) go with the definition too."""
+_C_COMMENT = r"(?://[^\n]*|(?:@\w|#\[)[^\n]*|/\*(?:[^*]|\*+[^*/]){0,4000}\*+/[^\n]*)"
+"""One C-style comment line, annotation line (``@Override``, Rust's ``#[test]``) or
+``/* ... */`` block (of any lines, up to 4000 characters: an unclosed ``/*`` costs a bounded
+look, not one to the end of the file)."""
 
 
 def _with_comments(marker: str, definition: str) -> str:

@@ -224,6 +224,12 @@ DOCUMENTED = {
         f"-- Crew of deck {i}.\nCREATE TABLE crew_{i} (\n  id INTEGER PRIMARY KEY\n);\n"
         for i in range(4)
     ),
+    "rs": "use std::fmt;\n\n"
+    + "".join(
+        f"/// Checks sector {i}.\n#[test]\nfn sector_{i}() {{\n"
+        f"    assert_eq!({i} * 2, {2 * i});\n}}\n\n"
+        for i in range(4)
+    ),
     "c": "#include <stdio.h>\n\n"
     + "".join(
         f"/*\n  Compute value {i}.\n  Returns it doubled.\n */\nint value{i}(int x) {{\n"
