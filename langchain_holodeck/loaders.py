@@ -35,7 +35,11 @@ from langchain_holodeck._conversion import (
     converters,
     shared_pool,
 )
-from langchain_holodeck._tables import promote_empty_headers, tidy_sheet_tables
+from langchain_holodeck._converted import (
+    promote_empty_headers,
+    tidy_sheet_tables,
+    without_permalinks,
+)
 from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
@@ -119,7 +123,8 @@ class SourceLoader(BaseLoader):
     text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
     and a converted table without header cells (``|  |  |``) takes its first row as header;
     a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own);
-    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out.
+    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out; HTML
+    headings lose the permalinks Sphinx and MkDocs end them with (``[¶](#scope)``).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
     Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths
@@ -548,6 +553,8 @@ class SourceLoader(BaseLoader):
             markdown = markdown.replace("\f", "\n\n")
         elif file.file_type == "xlsx":
             markdown = tidy_sheet_tables(markdown)
+        elif file.file_type in ("html", "htm"):
+            markdown = without_permalinks(markdown)
         markdown = promote_empty_headers(markdown)
         # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
         markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_holodeck._tables import promote_empty_headers
+from langchain_holodeck._converted import promote_empty_headers
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
 from langchain_holodeck.splitters import StructuredMarkdownSplitter
@@ -401,6 +401,27 @@ def test_an_xlsx_has_no_nan_cells_and_no_empty_sheet(tmp_path: Path) -> None:
     [doc] = SourceLoader(tmp_path / "budget.xlsx").load()
     assert doc.page_content.strip() == (
         "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000.0 |\n| Q2 |  |"
+    )
+
+
+def test_html_headings_lose_their_permalinks(tmp_path: Path) -> None:
+    # Sphinx and MkDocs end each heading with <a class="headerlink" href="#id">¶</a>: it was
+    # kept as [¶](#id "...") in the headings ("3.2 Scope¶", "Requirements¶" in every parent
+    # chain below it) and in the text
+    link = '<a class="headerlink" href="#{0}" title="Link to this heading">¶</a>'
+    (tmp_path / "spec.html").write_text(
+        f"<h1>Requirements{link.format('req')}</h1>"
+        f"<h2>3.2 Scope{link.format('scope')}</h2><p>Covers the injectors.</p>"
+        '<p>See <a href="#scope">#</a> and <a href="other.html#x">¶</a>.</p>',
+        encoding="utf-8",
+    )
+    [doc] = SourceLoader(tmp_path / "spec.html").load()
+    [chunk] = StructuredMarkdownSplitter().split_documents([doc])
+    assert chunk.metadata["heading"] == "3.2 Scope"
+    assert chunk.metadata["parent_chain"] == ["Requirements"]
+    assert chunk.metadata["section_id"] == "3.2"
+    assert chunk.page_content == (
+        "# Requirements\n\n## 3.2 Scope\n\nCovers the injectors.\n\nSee  and [¶](other.html#x)."
     )
 
 
