@@ -67,6 +67,9 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 )
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
+_NO_TEXT_LAYER = (
+    "; a PDF of scanned pages has no text layer: run OCR on it first (e.g. ocrmypdf) to index it"
+)
 _SNIFF_BYTES = 8192
 _BYTES_PER_CHUNK = 2048
 """About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
@@ -316,7 +319,10 @@ class SourceLoader(BaseLoader):
         if isinstance(text, Skipped):  # reported by _read
             return text
         if not text.strip():
-            logger.warning("Skipping %s: no text content (whitespace only).", file.source_path)
+            hint = _NO_TEXT_LAYER if file.file_type == "pdf" else ""
+            logger.warning(
+                "Skipping %s: no text content (whitespace only)%s.", file.source_path, hint
+            )
             return Skipped.NO_TEXT
         return Document(
             page_content=text,

@@ -425,6 +425,20 @@ def test_html_headings_lose_their_permalinks(tmp_path: Path) -> None:
     )
 
 
+def test_a_pdf_without_text_says_to_run_ocr(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a scanned PDF (pages, no text layer) was skipped as "whitespace only", no way out given
+    write_pdf(tmp_path / "scan.pdf", "")
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    assert SourceLoader(tmp_path).load() == []
+    [warning] = warnings_for(caplog)
+    assert warning.endswith(
+        "scan.pdf: no text content (whitespace only); a PDF of scanned pages "
+        "has no text layer: run OCR on it first (e.g. ocrmypdf) to index it."
+    )
+
+
 def test_docx_is_converted_by_markitdown(tmp_path: Path) -> None:
     write_docx(tmp_path / "orders.docx", ["Standing orders", "Report to the bridge."])
     [doc] = SourceLoader(tmp_path / "orders.docx").load()
