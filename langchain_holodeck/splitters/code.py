@@ -118,6 +118,37 @@ def _with_comments(marker: str, definition: str) -> str:
     return rf"\n(?:[ \t]*{comment}\n){{0,{_COMMENT_LINES}}}(?={definition})"
 
 
+_MEMBER_LANGUAGES = frozenset(
+    {"java", "kotlin", "scala", "csharp", "cpp", "js", "ts", "php", "swift", "rust"}
+)
+"""Languages whose classes (impl blocks) hold their methods indented."""
+_MEMBER_SIGNATURE = (
+    r"(?!(?:if|for|while|switch|catch|else|do|return|try|using|lock|foreach|synchronized|with"
+    r"|new|throw|await|yield)\b)[@\w][^\n;{}=]*\([^\n;{}]*\)[^\n;{}=]*(?:\n[ \t]*)?\{[ \t]*"
+    r"(?=\n|\Z)"
+)
+"""A member's signature after its indentation: a name and its parameters, then ``{`` at the
+end of the line or alone on the next (no ``;``, no ``=``, not a control statement)."""
+_MEMBER_LINE = re.compile(r"^(?P<indent>[ \t]+)" + _MEMBER_SIGNATURE, re.MULTILINE)
+_MEMBER = "(?!)members"
+"""Placeholder (it matches nothing) for the cut at the members of the text being split: see
+``SourceCodeSplitter._split_text``."""
+
+
+def _member_separator(text: str) -> str | None:
+    """A cut above each least-indented member signature of ``text`` (with its comments).
+
+    LangChain's cuts are at column 0 only, so a class was cut at the blank lines inside its
+    methods' bodies. Only the shallowest signatures cut: a class's methods, not the calls with
+    a callback (``items.forEach(function (k) {``) inside their bodies.
+    """
+    indents = {m["indent"] for m in _MEMBER_LINE.finditer(text)}
+    if not indents:
+        return None
+    indent = re.escape(min(indents, key=len))
+    return _with_comments("//", indent + _MEMBER_SIGNATURE)
+
+
 _SEPARATORS: dict[str, list[str]] = {
     "python": [
         _py_decorated("", r"class[ \t]"),
@@ -354,7 +385,9 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
 
     Separators are LangChain's ``RecursiveCharacterTextSplitter.get_separators_for_language``
     for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), each cutting above
-    the comment and annotation lines directly over a definition (LangChain's cut between them),
+    the comment and annotation lines directly over a definition (LangChain's cut between them)
+    and, for languages with classes, next at the class's least-indented method signatures
+    (LangChain's cuts are at column 0 only: a class was cut inside its methods' bodies),
     and ours for Python (a definition with its decorators, methods at any indentation:
     LangChain's cut only tab-indented ones, and between a decorator and its ``def``), shell,
     SQL (a definition with its comment, too), TOML, INI and YAML (top-level keys, then the
@@ -392,7 +425,8 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     revision: ClassVar[int] = 2
     """Raised when the same settings split some code differently (1: Python cut at decorated
     definitions and 4-space methods; 2: other languages cut above a definition's comment and
-    annotation lines, not between them; YAML cut between the entries of a long mapping).
+    annotation lines, not between them, and a class at its methods, not at the blank lines
+    inside them; YAML cut between the entries of a long mapping).
     Part of the ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
@@ -443,6 +477,10 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
         return out
 
     def _split_text(self, text: str, separators: list[str]) -> list[str]:
+        if _MEMBER in separators:  # the cut at this text's own members, if it has any
+            member = _member_separator(text)
+            at = separators.index(_MEMBER)
+            separators = [*separators[:at], *([member] if member else []), *separators[at + 1 :]]
         if _PY_METHOD in separators and not _PY_CLASS_START.match(text):
             earlier = separators[: separators.index(_PY_METHOD)]
             if not any(re.search(s, text) for s in earlier):  # the methods' cut is next
@@ -468,10 +506,13 @@ def _separators(language: str) -> list[str]:
     known = _SPLITTER_LANGUAGES.get(language)
     if known is not None:
         marker = _COMMENT_MARKERS.get(language, "//")
-        return [
+        separators = [
             _with_comments(marker, re.escape(s[1:]))
             if len(s) > 1 and s[0] == "\n" and s[1] != "\n"  # "\nfunc ": a definition's cut
             else re.escape(s)
             for s in RecursiveCharacterTextSplitter.get_separators_for_language(known)
         ]
+        if language in _MEMBER_LANGUAGES:  # a class's methods before its blank lines
+            separators.insert(separators.index(re.escape("\n\n")), _MEMBER)
+        return separators
     return [r"\n\n", r"\n", " ", ""]

@@ -258,6 +258,46 @@ def test_a_definition_keeps_the_comment_above_it(file_type: str) -> None:
     assert fingerprint != before
 
 
+CLASSES = {  # (opening, a method's signature, closing)
+    "java": ("public class Big {\n", "public int method#(int x) {", "}\n"),
+    "ts": ("export class Big {\n", "async method#(x: number): Promise<number> {", "}\n"),
+    "js": ("export class Big {\n", "method#(x) {", "}\n"),
+    "cs": (
+        "namespace Ship\n{\n    public class Big\n    {\n",
+        "int Method#(int x)\n{",
+        "    }\n}\n",
+    ),
+    "rs": ("impl Big {\n", "pub fn method_#(&self, x: i32) -> i32 {", "}\n"),
+}
+BODY = ["    let z = #;", "", "    items.forEach(function (k) {", "      z += k;", "    });", ""]
+
+
+def _class_of(language: str, indent: str) -> str:
+    opening, signature, closing = CLASSES[language]
+    lines = []
+    for i in range(12):
+        method = [f"/** Method {i}. */", *signature.split("\n"), *BODY, "    return z;", "}"]
+        lines += ["", *(f"{indent}{line}".rstrip().replace("#", str(i)) for line in method)]
+    return opening + "\n".join(lines) + "\n" + closing
+
+
+@pytest.mark.parametrize(
+    ("file_type", "indent"),
+    [("java", "    "), ("ts", "  "), ("js", "  "), ("cs", "        "), ("rs", "    ")],
+)
+def test_a_class_is_cut_at_its_methods_not_inside_them(file_type: str, indent: str) -> None:
+    # LangChain's cuts are at column 0 only: a class longer than a chunk was cut at the blank
+    # lines inside its methods' bodies ("for (int k = 0; ..." began a chunk)
+    text = _class_of(file_type, indent)
+    doc = Document(page_content=text, metadata={"file_type": file_type})
+    for size in (80, 100, 150, 200):
+        chunks = SourceCodeSplitter(chunk_size=size).split_documents([doc])
+        assert len(chunks) > 2
+        firsts = [c.page_content.lstrip().splitlines()[0] for c in chunks]
+        assert all(f.startswith("/** Method") for f in firsts[1:]), (size, firsts)
+        assert "\n".join(c.page_content for c in chunks).split() == text.split()
+
+
 def test_yaml_is_cut_between_the_entries_of_a_long_mapping() -> None:
     # only top-level keys were definition cuts: a long mapping was cut at any line, e.g.
     # between "notes: |" and the text of that block (chunk 2 began "Auxiliary system 22 ...")
