@@ -268,6 +268,7 @@ CLASSES = {  # (opening, a method's signature, closing)
         "    }\n}\n",
     ),
     "rs": ("impl Big {\n", "pub fn method_#(&self, x: i32) -> i32 {", "}\n"),
+    "kt": ("class Big {\n", "fun method#(\n    x: Int,\n    y: Int,\n): Int {", "}\n"),
 }
 BODY = ["    let z = #;", "", "    items.forEach(function (k) {", "      z += k;", "    });", ""]
 
@@ -283,7 +284,14 @@ def _class_of(language: str, indent: str) -> str:
 
 @pytest.mark.parametrize(
     ("file_type", "indent"),
-    [("java", "    "), ("ts", "  "), ("js", "  "), ("cs", "        "), ("rs", "    ")],
+    [
+        ("java", "    "),
+        ("ts", "  "),
+        ("js", "  "),
+        ("cs", "        "),
+        ("rs", "    "),
+        ("kt", "    "),  # parameters on lines of their own
+    ],
 )
 def test_a_class_is_cut_at_its_methods_not_inside_them(file_type: str, indent: str) -> None:
     # LangChain's cuts are at column 0 only: a class longer than a chunk was cut at the blank
