@@ -124,12 +124,12 @@ _MEMBER_LANGUAGES = frozenset(
 """Languages whose classes (impl blocks) hold their methods indented."""
 _MEMBER_SIGNATURE = (
     r"(?!(?:if|for|while|switch|catch|else|do|return|try|using|lock|foreach|synchronized|with"
-    r"|new|throw|await|yield)\b)[@\w][^\n;{}=]*\([^;{}]*\)[^\n;{}=]*(?:\n[ \t]*)?\{[ \t]*"
+    r"|new|throw|await|yield)\b)[@\w][^\n;{}=]*\([^;{}]{0,500}\)[^\n;{}=]*(?:\n[ \t]*)?\{[ \t]*"
     r"(?=\n|\Z)"
 )
 """A member's signature after its indentation: a name and its parameters (on one line or
-more), then ``{`` at the end of the line or alone on the next (no ``;``, no ``=``, not a
-control statement)."""
+more, up to 500 characters: a bounded look from each line), then ``{`` at the end of the line
+or alone on the next (no ``;``, no ``=``, not a control statement)."""
 _MEMBER_LINE = re.compile(r"^(?P<indent>[ \t]+)" + _MEMBER_SIGNATURE, re.MULTILINE)
 _MEMBER = "(?!)members"
 """Placeholder (it matches nothing) for the cut at the members of the text being split: see
