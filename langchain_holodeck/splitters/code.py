@@ -386,7 +386,8 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
 
     Separators are LangChain's ``RecursiveCharacterTextSplitter.get_separators_for_language``
     for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), each cutting above
-    the comment and annotation lines directly over a definition (LangChain's cut between them)
+    the comment and annotation lines directly over a definition (LangChain's cut between them;
+    JS/TS also at ``export`` and ``async`` definitions, which LangChain does not cut at)
     and, for languages with classes, next at the class's least-indented method signatures
     (LangChain's cuts are at column 0 only: a class was cut inside its methods' bodies),
     and ours for Python (a definition with its decorators, methods at any indentation:
@@ -426,8 +427,9 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     revision: ClassVar[int] = 2
     """Raised when the same settings split some code differently (1: Python cut at decorated
     definitions and 4-space methods; 2: other languages cut above a definition's comment and
-    annotation lines, not between them, and a class at its methods, not at the blank lines
-    inside them; YAML cut between the entries of a long mapping).
+    annotation lines, not between them, JS/TS at ``export``/``async`` definitions too, and a
+    class at its methods, not at the blank lines inside them; YAML cut between the entries of
+    a long mapping).
     Part of the ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
@@ -513,6 +515,8 @@ def _separators(language: str) -> list[str]:
             else re.escape(s)
             for s in RecursiveCharacterTextSplitter.get_separators_for_language(known)
         ]
+        if language in ("js", "ts"):  # LangChain's miss "export function", "async function"
+            separators.insert(0, _with_comments("//", r"(?:export|async)[ \t]"))
         if language in _MEMBER_LANGUAGES:  # a class's methods before its blank lines
             separators.insert(separators.index(re.escape("\n\n")), _MEMBER)
         return separators

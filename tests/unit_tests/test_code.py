@@ -306,6 +306,23 @@ def test_a_class_is_cut_at_its_methods_not_inside_them(file_type: str, indent: s
         assert "\n".join(c.page_content for c in chunks).split() == text.split()
 
 
+@pytest.mark.parametrize("file_type", ["ts", "js"])
+def test_a_module_is_cut_at_its_exported_functions(file_type: str) -> None:
+    # LangChain cuts JS/TS at "\nfunction ", "\nconst ", ... but not at "\nexport ": a module
+    # of exported functions was cut at the blank lines inside their bodies
+    text = "import { x } from './x';\n\n" + "".join(
+        f"/** Handler {i}. */\nexport async function handler{i}(evt) {{\n"
+        f"  const y = evt.level * {i};\n\n  for (let k = 0; k < {i}; k++) {{\n    y += k;\n  }}\n"
+        "\n  return y;\n}\n\n"
+        for i in range(12)
+    )
+    doc = Document(page_content=text, metadata={"file_type": file_type})
+    for size in (80, 100, 150):
+        chunks = SourceCodeSplitter(chunk_size=size).split_documents([doc])
+        firsts = [c.page_content.splitlines()[0] for c in chunks]
+        assert all(f.startswith("/** Handler") for f in firsts[1:]), (size, firsts)
+
+
 def test_yaml_is_cut_between_the_entries_of_a_long_mapping() -> None:
     # only top-level keys were definition cuts: a long mapping was cut at any line, e.g.
     # between "notes: |" and the text of that block (chunk 2 began "Auxiliary system 22 ...")
