@@ -35,6 +35,11 @@ from langchain_holodeck._conversion import (
     converters,
     shared_pool,
 )
+from langchain_holodeck._converted import (
+    promote_empty_headers,
+    tidy_sheet_tables,
+    without_permalinks,
+)
 from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
@@ -62,6 +67,9 @@ SUPPORTED_FILE_TYPES: frozenset[str] = (
 )
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
+_NO_TEXT_LAYER = (
+    "; a PDF of scanned pages has no text layer: run OCR on it first (e.g. ocrmypdf) to index it"
+)
 _SNIFF_BYTES = 8192
 _BYTES_PER_CHUNK = 2048
 """About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
@@ -115,7 +123,11 @@ class SourceLoader(BaseLoader):
     ``.htm`` are decoded the same way, then converted by markitdown;
     ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
     (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
-    text; no plugins, no network).
+    text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
+    and a converted table without header cells (``|  |  |``) takes its first row as header;
+    a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own);
+    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out; HTML
+    headings lose the permalinks Sphinx and MkDocs end them with (``[¶](#scope)``).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
     Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths
@@ -307,7 +319,10 @@ class SourceLoader(BaseLoader):
         if isinstance(text, Skipped):  # reported by _read
             return text
         if not text.strip():
-            logger.warning("Skipping %s: no text content (whitespace only).", file.source_path)
+            hint = _NO_TEXT_LAYER if file.file_type == "pdf" else ""
+            logger.warning(
+                "Skipping %s: no text content (whitespace only)%s.", file.source_path, hint
+            )
             return Skipped.NO_TEXT
         return Document(
             page_content=text,
@@ -539,7 +554,14 @@ class SourceLoader(BaseLoader):
                 logger.warning("Skipping %s: %s.", file.source_path, error)
                 return Skipped.FAILED
         if file.file_type == "pptx":
-            markdown = without_slide_markers(markdown)
+            markdown = _NOTES_HEADING.sub("Notes:", without_slide_markers(markdown))
+        elif file.file_type == "pdf":  # pdfminer ends each page with a form feed
+            markdown = markdown.replace("\f", "\n\n")
+        elif file.file_type == "xlsx":
+            markdown = tidy_sheet_tables(markdown)
+        elif file.file_type in ("html", "htm"):
+            markdown = without_permalinks(markdown)
+        markdown = promote_empty_headers(markdown)
         # markitdown's own normalization (MarkItDown._convert): strip line ends, <= 1 blank line
         markdown = "\n".join(line.rstrip() for line in re.split(r"\r?\n", markdown))
         return re.sub(r"\n{3,}", "\n\n", markdown)
@@ -553,6 +575,12 @@ class SourceLoader(BaseLoader):
 
 _SLIDE_MARKER = re.compile(r"^<!-- Slide number: \d+ -->[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 """The comment markitdown writes above each slide of a ``.pptx``."""
+
+
+_NOTES_HEADING = re.compile(r"^### Notes:[ \t]*$", re.MULTILINE)
+"""The heading markitdown writes above a slide's speaker notes: made a plain ``Notes:`` line,
+so the notes stay in their slide's chunk (a heading made them a tiny chunk of their own, apart
+from the slide they explain, found by unrelated searches)."""
 
 
 def without_slide_markers(markdown: str) -> str:

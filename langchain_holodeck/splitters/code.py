@@ -95,6 +95,61 @@ _PY_CLASS_START = re.compile(
     rf"\s*(?:@[^\n]*\n(?:[ \t)\]}}][^\n]*\n)*){{0,{_PY_DECORATORS}}}class[ \t]"
 )
 
+_COMMENT_LINES = 32
+"""Comments kept with the definition below them; a longer run keeps its last ones."""
+_COMMENT_MARKERS: dict[str, str] = {"ruby": "#", "lua": "--", "shell": "#", "sql": "--"}
+"""Line-comment marker per language; the others use C's (``//`` lines and ``/* ... */``
+blocks), and their annotation lines (``@Override``, ``#[test]``) go with the definition too."""
+_C_COMMENT = r"(?://[^\n]*|(?:@\w|#\[)[^\n]*|/\*(?:[^*]|\*+[^*/]){0,4000}\*+/[^\n]*)"
+"""One C-style comment line, annotation line (``@Override``, Rust's ``#[test]``) or
+``/* ... */`` block (of any lines, up to 4000 characters: an unclosed ``/*`` costs a bounded
+look, not one to the end of the file)."""
+
+
+def _with_comments(marker: str, definition: str) -> str:
+    """A line break, the comments directly above a definition, then (looked ahead) it.
+
+    As with Python's decorators, the cut goes above a definition's comment (a Go or Rust doc
+    comment, a Javadoc and its annotations, ``# deploy it`` above a shell function), not
+    between them. The comments are consumed by the match, so no cut falls inside them; at
+    most ``_COMMENT_LINES`` go with it, so that a long run of them costs linear time.
+    """
+    comment = _C_COMMENT if marker == "//" else rf"{re.escape(marker)}[^\n]*"
+    return rf"\n(?:[ \t]*{comment}\n){{0,{_COMMENT_LINES}}}(?={definition})"
+
+
+_MEMBER_LANGUAGES = frozenset(
+    {"java", "kotlin", "scala", "csharp", "cpp", "js", "ts", "php", "swift", "rust"}
+)
+"""Languages whose classes (impl blocks) hold their methods indented."""
+_MEMBER_SIGNATURE = (
+    r"(?!(?:if|for|while|switch|catch|else|do|return|try|using|lock|foreach|synchronized|with"
+    r"|new|throw|await|yield)\b)[@\w][^\n;{}=]*\([^;{}]{0,500}\)[^\n;{}=]*(?:\n[ \t]*)?\{[ \t]*"
+    r"(?=\n|\Z)"
+)
+"""A member's signature after its indentation: a name and its parameters (on one line or
+more, up to 500 characters: a bounded look from each line), then ``{`` at the end of the line
+or alone on the next (no ``;``, no ``=``, not a control statement)."""
+_MEMBER_LINE = re.compile(r"^(?P<indent>[ \t]+)" + _MEMBER_SIGNATURE, re.MULTILINE)
+_MEMBER = "(?!)members"
+"""Placeholder (it matches nothing) for the cut at the members of the text being split: see
+``SourceCodeSplitter._split_text``."""
+
+
+def _member_separator(text: str) -> str | None:
+    """A cut above each least-indented member signature of ``text`` (with its comments).
+
+    LangChain's cuts are at column 0 only, so a class was cut at the blank lines inside its
+    methods' bodies. Only the shallowest signatures cut: a class's methods, not the calls with
+    a callback (``items.forEach(function (k) {``) inside their bodies.
+    """
+    indents = {m["indent"] for m in _MEMBER_LINE.finditer(text)}
+    if not indents:
+        return None
+    indent = re.escape(min(indents, key=len))
+    return _with_comments("//", indent + _MEMBER_SIGNATURE)
+
+
 _SEPARATORS: dict[str, list[str]] = {
     "python": [
         _py_decorated("", r"class[ \t]"),
@@ -105,9 +160,15 @@ _SEPARATORS: dict[str, list[str]] = {
         " ",
         "",
     ],
-    "shell": [r"\n(?=(?:function\s+)?[A-Za-z_][\w-]*\s*\(\)\s*\{?)", r"\n\n", r"\n", " ", ""],
+    "shell": [
+        _with_comments("#", r"(?:function\s+)?[A-Za-z_][\w-]*\s*\(\)\s*\{?"),
+        r"\n\n",
+        r"\n",
+        " ",
+        "",
+    ],
     "sql": [
-        r"\n(?=(?i:create|alter|drop|insert|update|delete|select|with|grant)\b)",
+        _with_comments("--", r"(?i:create|alter|drop|insert|update|delete|select|with|grant)\b"),
         r";\n",
         r"\n\n",
         r"\n",
@@ -116,7 +177,14 @@ _SEPARATORS: dict[str, list[str]] = {
     ],
     "toml": [r"\n(?=\[)", r"\n\n", r"\n", " ", ""],
     "ini": [r"\n(?=\[)", r"\n\n", r"\n", " ", ""],
-    "yaml": [r"\n(?=[A-Za-z_\"'][^\n:]*:)", r"\n\n", r"\n", " ", ""],
+    "yaml": [  # top-level keys, then the entries of each indentation level in turn
+        r"\n(?=[A-Za-z_\"'][^\n:]*:)",
+        *(rf"\n(?=[ ]{{{n}}}[^ \n#])" for n in (2, 4, 6, 8)),
+        r"\n\n",
+        r"\n",
+        " ",
+        "",
+    ],
 }
 """Separators (regular expressions) for languages LangChain's ``Language`` does not cover."""
 
@@ -131,7 +199,7 @@ _DEFINITIONS: dict[str, list[re.Pattern[str]]] = {
         re.compile(
             r"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:const|let|var)[ \t]+(?P<name>[\w$]+)"
             r"[ \t]*(?::[^=]+)?=[ \t]*(?:async[ \t]*)?"
-            r"(?:function\b|\([^)]*\)[ \t]*=>|[\w$]+[ \t]*=>)"
+            r"(?:function\b|(?:<[^>=]*>[ \t]*)?\([^)]*\)(?:[ \t]*:[^=;{]+)?[ \t]*=>|[\w$]+[ \t]*=>)"
         ),
         re.compile(
             r"^(?P<indent>[ \t]+)(?:(?:public|private|protected|static|async|readonly|get|set)"
@@ -317,10 +385,15 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
     """Split source code at definition boundaries, and name the symbols of each chunk.
 
     Separators are LangChain's ``RecursiveCharacterTextSplitter.get_separators_for_language``
-    for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), and ours for Python
-    (a definition with its decorators, methods at any indentation: LangChain's cut only
-    tab-indented ones, and between a decorator and its ``def``), shell, SQL, TOML, INI and
-    YAML. The language comes from the input document's
+    for the languages it knows (JS/TS, Go, Java, Rust, C/C++, Ruby, ...), each cutting above
+    the comment and annotation lines directly over a definition (LangChain's cut between them;
+    JS/TS also at ``export`` and ``async`` definitions, which LangChain does not cut at)
+    and, for languages with classes, next at the class's least-indented method signatures
+    (LangChain's cuts are at column 0 only: a class was cut inside its methods' bodies),
+    and ours for Python (a definition with its decorators, methods at any indentation:
+    LangChain's cut only tab-indented ones, and between a decorator and its ``def``), shell,
+    SQL (a definition with its comment, too), TOML, INI and YAML (top-level keys, then the
+    entries of each indentation level). The language comes from the input document's
     ``file_type`` metadata (see ``CODE_LANGUAGES``); other texts are split by lines.
 
     Emits metadata (besides the input document's): ``chunk_index`` (int, 0-based per input
@@ -351,10 +424,13 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 1
+    revision: ClassVar[int] = 2
     """Raised when the same settings split some code differently (1: Python cut at decorated
-    definitions and 4-space methods). Part of the ingestion fingerprint: a store split before
-    re-splits its files once."""
+    definitions and 4-space methods; 2: other languages cut above a definition's comment and
+    annotation lines, not between them, JS/TS at ``export``/``async`` definitions too, and a
+    class at its methods, not at the blank lines inside them; YAML cut between the entries of
+    a long mapping).
+    Part of the ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
         self,
@@ -404,6 +480,10 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
         return out
 
     def _split_text(self, text: str, separators: list[str]) -> list[str]:
+        if _MEMBER in separators:  # the cut at this text's own members, if it has any
+            member = _member_separator(text)
+            at = separators.index(_MEMBER)
+            separators = [*separators[:at], *([member] if member else []), *separators[at + 1 :]]
         if _PY_METHOD in separators and not _PY_CLASS_START.match(text):
             earlier = separators[: separators.index(_PY_METHOD)]
             if not any(re.search(s, text) for s in earlier):  # the methods' cut is next
@@ -428,8 +508,16 @@ def _separators(language: str) -> list[str]:
         return _SEPARATORS[language]
     known = _SPLITTER_LANGUAGES.get(language)
     if known is not None:
-        return [
-            re.escape(s) if s else s
+        marker = _COMMENT_MARKERS.get(language, "//")
+        separators = [
+            _with_comments(marker, re.escape(s[1:]))
+            if len(s) > 1 and s[0] == "\n" and s[1] != "\n"  # "\nfunc ": a definition's cut
+            else re.escape(s)
             for s in RecursiveCharacterTextSplitter.get_separators_for_language(known)
         ]
+        if language in ("js", "ts"):  # LangChain's miss "export function", "async function"
+            separators.insert(0, _with_comments("//", r"(?:export|async)[ \t]"))
+        if language in _MEMBER_LANGUAGES:  # a class's methods before its blank lines
+            separators.insert(separators.index(re.escape("\n\n")), _MEMBER)
+        return separators
     return [r"\n\n", r"\n", " ", ""]

@@ -1,5 +1,6 @@
 """Source code as input: loading, language-aware splitting, symbols, the exact leg."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,13 @@ def test_loader_reads_source_files_verbatim(tmp_path: Path) -> None:
             "const fetchAll = async () => 1;\nfunction main() {\n  if (x) {\n  }\n}\n",
             "js",
             ["Api", "Api.getUser", "fetchAll", "main"],
+        ),
+        (  # TypeScript arrow functions with a return type (and type parameters)
+            "export const fire = async (s: Setting): Promise<string> => {\n  return s;\n};\n"
+            "const pick = <T,>(xs: T[]): T | undefined => xs[0];\n"
+            "let total: number = 0;\nconst ok = (x: number) => x > 0;\n",
+            "ts",
+            ["fire", "pick", "ok"],
         ),
         (
             "pub struct Shift {}\nimpl Shift {\n    pub fn swap(&mut self) {}\n}\n",
@@ -195,6 +203,140 @@ def test_a_function_is_not_cut_at_its_nested_functions() -> None:
         "mean = total / count",
         "return max(spread(v) for v in values)",
     ]
+
+
+DOCUMENTED = {
+    "go": "package nav\n\n"
+    + "".join(
+        f"// Plot{i} plots a course to sector {i}.\n// It never exceeds warp 9.9.\n"
+        f"func Plot{i}(target string) error {{\n\tfmt.Println(target, {i})\n\treturn nil\n}}\n\n"
+        for i in range(4)
+    ),
+    "java": "package ship;\n\nimport java.util.List;\n\n"
+    + "".join(
+        f"/**\n * Replicator model {i}.\n */\n@Deprecated\npublic class Replicator{i} {{\n"
+        f'    private final String drink = "tea {i}";\n    private final int cups = {i};\n}}\n\n'
+        for i in range(4)
+    ),
+    "sh": "#!/usr/bin/env bash\nset -eu\n\n"
+    + "".join(f'# Deploy module {i}.\ndeploy_{i}() {{\n  echo "{i}"\n}}\n' for i in range(4)),
+    "sql": "".join(
+        f"-- Crew of deck {i}.\nCREATE TABLE crew_{i} (\n  id INTEGER PRIMARY KEY\n);\n"
+        for i in range(4)
+    ),
+    "rs": "use std::fmt;\n\n"
+    + "".join(
+        f"/// Checks sector {i}.\n#[test]\nfn sector_{i}() {{\n"
+        f"    assert_eq!({i} * 2, {2 * i});\n}}\n\n"
+        for i in range(4)
+    ),
+    "c": "#include <stdio.h>\n\n"
+    + "".join(
+        f"/*\n  Compute value {i}.\n  Returns it doubled.\n */\nint value{i}(int x) {{\n"
+        f"    return x * {i} * 2;\n}}\n\n"
+        for i in range(4)
+    ),
+}
+
+
+@pytest.mark.parametrize("file_type", sorted(DOCUMENTED))
+def test_a_definition_keeps_the_comment_above_it(file_type: str) -> None:
+    # LangChain's separators ("\nfunc ", "\npublic ", ...) cut between a definition and its
+    # doc comment: the comment ended the chunk before, apart from the code it documents
+    doc = Document(page_content=DOCUMENTED[file_type], metadata={"file_type": file_type})
+    chunks = SourceCodeSplitter(chunk_size=48).split_documents([doc])
+    assert len(chunks) > 1
+    for chunk in chunks:
+        last = chunk.page_content.rstrip().splitlines()[-1].lstrip()
+        assert not last.startswith(("//", "/*", "*", "@", "#", "--", "Returns")), chunk.page_content
+    defining = [c for c in chunks if c.metadata["symbols"]]
+    assert all(c.page_content.startswith(("//", "/*", "#", "--")) for c in defining[1:])
+    assert "\n".join(c.page_content for c in chunks).split() == DOCUMENTED[file_type].split()
+    # a store split before re-splits its (unchanged) files once
+    before = "8a9db40171f0c976"  # the default pipeline's fingerprint at revision 1
+    fingerprint = pipeline_fingerprint(default_text_splitter(), code_splitter=SourceCodeSplitter())
+    assert fingerprint != before
+
+
+CLASSES = {  # (opening, a method's signature, closing)
+    "java": ("public class Big {\n", "public int method#(int x) {", "}\n"),
+    "ts": ("export class Big {\n", "async method#(x: number): Promise<number> {", "}\n"),
+    "js": ("export class Big {\n", "method#(x) {", "}\n"),
+    "cs": (
+        "namespace Ship\n{\n    public class Big\n    {\n",
+        "int Method#(int x)\n{",
+        "    }\n}\n",
+    ),
+    "rs": ("impl Big {\n", "pub fn method_#(&self, x: i32) -> i32 {", "}\n"),
+    "kt": ("class Big {\n", "fun method#(\n    x: Int,\n    y: Int,\n): Int {", "}\n"),
+}
+BODY = ["    let z = #;", "", "    items.forEach(function (k) {", "      z += k;", "    });", ""]
+
+
+def _class_of(language: str, indent: str) -> str:
+    opening, signature, closing = CLASSES[language]
+    lines = []
+    for i in range(12):
+        method = [f"/** Method {i}. */", *signature.split("\n"), *BODY, "    return z;", "}"]
+        lines += ["", *(f"{indent}{line}".rstrip().replace("#", str(i)) for line in method)]
+    return opening + "\n".join(lines) + "\n" + closing
+
+
+@pytest.mark.parametrize(
+    ("file_type", "indent"),
+    [
+        ("java", "    "),
+        ("ts", "  "),
+        ("js", "  "),
+        ("cs", "        "),
+        ("rs", "    "),
+        ("kt", "    "),  # parameters on lines of their own
+    ],
+)
+def test_a_class_is_cut_at_its_methods_not_inside_them(file_type: str, indent: str) -> None:
+    # LangChain's cuts are at column 0 only: a class longer than a chunk was cut at the blank
+    # lines inside its methods' bodies ("for (int k = 0; ..." began a chunk)
+    text = _class_of(file_type, indent)
+    doc = Document(page_content=text, metadata={"file_type": file_type})
+    for size in (80, 100, 150, 200):
+        chunks = SourceCodeSplitter(chunk_size=size).split_documents([doc])
+        assert len(chunks) > 2
+        firsts = [c.page_content.lstrip().splitlines()[0] for c in chunks]
+        assert all(f.startswith("/** Method") for f in firsts[1:]), (size, firsts)
+        assert "\n".join(c.page_content for c in chunks).split() == text.split()
+
+
+@pytest.mark.parametrize("file_type", ["ts", "js"])
+def test_a_module_is_cut_at_its_exported_functions(file_type: str) -> None:
+    # LangChain cuts JS/TS at "\nfunction ", "\nconst ", ... but not at "\nexport ": a module
+    # of exported functions was cut at the blank lines inside their bodies
+    text = "import { x } from './x';\n\n" + "".join(
+        f"/** Handler {i}. */\nexport async function handler{i}(evt) {{\n"
+        f"  const y = evt.level * {i};\n\n  for (let k = 0; k < {i}; k++) {{\n    y += k;\n  }}\n"
+        "\n  return y;\n}\n\n"
+        for i in range(12)
+    )
+    doc = Document(page_content=text, metadata={"file_type": file_type})
+    for size in (80, 100, 150):
+        chunks = SourceCodeSplitter(chunk_size=size).split_documents([doc])
+        firsts = [c.page_content.splitlines()[0] for c in chunks]
+        assert all(f.startswith("/** Handler") for f in firsts[1:]), (size, firsts)
+
+
+def test_yaml_is_cut_between_the_entries_of_a_long_mapping() -> None:
+    # only top-level keys were definition cuts: a long mapping was cut at any line, e.g.
+    # between "notes: |" and the text of that block (chunk 2 began "Auxiliary system 22 ...")
+    yaml_text = "ship:\n  name: Enterprise\nsystems:\n" + "".join(
+        f"  system_{i}:\n    enabled: true\n    notes: |\n      System {i} draws from EPS.\n"
+        for i in range(40)
+    )
+    doc = Document(page_content=yaml_text, metadata={"file_type": "yaml"})
+    chunks = SourceCodeSplitter(chunk_size=100).split_documents([doc])
+    assert len(chunks) > 3
+    firsts = [c.page_content.splitlines()[0] for c in chunks]
+    assert firsts[:2] == ["ship:", "systems:"]
+    assert all(re.fullmatch(r"system_\d+:", line) for line in firsts[2:]), firsts
+    assert not any(c.page_content.rstrip().endswith("|") for c in chunks)
 
 
 def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from langchain_holodeck._converted import promote_empty_headers
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
+from langchain_holodeck.splitters import StructuredMarkdownSplitter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOGGER = "langchain_holodeck.loaders"
@@ -22,17 +24,26 @@ DOCS_ORDER = ["api.md", "auth.md", "crew.json", "guide/shifts.txt", "maintenance
 
 
 # ---------------------------------------------------------------- fixture builders
-def write_pdf(path: Path, text: str) -> None:
-    """A minimal valid one-page PDF with ``text`` in Helvetica (pdfminer can read it)."""
-    content = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+def write_pdf(path: Path, text: str, *more_pages: str) -> None:
+    """A minimal valid PDF, one page per text, in Helvetica (pdfminer can read it)."""
+    pages = (text, *more_pages)
+    count = len(pages)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content),
+        b"<< /Type /Pages /Kids [%b] /Count %d >>"
+        % (b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(count)), count),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    for i, page in enumerate(pages):
+        lines = page.split("\n")
+        content = " ".join(
+            f"BT /F1 12 Tf 72 {720 - 30 * n} Td ({line}) Tj ET" for n, line in enumerate(lines)
+        ).encode("latin-1")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
+            b" /Resources << /Font << /F1 3 0 R >> >> >>" % (5 + 2 * i)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content))
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -331,6 +342,103 @@ def test_pdf_is_converted_by_markitdown(tmp_path: Path) -> None:
     assert "Holodeck safety manual" in doc.page_content
 
 
+def test_a_pdf_page_break_is_a_paragraph_break(tmp_path: Path) -> None:
+    # pdfminer ends each page with a form feed: it began the next page's first line, so a
+    # chunk's text (what a model reads) held "\x0c3.4 Maintenance windows"
+    write_pdf(
+        tmp_path / "spec.pdf",
+        "3.3 Safety\nVent the plasma conduits first.",
+        "3.4 Maintenance windows\nDuring gamma shift only.",
+    )
+    [doc] = SourceLoader(tmp_path / "spec.pdf").load()
+    assert "\f" not in doc.page_content
+    assert "\n\n3.4 Maintenance windows\n" in doc.page_content
+    assert "\n\n\n" not in doc.page_content
+
+
+def test_a_table_without_header_cells_keeps_its_column_names_in_each_piece(
+    tmp_path: Path,
+) -> None:
+    # markitdown writes a table without <th> (or a Word table) under an empty header row
+    # ("|  |  |"), the column names in the first row: each later piece of the cut table
+    # repeated "|  |  |" above its rows instead of the names of its columns
+    rows = "".join(f"<tr><td>Buffer {i}</td><td>every {i} days</td></tr>" for i in range(60))
+    (tmp_path / "checks.html").write_text(
+        f"<h1>Checks</h1><table><tr><td>Check</td><td>Frequency</td></tr>{rows}</table>",
+        encoding="utf-8",
+    )
+    [doc] = SourceLoader(tmp_path / "checks.html").load()
+    assert "| Check | Frequency |\n| --- | --- |\n| Buffer 0 | every 0 days |" in doc.page_content
+    pieces = StructuredMarkdownSplitter(max_table_chunk_tokens=60).split_documents([doc])
+    assert len(pieces) > 3
+    assert all(p.page_content.count("| Check | Frequency |") == 1 for p in pieces)
+    assert all("|  |" not in p.page_content for p in pieces)
+
+
+def test_promote_empty_headers_changes_only_an_empty_header_row() -> None:
+    empty = "|  |  |\n| --- | --- |\n| a \\| b | c |\n| d | e |"
+    assert promote_empty_headers(empty) == "| a \\| b | c |\n| --- | --- |\n| d | e |"
+    for unchanged in (
+        "| x | y |\n| --- | --- |\n| a | b |",  # a header already
+        "|  |  |\n| --- | --- |\n|  |  |",  # nothing to promote
+        "|  |  |\n| --- | --- |\n| a | b | c |",  # another shape
+        "|  |  |\nno table",
+        "|\n|  |",  # an empty sheet of an .xlsx
+    ):
+        assert promote_empty_headers(unchanged) == unchanged
+
+
+def test_an_xlsx_has_no_nan_cells_and_no_empty_sheet(tmp_path: Path) -> None:
+    # pandas wrote an empty cell "NaN" and an empty sheet as "## Blank\n|\n|  |", a
+    # garbage chunk of its own
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    wb.active.title = "Budget"
+    for row in (["Quarter", "Medical"], ["Q1", 45000], ["Q2", None]):
+        wb.active.append(row)
+    wb.create_sheet("Blank")
+    wb.save(tmp_path / "budget.xlsx")
+    [doc] = SourceLoader(tmp_path / "budget.xlsx").load()
+    assert doc.page_content.strip() == (
+        "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000.0 |\n| Q2 |  |"
+    )
+
+
+def test_html_headings_lose_their_permalinks(tmp_path: Path) -> None:
+    # Sphinx and MkDocs end each heading with <a class="headerlink" href="#id">¶</a>: it was
+    # kept as [¶](#id "...") in the headings ("3.2 Scope¶", "Requirements¶" in every parent
+    # chain below it) and in the text
+    link = '<a class="headerlink" href="#{0}" title="Link to this heading">¶</a>'
+    (tmp_path / "spec.html").write_text(
+        f"<h1>Requirements{link.format('req')}</h1>"
+        f"<h2>3.2 Scope{link.format('scope')}</h2><p>Covers the injectors.</p>"
+        '<p>See <a href="#scope">#</a> and <a href="other.html#x">¶</a>.</p>',
+        encoding="utf-8",
+    )
+    [doc] = SourceLoader(tmp_path / "spec.html").load()
+    [chunk] = StructuredMarkdownSplitter().split_documents([doc])
+    assert chunk.metadata["heading"] == "3.2 Scope"
+    assert chunk.metadata["parent_chain"] == ["Requirements"]
+    assert chunk.metadata["section_id"] == "3.2"
+    assert chunk.page_content == (
+        "# Requirements\n\n## 3.2 Scope\n\nCovers the injectors.\n\nSee  and [¶](other.html#x)."
+    )
+
+
+def test_a_pdf_without_text_says_to_run_ocr(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a scanned PDF (pages, no text layer) was skipped as "whitespace only", no way out given
+    write_pdf(tmp_path / "scan.pdf", "")
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    assert SourceLoader(tmp_path).load() == []
+    [warning] = warnings_for(caplog)
+    assert warning.endswith(
+        "scan.pdf: no text content (whitespace only); a PDF of scanned pages "
+        "has no text layer: run OCR on it first (e.g. ocrmypdf) to index it."
+    )
+
+
 def test_docx_is_converted_by_markitdown(tmp_path: Path) -> None:
     write_docx(tmp_path / "orders.docx", ["Standing orders", "Report to the bridge."])
     [doc] = SourceLoader(tmp_path / "orders.docx").load()
@@ -371,6 +479,27 @@ def test_no_chunk_of_a_pptx_is_only_a_slide_number_marker(tmp_path: Path) -> Non
     assert "Rotate every shift.\n\nDilithium crystals." in doc.page_content
     chunks = StructuredMarkdownSplitter().split_documents([doc])
     assert [chunk.page_content.splitlines()[0] for chunk in chunks] == ["# Warp core", "# Shields"]
+
+
+def test_speaker_notes_stay_in_their_slides_chunk(tmp_path: Path) -> None:
+    # markitdown heads a slide's notes "### Notes:": each note became a tiny chunk of its
+    # own, apart from its slide (and ranked for unrelated queries)
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+    pptx = pytest.importorskip("pptx")
+    prs = pptx.Presentation()
+    for title, body in [("Warp core", "Never vent plasma."), ("Shields", "Rotate every shift.")]:
+        slide = prs.slides.add_slide(prs.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+        slide.notes_slide.notes_text_frame.text = f"Remind the crew: {title.lower()} drill."
+    prs.save(tmp_path / "deck.pptx")
+    [doc] = SourceLoader(tmp_path / "deck.pptx").load()
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    assert [c.metadata["heading"] for c in chunks] == ["Warp core", "Shields"]
+    assert chunks[0].page_content == (
+        "# Warp core\nNever vent plasma.\n\nNotes:\nRemind the crew: warp core drill."
+    )
 
 
 def test_without_slide_markers_keeps_other_comments_and_text() -> None:
