@@ -19,7 +19,7 @@ from langchain_text_splitters import TextSplitter
 from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
 from langchain_holodeck._prefetch import EmbedPrefetch
 from langchain_holodeck.errors import NoSupportedFilesError
-from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
+from langchain_holodeck.loaders import CONVERSION_REVISION, Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
     KeywordIndexLike,
@@ -55,7 +55,7 @@ def pipeline_fingerprint(
     *,
     code_splitter: TextSplitter | None = None,
 ) -> str:
-    """Identifies the splitting and enrichment settings: a change means files are re-split."""
+    """Identifies the conversion, splitting and enrichment settings: a change re-reads files."""
     parts = [
         type(splitter).__qualname__,
         str(getattr(splitter, "_chunk_size", "")),
@@ -67,6 +67,7 @@ def pipeline_fingerprint(
     revision = getattr(splitter, "revision", 0)  # same settings, other chunks: re-split once
     if revision:
         parts.append(f"revision={revision}")
+    parts.append(f"conversion={CONVERSION_REVISION}")  # same file, other text: read once
     if code_splitter is not None:
         parts += [
             "code",

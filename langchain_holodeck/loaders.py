@@ -111,6 +111,13 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
+CONVERSION_REVISION = 1
+"""Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
+speaker notes, xlsx empty cells and sheets, HTML permalinks). Part of the ingestion
+fingerprint: a file ingested before is read again once, though its mtime and size are the ones
+recorded."""
+
+
 class SourceLoader(BaseLoader):
     r"""Load every supported file of a file or directory as one markdown ``Document``.
 

@@ -447,6 +447,32 @@ def test_a_new_table_policy_re_splits_unchanged_files(
     assert not loads  # and once converged, nothing is read again
 
 
+def test_a_new_conversion_revision_reads_unchanged_files_again(
+    root: Path,
+    embeddings: HashingEmbeddings,
+    loads: Counter[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import langchain_holodeck.ingestion as ingestion
+
+    store = MatrixVectorStore(embeddings)
+    make_pipeline(root, embeddings, store=store).invoke("docs")
+    loads.clear()
+    make_pipeline(root, embeddings, store=store).invoke("docs")
+    assert not loads  # same version: nothing read again
+    # a version whose loaders convert some file differently (PDF page breaks, HTML permalinks)
+    monkeypatch.setattr(ingestion, "CONVERSION_REVISION", ingestion.CONVERSION_REVISION + 1)
+    pipeline = make_pipeline(root, embeddings, store=store)
+
+    result = pipeline.invoke("docs")  # no file changed, but their conversion may have
+
+    assert set(loads) == set(stored_by_source(store))
+    assert result.failed == 0
+    loads.clear()
+    pipeline.invoke("docs")
+    assert not loads  # and once converged, nothing is read again
+
+
 def test_an_rst_file_is_split_at_its_titles(root: Path, embeddings: HashingEmbeddings) -> None:
     from langchain_holodeck.ingestion import pipeline_fingerprint
     from langchain_holodeck.splitters import StructuredMarkdownSplitter
