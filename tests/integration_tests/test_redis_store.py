@@ -410,6 +410,15 @@ def test_a_word_inside_an_identifier_is_found_by_full_text(redis_url: str) -> No
         search_index(store).delete(drop=True)
 
 
+def _create_index_without_parts(client: redis.Redis, name: str) -> None:
+    """The index a version before the ``identifier_parts`` field created."""
+    client.execute_command(
+        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:", "SCHEMA",
+        "text", "TEXT", "embedding", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", "64",
+        "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "SEPARATOR", "|", "CASESENSITIVE",
+    )  # fmt: skip
+
+
 def test_an_index_without_the_parts_field_is_given_it(redis_url: str) -> None:
     """An index created before the parts field gets it on open (FT.ALTER); new writes use it."""
     import numpy as np
@@ -420,11 +429,7 @@ def test_an_index_without_the_parts_field_is_given_it(redis_url: str) -> None:
 
     name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
     client = redis.Redis.from_url(redis_url)
-    client.execute_command(
-        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:", "SCHEMA",
-        "text", "TEXT", "embedding", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", "64",
-        "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "SEPARATOR", "|", "CASESENSITIVE",
-    )  # fmt: skip
+    _create_index_without_parts(client, name)
     config = {"provider": "redis", "connection_string": redis_url, "index_name": name}
     try:
         wait_for_first_scan(SearchIndex.from_existing(name, redis_client=client))
@@ -460,11 +465,7 @@ def test_chunks_written_before_the_parts_field_are_given_their_parts(redis_url: 
 
     name = f"holodeck_test_{uuid.uuid4().hex[:10]}"
     client = redis.Redis.from_url(redis_url)
-    client.execute_command(
-        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:", "SCHEMA",
-        "text", "TEXT", "embedding", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", "64",
-        "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "SEPARATOR", "|", "CASESENSITIVE",
-    )  # fmt: skip
+    _create_index_without_parts(client, name)
     config = {"provider": "redis", "connection_string": redis_url, "index_name": name}
     vector = np.asarray(HashingEmbeddings().embed_query("old"), dtype=np.float32).tobytes()
     texts = {"code": "Call send_file(path) to stream it.", "prose": "Plain words only."}

@@ -9,6 +9,7 @@ import os
 import threading
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
@@ -461,15 +462,23 @@ def test_pptx_is_converted_by_markitdown(tmp_path: Path) -> None:
     assert "Safety protocols remain engaged" in doc.page_content
 
 
-def test_no_chunk_of_a_pptx_is_only_a_slide_number_marker(tmp_path: Path) -> None:
-    from langchain_holodeck.splitters import StructuredMarkdownSplitter
-
+def _two_slides(*, notes: bool) -> Any:
+    """A deck of two titled slides ('Warp core', 'Shields'), with speaker notes if ``notes``."""
     pptx = pytest.importorskip("pptx")
     prs = pptx.Presentation()
     for title, body in [("Warp core", "Never vent plasma."), ("Shields", "Rotate every shift.")]:
         slide = prs.slides.add_slide(prs.slide_layouts[1])
         slide.shapes.title.text = title
         slide.placeholders[1].text = body
+        if notes:
+            slide.notes_slide.notes_text_frame.text = f"Remind the crew: {title.lower()} drill."
+    return prs
+
+
+def test_no_chunk_of_a_pptx_is_only_a_slide_number_marker(tmp_path: Path) -> None:
+    from langchain_holodeck.splitters import StructuredMarkdownSplitter
+
+    prs = _two_slides(notes=False)
     untitled = prs.slides.add_slide(prs.slide_layouts[6])
     untitled.shapes.add_textbox(0, 0, 100, 100).text_frame.text = "Dilithium crystals."
     prs.save(tmp_path / "deck.pptx")
@@ -486,13 +495,7 @@ def test_speaker_notes_stay_in_their_slides_chunk(tmp_path: Path) -> None:
     # own, apart from its slide (and ranked for unrelated queries)
     from langchain_holodeck.splitters import StructuredMarkdownSplitter
 
-    pptx = pytest.importorskip("pptx")
-    prs = pptx.Presentation()
-    for title, body in [("Warp core", "Never vent plasma."), ("Shields", "Rotate every shift.")]:
-        slide = prs.slides.add_slide(prs.slide_layouts[1])
-        slide.shapes.title.text = title
-        slide.placeholders[1].text = body
-        slide.notes_slide.notes_text_frame.text = f"Remind the crew: {title.lower()} drill."
+    prs = _two_slides(notes=True)
     prs.save(tmp_path / "deck.pptx")
     [doc] = SourceLoader(tmp_path / "deck.pptx").load()
     chunks = StructuredMarkdownSplitter().split_documents([doc])
