@@ -17,6 +17,7 @@ from langchain_holodeck.errors import IndexNotBuiltError
 from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.openai_server import chat_server
 from tests.rerank_server import RerankServer
 
 RESULT_HEADER = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)$", re.M)
@@ -286,6 +287,28 @@ async def test_a_failing_store_is_a_search_failure_not_an_embedding_failure(
     await tool.initialize()
     with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
         await tool.search("holodeck")
+
+
+async def test_a_failing_search_is_one_line_the_agent_reads_not_a_crash(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    """create_agent's tool node re-raises all but ToolException: the run must go on."""
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI
+
+    tool = VectorStoreTool(make_config(docs), vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    with chat_server() as server:
+        model = ChatOpenAI(model="m", base_url=server.base_url, api_key="sk-x", max_retries=0)
+        agent = create_agent(model, [tool.as_tool()])
+        question = {"messages": [("user", "safety protocols")]}
+        for result in (agent.invoke(question), await agent.ainvoke(question)):
+            messages = result["messages"]
+            said = [m for m in messages if isinstance(m, ToolMessage)]
+            assert [(m.status, m.content) for m in said] == [
+                ("error", "Search failed: OSError: index went away")
+            ]
+            assert messages[-1].content == "The answer is in nowhere."
 
 
 class _ModelDown(HashingEmbeddings):
