@@ -168,18 +168,24 @@ def search_answerer(tools: list[_DocumentTool], *, max_chars: int | None) -> Ans
 
 
 def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
-    """``tool`` for an agent: the tool's text for the model, its Documents as the artifact."""
+    """``tool`` for an agent: the tool's text for the model, its Documents as the artifact.
+
+    It answers as ``tool.as_tool()`` does: a bad argument, an invalid query (empty, no letter
+    or digit) or a failed search is one line the model reads (``status="error"``).
+    """
     from langchain_core.tools import StructuredTool
 
+    from langchain_holodeck.tools.document import told_to_the_model
     from langchain_holodeck.tools.formatting import format_results
 
     base = tool.as_tool()
     hybrid = is_hybrid(tool)
 
     def run(query: str) -> tuple[str, list[Document]]:
-        documents = tool.as_retriever().invoke(query)
+        with told_to_the_model():  # as as_tool: a bad query or a failed search is one line
+            documents = tool.retrieve_sync(query)
         if not documents:
-            return f"No relevant results found for query: {query}", []
+            return tool.format_documents(query, documents), []
         return format_results(documents, hybrid=hybrid, max_chars=max_chars), documents
 
     from langchain_core.documents import Document
@@ -193,6 +199,8 @@ def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
         description=base.description,
         args_schema=base.args_schema,
         response_format="content_and_artifact",
+        handle_tool_error=base.handle_tool_error,
+        handle_validation_error=base.handle_validation_error,
     )
 
 

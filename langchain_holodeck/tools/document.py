@@ -512,11 +512,11 @@ class _DocumentTool(Generic[ConfigT]):
         """
 
         def run(query: str) -> str:
-            with _told_to_the_model():
+            with told_to_the_model():
                 return self.search_sync(query)
 
         async def arun(query: str) -> str:
-            with _told_to_the_model():
+            with told_to_the_model():
                 return await self.search(query)
 
         return StructuredTool.from_function(
@@ -584,7 +584,7 @@ def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool
 
 
 @contextlib.contextmanager
-def _told_to_the_model() -> Iterator[None]:
+def told_to_the_model() -> Iterator[None]:
     """A bad query or a failing search becomes a ``ToolException``: the agent reads one line.
 
     ``IndexNotBuiltError`` (search before ``initialize``: the caller's mistake) and

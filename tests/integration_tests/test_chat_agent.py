@@ -88,3 +88,31 @@ def test_chat_agent_survives_an_unreachable_model_server(
     assert (
         err.count("ConnectionError: Connection error.") == 2
     )  # each question fails; the session goes on
+
+
+def test_chat_agent_tool_rejects_a_query_without_words_as_the_tool_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model's call with query '?!' gets as_tool's one-line error, not the nearest noise."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}'}\n"
+            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
+            encoding="utf-8",
+        )
+        monkeypatch.setattr(sys, "stdin", io.StringIO("?!\nrate limit\n"))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = [r["messages"][-1] for r in server.requests if r["messages"][-1]["role"] == "tool"]
+    assert [m["content"][:50].split("\n")[0] for m in said] == [
+        "Search query has no letters or digits, got '?!'; a",
+        "Found 5 result(s):",
+    ]
+    assert "The answer is in nowhere." in out  # the session went on to the next question
+    assert "The answer is in docs/" in out
