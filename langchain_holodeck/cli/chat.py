@@ -336,10 +336,22 @@ def agent_answerer(
         text = state["messages"][-1].text
         sources = used_sources(new)
         if not sources:
-            return f"{text}\n\nSources: none (the model called no tool)"
+            return f"{text}\n\nSources: none ({no_sources_reason(new)})"
         return f"{text}\n\nSources:\n" + "\n".join(f"  - {s}" for s in sources)
 
     return answer
+
+
+def no_sources_reason(messages: list[BaseMessage]) -> str:
+    """Why ``messages`` (one question's) name no source: no tool call, or calls found nothing."""
+    from langchain_core.messages import ToolMessage
+
+    answers = [m for m in messages if isinstance(m, ToolMessage)]
+    if not answers:
+        return "the model called no tool"
+    if all(m.status == "error" for m in answers):
+        return "its tool calls failed"
+    return "its tool calls found nothing"
 
 
 def used_sources(messages: list[BaseMessage]) -> list[str]:

@@ -116,3 +116,25 @@ def test_chat_agent_tool_rejects_a_query_without_words_as_the_tool_does(
     ]
     assert "The answer is in nowhere." in out  # the session went on to the next question
     assert "The answer is in docs/" in out
+
+
+def test_chat_agent_says_its_tool_call_failed_not_that_it_called_no_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}'}\n"
+            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
+            encoding="utf-8",
+        )
+        monkeypatch.setattr(sys, "stdin", io.StringIO("?!\n"))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len(server.requests) == 2  # the model called the tool, then answered
+    assert "Sources: none (its tool calls failed)" in out
