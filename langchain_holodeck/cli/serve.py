@@ -268,7 +268,18 @@ class ServedTool:
             if current != self._seen:
                 self._seen = current
                 try:
-                    self._tool = self._build()
+                    tool = self._build()
+                    if tool.name != self.name:  # the last ingest built another tool
+                        logger.warning(
+                            "%s: the last ingest built another tool, %r; still serving %s "
+                            "as it was loaded (restart serve to serve %r).",
+                            self.name,
+                            tool.name,
+                            self.name,
+                            tool.name,
+                        )
+                        return self._tool
+                    self._tool = tool
                     self.reloads += 1
                     logger.warning("note: %s: re-ingested; reloaded from the store.", self.name)
                 except Exception as error:  # keep serving what was loaded

@@ -462,3 +462,33 @@ def test_nothing_ingested_names_the_agent_yaml_argument_this_command_takes(
     assert captured.err.startswith("error: nothing ingested in ")
     assert f"holodeck-rag {command} AGENT_YAML" in captured.err
     assert "--config" not in captured.err  # chat and serve have no --config
+
+
+def test_an_ingest_of_another_tool_does_not_answer_under_the_served_tools_name(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """serve without AGENT_YAML serves the last ingest's tool; when the next ingest builds
+    another tool, 'default' must not start answering from that other corpus."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    (served,) = served_tools(None, ingested, quiet=True)
+    before, _ = served.search("safety interlock", 1)
+    other = ingested.parent / "other"
+    other.mkdir()
+    (other / "ferry.md").write_text("# Ferry\n\nThe zanzibarquux ferry.\n", encoding="utf-8")
+    (ingested.parent / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: ferries, source: other}\n", encoding="utf-8"
+    )
+    args = ["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]
+    assert main(args) == 0
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        text, structured = served.search("safety interlock", 1)
+    assert (served.name, served.tool.name, served.reloads) == ("default", "default", 0)
+    assert text == before
+    assert "ferry.md" not in str(structured)
+    assert [r.getMessage() for r in caplog.records] == [
+        "default: the last ingest built another tool, 'ferries'; still serving default as "
+        "it was loaded (restart serve to serve 'ferries')."
+    ]
