@@ -477,8 +477,13 @@ class _DocumentTool(Generic[ConfigT]):
         if documents:
             return format_results(documents, hybrid=self._shows_sections)
         threshold = self._config.min_similarity_score
-        if threshold is not None and self._has_unfiltered_results(query):
-            return f"No results above similarity threshold {threshold}"
+        if threshold is not None:
+            try:
+                unfiltered = self._has_unfiltered_results(query)
+            except Exception as error:  # the store failed: as in search, not a raw error
+                raise _search_error(error) from error
+            if unfiltered:
+                return f"No results above similarity threshold {threshold}"
         return f"No relevant results found for query: {query}"
 
     _shows_sections = False

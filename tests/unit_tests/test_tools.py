@@ -12,9 +12,14 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 
-from langchain_holodeck.config import VectorStoreToolConfig
+from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from langchain_holodeck.errors import IndexNotBuiltError
-from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
+from langchain_holodeck.tools import (
+    HierarchicalDocumentTool,
+    VectorStoreTool,
+    format_results,
+    load_tools,
+)
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
 from tests.openai_server import chat_server
@@ -309,6 +314,33 @@ async def test_a_failing_search_is_one_line_the_agent_reads_not_a_crash(
                 ("error", "Search failed: OSError: index went away")
             ]
             assert messages[-1].content == "The answer is in nowhere."
+
+
+async def test_a_store_failing_under_a_threshold_is_a_search_failure(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """Hybrid with min_similarity_score, the store down: the keyword leg's hits have no dense
+    score, so the threshold drops them; the 'No results above ...' check then asked the store
+    again, outside the search's error handling: a raw OSError (Redis: RedisSearchError) left
+    search() and crashed the agent's run."""
+    legal = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", legal)
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        description="The Act.",
+        source=str(legal),
+        min_similarity_score=0.3,
+    )
+    tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
+        await tool.search("safety interlock")
+    with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
+        tool.search_sync("safety interlock")
+    call = {"type": "tool_call", "name": "legal_docs", "args": {"query": "interlock"}, "id": "c"}
+    answer = await tool.as_tool().ainvoke(call)
+    assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
 
 
 class _ModelDown(HashingEmbeddings):
