@@ -184,8 +184,8 @@ def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
     def run(query: str) -> tuple[str, list[Document]]:
         with told_to_the_model():  # as as_tool: a bad query or a failed search is one line
             documents = tool.retrieve_sync(query)
-        if not documents:
-            return tool.format_documents(query, documents), []
+            if not documents:  # the threshold check asks the store too
+                return tool.format_documents(query, documents), []
         return format_results(documents, hybrid=hybrid, max_chars=max_chars), documents
 
     from langchain_core.documents import Document

@@ -343,6 +343,29 @@ async def test_a_store_failing_under_a_threshold_is_a_search_failure(
     assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
 
 
+async def test_chats_agent_tool_tells_the_model_a_store_failing_under_a_threshold(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """chat's source_tool formatted 'no results' outside its error handler: the threshold
+    check's store failure left the tool call and ended the question."""
+    from langchain_holodeck.cli.chat import source_tool
+
+    legal = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", legal)
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        description="The Act.",
+        source=str(legal),
+        min_similarity_score=0.3,
+    )
+    tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    call = {"type": "tool_call", "name": "legal_docs", "args": {"query": "interlock"}, "id": "c"}
+    answer = source_tool(tool, max_chars=None).invoke(call)
+    assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
+
+
 class _ModelDown(HashingEmbeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         msg = "embedding service unavailable"
