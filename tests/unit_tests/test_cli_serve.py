@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import socket
@@ -492,3 +493,41 @@ def test_an_ingest_of_another_tool_does_not_answer_under_the_served_tools_name(
         "default: the last ingest built another tool, 'ferries'; still serving default as "
         "it was loaded (restart serve to serve 'ferries')."
     ]
+
+
+def test_a_malformed_request_is_one_short_line_in_the_servers_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tools/call whose arguments is a string: the SDK logged pydantic's report against
+    every request type (30 errors, ~5,000 characters) as one warning per request."""
+    pytest.importorskip("mcp")
+    import logging
+    from importlib.metadata import version
+
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    app = _mcp.http_app(_mcp.build_server([], max_concurrency=1), "127.0.0.1", token=None,
+                        limits=HttpLimits())  # fmt: skip
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        started = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT)
+        session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
+        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers=session)  # fmt: skip
+        bad = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "kb", "arguments": "oops"}}  # fmt: skip
+        with caplog.at_level(logging.WARNING):
+            answer = client.post("/mcp", json=bad, headers=session)
+    assert answer.json()["error"]["message"] == "Invalid request parameters"
+    said = [r.getMessage() for r in caplog.records if "validate request" in r.getMessage()]
+    assert len(said) <= 1  # mcp 2.x answers without this warning
+    for line in said:
+        assert re.fullmatch(
+            r"Failed to validate request: \d+ validation errors for ClientRequest "
+            r"\(answered with a JSON-RPC error\)",
+            line,
+        ), line[:300]
+    if version("mcp").startswith("1."):  # 1.x warns (2.x answers without it): one short line
+        assert said
