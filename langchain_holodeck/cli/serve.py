@@ -247,12 +247,21 @@ class ServedTool:
         Raises:
             ValueError: When ``query`` is empty or has no letter or digit (the tool's message).
             RuntimeError: ``Search failed: ...`` when the store fails, ``Failed to generate
-                query embedding: ...`` when the model does.
+                query embedding: ...`` when the model does; when the configured database was
+                unreachable at start and the in-memory fallback holds nothing.
         """
         # imported on use: the other commands' start-up does not pay for the formatting
         from langchain_holodeck.cli._format import result_record
 
         tool = self._fresh()
+        if tool.fallback_reason is not None and not tool.document_count:
+            # serve never writes: the in-memory fallback holds nothing, so every answer would
+            # be "No relevant results", which a model reads as "the documents do not say"
+            msg = (
+                f"{tool.fallback_reason}; serve fell back to an empty in-memory store, so "
+                "there is nothing to search: restart serve once it is back."
+            )
+            raise RuntimeError(msg)
         documents = tool.retrieve_sync(query, k=top_k)
         text = tool.format_documents(query, documents)
         hybrid = is_hybrid(tool)
@@ -320,7 +329,13 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
-            if not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
+            if not tool.document_count and tool.fallback_reason is not None:
+                logger.warning(
+                    "%s: serve fell back to an empty in-memory store; every call answers "
+                    "an error until serve is restarted with the database back.",
+                    tool.name,
+                )
+            elif not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
                 logger.warning(
                     "%s: its store holds no chunk; serve opens the store as the last ingest "
                     "left it: run holodeck-rag ingest --config %s --tool %s first.",

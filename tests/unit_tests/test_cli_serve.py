@@ -531,3 +531,35 @@ def test_a_malformed_request_is_one_short_line_in_the_servers_log(
         ), line[:300]
     if version("mcp").startswith("1."):  # 1.x warns (2.x answers without it): one short line
         assert said
+
+
+def test_a_database_down_at_start_is_an_error_not_an_empty_answer(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis unreachable when serve starts (fallback_to_memory: true, the default): serve,
+    which never writes, served an empty in-memory store, so every call answered 'No relevant
+    results found' (a model reads: the documents do not say), with a warning to run ingest."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(  # nothing listens on 8779: connection refused
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: gdocs\n"
+        "    database: {provider: redis, connection_string: 'redis://127.0.0.1:8779'}\n",
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (served,) = served_tools(agent, ingested, quiet=True)
+    said = [r.getMessage() for r in caplog.records if r.name == "langchain_holodeck.cli.serve"]
+    assert said == [
+        "kb: serve fell back to an empty in-memory store; every call answers an error until "
+        "serve is restarted with the database back."
+    ]
+    with pytest.raises(RuntimeError) as info:
+        served.search("safety interlock", 1)
+    assert str(info.value).startswith("Redis at redis://127.0.0.1:8779 is unavailable (")
+    assert str(info.value).endswith(
+        "; serve fell back to an empty in-memory store, so there is nothing to search: "
+        "restart serve once it is back."
+    )
