@@ -553,13 +553,49 @@ def test_a_database_down_at_start_is_an_error_not_an_empty_answer(
         (served,) = served_tools(agent, ingested, quiet=True)
     said = [r.getMessage() for r in caplog.records if r.name == "langchain_holodeck.cli.serve"]
     assert said == [
-        "kb: serve fell back to an empty in-memory store; every call answers an error until "
-        "serve is restarted with the database back."
+        "kb: serve fell back to an empty in-memory store; calls answer an error until the "
+        "database is back (each call tries it again)."
     ]
     with pytest.raises(RuntimeError) as info:
         served.search("safety interlock", 1)
     assert str(info.value).startswith("Redis at redis://127.0.0.1:8779 is unavailable (")
     assert str(info.value).endswith(
-        "; serve fell back to an empty in-memory store, so there is nothing to search: "
-        "restart serve once it is back."
+        "; serve fell back to an empty in-memory store, so there is nothing to search until "
+        "it is back (each call tries it again)."
     )
+
+
+def test_a_database_back_after_a_fallback_is_served_without_a_restart(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each call while the tool sits on an empty fallback builds it again: once the database
+    answers, the call is served from it."""
+    import logging
+
+    from langchain_holodeck.cli.serve import ServedTool
+    from langchain_holodeck.config import VectorStoreToolConfig
+    from langchain_holodeck.tools import VectorStoreTool
+
+    root = ingested.parent
+
+    def opened(database: dict[str, str] | None) -> VectorStoreTool:
+        config = VectorStoreToolConfig(type="vectorstore", name="kb", source="gdocs",
+                                       database=database)  # fmt: skip
+        tool = VectorStoreTool(config, base_dir=root, project_dir=root, home_dir=root,
+                               store_dir=root / "S2" / "kb")  # fmt: skip
+        if database is None:
+            tool.initialize_sync()  # the database, back: it holds the corpus
+        tool.open_sync()
+        return tool
+
+    down = {"provider": "redis", "connection_string": "redis://127.0.0.1:8779"}
+    builds = iter([opened(down), opened(down), opened(None)])
+    served = ServedTool(lambda: next(builds))
+    with pytest.raises(RuntimeError, match="fell back to an empty in-memory store"):
+        served.search("safety interlock", 1)  # built again: still down
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        text, structured = served.search("safety interlock", 1)  # built again: back
+    assert structured["results"][0]["source_path"].startswith("gdocs/"), text
+    notes = [r.getMessage() for r in caplog.records if r.name == "langchain_holodeck.cli.serve"]
+    assert notes == ["note: kb: in-memory is back; serving it."]
+    assert served.search("safety interlock", 1) == (text, structured)  # no further build
