@@ -512,8 +512,8 @@ class _DocumentTool(Generic[ConfigT]):
         pydantic's multi-line ``ValidationError`` raised into the caller's loop.
         A failing search (the store or the embedding model down: ``Search failed: ...``,
         ``Failed to generate query embedding: ...``) is answered the same way, in one line,
-        as ``holodeck-rag serve`` answers it; only ``IndexNotBuiltError`` (the caller's
-        mistake, not the model's) is raised.
+        as ``holodeck-rag serve`` answers it. ``IndexNotBuiltError`` (search before
+        ``initialize``: the caller's mistake, not the model's) is raised.
         """
 
         def run(query: str) -> str:
