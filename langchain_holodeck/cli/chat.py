@@ -333,7 +333,7 @@ def agent_answerer(
             raise HolodeckError(msg) from error
         new = state["messages"][len(messages) :]
         history[:] = state["messages"]
-        text = state["messages"][-1].text
+        text = state["messages"][-1].text or unreadable_call(state["messages"][-1])
         sources = used_sources(new)
         if not sources:
             return f"{text}\n\nSources: none ({no_sources_reason(new)})"
@@ -342,11 +342,30 @@ def agent_answerer(
     return answer
 
 
+def unreadable_call(message: BaseMessage) -> str:
+    """Why ``message`` (the agent's last) has no text: a tool call that is not JSON, else ``""``.
+
+    ``create_agent`` stops at such a call (``invalid_tool_calls``), so the answer was empty.
+    """
+    from langchain_holodeck.tools.formatting import snippet
+
+    calls = getattr(message, "invalid_tool_calls", None) or []
+    if not calls:
+        return ""
+    args = snippet(str(calls[0].get("args") or ""), 60)
+    return (
+        f"(no answer: the model called {calls[0].get('name')} with arguments that are not "
+        f"JSON: {args!r})"
+    )
+
+
 def no_sources_reason(messages: list[BaseMessage]) -> str:
     """Why ``messages`` (one question's) name no source: no tool call, or calls found nothing."""
     from langchain_core.messages import ToolMessage
 
     answers = [m for m in messages if isinstance(m, ToolMessage)]
+    if not answers and any(getattr(m, "invalid_tool_calls", None) for m in messages):
+        return "its tool call could not be read"
     if not answers:
         return "the model called no tool"
     if all(m.status == "error" for m in answers):
