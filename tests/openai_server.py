@@ -2,8 +2,9 @@
 
 It speaks ``POST /v1/chat/completions`` (non-streaming): when the last message is the user's
 and the request offers tools, it answers with one ``tool_calls`` entry calling the first tool
-with ``{"query": <the user's text>}``; when the last message is a tool result, it answers with
-text that quotes the first ``Source:`` line of that result. Every request body is recorded.
+with ``{"query": <the user's text>}`` (a user text starting with ``BAD-JSON`` gets arguments
+that are not JSON, as a model may write); when the last message is a tool result, it answers
+with text that quotes the first ``Source:`` line of that result. Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
     tools = body.get("tools") or []
     if last.get("role") == "user" and tools:
         name = tools[0]["function"]["name"]
+        arguments = json.dumps({"query": last["content"]})
+        if str(last["content"]).startswith("BAD-JSON"):
+            arguments = '{"query": "unterminated'
         message: dict[str, Any] = {
             "role": "assistant",
             "content": None,
@@ -46,7 +50,7 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
                 {
                     "id": f"call_{len(messages)}",
                     "type": "function",
-                    "function": {"name": name, "arguments": json.dumps({"query": last["content"]})},
+                    "function": {"name": name, "arguments": arguments},
                 }
             ],
         }

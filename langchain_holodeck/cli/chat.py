@@ -168,18 +168,24 @@ def search_answerer(tools: list[_DocumentTool], *, max_chars: int | None) -> Ans
 
 
 def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
-    """``tool`` for an agent: the tool's text for the model, its Documents as the artifact."""
+    """``tool`` for an agent: the tool's text for the model, its Documents as the artifact.
+
+    It answers as ``tool.as_tool()`` does: a bad argument, an invalid query (empty, no letter
+    or digit) or a failed search is one line the model reads (``status="error"``).
+    """
     from langchain_core.tools import StructuredTool
 
+    from langchain_holodeck.tools.document import told_to_the_model
     from langchain_holodeck.tools.formatting import format_results
 
     base = tool.as_tool()
     hybrid = is_hybrid(tool)
 
     def run(query: str) -> tuple[str, list[Document]]:
-        documents = tool.as_retriever().invoke(query)
-        if not documents:
-            return f"No relevant results found for query: {query}", []
+        with told_to_the_model():  # as as_tool: a bad query or a failed search is one line
+            documents = tool.retrieve_sync(query)
+            if not documents:  # the threshold check asks the store too
+                return tool.format_documents(query, documents), []
         return format_results(documents, hybrid=hybrid, max_chars=max_chars), documents
 
     from langchain_core.documents import Document
@@ -193,6 +199,8 @@ def source_tool(tool: _DocumentTool, *, max_chars: int | None) -> BaseTool:
         description=base.description,
         args_schema=base.args_schema,
         response_format="content_and_artifact",
+        handle_tool_error=base.handle_tool_error,
+        handle_validation_error=base.handle_validation_error,
     )
 
 
@@ -325,13 +333,44 @@ def agent_answerer(
             raise HolodeckError(msg) from error
         new = state["messages"][len(messages) :]
         history[:] = state["messages"]
-        text = state["messages"][-1].text
+        text = state["messages"][-1].text or unreadable_call(state["messages"][-1])
         sources = used_sources(new)
         if not sources:
-            return f"{text}\n\nSources: none (the model called no tool)"
+            return f"{text}\n\nSources: none ({no_sources_reason(new)})"
         return f"{text}\n\nSources:\n" + "\n".join(f"  - {s}" for s in sources)
 
     return answer
+
+
+def unreadable_call(message: BaseMessage) -> str:
+    """Why ``message`` (the agent's last) has no text: a tool call that is not JSON, else ``""``.
+
+    ``create_agent`` stops at such a call (``invalid_tool_calls``), so the answer was empty.
+    """
+    from langchain_holodeck.tools.formatting import snippet
+
+    calls = getattr(message, "invalid_tool_calls", None) or []
+    if not calls:
+        return ""
+    args = snippet(str(calls[0].get("args") or ""), 60)
+    return (
+        f"(no answer: the model called {calls[0].get('name')} with arguments that are not "
+        f"JSON: {args!r})"
+    )
+
+
+def no_sources_reason(messages: list[BaseMessage]) -> str:
+    """Why ``messages`` (one question's) name no source: no tool call, or calls found nothing."""
+    from langchain_core.messages import ToolMessage
+
+    answers = [m for m in messages if isinstance(m, ToolMessage)]
+    if not answers and any(getattr(m, "invalid_tool_calls", None) for m in messages):
+        return "its tool call could not be read"
+    if not answers:
+        return "the model called no tool"
+    if all(m.status == "error" for m in answers):
+        return "its tool calls failed"
+    return "its tool calls found nothing"
 
 
 def used_sources(messages: list[BaseMessage]) -> list[str]:

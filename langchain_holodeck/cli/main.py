@@ -483,6 +483,7 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
     if args.source is None:
         msg = "ingest needs SOURCE (a file or directory), or --config AGENT_YAML."
         raise ConfigError(msg)
+    _refuse_an_agent_yaml_as_source(Path(args.source))
     embedding_model, long_text = args.embedding_model, args.long_text
     if embedding_model is None and long_text is None:  # a plain re-ingest keeps the last ones
         embedding_model, long_text = _remembered_settings(args.store, args.source, Path.cwd())
@@ -500,6 +501,26 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
         base_dir=base_dir,
         project_dir=Path.cwd(),
     )
+
+
+def _refuse_an_agent_yaml_as_source(source: Path) -> None:
+    """``ingest agent.yaml`` (as ``chat``/``serve``/``test`` take it) would index the file itself.
+
+    Raises:
+        ConfigError: When ``source`` is a YAML file with a ``tools:`` list (an agent.yaml).
+    """
+    if source.suffix.lower() not in {".yaml", ".yml"} or not source.is_file():
+        return
+    from langchain_holodeck.config.models import declared_tool_names
+
+    tools = declared_tool_names(source)
+    if tools:
+        msg = (
+            f"SOURCE {str(source)!r} is an agent.yaml (tools: {', '.join(tools)}); ingest its "
+            f"tools with: holodeck-rag ingest --config {source} [--tool NAME]. To index the "
+            "file itself as a document, ingest the folder holding it."
+        )
+        raise ConfigError(msg)
 
 
 def _check_embedding_model(name: str) -> None:

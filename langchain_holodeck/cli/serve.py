@@ -247,12 +247,19 @@ class ServedTool:
         Raises:
             ValueError: When ``query`` is empty or has no letter or digit (the tool's message).
             RuntimeError: ``Search failed: ...`` when the store fails, ``Failed to generate
-                query embedding: ...`` when the model does.
+                query embedding: ...`` when the model does; while the configured database is
+                unreachable and the in-memory fallback holds nothing.
         """
         # imported on use: the other commands' start-up does not pay for the formatting
         from langchain_holodeck.cli._format import result_record
 
         tool = self._fresh()
+        if fell_back_empty(tool):
+            msg = (
+                f"{tool.fallback_reason}; serve fell back to an empty in-memory store, so "
+                "there is nothing to search until it is back (each call tries it again)."
+            )
+            raise RuntimeError(msg)
         documents = tool.retrieve_sync(query, k=top_k)
         text = tool.format_documents(query, documents)
         hybrid = is_hybrid(tool)
@@ -260,24 +267,54 @@ class ServedTool:
         return text, {"tool": self.name, "query": query, "results": records}
 
     def _fresh(self) -> _DocumentTool:
-        """The served tool, rebuilt first when the store was re-ingested since it was built."""
-        if self._generation() == self._seen:
+        """The served tool, rebuilt first when the store was re-ingested since it was built.
+
+        Also while it fell back to an empty in-memory store (the database was down when it
+        was built): each call tries the database again, and serves it once it is back.
+        """
+        if self._generation() == self._seen and not fell_back_empty(self._tool):
             return self._tool
         with self._lock:
             current = self._generation()
-            if current != self._seen:
-                self._seen = current
-                try:
-                    self._tool = self._build()
-                    self.reloads += 1
-                    logger.warning("note: %s: re-ingested; reloaded from the store.", self.name)
-                except Exception as error:  # keep serving what was loaded
-                    logger.warning(
-                        "%s: reload after re-ingest failed (%s); serving the previous data.",
-                        self.name,
-                        str(error).splitlines()[0] if str(error) else type(error).__name__,
-                    )
+            reingested = current != self._seen
+            if not reingested and not fell_back_empty(self._tool):
+                return self._tool  # another call rebuilt it meanwhile
+            self._seen = current
+            try:
+                tool = self._build()
+            except Exception as error:  # keep serving what was loaded
+                logger.warning(
+                    "%s: reload failed (%s); serving the previous data.",
+                    self.name,
+                    str(error).splitlines()[0] if str(error) else type(error).__name__,
+                )
+                return self._tool
+            if tool.name != self.name:  # the last ingest built another tool
+                logger.warning(
+                    "%s: the last ingest built another tool, %r; still serving %s as it was "
+                    "loaded (restart serve to serve %r).",
+                    self.name,
+                    tool.name,
+                    self.name,
+                    tool.name,
+                )
+                return self._tool
+            self._tool = tool
+            if reingested:
+                self.reloads += 1
+                logger.warning("note: %s: re-ingested; reloaded from the store.", self.name)
+            elif not fell_back_empty(tool):
+                logger.warning("note: %s: %s is back; serving it.", self.name, tool.backend)
         return self._tool
+
+
+def fell_back_empty(tool: _DocumentTool) -> bool:
+    """Whether ``tool``'s database was down when it was opened and its fallback holds nothing.
+
+    ``serve`` never writes, so such a store stays empty: every answer would be "No relevant
+    results", which a model reads as "the documents do not say".
+    """
+    return tool.fallback_reason is not None and not tool.document_count
 
 
 def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[ServedTool]:
@@ -309,7 +346,13 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
-            if not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
+            if not tool.document_count and tool.fallback_reason is not None:
+                logger.warning(
+                    "%s: serve fell back to an empty in-memory store; calls answer an error "
+                    "until the database is back (each call tries it again).",
+                    tool.name,
+                )
+            elif not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
                 logger.warning(
                     "%s: its store holds no chunk; serve opens the store as the last ingest "
                     "left it: run holodeck-rag ingest --config %s --tool %s first.",

@@ -459,6 +459,22 @@ rebuild_on_new_provider(
 )
 
 
+def declared_tool_names(path: str | os.PathLike[str]) -> list[str]:
+    """The ``name`` of each entry under ``tools:`` of a YAML file, read but not validated.
+
+    ``[]`` when the file is no YAML mapping or has no ``tools`` list (e.g. any YAML document):
+    tells an agent.yaml apart, even one that would not validate (an unset ``${VAR}``).
+    """
+    try:
+        raw = read_yaml_mapping(Path(path), display=str(path))
+    except ConfigError:
+        return []
+    tools = raw.get("tools")
+    if not isinstance(tools, list):
+        return []
+    return [str(t.get("name", "?")) for t in tools if isinstance(t, dict)]
+
+
 def load_agent_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
 ) -> AgentConfig:

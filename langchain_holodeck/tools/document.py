@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -477,8 +478,13 @@ class _DocumentTool(Generic[ConfigT]):
         if documents:
             return format_results(documents, hybrid=self._shows_sections)
         threshold = self._config.min_similarity_score
-        if threshold is not None and self._has_unfiltered_results(query):
-            return f"No results above similarity threshold {threshold}"
+        if threshold is not None:
+            try:
+                unfiltered = self._has_unfiltered_results(query)
+            except Exception as error:  # the store failed: as in search, not a raw error
+                raise _search_error(error) from error
+            if unfiltered:
+                return f"No results above similarity threshold {threshold}"
         return f"No relevant results found for query: {query}"
 
     _shows_sections = False
@@ -505,21 +511,19 @@ class _DocumentTool(Generic[ConfigT]):
         A call whose ``query`` is missing or not a string is answered the same way, with one
         line naming the argument and the value it got (``bad_search_arguments``), not
         pydantic's multi-line ``ValidationError`` raised into the caller's loop.
+        A failing search (the store or the embedding model down: ``Search failed: ...``,
+        ``Failed to generate query embedding: ...``) is answered the same way, in one line,
+        as ``holodeck-rag serve`` answers it. ``IndexNotBuiltError`` (search before
+        ``initialize``: the caller's mistake, not the model's) is raised.
         """
 
-        def check(query: str) -> None:
-            try:
-                self._check_query(query)
-            except ValueError as error:  # the model's mistake: tell it, do not crash the loop
-                raise ToolException(str(error)) from error
-
         def run(query: str) -> str:
-            check(query)
-            return self.search_sync(query)
+            with told_to_the_model():
+                return self.search_sync(query)
 
         async def arun(query: str) -> str:
-            check(query)
-            return await self.search(query)
+            with told_to_the_model():
+                return await self.search(query)
 
         return StructuredTool.from_function(
             func=run,
@@ -583,6 +587,21 @@ def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool
                 return True
         current = current.__cause__ or current.__context__
     return False
+
+
+@contextlib.contextmanager
+def told_to_the_model() -> Iterator[None]:
+    """A bad query or a failing search becomes a ``ToolException``: the agent reads one line.
+
+    ``IndexNotBuiltError`` (search before ``initialize``: the caller's mistake) and
+    ``TypeError`` (a query that is not a string) are raised as they are.
+    """
+    try:
+        yield
+    except IndexNotBuiltError:
+        raise
+    except (ValueError, RuntimeError) as error:  # the model can ask again; the loop goes on
+        raise ToolException(str(error)) from error
 
 
 def _search_error(error: Exception) -> RuntimeError:

@@ -88,3 +88,80 @@ def test_chat_agent_survives_an_unreachable_model_server(
     assert (
         err.count("ConnectionError: Connection error.") == 2
     )  # each question fails; the session goes on
+
+
+def test_chat_agent_tool_rejects_a_query_without_words_as_the_tool_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model's call with query '?!' gets as_tool's one-line error, not the nearest noise."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}'}\n"
+            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
+            encoding="utf-8",
+        )
+        monkeypatch.setattr(sys, "stdin", io.StringIO("?!\nrate limit\n"))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = [r["messages"][-1] for r in server.requests if r["messages"][-1]["role"] == "tool"]
+    assert [m["content"][:50].split("\n")[0] for m in said] == [
+        "Search query has no letters or digits, got '?!'; a",
+        "Found 5 result(s):",
+    ]
+    assert "The answer is in nowhere." in out  # the session went on to the next question
+    assert "The answer is in docs/" in out
+
+
+def test_chat_agent_says_its_tool_call_failed_not_that_it_called_no_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}'}\n"
+            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
+            encoding="utf-8",
+        )
+        monkeypatch.setattr(sys, "stdin", io.StringIO("?!\n"))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len(server.requests) == 2  # the model called the tool, then answered
+    assert "Sources: none (its tool calls failed)" in out
+
+
+def test_chat_agent_says_why_there_is_no_answer_when_the_tool_call_is_not_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """create_agent stops at a tool call whose arguments are not JSON (invalid_tool_calls):
+    chat printed an empty answer and 'the model called no tool'."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}'}\n"
+            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
+            encoding="utf-8",
+        )
+        monkeypatch.setattr(sys, "stdin", io.StringIO("BAD-JSON rate limit\nrate limit\n"))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    first = out.split("> rate limit")[0]
+    assert first.startswith("> BAD-JSON rate limit\n(no answer: the model called docs_tool with ")
+    assert 'arguments that are not JSON: \'{"query": "unterminated\'' in first
+    assert "Sources: none (its tool call could not be read)" in first
+    assert "The answer is in docs/" in out  # the next question is answered

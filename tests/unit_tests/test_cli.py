@@ -183,6 +183,30 @@ def test_ingest_without_source_or_config_is_an_error(capsys: pytest.CaptureFixtu
     assert err == "error: ingest needs SOURCE (a file or directory), or --config AGENT_YAML.\n"
 
 
+def test_ingest_of_an_agent_yaml_as_source_says_to_pass_it_as_config(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """chat, serve and test take AGENT_YAML positionally: ``ingest agent.yaml`` indexed the
+    YAML file itself as the 'default' corpus (1 chunk) and said it had ingested it."""
+    shutil.copytree(DATA_DIR / "docs", "docs")
+    write(  # it need not validate: ${UNSET_URL} is not set
+        Path("agent.yaml"),
+        "tools:\n  - {type: vectorstore, name: kb, source: docs,"
+        " database: {provider: redis, connection_string: '${UNSET_URL}'}}\n",
+    )
+    code, out, err = run(capsys, "ingest", "agent.yaml")
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: SOURCE 'agent.yaml' is an agent.yaml (tools: kb); ingest its tools with: "
+        "holodeck-rag ingest --config agent.yaml [--tool NAME]. To index the file itself as a "
+        "document, ingest the folder holding it.\n"
+    )
+    assert not Path(".holodeck/store/ingest.json").exists()
+    write(Path("notes.yaml"), "retries: 3\n")  # any other YAML file is a document
+    code, _, err = run(capsys, "-q", "ingest", "notes.yaml")
+    assert code == 0, err
+
+
 def test_bad_config_names_file_field_and_value_on_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

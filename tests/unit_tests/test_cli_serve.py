@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import socket
@@ -462,3 +463,139 @@ def test_nothing_ingested_names_the_agent_yaml_argument_this_command_takes(
     assert captured.err.startswith("error: nothing ingested in ")
     assert f"holodeck-rag {command} AGENT_YAML" in captured.err
     assert "--config" not in captured.err  # chat and serve have no --config
+
+
+def test_an_ingest_of_another_tool_does_not_answer_under_the_served_tools_name(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """serve without AGENT_YAML serves the last ingest's tool; when the next ingest builds
+    another tool, 'default' must not start answering from that other corpus."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    (served,) = served_tools(None, ingested, quiet=True)
+    before, _ = served.search("safety interlock", 1)
+    other = ingested.parent / "other"
+    other.mkdir()
+    (other / "ferry.md").write_text("# Ferry\n\nThe zanzibarquux ferry.\n", encoding="utf-8")
+    (ingested.parent / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: ferries, source: other}\n", encoding="utf-8"
+    )
+    args = ["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]
+    assert main(args) == 0
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        text, structured = served.search("safety interlock", 1)
+    assert (served.name, served.tool.name, served.reloads) == ("default", "default", 0)
+    assert text == before
+    assert "ferry.md" not in str(structured)
+    assert [r.getMessage() for r in caplog.records] == [
+        "default: the last ingest built another tool, 'ferries'; still serving default as "
+        "it was loaded (restart serve to serve 'ferries')."
+    ]
+
+
+def test_a_malformed_request_is_one_short_line_in_the_servers_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tools/call whose arguments is a string: the SDK logged pydantic's report against
+    every request type (30 errors, ~5,000 characters) as one warning per request."""
+    pytest.importorskip("mcp")
+    import logging
+    from importlib.metadata import version
+
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    app = _mcp.http_app(_mcp.build_server([], max_concurrency=1), "127.0.0.1", token=None,
+                        limits=HttpLimits())  # fmt: skip
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        started = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT)
+        session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
+        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers=session)  # fmt: skip
+        bad = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "kb", "arguments": "oops"}}  # fmt: skip
+        with caplog.at_level(logging.WARNING):
+            answer = client.post("/mcp", json=bad, headers=session)
+    assert answer.json()["error"]["message"] == "Invalid request parameters"
+    said = [r.getMessage() for r in caplog.records if "validate request" in r.getMessage()]
+    assert len(said) <= 1  # mcp 2.x answers without this warning
+    for line in said:
+        assert re.fullmatch(
+            r"Failed to validate request: \d+ validation errors for ClientRequest "
+            r"\(answered with a JSON-RPC error\)",
+            line,
+        ), line[:300]
+    if version("mcp").startswith("1."):  # 1.x warns (2.x answers without it): one short line
+        assert said
+
+
+def test_a_database_down_at_start_is_an_error_not_an_empty_answer(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis unreachable when serve starts (fallback_to_memory: true, the default): serve,
+    which never writes, served an empty in-memory store, so every call answered 'No relevant
+    results found' (a model reads: the documents do not say), with a warning to run ingest."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(  # nothing listens on 8779: connection refused
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: gdocs\n"
+        "    database: {provider: redis, connection_string: 'redis://127.0.0.1:8779'}\n",
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (served,) = served_tools(agent, ingested, quiet=True)
+    said = [r.getMessage() for r in caplog.records if r.name == "langchain_holodeck.cli.serve"]
+    assert said == [
+        "kb: serve fell back to an empty in-memory store; calls answer an error until the "
+        "database is back (each call tries it again)."
+    ]
+    with pytest.raises(RuntimeError) as info:
+        served.search("safety interlock", 1)
+    assert str(info.value).startswith("Redis at redis://127.0.0.1:8779 is unavailable (")
+    assert str(info.value).endswith(
+        "; serve fell back to an empty in-memory store, so there is nothing to search until "
+        "it is back (each call tries it again)."
+    )
+
+
+def test_a_database_back_after_a_fallback_is_served_without_a_restart(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each call while the tool sits on an empty fallback builds it again: once the database
+    answers, the call is served from it."""
+    import logging
+
+    from langchain_holodeck.cli.serve import ServedTool
+    from langchain_holodeck.config import VectorStoreToolConfig
+    from langchain_holodeck.tools import VectorStoreTool
+
+    root = ingested.parent
+
+    def opened(database: dict[str, str] | None) -> VectorStoreTool:
+        config = VectorStoreToolConfig(type="vectorstore", name="kb", source="gdocs",
+                                       database=database)  # fmt: skip
+        tool = VectorStoreTool(config, base_dir=root, project_dir=root, home_dir=root,
+                               store_dir=root / "S2" / "kb")  # fmt: skip
+        if database is None:
+            tool.initialize_sync()  # the database, back: it holds the corpus
+        tool.open_sync()
+        return tool
+
+    down = {"provider": "redis", "connection_string": "redis://127.0.0.1:8779"}
+    builds = iter([opened(down), opened(down), opened(None)])
+    served = ServedTool(lambda: next(builds))
+    with pytest.raises(RuntimeError, match="fell back to an empty in-memory store"):
+        served.search("safety interlock", 1)  # built again: still down
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        text, structured = served.search("safety interlock", 1)  # built again: back
+    assert structured["results"][0]["source_path"].startswith("gdocs/"), text
+    notes = [r.getMessage() for r in caplog.records if r.name == "langchain_holodeck.cli.serve"]
+    assert notes == ["note: kb: in-memory is back; serving it."]
+    assert served.search("safety interlock", 1) == (text, structured)  # no further build

@@ -12,11 +12,17 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 
-from langchain_holodeck.config import VectorStoreToolConfig
+from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from langchain_holodeck.errors import IndexNotBuiltError
-from langchain_holodeck.tools import VectorStoreTool, format_results, load_tools
+from langchain_holodeck.tools import (
+    HierarchicalDocumentTool,
+    VectorStoreTool,
+    format_results,
+    load_tools,
+)
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.openai_server import chat_server
 from tests.rerank_server import RerankServer
 
 RESULT_HEADER = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)$", re.M)
@@ -286,6 +292,78 @@ async def test_a_failing_store_is_a_search_failure_not_an_embedding_failure(
     await tool.initialize()
     with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
         await tool.search("holodeck")
+
+
+async def test_a_failing_search_is_one_line_the_agent_reads_not_a_crash(
+    docs: Path, embeddings: HashingEmbeddings
+) -> None:
+    """create_agent's tool node re-raises all but ToolException: the run must go on."""
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI
+
+    tool = VectorStoreTool(make_config(docs), vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    with chat_server() as server:
+        model = ChatOpenAI(model="m", base_url=server.base_url, api_key="sk-x", max_retries=0)
+        agent = create_agent(model, [tool.as_tool()])
+        question = {"messages": [("user", "safety protocols")]}
+        for result in (agent.invoke(question), await agent.ainvoke(question)):
+            messages = result["messages"]
+            said = [m for m in messages if isinstance(m, ToolMessage)]
+            assert [(m.status, m.content) for m in said] == [
+                ("error", "Search failed: OSError: index went away")
+            ]
+            assert messages[-1].content == "The answer is in nowhere."
+
+
+async def test_a_store_failing_under_a_threshold_is_a_search_failure(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """Hybrid with min_similarity_score, the store down: the keyword leg's hits have no dense
+    score, so the threshold drops them; the 'No results above ...' check then asked the store
+    again, outside the search's error handling: a raw OSError (Redis: RedisSearchError) left
+    search() and crashed the agent's run."""
+    legal = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", legal)
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        description="The Act.",
+        source=str(legal),
+        min_similarity_score=0.3,
+    )
+    tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
+        await tool.search("safety interlock")
+    with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
+        tool.search_sync("safety interlock")
+    call = {"type": "tool_call", "name": "legal_docs", "args": {"query": "interlock"}, "id": "c"}
+    answer = await tool.as_tool().ainvoke(call)
+    assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
+
+
+async def test_chats_agent_tool_tells_the_model_a_store_failing_under_a_threshold(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """chat's source_tool formatted 'no results' outside its error handler: the threshold
+    check's store failure left the tool call and ended the question."""
+    from langchain_holodeck.cli.chat import source_tool
+
+    legal = tmp_path / "legal"
+    shutil.copytree(DATA_DIR / "legal", legal)
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="legal_docs",
+        description="The Act.",
+        source=str(legal),
+        min_similarity_score=0.3,
+    )
+    tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
+    await tool.initialize()
+    call = {"type": "tool_call", "name": "legal_docs", "args": {"query": "interlock"}, "id": "c"}
+    answer = source_tool(tool, max_chars=None).invoke(call)
+    assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
 
 
 class _ModelDown(HashingEmbeddings):
