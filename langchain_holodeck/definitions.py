@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from langchain_holodeck._chunk import original_content, source_path
+from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, original_content, source_path
 from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
 
 __all__ = [
@@ -239,15 +239,20 @@ class DefinitionExtractor:
     def _definitions_in(chunk: Document) -> list[tuple[str, str, str]]:
         text = _chunk_text(chunk)
         meta = chunk.metadata
+        # A code chunk is no glossary: its heading lists the code it defines ("a … d (4
+        # definitions)"), and "X: Y" lines there are annotations and dict items, not terms.
+        glossary = meta.get(CHUNK_TYPE) != CODE_CHUNK_TYPE
         titles = [str(meta.get("heading", "")), *(str(t) for t in meta.get("parent_chain", []))]
-        meta_in_defs = any(is_definitions_heading(t) for t in titles if t)
+        meta_in_defs = glossary and any(is_definitions_heading(t) for t in titles if t)
         out: list[tuple[str, str, str]] = []
         sections = parse_sections(text) or []
         spans = [(s.start, s.end, (*s.parent_chain, s.title), s.section_id) for s in sections]
         if not spans or spans[0][0] > 0:
             spans.insert(0, (0, spans[0][0] if spans else len(text), (), ""))
         for start, end, section_titles, parsed_id in spans:
-            in_defs = meta_in_defs or any(is_definitions_heading(t) for t in section_titles if t)
+            in_defs = meta_in_defs or (
+                glossary and any(is_definitions_heading(t) for t in section_titles if t)
+            )
             section_id = str(meta["section_id"]) if "section_id" in meta else parsed_id
             for term, definition in find_definitions(
                 text[start:end], in_definitions_section=in_defs
