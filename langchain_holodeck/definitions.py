@@ -79,6 +79,13 @@ _GLOSSARY = re.compile(
     r"(?:\*\*|__)?[ \t]*(?::|[ \t][-\u2013—][ \t])[ \t]*(?P<definition>\S[^\n]*)",
     re.M,
 )
+_VERB_WORDS: tuple[str, ...] = ("mean", "refer", "defined")
+"""A word that each form of ``_VERB`` and ``_DEFINED_AS`` holds (in any case)."""
+_HEADING_WORDS: tuple[str, ...] = ("defin", "glossary", "terms", "interpretation")
+"""A word that each title ``is_definitions_heading`` accepts holds (in any case)."""
+_ANY_CASE = {words: re.compile("|".join(words), re.I) for words in (_VERB_WORDS, _HEADING_WORDS)}
+"""The words as the patterns match them: ``re.I`` also folds a few non-ASCII letters (the
+long s is an ``s``), which ``str.lower`` does not."""
 _QUOTES = str.maketrans(
     {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "\u2018": "'", "\u2019": "'"}
 )
@@ -244,6 +251,8 @@ class DefinitionExtractor:
         glossary = meta.get(CHUNK_TYPE) != CODE_CHUNK_TYPE
         titles = [str(meta.get("heading", "")), *(str(t) for t in meta.get("parent_chain", []))]
         meta_in_defs = glossary and any(is_definitions_heading(t) for t in titles if t)
+        if not meta_in_defs and not _may_define(text, glossary=glossary):
+            return []  # no pattern can match: parsing and scanning would find nothing
         out: list[tuple[str, str, str]] = []
         sections = parse_sections(text) or []
         spans = [(s.start, s.end, (*s.parent_chain, s.title), s.section_id) for s in sections]
@@ -259,6 +268,24 @@ class DefinitionExtractor:
             ):
                 out.append((term, definition, section_id))
         return out
+
+
+def _may_define(text: str, *, glossary: bool) -> bool:
+    """Whether ``text`` may hold a definition; ``False`` only where ``find_definitions`` finds none.
+
+    Outside a definitions section each pattern needs a word of ``_VERB_WORDS``. A heading
+    parsed from ``text`` is a substring of it, except where dropping a link's markup joins
+    its parts (``# Defin[itions](d.md)``), so a glossary needs a word of ``_HEADING_WORDS``
+    or a link.
+    """
+    lower = text.lower() if text.isascii() else None  # "in": far faster than a re.I search
+
+    def holds(words: tuple[str, ...]) -> bool:
+        if lower is None:
+            return _ANY_CASE[words].search(text) is not None
+        return any(word in lower for word in words)
+
+    return holds(_VERB_WORDS) or (glossary and ("](" in text or holds(_HEADING_WORDS)))
 
 
 @dataclass(frozen=True)

@@ -251,3 +251,17 @@ def test_a_code_chunk_is_no_glossary() -> None:
     assert {key: d.definition for key, d in index.items()} == {
         "config": "the settings object this module builds."
     }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Defin[itions](d.md)\n\nWidget: a small thing.\n",  # the heading joined from a link
+        "# GLOSSARY\n\nWidget: a small thing.\n",
+        "## Term\u017f\n\nWidget: a small thing.\n",  # re.I reads the long s as an s
+        '"Widget" MEANS a small thing.\n',
+    ],
+)
+def test_definitions_are_found_in_any_case_and_through_links(text: str) -> None:
+    chunk = Document(page_content=text, metadata={"source_path": "g.md"})
+    assert DefinitionExtractor().extract([chunk])["widget"].definition == "a small thing."
