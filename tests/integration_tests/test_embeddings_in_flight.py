@@ -184,3 +184,27 @@ def test_redis_store_takes_the_vectors_sync_embedded(server: EmbeddingServer) ->
         assert (again.added, again.skipped) == (0, 40)
     finally:
         store._index.delete(drop=True)  # type: ignore[attr-defined]  # a redisvl SearchIndex
+
+
+def test_progress_counts_chunks_when_their_signatures_are_embedded_with_them(
+    server: EmbeddingServer,
+) -> None:
+    # A code chunk's signature is one more entry, embedded in the same requests; the bar
+    # counts chunks (its total), so it must end at the chunks, not at the entries.
+    store = MatrixVectorStore(openai_embeddings(server))
+    docs = [
+        Document(
+            page_content=f"def f{i}(deck):\n    return deck + {i}\n",
+            metadata={"source_path": f"code/{i // 10}.py", "chunk_index": i % 10}
+            | ({"signature": f"f{i}: def f{i}(deck)"} if i % 2 else {}),
+        )
+        for i in range(40)
+    ]
+    shown: list[int] = []
+    result = sync_documents(
+        docs, store, namespace="kb", batch_size=7, max_concurrency=3, on_batch=shown.append
+    )
+    assert (result.added, result.failed) == (40, 0)
+    assert server.texts_embedded() == 60  # 40 chunks and 20 signatures
+    assert sum(shown) == 40
+    assert all(n > 0 for n in shown)
