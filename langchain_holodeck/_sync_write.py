@@ -25,6 +25,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
@@ -85,7 +87,8 @@ class Writer:
         self.ahead = embeds_ahead(vector_store)
         """A model in this process: the next slice is embedded while this one is written."""
         self.prefetched = prefetched
-        self.vectors: dict[str, list[float]] = {}
+        self.vectors: dict[str, npt.NDArray[np.float64]] = {}
+        """Vectors embedded ahead (``embed``), packed: a list of floats would take 4x the memory."""
         self.eta: Eta | None = None
         self._shown = _Share(0, 0)
 
@@ -105,10 +108,11 @@ class Writer:
             batch_size=self.batch_size,
             max_concurrency=self.max_concurrency,
             on_batch=self._embedded,
+            packed=True,
         )
         for doc, vector in zip(documents, result.vectors, strict=True):
             if vector is not None and doc.id:
-                self.vectors[doc.id] = vector
+                self.vectors[doc.id] = np.asarray(vector)  # packed: the array itself
         lines = []
         for failure in result.failures:
             first = documents[failure.start].metadata.get("source_path")
@@ -173,7 +177,7 @@ class Writer:
                     ready, ahead.vectors(n), ids=[d.id for d in ready]
                 )
             elif self.in_flight:
-                vectors = [self.vectors[d.id or ""] for d in ready]
+                vectors = [self.vectors[d.id or ""].tolist() for d in ready]  # the same floats
                 self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
                     ready, vectors, ids=[d.id for d in ready]
                 )
