@@ -18,12 +18,15 @@ Two ways of embedding ahead, so the embedder never waits for the store:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
@@ -84,26 +87,32 @@ class Writer:
         self.ahead = embeds_ahead(vector_store)
         """A model in this process: the next slice is embedded while this one is written."""
         self.prefetched = prefetched
-        self.vectors: dict[str, list[float]] = {}
+        self.vectors: dict[str, npt.NDArray[np.float64]] = {}
+        """Vectors embedded ahead (``embed``), packed: a list of floats would take 4x the memory."""
         self.eta: Eta | None = None
+        self._shown = _Share(0, 0)
 
-    def embed(self, documents: Sequence[Document]) -> list[str]:
+    def embed(self, documents: Sequence[Document], *, shown: int | None = None) -> list[str]:
         """Embed ``documents`` ahead, requests in flight; the error line of each failed batch.
 
-        A document whose batch failed gets no vector: its write counts as failed.
+        A document whose batch failed gets no vector: its write counts as failed. ``on_batch``
+        counts ``shown`` in all (default: one per document), in proportion as batches end: the
+        chunks, when their model windows are embedded with them.
         """
         if not self.in_flight or not documents:
             return []
+        self._shown = _Share(len(documents), len(documents) if shown is None else shown)
         result = embed_in_flight(
             self.store.embeddings,  # type: ignore[arg-type]  # checked in __init__
             [d.page_content for d in documents],
             batch_size=self.batch_size,
             max_concurrency=self.max_concurrency,
             on_batch=self._embedded,
+            packed=True,
         )
         for doc, vector in zip(documents, result.vectors, strict=True):
             if vector is not None and doc.id:
-                self.vectors[doc.id] = vector
+                self.vectors[doc.id] = np.asarray(vector)  # packed: the array itself
         lines = []
         for failure in result.failures:
             first = documents[failure.start].metadata.get("source_path")
@@ -116,8 +125,9 @@ class Writer:
 
     def _embedded(self, n: int) -> None:
         """Progress while requests are in flight (embedding is the slow part)."""
-        if self.on_batch is not None:
-            self.on_batch(n)
+        shown = self._shown.advance(n)
+        if self.on_batch is not None and shown:
+            self.on_batch(shown)
         if self.eta is not None:
             self.eta.advance(n)
 
@@ -167,7 +177,7 @@ class Writer:
                     ready, ahead.vectors(n), ids=[d.id for d in ready]
                 )
             elif self.in_flight:
-                vectors = [self.vectors[d.id or ""] for d in ready]
+                vectors = [self.vectors[d.id or ""].tolist() for d in ready]  # the same floats
                 self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
                     ready, vectors, ids=[d.id for d in ready]
                 )
@@ -179,6 +189,23 @@ class Writer:
             logger.warning("sync: %s", line)
             return [], line
         return ready, ""
+
+
+class _Share:
+    """``shown`` units reported in proportion as ``texts`` are done (from worker threads)."""
+
+    def __init__(self, texts: int, shown: int) -> None:
+        self.texts, self.shown = texts, shown
+        self.done = self.reported = 0
+        self.lock = threading.Lock()
+
+    def advance(self, texts: int) -> int:
+        """The units to report now that ``texts`` more are done."""
+        with self.lock:
+            self.done += texts
+            due = self.shown * min(self.done, self.texts) // max(self.texts, 1)
+            step, self.reported = due - self.reported, due
+            return step
 
 
 class _EmbedAhead:
@@ -255,7 +282,7 @@ def write_entries(
     """
     entries = [w for c in chunks for w in windows.get(c.id or "", ())]
     writer.eta = Eta(len(chunks), len(entries))
-    errors = writer.embed([*entries, *chunks])
+    errors = writer.embed([*entries, *chunks], shown=len(chunks))  # the bar counts chunks
     window_ok, more_errors, _ = writer.write(entries, "model windows", progress=False)
     errors += more_errors
     window_ids = {w.id for w in window_ok}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from langchain_holodeck._chunk import original_content, source_path
+from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, original_content, source_path
 from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
 
 __all__ = [
@@ -79,6 +79,13 @@ _GLOSSARY = re.compile(
     r"(?:\*\*|__)?[ \t]*(?::|[ \t][-\u2013—][ \t])[ \t]*(?P<definition>\S[^\n]*)",
     re.M,
 )
+_VERB_WORDS: tuple[str, ...] = ("mean", "refer", "defined")
+"""A word that each form of ``_VERB`` and ``_DEFINED_AS`` holds (in any case)."""
+_HEADING_WORDS: tuple[str, ...] = ("defin", "glossary", "terms", "interpretation")
+"""A word that each title ``is_definitions_heading`` accepts holds (in any case)."""
+_ANY_CASE = {words: re.compile("|".join(words), re.I) for words in (_VERB_WORDS, _HEADING_WORDS)}
+"""The words as the patterns match them: ``re.I`` also folds a few non-ASCII letters (the
+long s is an ``s``), which ``str.lower`` does not."""
 _QUOTES = str.maketrans(
     {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "\u2018": "'", "\u2019": "'"}
 )
@@ -239,21 +246,46 @@ class DefinitionExtractor:
     def _definitions_in(chunk: Document) -> list[tuple[str, str, str]]:
         text = _chunk_text(chunk)
         meta = chunk.metadata
+        # A code chunk is no glossary: its heading lists the code it defines ("a … d (4
+        # definitions)"), and "X: Y" lines there are annotations and dict items, not terms.
+        glossary = meta.get(CHUNK_TYPE) != CODE_CHUNK_TYPE
         titles = [str(meta.get("heading", "")), *(str(t) for t in meta.get("parent_chain", []))]
-        meta_in_defs = any(is_definitions_heading(t) for t in titles if t)
+        meta_in_defs = glossary and any(is_definitions_heading(t) for t in titles if t)
+        if not meta_in_defs and not _may_define(text, glossary=glossary):
+            return []  # no pattern can match: parsing and scanning would find nothing
         out: list[tuple[str, str, str]] = []
         sections = parse_sections(text) or []
         spans = [(s.start, s.end, (*s.parent_chain, s.title), s.section_id) for s in sections]
         if not spans or spans[0][0] > 0:
             spans.insert(0, (0, spans[0][0] if spans else len(text), (), ""))
         for start, end, section_titles, parsed_id in spans:
-            in_defs = meta_in_defs or any(is_definitions_heading(t) for t in section_titles if t)
+            in_defs = meta_in_defs or (
+                glossary and any(is_definitions_heading(t) for t in section_titles if t)
+            )
             section_id = str(meta["section_id"]) if "section_id" in meta else parsed_id
             for term, definition in find_definitions(
                 text[start:end], in_definitions_section=in_defs
             ):
                 out.append((term, definition, section_id))
         return out
+
+
+def _may_define(text: str, *, glossary: bool) -> bool:
+    """Whether ``text`` may hold a definition; ``False`` only where ``find_definitions`` finds none.
+
+    Outside a definitions section each pattern needs a word of ``_VERB_WORDS``. A heading
+    parsed from ``text`` is a substring of it, except where dropping a link's markup joins
+    its parts (``# Defin[itions](d.md)``), so a glossary needs a word of ``_HEADING_WORDS``
+    or a link.
+    """
+    lower = text.lower() if text.isascii() else None  # "in": far faster than a re.I search
+
+    def holds(words: tuple[str, ...]) -> bool:
+        if lower is None:
+            return _ANY_CASE[words].search(text) is not None
+        return any(word in lower for word in words)
+
+    return holds(_VERB_WORDS) or (glossary and ("](" in text or holds(_HEADING_WORDS)))
 
 
 @dataclass(frozen=True)

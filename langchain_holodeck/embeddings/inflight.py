@@ -27,7 +27,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._redact import one_line
@@ -72,7 +75,8 @@ class BatchFailure:
 class InFlightResult:
     """Vectors in input order (``None`` for a text whose batch failed) and the failures."""
 
-    vectors: list[list[float] | None]
+    vectors: list[list[float] | None] | list[npt.NDArray[np.float64] | None]
+    """Lists of floats; float64 arrays of the same values with ``packed=True``."""
     failures: tuple[BatchFailure, ...] = ()
     retries: int = 0
     """Requests sent again after a rate limit or a transient error."""
@@ -183,10 +187,12 @@ def _check(batch_size: int, max_concurrency: int, max_retries: int) -> None:
 def _assemble(
     n: int,
     starts: Sequence[int],
-    outcomes: Sequence[tuple[list[list[float]] | BaseException, int]],
+    outcomes: Sequence[tuple[Sequence[Any] | BaseException, int]],
     batch_size: int,
+    *,
+    packed: bool = False,
 ) -> InFlightResult:
-    vectors: list[list[float] | None] = [None] * n
+    vectors: list[Any] = [None] * n
     failures: list[BatchFailure] = []
     for start, (outcome, _) in zip(starts, outcomes, strict=True):
         size = min(batch_size, n - start)
@@ -197,7 +203,7 @@ def _assemble(
             error = f"the model returned {len(outcome)} vectors for {size} texts"
             failures.append(BatchFailure(start, size, error))
             continue
-        vectors[start : start + size] = [list(v) for v in outcome]
+        vectors[start : start + size] = list(outcome) if packed else [list(v) for v in outcome]
     retries = sum(tries for _, tries in outcomes)
     return InFlightResult(vectors, tuple(failures), retries)
 
@@ -210,6 +216,7 @@ def embed_in_flight(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     max_retries: int = DEFAULT_MAX_RETRIES,
     on_batch: Callable[[int], None] | None = None,
+    packed: bool = False,
 ) -> InFlightResult:
     """Embed ``texts`` in batches of ``batch_size``, up to ``max_concurrency`` at once.
 
@@ -221,6 +228,9 @@ def embed_in_flight(
         max_concurrency: Requests in flight at once (1: one after another).
         max_retries: Retries per batch after a rate limit or a transient error.
         on_batch: Called with the size of each batch once it is done (embedded or failed).
+        packed: Keep each vector, as its batch ends, as a float64 array of the same values
+            (8 bytes a number; a list of floats takes 32): for a caller holding every vector
+            of a large sync. ``tolist()`` gives the list back.
 
     Returns:
         An ``InFlightResult``: one vector per text (``None`` where its batch failed).
@@ -233,13 +243,16 @@ def embed_in_flight(
     starts = list(range(0, len(texts), batch_size))
     gate = _Gate()
 
-    def one(start: int) -> tuple[list[list[float]] | BaseException, int]:
+    def one(start: int) -> tuple[Sequence[Any] | BaseException, int]:
         batch = list(texts[start : start + batch_size])
         attempt = 0
         while True:
             time.sleep(gate.wait_time())
+            outcome: Sequence[Any] | BaseException  # vectors: lists, or arrays when packed
             try:
-                outcome: list[list[float]] | BaseException = embeddings.embed_documents(batch)
+                outcome = embeddings.embed_documents(batch)
+                if packed:
+                    outcome = [np.asarray(v, dtype=np.float64) for v in outcome]
             except Exception as error:  # counted per batch; the others go on
                 delay = _retry_in(error, attempt, max_retries, gate)
                 if delay is not None:
@@ -259,7 +272,7 @@ def embed_in_flight(
         workers = min(max_concurrency, len(starts))
         with ThreadPoolExecutor(workers, thread_name_prefix="holodeck-embed") as pool:
             outcomes = list(pool.map(one, starts))
-    return _assemble(len(texts), starts, outcomes, batch_size)
+    return _assemble(len(texts), starts, outcomes, batch_size, packed=packed)
 
 
 async def aembed_in_flight(

@@ -264,7 +264,7 @@ class _DocumentTool(Generic[ConfigT]):
         """Blocking twin of ``initialize``, for scripts and the CLI."""
         store = self._open_store()
         self._warn_about_rerank_top_n()
-        self.corpus.match_dimension(store, force_ingest=force_ingest)
+        self._match_dimension(store, force_ingest=force_ingest)
         self.corpus.match_index_settings(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
         if force_ingest:  # re-embed means re-embed (this corpus)
@@ -322,7 +322,7 @@ class _DocumentTool(Generic[ConfigT]):
         """
         store = self._open_store()
         self._warn_about_rerank_top_n()
-        self.corpus.match_dimension(store, force_ingest=False)
+        self._match_dimension(store, force_ingest=False)
         self.corpus.match_index_settings(store, force_ingest=False)
         self.corpus.match_model(store)
         self.document_count = self._open_indexes(store)
@@ -335,6 +335,20 @@ class _DocumentTool(Generic[ConfigT]):
         try:
             return self._resolve_store()
         except Exception as error:  # a store probing the model's dimension: the model is down
+            if _raised_by_embeddings(error, _EMBED_ANY):
+                msg = f"Failed to generate embeddings: {sanitize_error(error)}"
+                raise EmbeddingError(msg) from error
+            raise
+
+    def _match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """``corpus.match_dimension``; a model failing its width probe is an ``EmbeddingError``.
+
+        A model whose width is not known (an OpenAI-compatible server, measured with one
+        ``embed_query``) is asked at every run on a store that holds vectors.
+        """
+        try:
+            self.corpus.match_dimension(store, force_ingest=force_ingest)
+        except Exception as error:
             if _raised_by_embeddings(error, _EMBED_ANY):
                 msg = f"Failed to generate embeddings: {sanitize_error(error)}"
                 raise EmbeddingError(msg) from error

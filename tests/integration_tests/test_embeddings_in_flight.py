@@ -7,6 +7,7 @@ retries, counts what still fails, and a re-run converges.
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Iterator
 
 import httpx
@@ -21,7 +22,7 @@ from langchain_holodeck.embeddings.inflight import (
     retry_delay,
     runs_in_process,
 )
-from langchain_holodeck.sync import sync_documents
+from langchain_holodeck.sync import make_chunk_key, stable_id, sync_documents
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.embedding_server import EmbeddingServer, hashed_vector
 
@@ -184,3 +185,46 @@ def test_redis_store_takes_the_vectors_sync_embedded(server: EmbeddingServer) ->
         assert (again.added, again.skipped) == (0, 40)
     finally:
         store._index.delete(drop=True)  # type: ignore[attr-defined]  # a redisvl SearchIndex
+
+
+def test_progress_counts_chunks_when_their_signatures_are_embedded_with_them(
+    server: EmbeddingServer,
+) -> None:
+    # A code chunk's signature is one more entry, embedded in the same requests; the bar
+    # counts chunks (its total), so it must end at the chunks, not at the entries.
+    store = MatrixVectorStore(openai_embeddings(server))
+    docs = [
+        Document(
+            page_content=f"def f{i}(deck):\n    return deck + {i}\n",
+            metadata={"source_path": f"code/{i // 10}.py", "chunk_index": i % 10}
+            | ({"signature": f"f{i}: def f{i}(deck)"} if i % 2 else {}),
+        )
+        for i in range(40)
+    ]
+    shown: list[int] = []
+    result = sync_documents(
+        docs, store, namespace="kb", batch_size=7, max_concurrency=3, on_batch=shown.append
+    )
+    assert (result.added, result.failed) == (40, 0)
+    assert server.texts_embedded() == 60  # 40 chunks and 20 signatures
+    assert sum(shown) == 40
+    assert all(n > 0 for n in shown)
+
+
+def test_vectors_embedded_ahead_are_held_packed(server: EmbeddingServer) -> None:
+    # Sync embeds every text before it writes; held as lists of Python floats (32 bytes a
+    # number) 1,000 vectors of 1,536 took 63 MB at the peak, 4x their size as float64.
+    server.default_dimensions = 1536
+    store = MatrixVectorStore(openai_embeddings(server))
+    docs = chunks(1000)
+    tracemalloc.start()
+    try:
+        result = sync_documents(docs, store, namespace="kb", batch_size=50)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (result.added, result.failed) == (1000, 0)
+    assert peak < 40_000_000  # 12 MB of float64 vectors, 6 MB in the store, one batch's lists
+    doc_id = stable_id("kb", make_chunk_key("notes/000.md", 7))
+    vector = store.get_vectors([doc_id])[doc_id]  # the server's own vector was stored
+    assert vector == pytest.approx(hashed_vector(docs[7].page_content, 1536), abs=1e-6)

@@ -131,6 +131,30 @@ def test_second_ingest_reports_everything_skipped(
     assert "INFO langchain_holodeck.tools.document: default: ingested docs" in err  # -v: debug logs
 
 
+def test_a_rerun_whose_embeddings_server_is_down_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # An OpenAI-compatible server's vector width is measured (one embed_query) at each run
+    # on a store holding vectors: with the server failing, the client's own error escaped
+    # and the re-run ended in a traceback.
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code, _, _ = run(capsys, "ingest", str(docs), "--embedding-model", "text-embedding-3-small")
+        assert code == 0
+        server.mode = "error_500"
+        code, _, err = run(capsys, "ingest", str(docs))
+    assert code == 1
+    assert err.startswith("error: Failed to generate embeddings: ")
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_ingest_of_a_missing_source_is_one_error_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -12,7 +12,11 @@ from langchain_holodeck.definitions import (
     normalize_term,
     resolve_cross_references,
 )
-from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
+from langchain_holodeck.splitters import (
+    SourceCodeSplitter,
+    StructuredMarkdownSplitter,
+    default_text_splitter,
+)
 
 
 @pytest.fixture
@@ -212,3 +216,52 @@ def test_interpretation_of_sections_is_not_a_definitions_heading(
     title: str, *, expected: bool
 ) -> None:
     assert is_definitions_heading(title) is expected
+
+
+CODE = '''\
+class Config:
+    """Settings of the app."""
+
+    key: str
+    handler: Callable[[Request], Response]
+
+    def get(self, name: str) -> str:
+        return {"websocket": "wss", "stream": name}[name]
+
+    def set(self, name: str, value: str) -> None:
+        self.key = value
+
+
+def build(app: App) -> Config:
+    """Build the config.
+
+    "Config" means the settings object this module builds.
+    """
+    return Config()
+'''
+
+
+def test_a_code_chunk_is_no_glossary() -> None:
+    # The code splitter heads a chunk of four or more definitions "Config … build (4
+    # definitions)"; that is no Definitions section, so "key: str" is no defined term.
+    doc = Document(page_content=CODE, metadata={"file_type": "py", "source_path": "app.py"})
+    chunks = SourceCodeSplitter(chunk_size=400).split_documents([doc])
+    assert [c.metadata["heading"] for c in chunks] == ["Config … build (4 definitions)"]
+    index = DefinitionExtractor().extract(chunks)
+    assert {key: d.definition for key, d in index.items()} == {
+        "config": "the settings object this module builds."
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Defin[itions](d.md)\n\nWidget: a small thing.\n",  # the heading joined from a link
+        "# GLOSSARY\n\nWidget: a small thing.\n",
+        "## Term\u017f\n\nWidget: a small thing.\n",  # re.I reads the long s as an s
+        '"Widget" MEANS a small thing.\n',
+    ],
+)
+def test_definitions_are_found_in_any_case_and_through_links(text: str) -> None:
+    chunk = Document(page_content=text, metadata={"source_path": "g.md"})
+    assert DefinitionExtractor().extract([chunk])["widget"].definition == "a small thing."
