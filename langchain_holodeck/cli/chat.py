@@ -320,6 +320,7 @@ def agent_answerer(
         llm,
         tools=[source_tool(t, max_chars=max_chars) for t in tools],
         system_prompt=instructions,
+        middleware=[history_limit(config.history_tokens)],
     )
     history: list[BaseMessage] = []
     run_config: RunnableConfig = {"recursion_limit": 2 * config.max_tool_calls + 1}
@@ -340,6 +341,17 @@ def agent_answerer(
         return f"{text}\n\nSources:\n" + "\n".join(f"  - {s}" for s in sources)
 
     return answer
+
+
+def history_limit(tokens: int) -> Any:
+    """The middleware that keeps a long conversation within ``tokens`` (estimated).
+
+    Past them, each request sends the tool results but the 3 latest as ``[cleared]``; the
+    history itself is kept whole.
+    """
+    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware
+
+    return ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=tokens, keep=3)])
 
 
 def unreadable_call(message: BaseMessage) -> str:

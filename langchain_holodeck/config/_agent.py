@@ -31,6 +31,11 @@ class ChatModelConfig(BaseModel):
     """Base URL of an OpenAI-compatible server, for self-hosted models."""
     max_tool_calls: int = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""
+    history_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000)
+    """Tokens of conversation sent to the model (estimated, 4 characters each). Past it, the
+    tool results but the 3 latest are sent as ``[cleared]`` (the questions, answers and tool
+    calls stay), so a long ``chat`` keeps fitting the model's context window: lower it for a
+    model with a small one."""
 
     _base_url_is_http = field_validator("base_url")(check_http_url)
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)

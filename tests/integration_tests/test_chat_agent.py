@@ -165,3 +165,33 @@ def test_chat_agent_says_why_there_is_no_answer_when_the_tool_call_is_not_json(
     assert 'arguments that are not JSON: \'{"query": "unterminated\'' in first
     assert "Sources: none (its tool call could not be read)" in first
     assert "The answer is in docs/" in out  # the next question is answered
+
+
+def test_a_long_chat_sends_the_older_tool_results_cleared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the history grew by every tool result, re-sent with each question: a long session
+    # passed the model's context window and every later question failed
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}', history_tokens: 1000}\n"
+            "tools:\n  - {type: hierarchical_document, name: docs_tool, source: docs}\n",
+            encoding="utf-8",
+        )
+        questions = ["revoke a token", "rate limit", "warp core", "shields", "replicator"]
+        monkeypatch.setattr(sys, "stdin", io.StringIO("".join(f"{q}\n" for q in questions)))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.count("Sources:") == len(questions)
+    last = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(last) == len(questions)
+    assert last[:2] == ["[cleared]", "[cleared]"]  # over 1,000 tokens: all but the 3 latest
+    assert all(content.startswith("Found ") for content in last[2:])
+    first = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert first[0].startswith("Found ")  # under the limit, nothing was cleared
