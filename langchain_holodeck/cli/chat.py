@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
 
-    from langchain_holodeck.config.models import AgentConfig, ChatModelConfig
+    from langchain_holodeck.config.models import AgentConfig, ChatModelConfig, ToolSelectionConfig
     from langchain_holodeck.tools.document import _DocumentTool
 
 logger = logging.getLogger(__name__)
@@ -310,17 +310,26 @@ def agent_answerer(
     llm: Any,
     instructions: str | None,
     max_chars: int | None,
+    selection: ToolSelectionConfig | None = None,
 ) -> Answer:
-    """Each line goes to a ``create_agent`` agent of ``llm`` over ``tools``; history is kept."""
+    """Each line goes to a ``create_agent`` agent of ``llm`` over ``tools``; history is kept.
+
+    With ``selection`` (the agent.yaml's ``tool_selection:``) each model call is offered the
+    tools a ``HybridToolSelectorMiddleware`` picks for the question, as in ``create_agent``.
+    """
     from langchain_core.messages import HumanMessage
 
-    create_agent, recursion_error = agent_support()
+    from langchain_holodeck.middleware import build_tool_selector_middleware
 
+    create_agent, recursion_error = agent_support()
+    middleware = [history_limit(config.history_tokens)]
+    if selection is not None:
+        middleware.insert(0, build_tool_selector_middleware(selection))
     agent = create_agent(
         llm,
         tools=[source_tool(t, max_chars=max_chars) for t in tools],
         system_prompt=instructions,
-        middleware=[history_limit(config.history_tokens)],
+        middleware=middleware,
     )
     history: list[BaseMessage] = []
     run_config: RunnableConfig = {"recursion_limit": 2 * config.max_tool_calls + 1}
@@ -431,7 +440,12 @@ def run_chat(args: argparse.Namespace) -> int:
     else:
         instructions = agent.instructions if agent and isinstance(agent.instructions, str) else None
         answer = agent_answerer(
-            model, tools, llm=llm, instructions=instructions, max_chars=args.max_chars
+            model,
+            tools,
+            llm=llm,
+            instructions=instructions,
+            max_chars=args.max_chars,
+            selection=agent.tool_selection if agent else None,
         )
     interactive = sys.stdin.isatty()
     with interrupt_says(""):  # from "ready" on, Ctrl-C ends the session quietly (exit 130)

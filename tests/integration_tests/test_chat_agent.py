@@ -195,3 +195,35 @@ def test_a_long_chat_sends_the_older_tool_results_cleared(
     assert all(content.startswith("Found ") for content in last[2:])
     first = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert first[0].startswith("Found ")  # under the limit, nothing was cleared
+
+
+def test_chat_offers_the_model_the_tools_tool_selection_picks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # chat offered every tool on each call: the agent.yaml's tool_selection: was ignored
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    shutil.copytree(DATA_DIR / "legal", tmp_path / "legal")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+            "api_key: '${FAKE_LLM_KEY}'}\n"
+            "tools:\n"
+            "  - {type: vectorstore, name: product_docs, source: docs,\n"
+            "     description: 'The product documentation: API, authentication, tokens.'}\n"
+            "  - {type: vectorstore, name: holodeck_act, source: legal,\n"
+            "     description: 'The Holodeck Safety Act: legislation, sections, penalties.'}\n"
+            "tool_selection: {max_tools: 1}\n",
+            encoding="utf-8",
+        )
+        questions = "Which legislation section sets the penalties?\nHow do I revoke a token?\n"
+        monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    offered = [[t["function"]["name"] for t in r.get("tools", [])] for r in server.requests]
+    assert offered[0] == ["holodeck_act"]
+    assert offered[2] == ["product_docs"]
+    assert out.count("Sources:") == 2
