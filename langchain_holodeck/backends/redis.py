@@ -124,6 +124,11 @@ class RedisBackend(Backend):
             return "redis"
         return f"redis {self.config.masked_connection_string}, index {self.config.index_name}"
 
+    def lost_service(self, error: BaseException) -> bool:
+        import redis
+
+        return isinstance(error, redis.ConnectionError | redis.TimeoutError)
+
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
         from redisvl.query.filter import Tag
 

@@ -19,6 +19,7 @@ import pytest
 
 from langchain_holodeck.backends import BackendUnavailableError
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
+from langchain_holodeck.ingestion import IngestProgress
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -201,6 +202,33 @@ def test_a_hybrid_tool_whose_server_went_away_fails_rather_than_finding_nothing(
         assert "\n" not in str(down.value)
     server.start()
     assert tool.search_sync("how do I revoke a token") == before
+
+
+def test_server_gone_mid_ingest_is_one_line_and_the_rerun_converges(
+    server: PrivatePostgres, table: str, data_dir: Path
+) -> None:
+    config = tool_config(server.url, table, data_dir, fallback_to_memory=False)
+    tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
+
+    crashed: list[str] = []
+
+    def crash_once(progress: IngestProgress) -> None:  # after the first files were read
+        if progress.stage == "files" and not crashed:
+            crashed.append(progress.stage)
+            server.crash()
+
+    with pytest.raises(BackendUnavailableError) as gone:
+        tool.initialize_sync(on_progress=crash_once)
+    message = str(gone.value)
+    assert message.startswith(f"postgres postgresql://postgres@127.0.0.1:{server.port}")
+    assert "became unavailable" in message
+    assert "\n" not in message
+    server.start()
+    rerun = VectorStoreTool(config, embeddings=HashingEmbeddings())
+    result = rerun.initialize_sync()
+    assert result.failed == 0
+    assert result.added + result.skipped == rerun.document_count > 0
+    assert rerun.initialize_sync().skipped == rerun.document_count  # converged
 
 
 def test_down_at_start_up_falls_back_or_fails_per_config(
