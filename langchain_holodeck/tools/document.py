@@ -37,7 +37,12 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import Definition
-from langchain_holodeck.errors import EmbeddingError, HolodeckError, IndexNotBuiltError
+from langchain_holodeck.errors import (
+    EmbeddingError,
+    HolodeckError,
+    IndexNotBuiltError,
+    SearchError,
+)
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
@@ -654,7 +659,7 @@ def told_to_the_model() -> Iterator[None]:
 def _search_error(error: Exception) -> RuntimeError:
     if _raised_by_embeddings(error, _EMBED_QUERY):
         return EmbeddingError(f"Failed to generate query embedding: {sanitize_error(error)}")
-    return RuntimeError(f"Search failed: {sanitize_error(error)}")
+    return SearchError(f"Search failed: {sanitize_error(error)}")
 
 
 def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None:
