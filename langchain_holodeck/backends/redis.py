@@ -111,9 +111,12 @@ class RedisBackend(Backend):
             where = mask_url_password(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"
             raise BackendUnavailableError(reason) from e
-        except ValueError as e:  # redis-py's message quotes part of the URL: not repeated
+        except ValueError as e:
             where = mask_url_password(url)
-            reason = (
+            if "@" not in url:  # no user info: redis-py's message quotes nothing secret
+                reason = f"Redis connection string {where} cannot be parsed ({e}); write it as redis://host:port/db"
+                raise BackendUnavailableError(reason) from e
+            reason = (  # redis-py's message may quote pieces of the password: not repeated
                 f"Redis connection string {where} cannot be parsed; percent-encode the "
                 "password's special characters (space %20, / %2F, # %23, @ %40, : %3A)"
             )
