@@ -114,7 +114,10 @@ class RedisBackend(Backend):
         except ValueError as e:
             where = mask_url_password(url)
             if "@" not in url:  # no user info: redis-py's message quotes nothing secret
-                reason = f"Redis connection string {where} cannot be parsed ({e}); write it as redis://host:port/db"
+                reason = (
+                    f"Redis connection string {where} cannot be parsed ({e}); write it as "
+                    "redis://host:port/db"
+                )
                 raise BackendUnavailableError(reason) from e
             reason = (  # redis-py's message may quote pieces of the password: not repeated
                 f"Redis connection string {where} cannot be parsed; percent-encode the "
