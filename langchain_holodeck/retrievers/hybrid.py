@@ -489,9 +489,10 @@ class HybridRetriever(BaseRetriever):
 
     def _legs(self, query: str, outcomes: Outcomes) -> Legs:
         errors = {name: o for name, o in outcomes.items() if isinstance(o, Exception)}
-        # The exact index lives in this process: alone it cannot tell a store that is down
-        # from a query nothing matches, so it does not stand in for the legs the store serves.
-        if errors and all(name == "exact" for name in outcomes if name not in errors):
+        # The exact index lives in this process: when it alone answered and found nothing, an
+        # empty answer would hide a store that is down; what it found is still served.
+        answered = [name for name in outcomes if name not in errors]
+        if errors and all(name == "exact" and not outcomes[name] for name in answered):
             for name in ("native", "semantic"):
                 if name in errors:
                     raise errors[name]
