@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         HolodeckError,
         IndexNotBuiltError,
         NoSupportedFilesError,
+        SearchError,
     )
     from langchain_holodeck.exact import (
         ExactMatchIndex,
@@ -233,6 +234,7 @@ _EXPORTS: dict[str, str] = {
     "ConfigError": "langchain_holodeck.errors",
     "DocumentLoadError": "langchain_holodeck.errors",
     "EmbeddingError": "langchain_holodeck.errors",
+    "SearchError": "langchain_holodeck.errors",
     "EmbeddingModelMismatchError": "langchain_holodeck.errors",
     "HolodeckError": "langchain_holodeck.errors",
     "IndexNotBuiltError": "langchain_holodeck.errors",
@@ -350,6 +352,7 @@ __all__ = [
     "RerankerConfig",
     "ResolvedReference",
     "RetrievalTestCase",
+    "SearchError",
     "SearchWeights",
     "Section",
     "SourceCodeSplitter",

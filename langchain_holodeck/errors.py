@@ -27,6 +27,10 @@ class EmbeddingError(HolodeckError, RuntimeError):
     """The embedding model failed: ``Failed to generate embeddings: ...`` (or query embedding)."""
 
 
+class SearchError(HolodeckError, RuntimeError):
+    """The store failed during a search: ``Search failed: ...`` (the cause chained)."""
+
+
 class NoSupportedFilesError(HolodeckError, FileNotFoundError):
     """A source directory holds no file the loader can read."""
 

@@ -98,6 +98,14 @@ class Backend(ABC):
         """One line for logs and the CLI: where the vectors live (no secret)."""
         return self.provider or type(self).__name__
 
+    def lost_service(self, error: BaseException) -> bool:
+        """Whether ``error`` is this backend's service gone (unreachable, dropped mid-run).
+
+        The tool then raises ``BackendUnavailableError`` (one line) instead of the client's
+        own exception. By default no error is.
+        """
+        return False
+
     def save(self, store: VectorStore, store_dir: Path) -> bool:
         """Save ``store`` into ``store_dir`` if it changed since the last save; return whether."""
         return False

@@ -119,6 +119,11 @@ class PostgresBackend(Backend):
             extra += f", {len(config.shards)} shards"
         return f"postgres {config.masked_connection_string}, table {config.table_name}{extra}"
 
+    def lost_service(self, error: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(error, psycopg.OperationalError)
+
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
         return {"filter": {"namespace": namespace}}
 

@@ -111,9 +111,15 @@ class RedisBackend(Backend):
             where = mask_url_password(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"
             raise BackendUnavailableError(reason) from e
-        except ValueError as e:  # redis-py's message quotes part of the URL: not repeated
+        except ValueError as e:
             where = mask_url_password(url)
-            reason = (
+            if "@" not in url:  # no user info: redis-py's message quotes nothing secret
+                reason = (
+                    f"Redis connection string {where} cannot be parsed ({e}); write it as "
+                    "redis://host:port/db"
+                )
+                raise BackendUnavailableError(reason) from e
+            reason = (  # redis-py's message may quote pieces of the password: not repeated
                 f"Redis connection string {where} cannot be parsed; percent-encode the "
                 "password's special characters (space %20, / %2F, # %23, @ %40, : %3A)"
             )
@@ -123,6 +129,11 @@ class RedisBackend(Backend):
         if self.config is None:
             return "redis"
         return f"redis {self.config.masked_connection_string}, index {self.config.index_name}"
+
+    def lost_service(self, error: BaseException) -> bool:
+        import redis
+
+        return isinstance(error, redis.ConnectionError | redis.TimeoutError)
 
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
         from redisvl.query.filter import Tag

@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args
+from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -282,6 +283,13 @@ class RedisDatabaseConfig(DatabaseConfig):
         problem = userinfo_problem(value.get_secret_value())
         if problem is not None:  # redis-py would connect to a host made of password pieces
             msg = f"{problem}, got {mask_connection_string(value.get_secret_value())!r}"
+            raise ValueError(msg)
+        path = urlsplit(value.get_secret_value()).path  # the user info is well-formed here
+        if path.strip("/") and not path.strip("/").isdigit():  # redis-py ignores it: db 0
+            msg = (
+                "the path must be a database number such as /0 (Redis databases have no "
+                f"names; index_name keeps stores apart), got path {path!r}"
+            )
             raise ValueError(msg)
         return value
 

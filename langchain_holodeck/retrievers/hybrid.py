@@ -489,17 +489,20 @@ class HybridRetriever(BaseRetriever):
 
     def _legs(self, query: str, outcomes: Outcomes) -> Legs:
         errors = {name: o for name, o in outcomes.items() if isinstance(o, Exception)}
+        # The exact index lives in this process: when it alone answered and found nothing, an
+        # empty answer would hide a store that is down; what it found is still served.
+        answered = [name for name in outcomes if name not in errors]
+        if errors and all(name == "exact" and not outcomes[name] for name in answered):
+            for name in ("native", "semantic"):
+                if name in errors:
+                    raise errors[name]
+            raise next(iter(errors.values()))
         for name, error in errors.items():
             logger.warning(
                 "HybridRetriever: the %s search failed (%s); serving the other legs.",
                 name,
                 one_line(error),  # provider errors may echo keys or URLs with passwords
             )
-        answered = [name for name in outcomes if name not in errors]
-        if "semantic" in errors and not answered:
-            raise errors["semantic"]
-        if errors and not answered:
-            raise next(iter(errors.values()))
         ok = {name: o for name, o in outcomes.items() if name not in errors}
         return Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
 

@@ -27,6 +27,7 @@ from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
+    BackendUnavailableError,
     backend_for_store,
     get_keyword_index_provider,
 )
@@ -36,7 +37,12 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import Definition
-from langchain_holodeck.errors import EmbeddingError, IndexNotBuiltError
+from langchain_holodeck.errors import (
+    EmbeddingError,
+    HolodeckError,
+    IndexNotBuiltError,
+    SearchError,
+)
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
@@ -250,6 +256,8 @@ class _DocumentTool(Generic[ConfigT]):
             EmbeddingError: ``Failed to generate embeddings: ...`` when the embedding model
                 fails and no chunk could be embedded (partial failures are counted in
                 ``SyncResult.failed`` instead).
+            BackendUnavailableError: When the store's server cannot be reached, or goes away
+                mid-run (what was written is kept; a re-run finishes the job).
         """
         return await asyncio.to_thread(
             self.initialize_sync, force_ingest=force_ingest, on_progress=on_progress
@@ -262,6 +270,15 @@ class _DocumentTool(Generic[ConfigT]):
         on_progress: Callable[[IngestProgress], None] | None = None,
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
+        with self._service_outage():
+            return self._ingest(force_ingest, on_progress=on_progress)
+
+    def _ingest(
+        self,
+        force_ingest: bool,  # noqa: FBT001  # initialize_sync's flag
+        *,
+        on_progress: Callable[[IngestProgress], None] | None,
+    ) -> SyncResult:
         store = self._open_store()
         self._warn_about_rerank_top_n()
         self._match_dimension(store, force_ingest=force_ingest)
@@ -320,16 +337,37 @@ class _DocumentTool(Generic[ConfigT]):
             EmbeddingError: ``Failed to generate embeddings: ...`` when opening the store needs
                 the model (to learn its dimension) and the model fails.
         """
-        store = self._open_store()
-        self._warn_about_rerank_top_n()
-        self._match_dimension(store, force_ingest=False)
-        self.corpus.match_index_settings(store, force_ingest=False)
-        self.corpus.match_model(store)
-        self.document_count = self._open_indexes(store)
-        self._retriever = self._build_retriever(store)
+        with self._service_outage():
+            store = self._open_store()
+            self._warn_about_rerank_top_n()
+            self._match_dimension(store, force_ingest=False)
+            self.corpus.match_index_settings(store, force_ingest=False)
+            self.corpus.match_model(store)
+            self.document_count = self._open_indexes(store)
+            self._retriever = self._build_retriever(store)
         self.is_initialized = True
         logger.info("%s: opened %d stored chunks", self.name, self.document_count)
         return self.document_count
+
+    @contextlib.contextmanager
+    def _service_outage(self) -> Iterator[None]:
+        """Turn the store's service going away mid-run into one ``BackendUnavailableError``.
+
+        Not the client's own exception: what was written stays, and a re-run finishes the job.
+        """
+        try:
+            yield
+        except HolodeckError:
+            raise
+        except Exception as error:
+            backend = self._backend
+            if backend is None or not backend.lost_service(error):
+                raise
+            msg = (
+                f"{backend.describe()} became unavailable ({sanitize_error(error)}); what was "
+                "written is kept: run again once it is back."
+            )
+            raise BackendUnavailableError(msg) from error
 
     def _open_store(self) -> VectorStore:
         try:
@@ -621,7 +659,7 @@ def told_to_the_model() -> Iterator[None]:
 def _search_error(error: Exception) -> RuntimeError:
     if _raised_by_embeddings(error, _EMBED_QUERY):
         return EmbeddingError(f"Failed to generate query embedding: {sanitize_error(error)}")
-    return RuntimeError(f"Search failed: {sanitize_error(error)}")
+    return SearchError(f"Search failed: {sanitize_error(error)}")
 
 
 def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None:

@@ -31,6 +31,24 @@ TAG_FIELDS = ("namespace", "source_path", "section_id", "chunk_type")
 NUMERIC_FIELDS = ("chunk_index",)
 
 
+def require_search_module(client: redis.Redis) -> None:
+    """Raise ``ResponseError`` saying what to run when the server has no query engine.
+
+    A plain Redis answers every ``FT.*`` command with ``unknown command``; an ACL that
+    refuses ``FT._LIST`` (``NOPERM``) says nothing about the module and is let through.
+    """
+    try:
+        client.execute_command("FT._LIST")
+    except redis.ResponseError as e:
+        if "unknown command" not in str(e).lower():
+            return
+        msg = (
+            "the server has no RediSearch module (FT._LIST is an unknown command); use Redis "
+            "Stack, or Redis 8 with its query engine (bash scripts/redis-stack.sh start PORT)"
+        )
+        raise redis.ResponseError(msg) from e
+
+
 def make_client(url: str, *, connect_timeout: float, probe: bool = False) -> redis.Redis:
     """A Redis client with short connect timeouts; the store's client retries (reconnects)."""
     retry = Retry(NoBackoff(), 0) if probe else Retry(ExponentialBackoff(cap=1.0, base=0.05), 3)

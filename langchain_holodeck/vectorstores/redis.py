@@ -67,6 +67,7 @@ from langchain_holodeck.vectorstores._redis_schema import (
     existing_vector_settings,
     index_schema,
     make_client,
+    require_search_module,
     vector_field,
 )
 
@@ -1007,6 +1008,7 @@ def build_redis_store(
     probe = make_client(url, connect_timeout=connect_timeout, probe=True)
     try:
         probe.ping()
+        require_search_module(probe)
     finally:
         probe.close()
     client = make_client(url, connect_timeout=connect_timeout)

@@ -127,3 +127,39 @@ def test_unreachable_redis_falls_back_with_one_warning_line(
     assert "note:" not in err  # nothing was re-ingested
     assert out.startswith("Found 1 result(s):\n\n[1] Score: ")
     assert "Source: docs/auth.md" in out
+
+
+@pytest.mark.usefixtures("embedding_cache_cleanup")
+def test_a_search_the_store_refuses_is_one_error_line(
+    project: Path,
+    redis_url: str,
+    redis_index_name: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Redis user whose ACL allows writes but not FT.SEARCH: ingest works, search fails."""
+    user, password = redis_index_name, "pw-acl-7c1e"
+    admin = redis.Redis.from_url(redis_url)
+    admin.execute_command(
+        "ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all",
+        *(f"-{c}" for c in ("ft.search", "ft.aggregate", "eval", "evalsha", "eval_ro")),
+        *(f"-{c}" for c in ("evalsha_ro", "fcall", "fcall_ro")),
+    )  # fmt: skip
+    try:
+        host = redis_url.split("://", 1)[1].rsplit("@", 1)[-1]
+        monkeypatch.setenv("REDIS_ACL_URL", f"redis://{user}:{password}@{host}")
+        agent = project / "agent.yaml"
+        agent.write_text(
+            AGENT_YAML.format(name=redis_index_name, url="${REDIS_ACL_URL}", index=redis_index_name)
+        )
+        code, _, err = run(capsys, "ingest", "--config", str(agent))
+        assert code == 0, err
+        code, out, err = run(capsys, "search", "--config", str(agent), "token expiry")
+    finally:
+        admin.execute_command("ACL", "DELUSER", user)
+        admin.close()
+    assert code == 1
+    assert out == ""
+    assert err.startswith("error: Search failed: NoPermissionError: ")
+    assert err.count("\n") == 1  # one line, no traceback
+    assert password not in err

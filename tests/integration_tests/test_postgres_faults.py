@@ -6,6 +6,7 @@ test_postgres_scaling.py."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import subprocess
 import uuid
@@ -17,9 +18,10 @@ import psycopg
 import pytest
 
 from langchain_holodeck.backends import BackendUnavailableError
-from langchain_holodeck.config import VectorStoreToolConfig
+from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
+from langchain_holodeck.ingestion import IngestProgress
 from langchain_holodeck.sync import sync_documents
-from langchain_holodeck.tools import VectorStoreTool
+from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
 from tests.helpers import HashingEmbeddings, postgres_url_or_skip
@@ -172,6 +174,61 @@ def test_restarted_under_a_running_tool(
     assert "\n" not in str(down.value)
     server.start()
     assert tool.search_sync("how do I revoke a token") == before  # the same tool reconnects
+
+
+@pytest.mark.parametrize("strategy", ["native", "fallback"])
+def test_a_hybrid_tool_whose_server_went_away_fails_rather_than_finding_nothing(
+    server: PrivatePostgres, table: str, data_dir: Path, strategy: str
+) -> None:
+    """Only the in-process exact leg answers; it found nothing: not "No relevant results"."""
+    config = HierarchicalDocumentToolConfig.model_validate(
+        {
+            "type": "hierarchical_document",
+            "name": "kb",
+            "source": str(data_dir / "docs"),
+            "search_strategy": strategy,
+            "database": tool_config(server.url, table, data_dir).database,
+        }
+    )
+    tool = HierarchicalDocumentTool(config, embeddings=HashingEmbeddings())
+    tool.initialize_sync()
+    assert tool.search_strategy == strategy
+    before = tool.search_sync("how do I revoke a token")
+    assert before.startswith("Found")
+    server.crash()
+    for search in (tool.search_sync, lambda q: asyncio.run(tool.search(q))):
+        with pytest.raises(RuntimeError, match=r"^Search failed: .*127\.0\.0\.1") as down:
+            search("how do I revoke a token")
+        assert "\n" not in str(down.value)
+    server.start()
+    assert tool.search_sync("how do I revoke a token") == before
+
+
+def test_server_gone_mid_ingest_is_one_line_and_the_rerun_converges(
+    server: PrivatePostgres, table: str, data_dir: Path
+) -> None:
+    config = tool_config(server.url, table, data_dir, fallback_to_memory=False)
+    tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
+
+    crashed: list[str] = []
+
+    def crash_once(progress: IngestProgress) -> None:  # after the first files were read
+        if progress.stage == "files" and not crashed:
+            crashed.append(progress.stage)
+            server.crash()
+
+    with pytest.raises(BackendUnavailableError) as gone:
+        tool.initialize_sync(on_progress=crash_once)
+    message = str(gone.value)
+    assert message.startswith(f"postgres postgresql://postgres@127.0.0.1:{server.port}")
+    assert "became unavailable" in message
+    assert "\n" not in message
+    server.start()
+    rerun = VectorStoreTool(config, embeddings=HashingEmbeddings())
+    result = rerun.initialize_sync()
+    assert result.failed == 0
+    assert result.added + result.skipped == rerun.document_count > 0
+    assert rerun.initialize_sync().skipped == rerun.document_count  # converged
 
 
 def test_down_at_start_up_falls_back_or_fails_per_config(

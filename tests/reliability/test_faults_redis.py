@@ -10,6 +10,7 @@ next run must reach exactly the state of one clean run.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Iterator
@@ -18,9 +19,15 @@ import pytest
 from langchain_core.documents import Document
 from pydantic import SecretStr
 
-from langchain_holodeck.config import RedisDatabaseConfig, VectorStoreToolConfig
+from langchain_holodeck.backends import BackendUnavailableError
+from langchain_holodeck.config import (
+    HierarchicalDocumentToolConfig,
+    RedisDatabaseConfig,
+    VectorStoreToolConfig,
+)
+from langchain_holodeck.ingestion import IngestProgress
 from langchain_holodeck.sync import sync_documents
-from langchain_holodeck.tools import VectorStoreTool
+from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
     create_vector_store_with_status,
@@ -252,6 +259,68 @@ def test_redis_restarted_under_a_running_tool(
         assert rerun.failed == 0
         assert rerun.added > 0
         assert tool.search_sync("how do I revoke a token") == before
+
+
+@pytest.mark.parametrize("strategy", ["native", "fallback"])
+def test_a_hybrid_tool_whose_redis_went_away_fails_rather_than_finding_nothing(
+    redis: PrivateRedis, data_dir: object, strategy: str
+) -> None:
+    """Only the in-process exact leg answers; it found nothing: not "No relevant results"."""
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="kb",
+        source=str(data_dir / "docs"),  # type: ignore[operator]
+        search_strategy=strategy,
+        database=database(redis, f"fault_tool_{uuid.uuid4().hex[:6]}"),
+        keyword_index={"provider": "redis"},
+    )
+    tool = HierarchicalDocumentTool(config, embeddings=HashingEmbeddings())
+    tool.initialize_sync()
+    assert (tool.backend, tool.search_strategy) == ("redis", strategy)
+    assert tool.search_sync("how do I revoke a token").startswith("Found")
+
+    redis.crash(snapshot=True)
+    for search in (tool.search_sync, lambda q: asyncio.run(tool.search(q))):
+        with pytest.raises(RuntimeError, match=r"^Search failed: ") as down:
+            search("how do I revoke a token")
+        assert "\n" not in str(down.value)
+        assert_no_secret(str(down.value))
+
+
+@pytest.mark.parametrize("snapshot", [False, True], ids=["restart-empty", "restart-persisted"])
+def test_redis_gone_mid_ingest_is_one_line_and_the_rerun_converges(
+    redis: PrivateRedis, data_dir: object, *, snapshot: bool
+) -> None:
+    config = VectorStoreToolConfig(
+        type="vectorstore",
+        name="kb",
+        description="Project docs",
+        source=str(data_dir / "docs"),  # type: ignore[operator]
+        database=database(redis, f"fault_tool_{uuid.uuid4().hex[:6]}").model_copy(
+            update={"fallback_to_memory": False}
+        ),
+    )
+    crashed: list[str] = []
+
+    def crash_once(progress: IngestProgress) -> None:  # after the first files were read
+        if progress.stage == "files" and not crashed:
+            crashed.append(progress.stage)
+            redis.crash(snapshot=snapshot)
+
+    tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
+    with pytest.raises(BackendUnavailableError) as gone:
+        tool.initialize_sync(on_progress=crash_once)
+    message = str(gone.value)
+    assert message.startswith(f"redis redis://:***@127.0.0.1:{PORT}")
+    assert "became unavailable" in message
+    assert "\n" not in message
+    assert_no_secret(message)
+    redis.start()
+    rerun = VectorStoreTool(config, embeddings=HashingEmbeddings())
+    result = rerun.initialize_sync()
+    assert result.failed == 0
+    assert result.added + result.skipped == rerun.document_count > 0
+    assert rerun.initialize_sync().skipped == rerun.document_count  # converged
 
 
 def test_documents_keep_ids_across_a_restart(redis: PrivateRedis) -> None:

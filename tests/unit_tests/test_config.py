@@ -299,6 +299,12 @@ RULES = [
         "must start with redis:// or rediss://, got 'http://db:6379'",
     ),
     (
+        vectorstore(database={"provider": "redis", "connection_string": "redis://db:6379/prod"}),
+        "tools[0].database.connection_string",
+        "the path must be a database number such as /0 (Redis databases have no names; "
+        "index_name keeps stores apart), got path '/prod'",
+    ),
+    (
         vectorstore(database={"provider": "in-memory", "connection_string": "${REDIS_URL}"}),
         "tools[0].database",
         "connection_string only applies to provider 'redis', got provider 'in-memory'",
@@ -1122,3 +1128,9 @@ def test_example_agent_yaml_comments_every_option_of_its_tools() -> None:
         if name != "type" and not re.search(rf"\b{name}\b", block)
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("url", ["redis://db:6379", "redis://db:6379/", "rediss://db:6380/2"])
+def test_a_redis_url_with_a_numbered_database_or_none_is_accepted(url: str) -> None:
+    config = RedisDatabaseConfig(provider="redis", connection_string=pydantic.SecretStr(url))
+    assert config.masked_connection_string == url

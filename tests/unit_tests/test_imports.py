@@ -67,6 +67,7 @@ EXPECTED_ALL = {
     "RetrievalTestCase",
     "ResolvedReference",
     "SUPPORTED_FILE_TYPES",
+    "SearchError",
     "SearchWeights",
     "Section",
     "SourceCodeSplitter",

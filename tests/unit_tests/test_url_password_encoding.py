@@ -20,7 +20,7 @@ from langchain_holodeck._redact import (
     url_password,
     userinfo_problem,
 )
-from langchain_holodeck.backends import create_vector_store_with_status
+from langchain_holodeck.backends import BackendUnavailableError, create_vector_store_with_status
 from langchain_holodeck.config import load_agent_config
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
@@ -198,4 +198,23 @@ def test_a_wrong_scheme_names_the_masked_url_once(tmp_path: Path) -> None:
     assert str(info.value).endswith(
         "connection_string: must start with postgresql://, "
         "got 'mysql://holodeck:***@127.0.0.1:6391/holodeck'."
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("redis://127.0.0.1:99999", "Port out of range 0-65535"),
+        ("redis://127.0.0.1:port", "Port could not be cast to integer value as 'port'"),
+    ],
+)
+def test_a_redis_url_without_a_password_that_cannot_be_parsed_says_why(url: str, said: str) -> None:
+    """Not "percent-encode the password's special characters": there is no password."""
+    config = {"provider": "redis", "connection_string": url, "fallback_to_memory": False}
+    with pytest.raises(BackendUnavailableError) as info:
+        create_vector_store_with_status(config, HashingEmbeddings())
+    message = str(info.value)
+    assert (
+        message
+        == f"Redis connection string {url} cannot be parsed ({said}); write it as redis://host:port/db"
     )
