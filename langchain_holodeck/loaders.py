@@ -40,6 +40,7 @@ from langchain_holodeck._converted import (
     tidy_sheet_tables,
     without_permalinks,
 )
+from langchain_holodeck._json_formats import json_lines_markdown, notebook_markdown
 from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
@@ -52,10 +53,13 @@ SKIP_SUMMARY = "holodeck_skip_summary"
 dangling link, a symlink loop, a FIFO), so a caller that re-checks a source an ingest reported
 on (``holodeck-rag search``) can lower them to DEBUG."""
 
-_PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json"})
+_PROSE_TYPES = frozenset({"md", "markdown", "txt", "log", "rst", "json", "jsonl", "ndjson"})
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
 """Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed;
-source code: as written)."""
+JSON Lines: one record a line; source code: as written)."""
+_JSON_LINES_TYPES = frozenset({"jsonl", "ndjson"})
+_NOTEBOOK_TYPES = frozenset({"ipynb"})
+"""Decoded by us, then made markdown in this process (``notebook_markdown``)."""
 _DECODED_CONVERTED_TYPES = frozenset({"csv", "html", "htm"})
 """Decoded by us (BOM, fallbacks, binary check), then converted by markitdown."""
 _BINARY_CONVERTED_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx"})
@@ -63,7 +67,7 @@ _ZIPPED_TYPES = frozenset({"docx", "pptx", "xlsx"})  # Office Open XML: zip arch
 """Handed to markitdown's converter for the format as a binary stream."""
 
 SUPPORTED_FILE_TYPES: frozenset[str] = (
-    _TEXT_TYPES | _DECODED_CONVERTED_TYPES | _BINARY_CONVERTED_TYPES
+    _TEXT_TYPES | _NOTEBOOK_TYPES | _DECODED_CONVERTED_TYPES | _BINARY_CONVERTED_TYPES
 )
 """Lowercase extensions (no dot) that ``SourceLoader`` reads; others are skipped with a warning."""
 
@@ -75,6 +79,8 @@ _BYTES_PER_CHUNK = 2048
 """About 4 bytes a token and 512 tokens a chunk: a large text file's chunk estimate."""
 _PACKAGE_MARKERS = frozenset({"__init__.py", "__init__.pyi"})
 """Files that are empty by design: skipped at DEBUG, not with a WARNING, when they are."""
+_SHOWN_BAD_LINES = 5
+"""Line numbers a JSON Lines file's warning names before ``...``."""
 _SHOWN_KINDS = 8
 """Extensions the skip summary names before ``...``."""
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -121,13 +127,20 @@ recorded."""
 class SourceLoader(BaseLoader):
     r"""Load every supported file of a file or directory as one markdown ``Document``.
 
-    ``.md``/``.markdown``/``.txt``/``.rst``/``.json`` and source code (``.py``, ``.js``, ``.ts``,
-    ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``, ``.cpp``, ``.rb``, ``.sh``, ``.sql``, ``.toml``,
-    ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are read directly: UTF-8 (a UTF-8,
+    ``.md``/``.markdown``/``.txt``/``.log``/``.rst``/``.json``/``.jsonl``/``.ndjson`` and
+    source code (``.py``, ``.js``, ``.ts``, ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``,
+    ``.cpp``, ``.rb``, ``.sh``, ``.sql``, ``.toml``, ``.yaml`` and the other extensions of
+    ``CODE_LANGUAGES``) are read directly (``.log`` like ``.txt``): UTF-8 (a UTF-8,
     UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
     ``encoding_fallbacks``; JSON is pretty-printed (2-space indent) as a fenced ``json`` code
-    block (invalid JSON: kept as written in the block, with a WARNING). ``.csv``/``.html``/
-    ``.htm`` are decoded the same way, then converted by markitdown;
+    block (invalid JSON: kept as written in the block, with a WARNING); JSON Lines is one fenced
+    ``json`` block, one compact record a line (a line that is not JSON: kept as written, one
+    WARNING naming the file and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the
+    same way and made markdown here: markdown cells as written, code cells as fenced blocks in
+    the kernel's language, each followed by at most 10 lines of its text output (images, HTML
+    and base64 data left out); a notebook that is not valid JSON fails like a corrupt PDF
+    (see ``on_error``). ``.csv``/``.html``/``.htm`` are decoded the same way, then converted
+    by markitdown;
     ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
     (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
     text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
@@ -498,6 +511,13 @@ class SourceLoader(BaseLoader):
             logger.debug("Decoded %s as %s.", file.source_path, encoding)
         if file.file_type == "json":
             return _json_code_block(text, file.source_path)
+        if file.file_type in _JSON_LINES_TYPES:
+            return _json_lines(text, file.source_path)
+        if file.file_type in _NOTEBOOK_TYPES:
+            try:
+                return notebook_markdown(text)
+            except ValueError as error:  # one WARNING (or DocumentLoadError) by read_document
+                raise ConversionError(str(error)) from error
         if file.file_type in _TEXT_TYPES:
             return text.replace("\r\n", "\n").replace("\r", "\n")
         return self._convert(file, text.encode("utf-8"), charset="utf-8")
@@ -627,6 +647,23 @@ def _json_code_block(text: str, source_path: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}json\n{body}\n{fence}\n"
+
+
+def _json_lines(text: str, source_path: str) -> str:
+    """A JSON Lines file as a fenced ``json`` block; one WARNING names its bad lines."""
+    markdown, bad = json_lines_markdown(text)
+    if bad:
+        shown = ", ".join(str(n) for n in bad[:_SHOWN_BAD_LINES])
+        logger.warning(
+            "%s: %d line%s not valid JSON (line %s%s); loading %s as written.",
+            source_path,
+            len(bad),
+            "s are" if len(bad) > 1 else " is",
+            shown,
+            ", ..." if len(bad) > _SHOWN_BAD_LINES else "",
+            "them" if len(bad) > 1 else "it",
+        )
+    return markdown
 
 
 _SYSTEM_DIRECTORIES = ("/proc", "/sys", "/dev")

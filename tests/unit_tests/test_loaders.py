@@ -310,6 +310,116 @@ def test_csv_becomes_a_markdown_table(data_dir: Path) -> None:
     ]
 
 
+def write_notebook(path: Path, cells: list[dict[str, Any]], language: str = "python") -> None:
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "k", "language": language}},
+        "cells": cells,
+    }
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def test_a_notebook_is_its_markdown_cells_and_fenced_code_cells(tmp_path: Path) -> None:
+    pixels = "iVBORw0KGgo" * 2000  # a plot's base64 PNG: never in a chunk
+    write_notebook(
+        tmp_path / "tuning.ipynb",
+        [
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": [
+                    "# Warp tuning\n",
+                    "Set the field ",
+                    f"![plot](data:image/png;base64,{pixels})",
+                ],
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": 1,
+                "source": ["flux = 3\n", "print('```')"],
+                "outputs": [
+                    {
+                        "output_type": "stream",
+                        "name": "stdout",
+                        "text": [f"step {i}\n" for i in range(200)],
+                    },
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {"image/png": pixels, "text/plain": ["<Figure>"]},
+                    },
+                ],
+            },
+            {"cell_type": "code", "metadata": {}, "source": "", "outputs": []},
+        ],
+        language="R",
+    )
+    [doc] = SourceLoader(tmp_path / "tuning.ipynb", base_dir=tmp_path).load()
+    assert doc.metadata["file_type"] == "ipynb"
+    assert doc.page_content.startswith("# Warp tuning\nSet the field ![plot](data:image/png;")
+    assert "````r\nflux = 3\nprint('```')\n````\n\n```output\nstep 0\n" in doc.page_content
+    assert "step 9\n...\n```" in doc.page_content
+    assert "step 10" not in doc.page_content
+    assert "iVBORw0KGgo" not in doc.page_content
+    assert len(doc.page_content) < 300
+
+
+def test_a_corrupt_notebook_is_one_warning_and_the_rest_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "a.md").write_text("# A\n", encoding="utf-8")
+    (tmp_path / "broken.ipynb").write_text('{"cells": [{"cell_type": "co', encoding="utf-8")
+    (tmp_path / "list.ipynb").write_text("[1, 2]", encoding="utf-8")
+    write_notebook(tmp_path / "ok.ipynb", [{"cell_type": "markdown", "source": "# Fine"}])
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [d.metadata["source_path"] for d in docs] == ["a.md", "ok.ipynb"]
+    assert docs[1].page_content == "# Fine\n"
+    [broken] = [w for w in warnings_for(caplog) if "broken.ipynb" in w]
+    assert "not a Jupyter notebook: invalid JSON" in broken
+    assert "\n" not in broken
+    [listed] = [w for w in warnings_for(caplog) if "list.ipynb" in w]
+    assert 'no "cells" list' in listed
+    loader = SourceLoader(tmp_path / "broken.ipynb", base_dir=tmp_path, on_error="raise")
+    with pytest.raises(DocumentLoadError, match=r"'broken\.ipynb': not a Jupyter notebook"):
+        loader.load()
+
+
+def test_json_lines_is_one_record_a_line_and_a_bad_line_is_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "events.jsonl").write_text(
+        '{"id": 1, "note": "caf\\u00e9"}\r\n\n{"id": 2,\n[3, {"k": "```"}]\n', encoding="utf-8"
+    )
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        [doc] = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert doc.metadata["file_type"] == "jsonl"
+    assert doc.page_content == (
+        '````json\n{"id": 1, "note": "café"}\n{"id": 2,\n[3, {"k": "```"}]\n````\n'
+    )
+    [warning] = warnings_for(caplog)
+    assert warning == ("events.jsonl: 1 line is not valid JSON (line 3); loading it as written.")
+
+
+def test_a_long_json_lines_file_is_split_between_records(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": i, "text": f"record {i} " + "warp " * 20}) for i in range(80)]
+    (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    [doc] = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    assert len(chunks) > 1
+    body = [ln for c in chunks for ln in c.page_content.splitlines() if ln.startswith("{")]
+    assert body == lines
+
+
+def test_a_log_file_is_read_like_text(tmp_path: Path) -> None:
+    (tmp_path / "warp.log").write_text("12:00 INFO core online\r\n12:01 WARN flux\n", "utf-8")
+    [doc] = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert doc.metadata["file_type"] == "log"
+    assert doc.page_content == "12:00 INFO core online\n12:01 WARN flux\n"
+
+
 def test_crlf_and_markdown_extensions(tmp_path: Path) -> None:
     (tmp_path / "a.markdown").write_bytes(b"# Title\r\n\r\nBody\r\n")
     (tmp_path / "b.rst").write_bytes(b"Title\n=====\n\nBody\n")
@@ -524,6 +634,7 @@ def test_every_supported_type_is_loadable(tmp_path: Path) -> None:
         "csv": lambda p: p.write_text("a,b\n1,2\n", encoding="utf-8"),
         "html": lambda p: p.write_text("<p>html text</p>", encoding="utf-8"),
         "htm": lambda p: p.write_text("<p>htm text</p>", encoding="utf-8"),
+        "ipynb": lambda p: write_notebook(p, [{"cell_type": "code", "source": "x = 1"}]),
     }
     for ext in SUPPORTED_FILE_TYPES:
         builders.get(ext, lambda p: p.write_text("plain text", encoding="utf-8"))(
