@@ -53,7 +53,9 @@ SKIP_SUMMARY = "holodeck_skip_summary"
 dangling link, a symlink loop, a FIFO), so a caller that re-checks a source an ingest reported
 on (``holodeck-rag search``) can lower them to DEBUG."""
 
-_PROSE_TYPES = frozenset({"md", "markdown", "txt", "log", "rst", "json", "jsonl", "ndjson"})
+_PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json", "jsonl", "ndjson"})
+"""``.log`` stays out: a stray build or app log (tens of thousands of lines) would outweigh
+the documents in the index and the ingest; rename a log to ``.txt`` to ingest it."""
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
 """Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed;
 JSON Lines: one record a line; source code: as written)."""
@@ -127,10 +129,10 @@ recorded."""
 class SourceLoader(BaseLoader):
     r"""Load every supported file of a file or directory as one markdown ``Document``.
 
-    ``.md``/``.markdown``/``.txt``/``.log``/``.rst``/``.json``/``.jsonl``/``.ndjson`` and
-    source code (``.py``, ``.js``, ``.ts``, ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``,
-    ``.cpp``, ``.rb``, ``.sh``, ``.sql``, ``.toml``, ``.yaml`` and the other extensions of
-    ``CODE_LANGUAGES``) are read directly (``.log`` like ``.txt``): UTF-8 (a UTF-8,
+    ``.md``/``.markdown``/``.txt``/``.rst``/``.json``/``.jsonl``/``.ndjson`` and source code
+    (``.py``, ``.js``, ``.ts``, ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``, ``.cpp``, ``.rb``,
+    ``.sh``, ``.sql``, ``.toml``, ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are
+    read directly (``.log`` files are skipped: rename one to ``.txt``): UTF-8 (a UTF-8,
     UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
     ``encoding_fallbacks``; JSON is pretty-printed (2-space indent) as a fenced ``json`` code
     block (invalid JSON: kept as written in the block, with a WARNING); JSON Lines is one fenced

@@ -413,11 +413,12 @@ def test_a_long_json_lines_file_is_split_between_records(tmp_path: Path) -> None
     assert body == lines
 
 
-def test_a_log_file_is_read_like_text(tmp_path: Path) -> None:
-    (tmp_path / "warp.log").write_text("12:00 INFO core online\r\n12:01 WARN flux\n", "utf-8")
-    [doc] = SourceLoader(tmp_path, base_dir=tmp_path).load()
-    assert doc.metadata["file_type"] == "log"
-    assert doc.page_content == "12:00 INFO core online\n12:01 WARN flux\n"
+def test_a_log_file_is_skipped_not_ingested(tmp_path: Path) -> None:
+    # a stray app log of 60k lines would outweigh the documents: it stays out (rename to .txt)
+    (tmp_path / "warp.log").write_text("12:00 INFO core online\n" * 3, "utf-8")
+    (tmp_path / "guide.md").write_text("# Guide\n\nEngage.\n", "utf-8")
+    docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    assert [d.metadata["source_path"] for d in docs] == ["guide.md"]
 
 
 def test_crlf_and_markdown_extensions(tmp_path: Path) -> None:
