@@ -559,8 +559,8 @@ def _run_search(args: argparse.Namespace) -> int:
     result = _initialize_known(tool, args.store)
     if result.added or result.updated or result.deleted or result.failed:
         logger.warning(
-            "note: %s changed since the last ingest; synced it first (%d added, %d updated, "
-            "%d deleted, %d failed).",
+            "note: %s changed since the last ingest (its files, or how this version reads "
+            "them); synced it first (%d added, %d updated, %d deleted, %d failed).",
             _shown_source(target),
             result.added,
             result.updated,
