@@ -5,7 +5,10 @@ from __future__ import annotations
 import io
 import shutil
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,140 +93,121 @@ def test_chat_agent_survives_an_unreachable_model_server(
     )  # each question fails; the session goes on
 
 
-def test_chat_agent_tool_rejects_a_query_without_words_as_the_tool_does(
+DOCS_TOOL = "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n"
+
+
+@dataclass
+class Chat:
+    """What one ``chat agent.yaml`` session printed, and the requests its model received."""
+
+    code: int
+    out: str
+    err: str
+    requests: list[dict[str, Any]]
+
+
+@pytest.fixture
+def run_chat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The model's call with query '?!' gets as_tool's one-line error, not the nearest noise."""
+) -> Callable[..., Chat]:
+    """``chat agent.yaml`` over a copy of the test docs, its model the loopback server.
+
+    The call takes the questions (one a line), the ``tools:`` (and other) sections of the file,
+    and ``model`` keys besides provider, name, base_url and api_key (``", history_tokens: 1000"``).
+    """
     shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
-    with chat_server() as server:
-        (tmp_path / "agent.yaml").write_text(
-            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
-            "api_key: '${FAKE_LLM_KEY}'}\n"
-            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
-            encoding="utf-8",
-        )
-        monkeypatch.setattr(sys, "stdin", io.StringIO("?!\nrate limit\n"))
-        code = main(["chat", "agent.yaml"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    said = [r["messages"][-1] for r in server.requests if r["messages"][-1]["role"] == "tool"]
+
+    def run(questions: str, *, tools: str = DOCS_TOOL, model: str = "") -> Chat:
+        with chat_server() as server:
+            (tmp_path / "agent.yaml").write_text(
+                f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
+                f"api_key: '${{FAKE_LLM_KEY}}'{model}}}\n{tools}",
+                encoding="utf-8",
+            )
+            monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
+            code = main(["chat", "agent.yaml"])
+        out, err = capsys.readouterr()
+        return Chat(code, out, err, server.requests)
+
+    return run
+
+
+def test_chat_agent_tool_rejects_a_query_without_words_as_the_tool_does(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """The model's call with query '?!' gets as_tool's one-line error, not the nearest noise."""
+    chat = run_chat("?!\nrate limit\n")
+    assert chat.code == 0, chat.err
+    said = [r["messages"][-1] for r in chat.requests if r["messages"][-1]["role"] == "tool"]
     assert [m["content"][:50].split("\n")[0] for m in said] == [
         "Search query has no letters or digits, got '?!'; a",
         "Found 5 result(s):",
     ]
-    assert "The answer is in nowhere." in out  # the session went on to the next question
-    assert "The answer is in docs/" in out
+    assert "The answer is in nowhere." in chat.out  # the session went on to the next question
+    assert "The answer is in docs/" in chat.out
 
 
 def test_chat_agent_says_its_tool_call_failed_not_that_it_called_no_tool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    run_chat: Callable[..., Chat],
 ) -> None:
-    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
-    with chat_server() as server:
-        (tmp_path / "agent.yaml").write_text(
-            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
-            "api_key: '${FAKE_LLM_KEY}'}\n"
-            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
-            encoding="utf-8",
-        )
-        monkeypatch.setattr(sys, "stdin", io.StringIO("?!\n"))
-        code = main(["chat", "agent.yaml"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert len(server.requests) == 2  # the model called the tool, then answered
-    assert "Sources: none (its tool calls failed)" in out
+    chat = run_chat("?!\n")
+    assert chat.code == 0, chat.err
+    assert len(chat.requests) == 2  # the model called the tool, then answered
+    assert "Sources: none (its tool calls failed)" in chat.out
 
 
 def test_chat_agent_says_why_there_is_no_answer_when_the_tool_call_is_not_json(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    run_chat: Callable[..., Chat],
 ) -> None:
     """create_agent stops at a tool call whose arguments are not JSON (invalid_tool_calls):
     chat printed an empty answer and 'the model called no tool'."""
-    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
-    with chat_server() as server:
-        (tmp_path / "agent.yaml").write_text(
-            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
-            "api_key: '${FAKE_LLM_KEY}'}\n"
-            "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n",
-            encoding="utf-8",
-        )
-        monkeypatch.setattr(sys, "stdin", io.StringIO("BAD-JSON rate limit\nrate limit\n"))
-        code = main(["chat", "agent.yaml"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    first = out.split("> rate limit")[0]
+    chat = run_chat("BAD-JSON rate limit\nrate limit\n")
+    assert chat.code == 0, chat.err
+    first = chat.out.split("> rate limit")[0]
     assert first.startswith("> BAD-JSON rate limit\n(no answer: the model called docs_tool with ")
     assert 'arguments that are not JSON: \'{"query": "unterminated\'' in first
     assert "Sources: none (its tool call could not be read)" in first
-    assert "The answer is in docs/" in out  # the next question is answered
+    assert "The answer is in docs/" in chat.out  # the next question is answered
 
 
-def test_a_long_chat_sends_the_older_tool_results_cleared(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_long_chat_sends_the_older_tool_results_cleared(run_chat: Callable[..., Chat]) -> None:
     # the history grew by every tool result, re-sent with each question: a long session
     # passed the model's context window and every later question failed
-    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
-    with chat_server() as server:
-        (tmp_path / "agent.yaml").write_text(
-            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
-            "api_key: '${FAKE_LLM_KEY}', history_tokens: 1000}\n"
-            "tools:\n  - {type: hierarchical_document, name: docs_tool, source: docs}\n",
-            encoding="utf-8",
-        )
-        questions = ["revoke a token", "rate limit", "warp core", "shields", "replicator"]
-        monkeypatch.setattr(sys, "stdin", io.StringIO("".join(f"{q}\n" for q in questions)))
-        code = main(["chat", "agent.yaml"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert out.count("Sources:") == len(questions)
-    last = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    questions = ["revoke a token", "rate limit", "warp core", "shields", "replicator"]
+    chat = run_chat(
+        "".join(f"{q}\n" for q in questions),
+        tools="tools:\n  - {type: hierarchical_document, name: docs_tool, source: docs}\n",
+        model=", history_tokens: 1000",
+    )
+    assert chat.code == 0, chat.err
+    assert chat.out.count("Sources:") == len(questions)
+    last = [m["content"] for m in chat.requests[-1]["messages"] if m["role"] == "tool"]
     assert len(last) == len(questions)
     assert last[:2] == ["[cleared]", "[cleared]"]  # over 1,000 tokens: all but the 3 latest
     assert all(content.startswith("Found ") for content in last[2:])
-    first = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    first = [m["content"] for m in chat.requests[1]["messages"] if m["role"] == "tool"]
     assert first[0].startswith("Found ")  # under the limit, nothing was cleared
 
 
 def test_chat_offers_the_model_the_tools_tool_selection_picks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    run_chat: Callable[..., Chat], tmp_path: Path
 ) -> None:
     # chat offered every tool on each call: the agent.yaml's tool_selection: was ignored
-    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
     shutil.copytree(DATA_DIR / "legal", tmp_path / "legal")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("FAKE_LLM_KEY", "sk-loopback")
-    with chat_server() as server:
-        (tmp_path / "agent.yaml").write_text(
-            f"model: {{provider: openai, name: m, base_url: {server.base_url}, "
-            "api_key: '${FAKE_LLM_KEY}'}\n"
-            "tools:\n"
-            "  - {type: vectorstore, name: product_docs, source: docs,\n"
-            "     description: 'The product documentation: API, authentication, tokens.'}\n"
-            "  - {type: vectorstore, name: holodeck_act, source: legal,\n"
-            "     description: 'The Holodeck Safety Act: legislation, sections, penalties.'}\n"
-            "tool_selection: {max_tools: 1}\n",
-            encoding="utf-8",
-        )
-        questions = "Which legislation section sets the penalties?\nHow do I revoke a token?\n"
-        monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
-        code = main(["chat", "agent.yaml"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    offered = [[t["function"]["name"] for t in r.get("tools", [])] for r in server.requests]
+    chat = run_chat(
+        "Which legislation section sets the penalties?\nHow do I revoke a token?\n",
+        tools="tools:\n"
+        "  - {type: vectorstore, name: product_docs, source: docs,\n"
+        "     description: 'The product documentation: API, authentication, tokens.'}\n"
+        "  - {type: vectorstore, name: holodeck_act, source: legal,\n"
+        "     description: 'The Holodeck Safety Act: legislation, sections, penalties.'}\n"
+        "tool_selection: {max_tools: 1}\n",
+    )
+    assert chat.code == 0, chat.err
+    offered = [[t["function"]["name"] for t in r.get("tools", [])] for r in chat.requests]
     assert offered[0] == ["holodeck_act"]
     assert offered[2] == ["product_docs"]
-    assert out.count("Sources:") == 2
+    assert chat.out.count("Sources:") == 2

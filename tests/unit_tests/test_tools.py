@@ -316,13 +316,10 @@ async def test_a_failing_search_is_one_line_the_agent_reads_not_a_crash(
             assert messages[-1].content == "The answer is in nowhere."
 
 
-async def test_a_store_failing_under_a_threshold_is_a_search_failure(
+async def _thresholded_on_a_failing_store(
     embeddings: HashingEmbeddings, tmp_path: Path
-) -> None:
-    """Hybrid with min_similarity_score, the store down: the keyword leg's hits have no dense
-    score, so the threshold drops them; the 'No results above ...' check then asked the store
-    again, outside the search's error handling: a raw OSError (Redis: RedisSearchError) left
-    search() and crashed the agent's run."""
+) -> HierarchicalDocumentTool:
+    """A hybrid tool with min_similarity_score over the Act, whose store's searches fail."""
     legal = tmp_path / "legal"
     shutil.copytree(DATA_DIR / "legal", legal)
     config = HierarchicalDocumentToolConfig(
@@ -334,6 +331,17 @@ async def test_a_store_failing_under_a_threshold_is_a_search_failure(
     )
     tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
     await tool.initialize()
+    return tool
+
+
+async def test_a_store_failing_under_a_threshold_is_a_search_failure(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """Hybrid with min_similarity_score, the store down: the keyword leg's hits have no dense
+    score, so the threshold drops them; the 'No results above ...' check then asked the store
+    again, outside the search's error handling: a raw OSError (Redis: RedisSearchError) left
+    search() and crashed the agent's run."""
+    tool = await _thresholded_on_a_failing_store(embeddings, tmp_path)
     with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
         await tool.search("safety interlock")
     with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
@@ -350,17 +358,7 @@ async def test_chats_agent_tool_tells_the_model_a_store_failing_under_a_threshol
     check's store failure left the tool call and ended the question."""
     from langchain_holodeck.cli.chat import source_tool
 
-    legal = tmp_path / "legal"
-    shutil.copytree(DATA_DIR / "legal", legal)
-    config = HierarchicalDocumentToolConfig(
-        type="hierarchical_document",
-        name="legal_docs",
-        description="The Act.",
-        source=str(legal),
-        min_similarity_score=0.3,
-    )
-    tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
-    await tool.initialize()
+    tool = await _thresholded_on_a_failing_store(embeddings, tmp_path)
     call = {"type": "tool_call", "name": "legal_docs", "args": {"query": "interlock"}, "id": "c"}
     answer = source_tool(tool, max_chars=None).invoke(call)
     assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
