@@ -645,14 +645,16 @@ def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool
 def told_to_the_model() -> Iterator[None]:
     """A bad query or a failing search becomes a ``ToolException``: the agent reads one line.
 
-    ``IndexNotBuiltError`` (search before ``initialize``: the caller's mistake) and
-    ``TypeError`` (a query that is not a string) are raised as they are.
+    Only those: ``ValueError`` (the query), ``SearchError`` and ``EmbeddingError`` (what
+    ``search`` makes of any failure below it). ``IndexNotBuiltError`` (search before
+    ``initialize``: the caller's mistake), ``TypeError`` (a query that is not a string) and
+    any other error (a defect of this package) are raised as they are.
     """
     try:
         yield
     except IndexNotBuiltError:
         raise
-    except (ValueError, RuntimeError) as error:  # the model can ask again; the loop goes on
+    except (ValueError, SearchError, EmbeddingError) as error:  # the model can ask again
         raise ToolException(str(error)) from error
 
 

@@ -610,3 +610,18 @@ def test_initialize_stats_each_file_once(
     assert len(walks) == 1
     assert tool.initialize_sync().skipped == tool.document_count
     assert len(walks) == 2
+
+
+def test_only_query_and_search_failures_are_told_to_the_model() -> None:
+    """A model reads a bad query or a failing search as one line; a defect of the package (a
+    RuntimeError of any other kind, e.g. NotImplementedError) reaches the developer."""
+    from langchain_core.tools import ToolException
+
+    from langchain_holodeck.errors import EmbeddingError, SearchError
+    from langchain_holodeck.tools.document import told_to_the_model
+
+    for told in (ValueError("q"), SearchError("Search failed: x"), EmbeddingError("e")):
+        with pytest.raises(ToolException, match=str(told)), told_to_the_model():
+            raise told
+    with pytest.raises(NotImplementedError), told_to_the_model():
+        raise NotImplementedError
