@@ -29,6 +29,12 @@ OPENAI_EMBEDDING_MODELS = frozenset(
 )
 """Bare model names routed to langchain-openai (any ``openai/<name>`` is too)."""
 _OPENAI_PREFIX = "openai/"
+_LOCAL_PREFIX = "sentence-transformers/"
+MODEL_NAMES = (
+    "an OpenAI model name (text-embedding-3-small, text-embedding-3-large, "
+    "text-embedding-ada-002 or 'openai/<name>') or 'sentence-transformers/<name>'"
+)
+"""The ``embedding_model`` names ``resolve_embeddings`` accepts, as its errors say them."""
 
 
 def openai_model(embedding_model: str | None) -> str | None:
@@ -58,3 +64,21 @@ def long_text_without_windows(model: str) -> str:
         "models have no windows, the other modes are for the local models (remove long_text, "
         "or leave embedding_model unset)"
     )
+
+
+def check_model_name(name: str | None) -> str | None:
+    """``name`` if it is an ``embedding_model`` name of an accepted form (``None`` passes).
+
+    The form only: whether an OpenAI key is set or a local model is cached is found when the
+    model is built. A configuration refuses a misspelt name when it is read, in one line.
+
+    Raises:
+        ValueError: When ``name`` is neither an OpenAI model nor ``sentence-transformers/...``.
+    """
+    if name is None or openai_model(name) is not None:
+        return name
+    stripped = name.strip()
+    if stripped.startswith(_LOCAL_PREFIX) and len(stripped) > len(_LOCAL_PREFIX):
+        return name
+    msg = f"must be {MODEL_NAMES} (unset: the local all-MiniLM-L6-v2), got {name!r}"
+    raise ValueError(msg)

@@ -42,6 +42,7 @@ from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
     UNSET_LONG_TEXTS,
     LongTextMode,
+    check_model_name,
     long_text_without_windows,
     openai_model,
 )
@@ -196,6 +197,8 @@ class _SearchToolConfig(BaseModel):
             msg = "reranker configuration required when rerank is enabled"
             raise ValueError(msg)
         return self
+
+    _model_name = field_validator("embedding_model")(check_model_name)
 
     @field_validator("long_text")
     @classmethod
@@ -367,6 +370,8 @@ class ToolSelectionConfig(BaseModel):
     """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+
+    _model_name = field_validator("embedding_model")(check_model_name)
 
     @model_validator(mode="after")
     def _valid_names_and_weights(self) -> ToolSelectionConfig:

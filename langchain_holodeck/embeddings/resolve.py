@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
+    MODEL_NAMES,
     UNSET_LONG_TEXTS,
     LongTextMode,
     long_text_without_windows,
@@ -33,11 +34,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDING_MODEL = MINILM_NAME
 """The embedded default model (384 dimensions), run by ``OnnxEmbeddings``."""
-_ACCEPTED = (
-    "None (the local all-MiniLM-L6-v2 default), an Embeddings object, an OpenAI model name "
-    "(text-embedding-3-small, text-embedding-3-large, text-embedding-ada-002 or "
-    "'openai/<name>') or 'sentence-transformers/<name>'"
-)
+_ACCEPTED = f"None (the local all-MiniLM-L6-v2 default), an Embeddings object, {MODEL_NAMES}"
 
 
 def resolve_embeddings(

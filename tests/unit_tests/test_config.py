@@ -298,6 +298,12 @@ RULES = [
         "tools[0].database.connection_string",
         "must start with redis:// or rediss://, got 'http://db:6379'",
     ),
+    (  # a misspelt model: refused when the file is read, not as a traceback when it is built
+        vectorstore(embedding_model="text-embeding-3-small"),
+        "tools[0].embedding_model",
+        "or 'sentence-transformers/<name>' (unset: the local all-MiniLM-L6-v2), got "
+        "'text-embeding-3-small'",
+    ),
     (
         vectorstore(database={"provider": "redis", "connection_string": "redis://db:6379/prod"}),
         "tools[0].database.connection_string",
@@ -1134,3 +1140,24 @@ def test_example_agent_yaml_comments_every_option_of_its_tools() -> None:
 def test_a_redis_url_with_a_numbered_database_or_none_is_accepted(url: str) -> None:
     config = RedisDatabaseConfig(provider="redis", connection_string=pydantic.SecretStr(url))
     assert config.masked_connection_string == url
+
+
+def test_a_misspelt_tool_selection_model_names_its_field(tmp_path: Path) -> None:
+    # chat built the selector from it and died in a ValueError traceback
+    agent_yaml = tmp_path / "agent.yaml"
+    agent_yaml.write_text(
+        "tools: [{type: vectorstore, name: kb, source: docs}]\n"
+        "tool_selection: {embedding_model: all-MiniLM}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        ConfigError, match=r"tool_selection\.embedding_model: must be .*'all-MiniLM'"
+    ):
+        load_agent_config(agent_yaml)
+    for good in ("openai/text-embedding-3-small", "sentence-transformers/all-MiniLM-L6-v2"):
+        agent_yaml.write_text(
+            "tools: [{type: vectorstore, name: kb, source: docs}]\n"
+            f"tool_selection: {{embedding_model: {good}}}\n",
+            encoding="utf-8",
+        )
+        assert load_agent_config(agent_yaml).tool_selection.embedding_model == good
