@@ -22,8 +22,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck.embeddings.runtime import (
-    cpu_has_int8_dot,
     int8_model,
+    int8_pays,
     open_session,
     physical_cores,
 )
@@ -79,13 +79,14 @@ class OnnxEmbeddings(Embeddings):
     Queries are one vector: the mean of their ``max_tokens`` windows (``"first"``: the first).
     The session and tokenizer load on first use (thread-safe).
 
-    ``precision="auto"`` (the default) computes in int8 where the CPU multiplies int8 natively
-    (x86 VNNI or AMX, Arm dot-product: ``embeddings/runtime.py``): onnxruntime's dynamic
-    quantization of the model's graph, built once and cached in the user cache directory.
-    On SciFact it ran 2.0x the windows per CPU-second of fp32, its vectors at cosine 0.995
-    to fp32's, the default hybrid's nDCG@10 0.002 below (dense: 0.007 above;
-    ``benchmarks/bench_int8.py``). The precision is part of ``embedding_model_id``, so a
-    store written in the other precision asks for ``force_ingest``.
+    ``precision="auto"`` (the default) computes in int8 where it pays (``runtime.int8_pays``):
+    where the CPU multiplies int8 natively (x86 VNNI or AMX, Arm dot-product) and on x86 with
+    AVX2. It is onnxruntime's dynamic quantization of the model's graph, built once and cached
+    in the user cache directory. On SciFact it ran 2.0x the windows per CPU-second of fp32
+    with VNNI (vectors at cosine 0.995 to fp32's, the default hybrid's nDCG@10 0.002 below) and
+    2.2-2.6x with AVX2 alone (cosine 0.992, nDCG@10 0.002 above; ``benchmarks/bench_int8.py``).
+    The precision is part of ``embedding_model_id``, so a store written in the other precision
+    asks for ``force_ingest``.
 
     Outside this package's sync (``OnnxEmbeddings`` given to another LangChain vector store),
     ``"fit"`` and ``"best"`` still embed a long document as its first window only, since no
@@ -172,7 +173,7 @@ class OnnxEmbeddings(Embeddings):
         self.batch_size = batch_size
         self.threads = threads
         self.precision: Literal["int8", "fp32"] = (
-            ("int8" if cpu_has_int8_dot() else "fp32") if precision == "auto" else precision
+            ("int8" if int8_pays() else "fp32") if precision == "auto" else precision
         )
         """The precision it computes in (``"auto"`` resolved); part of ``embedding_model_id``."""
         self.cache_dir = None if cache_dir is None else Path(cache_dir)

@@ -3,8 +3,9 @@
 The int8 path is onnxruntime's dynamic quantization of the model's fp32 graph: weights int8
 per output channel, activations quantized per batch to uint8, matrix products in integer
 instructions (``MatMulInteger``). It pays where the CPU multiplies int8 natively (x86 VNNI or
-AMX, Arm dot-product); elsewhere fp32 stays. The quantized graph is built once per model
-file and onnxruntime version, then read from a user cache directory (``int8_model``).
+AMX, Arm dot-product) and on x86 with AVX2 (``int8_pays``); elsewhere fp32 stays. The
+quantized graph is built once per model file and onnxruntime version, then read from a user
+cache directory (``int8_model``).
 Before quantizing, the graph loses the NaN guards its export put after each attention
 softmax (``drop_nan_guards``): the same vectors, bit for bit, in ~20% less CPU; then each
 attention block and GELU becomes one fused operator (``_fusions.fused_graph``). Sessions are
@@ -79,6 +80,23 @@ def cpu_has_int8_dot(flags: Iterable[str] | None = None) -> bool:
             return True
         flags = cpu_flags()
     return not _INT8_CPU_FLAGS.isdisjoint(flags)
+
+
+def int8_pays(flags: Iterable[str] | None = None) -> bool:
+    """Whether int8 compute runs faster than fp32 here: the default precision's test.
+
+    Where the CPU multiplies int8 natively (``cpu_has_int8_dot``), and on x86 with AVX2, where
+    onnxruntime multiplies unsigned by signed bytes in pairs (``vpmaddubsw``). On a 2-core
+    AMD EPYC with AVX2 and no VNNI, int8 ran 2.2-2.6x the windows of 128 per CPU-second of
+    fp32 (``benchmarks/bench_int8.py``; docs/embeddings.md). ``flags`` defaults to this
+    machine's (``cpu_flags()``).
+    """
+    if flags is None:
+        if cpu_has_int8_dot():
+            return True
+        flags = cpu_flags()
+    flags = frozenset(flags)
+    return cpu_has_int8_dot(flags) or "avx2" in flags
 
 
 def physical_cores(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:

@@ -27,6 +27,7 @@ from langchain_holodeck.embeddings.runtime import (
     file_digest,
     folded_graph,
     int8_model,
+    int8_pays,
     open_session,
     physical_cores,
 )
@@ -39,6 +40,11 @@ def test_int8_dot_products_are_read_from_the_cpu_flags(tmp_path: Path) -> None:
     assert cpu_has_int8_dot(["fp", "asimd", "asimddp"])  # Arm dot-product
     assert cpu_has_int8_dot(["amx_int8"])
     assert not cpu_has_int8_dot(["sse2", "avx2", "fma"])
+    # int8 also pays with AVX2 alone (byte pairs multiplied, vpmaddubsw); not with SSE only
+    assert int8_pays(["sse2", "avx2", "fma"])
+    assert int8_pays(["fp", "asimd", "asimddp"])
+    assert not int8_pays(["sse2", "sse4_2"])
+    assert not int8_pays(["fp", "asimd"])  # Arm without dot-product
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx_vnni\n\n", encoding="utf-8")
     assert cpu_flags(cpuinfo) == {"fpu", "sse2", "avx2", "avx_vnni"}
