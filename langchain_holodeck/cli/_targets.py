@@ -374,7 +374,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         config=str(target.config_path.absolute()) if target.config_path else None,
         source_overridden=target.source_overridden,
         embedding_model=target.embedding_model,
-        embedding_model_id=_model_id(target),
+        embedding_model_id=tool.corpus.model_id or _model_id(target),  # as the store holds
         backend=tool.backend,
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

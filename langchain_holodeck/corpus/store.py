@@ -93,6 +93,8 @@ class Corpus:
         self.cache: ByteStore | None = None
         """This corpus's embedding cache (the backend's), once a configured store is open."""
         self.model_id: str | None = None
+        self._auto_model: Embeddings | None = None
+        """The ``precision="auto"`` model, while the corpus embeds in its store's precision."""
         self.dimension: int | None = None
         self.provider = "unset"
         """The provider the vectors live in (``in-memory``, ``redis``...), or the class name of
@@ -276,6 +278,51 @@ class Corpus:
             have,
         )
         backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self.dimension)
+
+    def follow_stored_precision(self, store: VectorStore, *, force_ingest: bool) -> None:
+        """Embed in the precision of the vectors this corpus's store holds, under ``"auto"``.
+
+        ``OnnxEmbeddings(precision="auto")`` computes in int8 where int8 pays on this CPU. A
+        store built in the other precision (by a version before int8 compute, or on another
+        CPU) would otherwise stop sync with ``EmbeddingModelMismatchError``; its chunks name
+        a model id that differs from ours in the precision alone, so the corpus embeds with
+        ``in_precision`` of theirs instead, and nothing is re-embedded. With ``force_ingest``
+        the corpus embeds in this CPU's choice again (a forced re-ingest converts the store).
+        A precision set explicitly, another model, or an empty store: nothing changes.
+        """
+        embeddings = self.embeddings
+        if not isinstance(embeddings, CachedEmbeddings):  # a store given with its own model
+            return
+        if force_ingest:
+            if self._auto_model is not None:  # followed a store before: this CPU's choice again
+                embeddings.underlying, self._auto_model = self._auto_model, None
+                self.model_id = embeddings.model_id = embedding_model_id(embeddings.underlying)
+            return
+        base = embeddings.underlying
+        in_precision = getattr(base, "in_precision", None)
+        if getattr(base, "requested_precision", None) != "auto" or in_precision is None:
+            return
+        try:
+            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
+        except TypeError:  # a store no backend can list: sync checks what it reads
+            return
+        stored = None if first is None else first.metadata.get("embedding_model")
+        chosen = getattr(base, "precision", None)
+        other = "fp32" if chosen == "int8" else "int8"
+        twin = in_precision(other)
+        if stored is None or stored != embedding_model_id(twin):
+            return
+        logger.info(
+            "%s: the store holds %s vectors; embedding in %s too (a forced re-ingest embeds "
+            "in %s, this CPU's choice).",
+            self.name,
+            other,
+            other,
+            chosen,
+        )
+        self._auto_model = base
+        self.model_id = embeddings.model_id = stored
+        embeddings.underlying = twin
 
     def match_model(self, store: VectorStore) -> None:
         """Refuse a store whose chunks of this corpus another embedding model made.

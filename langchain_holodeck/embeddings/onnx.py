@@ -8,6 +8,7 @@ as the sentence-transformers model does. Nothing is downloaded, ever.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import logging
 import threading
@@ -176,6 +177,9 @@ class OnnxEmbeddings(Embeddings):
             ("int8" if int8_pays() else "fp32") if precision == "auto" else precision
         )
         """The precision it computes in (``"auto"`` resolved); part of ``embedding_model_id``."""
+        self.requested_precision: Precision = precision
+        """The ``precision`` asked for: under ``"auto"`` a corpus's sync follows the precision
+        of the vectors its store already holds (``in_precision``)."""
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._workers = threads or physical_cores()
         self._pool: ThreadPoolExecutor | None = None
@@ -196,6 +200,21 @@ class OnnxEmbeddings(Embeddings):
             f"window_tokens={self.window_tokens}, long_text={self.long_text!r}, "
             f"precision={self.precision!r})"
         )
+
+    def in_precision(self, precision: Literal["int8", "fp32"]) -> OnnxEmbeddings:
+        """A copy of this model computing in ``precision``, with a session of its own.
+
+        Every other setting is this one's (the model id differs in the precision alone). A
+        corpus whose store holds vectors of the other precision embeds in theirs under
+        ``precision="auto"`` (``Corpus.follow_stored_precision``).
+        """
+        twin = copy.copy(self)
+        twin.precision = twin.requested_precision = precision
+        twin._session = None
+        twin._tokenizer = None
+        twin._pool = None
+        twin._lock = threading.Lock()
+        return twin
 
     def _weights(self) -> Path:
         if self.model_path is not None:

@@ -281,6 +281,7 @@ class _DocumentTool(Generic[ConfigT]):
     ) -> SyncResult:
         store = self._open_store()
         self._warn_about_rerank_top_n()
+        self.corpus.follow_stored_precision(store, force_ingest=force_ingest)
         self._match_dimension(store, force_ingest=force_ingest)
         self.corpus.match_index_settings(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
@@ -340,6 +341,7 @@ class _DocumentTool(Generic[ConfigT]):
         with self._service_outage():
             store = self._open_store()
             self._warn_about_rerank_top_n()
+            self.corpus.follow_stored_precision(store, force_ingest=False)
             self._match_dimension(store, force_ingest=False)
             self.corpus.match_index_settings(store, force_ingest=False)
             self.corpus.match_model(store)
