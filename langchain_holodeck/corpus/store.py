@@ -247,6 +247,27 @@ class Corpus:
             keys = self.cache.yield_keys()
             self.cache.mdelete([k for k in keys if not k.startswith(CONTEXT_CACHE_PREFIX)])
 
+    def _cached_width(self, store: VectorStore) -> int | None:
+        """The width of the vector this model made for a stored chunk, from the cache.
+
+        A model whose width is not known from its settings (a server speaking OpenAI's API)
+        embeds a probe text at every run on a store holding vectors. When that call fails (the
+        server is down), a stored chunk's text in this corpus's embedding cache, under this
+        model's id, still tells the width, so a run with nothing to embed is not stopped.
+        None when nothing is cached for it.
+        """
+        embeddings = self.embeddings
+        if not isinstance(embeddings, CachedEmbeddings) or store.embeddings is not embeddings:
+            return None
+        try:
+            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
+        except TypeError:  # a store no backend can list
+            return None
+        if first is None:
+            return None
+        vector = embeddings.cached(first.page_content)
+        return None if vector is None else len(vector)
+
     def match_dimension(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Refuse (or, with ``force_ingest``, rebuild) a store holding another vector width.
 
@@ -260,7 +281,20 @@ class Corpus:
             return
         if self.dimension is None:
             # the store's own embeddings write the vectors (a given store brings its own)
-            self.dimension = embedding_dimension(store.embeddings or self.embeddings)  # type: ignore[arg-type]  # open() sets one
+            try:
+                self.dimension = embedding_dimension(store.embeddings or self.embeddings)  # type: ignore[arg-type]  # open() sets one
+            except Exception as error:  # a provider's own errors: any type
+                cached = self._cached_width(store)
+                if cached is None:
+                    raise
+                logger.warning(
+                    "%s: the embedding model did not answer its width probe (%s); using the "
+                    "width of its cached vectors, %d.",
+                    self.name,
+                    sanitize_error(error),
+                    cached,
+                )
+                self.dimension = cached
         if have == self.dimension:
             return
         if not force_ingest:

@@ -58,6 +58,11 @@ class CachedEmbeddings(Embeddings):
         """The cache key of ``text`` (hex sha256 of model id and text)."""
         return hashlib.sha256(f"{self.model_id}\0{text}".encode()).hexdigest()
 
+    def cached(self, text: str) -> list[float] | None:
+        """The cached vector of ``text``, or None when it is not cached (no model call)."""
+        (data,) = self.store.mget([self.key(text)])
+        return _decode_cached(data)
+
     def _split(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None]]:
         keys = [self.key(t) for t in texts]
         cached = self.store.mget(keys)
