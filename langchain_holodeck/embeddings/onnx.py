@@ -86,8 +86,9 @@ class OnnxEmbeddings(Embeddings):
     in the user cache directory. On SciFact it ran 2.0x the windows per CPU-second of fp32
     with VNNI (vectors at cosine 0.995 to fp32's, the default hybrid's nDCG@10 0.002 below) and
     2.2-2.6x with AVX2 alone (cosine 0.992, nDCG@10 0.002 above; ``benchmarks/bench_int8.py``).
-    The precision is part of ``embedding_model_id``, so a store written in the other precision
-    asks for ``force_ingest``.
+    The precision is part of ``embedding_model_id``: a tool under ``"auto"`` embeds in the
+    precision its store already holds (``in_precision``); a store written in the other
+    precision than one set explicitly asks for ``force_ingest``.
 
     Outside this package's sync (``OnnxEmbeddings`` given to another LangChain vector store),
     ``"fit"`` and ``"best"`` still embed a long document as its first window only, since no
