@@ -240,6 +240,18 @@ def commit_of(root: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else str(root)
 
 
+def cpu_line() -> str:
+    """What decides the default's precision here (``runtime.int8_pays``): runs differ by it."""
+    from langchain_holodeck.embeddings.runtime import cpu_flags, cpu_has_int8_dot, int8_pays
+
+    flags = cpu_flags()
+    return (
+        f"int8 dot products {'yes' if cpu_has_int8_dot() else 'no'}, "
+        f"AVX2 {'yes' if 'avx2' in flags else 'no'}: the default computes in "
+        f"{'int8' if int8_pays() else 'fp32'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -272,7 +284,7 @@ def main() -> None:
         make_pages(args.out, args.scifact, args.markdown)
         return
     if args.command == "threads":
-        print(f"{args.source}: {os.cpu_count()} CPUs; {load_line()}")
+        print(f"{args.source}: {os.cpu_count()} CPUs ({cpu_line()}); {load_line()}")
         print(
             "\n| build | wall s | CPU s | each embedding thread: CPU s | waiting for a core s "
             "| asleep, no work s | load after |\n|---|---|---|---|---|---|---|"
@@ -286,7 +298,10 @@ def main() -> None:
                 f"| {label} | {wall:.1f} | {cpu:.1f} | {run} | {wait} | {asleep} | {load_line()} |"
             )
         return
-    print(f"{args.source}: {words(args.source)} words; {os.cpu_count()} CPUs; {load_line()}")
+    print(
+        f"{args.source}: {words(args.source)} words; {os.cpu_count()} CPUs ({cpu_line()}); "
+        f"{load_line()}"
+    )
     print("\n| build | wall s | CPU s | cores | result | load after |\n|---|---|---|---|---|---|")
     if not getattr(args, "peer_only", False):
         wall, cpu, out = ingest(args.source)
