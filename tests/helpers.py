@@ -8,7 +8,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -217,3 +217,15 @@ def check_bad_k_is_named(store: VectorStore) -> None:
             store.max_marginal_relevance_search("fish", k=1, fetch_k=bad)
     assert store.similarity_search("fish", k=0) == []
     assert len(store.similarity_search("fish", k=np.int64(2))) == 2
+
+
+def crash_after_files(crash: Callable[[], None]) -> Callable[[Any], None]:
+    """An ``on_progress`` callback that calls ``crash`` once, after the first files were read."""
+    crashed: list[str] = []
+
+    def crash_once(progress: Any) -> None:  # an ``IngestProgress``
+        if progress.stage == "files" and not crashed:
+            crashed.append(progress.stage)
+            crash()
+
+    return crash_once

@@ -19,12 +19,11 @@ import pytest
 
 from langchain_holodeck.backends import BackendUnavailableError
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
-from langchain_holodeck.ingestion import IngestProgress
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
-from tests.helpers import HashingEmbeddings, postgres_url_or_skip
+from tests.helpers import HashingEmbeddings, crash_after_files, postgres_url_or_skip
 from tests.reliability import corpus
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -210,15 +209,8 @@ def test_server_gone_mid_ingest_is_one_line_and_the_rerun_converges(
     config = tool_config(server.url, table, data_dir, fallback_to_memory=False)
     tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
 
-    crashed: list[str] = []
-
-    def crash_once(progress: IngestProgress) -> None:  # after the first files were read
-        if progress.stage == "files" and not crashed:
-            crashed.append(progress.stage)
-            server.crash()
-
     with pytest.raises(BackendUnavailableError) as gone:
-        tool.initialize_sync(on_progress=crash_once)
+        tool.initialize_sync(on_progress=crash_after_files(server.crash))
     message = str(gone.value)
     assert message.startswith(f"postgres postgresql://postgres@127.0.0.1:{server.port}")
     assert "became unavailable" in message

@@ -25,14 +25,13 @@ from langchain_holodeck.config import (
     RedisDatabaseConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.ingestion import IngestProgress
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
     create_vector_store_with_status,
 )
-from tests.helpers import HashingEmbeddings
+from tests.helpers import HashingEmbeddings, crash_after_files
 from tests.reliability import corpus
 from tests.reliability.redis_control import PrivateRedis, private_redis
 
@@ -69,6 +68,17 @@ def database(server: PrivateRedis, index_name: str) -> RedisDatabaseConfig:
         connection_string=SecretStr(server.url),
         index_name=index_name,
         vector_algorithm="FLAT",
+    )
+
+
+def docs_tool_config(data_dir: object, database: RedisDatabaseConfig) -> VectorStoreToolConfig:
+    """The vectorstore tool ``kb`` over the test data's ``docs`` folder, in ``database``."""
+    return VectorStoreToolConfig(
+        type="vectorstore",
+        name="kb",
+        description="Project docs",
+        source=str(data_dir / "docs"),  # type: ignore[operator]
+        database=database,
     )
 
 
@@ -194,13 +204,7 @@ def test_redis_down_at_start_up_falls_back_to_memory_with_a_warning(
     redis: PrivateRedis, caplog: pytest.LogCaptureFixture, data_dir: object
 ) -> None:
     redis.crash()
-    config = VectorStoreToolConfig(
-        type="vectorstore",
-        name="kb",
-        description="Project docs",
-        source=str(data_dir / "docs"),  # type: ignore[operator]
-        database=database(redis, "fault_startup"),
-    )
+    config = docs_tool_config(data_dir, database(redis, "fault_startup"))
     tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
     with caplog.at_level(logging.WARNING):
         result = tool.initialize_sync()
@@ -226,13 +230,7 @@ def test_redis_restarted_under_a_running_tool(
     *,
     snapshot: bool,
 ) -> None:
-    config = VectorStoreToolConfig(
-        type="vectorstore",
-        name="kb",
-        description="Project docs",
-        source=str(data_dir / "docs"),  # type: ignore[operator]
-        database=database(redis, f"fault_tool_{uuid.uuid4().hex[:6]}"),
-    )
+    config = docs_tool_config(data_dir, database(redis, f"fault_tool_{uuid.uuid4().hex[:6]}"))
     tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
     tool.initialize_sync()
     assert tool.backend == "redis"
@@ -291,25 +289,11 @@ def test_a_hybrid_tool_whose_redis_went_away_fails_rather_than_finding_nothing(
 def test_redis_gone_mid_ingest_is_one_line_and_the_rerun_converges(
     redis: PrivateRedis, data_dir: object, *, snapshot: bool
 ) -> None:
-    config = VectorStoreToolConfig(
-        type="vectorstore",
-        name="kb",
-        description="Project docs",
-        source=str(data_dir / "docs"),  # type: ignore[operator]
-        database=database(redis, f"fault_tool_{uuid.uuid4().hex[:6]}").model_copy(
-            update={"fallback_to_memory": False}
-        ),
-    )
-    crashed: list[str] = []
-
-    def crash_once(progress: IngestProgress) -> None:  # after the first files were read
-        if progress.stage == "files" and not crashed:
-            crashed.append(progress.stage)
-            redis.crash(snapshot=snapshot)
-
+    redis_db = database(redis, f"fault_tool_{uuid.uuid4().hex[:6]}")
+    config = docs_tool_config(data_dir, redis_db.model_copy(update={"fallback_to_memory": False}))
     tool = VectorStoreTool(config, embeddings=HashingEmbeddings())
     with pytest.raises(BackendUnavailableError) as gone:
-        tool.initialize_sync(on_progress=crash_once)
+        tool.initialize_sync(on_progress=crash_after_files(lambda: redis.crash(snapshot=snapshot)))
     message = str(gone.value)
     assert message.startswith(f"redis redis://:***@127.0.0.1:{PORT}")
     assert "became unavailable" in message
