@@ -144,7 +144,8 @@ def ingest(
     holds: its dense entries and the word pieces they embedded (``entries``).
     """
     with tempfile.TemporaryDirectory() as tmp:
-        code = "import sys; from langchain_holodeck.cli import main; sys.exit(main(sys.argv[1:]))"
+        # main() without argv, as the console script calls it (it reads sys.argv itself)
+        code = "import sys; from langchain_holodeck.cli import main; sys.exit(main())"
         argv = [sys.executable, "-c", code, "ingest", str(source.resolve()), "-q"]
         if long_text is not None:
             argv += ["--long-text", long_text]

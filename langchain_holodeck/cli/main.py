@@ -18,7 +18,10 @@ stderr and exit 1.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
+import functools
+import gc
 import json
 import logging
 import os
@@ -149,7 +152,13 @@ deleted without --yes, your word that no project on this store pins that corpus_
 
 # -- entry point ----------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``holodeck-rag`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run ``holodeck-rag`` with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Called without ``argv``, as the console script calls it, the process ends when this
+    returns: it then skips the interpreter's last garbage collections (``_quick_exit``).
+    """
+    if argv is None:
+        _quick_exit()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the local model never downloads
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
     parser = build_parser()
@@ -182,6 +191,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if interrupt_message():
                 print(interrupt_message(), file=sys.stderr)
             return 130
+
+
+@functools.cache
+def _quick_exit() -> None:
+    """Skip the interpreter's last garbage collections at exit (``gc.freeze``, an exit handler).
+
+    Python's shutdown collects the objects of every imported module (langchain-core's and
+    langsmith's pydantic models, onnxruntime's session): 0.2-0.4 s after an ingest or a search
+    has printed its result, 0.07 s frozen. The operating system frees them instead. Exit
+    handlers registered later (telemetry exporters) still run first, and nothing of ours needs
+    a finalizer at exit: what a command writes is written before ``main`` returns.
+    """
+    atexit.register(gc.freeze)
 
 
 @contextmanager
