@@ -36,7 +36,10 @@ recognized as in Markdown.
 Section ids: the number of a Section/§/Article/Clause or bare numbered heading (``7``, ``4.2``,
 ``203``, ``12a``, Article V -> ``v``), plus sub-clause labels (``203(a)(1)``, case kept);
 Title/Part/Chapter/Schedule/Annex/Appendix get a kind prefix (``title-i``, ``part-ii``,
-``chapter-3``) because they are numbered separately. A heading without a number inherits the
+``chapter-3``) because they are numbered separately. A Markdown or reStructuredText heading is
+a heading by its syntax, so its single number needs no dot when a capitalized title follows
+(``## 5 Terms and definitions`` is ``5``, as ISO standards number their clauses; ``## 5 ways to
+deploy`` has none). A heading without a number inherits the
 id of its nearest ancestor (``#### Notes`` under ``Section 5`` has id ``5``); text above the
 first heading has id ``""``.
 """
@@ -391,7 +394,9 @@ def _id_from_title(title: str) -> str:
     if match and (not match["rest"] or not match["rest"][0].isalnum()):
         return _make_id(_kind_of(match["kw"]), match["num"], _labels_of(match["labels"])) or ""
     match = _BARE_HEADING.match(title + " ") if title else None
-    if match and (match["dot"] or "." in match["num"]):
+    if match and (
+        match["dot"] or "." in match["num"] or _title_ok(match["rest"], strict=False)
+    ):  # a heading already: a single number needs no dot before a capitalized title
         return match["num"]
     return ""
 

@@ -171,11 +171,13 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 2
+    revision: ClassVar[int] = 3
     """Raised when the same settings split some text differently (1: reStructuredText read as
     such, its titles, blocks and object names; 2: a long list cut between its items, and a
-    tiny last chunk of a section takes the item or block before it). Part of the ingestion
-    fingerprint: a store split before re-splits its files once."""
+    tiny last chunk of a section takes the item or block before it; 3: a Markdown or rst
+    heading's single number without a dot is its section id, ``## 5 Terms and
+    definitions``). Part of the ingestion fingerprint: a store split before re-splits its
+    files once."""
 
     def __init__(
         self,

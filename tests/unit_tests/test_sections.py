@@ -112,6 +112,26 @@ def test_atx_heading_carries_its_number_and_children_inherit() -> None:
     assert titles_ids(text) == [("Section 102. Definitions", "102"), ("Notes", "102")]
 
 
+@pytest.mark.parametrize(
+    ("text", "section_id"),
+    [
+        ("# 5 Terms and definitions", "5"),  # ISO style: no dot after a clause's number
+        ("## 5 Termination", "5"),
+        ("5 TERMINATION\n=============", "5"),  # setext
+        ("## 5 ways to deploy", ""),  # a lowercase title: a count, not a clause number
+        ("## 2024 Roadmap", ""),  # four digits: a year
+        ("## 5", ""),  # a number and no title
+    ],
+)
+def test_a_markdown_headings_single_number_needs_no_dot(text: str, section_id: str) -> None:
+    sections = [s for s in parse_sections(f"{text}\n\nThe body.\n") if s.level]
+    assert [s.section_id for s in sections] == [section_id]
+
+
+def test_the_same_line_without_heading_syntax_still_needs_the_dot() -> None:
+    assert all(s.level == 0 for s in parse_sections("5 Termination\n\nThe body.\n"))
+
+
 def test_keyword_ranks_nest_title_part_chapter_section() -> None:
     text = "TITLE I\n\nPART 2 General\n\nChapter 3\n\nSection 4 Scope\n\n4.1 Detail\n\nChapter 4\n"
     levels = [(s.section_id, s.level) for s in parse_sections(text)]

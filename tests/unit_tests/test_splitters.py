@@ -424,6 +424,19 @@ def test_rst_object_descriptions_are_symbols_the_exact_leg_finds() -> None:
     assert all("symbols" not in d.metadata for d in plain)  # Markdown: unchanged
 
 
+def test_a_clause_numbered_without_a_dot_is_found_by_its_section_number() -> None:
+    text = (
+        "# Requirements\n\n## 4 Scope\n\nThe scope.\n\n## 5 Terms and definitions\n\n"
+        "For this document the terms below apply.\n\n### 5.1 Corpus\n\nA set of files.\n"
+    )
+    docs = StructuredMarkdownSplitter().split_documents([Document(page_content=text)])
+    assert [d.metadata["section_id"] for d in docs] == ["4", "5", "5.1"]
+    index = ExactMatchIndex()
+    index.upsert([d.model_copy(update={"id": f"c{i}"}) for i, d in enumerate(docs)])
+    # before, "## 5 Terms and definitions" had no id: "Section 5" found nothing exactly
+    assert [hit.id for hit in index.search("What does Section 5 say?", k=3)][:1] == ["c1"]
+
+
 def test_the_docstring_example_prints_what_it_says(act_text: str) -> None:
     act = Document(page_content=act_text, metadata={"source_path": "holodeck_act.md"})
     chunks = StructuredMarkdownSplitter(max_chunk_tokens=800).split_documents([act])
