@@ -1,12 +1,14 @@
-"""JSON-based formats as markdown: JSON Lines (``.jsonl``) and Jupyter notebooks (``.ipynb``).
+"""JSON-based formats as markdown: JSON, JSON Lines (``.jsonl``) and notebooks (``.ipynb``).
 
-A JSON Lines file becomes one fenced ``json`` block, one record a line (the splitter cuts a
-long block between lines, so a record stays whole). A notebook becomes its markdown cells as
-markdown and its code cells as fenced code blocks, each followed by a short excerpt of its text
-output; images, HTML and inline base64 data are left out, so they never bloat a chunk.
-Both are plain JSON parsing, done in the loader's process. markitdown's notebook converter is
-not used: it fences every code cell as ``python`` with three backticks, so an R notebook's
-cells were labelled Python and a cell holding three backticks broke out of its block.
+A JSON file is indented, but every nested value that fits ``RECORD_CHARS`` is written on one
+line (``json_text``), and a JSON Lines file becomes one fenced ``json`` block, one record a
+line: the splitters cut a long block between lines, so a record stays whole. A notebook
+becomes its markdown cells as markdown and its code cells as fenced code blocks, each followed
+by a short excerpt of its text output; images, HTML and inline base64 data are left out, so
+they never bloat a chunk. All three are plain JSON parsing, done in the loader's process.
+markitdown's notebook converter is not used: it fences every code cell as ``python`` with
+three backticks, so an R notebook's cells were labelled Python and a cell holding three
+backticks broke out of its block.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ import json
 import re
 from typing import Any
 
-__all__ = ["json_lines_markdown", "notebook_markdown"]
+__all__ = ["json_lines_markdown", "json_text", "notebook_markdown"]
+
+RECORD_CHARS = 1_000
+"""Longest one-line JSON of a nested value ``json_text`` keeps on one line (~250 tokens: an
+array's record, an object's entry). A longer one is opened, one member a line."""
 
 MAX_OUTPUT_LINES = 10
 """Lines of a code cell's text output kept (the rest is summarized as ``...``)."""
@@ -31,6 +37,41 @@ def _fenced(body: str, info: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{body}\n{fence}"
+
+
+def json_text(value: Any) -> str:
+    """``value`` as indented JSON whose nested values stay on one line when they fit.
+
+    The top level is opened one member a line (2-space indent, as ``json.dumps(indent=2)``),
+    and so is every nested object or array whose one-line JSON is longer than
+    ``RECORD_CHARS``; any other nested value is written on one line. So the records of an
+    array (``[{...}, {...}]``, or ``{"items": [{...}, ...]}``) are a line each, and a splitter
+    that cuts between lines never cuts one in two. Non-ASCII characters stay as they are.
+
+    Raises:
+        RecursionError: When ``value`` nests deeper than Python's recursion limit.
+    """
+    return _json_lines_of(value, 0)
+
+
+def _json_lines_of(value: Any, depth: int) -> str:
+    if not isinstance(value, dict | list) or not value:
+        return json.dumps(value, ensure_ascii=False)
+    if depth:
+        line = json.dumps(value, ensure_ascii=False)
+        if len(line) <= RECORD_CHARS:
+            return line
+    pad = "  " * (depth + 1)
+    if isinstance(value, dict):
+        members = [
+            f"{pad}{json.dumps(key, ensure_ascii=False)}: {_json_lines_of(item, depth + 1)}"
+            for key, item in value.items()
+        ]
+        opening, closing = "{", "}"
+    else:
+        members = [f"{pad}{_json_lines_of(item, depth + 1)}" for item in value]
+        opening, closing = "[", "]"
+    return f"{opening}\n" + ",\n".join(members) + f"\n{'  ' * depth}{closing}"
 
 
 def json_lines_markdown(text: str) -> tuple[str, list[int]]:

@@ -40,7 +40,7 @@ from langchain_holodeck._converted import (
     tidy_sheet_tables,
     without_permalinks,
 )
-from langchain_holodeck._json_formats import json_lines_markdown, notebook_markdown
+from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
 from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
@@ -57,8 +57,8 @@ _PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json", "jsonl", "ndjs
 """``.log`` stays out: a stray build or app log (tens of thousands of lines) would outweigh
 the documents in the index and the ingest; rename a log to ``.txt`` to ingest it."""
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
-"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: pretty-printed;
-JSON Lines: one record a line; source code: as written)."""
+"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: indented, a record
+a line; JSON Lines: one record a line; source code: as written)."""
 _JSON_LINES_TYPES = frozenset({"jsonl", "ndjson"})
 _NOTEBOOK_TYPES = frozenset({"ipynb"})
 """Decoded by us, then made markdown in this process (``notebook_markdown``)."""
@@ -119,11 +119,11 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
-CONVERSION_REVISION = 1
+CONVERSION_REVISION = 2
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
-speaker notes, xlsx empty cells and sheets, HTML permalinks). Part of the ingestion
-fingerprint: a file ingested before is read again once, though its mtime and size are the ones
-recorded."""
+speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line). Part of
+the ingestion fingerprint: a file ingested before is read again once, though its mtime and
+size are the ones recorded."""
 
 
 class SourceLoader(BaseLoader):
@@ -134,8 +134,10 @@ class SourceLoader(BaseLoader):
     ``.sh``, ``.sql``, ``.toml``, ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are
     read directly (``.log`` files are skipped: rename one to ``.txt``): UTF-8 (a UTF-8,
     UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
-    ``encoding_fallbacks``; JSON is pretty-printed (2-space indent) as a fenced ``json`` code
-    block (invalid JSON: kept as written in the block, with a WARNING); JSON Lines is one fenced
+    ``encoding_fallbacks``; JSON is indented (2 spaces) as a fenced ``json`` code block, each
+    nested value of at most 1,000 characters on one line, so an array's records are a line
+    each and no chunk cuts one in two (invalid JSON: kept as written in the block, with a
+    WARNING); JSON Lines is one fenced
     ``json`` block, one compact record a line (a line that is not JSON: kept as written, one
     WARNING naming the file and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the
     same way and made markdown here: markdown cells as written, code cells as fenced blocks in
@@ -634,14 +636,14 @@ def _check_limit(name: str, value: object, types: tuple[type, ...]) -> None:
 
 
 def _json_code_block(text: str, source_path: str) -> str:
-    """JSON pretty-printed (2-space indent) in a fenced ``json`` code block.
+    """JSON indented (``json_text``: a record a line) in a fenced ``json`` code block.
 
     Invalid JSON is kept as written, in the same block, with a WARNING naming the file. The
     fence is longer than any backtick run in the content, so the block always closes.
     """
     body = text.replace("\r\n", "\n").replace("\r", "\n").strip()
     try:
-        body = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+        body = json_text(json.loads(body))
     except ValueError as error:
         logger.warning("%s is not valid JSON (%s); loading it as written.", source_path, error)
     except RecursionError:  # valid, but nested deeper than the parser's stack

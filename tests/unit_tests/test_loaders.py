@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 from langchain_holodeck._converted import promote_empty_headers
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
-from langchain_holodeck.splitters import StructuredMarkdownSplitter
+from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOGGER = "langchain_holodeck.loaders"
@@ -281,12 +281,40 @@ def test_markdown_and_text_are_read_verbatim(data_dir: Path) -> None:
         assert docs[prefix + rel].page_content == expected
 
 
-def test_json_is_pretty_printed_as_a_json_code_block(data_dir: Path) -> None:
+def test_json_is_indented_as_a_json_code_block_short_values_on_one_line(data_dir: Path) -> None:
     [doc] = SourceLoader("docs/crew.json", base_dir=data_dir).load()
     raw = json.loads((data_dir / "docs" / "crew.json").read_text(encoding="utf-8"))
-    pretty = json.dumps(raw, indent=2, ensure_ascii=False)
-    assert doc.page_content == f"```json\n{pretty}\n```\n"
-    assert doc.page_content.splitlines()[:4] == ["```json", "{", '  "crew": [', "    {"]
+    lines = doc.page_content.splitlines()
+    assert lines[:2] == ["```json", "{"]
+    assert lines[2] == '  "crew": ' + json.dumps(raw["crew"], ensure_ascii=False)
+    assert lines[3:] == ["}", "```"]
+    assert json.loads("\n".join(lines[1:-1])) == raw
+
+
+def test_a_json_arrays_records_are_a_line_each_and_no_chunk_cuts_one(tmp_path: Path) -> None:
+    records = [
+        {"id": i, "name": f"Widget {i}", "notes": "Rated for long shifts on the deck. " * 4}
+        for i in range(60)
+    ]
+    nested = {"text": "x" * 1_200, "parts": [1, 2]}  # longer than a line holds: opened
+    data = {"title": "Inventory", "items": records, "nested": nested}
+    (tmp_path / "inventory.json").write_text(json.dumps(data, indent=4), encoding="utf-8")
+    [doc] = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    body = doc.page_content.removeprefix("```json\n").removesuffix("\n```\n")
+    assert json.loads(body) == data
+    lines = {line.strip().removesuffix(",") for line in body.splitlines()}
+    assert all(json.dumps(record, ensure_ascii=False) in lines for record in records)
+    assert '"text": "' + "x" * 1_200 + '"' in lines
+    assert '"parts": [1, 2]' in lines
+    for splitter in (StructuredMarkdownSplitter(), default_text_splitter()):
+        chunks = splitter.split_documents([doc])
+        assert len(chunks) > 2
+        cut = [r["id"] for r in records if not any(_whole(r, c.page_content) for c in chunks)]
+        assert cut == [], f"{type(splitter).__name__} cut records {cut}"
+
+
+def _whole(record: dict[str, object], text: str) -> bool:
+    return json.dumps(record, ensure_ascii=False) in text
 
 
 def test_invalid_json_is_kept_as_written_in_the_block(
