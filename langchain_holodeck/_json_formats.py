@@ -51,10 +51,10 @@ def json_text(value: Any) -> str:
     Raises:
         RecursionError: When ``value`` nests deeper than Python's recursion limit.
     """
-    return _json_lines_of(value, 0)
+    return _indented(value, 0)
 
 
-def _json_lines_of(value: Any, depth: int) -> str:
+def _indented(value: Any, depth: int) -> str:
     if not isinstance(value, dict | list) or not value:
         return json.dumps(value, ensure_ascii=False)
     if depth:
@@ -64,12 +64,12 @@ def _json_lines_of(value: Any, depth: int) -> str:
     pad = "  " * (depth + 1)
     if isinstance(value, dict):
         members = [
-            f"{pad}{json.dumps(key, ensure_ascii=False)}: {_json_lines_of(item, depth + 1)}"
+            f"{pad}{json.dumps(key, ensure_ascii=False)}: {_indented(item, depth + 1)}"
             for key, item in value.items()
         ]
         opening, closing = "{", "}"
     else:
-        members = [f"{pad}{_json_lines_of(item, depth + 1)}" for item in value]
+        members = [f"{pad}{_indented(item, depth + 1)}" for item in value]
         opening, closing = "[", "]"
     return f"{opening}\n" + ",\n".join(members) + f"\n{'  ' * depth}{closing}"
 

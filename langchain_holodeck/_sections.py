@@ -39,9 +39,8 @@ Title/Part/Chapter/Schedule/Annex/Appendix get a kind prefix (``title-i``, ``par
 ``chapter-3``) because they are numbered separately. A Markdown or reStructuredText heading is
 a heading by its syntax, so its single number needs no dot when a capitalized title follows
 (``## 5 Terms and definitions`` is ``5``, as ISO standards number their clauses; ``## 5 ways to
-deploy`` has none). A heading without a number inherits the
-id of its nearest ancestor (``#### Notes`` under ``Section 5`` has id ``5``); text above the
-first heading has id ``""``.
+deploy`` has none). A heading without a number inherits the id of its nearest ancestor
+(``#### Notes`` under ``Section 5`` has id ``5``); text above the first heading has id ``""``.
 """
 
 from __future__ import annotations

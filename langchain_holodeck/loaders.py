@@ -137,14 +137,13 @@ class SourceLoader(BaseLoader):
     ``encoding_fallbacks``; JSON is indented (2 spaces) as a fenced ``json`` code block, each
     nested value of at most 1,000 characters on one line, so an array's records are a line
     each and no chunk cuts one in two (invalid JSON: kept as written in the block, with a
-    WARNING); JSON Lines is one fenced
-    ``json`` block, one compact record a line (a line that is not JSON: kept as written, one
-    WARNING naming the file and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the
-    same way and made markdown here: markdown cells as written, code cells as fenced blocks in
-    the kernel's language, each followed by at most 10 lines of its text output (images, HTML
-    and base64 data left out); a notebook that is not valid JSON fails like a corrupt PDF
-    (see ``on_error``). ``.csv``/``.html``/``.htm`` are decoded the same way, then converted
-    by markitdown;
+    WARNING); JSON Lines is one fenced ``json`` block, one compact record a line (a line that
+    is not JSON: kept as written, one WARNING naming the file and its bad lines). A Jupyter
+    notebook (``.ipynb``) is decoded the same way and made markdown here: markdown cells as
+    written, code cells as fenced blocks in the kernel's language, each followed by at most 10
+    lines of its text output (images, HTML and base64 data left out); a notebook that is not
+    valid JSON fails like a corrupt PDF (see ``on_error``). ``.csv``/``.html``/``.htm`` are
+    decoded the same way, then converted by markitdown;
     ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
     (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
     text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
