@@ -71,13 +71,14 @@ def converters() -> dict[str, DocumentConverter]:
     from markitdown.converters import (
         CsvConverter,
         DocxConverter,
-        HtmlConverter,
         PdfConverter,
         PptxConverter,
         XlsxConverter,
     )
 
-    html = HtmlConverter()
+    from langchain_holodeck._html import PageHtmlConverter  # imports markitdown: child only
+
+    html = PageHtmlConverter()  # the page's main content, without the site's navigation
     return {
         "csv": CsvConverter(),
         "html": html,

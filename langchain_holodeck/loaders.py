@@ -119,11 +119,11 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
-CONVERSION_REVISION = 2
+CONVERSION_REVISION = 3
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
-speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line). Part of
-the ingestion fingerprint: a file ingested before is read again once, though its mtime and
-size are the ones recorded."""
+speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
+HTML page's main content without its navigation). Part of the ingestion fingerprint: a file
+ingested before is read again once, though its mtime and size are the ones recorded."""
 
 
 class SourceLoader(BaseLoader):
@@ -149,8 +149,10 @@ class SourceLoader(BaseLoader):
     text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
     and a converted table without header cells (``|  |  |``) takes its first row as header;
     a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own);
-    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out; HTML
-    headings lose the permalinks Sphinx and MkDocs end them with (``[¶](#scope)``).
+    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out; an HTML
+    page is its main element (``<main>``, ``role="main"``) without the site's navigation
+    (``<nav>``, ``role="navigation"``) when it marks one, and its headings lose the permalinks
+    Sphinx and MkDocs end them with (``[¶](#scope)``).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``.
     Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths

@@ -565,6 +565,61 @@ def test_html_headings_lose_their_permalinks(tmp_path: Path) -> None:
     )
 
 
+SPHINX_PAGE = """<html><head><title>Quickstart - Flask</title></head><body>
+<div class="related" role="navigation"><ul><li><a href="genindex.html">General Index</a></li>
+<li><a href="tutorial.html">Tutorial</a> &raquo;</li></ul></div>
+<div class="document"><div class="body" role="main">
+<section id="quickstart"><h1>Quickstart</h1><p>Install the package, then run the app.</p>
+</section></div>
+<div class="sphinxsidebar" role="navigation"><h3>Contents</h3>
+<ul><li><a href="api.html">API Reference</a></li><li><a href="license.html">BSD License</a></li>
+</ul></div></div>
+<div class="footer">&copy; Copyright 2010 Pallets.</div></body></html>"""
+
+MKDOCS_PAGE = """<html><body><header class="md-header"><h1>Starlette</h1>
+<nav class="md-tabs"><a href="/">Home</a> <a href="/routing/">Routing</a></nav></header>
+<main class="md-main"><nav class="md-nav"><a href="/requests/">Requests</a></nav>
+<article class="md-content"><h2>Middleware</h2><p>Add middleware to the app.</p></article>
+</main><footer class="md-footer"><a href="/next/">Next: Lifespan</a></footer></body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("page", "kept", "dropped"),
+    [
+        pytest.param(
+            SPHINX_PAGE,
+            "# Quickstart\n\nInstall the package, then run the app.",
+            ["General Index", "API Reference", "Copyright"],
+            id="sphinx: role=main, sidebars role=navigation",
+        ),
+        pytest.param(
+            MKDOCS_PAGE,
+            "# Starlette\n\n## Middleware\n\nAdd middleware to the app.",
+            ["Home", "Requests", "Next: Lifespan"],
+            id="mkdocs: <main> without the page's <h1>, <nav> inside and out",
+        ),
+    ],
+)
+def test_a_generated_html_page_is_its_main_content_without_the_site_around_it(
+    tmp_path: Path, page: str, kept: str, dropped: list[str]
+) -> None:
+    # every page of a docs site gave chunks of the same sidebar links and footer
+    (tmp_path / "page.html").write_text(page, encoding="utf-8")
+    [doc] = SourceLoader(tmp_path / "page.html").load()
+    assert doc.page_content == kept
+    assert not [text for text in dropped if text in doc.page_content]
+
+
+def test_an_html_page_without_a_main_element_loses_only_its_navigation(tmp_path: Path) -> None:
+    (tmp_path / "page.html").write_text(
+        '<body><nav><a href="/">Home</a></nav><h1>Bridge</h1><p>Report to deck 4.</p>'
+        '<div role="navigation"><a href="/map">Map</a></div><p>Signed, the captain.</p></body>',
+        encoding="utf-8",
+    )
+    [doc] = SourceLoader(tmp_path / "page.html").load()
+    assert doc.page_content == "# Bridge\n\nReport to deck 4.\n\nSigned, the captain."
+
+
 def test_a_pdf_without_text_says_to_run_ocr(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
