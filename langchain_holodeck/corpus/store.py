@@ -37,6 +37,7 @@ from langchain_holodeck.sync import (
 )
 
 if TYPE_CHECKING:
+    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
 
@@ -247,6 +248,17 @@ class Corpus:
             keys = self.cache.yield_keys()
             self.cache.mdelete([k for k in keys if not k.startswith(CONTEXT_CACHE_PREFIX)])
 
+    def _first_chunk(self, store: VectorStore) -> Document | None:
+        """One stored chunk of this corpus (its namespace only), or None.
+
+        None when the corpus has no chunk, or when no backend can list the store (sync then
+        checks what it reads).
+        """
+        try:
+            return next(iter(scan_documents(store, namespace=self.namespace)), None)
+        except TypeError:  # a store no backend can list
+            return None
+
     def _cached_width(self, store: VectorStore) -> int | None:
         """The width of the vector this model made for a stored chunk, from the cache.
 
@@ -259,10 +271,7 @@ class Corpus:
         embeddings = self.embeddings
         if not isinstance(embeddings, CachedEmbeddings) or store.embeddings is not embeddings:
             return None
-        try:
-            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
-        except TypeError:  # a store no backend can list
-            return None
+        first = self._first_chunk(store)
         if first is None:
             return None
         vector = embeddings.cached(first.page_content)
@@ -336,10 +345,7 @@ class Corpus:
         in_precision = getattr(base, "in_precision", None)
         if getattr(base, "requested_precision", None) != "auto" or in_precision is None:
             return
-        try:
-            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
-        except TypeError:  # a store no backend can list: sync checks what it reads
-            return
+        first = self._first_chunk(store)
         stored = None if first is None else first.metadata.get("embedding_model")
         chosen = getattr(base, "precision", None)
         other = "fp32" if chosen == "int8" else "int8"
@@ -370,10 +376,7 @@ class Corpus:
         """
         if self.model_id is None:  # a store given with its own embeddings: nothing to compare
             return
-        try:
-            first = next(iter(scan_documents(store, namespace=self.namespace)), None)
-        except TypeError:  # a store no backend can list: sync checks what it reads
-            return
+        first = self._first_chunk(store)
         if first is not None and first.id is not None:
             check_embedding_model({first.id: first}, self.model_id)
 
