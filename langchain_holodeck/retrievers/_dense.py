@@ -177,7 +177,8 @@ class DenseLeg:
     ) -> dict[str, float]:
         """Relevance in [0, 1] of ``ids`` for ``query`` (chunks the leg did not rank).
 
-        The id-search path looks the stored vectors up (``documents`` unused); any other
+        The id-search path looks the stored vectors up (``documents`` unused; the query
+        embedded here when the leg did not run or failed); any other
         store embeds the query and the texts of ``documents`` with ``store.embeddings`` (each
         model window, when the model keeps windows, keeping the best) and takes the cosine
         clipped to [0, 1]. Ids whose similarity cannot be computed (no document, no
@@ -185,14 +186,20 @@ class DenseLeg:
         """
         if not ids:
             return {}
-        if self.path == "ids" and result.vector is not None:
-            store: IdVectorSearch = self.store  # type: ignore[assignment]  # checked by path
-            return store.similarity_by_ids(result.vector, list(ids))
         embeddings = getattr(self.store, "embeddings", None)
+        vector = result.vector
+        if self.path == "ids":
+            store: IdVectorSearch = self.store  # type: ignore[assignment]  # checked by path
+            if vector is None:
+                if embeddings is None:
+                    return {}
+                vector = embeddings.embed_query(query)
+            return store.similarity_by_ids(vector, list(ids))
         known = [i for i in ids if i in documents]
         if embeddings is None or not known:
             return {}
-        vector = result.vector if result.vector is not None else embeddings.embed_query(query)
+        if vector is None:
+            vector = embeddings.embed_query(query)
         texts = [documents[i].page_content for i in known]
         window_texts = stored_windows(embeddings)
         windows = window_texts(texts) if window_texts else [[t] for t in texts]

@@ -104,7 +104,9 @@ class HybridRetriever(BaseRetriever):
     must reach the threshold by its dense relevance (cosine clipped to [0, 1]), which is
     computed for keyword-only hits too (from the stored vector where the store allows it,
     else by embedding the chunk's text). The threshold removes results; it never reorders
-    the others.
+    the others. When that relevance cannot be computed (the embedding model is down, so the
+    dense leg failed too), the other legs' hits are served unchecked with a WARNING: an
+    outage is not "nothing relevant".
 
     Emits metadata (on copies; ``Document.id`` kept): ``fused_score`` (in [0, 1], above),
     ``semantic_score`` (dense relevance in [0, 1]; the store's raw score for a store without
@@ -647,6 +649,7 @@ class HybridRetriever(BaseRetriever):
         # the Documents this query read and owns (by identity): scored in place, not copied
         owned = {id(d) for d in read} if self._store()[3] else None
         similarity: dict[str, float] = {}  # read only for the threshold
+        unchecked: set[str] = set()  # hits whose similarity could not be computed
         if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
         for hit in legs.native or []:  # the engine returned these documents already
@@ -671,9 +674,16 @@ class HybridRetriever(BaseRetriever):
                     unknown = [i for i in batch if i not in plan.pinned and i not in similarity]
                     if unknown:
                         found = yield from self._similarities(query, unknown, dense, docs)
-                        similarity.update(found)
+                        if found is None:  # relevance unknowable: served, not dropped
+                            unchecked.update(unknown)
+                        else:
+                            similarity.update(found)
                     batch = [
-                        i for i in batch if i in plan.pinned or similarity.get(i, -1.0) >= threshold
+                        i
+                        for i in batch
+                        if i in plan.pinned
+                        or i in unchecked
+                        or similarity.get(i, -1.0) >= threshold
                     ]
                 queue.extend(batch)
                 continue
@@ -719,8 +729,14 @@ class HybridRetriever(BaseRetriever):
         ids: list[str],
         dense: DenseResult | None,
         docs: dict[str, Document],
-    ) -> Core[dict[str, float]]:
-        """Dense relevance of ``ids``; on failure none (they then miss the threshold)."""
+    ) -> Core[dict[str, float] | None]:
+        """Dense relevance of ``ids``; ``None`` when it cannot be computed.
+
+        The query could not be embedded (the model is down: the dense leg failed the same way)
+        or the stored vectors could not be read. The threshold then cannot tell relevant from
+        not, and an outage is not "nothing relevant": the hits are served unchecked, with a
+        WARNING, as the retriever serves the other legs when one fails.
+        """
         leg = self._dense()
         result = dense or DenseResult(hits=[], kind="relevance")
         store = self.vector_store
@@ -735,11 +751,11 @@ class HybridRetriever(BaseRetriever):
         if isinstance(outcome, Exception):
             logger.warning(
                 "HybridRetriever: computing the similarity of %d keyword hits failed (%s); "
-                "they miss min_similarity_score.",
+                "they are served without the min_similarity_score check.",
                 len(ids),
                 one_line(outcome),
             )
-            return {}
+            return None
         found, read = outcome
         docs.update({d.id: d for d in read if d.id})
         return dict(found)

@@ -680,3 +680,52 @@ async def test_ainvoke_runs_a_blocking_id_search_off_the_event_loop(chunks, embe
     got = await retriever.ainvoke("safety protocols")
     assert store.on_loop == [False]
     assert [d.id for d in got] == [d.id for d in retriever.invoke("safety protocols")]
+
+
+def test_dense_leg_down_under_a_threshold_serves_the_keyword_hits_unchecked(chunks, caplog) -> None:
+    """The query cannot be embedded: the threshold cannot be checked, and an outage is not
+    'nothing relevant' (it returned [] even at min_similarity_score=0.0)."""
+    store = MatrixVectorStore(BrokenEmbeddings())
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    unfiltered = HybridRetriever(vector_store=store, keyword_index=bm25, k=3).invoke("arch")
+    assert unfiltered
+    for threshold in (0.0, 0.9):
+        r = HybridRetriever(
+            vector_store=store, keyword_index=bm25, k=3, min_similarity_score=threshold
+        )
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            docs = r.invoke("arch")
+        assert [d.id for d in docs] == [d.id for d in unfiltered]
+        assert all(d.metadata["semantic_score"] is None for d in docs)
+        assert "served without the min_similarity_score check" in caplog.text
+
+
+async def test_dense_leg_down_under_a_threshold_on_the_async_path(chunks) -> None:
+    store = MatrixVectorStore(BrokenEmbeddings())
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, k=3, min_similarity_score=0.9)
+    assert await r.ainvoke("arch")
+
+
+def test_threshold_without_a_dense_leg_embeds_the_query(parts) -> None:
+    """Keyword weight only: the dense leg is not asked, the threshold still checks each hit."""
+    store, bm25, _ = parts
+    query = "seven years of logs"
+    params = {"vector_store": store, "keyword_index": bm25, "weights": (0.0, 1.0, 0.0)}
+    hits = HybridRetriever(**params).invoke(query)
+    assert hits
+    everything = HybridRetriever(**params, min_similarity_score=0.0).invoke(query)
+    assert [d.id for d in everything] == [d.id for d in hits]
+    similarity = store.similarity_by_ids(
+        store.embeddings.embed_query(query), [str(d.id) for d in hits]
+    )
+    for doc in everything:
+        assert doc.metadata["semantic_score"] == pytest.approx(similarity[doc.id])
+    threshold = sorted(similarity.values())[len(similarity) // 2]
+    kept = HybridRetriever(**params, min_similarity_score=threshold).invoke(query)
+    assert {d.id for d in kept} == {i for i, s in similarity.items() if s >= threshold}

@@ -316,19 +316,28 @@ async def test_a_failing_search_is_one_line_the_agent_reads_not_a_crash(
             assert messages[-1].content == "The answer is in nowhere."
 
 
-async def _thresholded_on_a_failing_store(
-    embeddings: HashingEmbeddings, tmp_path: Path
-) -> HierarchicalDocumentTool:
-    """A hybrid tool with min_similarity_score over the Act, whose store's searches fail."""
+def _thresholded_act(tmp_path: Path, threshold: float) -> HierarchicalDocumentToolConfig:
+    """A hybrid tool's config over a copy of the Act, with ``min_similarity_score``."""
     legal = tmp_path / "legal"
     shutil.copytree(DATA_DIR / "legal", legal)
-    config = HierarchicalDocumentToolConfig(
+    return HierarchicalDocumentToolConfig(
         type="hierarchical_document",
         name="legal_docs",
         description="The Act.",
         source=str(legal),
-        min_similarity_score=0.3,
+        min_similarity_score=threshold,
     )
+
+
+async def _thresholded_on_a_failing_store(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> HierarchicalDocumentTool:
+    """A hybrid tool with min_similarity_score over the Act, whose store's searches fail.
+
+    The threshold is one no chunk reaches: the keyword leg's hits are checked against it
+    (their stored vectors still read) and all dropped, so the tool goes on to its 'No results
+    above ...' check, which asks the failing store again."""
+    config = _thresholded_act(tmp_path, 0.999)
     tool = HierarchicalDocumentTool(config, vector_store=_SearchFails(embeddings))
     await tool.initialize()
     return tool
@@ -337,10 +346,10 @@ async def _thresholded_on_a_failing_store(
 async def test_a_store_failing_under_a_threshold_is_a_search_failure(
     embeddings: HashingEmbeddings, tmp_path: Path
 ) -> None:
-    """Hybrid with min_similarity_score, the store down: the keyword leg's hits have no dense
-    score, so the threshold drops them; the 'No results above ...' check then asked the store
-    again, outside the search's error handling: a raw OSError (Redis: RedisSearchError) left
-    search() and crashed the agent's run."""
+    """Hybrid with min_similarity_score, the store's searches down: the threshold drops the
+    keyword leg's hits; the 'No results above ...' check then asked the store again, outside
+    the search's error handling: a raw OSError (Redis: RedisSearchError) left search() and
+    crashed the agent's run."""
     tool = await _thresholded_on_a_failing_store(embeddings, tmp_path)
     with pytest.raises(RuntimeError, match=r"^Search failed: OSError: index went away$"):
         await tool.search("safety interlock")
@@ -362,6 +371,36 @@ async def test_chats_agent_tool_tells_the_model_a_store_failing_under_a_threshol
     call = {"type": "tool_call", "name": "legal_docs", "args": {"query": "interlock"}, "id": "c"}
     answer = source_tool(tool, max_chars=None).invoke(call)
     assert (answer.status, answer.content) == ("error", "Search failed: OSError: index went away")
+
+
+async def test_an_embeddings_server_down_under_a_threshold_serves_the_keyword_hits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Hybrid with min_similarity_score, the OpenAI-compatible embeddings server answering 500
+    at query time: the threshold cannot be checked. The tool answered 'No results above
+    similarity threshold 0.3', so the agent read 'the documents do not say'; it now serves the
+    keyword leg's hits (what it serves without a threshold), unchecked."""
+    from langchain_openai import OpenAIEmbeddings
+
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    config = _thresholded_act(tmp_path, 0.3)
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        embeddings = OpenAIEmbeddings(  # as resolve_embeddings builds it, without retries
+            model="text-embedding-3-small", check_embedding_ctx_length=False, max_retries=0
+        )
+        tool = HierarchicalDocumentTool(
+            config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+        )
+        await tool.initialize()
+        server.mode = "error_500"
+        answers = [await tool.search("safety interlock"), tool.search_sync("safety interlock")]
+    for answer in answers:
+        assert answer.startswith("Found ")
+        assert "interlock" in answer.lower()
 
 
 class _ModelDown(HashingEmbeddings):
