@@ -28,6 +28,11 @@ here keep the same entries (own vector + windows) but pay for fewer passes:
   text is about, as a contextual chunk header does (one pass more per window than the title's
   word pieces; the windows' texts are embedded and cached on first use).
 
+- ``fit`` (the tools' default since): whole when the text fits one window of 128; whole plus
+  its windows of 128 when it fits 256; else its windows of 128 only (the first its own entry).
+- ``fit-titled``: ``fit``'s entries, every window that does not start the text embedded as
+  ``"<document title>. <window>"`` (``titled`` on ``fit``).
+
 - ``sentences``: the own vector, then each sentence of the text as an entry of its own, headed
   by the document's title where the set has titles (``"<title>. <sentence>"``): a query that
   restates one sentence (a SciFact claim restates its rationale sentence) meets an entry that
@@ -36,8 +41,9 @@ here keep the same entries (own vector + windows) but pay for fewer passes:
 - ``long-sentences``: ``sentences`` for the texts longer than the model's pass, the others
   whole (``auto``'s rule, the windows replaced by titled sentences).
 
-``--sweep`` also runs ``auto``, ``late-full`` and ``titled`` (those of ``--policies``) over a
-grid of fusion weights (dense 0.6 / 0.7 / 0.8) x feedback weights (0.5 / 0.75 / 1.0);
+``--sweep`` also runs ``auto``, ``late-full``, ``titled``, ``fit`` and ``fit-titled`` (those of
+``--policies``) over a grid of fusion weights (dense 0.6 / 0.7 / 0.8) x feedback weights (0.5 /
+0.75 / 1.0);
 ``--title`` runs ``auto`` with each document's title counted 1 and 2 more times by BM25 (a
 title field, as BM25F weights one).
 
@@ -65,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from bench_quality import _evaluate, _run
+from bench_quality import POLICIES, _evaluate, _run
 from langchain_core.documents import Document
 from onnx_cache import DiskCachedOnnx, windows_of
 from prose_data import beir
@@ -144,6 +150,8 @@ def pieces(length: int, policy: str) -> int:
     windows = token_windows(length, size=WINDOW, overlap=OVERLAP)
     windowed = sum(e - s + 2 for s, e in windows) if length > WHOLE else 0
     passes = -(-max(length, 1) // WHOLE)
+    every = sum(e - s + 2 for s, e in windows)
+    fit = length + 2 if length <= WINDOW else every + (length + 2 if length <= WHOLE else 0)
     return {
         "auto": head + windowed,
         "first": head,
@@ -153,6 +161,8 @@ def pieces(length: int, policy: str) -> int:
         "mean-own": windowed or head,
         "auto+late": head + windowed,
         "titled": head + windowed,  # and each window's title: added in main
+        "fit": fit,
+        "fit-titled": fit,  # and each window's title: added in main
         "sentences": head,  # and the sentence entries: counted in main
         "long-sentences": head,
         "tail": head + sum(e - s + 2 for s, e in windows if e > WHOLE) if length > WHOLE else head,
@@ -199,6 +209,19 @@ def main() -> None:
     ]
     if wanted is None or "titled" in wanted:
         cache.ensure([t for entries in titled for t in entries], label="titled entries")
+    fit = [POLICIES["fit"](t, a, b) for t, a, b in zip(texts, w128, w256, strict=True)]
+    fit_titled = [
+        [
+            f"{titles[str(doc.id)]}. {e}"
+            if titles[str(doc.id)] and not doc.page_content.startswith(e)
+            else e
+            for e in entries
+        ]
+        for doc, entries in zip(docs, fit, strict=True)
+    ]
+    for label, entries in (("fit", fit), ("fit-titled", fit_titled)):
+        if wanted is None or label in wanted:
+            cache.ensure([t for ts in entries for t in ts], label=f"{label} entries")
     bodies = {
         str(row["_id"]): row["text"]
         for row in map(json.loads, (args.data / "corpus.jsonl").open(encoding="utf-8"))
@@ -246,6 +269,8 @@ def main() -> None:
         "auto+late": lambda n: [*standalone(n), *states.pooled(n)],
         "tail": tail,
         "titled": lambda n: [cache.vector(t) for t in titled[n]],
+        "fit": lambda n: [cache.vector(t) for t in fit[n]],
+        "fit-titled": lambda n: [cache.vector(t) for t in fit_titled[n]],
         "sentences": lambda n: (
             [cache.vector(texts[n])] + [cache.vector(t) for t in further["sentences"][n]]
         ),
@@ -292,14 +317,18 @@ def main() -> None:
             score(default.model_copy(update={"weights": (1.0, 0.0, 0.0)})),
         ]
         cost = sum(pieces(length, name) for length in lengths) / len(docs)
-        if name == "titled":
+        if name in ("titled", "fit-titled"):
+            plain = "auto" if name == "titled" else "fit"
             counted = {
                 label: sum(
                     len(e.ids) for e in tokenizer.encode_batch([t for ts in entries for t in ts])
                 )
-                for label, entries in (("titled", titled), ("auto", auto))
+                for label, entries in (
+                    (name, titled if name == "titled" else fit_titled),
+                    (plain, auto if name == "titled" else fit),
+                )
             }
-            cost += (counted["titled"] - counted["auto"]) / len(docs)  # the titles' pieces
+            cost += (counted[name] - counted[plain]) / len(docs)  # the titles' pieces
         if name in further:
             extra = [t for ts in further[name] for t in ts]
             cost += sum(len(e.ids) + 2 for e in tokenizer.encode_batch(extra)) / len(docs)
@@ -310,7 +339,8 @@ def main() -> None:
         )
     if args.sweep:
         print("\n| policy | dense weight | feedback weight | nDCG@10 |\n|---|---:|---:|---:|")
-        for name in [n for n in ("auto", "late-full", "titled") if n in stores]:
+        swept = ("auto", "late-full", "titled", "fit", "fit-titled")
+        for name in [n for n in swept if n in stores]:
             default = HybridRetriever(vector_store=stores[name], keyword_index=bm25)
             for dense in (0.6, 0.7, 0.8):
                 for feedback in (0.5, 0.75, 1.0):

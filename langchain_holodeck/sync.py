@@ -21,7 +21,7 @@ import json
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -350,26 +350,52 @@ def texts_to_embed(plan: SyncPlan, embeddings: Embeddings) -> list[str]:
 
 
 def _stale_tail_ids(
-    vector_store: VectorStore, namespace: str, source: str, first_index: int, known_count: int
+    vector_store: VectorStore,
+    namespace: str,
+    source: str,
+    live: Collection[int],
+    known_count: int,
 ) -> list[str]:
-    """Ids of chunks ``first_index``, ``first_index + 1``, ... of ``source`` the store still holds.
+    """Ids of the chunks of ``source`` the store holds past this run's: a shrunk file's old tail.
 
-    Probes by id (ids are derivable) up to the previously recorded chunk count, then on in
+    ``live``: this run's ``chunk_index`` values of the file. A caller may leave gaps in them
+    (a chunk filtered out after splitting): a stored chunk in a gap is stale too, and the tail
+    starts past the highest live index, not at the number of chunks (which deleted the last
+    live chunk of such a file on every other run). Probes by id (ids are derivable): the gaps,
+    then from past the highest index up to the previously recorded chunk count, then on in
     runs of 64 until one comes back empty, so a gap left by an earlier failed run is crossed.
     The ids of their model windows come with them.
     """
-    stale: list[str] = []
-    start = first_index
+    end = max(live, default=-1) + 1
+    present = set(live)
+    gaps = [i for i in range(end) if i not in present]
+    stale = _held(vector_store, namespace, source, gaps)[0] if gaps else []
+    start = end
     while True:
         stop = max(known_count, start + _PROBE_WINDOW)
-        probe = [stable_id(namespace, make_chunk_key(source, i)) for i in range(start, stop)]
-        found = {doc.id: doc for doc in vector_store.get_by_ids(probe) if doc.id}
-        for doc_id in probe:
-            if doc_id in found:
-                stale += [doc_id, *_window_ids(doc_id, 0, _window_count(found[doc_id]))]
+        held, found = _held(vector_store, namespace, source, range(start, stop))
+        stale += held
         if not found and start >= known_count:
             return stale
         start = stop
+
+
+def _held(
+    vector_store: VectorStore, namespace: str, source: str, indexes: Iterable[int]
+) -> tuple[list[str], bool]:
+    """Which of chunks ``indexes`` of ``source`` the store holds, and whether it held any.
+
+    The ids come with the ids of those chunks' model windows.
+    """
+    probe = [stable_id(namespace, make_chunk_key(source, i)) for i in indexes]
+    found = {doc.id: doc for doc in vector_store.get_by_ids(probe) if doc.id}
+    held = [
+        i
+        for doc_id in probe
+        if doc_id in found
+        for i in (doc_id, *_window_ids(doc_id, 0, _window_count(found[doc_id])))
+    ]
+    return held, bool(found)
 
 
 def _window_count(doc: Document) -> int:
@@ -579,17 +605,19 @@ def sync_documents(
         chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 
     counts: dict[str, int] = defaultdict(int)
+    live: dict[str, set[int]] = defaultdict(set)
     for chunk in chunks:
         counts[chunk.metadata["source_path"]] += 1
+        live[chunk.metadata["source_path"]].add(chunk.metadata[CHUNK_INDEX])
     errors: list[str] = []
     deletes = type(vector_store).delete is not VectorStore.delete
     # a shrunk file's old tail goes before its chunk 0 (the record the fast path trusts) is
     # written, so a kill in between leaves the old record and the next run redoes the file
     tails: dict[str, list[str]] = {}
     try:
-        for source, count in counts.items():
+        for source in counts:
             known = _known_count(stored, namespace, source)
-            tail = _stale_tail_ids(vector_store, namespace, source, count, known)
+            tail = _stale_tail_ids(vector_store, namespace, source, live[source], known)
             if tail:
                 tails[source] = tail
     except Exception as error:  # the store failed mid-sync: reported, re-running converges

@@ -138,6 +138,38 @@ def test_tail_deletion_crosses_a_gap(embeddings: HashingEmbeddings) -> None:
     assert len(store.store) == 3
 
 
+def _indexed(source: str, indexes: Sequence[int]) -> list[Document]:
+    return [
+        Document(page_content=f"part {i}", metadata={"source_path": source, "chunk_index": i})
+        for i in indexes
+    ]
+
+
+def _stored_indexes(store: InMemoryVectorStore) -> list[int]:
+    return sorted(d["metadata"]["chunk_index"] for d in store.store.values())
+
+
+def test_chunk_indexes_with_gaps_resync_to_nothing(embeddings: HashingEmbeddings) -> None:
+    """A caller's chunks 0, 2, 4 (one filtered out after splitting): the tail was looked for
+    from the number of chunks (3), so every other re-sync deleted chunk 4 and the next
+    added it back."""
+    store = InMemoryVectorStore(embeddings)
+    docs = _indexed("a.md", [0, 2, 4])
+    assert sync_documents(docs, store, namespace="kb").added == 3
+    for _ in range(3):
+        result = sync_documents(docs, store, namespace="kb")
+        assert (result.added, result.skipped, result.deleted) == (0, 3, 0)
+        assert _stored_indexes(store) == [0, 2, 4]
+
+
+def test_a_stored_chunk_in_a_new_gap_is_stale(embeddings: HashingEmbeddings) -> None:
+    store = InMemoryVectorStore(embeddings)
+    sync_documents(_indexed("a.md", range(6)), store, namespace="kb")
+    result = sync_documents(_indexed("a.md", [0, 2, 4]), store, namespace="kb")
+    assert (result.skipped, result.deleted) == (3, 3)  # 1 and 3 in the gaps, 5 the tail
+    assert _stored_indexes(store) == [0, 2, 4]
+
+
 def test_namespaces_do_not_collide(embeddings: HashingEmbeddings) -> None:
     store = InMemoryVectorStore(embeddings)
     sync_documents(CORPUS, store, namespace="one")
