@@ -75,6 +75,14 @@ _PLAIN_KINDS = {
     "arts": "article",
     "clause": "section",
     "clauses": "section",
+    "subsection": "section",
+    "subsections": "section",
+    "sub-section": "section",
+    "sub-sections": "section",
+    "paragraph": "section",
+    "paragraphs": "section",
+    "sect": "section",
+    "sects": "section",
 }
 _PREFIXED_KINDS = ("title", "part", "chapter", "schedule", "annex", "appendix")
 _KIND_RANK = {
@@ -90,10 +98,13 @@ _KIND_RANK = {
 _SUBCLAUSE_RANK = 100
 
 _KW = (
-    r"(?<![\w§])(?P<kw>(?i:sections?|secs?\.?|articles?|arts?\.|clauses?|title|part|chapter|schedule"
-    r"|annex|appendix)(?=[\s\d])|§§?)"
+    r"(?<![\w§])(?P<kw>(?i:(?:sub-?)?sections?|secs?\.?|sects?\.|paragraphs?|articles?|arts?\."
+    r"|clauses?|title|part|chapter|schedule|annex|appendix)(?=[\s\d])|§§?)"
 )
-_NUM = r"(?P<num>\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z])(?![\w.]\d)(?!\w)"
+_NUMBER = r"\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z]|[ivxlcdm]+|[a-z]"
+"""A section number: digits (``4.2``, ``12A``), a Roman numeral or a letter; lower-case
+numerals and letters only where ``_number_ok`` takes them (``title ii``, ``appendix b``)."""
+_NUM = r"(?P<num>" + _NUMBER + r")(?![\w.]\d)(?!\w)"
 _LABELS = r"(?P<labels>(?:\s?\([A-Za-z0-9]{1,4}\))*)"
 _KEYWORD_REF = re.compile(_KW + r"\s*" + _NUM + _LABELS)
 _BARE_REF = re.compile(r"(?P<num>\d+(?:\.\d+)*[A-Za-z]?)" + _LABELS)
@@ -111,7 +122,26 @@ def _labels_of(labels: str) -> list[str]:
     return _LABEL.findall(labels)
 
 
+_LETTERED_KINDS = frozenset({"appendix", "annex"})
+
+
+def _number_ok(kind: str, num: str) -> bool:
+    """Whether a lower-case ``num`` (as a query is typed) numbers a ``kind``.
+
+    Roman numerals for the kinds named with their number (``part iv``, ``title ii``), a
+    single letter for appendices and annexes (``appendix b``): not ``schedule a meeting``,
+    ``part did`` or ``section a``.
+    """
+    if not (num.isalpha() and num.islower()):
+        return True
+    if len(num) == 1 and kind in _LETTERED_KINDS:
+        return True
+    return kind in _PREFIXED_KINDS and _ROMAN_LOWER.match(num) is not None
+
+
 def _make_id(kind: str, num: str, labels: list[str]) -> str | None:
+    if not _number_ok(kind, num):
+        return None
     if kind in _PREFIXED_KINDS:
         base = f"{kind}-{num.lower()}"
     elif num.isalpha() and not _ROMAN_UPPER.match(num) and len(num) > 1:
@@ -174,7 +204,9 @@ def _split_id(section_id: str) -> tuple[str, list[str]]:
 
 _REF_LIST = re.compile(
     _KW
-    + r"\s*(?P<first>(?:\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z])(?![\w.]\d)(?!\w)"
+    + r"\s*(?P<first>(?:"
+    + _NUMBER
+    + r")(?![\w.]\d)(?!\w)"
     + r"(?:\s?\([A-Za-z0-9]{1,4}\))*)"
     + r"(?P<more>(?:\s*(?:,|&|\band\b|\bor\b|\bto\b|\bthrough\b|\u2013|—|-)\s*"
     + r"(?:(?i:sections?|§)\s*)?"
@@ -229,7 +261,7 @@ def find_section_refs(text: str, *, current_id: str = "") -> list[str]:
         kind = _kind_of(match["kw"])
         items = [match["first"], *_MORE_ITEM.findall(match["more"] or "")]
         for item in items:
-            num = re.match(r"\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+|[A-Z]", item)
+            num = re.match(_NUMBER, item)
             if num is None:  # pragma: no cover - the pattern guarantees a number
                 continue
             ref = _make_id(kind, num.group(0), _labels_of(item[num.end() :]))

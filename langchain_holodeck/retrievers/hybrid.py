@@ -170,7 +170,10 @@ class HybridRetriever(BaseRetriever):
     a second fusion (``retrievers/_feedback``); 0 turns it off. Used when the keyword leg
     answered too and the store returns stored vectors by id (``MatrixVectorStore``); not
     when the best chunk is source code (``chunk_type: code``), and code chunks are never fed
-    back."""
+    back. The first ``max(FEEDBACK_DEPTH, k)`` candidates of each leg (50, or ``k`` above it)
+    are re-ranked: the results of a ``k`` up to 50 begin every larger ``k``'s up to 50, but a
+    ``k`` above 50 re-ranks more candidates (Recall@100 gains from them), so its results
+    need not begin with those of ``k=50``."""
     feedback_weight: float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
     """How far the query vector moves: ``unit(q + feedback_weight * mean(vectors))``."""
     min_similarity_score: float | None = Field(default=None, ge=0, le=1)
@@ -189,12 +192,12 @@ class HybridRetriever(BaseRetriever):
     """Extra keyword arguments of the dense search (a store-specific ``filter``, ...). As on
     ``VectorStoreRetriever``, ``{"k": n}`` (or ``"fetch_k"``, ``"score_threshold"``) sets the
     retriever's ``k`` (``fetch_k``, ``min_similarity_score``) when that is not given itself;
-    given both, they must agree. A ``filter``
-    the store can evaluate on a document (``DocumentFilters``: ``MatrixVectorStore``'s mapping
-    or callable; ``InMemoryVectorStore``'s callable) holds the keyword and exact hits to it
-    too (``PostgresVectorStore`` and the Qdrant store evaluate their mapping filters the
-    same way); another store's filter holds its dense leg only (a native engine, both its
-    legs)."""
+    given both, they must agree. A ``filter`` the store can evaluate on a document
+    (``DocumentFilters``: ``MatrixVectorStore``'s mapping or callable;
+    ``InMemoryVectorStore``'s callable) holds the keyword and exact hits and the chunks
+    cross-reference expansion adds to it too (``PostgresVectorStore`` and the Qdrant store
+    evaluate their mapping filters the same way); another store's filter holds its dense leg
+    only (a native engine, both its legs)."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -347,6 +350,9 @@ class HybridRetriever(BaseRetriever):
                 outcome = (yield self._read_call(ids, current))["read"]
                 if isinstance(outcome, Exception):
                     raise outcome
+                accept = self._document_filter()  # the filter holds expanded chunks too
+                if accept is not None:
+                    outcome = [d for d in outcome if accept(d)]
                 result += self._expanded_docs(expanded, outcome)
             current.set_attribute("search.result_count", len(result))
             return result

@@ -88,12 +88,25 @@ def _write_locked(
         nonlocal written
         for doc_id, text, metadata in records:
             record = {"id": doc_id, "page_content": text, "metadata": metadata}
-            f.write(json.dumps(record, ensure_ascii=False).encode("utf-8"))
+            try:
+                line = json.dumps(record, ensure_ascii=False)
+            except (TypeError, ValueError) as error:
+                msg = (
+                    f"metadata of document {doc_id!r} cannot be saved as JSON ({error}); "
+                    "store such values as strings, numbers, lists or mappings."
+                )
+                raise TypeError(msg) from error
+            f.write(line.encode("utf-8"))
             f.write(b"\n")
             written += 1
 
-    atomic_write(directory / vectors_name, write_vectors)
+    # the documents first: metadata JSON cannot hold stops the save before any vector is written
     atomic_write(directory / docs_name, write_docs)
+    try:
+        atomic_write(directory / vectors_name, write_vectors)
+    except BaseException:
+        (directory / docs_name).unlink(missing_ok=True)
+        raise
     if written != count:  # pragma: no cover - the store passes one record per row
         msg = f"wrote {written} documents for {count} vectors; the save is not consistent."
         raise RuntimeError(msg)

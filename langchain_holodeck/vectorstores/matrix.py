@@ -734,6 +734,11 @@ class MatrixVectorStore(VectorStore):
         quantization codebook is saved too (``codebook-<gen>.faiss``), so loading re-encodes
         the rows without training again.
 
+        Metadata is saved as JSON: a tuple loads as a list and a non-string key as a string
+        (as in the Redis and PostgreSQL stores); a value JSON cannot hold (a ``date``, a
+        ``set``) stops the save with a ``TypeError`` naming the document, before any file of
+        the new generation is left behind, and the previous save stays.
+
         The whole save holds the directory's exclusive lock (``_persist.directory_lock``):
         processes saving into one directory take turns, and ``load`` never sees half a save.
 

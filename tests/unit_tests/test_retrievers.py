@@ -594,6 +594,42 @@ def test_in_expansion_finds_referrers(parts, by_sid) -> None:
     assert [d.id for d in docs] == [by_sid["201(a)"], by_sid["202(b)"]]
 
 
+def _two_corpora_of_one_act(embeddings: Embeddings) -> HybridRetriever:
+    """The same act.md synced into namespaces A and B of one store, indexes shared."""
+    from langchain_holodeck.sync import sync_documents
+    from langchain_holodeck.tools._wiring import IndexFanOut
+
+    text = (
+        "# Act\n\n## Section 1. Scope\n\nThis applies to all decks. See Section 2.\n\n"
+        "## Section 2. Duties\n\nThe {who} shall log every run.\n"
+    )
+    store, bm25, exact = MatrixVectorStore(embeddings), BM25KeywordIndex(), ExactMatchIndex()
+    for namespace, who in (("A", "operator"), ("B", "corpus B officer")):
+        doc = Document(page_content=text.format(who=who), metadata={"source_path": "act.md"})
+        chunks = StructuredMarkdownSplitter().split_documents([doc])
+        sync_documents(chunks, store, namespace=namespace, keyword_index=IndexFanOut((bm25, exact)))
+    return HybridRetriever(
+        vector_store=store,
+        keyword_index=bm25,
+        exact_index=exact,
+        k=1,
+        expand_hops=1,
+        search_kwargs={"filter": {"namespace": "A"}},
+    )
+
+
+async def test_expansion_is_held_to_the_filter(embeddings) -> None:
+    """Expansion found Section 2 by its source_path and section in the shared exact index,
+    in both namespaces, and read both: corpus B's chunk came back under A's filter."""
+    r = _two_corpora_of_one_act(embeddings)
+    for docs in (r.invoke("Section 1"), await r.ainvoke("Section 1")):
+        assert [(d.metadata["namespace"], d.metadata["section_id"]) for d in docs] == [
+            ("A", "1"),
+            ("A", "2"),
+        ]
+        assert "operator" in docs[1].page_content
+
+
 def test_no_expansion_keys_when_off(retriever) -> None:
     assert "expansion_hops" not in retriever.invoke("Section 201", k=1)[0].metadata
 

@@ -178,6 +178,35 @@ def test_normalize_section_ref(ref: str, expected: str | None) -> None:
     assert normalize_section_ref(ref) == expected
 
 
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("subsection 203(a)(1)", "203(a)(1)"),
+        ("Subsection 203(a)", "203(a)"),
+        ("sub-section 203(a)", "203(a)"),
+        ("paragraph 203(a)(1)", "203(a)(1)"),
+        ("Sect. 4.2", "4.2"),
+        ("title ii", "title-ii"),
+        ("part iv", "part-iv"),
+        ("appendix b", "appendix-b"),
+        ("annex a", "annex-a"),
+        # lower case as English has it: not a reference
+        ("schedule a", None),
+        ("part did", None),
+        ("section a", None),
+        ("sect 4", None),
+    ],
+)
+def test_references_as_queries_are_typed(ref: str, expected: str | None) -> None:
+    """Spellings a user types that missed the section ('subsection 203(a)(1)', 'title ii')."""
+    assert normalize_section_ref(ref) == expected
+
+
+def test_lower_case_letters_number_only_appendices_and_annexes_in_text() -> None:
+    text = "Please schedule a meeting on part i, then read appendix c and subsection 4(b)."
+    assert find_section_refs(text) == ["part-i", "appendix-c", "4(b)"]
+
+
 def test_normalize_matches_the_ids_parse_sections_gives() -> None:
     sections = parse_sections("### Section 102. Definitions\n\n(a) x.\n\n(1) y.\n")
     assert normalize_section_ref("Section 102(a)(1)") == sections[-1].section_id

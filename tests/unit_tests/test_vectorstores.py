@@ -260,6 +260,27 @@ def test_dump_replaces_previous_generation_atomically(
     assert MatrixVectorStore.load(tmp_path, embeddings).document_count == 3
 
 
+def test_metadata_json_cannot_hold_stops_the_save_naming_the_document(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """A date in metadata: dump raised json's bare 'Object of type date is not JSON
+    serializable' after writing the new generation's vectors, which stayed behind."""
+    import datetime
+
+    store = make_store(embeddings)
+    store.dump(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    when = {"published": datetime.date(2024, 1, 2)}
+    store.add_documents([Document(id="dated", page_content="x", metadata=when)])
+    with pytest.raises(TypeError, match=r"^metadata of document 'dated' cannot be saved as JSON"):
+        store.dump(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing new left behind
+    assert MatrixVectorStore.load(tmp_path, embeddings).document_count == 4  # the last save
+    store.delete(["dated"])
+    store.dump(tmp_path)  # the next save, without it, goes through
+    assert MatrixVectorStore.load(tmp_path, embeddings).document_count == 4
+
+
 def test_empty_store_dump_and_load(embeddings: HashingEmbeddings, tmp_path: Path) -> None:
     MatrixVectorStore(embeddings).dump(tmp_path)
     loaded = MatrixVectorStore.load(tmp_path, embeddings)
