@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections import deque
@@ -273,6 +274,35 @@ class HybridRetriever(BaseRetriever):
             msg = (
                 f"expand_hops={self.expand_hops} needs exact_index (it maps sections to "
                 "chunks); pass an ExactMatchIndex or set expand_hops=0."
+            )
+            raise ValueError(msg)
+        return self
+
+    @model_validator(mode="after")
+    def _search_kwargs_the_store_takes(self) -> HybridRetriever:
+        """Refuse a ``search_kwargs`` key the dense leg's search does not take.
+
+        A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``,
+        which the retriever served as an outage: keyword results only, unfiltered, a WARNING
+        per query. Checked where the store's search names its arguments (the id search of
+        ``MatrixVectorStore``); a search taking ``**kwargs`` passes everything on.
+        """
+        store = self.vector_store
+        search = getattr(store, "search_ids_by_vector", None)
+        if not self.search_kwargs or search is None or self.search_strategy == "native":
+            return self
+        try:
+            parameters = inspect.signature(search).parameters
+        except (TypeError, ValueError):  # a builtin or an object without a signature
+            return self
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            return self
+        taken = [name for name in parameters if name not in ("embedding", "k")]
+        unknown = [key for key in self.search_kwargs if key not in taken]
+        if unknown:
+            msg = (
+                f"search_kwargs {', '.join(map(repr, unknown))} is not an argument of "
+                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken))}."
             )
             raise ValueError(msg)
         return self

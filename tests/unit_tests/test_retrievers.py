@@ -765,3 +765,13 @@ def test_threshold_without_a_dense_leg_embeds_the_query(parts) -> None:
     threshold = sorted(similarity.values())[len(similarity) // 2]
     kept = HybridRetriever(**params, min_similarity_score=threshold).invoke(query)
     assert {d.id for d in kept} == {i for i, s in similarity.items() if s >= threshold}
+
+
+@pytest.mark.parametrize("key", ["filters", "lambda_mult"])
+def test_a_search_kwarg_the_store_does_not_take_is_refused(parts, key) -> None:
+    """'filters' for 'filter': every query's dense search raised TypeError, served as an outage
+    (keyword results only, unfiltered, a WARNING per query)."""
+    store, bm25, _ = parts
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Matrix"):
+        HybridRetriever(vector_store=store, keyword_index=bm25, search_kwargs={key: 1})
+    HybridRetriever(vector_store=store, keyword_index=bm25, search_kwargs={"filter": {"n": 1}})
