@@ -540,16 +540,23 @@ def load_project_database_config(
         environ: Variables for ``${VAR}``; default ``os.environ``.
 
     Returns:
-        The database configuration, or None when the file has no ``vectorstore`` section.
+        The database configuration, or None when the file has no ``vectorstore`` section (an
+        empty or comment-only file has none).
 
     Raises:
-        ConfigError: When the file cannot be read or parsed, a key misspells ``vectorstore``,
+        ConfigError: When the file cannot be read or parsed, is no mapping (a list, a single
+            value), a key misspells ``vectorstore``,
             its ``vectorstore`` section holds a literal secret (as ``load_agent_config``)
             or is invalid (the message names the file and
             ``vectorstore.<field>``).
     """
     display = str(path)
-    raw = read_yaml_mapping(Path(path), display=display)
+    raw = read_yaml_mapping(
+        Path(path),
+        display=display,
+        expected=f"a mapping of sections, such as '{_VECTORSTORE_KEY}:'",
+        empty_is_nothing=True,  # a settings file with nothing set yet is no error
+    )
     for key, value in raw.items():
         if _misspells_vectorstore(str(key), value):
             msg = (

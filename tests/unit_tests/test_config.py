@@ -768,8 +768,8 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("", "the file is empty"),
-        ("# only a comment\n", "the file is empty"),
+        ("", "the file is empty; expected a mapping with a 'tools:' list."),
+        ("# only a comment\n", "the file is empty; expected a mapping with a 'tools:' list."),
         ("- a\n- b\n", "must be a mapping (key: value lines), got a list"),
         ("just a string\n", "got a single value"),
         ("tools: []\n---\ntools: []\n", "expected a single document"),
@@ -887,6 +887,37 @@ def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) 
     project, home = dirs
     assert resolve_database_config(with_database(None), project_dir=project, home_dir=home) is None
     assert resolve_database_config(None, project_dir=project, home_dir=home) is None
+
+
+@pytest.mark.parametrize("text", ["", "# settings: none yet\n", "---\n", "\n\n"])
+def test_an_empty_settings_file_sets_nothing_in_the_project_or_home(
+    dirs: tuple[Path, Path], text: str
+) -> None:
+    # other programs own the rest of this file: one with nothing in it yet is no error
+    project, home = dirs
+    holodeck_config(project, text)
+    holodeck_config(home, f"vectorstore: {{provider: redis, connection_string: {HOME_DB}}}")
+    found = resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert found is not None
+    assert found.masked_connection_string == HOME_DB
+    holodeck_config(home, text)
+    assert resolve_database_config(None, project_dir=project, home_dir=home, environ={}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"), [("- vectorstore\n", "a list"), ("vectorstore\n", "a single value")]
+)
+def test_a_settings_file_that_is_no_mapping_names_its_own_keys(
+    dirs: tuple[Path, Path], text: str, kind: str
+) -> None:
+    project, home = dirs
+    path = holodeck_config(home, text)
+    with pytest.raises(ConfigError) as error:
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert str(error.value) == (
+        f"{path}: the document must be a mapping (key: value lines), got {kind}; expected a "
+        "mapping of sections, such as 'vectorstore:'."
+    )
 
 
 @pytest.mark.parametrize(
