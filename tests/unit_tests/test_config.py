@@ -765,6 +765,68 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
         load_agent_config(tmp_path)
 
 
+_NOT_A_BOOLEAN = "not a boolean (YAML reads yes/no, on/off, true/false as one)"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "kind", "value"),
+    [
+        ("top_k: yes", "tools[0].top_k", "an integer", "true"),
+        ("top_k: true", "tools[0].top_k", "an integer", "true"),
+        ("expand_hops: on", "tools[0].expand_hops", "an integer", "true"),
+        ("fetch_k: off", "tools[0].fetch_k", "an integer", "false"),
+        ("rerank_top_n: no", "tools[0].rerank_top_n", "an integer", "false"),
+        ("min_similarity_score: true", "tools[0].min_similarity_score", "a number", "true"),
+        ("feedback_weight: yes", "tools[0].feedback_weight", "a number", "true"),
+        ("context_timeout: on", "tools[0].context_timeout", "a number", "true"),
+        ("search_weights: {semantic: no}", "tools[0].search_weights.semantic", "a number", "false"),
+        (
+            "database: {provider: qdrant, location: ':memory:', timeout: yes}",
+            "tools[0].database.timeout",
+            "a number",
+            "true",
+        ),
+    ],
+)
+def test_a_yaml_boolean_for_a_number_is_an_error_naming_file_field_and_value(
+    tmp_path: Path, entry: str, field: str, kind: str, value: str
+) -> None:
+    # pydantic's lax mode read `top_k: yes` as top_k=1, while `top_k: "five"` was refused
+    path = write(
+        tmp_path, f"tools:\n  - {{type: hierarchical_document, name: kb, source: d, {entry}}}\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    assert str(error.value) == f"{path}: {field}: must be {kind}, {_NOT_A_BOOLEAN}, got {value}."
+
+
+def test_a_yaml_boolean_in_tool_selection_weights_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "tools: [{type: vectorstore, name: kb, source: d}]\ntool_selection: {weights: [on, 1]}\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    assert str(error.value) == (
+        f"{path}: tool_selection.weights[0]: must be a number, {_NOT_A_BOOLEAN}, got true."
+    )
+
+
+def test_numbers_written_as_yaml_numbers_or_variables_still_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        tools:
+          - {type: hierarchical_document, name: kb, source: d, top_k: 7, fetch_k: "${FETCH_K}",
+             min_similarity_score: 1, feedback_weight: 0, search_weights: {semantic: 2}}
+        """,
+    )
+    (tool,) = load_agent_config(path, environ={"FETCH_K": "30"}).tools
+    assert isinstance(tool, HierarchicalDocumentToolConfig)
+    assert (tool.top_k, tool.fetch_k, tool.min_similarity_score) == (7, 30, 1.0)
+    assert (tool.feedback_weight, tool.search_weights.semantic) == (0.0, 2.0)
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
