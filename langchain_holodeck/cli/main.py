@@ -505,7 +505,7 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
     if args.source is None:
         msg = "ingest needs SOURCE (a file or directory), or --config AGENT_YAML."
         raise ConfigError(msg)
-    _refuse_an_agent_yaml_as_source(Path(args.source))
+    _refuse_an_agent_yaml_as_source(Path(args.source).expanduser())
     embedding_model, long_text = args.embedding_model, args.long_text
     if embedding_model is None and long_text is None:  # a plain re-ingest keeps the last ones
         embedding_model, long_text = _remembered_settings(args.store, args.source, Path.cwd())

@@ -314,8 +314,9 @@ class QdrantDatabaseConfig(DatabaseConfig):
     """``":memory:"``: an in-process collection that lives as long as the process."""
     path: str | None = Field(default=None, min_length=1)
     """Directory of an on-disk local-mode store (one process at a time; the tools of one
-    process share it); a relative path resolves like a tool's ``source``: against the
-    agent.yaml's directory (the project's for ``.holodeck/config.yaml``)."""
+    process share it); a path resolves like a tool's ``source``: ``~`` is the home directory,
+    a relative path is under the agent.yaml's directory (the project's for
+    ``.holodeck/config.yaml``)."""
     url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
     """URL of a Qdrant server, e.g. ``http://localhost:6333``."""
     api_key: SecretStr | None = None

@@ -139,7 +139,8 @@ class _SearchToolConfig(BaseModel):
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
-    """File or directory to index; relative paths resolve against the agent.yaml's directory."""
+    """File or directory to index; a leading ``~`` is the home directory (as in a shell), and
+    relative paths resolve against the agent.yaml's directory."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     long_text: LongTextMode = Field(

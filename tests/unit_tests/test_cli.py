@@ -586,6 +586,33 @@ def test_ingest_and_search_a_config_tool(
     assert explain.endswith("| exact #1")
 
 
+def test_a_config_tool_source_under_home_is_found_and_re_ingests_nothing(
+    ingested: Ingested,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `source: ~/legal` was looked up at <agent.yaml's dir>/~/legal: error, exit 1
+    home = tmp_path / "home"
+    shutil.copytree(ingested.workdir / "legal", home / "legal")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "project").mkdir()
+    agent = write(
+        tmp_path / "project" / "agent.yaml",
+        "tools:\n  - type: hierarchical_document\n    name: act\n    source: ~/legal\n",
+    )
+    store = tmp_path / "store"
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(store))
+    assert code == 0, err
+    assert out.startswith("ingested ~/legal into 'act' ")
+    code, out, err = run(capsys, "search", "Section 202", "--store", str(store))
+    assert code == 0, err
+    assert f"Source: {(home / 'legal').as_posix()}/holodeck_act.md" in out
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(store))
+    assert code == 0, err
+    assert ": 0 added, 0 updated, " in out
+
+
 # -- tools ----------------------------------------------------------------------------------
 def test_tools_lists_each_tool_and_where_its_data_lives(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
