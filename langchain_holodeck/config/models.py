@@ -288,9 +288,13 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     header row; ``null`` cuts tables like any text, the header in the first piece only."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    fetch_k: Integer = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
-    """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
-    are fetched. The default is where quality stopped improving on the tuning sets."""
+    fetch_k: Integer = Field(
+        default=DEFAULT_FETCH_K, ge=1, le=1000, json_schema_extra={"rule": ">= top_k"}
+    )
+    """Candidates each leg (dense, keyword, exact) hands to fusion; a value below ``top_k`` is
+    refused. A search fetches ``max(fetch_k, 2 x k)`` (``2 x k`` when one leg alone has
+    weight), ``k`` being ``top_k`` or the ``k`` the call asks for. The default is where quality
+    stopped improving on the tuning sets."""
     fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
     """How the legs are fused: ``convex`` (convex score fusion, the default) adds each leg's
     scores divided by its best, weighted (Bruch et al., 2023); ``rrf``: weighted reciprocal rank

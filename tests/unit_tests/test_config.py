@@ -1206,6 +1206,17 @@ def test_config_reference_shows_defaults_and_rules() -> None:
     assert "`HNSW` or `FLAT`" in text
 
 
+def test_fetch_k_below_top_k_is_refused_and_the_reference_says_so(tmp_path: Path) -> None:
+    # the reference said "at least 2 x top_k are fetched", as if a small fetch_k were raised
+    with pytest.raises(ConfigError, match=re.escape("fetch_k (5) must be >= top_k (10)")):
+        load_tools(tmp_path, hierarchical(fetch_k=5))
+    section = config_reference_markdown().split("### HierarchicalDocumentToolConfig")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| `fetch_k` | "))
+    assert "| 1..1000; >= top_k |" in row
+    assert "a value below ``top_k`` is refused" in row
+    assert "``max(fetch_k, 2 x k)``" in row
+
+
 def test_example_agent_yaml_comments_every_option_of_its_tools() -> None:
     """Its first line promises 'every tool type ..., each option commented'."""
     text = EXAMPLE.read_text(encoding="utf-8")
