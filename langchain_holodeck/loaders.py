@@ -183,7 +183,8 @@ class SourceLoader(BaseLoader):
     For a file source it is the configured path itself. A relative source is resolved
     against ``base_dir`` (default: the working directory at load time) but keeps its
     configured form. An absolute source gives the path relative to ``base_dir`` when it
-    lies inside it, else the absolute POSIX path.
+    lies inside it, else the absolute POSIX path. A leading ``~`` or ``~user`` is that home
+    directory, as in a shell (``~/notes`` is absolute, never ``base_dir/~/notes``).
 
     Emits metadata: ``source`` and ``source_path`` (same value), ``file_type``,
     ``mtime`` (float), ``size_bytes`` (int).
@@ -206,8 +207,8 @@ class SourceLoader(BaseLoader):
         max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
             where the OS has one); default 4 GiB; ``None``: no limit.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
-        exclude: Files or directories never loaded (relative ones resolve like ``source``),
-            e.g. a store directory that lies inside the source.
+        exclude: Files or directories never loaded (relative and ``~`` ones resolve like
+            ``source``), e.g. a store directory that lies inside the source.
 
     Instantiate:
         ```python
@@ -363,7 +364,7 @@ class SourceLoader(BaseLoader):
     # ------------------------------------------------------------------ walking
     def _root(self) -> tuple[str, str]:
         """(absolute lexical path of the source, the configured form used in source_path)."""
-        raw = os.fspath(self.source)
+        raw = _expand_home(self.source)
         configured = os.path.normpath(raw)
         if os.path.isabs(raw):
             absolute = configured
@@ -386,7 +387,7 @@ class SourceLoader(BaseLoader):
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
             excluded = {
-                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), p))
+                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), _expand_home(p)))
                 for p in self.exclude
             }
 
@@ -675,6 +676,15 @@ _SYSTEM_DIRECTORIES = ("/proc", "/sys", "/dev")
 _UTF8_MULTIBYTE = re.compile(
     rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
 )
+
+
+def _expand_home(path: str | os.PathLike[str]) -> str:
+    """``path`` with a leading ``~`` or ``~user`` expanded: what a shell would open.
+
+    A configured ``source: ~/notes`` otherwise joined the agent.yaml's directory
+    (``<dir>/~/notes``) and was not found. A ``~user`` that names no user stays as written.
+    """
+    return os.path.expanduser(os.fspath(path))
 
 
 def _refuse_system_directories(root: str, source: str | os.PathLike[str]) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck.backends._registry import (
     backend_for_store,
+    client_loggers,
     create_vector_store,
     create_vector_store_with_status,
     get_backend,
@@ -102,6 +103,7 @@ __all__ = [
     "RedisKeywordIndexProvider",
     "VectorStoreHandle",
     "backend_for_store",
+    "client_loggers",
     "create_vector_store",
     "create_vector_store_with_status",
     "get_backend",

@@ -91,6 +91,15 @@ def register_keyword_index(cls: _K) -> _K:
     return cls
 
 
+def client_loggers() -> frozenset[str]:
+    """The ``client_loggers`` of the keyword-index providers registered so far.
+
+    Built-in providers are not imported for this: a provider whose module was never imported
+    has no client that could have logged.
+    """
+    return frozenset(name for cls in _KEYWORD_INDEXES.values() for name in cls.client_loggers)
+
+
 def _check_config_type(cls: type[Backend] | type[KeywordIndexProvider], provider: str) -> None:
     config_type = cls.config_type
     if config_type is None:

@@ -261,6 +261,10 @@ class KeywordIndexProvider(ABC):
     """The ``keyword_index.provider`` value that selects it."""
     config_type: ClassVar[type[BaseModel]]
     """Its config class (a ``KeywordIndexProviderConfig`` subclass)."""
+    client_loggers: ClassVar[tuple[str, ...]] = ()
+    """Loggers of its client library that log every failed request attempt themselves
+    (opensearch-py: a WARNING per retry). The failure reaches the user once, as this package's
+    WARNING, so ``holodeck-rag`` shows these loggers' lines only with ``-vv``."""
 
     def __init__(self, config: BaseModel) -> None:
         self.config = config

@@ -29,6 +29,7 @@ class OpenSearchKeywordIndexProvider(KeywordIndexProvider):
 
     provider = "opensearch"
     config_type = OpenSearchKeywordIndexConfig
+    client_loggers = ("opensearch",)  # HEAD http://.../index [status:N/A ...] per attempt
 
     config: OpenSearchKeywordIndexConfig
 

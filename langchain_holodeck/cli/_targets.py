@@ -336,8 +336,11 @@ def _last_default_ingest(store: Path, source: str, base_dir: Path) -> Manifest |
         manifest = read_manifest(store)
     except (HolodeckError, OSError):  # none, or unreadable: the ingest rewrites it
         return None
-    then = Path(manifest.base_dir) / manifest.source
-    if manifest.config is not None or then.resolve() != (base_dir / source).resolve():
+    then = Path(manifest.base_dir) / Path(manifest.source).expanduser()
+    if (
+        manifest.config is not None
+        or then.resolve() != (base_dir / Path(source).expanduser()).resolve()
+    ):
         return None
     return manifest
 
@@ -358,8 +361,8 @@ def replaced_corpus(store: Path, target: Target) -> Manifest | None:
     config = target.config
     if manifest.tool != config.name or config.corpus_id is not None:
         return None
-    then = (Path(manifest.base_dir) / manifest.source).resolve()
-    if then == (target.base_dir / config.source).resolve():
+    then = (Path(manifest.base_dir) / Path(manifest.source).expanduser()).resolve()
+    if then == config.resolved_source(target.base_dir).resolve():
         return None
     return manifest
 

@@ -505,7 +505,7 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
     if args.source is None:
         msg = "ingest needs SOURCE (a file or directory), or --config AGENT_YAML."
         raise ConfigError(msg)
-    _refuse_an_agent_yaml_as_source(Path(args.source))
+    _refuse_an_agent_yaml_as_source(Path(args.source).expanduser())
     embedding_model, long_text = args.embedding_model, args.long_text
     if embedding_model is None and long_text is None:  # a plain re-ingest keeps the last ones
         embedding_model, long_text = _remembered_settings(args.store, args.source, Path.cwd())
@@ -750,12 +750,28 @@ class _LineFormatter(logging.Formatter):
         return f"{record.levelname.lower()}: {message}"
 
 
+def _not_a_client_attempt(record: logging.LogRecord) -> bool:
+    """A handler filter: leave out a keyword index's client library's own warnings.
+
+    Such a library may log a WARNING per attempt of each request (four for one search while
+    its server is down), before the search says once that its keyword leg failed. The
+    loggers are the registered providers' ``client_loggers``; their errors still show.
+    """
+    if record.levelno >= logging.ERROR or record.name.startswith("langchain_holodeck"):
+        return True
+    from langchain_holodeck.backends import client_loggers  # registered by now, if it logged
+
+    return record.name.split(".", 1)[0] not in client_loggers()
+
+
 @contextmanager
 def _cli_logging(*, verbose: int, quiet: bool) -> Iterator[None]:
     """Log to the current stderr for the duration of one ``main`` call, then restore."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LineFormatter(verbose=verbose > 0))
     handler.setLevel(logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING)
+    if verbose < 2:  # -vv: every library's logs, these too
+        handler.addFilter(_not_a_client_attempt)
     root = logging.getLogger()
     package = logging.getLogger("langchain_holodeck")
     saved = (root.level, package.level)

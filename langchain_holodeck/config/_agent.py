@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field, SecretStr, field_validator, model_validat
 
 from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
+    Integer,
+    Number,
     _check_secret_not_blank,
     check_http_url,
 )
@@ -23,15 +25,15 @@ class ChatModelConfig(BaseModel):
     """Model provider as LangChain's ``init_chat_model`` names it: ``openai``, ``anthropic``..."""
     name: str = Field(min_length=1)
     """Model name, e.g. ``gpt-4o-mini``."""
-    temperature: float = Field(default=0.0, ge=0, le=2)
+    temperature: Number = Field(default=0.0, ge=0, le=2)
     """Sampling temperature."""
     api_key: SecretStr | None = None
     """API key from the environment (``${OPENAI_API_KEY}``); unset: the provider's default."""
     base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
     """Base URL of an OpenAI-compatible server, for self-hosted models."""
-    max_tool_calls: int = Field(default=6, gt=0, le=50)
+    max_tool_calls: Integer = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""
-    history_tokens: int = Field(default=32_000, ge=1_000, le=10_000_000)
+    history_tokens: Integer = Field(default=32_000, ge=1_000, le=10_000_000)
     """Tokens of conversation sent to the model (estimated, 4 characters each). Past it, the
     tool results but the 3 latest are sent as ``[cleared]`` (the questions, answers and tool
     calls stay), so a long ``chat`` keeps fitting the model's context window: lower it for a
@@ -57,7 +59,7 @@ class RetrievalTestCase(BaseModel):
     """The file that must be found, e.g. ``auth.md`` or ``guide/scheduling.txt``."""
     section_id: str | None = Field(default=None, min_length=1)
     """The section that must be found, e.g. ``203(a)(1)``."""
-    k: int = Field(default=5, ge=1, le=100)
+    k: Integer = Field(default=5, ge=1, le=100)
     """The expected result must be among the first ``k``."""
     tool: str | None = Field(default=None, min_length=1)
     """The tool to search; unset: every tool of the file."""

@@ -36,7 +36,7 @@ from pydantic import (
 from pydantic_core import CoreSchema
 
 from langchain_holodeck._redact import mask_connection_string, userinfo_problem
-from langchain_holodeck.config._sections import MODEL_CONFIG, check_http_url
+from langchain_holodeck.config._sections import MODEL_CONFIG, Integer, Number, check_http_url
 
 _C = TypeVar("_C", bound=type[BaseModel])
 _M = TypeVar("_M", bound=type[BaseModel])
@@ -259,7 +259,7 @@ class RedisDatabaseConfig(DatabaseConfig):
     existing index keeps its own: a change is refused until ``--force-ingest`` re-creates it."""
     fallback_to_memory: bool = True
     """When Redis is unreachable: warn and use the in-memory store (true), or fail (false)."""
-    embedding_cache_ttl_days: float = Field(default=30, gt=0, allow_inf_nan=False)
+    embedding_cache_ttl_days: Number = Field(default=30, gt=0, allow_inf_nan=False)
     """Days an embedding-cache entry lives after it was last written or read; the cache only
     spares a model call for a chunk whose key moved, so an expired entry costs one embedding."""
 
@@ -314,15 +314,16 @@ class QdrantDatabaseConfig(DatabaseConfig):
     """``":memory:"``: an in-process collection that lives as long as the process."""
     path: str | None = Field(default=None, min_length=1)
     """Directory of an on-disk local-mode store (one process at a time; the tools of one
-    process share it); a relative path resolves like a tool's ``source``: against the
-    agent.yaml's directory (the project's for ``.holodeck/config.yaml``)."""
+    process share it); a path resolves like a tool's ``source``: ``~`` is the home directory,
+    a relative path is under the agent.yaml's directory (the project's for
+    ``.holodeck/config.yaml``)."""
     url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
     """URL of a Qdrant server, e.g. ``http://localhost:6333``."""
     api_key: SecretStr | None = None
     """Qdrant API key, from the environment (``${QDRANT_API_KEY}``); only with ``url``."""
     collection_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.-]+$")
     """Collection holding the chunks; corpora sharing it never see each other's chunks."""
-    timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=10.0, gt=0, allow_inf_nan=False)
     """Seconds per request to a Qdrant server."""
     fallback_to_memory: bool = True
     """When the server at ``url`` is unreachable: warn and use the in-memory store, or fail."""
@@ -380,11 +381,11 @@ class PostgresDatabaseConfig(DatabaseConfig):
     keyword_scoring: Literal["bm25", "ts_rank_cd"] = "bm25"
     """Keyword leg of native hybrid search: BM25 computed in SQL from the term statistics the
     backend writes, or Postgres's ``ts_rank_cd`` (no IDF)."""
-    ef_search: int = Field(default=100, ge=1, le=1000)
+    ef_search: Integer = Field(default=100, ge=1, le=1000)
     """HNSW candidates per search (``hnsw.ef_search``; iterative scans continue past it)."""
     read_replicas: list[SecretStr] = Field(default_factory=list)
     """URLs of streaming standbys that take the searches (writes go to the primary)."""
-    max_replica_lag_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    max_replica_lag_bytes: Integer = Field(default=16 * 1024 * 1024, ge=0)
     """A replica whose replay lags the primary by more WAL than this is skipped (WARNING)."""
     shards: list[SecretStr] = Field(default_factory=list)
     """URLs of shard servers (reachable from the coordinator and from this process)."""
@@ -478,7 +479,7 @@ class OpenSearchKeywordIndexConfig(KeywordIndexConfig):
     """OpenSearch API key, from the environment; instead of username and password."""
     verify_certs: bool = True
     """Verify the server's TLS certificate."""
-    timeout_seconds: float = Field(
+    timeout_seconds: Number = Field(
         default=10.0, ge=1, le=120, validation_alias=AliasChoices("timeout_seconds", "timeout")
     )
     """Seconds per OpenSearch request (``timeout`` is accepted as an alias)."""

@@ -8,12 +8,39 @@ from __future__ import annotations
 from typing import Annotated, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from langchain_holodeck._defaults import DEFAULT_WEIGHTS
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Shared by every configuration model: unknown keys are errors, instances are immutable."""
+
+
+def _not_a_boolean(kind: str) -> BeforeValidator:
+    # pydantic's lax mode takes true as 1: `top_k: yes` (a boolean in YAML) read as top_k=1.
+    # Not strict mode, which would refuse the "5" a ${VAR} substitutes as well.
+    def check(value: object) -> object:
+        if isinstance(value, bool):
+            msg = f"must be {kind}, not a boolean (YAML reads yes/no, on/off, true/false as one)"
+            raise ValueError(msg)
+        return value
+
+    return BeforeValidator(check)
+
+
+Integer: TypeAlias = Annotated[int, _not_a_boolean("an integer")]
+"""``int`` for configuration fields: a YAML boolean is an error, not 1 or 0."""
+
+Number: TypeAlias = Annotated[float, _not_a_boolean("a number")]
+"""``float`` for configuration fields: a YAML boolean is an error, not 1.0 or 0.0."""
 
 
 def check_http_url(value: str | None) -> str | None:
@@ -47,7 +74,7 @@ class CohereRerankerConfig(BaseModel):
     base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
     """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
     environment (as Cohere's own client reads it), else Cohere's API."""
-    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
@@ -65,7 +92,7 @@ class VLLMRerankerConfig(BaseModel):
     """Base URL of the server, e.g. ``http://localhost:8000``."""
     model: str = Field(min_length=1)
     """Model name the server serves, e.g. ``BAAI/bge-reranker-v2-m3``."""
-    timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _url_is_http = field_validator("url")(check_http_url)
@@ -86,7 +113,7 @@ class ContextModelConfig(BaseModel):
     """Model provider as LangChain's ``init_chat_model`` names it: ``anthropic``, ``openai``..."""
     name: str = Field(min_length=1)
     """Model name, e.g. ``claude-3-haiku-20240307``."""
-    temperature: float = Field(default=0.0, ge=0, le=2)
+    temperature: Number = Field(default=0.0, ge=0, le=2)
     """Sampling temperature."""
     api_key: SecretStr | None = None
     """API key from the environment (``${ANTHROPIC_API_KEY}``); unset: the provider's default."""
@@ -102,11 +129,11 @@ class SearchWeights(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    semantic: float = Field(default=DEFAULT_WEIGHTS[0], ge=0, allow_inf_nan=False)
+    semantic: Number = Field(default=DEFAULT_WEIGHTS[0], ge=0, allow_inf_nan=False)
     """Weight of the dense (embedding) ranking (0.7 / 0.3: best on the tuning sets)."""
-    keyword: float = Field(default=DEFAULT_WEIGHTS[1], ge=0, allow_inf_nan=False)
+    keyword: Number = Field(default=DEFAULT_WEIGHTS[1], ge=0, allow_inf_nan=False)
     """Weight of the keyword (BM25) ranking."""
-    exact: float = Field(default=DEFAULT_WEIGHTS[2], ge=0, allow_inf_nan=False)
+    exact: Number = Field(default=DEFAULT_WEIGHTS[2], ge=0, allow_inf_nan=False)
     """Weight of the exact-match ranking (section numbers, quoted phrases)."""
 
     @model_validator(mode="after")

@@ -34,10 +34,14 @@ MAX_DEPTH = 50
 """Deepest nesting of mappings and lists accepted."""
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NULL_TAG = "tag:yaml.org,2002:null"
 # `$${...}` is an escape; `${NAME}` a reference; anything else starting with `${` is malformed.
 _REFERENCE = re.compile(r"\$(?P<escape>\$)?\{(?P<body>[^}]*)(?P<close>\})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL_START = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://")
+
+AGENT_FILE_SHAPE = "a mapping with a 'tools:' list"
+"""What an agent.yaml holds, as the messages about an empty or non-mapping file say it."""
 
 JSONish = str | int | float | bool | None | list["JSONish"] | dict[str, "JSONish"]
 """What ``yaml.safe_load`` returns for a configuration file (dates aside)."""
@@ -50,21 +54,31 @@ def join_path(prefix: str, key: str | int) -> str:
     return f"{prefix}.{key}" if prefix else str(key)
 
 
-def read_yaml_mapping(path: Path, *, display: str) -> dict[str, JSONish]:
+def read_yaml_mapping(
+    path: Path,
+    *,
+    display: str,
+    expected: str = AGENT_FILE_SHAPE,
+    empty_is_nothing: bool = False,
+) -> dict[str, JSONish]:
     """Parse one YAML file that must hold a single mapping, within the limits above.
 
     Args:
         path: The file to read.
         display: How to name the file in error messages (usually the path as the user gave it).
+        expected: What the file holds, for the message of an empty or non-mapping file: an
+            agent.yaml's ``tools:`` list by default; the settings file names its own keys.
+        empty_is_nothing: Read an empty or comment-only file as ``{}``: a settings file with
+            nothing set yet (an agent.yaml without tools is an error instead).
 
     Returns:
         The parsed mapping (aliases, if any, point at shared objects: never mutate it).
 
     Raises:
         ConfigError: When the file is missing, unreadable, larger than ``MAX_FILE_BYTES``, not
-            UTF-8, not valid YAML (with line and column), not a single mapping, nested deeper than
-            ``MAX_DEPTH``, larger than ``MAX_NODES`` once aliases are expanded, recursive, or when
-            a mapping repeats a key.
+            UTF-8, not valid YAML (with line and column), empty (unless ``empty_is_nothing``),
+            not a single mapping, nested deeper than ``MAX_DEPTH``, larger than ``MAX_NODES``
+            once aliases are expanded, recursive, or when a mapping repeats a key.
     """
     text = _read_text(path, display=display)
     try:
@@ -78,12 +92,17 @@ def read_yaml_mapping(path: Path, *, display: str) -> dict[str, JSONish]:
         raise ConfigError(msg) from None
     try:
         node = loader.get_single_node()
-        if node is None:
-            msg = f"{display}: the file is empty; expected a mapping with a 'tools:' list."
+        if node is None or (isinstance(node, ScalarNode) and node.tag == _NULL_TAG):
+            if empty_is_nothing:  # no document, or an empty one (`---` alone)
+                return {}
+            msg = f"{display}: the file is empty; expected {expected}."
             raise ConfigError(msg)
         if not isinstance(node, MappingNode):
             kind = "a list" if isinstance(node, SequenceNode) else "a single value"
-            msg = f"{display}: the document must be a mapping (key: value lines), got {kind}."
+            msg = (
+                f"{display}: the document must be a mapping (key: value lines), got {kind}; "
+                f"expected {expected}."
+            )
             raise ConfigError(msg)
         _GraphCheck(display).visit(node, "", 0)
         data = loader.construct_document(node)

@@ -74,6 +74,8 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
+    Integer,
+    Number,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
@@ -137,7 +139,8 @@ class _SearchToolConfig(BaseModel):
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
     source: str = Field(min_length=1)
-    """File or directory to index; relative paths resolve against the agent.yaml's directory."""
+    """File or directory to index; a leading ``~`` is the home directory (as in a shell), and
+    relative paths resolve against the agent.yaml's directory."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
     long_text: LongTextMode = Field(
@@ -154,14 +157,14 @@ class _SearchToolConfig(BaseModel):
         default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
     )
     """Pins the corpus identity; unset: derived from the resolved source path and the name."""
-    top_k: int = Field(default=5, ge=1, le=100)
+    top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
-    min_similarity_score: float | None = Field(default=None, ge=0, le=1)
+    min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
     """Keep only results whose dense similarity (cosine, clipped to [0, 1]) reaches this;
     exact section and quoted-phrase hits are always kept, keyword hits are measured too."""
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
-    rerank_top_n: int | None = Field(default=None, ge=1, le=1000)
+    rerank_top_n: Integer | None = Field(default=None, ge=1, le=1000)
     """Candidates fetched for reranking (never fewer than the ``k`` a call asks for); unset:
     ``top_k`` x 3."""
     reranker: RerankerConfig | None = Field(
@@ -170,10 +173,10 @@ class _SearchToolConfig(BaseModel):
     """Reranker settings (``provider: cohere`` or ``provider: vllm``)."""
     rerank_on: Literal["original", "contextualized"] = "original"
     """Text the reranker reads: the chunk as written, or with its generated context."""
-    max_convert_seconds: float = Field(default=DEFAULT_MAX_CONVERT_SECONDS, gt=0)
+    max_convert_seconds: Number = Field(default=DEFAULT_MAX_CONVERT_SECONDS, gt=0)
     """Seconds one PDF, Office, HTML or CSV file may take to convert (in a child process);
     past it the conversion is stopped and the file skipped with one warning."""
-    max_convert_memory_bytes: int = Field(default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0)
+    max_convert_memory_bytes: Integer = Field(default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0)
     """Address space of that child process (where the OS limits it); a conversion needing
     more fails and the file is skipped with one warning."""
 
@@ -257,7 +260,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         json_schema_extra={"default_text": "`Search the structured documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
-    top_k: int = Field(default=10, ge=1, le=100)
+    top_k: Integer = Field(default=10, ge=1, le=100)
     """Maximum number of results."""
     contextual_embeddings: bool = False
     """Prefix each chunk with LLM-written context before embedding and keyword indexing.
@@ -268,26 +271,30 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
     )
     """The chat model writing the contexts."""
-    context_max_tokens: int = Field(default=100, gt=0)
+    context_max_tokens: Integer = Field(default=100, gt=0)
     """Longest context the model may write per chunk."""
-    context_concurrency: int = Field(default=10, gt=0)
+    context_concurrency: Integer = Field(default=10, gt=0)
     """Context requests in flight at once."""
-    context_timeout: float | None = Field(
+    context_timeout: Number | None = Field(
         default=DEFAULT_CONTEXT_TIMEOUT, gt=0, allow_inf_nan=False
     )
     """Seconds one context request may take; a slower one leaves its chunk without context
     (one WARNING) and the ingest goes on; ``null``: no limit."""
-    max_chunk_tokens: int = Field(default=800, ge=50)
+    max_chunk_tokens: Integer = Field(default=800, ge=50)
     """Largest chunk, in tokens, of the structure-aware splitter."""
-    max_table_chunk_tokens: int | None = Field(default=DEFAULT_TABLE_CHUNK_TOKENS, ge=2)
+    max_table_chunk_tokens: Integer | None = Field(default=DEFAULT_TABLE_CHUNK_TOKENS, ge=2)
     """Largest piece, in tokens, of a Markdown table with a header row (CSV and XLSX files
     become such tables): a longer table is cut at rows and each later piece repeats the
     header row; ``null`` cuts tables like any text, the header in the first piece only."""
     search_weights: SearchWeights = Field(default_factory=SearchWeights)
     """Fusion weights of the three rankings."""
-    fetch_k: int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
-    """Candidates each leg (dense, keyword, exact) hands to fusion; at least ``2 x top_k``
-    are fetched. The default is where quality stopped improving on the tuning sets."""
+    fetch_k: Integer = Field(
+        default=DEFAULT_FETCH_K, ge=1, le=1000, json_schema_extra={"rule": ">= top_k"}
+    )
+    """Candidates each leg (dense, keyword, exact) hands to fusion; a value below ``top_k`` is
+    refused. A search fetches ``max(fetch_k, 2 x k)`` (``2 x k`` when one leg alone has
+    weight), ``k`` being ``top_k`` or the ``k`` the call asks for. The default is where quality
+    stopped improving on the tuning sets."""
     fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
     """How the legs are fused: ``convex`` (convex score fusion, the default) adds each leg's
     scores divided by its best, weighted (Bruch et al., 2023); ``rrf``: weighted reciprocal rank
@@ -295,11 +302,11 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     in SQL; Redis and Qdrant fuse ``convex`` from each leg's ids and scores, and ``rrf`` is their
     own one-request fusion (Qdrant's RRF; on Redis Stack 7.4 a linear mix of vector similarity
     and raw BM25)."""
-    feedback_docs: int = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
+    feedback_docs: Integer = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
     """Dense pseudo-relevance feedback (``search_strategy: fallback`` on the in-memory store):
     after a first fusion the query vector moves toward the vectors of this many best results
     and the candidates are fused again; 0 turns it off."""
-    feedback_weight: float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
+    feedback_weight: Number = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
     """How far the query vector moves toward them (``unit(q + weight * mean)``)."""
     keyword_index: KeywordIndexConfig = Field(default_factory=default_keyword_index)
     """Keyword index backend, selected by ``provider`` (the registered ones: see their tables)."""
@@ -308,11 +315,11 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     by ``fusion`` (a backend with ``native_hybrid``); ``fallback``: separate legs fused
     in-process by ``fusion`` (convex score fusion by default); ``auto``: native when the
     backend can and ``keyword_index`` is not a separate engine (OpenSearch)."""
-    expand_hops: int = Field(default=0, ge=0, le=3)
+    expand_hops: Integer = Field(default=0, ge=0, le=3)
     """Follow cross-references this many hops from each hit; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references a hit makes (out), references to it (in), or both."""
-    expand_limit: int = Field(default=10, ge=1, le=100)
+    expand_limit: Integer = Field(default=10, ge=1, le=100)
     """At most this many chunks reached by expansion (the nearest) follow the hits."""
 
     _keyword_provider_default = field_validator("keyword_index", mode="before")(
@@ -354,15 +361,15 @@ class ToolSelectionConfig(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    max_tools: int = Field(default=5, ge=1, le=128)
+    max_tools: Integer = Field(default=5, ge=1, le=128)
     """Tools selected per model call, besides ``always_include``."""
     always_include: list[str] = []
     """Tool names always shown to the model; each must be one of the agent's tools."""
-    history_turns: int = Field(default=0, ge=0, le=20)
+    history_turns: Integer = Field(default=0, ge=0, le=20)
     """Earlier user messages added to the selection query (0: the latest only)."""
-    fetch_k: int = Field(default=20, ge=1, le=1000)
+    fetch_k: Integer = Field(default=20, ge=1, le=1000)
     """Candidates each leg (dense, BM25) contributes to the fusion."""
-    weights: tuple[float, float] = Field(
+    weights: tuple[Number, Number] = Field(
         default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
     )
     """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
@@ -540,16 +547,23 @@ def load_project_database_config(
         environ: Variables for ``${VAR}``; default ``os.environ``.
 
     Returns:
-        The database configuration, or None when the file has no ``vectorstore`` section.
+        The database configuration, or None when the file has no ``vectorstore`` section (an
+        empty or comment-only file has none).
 
     Raises:
-        ConfigError: When the file cannot be read or parsed, a key misspells ``vectorstore``,
+        ConfigError: When the file cannot be read or parsed, is no mapping (a list, a single
+            value), a key misspells ``vectorstore``,
             its ``vectorstore`` section holds a literal secret (as ``load_agent_config``)
             or is invalid (the message names the file and
             ``vectorstore.<field>``).
     """
     display = str(path)
-    raw = read_yaml_mapping(Path(path), display=display)
+    raw = read_yaml_mapping(
+        Path(path),
+        display=display,
+        expected=f"a mapping of sections, such as '{_VECTORSTORE_KEY}:'",
+        empty_is_nothing=True,  # a settings file with nothing set yet is no error
+    )
     for key, value in raw.items():
         if _misspells_vectorstore(str(key), value):
             msg = (

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import shutil
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -584,6 +585,63 @@ def test_ingest_and_search_a_config_tool(
     assert "Source: legal/holodeck_act.md" in header
     assert "202" in header
     assert explain.endswith("| exact #1")
+
+
+def test_a_config_tool_source_under_home_is_found_and_re_ingests_nothing(
+    ingested: Ingested,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `source: ~/legal` was looked up at <agent.yaml's dir>/~/legal: error, exit 1
+    home = tmp_path / "home"
+    shutil.copytree(ingested.workdir / "legal", home / "legal")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "project").mkdir()
+    agent = write(
+        tmp_path / "project" / "agent.yaml",
+        "tools:\n  - type: hierarchical_document\n    name: act\n    source: ~/legal\n",
+    )
+    store = tmp_path / "store"
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(store))
+    assert code == 0, err
+    assert out.startswith("ingested ~/legal into 'act' ")
+    code, out, err = run(capsys, "search", "Section 202", "--store", str(store))
+    assert code == 0, err
+    assert f"Source: {(home / 'legal').as_posix()}/holodeck_act.md" in out
+    code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(store))
+    assert code == 0, err
+    assert ": 0 added, 0 updated, " in out
+
+
+def test_opensearch_down_is_one_warning_per_search_without_the_clients_own_lines(
+    ingested: Ingested, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # opensearch-py logged `HEAD http://.../holodeck_keywords [status:N/A ...]` per attempt
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    shutil.copytree(ingested.workdir / "legal", tmp_path / "legal")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - {type: hierarchical_document, name: act, source: legal, keyword_index:"
+        f" {{provider: opensearch, endpoint: 'http://127.0.0.1:{port}', timeout: 2}}}}\n",
+    )
+    store = str(tmp_path / "store")
+    code, _, err = run(capsys, "ingest", "--config", str(agent), "--store", store)
+    assert code == 0, err
+    assert [line.split(" (")[0] for line in err.splitlines()] == [
+        "warning: sync: keyword index update failed"
+    ]
+    code, out, err = run(capsys, "search", "Section 202", "--store", store)
+    assert code == 0, err
+    assert "holodeck_act.md" in out  # the dense and exact legs answer
+    assert [line.split(" (")[0] for line in err.splitlines()] == [
+        "warning: HybridRetriever: the keyword search failed"
+    ]
+    code, _, err = run(capsys, "search", "Section 202", "--store", store, "-vv")
+    assert code == 0, err
+    assert f"WARNING opensearch: HEAD http://127.0.0.1:{port}/holodeck_keywords" in err
 
 
 # -- tools ----------------------------------------------------------------------------------

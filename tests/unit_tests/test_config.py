@@ -765,11 +765,73 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
         load_agent_config(tmp_path)
 
 
+_NOT_A_BOOLEAN = "not a boolean (YAML reads yes/no, on/off, true/false as one)"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "kind", "value"),
+    [
+        ("top_k: yes", "tools[0].top_k", "an integer", "true"),
+        ("top_k: true", "tools[0].top_k", "an integer", "true"),
+        ("expand_hops: on", "tools[0].expand_hops", "an integer", "true"),
+        ("fetch_k: off", "tools[0].fetch_k", "an integer", "false"),
+        ("rerank_top_n: no", "tools[0].rerank_top_n", "an integer", "false"),
+        ("min_similarity_score: true", "tools[0].min_similarity_score", "a number", "true"),
+        ("feedback_weight: yes", "tools[0].feedback_weight", "a number", "true"),
+        ("context_timeout: on", "tools[0].context_timeout", "a number", "true"),
+        ("search_weights: {semantic: no}", "tools[0].search_weights.semantic", "a number", "false"),
+        (
+            "database: {provider: qdrant, location: ':memory:', timeout: yes}",
+            "tools[0].database.timeout",
+            "a number",
+            "true",
+        ),
+    ],
+)
+def test_a_yaml_boolean_for_a_number_is_an_error_naming_file_field_and_value(
+    tmp_path: Path, entry: str, field: str, kind: str, value: str
+) -> None:
+    # pydantic's lax mode read `top_k: yes` as top_k=1, while `top_k: "five"` was refused
+    path = write(
+        tmp_path, f"tools:\n  - {{type: hierarchical_document, name: kb, source: d, {entry}}}\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    assert str(error.value) == f"{path}: {field}: must be {kind}, {_NOT_A_BOOLEAN}, got {value}."
+
+
+def test_a_yaml_boolean_in_tool_selection_weights_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "tools: [{type: vectorstore, name: kb, source: d}]\ntool_selection: {weights: [on, 1]}\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    assert str(error.value) == (
+        f"{path}: tool_selection.weights[0]: must be a number, {_NOT_A_BOOLEAN}, got true."
+    )
+
+
+def test_numbers_written_as_yaml_numbers_or_variables_still_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        tools:
+          - {type: hierarchical_document, name: kb, source: d, top_k: 7, fetch_k: "${FETCH_K}",
+             min_similarity_score: 1, feedback_weight: 0, search_weights: {semantic: 2}}
+        """,
+    )
+    (tool,) = load_agent_config(path, environ={"FETCH_K": "30"}).tools
+    assert isinstance(tool, HierarchicalDocumentToolConfig)
+    assert (tool.top_k, tool.fetch_k, tool.min_similarity_score) == (7, 30, 1.0)
+    assert (tool.feedback_weight, tool.search_weights.semantic) == (0.0, 2.0)
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("", "the file is empty"),
-        ("# only a comment\n", "the file is empty"),
+        ("", "the file is empty; expected a mapping with a 'tools:' list."),
+        ("# only a comment\n", "the file is empty; expected a mapping with a 'tools:' list."),
         ("- a\n- b\n", "must be a mapping (key: value lines), got a list"),
         ("just a string\n", "got a single value"),
         ("tools: []\n---\ntools: []\n", "expected a single document"),
@@ -887,6 +949,37 @@ def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) 
     project, home = dirs
     assert resolve_database_config(with_database(None), project_dir=project, home_dir=home) is None
     assert resolve_database_config(None, project_dir=project, home_dir=home) is None
+
+
+@pytest.mark.parametrize("text", ["", "# settings: none yet\n", "---\n", "\n\n"])
+def test_an_empty_settings_file_sets_nothing_in_the_project_or_home(
+    dirs: tuple[Path, Path], text: str
+) -> None:
+    # other programs own the rest of this file: one with nothing in it yet is no error
+    project, home = dirs
+    holodeck_config(project, text)
+    holodeck_config(home, f"vectorstore: {{provider: redis, connection_string: {HOME_DB}}}")
+    found = resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert found is not None
+    assert found.masked_connection_string == HOME_DB
+    holodeck_config(home, text)
+    assert resolve_database_config(None, project_dir=project, home_dir=home, environ={}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"), [("- vectorstore\n", "a list"), ("vectorstore\n", "a single value")]
+)
+def test_a_settings_file_that_is_no_mapping_names_its_own_keys(
+    dirs: tuple[Path, Path], text: str, kind: str
+) -> None:
+    project, home = dirs
+    path = holodeck_config(home, text)
+    with pytest.raises(ConfigError) as error:
+        resolve_database_config(None, project_dir=project, home_dir=home, environ={})
+    assert str(error.value) == (
+        f"{path}: the document must be a mapping (key: value lines), got {kind}; expected a "
+        "mapping of sections, such as 'vectorstore:'."
+    )
 
 
 @pytest.mark.parametrize(
@@ -1111,6 +1204,17 @@ def test_config_reference_shows_defaults_and_rules() -> None:
     assert "| `top_k` | integer | `10` | 1..100 |" in text
     assert "required when rerank is true" in text
     assert "`HNSW` or `FLAT`" in text
+
+
+def test_fetch_k_below_top_k_is_refused_and_the_reference_says_so(tmp_path: Path) -> None:
+    # the reference said "at least 2 x top_k are fetched", as if a small fetch_k were raised
+    with pytest.raises(ConfigError, match=re.escape("fetch_k (5) must be >= top_k (10)")):
+        load_tools(tmp_path, hierarchical(fetch_k=5))
+    section = config_reference_markdown().split("### HierarchicalDocumentToolConfig")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| `fetch_k` | "))
+    assert "| 1..1000; >= top_k |" in row
+    assert "a value below ``top_k`` is refused" in row
+    assert "``max(fetch_k, 2 x k)``" in row
 
 
 def test_example_agent_yaml_comments_every_option_of_its_tools() -> None:

@@ -197,6 +197,22 @@ def test_absolute_source_is_relative_to_base_dir_when_inside_else_absolute(
     assert [d.metadata["source_path"] for d in no_base] == [expected]
 
 
+def test_a_source_under_home_expands_its_tilde_like_a_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `source: ~/notes` was looked up at <agent.yaml's dir>/~/notes and not found
+    home = tmp_path / "home"
+    (home / "notes" / "old").mkdir(parents=True)
+    (home / "notes" / "api.md").write_text("# API\n", encoding="utf-8")
+    (home / "notes" / "old" / "v1.md").write_text("# Old\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    project = tmp_path / "project"
+    docs = SourceLoader("~/notes", base_dir=project, exclude=["~/notes/old"]).load()
+    assert [d.metadata["source_path"] for d in docs] == [f"{(home / 'notes').as_posix()}/api.md"]
+    inside = SourceLoader("~/notes/api.md", base_dir=home).load()  # as an absolute path would
+    assert [d.metadata["source_path"] for d in inside] == ["notes/api.md"]
+
+
 def test_hidden_files_and_directories_are_ignored(tmp_path: Path) -> None:
     (tmp_path / "visible.md").write_text("# Visible\n", encoding="utf-8")
     (tmp_path / ".secret.md").write_text("# Hidden\n", encoding="utf-8")
