@@ -36,6 +36,7 @@ __all__ = [
     "ArrayIdVectorSearch",
     "ArrayKeywordSearch",
     "BackendCapabilities",
+    "CountedKeywordIndex",
     "CountingDelete",
     "DocumentFilters",
     "IdVectorSearch",
@@ -90,6 +91,20 @@ class KeywordIndex(Protocol):
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Re-index every chunk stored in ``store`` (optionally one namespace); return the count."""
+        ...
+
+
+@runtime_checkable
+class CountedKeywordIndex(KeywordIndex, Protocol):
+    """A keyword index in another process (a server) that counts the chunks it holds.
+
+    A sync that could not write to it (the server down) leaves it behind the store, and only
+    the process that saw the failure knew; the next process compares this count with the
+    store's chunks and rebuilds the index when they differ (``OpenSearchKeywordIndex``).
+    """
+
+    def count(self, *, namespace: str | None = None) -> int:
+        """Chunks held of ``namespace`` (default: the index's own; ``None`` there: all)."""
         ...
 
 

@@ -62,7 +62,12 @@ class FakeOpenSearch:
         if parts[1:] == ["_refresh"]:
             return 200, {"_shards": {"total": 1, "successful": 1, "failed": 0}}
         if parts[1:] == ["_count"]:
-            return 200, {"count": len(self.indices[index]), "_shards": {"total": 1}}
+            term = json.loads(body or b"{}").get("query", {}).get("term")
+            docs = self.indices[index].values()
+            if term:  # {"term": {field: value}}, as the index's count() sends it
+                ((field, value),) = term.items()
+                docs = [source for source in docs if source.get(field) == value]
+            return 200, {"count": len(docs), "_shards": {"total": 1}}
         if parts[1:] == ["_search"]:
             return self._search(index, json.loads(body or b"{}"))
         if parts[1:] == ["_delete_by_query"] and method == "POST":

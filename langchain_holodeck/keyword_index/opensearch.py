@@ -214,6 +214,14 @@ class OpenSearchKeywordIndex:
         self.upsert(docs)
         return len(docs)
 
+    def count(self, *, namespace: str | None = None) -> int:
+        """Documents of ``namespace`` (default: this index's own) the index holds (``_count``)."""
+        scope = namespace if namespace is not None else self.namespace
+        if not self.client.indices.exists(index=self.index_name):
+            return 0
+        query = {"match_all": {}} if scope is None else {"term": {"namespace": scope}}
+        return int(self.client.count(index=self.index_name, body={"query": query})["count"])
+
     # -- search -------------------------------------------------------------------------
     def search(self, query: str, k: int) -> list[KeywordHit]:
         """The ``k`` best BM25 ``match`` hits, best first; ``[]`` for a blank query.

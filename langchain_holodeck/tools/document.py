@@ -35,6 +35,7 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
+from langchain_holodeck.contracts import CountedKeywordIndex
 from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import Definition
 from langchain_holodeck.errors import (
@@ -802,6 +803,7 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._exact_loaded = False
         self._fan_out: IndexFanOut | None = None
         self._keywords_stale = False
+        self._keywords_checked = False
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -872,31 +874,59 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         if not self._exact_loaded and listable:  # else sync gives it every chunk
             rebuild_index("exact", self._exact, store, self.namespace)
             self._exact_loaded = True
-            self._check_keyword_index(store)
+        if self._exact_loaded and not self._keywords_checked:
+            self._keywords_checked = self._check_keyword_index(store)
         self._fan_out = IndexFanOut((self._keywords, self._exact), keep=not listable)
         return self._fan_out
 
-    def _check_keyword_index(self, store: VectorStore) -> None:
-        """Rebuild a saved BM25 index that does not hold exactly the store's chunks.
+    def _check_counted_index(self, keywords: CountedKeywordIndex, store: VectorStore) -> bool:
+        """Compare the server's count with the store's chunks; rebuild when they differ.
 
-        The index is saved after the store, so a process killed in between (or a store
-        written by another tool) leaves it behind the store; its ids are checked against
-        the exact index's, just rebuilt from the store.
+        Returns whether the check ran: with the server down it did not (the keyword leg
+        degrades at search), and the next initialize checks again.
+        """
+        want = len(self._exact.ids)
+        try:
+            held = keywords.count(namespace=self.namespace)
+            if held != want:
+                logger.warning(
+                    "%s: the keyword index holds %d chunk(s) of this corpus and the store %d; "
+                    "rebuilding it from the store.",
+                    self.name,
+                    held,
+                    want,
+                )
+                rebuild_index("keyword", keywords, store, self.namespace)
+        except Exception as error:
+            logger.debug("%s: keyword index check failed: %s", self.name, sanitize_error(error))
+            return False
+        return True
+
+    def _check_keyword_index(self, store: VectorStore) -> bool:
+        """Rebuild a keyword index that does not hold exactly the store's chunks.
+
+        A saved BM25 index is saved after the store, so a process killed in between (or a
+        store written by another tool) leaves it behind the store; its ids are checked
+        against the exact index's, just rebuilt from the store. A server's index
+        (``CountedKeywordIndex``: OpenSearch) that an earlier process could not write to is
+        behind too, and only that process knew: its count of this corpus's chunks is checked.
         """
         keywords = self._keywords
+        if isinstance(keywords, CountedKeywordIndex):
+            return self._check_counted_index(keywords, store)
         if not isinstance(keywords, BM25KeywordIndex):
-            return
+            return True
         have, want = keywords.ids, self._exact.ids
-        if have == want:
-            return
-        logger.warning(
-            "%s: the saved keyword index holds %d chunk(s) the store does not and lacks %d "
-            "it does; rebuilding it from the store.",
-            self.name,
-            len(have - want),
-            len(want - have),
-        )
-        rebuild_index("keyword", keywords, store, self.namespace)
+        if have != want:
+            logger.warning(
+                "%s: the saved keyword index holds %d chunk(s) the store does not and lacks %d "
+                "it does; rebuilding it from the store.",
+                self.name,
+                len(have - want),
+                len(want - have),
+            )
+            rebuild_index("keyword", keywords, store, self.namespace)
+        return True
 
     def _after_ingest(self, store: VectorStore) -> bool:
         from langchain_holodeck.vectorstores import scan_documents

@@ -192,7 +192,9 @@ def opensearch() -> Iterator[OpenSearchEndpoint]:
     endpoint.down()
 
 
-def hierarchical_tool(root: Path, endpoint: str) -> HierarchicalDocumentTool:
+def hierarchical_tool(
+    root: Path, endpoint: str, store: MatrixVectorStore | None = None
+) -> HierarchicalDocumentTool:
     config = HierarchicalDocumentToolConfig(
         type="hierarchical_document",
         name="manuals",
@@ -200,7 +202,9 @@ def hierarchical_tool(root: Path, endpoint: str) -> HierarchicalDocumentTool:
         source=str(root),
         keyword_index={"provider": "opensearch", "endpoint": endpoint, "timeout": 2},
     )
-    return HierarchicalDocumentTool(config, embeddings=HashingEmbeddings(), base_dir=root.parent)
+    return HierarchicalDocumentTool(
+        config, embeddings=HashingEmbeddings(), base_dir=root.parent, vector_store=store
+    )
 
 
 SEARCHES = ["warp core diagnostic", "replicator tea", "Part 3 shield"]
@@ -249,6 +253,38 @@ def test_opensearch_down_during_ingest_is_rebuilt_by_the_next_run(
     assert rerun.skipped == chunks
     assert opensearch.count() == chunks
     assert [tool.search_sync(q) for q in SEARCHES] == want
+
+
+def test_opensearch_down_during_ingest_is_rebuilt_by_the_next_process(
+    tmp_path: Path, opensearch: OpenSearchEndpoint, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same, but the next run is another process (as every CLI run is): only the process
+    that saw the failure knew the index was behind, so it stayed empty until a file changed.
+    The next process compares the index's count of the corpus with the store's chunks."""
+    root = corpus_dir(tmp_path)
+    store = MatrixVectorStore(HashingEmbeddings())  # what the store directory keeps
+    opensearch.down()
+    first = hierarchical_tool(root, opensearch.url, store)
+    result = first.initialize_sync()
+    assert result.added > 0
+    opensearch.up()
+    assert opensearch.count() == 0
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        second = hierarchical_tool(root, opensearch.url, store)
+        rerun = second.initialize_sync()
+    assert rerun.skipped == result.added  # nothing re-embedded
+    assert opensearch.count() == result.added
+    assert f"the keyword index holds 0 chunk(s) of this corpus and the store {result.added}" in (
+        caplog.text
+    )
+    assert second.search_sync("replicator tea").startswith("Found")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        third = hierarchical_tool(root, opensearch.url, store)
+        third.initialize_sync()
+    assert "rebuilding" not in caplog.text  # in step: nothing to rebuild
 
 
 # -- context LLM -------------------------------------------------------------------------
