@@ -64,6 +64,9 @@ class Backend(ABC):
     """What this backend can do."""
     is_default: ClassVar[bool] = False
     """Serves tools that configure no ``database``, and services that cannot be reached."""
+    own_store: ClassVar[str] = "another vector store"
+    """How a corpus gets a store of its own, as the error that asks for one names it
+    (``another database.table_name`` for PostgreSQL)."""
 
     def __init__(self, config: BaseModel | None = None) -> None:
         self.config = config
@@ -185,9 +188,8 @@ class Backend(ABC):
                 f"cannot rebuild the vectors of {namespace!r} for dimension {dimension}: "
                 f"the store ({self.describe()}) also holds chunks of {others} embedded at "
                 f"dimension {self.vector_dimension(store)}, and one store holds one "
-                "dimension. Give this corpus its own store (another store_dir or "
-                "database.index_name), or re-ingest the other corpora with the same "
-                "embedding model."
+                f"dimension. Give this corpus its own store ({self.own_store}), or "
+                "re-ingest the other corpora with the same embedding model."
             )
             raise EmbeddingModelMismatchError(msg)
         self._reset_dimension(store, namespace=namespace, dimension=dimension)
@@ -229,8 +231,8 @@ class Backend(ABC):
             msg = (
                 f"cannot re-create the index of {namespace!r} with {shown}: the store "
                 f"({self.describe()}) also holds chunks of {others}, searched with the "
-                "settings it has. Give this corpus its own store (another "
-                "database.index_name), or configure the settings the index has."
+                f"settings it has. Give this corpus its own store ({self.own_store}), or "
+                "configure the settings the index has."
             )
             raise EmbeddingModelMismatchError(msg)
         self._reset_settings(store, namespace=namespace)

@@ -37,6 +37,7 @@ class MemoryBackend(Backend):
     """``provider: in-memory``: a ``MatrixVectorStore``; persistent when given a ``store_dir``."""
 
     provider = "in-memory"
+    own_store = "another store_dir=, CLI --store"
     config_type = InMemoryDatabaseConfig
     is_default = True
     capabilities = BackendCapabilities(filters_namespace=True, enumerates=True, persistent=False)

@@ -54,6 +54,7 @@ class PostgresBackend(Backend):
     """
 
     provider = "postgres"
+    own_store = "another database.table_name"
     config_type = PostgresDatabaseConfig
     capabilities = BackendCapabilities(
         filters_namespace=True, enumerates=True, persistent=True, native_hybrid=True

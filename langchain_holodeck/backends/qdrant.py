@@ -80,6 +80,7 @@ class QdrantBackend(Backend):
     """
 
     provider = "qdrant"
+    own_store = "another database.collection_name, or another path:"
     config_type = QdrantDatabaseConfig
     capabilities = BackendCapabilities(
         filters_namespace=True, enumerates=True, persistent=True, native_hybrid=True

@@ -70,6 +70,7 @@ class RedisBackend(Backend):
     """
 
     provider = "redis"
+    own_store = "another database.index_name"
     config_type = RedisDatabaseConfig
     capabilities = BackendCapabilities(
         filters_namespace=True, enumerates=True, persistent=True, native_hybrid=True

@@ -406,10 +406,10 @@ class Corpus:
                 "it with the configured ones, or configure the ones it has."
             )
             raise EmbeddingModelMismatchError(msg)
+        backend.rebuild_for_settings(store, namespace=self.namespace)  # may refuse: shared
         logger.warning(
-            "%s: re-creating the vector index with %s (was %s).", self.name, configured, stored
+            "%s: re-created the vector index with %s (was %s).", self.name, configured, stored
         )
-        backend.rebuild_for_settings(store, namespace=self.namespace)
 
     def save(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""

@@ -858,7 +858,15 @@ def make_client(config: QdrantDatabaseConfig) -> QdrantClient:
                 client = _LOCAL_CLIENTS[key] = QdrantClient(path=key)
             return client
     api_key = config.api_key.get_secret_value() if config.api_key is not None else None
-    return QdrantClient(url=config.url, api_key=api_key, timeout=math.ceil(config.timeout))
+    # check_compatibility off: qdrant-client checks the server's version in a thread of its own
+    # and, the server unreachable, printed a UserWarning with its source line above the one
+    # error line; the backend reaches the server itself (get_collections) and says why not
+    return QdrantClient(
+        url=config.url,
+        api_key=api_key,
+        timeout=math.ceil(config.timeout),
+        check_compatibility=False,
+    )
 
 
 def build_qdrant_store(

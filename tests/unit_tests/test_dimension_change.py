@@ -102,9 +102,26 @@ def test_a_store_shared_with_another_corpus_is_not_rebuilt() -> None:
             Document(id="b", page_content="beta", metadata={"namespace": "other"}),
         ]
     )
-    with pytest.raises(EmbeddingModelMismatchError, match=r"also holds chunks of 'other'"):
+    with pytest.raises(EmbeddingModelMismatchError, match=r"also holds chunks of 'other'") as info:
         MemoryBackend().rebuild_for_dimension(store, namespace="kb", dimension=4)
+    assert "its own store (another store_dir=, CLI --store)" in str(info.value)
     assert (store.document_count, store.embedding_dimension) == (2, 8)
+
+
+def test_the_setting_that_gives_a_corpus_its_own_store_is_the_providers() -> None:
+    """The refusal asked every provider for 'another database.index_name': PostgreSQL names
+    it table_name, Qdrant collection_name."""
+    from langchain_holodeck.backends._registry import _BACKENDS, load_builtin_providers
+
+    load_builtin_providers()
+    for provider, backend in _BACKENDS.items():
+        if provider == "in-memory":  # a directory, not a database field
+            continue
+        field = backend.own_store.removeprefix("another database.").split(",")[0]
+        config = backend.config_type
+        assert config is not None, provider
+        assert field in config.model_fields, (provider, field)
+    assert _BACKENDS["postgres"].own_store == "another database.table_name"
 
 
 def test_embedding_dimension_reads_settings_before_probing() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import threading
 import uuid
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -460,7 +461,12 @@ def test_an_unreachable_server_falls_back_to_memory_or_raises(
     from langchain_holodeck.backends import BackendUnavailableError
 
     config = {"provider": "qdrant", "url": "http://127.0.0.1:1", "timeout": 1}
-    handle = open_vector_store(config, embeddings)
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")
+        handle = open_vector_store(config, embeddings)
+    # qdrant-client's own UserWarning ('Failed to obtain server version...') reached the
+    # terminal with its source line, above the one error line
+    assert [str(w.message) for w in raised if w.category is UserWarning] == []
     assert (handle.backend, handle.requested, handle.fell_back) == ("in-memory", "qdrant", True)
     assert "Qdrant at http://127.0.0.1:1 is unavailable" in (handle.reason or "")
     with pytest.raises(BackendUnavailableError, match=r"127\.0\.0\.1:1"):
