@@ -361,14 +361,17 @@ def _stale_tail_ids(
     ``live``: this run's ``chunk_index`` values of the file. A caller may leave gaps in them
     (a chunk filtered out after splitting): a stored chunk in a gap is stale too, and the tail
     starts past the highest live index, not at the number of chunks (which deleted the last
-    live chunk of such a file on every other run). Probes by id (ids are derivable): the gaps,
-    then from past the highest index up to the previously recorded chunk count, then on in
-    runs of 64 until one comes back empty, so a gap left by an earlier failed run is crossed.
-    The ids of their model windows come with them.
+    live chunk of such a file on every other run). Probes by id (ids are derivable): the gaps
+    below the previously recorded chunk count (or this run's) plus 64, so sparse indexes (a
+    byte offset as ``chunk_index``) cost no probe per number skipped; then from past the
+    highest index up to the previously recorded chunk count, then on in runs of 64 until one
+    comes back empty, so a gap left by an earlier failed run is crossed. The ids of their
+    model windows come with them.
     """
     end = max(live, default=-1) + 1
     present = set(live)
-    gaps = [i for i in range(end) if i not in present]
+    reach = min(end, max(known_count, len(present)) + _PROBE_WINDOW)
+    gaps = [i for i in range(reach) if i not in present]
     stale = _held(vector_store, namespace, source, gaps)[0] if gaps else []
     start = end
     while True:

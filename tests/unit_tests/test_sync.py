@@ -170,6 +170,27 @@ def test_a_stored_chunk_in_a_new_gap_is_stale(embeddings: HashingEmbeddings) -> 
     assert _stored_indexes(store) == [0, 2, 4]
 
 
+def test_sparse_chunk_indexes_cost_no_probe_per_number_skipped(
+    embeddings: HashingEmbeddings,
+) -> None:
+    """A byte offset as chunk_index: the gaps below it are not each looked up."""
+
+    class Counting(InMemoryVectorStore):
+        probed = 0
+
+        def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+            Counting.probed += len(ids)
+            return super().get_by_ids(ids)
+
+    store = Counting(embeddings)
+    docs = _indexed("a.md", [0, 40_000, 90_000])
+    sync_documents(docs, store, namespace="kb")
+    Counting.probed = 0
+    result = sync_documents(docs, store, namespace="kb")
+    assert (result.skipped, result.deleted) == (3, 0)
+    assert Counting.probed < 1_000
+
+
 def test_namespaces_do_not_collide(embeddings: HashingEmbeddings) -> None:
     store = InMemoryVectorStore(embeddings)
     sync_documents(CORPUS, store, namespace="one")
