@@ -163,6 +163,18 @@ def tool_store_dir(store: Path, name: str) -> Path:
     return store / name
 
 
+def store_files(store: Path) -> list[Path]:
+    """What of ``store`` a tool never reads as a source file: the directory and its manifest.
+
+    The store may lie inside the source, or be the source folder itself (``--store docs
+    ingest docs``): the loader leaves out the directory when it lies below the source, and
+    only the paths named below the source when the directory holds it, so the manifest is
+    named too (the tool's own ``STORE/<tool name>/`` is left out by the tool). Read as a
+    source, ``ingest.json`` was indexed, and each search found it changed and re-synced.
+    """
+    return [store, store / MANIFEST_NAME]
+
+
 def build_tool(
     target: Target,
     store: Path,
@@ -182,7 +194,7 @@ def build_tool(
         "base_dir": target.base_dir,
         "store_dir": tool_store_dir(store, config.name),
         "embeddings": embeddings,
-        "exclude": [store],  # the store (ingest.json) may lie inside the source
+        "exclude": store_files(store),
     }
     if isinstance(config, HierarchicalDocumentToolConfig):
         return HierarchicalDocumentTool(config, **options)
