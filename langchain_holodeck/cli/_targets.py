@@ -13,7 +13,7 @@ import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
@@ -287,10 +287,55 @@ def read_manifest(store: Path, *, or_else: str = "--config AGENT_YAML") -> Manif
         if data.get("long_text", DEFAULT_LONG_TEXT) not in LONG_TEXT_MODES:
             msg = f"long_text {data.get('long_text')!r} is not one of {LONG_TEXT_MODES}"
             raise ValueError(msg)
-        return Manifest(**data)
+        _check_manifest_types(data)
+        manifest = Manifest(**data)
+        if manifest.config is None:
+            _check_default_tool(manifest)
+        return manifest
     except (ValueError, TypeError, AttributeError) as error:
         msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
         raise HolodeckError(msg) from error
+
+
+def _check_manifest_types(data: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first field of ``data`` whose value has the wrong type.
+
+    ``Manifest`` is a dataclass, which checks nothing: a hand-edited ``"source": 5`` or
+    ``"base_dir": null`` failed later, in a traceback.
+    """
+    for name, hint in get_type_hints(Manifest).items():
+        if name not in data:
+            continue  # a missing field: Manifest(**data) says which
+        value, types = data[name], _json_types(hint)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            msg = f"{name} must be {allowed}, got {json.dumps(value)}"
+            raise ValueError(msg)
+
+
+def _check_default_tool(manifest: Manifest) -> None:
+    """Raise ``ValueError`` when the default tool the manifest records cannot be built.
+
+    A hand-edited ``"source": ""`` or ``"embedding_model": "nonsense"`` failed in the tool's
+    config, in a traceback; the first field at fault is named instead.
+    """
+    from pydantic import ValidationError
+
+    try:
+        target_from_manifest(manifest)
+    except ValidationError as error:
+        first = error.errors()[0]
+        msg = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+        raise ValueError(msg) from error
+
+
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The classes a value of a field annotated ``hint`` may have (``str | None``, a Literal)."""
+    if get_origin(hint) is Literal:
+        return tuple(dict.fromkeys(type(arg) for arg in get_args(hint)))
+    if get_args(hint):  # a union
+        return tuple(t for arg in get_args(hint) for t in _json_types(arg))
+    return (hint,)
 
 
 def _recorded_long_text(model_id: object) -> LongTextMode:

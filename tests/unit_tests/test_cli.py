@@ -556,6 +556,43 @@ def test_search_before_any_ingest_is_an_error_with_a_hint(
     assert "holodeck-rag ingest SOURCE" in err
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("source", 5, "source must be str, got 5"),
+        ("base_dir", None, "base_dir must be str, got null"),
+        ("config", [], "config must be str or null, got []"),
+        ("source_overridden", 1, "source_overridden must be bool, got 1"),
+        ("format", True, "format must be int, got true"),
+        ("source", "", "source: String should have at least 1 character"),
+        ("embedding_model", "nonsense", "embedding_model: Value error, must be an OpenAI"),
+    ],
+)
+@pytest.mark.parametrize("command", ["search", "chat", "tools"])
+def test_a_hand_edited_manifest_of_a_wrong_type_is_one_error_line(
+    ingested: Ingested,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    command: str,
+    field: str,
+    value: object,
+    said: str,
+) -> None:
+    store = tmp_path / "st"
+    store.mkdir()
+    recorded = json.loads((ingested.store / "ingest.json").read_text(encoding="utf-8"))
+    write(store / "ingest.json", json.dumps({**recorded, field: value}))
+    argv = [command, "--store", str(store)] + (["revoke"] if command == "search" else [])
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {store}/ingest.json is not a valid ingest manifest ({said}"
+        + err.split(said, 1)[-1]
+    )
+    assert err.endswith("); run `holodeck-rag ingest` again.\n")
+    assert err.count("\n") == 1
+
+
 def test_search_with_an_empty_query_is_an_error(
     ingested: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
