@@ -42,7 +42,7 @@ from langchain_holodeck._embedding_settings import (
     openai_model,
 )
 from langchain_holodeck._version import __version__
-from langchain_holodeck.cli._interrupt import interrupt_message
+from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
@@ -168,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 1
     with (
         _exit_on_interrupt(),
+        interrupt_says(command_interrupted(args.command)),
         _cli_logging(verbose=args.verbose, quiet=args.quiet),
         one_blas_thread(),
     ):

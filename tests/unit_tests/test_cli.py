@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import logging
@@ -591,6 +592,39 @@ def test_a_hand_edited_manifest_of_a_wrong_type_is_one_error_line(
     )
     assert err.endswith("); run `holodeck-rag ingest` again.\n")
     assert err.count("\n") == 1
+
+
+def _interrupted(*args: object, **kwargs: object) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("command", "syncs"),
+    [
+        ("search", "langchain_holodeck.cli.main._initialize_known"),
+        ("test", "langchain_holodeck.cli.regression.initialize_known"),
+        ("chat", "langchain_holodeck.cli.chat.initialize_known"),
+    ],
+)
+def test_ctrl_c_in_search_test_or_chat_says_it_stopped_not_how_to_resume_an_ingest(
+    ingested: Ingested,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: str,
+    syncs: str,
+) -> None:
+    agent = write(
+        tmp_path / "agent.yaml",
+        f"tools:\n  - {{type: vectorstore, name: kb, source: {ingested.workdir / 'docs'}}}\n"
+        "tests:\n  - {query: revoke a token, source: auth.md}\n",
+    )
+    module, name = syncs.rsplit(".", 1)  # cli.main is also the name of the function
+    monkeypatch.setattr(importlib.import_module(module), name, _interrupted)  # Ctrl-C now
+    argv = {"search": ["search", "revoke"], "test": ["test", str(agent)], "chat": ["chat"]}
+    code, out, err = run(capsys, *argv[command], "--store", str(ingested.store))
+    assert (code, out) == (130, "")
+    assert err == f"interrupted: {command} stopped before it finished; the store is intact.\n"
 
 
 def test_search_with_an_empty_query_is_an_error(
