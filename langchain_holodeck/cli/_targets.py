@@ -18,15 +18,18 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_h
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
 from langchain_holodeck._persist import atomic_write_bytes
-from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.errors import ConfigError, HolodeckError, NoSupportedFilesError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain_core.embeddings import Embeddings
 
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
     )
+    from langchain_holodeck.ingestion import IngestProgress
     from langchain_holodeck.sync import SyncResult
     from langchain_holodeck.tools.document import _DocumentTool
 
@@ -234,7 +237,7 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     loaders.addFilter(hold)
     news = True  # a failure keeps the warning: it may say why
     try:
-        result = tool.initialize_sync(force_ingest=force_ingest)
+        result = sync_source(tool, store, force_ingest=force_ingest)
         first = result.added > 0 and not (result.skipped or result.updated)
         news = force_ingest or first
     finally:
@@ -246,6 +249,49 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     if result.added or result.updated or result.deleted:
         mark_store_changed(store)
     return result
+
+
+def sync_source(
+    tool: _DocumentTool,
+    store: Path,
+    *,
+    force_ingest: bool = False,
+    on_progress: Callable[[IngestProgress], None] | None = None,
+) -> SyncResult:
+    """``tool.initialize_sync()``; a source whose files all went since its ingest is empty.
+
+    The sync that finds the last files gone removes their chunks; the next finds no supported
+    file and nothing stored, which alone cannot tell an emptied source from one that never
+    held a file. ``store``'s manifest tells: when it records this tool ingesting this source,
+    the tool is opened on what the store holds (no chunk: a search finds nothing) and the
+    result counts nothing. A source that was never ingested stays an error.
+
+    Raises:
+        NoSupportedFilesError: When the source holds no supported file and ``store``'s
+            manifest does not record this tool ingesting it.
+    """
+    try:
+        return tool.initialize_sync(force_ingest=force_ingest, on_progress=on_progress)
+    except NoSupportedFilesError:
+        if not _ingested_before(store, tool):
+            raise
+        from langchain_holodeck.sync import SyncResult
+
+        logger.debug("%s: no supported file left in %s; nothing to sync.", tool.name, store)
+        tool.open_sync()
+        return SyncResult()
+
+
+def _ingested_before(store: Path, tool: _DocumentTool) -> bool:
+    """Whether ``store``'s manifest records ``tool`` (its name) ingesting its source."""
+    try:
+        manifest = read_manifest(store)
+    except (HolodeckError, OSError):  # none, or unreadable: nothing is known
+        return False
+    corpus = tool.corpus
+    source = corpus.config.resolved_source(corpus.source_base).resolve()
+    then = (Path(manifest.base_dir) / manifest.source).resolve()
+    return manifest.tool == tool.name and then == source
 
 
 def mark_store_changed(store: Path) -> None:

@@ -217,6 +217,30 @@ def test_ingest_of_a_folder_without_supported_files_is_an_error(
     assert "warning" not in err  # -q hides the per-file warning
 
 
+def test_a_source_whose_files_were_all_deleted_stays_an_empty_corpus_run_after_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gone, store = tmp_path / "gone", str(tmp_path / "st")
+    gone.mkdir()
+    write(gone / "a.md", "# Tokens\n\nRevoke a token in settings.\n")
+    assert run(capsys, "--store", store, "ingest", str(gone))[0] == 0
+    (gone / "a.md").unlink()
+    code, out, err = run(capsys, "--store", store, "ingest", str(gone))
+    assert code == 0, err
+    assert "0 added, 0 updated, 0 skipped, 0 failed, 1 deleted; 0 chunks" in out
+    for _ in range(2):  # the next runs find nothing stored: still the emptied source
+        code, out, err = run(capsys, "--store", store, "ingest", str(gone))
+        assert (code, err) == (0, "")
+        assert "0 added, 0 updated, 0 skipped, 0 failed, 0 deleted; 0 chunks" in out
+        code, out, err = run(capsys, "--store", store, "search", "revoke")
+        assert (code, out, err) == (0, "No relevant results found for query: revoke\n", "")
+    (tmp_path / "never").mkdir()
+    code, out, err = run(capsys, "-q", "--store", store, "ingest", str(tmp_path / "never"))
+    assert (code, out) == (1, "")
+    assert err.startswith("error: source ")
+    assert "has no supported file (found: no files)" in err
+
+
 def test_ingest_without_source_or_config_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "ingest")
     assert code == 1
@@ -899,7 +923,9 @@ def test_initialize_known_holds_only_its_own_threads_skip_summary(
         loaders.warning(text, extra={SKIP_SUMMARY: True})
 
     class Rechecked:  # a re-check of a stored corpus: nothing added, all skipped
-        def initialize_sync(self, *, force_ingest: bool = False) -> SyncResult:
+        def initialize_sync(
+            self, *, force_ingest: bool = False, on_progress: object = None
+        ) -> SyncResult:
             other = threading.Thread(target=summary, args=("other tool's first ingest",))
             other.start()
             other.join()
