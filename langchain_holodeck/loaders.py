@@ -208,7 +208,10 @@ class SourceLoader(BaseLoader):
             where the OS has one); default 4 GiB; ``None``: no limit.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
         exclude: Files or directories never loaded (relative and ``~`` ones resolve like
-            ``source``), e.g. a store directory that lies inside the source.
+            ``source``), e.g. a store directory that lies inside the source. One that is the
+            source or holds it leaves nothing out (its other files are the source's): name the
+            files in it that are not, e.g. a store's manifest when the store is the source
+            folder.
 
     Instantiate:
         ```python
@@ -803,7 +806,8 @@ def _walk(
 
     ``warn`` (``logger.warning``'s signature) reports what the walk skips.
 
-    Entries whose real path is in ``excluded`` are left out, directories with all they hold.
+    Entries whose real path is in ``excluded`` are left out, directories with all they hold;
+    an excluded path that is ``root`` or holds it leaves nothing out.
 
     Real entries are walked first; symlinks are resolved afterwards in sorted order, so a
     target reachable directly keeps its direct path. Each real file and directory is

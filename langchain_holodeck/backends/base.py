@@ -113,6 +113,14 @@ class Backend(ABC):
         """Save ``store`` into ``store_dir`` if it changed since the last save; return whether."""
         return False
 
+    def data_dirs(self) -> tuple[Path, ...]:
+        """Local directories the store writes its data in, besides ``store_dir``.
+
+        A tool never reads them as source files (Qdrant's ``path:`` may lie inside the
+        source). By default none: a server's data is not in the source.
+        """
+        return ()
+
     def store_identity(self) -> str:
         """Which store this is, for what is saved beside it (the BM25 index of a tool).
 

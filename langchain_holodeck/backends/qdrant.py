@@ -132,6 +132,10 @@ class QdrantBackend(Backend):
         where = config.url or (f"path {path}" if path else "in-process :memory:")
         return f"qdrant {where}, collection {config.collection_name}"
 
+    def data_dirs(self) -> tuple[Path, ...]:
+        path = None if self.config is None else self.config.resolved_path()
+        return () if path is None else (path,)
+
     def namespace_filter(self, store: VectorStore, namespace: str) -> dict[str, Any]:
         return {"filter": _store_module().HolodeckQdrantVectorStore.namespace_filter(namespace)}
 

@@ -13,20 +13,23 @@ import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
 from langchain_holodeck._persist import atomic_write_bytes
-from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.errors import ConfigError, HolodeckError, NoSupportedFilesError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain_core.embeddings import Embeddings
 
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         VectorStoreToolConfig,
     )
+    from langchain_holodeck.ingestion import IngestProgress
     from langchain_holodeck.sync import SyncResult
     from langchain_holodeck.tools.document import _DocumentTool
 
@@ -163,6 +166,18 @@ def tool_store_dir(store: Path, name: str) -> Path:
     return store / name
 
 
+def store_files(store: Path) -> list[Path]:
+    """What of ``store`` a tool never reads as a source file: the directory and its manifest.
+
+    The store may lie inside the source, or be the source folder itself (``--store docs
+    ingest docs``): the loader leaves out the directory when it lies below the source, and
+    only the paths named below the source when the directory holds it, so the manifest is
+    named too (the tool's own ``STORE/<tool name>/`` is left out by the tool). Read as a
+    source, ``ingest.json`` was indexed, and each search found it changed and re-synced.
+    """
+    return [store, store / MANIFEST_NAME]
+
+
 def build_tool(
     target: Target,
     store: Path,
@@ -182,7 +197,7 @@ def build_tool(
         "base_dir": target.base_dir,
         "store_dir": tool_store_dir(store, config.name),
         "embeddings": embeddings,
-        "exclude": [store],  # the store (ingest.json) may lie inside the source
+        "exclude": store_files(store),
     }
     if isinstance(config, HierarchicalDocumentToolConfig):
         return HierarchicalDocumentTool(config, **options)
@@ -222,7 +237,7 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     loaders.addFilter(hold)
     news = True  # a failure keeps the warning: it may say why
     try:
-        result = tool.initialize_sync(force_ingest=force_ingest)
+        result = sync_source(tool, store, force_ingest=force_ingest)
         first = result.added > 0 and not (result.skipped or result.updated)
         news = force_ingest or first
     finally:
@@ -234,6 +249,49 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     if result.added or result.updated or result.deleted:
         mark_store_changed(store)
     return result
+
+
+def sync_source(
+    tool: _DocumentTool,
+    store: Path,
+    *,
+    force_ingest: bool = False,
+    on_progress: Callable[[IngestProgress], None] | None = None,
+) -> SyncResult:
+    """``tool.initialize_sync()``; a source whose files all went since its ingest is empty.
+
+    The sync that finds the last files gone removes their chunks; the next finds no supported
+    file and nothing stored, which alone cannot tell an emptied source from one that never
+    held a file. ``store``'s manifest tells: when it records this tool ingesting this source,
+    the tool is opened on what the store holds (no chunk: a search finds nothing) and the
+    result counts nothing. A source that was never ingested stays an error.
+
+    Raises:
+        NoSupportedFilesError: When the source holds no supported file and ``store``'s
+            manifest does not record this tool ingesting it.
+    """
+    try:
+        return tool.initialize_sync(force_ingest=force_ingest, on_progress=on_progress)
+    except NoSupportedFilesError:
+        if not _ingested_before(store, tool):
+            raise
+        from langchain_holodeck.sync import SyncResult
+
+        logger.debug("%s: no supported file left in %s; nothing to sync.", tool.name, store)
+        tool.open_sync()
+        return SyncResult()
+
+
+def _ingested_before(store: Path, tool: _DocumentTool) -> bool:
+    """Whether ``store``'s manifest records ``tool`` (its name) ingesting its source."""
+    try:
+        manifest = read_manifest(store)
+    except (HolodeckError, OSError):  # none, or unreadable: nothing is known
+        return False
+    corpus = tool.corpus
+    source = corpus.config.resolved_source(corpus.source_base).resolve()
+    then = (Path(manifest.base_dir) / manifest.source).resolve()
+    return manifest.tool == tool.name and then == source
 
 
 def mark_store_changed(store: Path) -> None:
@@ -275,10 +333,55 @@ def read_manifest(store: Path, *, or_else: str = "--config AGENT_YAML") -> Manif
         if data.get("long_text", DEFAULT_LONG_TEXT) not in LONG_TEXT_MODES:
             msg = f"long_text {data.get('long_text')!r} is not one of {LONG_TEXT_MODES}"
             raise ValueError(msg)
-        return Manifest(**data)
+        _check_manifest_types(data)
+        manifest = Manifest(**data)
+        if manifest.config is None:
+            _check_default_tool(manifest)
+        return manifest
     except (ValueError, TypeError, AttributeError) as error:
         msg = f"{path} is not a valid ingest manifest ({error}); run `holodeck-rag ingest` again."
         raise HolodeckError(msg) from error
+
+
+def _check_manifest_types(data: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first field of ``data`` whose value has the wrong type.
+
+    ``Manifest`` is a dataclass, which checks nothing: a hand-edited ``"source": 5`` or
+    ``"base_dir": null`` failed later, in a traceback.
+    """
+    for name, hint in get_type_hints(Manifest).items():
+        if name not in data:
+            continue  # a missing field: Manifest(**data) says which
+        value, types = data[name], _json_types(hint)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            msg = f"{name} must be {allowed}, got {json.dumps(value)}"
+            raise ValueError(msg)
+
+
+def _check_default_tool(manifest: Manifest) -> None:
+    """Raise ``ValueError`` when the default tool the manifest records cannot be built.
+
+    A hand-edited ``"source": ""`` or ``"embedding_model": "nonsense"`` failed in the tool's
+    config, in a traceback; the first field at fault is named instead.
+    """
+    from pydantic import ValidationError
+
+    try:
+        target_from_manifest(manifest)
+    except ValidationError as error:
+        first = error.errors()[0]
+        msg = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+        raise ValueError(msg) from error
+
+
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The classes a value of a field annotated ``hint`` may have (``str | None``, a Literal)."""
+    if get_origin(hint) is Literal:
+        return tuple(dict.fromkeys(type(arg) for arg in get_args(hint)))
+    if get_args(hint):  # a union
+        return tuple(t for arg in get_args(hint) for t in _json_types(arg))
+    return (hint,)
 
 
 def _recorded_long_text(model_id: object) -> LongTextMode:

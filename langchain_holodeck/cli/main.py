@@ -42,7 +42,7 @@ from langchain_holodeck._embedding_settings import (
     openai_model,
 )
 from langchain_holodeck._version import __version__
-from langchain_holodeck.cli._interrupt import interrupt_message
+from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
@@ -57,6 +57,7 @@ from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
 from langchain_holodeck.cli._targets import remembered_source as _remembered_source
 from langchain_holodeck.cli._targets import replaced_corpus as _replaced_corpus
+from langchain_holodeck.cli._targets import sync_source as _sync_source
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
 from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
@@ -168,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 1
     with (
         _exit_on_interrupt(),
+        interrupt_says(command_interrupted(args.command)),
         _cli_logging(verbose=args.verbose, quiet=args.quiet),
         one_blas_thread(),
     ):
@@ -454,7 +456,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
     bars = ProgressBars(enabled=not args.quiet and sys.stderr.isatty(), stream=sys.stderr)
     start = time.perf_counter()
     with bars, _logs_above_bars(enabled=bars.enabled):
-        result = tool.initialize_sync(force_ingest=args.force_ingest, on_progress=bars)
+        result = _sync_source(tool, args.store, force_ingest=args.force_ingest, on_progress=bars)
     seconds = time.perf_counter() - start
     _write_manifest(args.store, target, tool)
     report = IngestReport(

@@ -133,12 +133,16 @@ class Corpus:
         return self.backend.describe(store_dir=self.store_dir)
 
     def loader(self) -> SourceLoader:
-        """The source's loader, one per corpus: it leaves out ``store_dir`` and ``exclude``.
+        """The source's loader, one per corpus: it leaves out the store's files and ``exclude``.
 
-        One loader for every ingest, so a skip summary is logged once.
+        The store's files are ``store_dir`` and the backend's own data directories (Qdrant's
+        ``path:``), known once ``open`` has run. One loader for every ingest, so a skip summary
+        is logged once.
         """
         if self._loader is None:
-            own = () if self.store_dir is None else (self.store_dir.absolute(),)
+            own: tuple[Path, ...] = () if self.store_dir is None else (self.store_dir.absolute(),)
+            if self.backend is not None:
+                own += tuple(path.absolute() for path in self.backend.data_dirs())
             self._loader = SourceLoader(
                 self.config.source,
                 base_dir=self.source_base,

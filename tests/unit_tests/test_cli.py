@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import logging
@@ -215,6 +216,30 @@ def test_ingest_of_a_folder_without_supported_files_is_an_error(
     assert err.startswith("error: source ")
     assert "has no supported file" in err
     assert "warning" not in err  # -q hides the per-file warning
+
+
+def test_a_source_whose_files_were_all_deleted_stays_an_empty_corpus_run_after_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gone, store = tmp_path / "gone", str(tmp_path / "st")
+    gone.mkdir()
+    write(gone / "a.md", "# Tokens\n\nRevoke a token in settings.\n")
+    assert run(capsys, "--store", store, "ingest", str(gone))[0] == 0
+    (gone / "a.md").unlink()
+    code, out, err = run(capsys, "--store", store, "ingest", str(gone))
+    assert code == 0, err
+    assert "0 added, 0 updated, 0 skipped, 0 failed, 1 deleted; 0 chunks" in out
+    for _ in range(2):  # the next runs find nothing stored: still the emptied source
+        code, out, err = run(capsys, "--store", store, "ingest", str(gone))
+        assert (code, err) == (0, "")
+        assert "0 added, 0 updated, 0 skipped, 0 failed, 0 deleted; 0 chunks" in out
+        code, out, err = run(capsys, "--store", store, "search", "revoke")
+        assert (code, out, err) == (0, "No relevant results found for query: revoke\n", "")
+    (tmp_path / "never").mkdir()
+    code, out, err = run(capsys, "-q", "--store", store, "ingest", str(tmp_path / "never"))
+    assert (code, out) == (1, "")
+    assert err.startswith("error: source ")
+    assert "has no supported file (found: no files)" in err
 
 
 def test_ingest_without_source_or_config_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -557,6 +582,76 @@ def test_search_before_any_ingest_is_an_error_with_a_hint(
     assert "holodeck-rag ingest SOURCE" in err
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("source", 5, "source must be str, got 5"),
+        ("base_dir", None, "base_dir must be str, got null"),
+        ("config", [], "config must be str or null, got []"),
+        ("source_overridden", 1, "source_overridden must be bool, got 1"),
+        ("format", True, "format must be int, got true"),
+        ("source", "", "source: String should have at least 1 character"),
+        ("embedding_model", "nonsense", "embedding_model: Value error, must be an OpenAI"),
+    ],
+)
+@pytest.mark.parametrize("command", ["search", "chat", "tools"])
+def test_a_hand_edited_manifest_of_a_wrong_type_is_one_error_line(
+    ingested: Ingested,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    command: str,
+    field: str,
+    value: object,
+    said: str,
+) -> None:
+    store = tmp_path / "st"
+    store.mkdir()
+    recorded = json.loads((ingested.store / "ingest.json").read_text(encoding="utf-8"))
+    write(store / "ingest.json", json.dumps({**recorded, field: value}))
+    argv = [command, "--store", str(store)] + (["revoke"] if command == "search" else [])
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {store}/ingest.json is not a valid ingest manifest ({said}"
+        + err.split(said, 1)[-1]
+    )
+    assert err.endswith("); run `holodeck-rag ingest` again.\n")
+    assert err.count("\n") == 1
+
+
+def _interrupted(*args: object, **kwargs: object) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("command", "syncs"),
+    [
+        ("search", "langchain_holodeck.cli.main._initialize_known"),
+        ("test", "langchain_holodeck.cli.regression.initialize_known"),
+        ("chat", "langchain_holodeck.cli.chat.initialize_known"),
+    ],
+)
+def test_ctrl_c_in_search_test_or_chat_says_it_stopped_not_how_to_resume_an_ingest(
+    ingested: Ingested,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: str,
+    syncs: str,
+) -> None:
+    agent = write(
+        tmp_path / "agent.yaml",
+        f"tools:\n  - {{type: vectorstore, name: kb, source: {ingested.workdir / 'docs'}}}\n"
+        "tests:\n  - {query: revoke a token, source: auth.md}\n",
+    )
+    module, name = syncs.rsplit(".", 1)  # cli.main is also the name of the function
+    monkeypatch.setattr(importlib.import_module(module), name, _interrupted)  # Ctrl-C now
+    argv = {"search": ["search", "revoke"], "test": ["test", str(agent)], "chat": ["chat"]}
+    code, out, err = run(capsys, *argv[command], "--store", str(ingested.store))
+    assert (code, out) == (130, "")
+    assert err == f"interrupted: {command} stopped before it finished; the store is intact.\n"
+
+
 def test_search_with_an_empty_query_is_an_error(
     ingested: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -886,7 +981,9 @@ def test_initialize_known_holds_only_its_own_threads_skip_summary(
         loaders.warning(text, extra={SKIP_SUMMARY: True})
 
     class Rechecked:  # a re-check of a stored corpus: nothing added, all skipped
-        def initialize_sync(self, *, force_ingest: bool = False) -> SyncResult:
+        def initialize_sync(
+            self, *, force_ingest: bool = False, on_progress: object = None
+        ) -> SyncResult:
             other = threading.Thread(target=summary, args=("other tool's first ingest",))
             other.start()
             other.join()

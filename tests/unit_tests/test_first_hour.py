@@ -5,6 +5,7 @@ The CLI is run as a user runs it, in a subprocess, on folders made here.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -124,6 +125,30 @@ def test_a_store_inside_the_source_is_not_indexed_and_search_does_not_resync(
         assert "changed since the last ingest" not in search.stderr
         assert "st/" not in search.stdout
         assert '"source_path": "a.md"' in search.stdout
+
+
+@pytest.mark.parametrize(
+    ("cwd", "argv"),
+    [(".", ["--store", "docs", "ingest", "docs"]), ("docs", ["--store", ".", "ingest", "."])],
+)
+def test_a_store_that_is_the_source_folder_is_not_indexed_and_search_does_not_resync(
+    tmp_path: Path, cwd: str, argv: list[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Tokens\n\nRevoke a token in settings.\n", encoding="utf-8")
+    ingest = cli(tmp_path / cwd, *argv)
+    assert ingest.returncode == 0, ingest.stderr
+    assert "1 chunks in" in ingest.stdout, ingest.stdout
+    store = argv[1]
+    for _ in range(2):
+        search = cli(tmp_path / cwd, "--store", store, "search", "--json", "ingest json")
+        assert search.returncode == 0, search.stderr
+        assert "changed since the last ingest" not in search.stderr
+        found = [r["source_path"] for r in json.loads(search.stdout)]
+        assert found in (["a.md"], ["docs/a.md"])  # as the source was spelt
+    again = cli(tmp_path / cwd, *argv)
+    assert "0 added, 0 updated, 1 skipped" in again.stdout, again.stdout
 
 
 def test_the_loader_leaves_out_excluded_directories(tmp_path: Path) -> None:

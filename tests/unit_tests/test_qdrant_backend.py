@@ -517,6 +517,26 @@ def test_hierarchical_tool_on_a_qdrant_path_store(
     )
 
 
+def test_a_qdrant_path_inside_the_source_is_not_read_as_a_source_file(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    (tmp_path / "a.md").write_text("# Tokens\n\nRevoke a token in settings.\n")
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="kb",
+        source=str(tmp_path),
+        database={"provider": "qdrant", "path": str(tmp_path / "qdata")},
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    first = tool.initialize_sync()
+    assert (tmp_path / "qdata" / "meta.json").is_file()
+    second = tool.initialize_sync()  # meta.json, read, was added here and updated after
+    assert (first.added, second.added, second.updated, second.skipped) == (1, 0, 0, 1)
+    tool._vector_store.client.close()  # type: ignore[union-attr]  # a Qdrant store here
+
+
 def _project(tmp_path: Path, database: str) -> Path:
     """A project with two corpora and an agent.yaml whose tools use ``database``."""
     project = tmp_path / "proj"
