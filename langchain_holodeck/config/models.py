@@ -161,7 +161,8 @@ class _SearchToolConfig(BaseModel):
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
     """Keep only results whose dense similarity (cosine, clipped to [0, 1]) reaches this;
-    exact section and quoted-phrase hits are always kept, keyword hits are measured too."""
+    exact section and quoted-phrase hits are always kept, keyword hits are measured too
+    (served unmeasured, with a WARNING, while the embedding model is down)."""
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: Integer | None = Field(default=None, ge=1, le=1000)
