@@ -92,8 +92,9 @@ def read_yaml_mapping(
         raise ConfigError(msg) from None
     try:
         node = loader.get_single_node()
-        if node is None or (isinstance(node, ScalarNode) and node.tag == _NULL_TAG):
-            if empty_is_nothing:  # no document, or an empty one (`---` alone)
+        empty = isinstance(node, ScalarNode) and node.tag == _NULL_TAG and not node.value
+        if node is None or empty:  # no document, or an empty one (`---` alone); not `null`
+            if empty_is_nothing:
                 return {}
             msg = f"{display}: the file is empty; expected {expected}."
             raise ConfigError(msg)
