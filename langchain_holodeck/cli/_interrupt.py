@@ -27,6 +27,8 @@ def command_interrupted(command: str) -> str:
     """
     if command == "ingest":
         return INTERRUPTED
+    if command == "purge-legacy":  # some chunks may be gone already: not "intact"
+        return "interrupted: purge-legacy stopped before it finished; run it again to finish."
     return f"interrupted: {command} stopped before it finished; the store is intact."
 
 

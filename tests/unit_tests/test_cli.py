@@ -652,6 +652,16 @@ def test_ctrl_c_in_search_test_or_chat_says_it_stopped_not_how_to_resume_an_inge
     assert err == f"interrupted: {command} stopped before it finished; the store is intact.\n"
 
 
+def test_ctrl_c_in_purge_legacy_does_not_call_the_store_intact() -> None:
+    """A purge stopped halfway has deleted some chunks: 'the store is intact' would be false."""
+    from langchain_holodeck.cli._interrupt import command_interrupted
+
+    assert command_interrupted("purge-legacy") == (
+        "interrupted: purge-legacy stopped before it finished; run it again to finish."
+    )
+    assert command_interrupted("search").endswith("the store is intact.")
+
+
 def test_search_with_an_empty_query_is_an_error(
     ingested: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
