@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         IndexNotBuiltError,
         NoSupportedFilesError,
         SearchError,
+        SourceUnreadableError,
     )
     from langchain_holodeck.exact import (
         ExactMatchIndex,
@@ -239,6 +240,7 @@ _EXPORTS: dict[str, str] = {
     "HolodeckError": "langchain_holodeck.errors",
     "IndexNotBuiltError": "langchain_holodeck.errors",
     "NoSupportedFilesError": "langchain_holodeck.errors",
+    "SourceUnreadableError": "langchain_holodeck.errors",
     "ExactMatchIndex": "langchain_holodeck.exact",
     "convex_score_fusion": "langchain_holodeck.fusion",
     "reciprocal_rank_fusion": "langchain_holodeck.fusion",
@@ -358,6 +360,7 @@ __all__ = [
     "SourceCodeSplitter",
     "SourceFile",
     "SourceLoader",
+    "SourceUnreadableError",
     "StructuredMarkdownSplitter",
     "Symbol",
     "SyncPlan",

@@ -22,6 +22,9 @@ class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
     distance metric, algorithm).
     """
 
+    stored_model: str | None = None
+    """The ``embedding_model`` id of the stored chunks, when that is the mismatch."""
+
 
 class EmbeddingError(HolodeckError, RuntimeError):
     """The embedding model failed: ``Failed to generate embeddings: ...`` (or query embedding)."""
@@ -33,6 +36,14 @@ class SearchError(HolodeckError, RuntimeError):
 
 class NoSupportedFilesError(HolodeckError, FileNotFoundError):
     """A source directory holds no file the loader can read."""
+
+
+class SourceUnreadableError(HolodeckError, OSError):
+    """The source directory itself could not be listed (permissions, an I/O error).
+
+    Raised before anything is synced, so the store keeps what it holds: a source that cannot
+    be read for now is not a source whose files were deleted.
+    """
 
 
 class DocumentLoadError(HolodeckError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -195,6 +196,13 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             # its last files were deleted: the sync below removes their chunks
             files = self.walked = ()
         unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
+        cleanup = self.cleanup
+        if cleanup and loader.unreachable:
+            kept = self._stored_under(loader.unreachable)
+            if kept is None:  # cannot tell which chunks are theirs: delete none this run
+                cleanup = False
+            else:
+                unchanged.update(kept)
         prefetch = (
             None  # enriched chunks differ from the split ones: nothing to embed ahead
             if self.enricher is not None
@@ -208,7 +216,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         )
         try:
             return self._load_and_sync(
-                loader, files, unchanged, prefetch, force_ingest=force_ingest
+                loader, files, unchanged, prefetch, force_ingest=force_ingest, cleanup=cleanup
             )
         finally:
             if prefetch is not None:
@@ -222,6 +230,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         prefetch: EmbedPrefetch | None,
         *,
         force_ingest: bool,
+        cleanup: bool,
     ) -> SyncResult:
         split: list[tuple[Document, list[Document]]] = []
         failed = self.unreadable if self.unreadable is not None else {}
@@ -236,9 +245,12 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
                     unchanged[file.source_path] = 0
             else:
                 loaded = self._split(loader, file)
-                if loaded is Skipped.FAILED:  # unreadable now (the loader warned)
+                if loaded is Skipped.FAILED or loaded is Skipped.UNREADABLE:  # (warned)
                     unchanged[file.source_path] = 0  # keep the chunks of its last good read
-                    failed[file.source_path] = stat
+                    if loaded is Skipped.FAILED:  # not converted again at this mtime and size
+                        failed[file.source_path] = stat
+                    else:  # a fix (chmod, a remount) keeps mtime and size: read it next time
+                        failed.pop(file.source_path, None)
                     logger.info(
                         "%s: any chunks stored from an earlier read stay searchable until it "
                         "loads again or is deleted.",
@@ -269,7 +281,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             namespace=self.namespace,
             batch_size=self.batch_size,
             overwrite=force_ingest,
-            cleanup=self.cleanup,
+            cleanup=cleanup,
             keyword_index=self.keyword_index,
             embedding_model=self.embedding_model,
             pipeline=self.fingerprint,
@@ -345,6 +357,38 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         except Exception as error:  # an unlistable store, a store down: the error stands
             logger.debug("could not look for stored chunks: %s", sanitize_error(error))
             return False
+
+    def _stored_under(self, unreachable: Sequence[str]) -> dict[str, int] | None:
+        """Stored sources the walk could not reach (source -> chunks), kept by the cleanup.
+
+        ``unreachable`` holds folders the walk could not list (ending in ``/``) and files it
+        could not stat: their files may all still be there. ``None`` when the store cannot
+        be listed; the caller then deletes nothing this run.
+        """
+        from langchain_holodeck.vectorstores import scan_documents
+
+        folders = tuple(p for p in unreachable if p.endswith("/"))
+        files = set(unreachable)
+        kept: Counter[str] = Counter()
+        try:
+            for doc in scan_documents(self.vector_store, namespace=self.namespace):
+                source = source_path(doc)
+                if source in files or source.startswith(folders):
+                    kept[source] += 1
+        except Exception as error:  # a store scan_documents cannot list, or one that failed
+            logger.warning(
+                "could not list the stored chunks of %s (%s); no chunk is deleted this run.",
+                ", ".join(unreachable),
+                sanitize_error(error),
+            )
+            return None
+        if kept:
+            logger.info(
+                "%d stored file(s) under %s kept: the walk could not reach them.",
+                len(kept),
+                ", ".join(unreachable),
+            )
+        return dict(kept)
 
     def _unchanged_files(self, files: Sequence[SourceFile]) -> dict[str, int]:
         """Files whose stored record matches their stat and our settings: source -> chunks."""

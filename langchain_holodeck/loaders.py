@@ -41,7 +41,12 @@ from langchain_holodeck._converted import (
     without_permalinks,
 )
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
-from langchain_holodeck.errors import ConfigError, DocumentLoadError, NoSupportedFilesError
+from langchain_holodeck.errors import (
+    ConfigError,
+    DocumentLoadError,
+    NoSupportedFilesError,
+    SourceUnreadableError,
+)
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 
 if TYPE_CHECKING:
@@ -100,7 +105,10 @@ class Skipped(enum.Enum):
     NO_TEXT = "no text"
     """Nothing to index: empty, whitespace only, binary or undecodable, a zip bomb."""
     FAILED = "failed"
-    """Could not be read or converted (an error or a conversion limit), maybe only for now."""
+    """Could not be converted (an error or a conversion limit), maybe only for now."""
+    UNREADABLE = "unreadable"
+    """Could not be opened or read (permissions, an I/O error, gone since the walk): unlike
+    ``FAILED``, a fix leaves its mtime and size as they were, so it is worth reading again."""
 
 
 @dataclass(frozen=True)
@@ -182,9 +190,12 @@ class SourceLoader(BaseLoader):
     ``data/docs``), joined with the file's path below it: ``data/docs/guide/shifts.txt``.
     For a file source it is the configured path itself. A relative source is resolved
     against ``base_dir`` (default: the working directory at load time) but keeps its
-    configured form. An absolute source gives the path relative to ``base_dir`` when it
-    lies inside it, else the absolute POSIX path. A leading ``~`` or ``~user`` is that home
-    directory, as in a shell (``~/notes`` is absolute, never ``base_dir/~/notes``).
+    configured form. An absolute source gives the path relative to a given ``base_dir``
+    when it lies inside it, else (and always without ``base_dir``) the absolute POSIX path,
+    so the same folder named relatively and absolutely gives two sets of ``source_path``
+    values, hence of chunk ids: name it one way, or pass ``base_dir``. A leading ``~`` or
+    ``~user`` is that home directory, as in a shell (``~/notes`` is absolute, never
+    ``base_dir/~/notes``).
 
     Emits metadata: ``source`` and ``source_path`` (same value), ``file_type``,
     ``mtime`` (float), ``size_bytes`` (int).
@@ -280,6 +291,10 @@ class SourceLoader(BaseLoader):
         self.encoding_fallbacks = tuple(encoding_fallbacks)
         self.exclude = tuple(exclude)
         self._walk_warnings: set[str] = set()
+        self.unreachable: tuple[str, ...] = ()
+        """What the last walk could not reach: ``source_path``-style folders (ending in ``/``)
+        it could not list and files it could not stat. Their files may still exist: a sync
+        keeps what it stored of them (``IngestionPipeline``)."""
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
 
@@ -330,7 +345,9 @@ class SourceLoader(BaseLoader):
 
         ``Skipped.NO_TEXT``: the file holds nothing to index (empty, whitespace only, binary or
         undecodable, a zip archive expanding past ``max_file_bytes``). ``Skipped.FAILED``: it
-        could not be read or converted (an error, a conversion limit), maybe only for now.
+        could not be converted (an error, a conversion limit), maybe only for now.
+        ``Skipped.UNREADABLE``: it could not be opened or read (an ``OSError``: permissions,
+        an I/O error).
 
         Raises:
             DocumentLoadError: The file failed to read or convert and ``on_error="raise"``.
@@ -344,7 +361,7 @@ class SourceLoader(BaseLoader):
                 msg = f"Could not load {file.source_path!r}: {reason}"
                 raise DocumentLoadError(msg) from e
             logger.warning("Skipping %s: could not load it (%s).", file.source_path, reason)
-            return Skipped.FAILED
+            return Skipped.UNREADABLE if isinstance(e, OSError) else Skipped.FAILED
         if isinstance(text, Skipped):  # reported by _read
             return text
         if not text.strip():
@@ -400,13 +417,32 @@ class SourceLoader(BaseLoader):
             def warn(message: str, rel: str, *args: object) -> None:
                 self._warn_walk(message, named(rel), *args)
 
-            found = [(named(rel), path) for rel, path in _walk(root, excluded, warn)]
+            unlisted: list[tuple[str, OSError]] = []
+            found = [(named(rel), path) for rel, path in _walk(root, excluded, warn, unlisted)]
+            if unlisted and unlisted[0][0] == "":  # the source itself: nothing is known
+                reason = unlisted[0][1].strerror or unlisted[0][1]
+                msg = (
+                    f"source {os.fspath(self.source)!r} cannot be listed ({reason}); nothing "
+                    "was changed: make it readable and run again."
+                )
+                raise SourceUnreadableError(msg) from unlisted[0][1]
+            unreachable = [_readable_name(named(prefix)) for prefix, _ in unlisted]
         else:
             found = [(shown, root)]
+            unreachable = []
         files: list[SourceFile] = []
         unsupported: Counter[str] = Counter()
+        named_as: set[str] = set()
         for raw_source_path, path in found:
             source_path = _readable_name(raw_source_path)
+            if source_path in named_as:  # a byte not UTF-8 spelt \xNN, and a file named so
+                self._warn_walk(
+                    "Skipping a second file named %s: a byte that is not UTF-8 is spelt \\xNN "
+                    "in names, and another file's name has these characters; rename one.",
+                    source_path,
+                )
+                continue
+            named_as.add(source_path)
             ext = os.path.splitext(path)[1].lower().lstrip(".")
             if ext not in SUPPORTED_FILE_TYPES:
                 unsupported[f".{ext}" if ext else "(no extension)"] += 1
@@ -416,11 +452,13 @@ class SourceLoader(BaseLoader):
                 st = os.stat(path)
             except OSError as e:
                 self._warn_walk("Skipping %s: cannot stat it (%s).", source_path, e)
+                unreachable.append(source_path)
                 continue
             if not stat.S_ISREG(st.st_mode):
                 self._warn_walk("Skipping %s: not a regular file.", source_path)
                 continue
             files.append(SourceFile(Path(path), source_path, ext, st.st_mtime, st.st_size))
+        self.unreachable = tuple(unreachable)
         if len(found) == sum(unsupported.values()):
             seen = ", ".join(f"{n} {ext}" for ext, n in sorted(unsupported.items())) or "no files"
             msg = (
@@ -480,6 +518,8 @@ class SourceLoader(BaseLoader):
                 estimate,
             )
         if file.file_type in _BINARY_CONVERTED_TYPES:
+            with file.path.open("rb"):  # unreadable here, not in a converter's worker
+                pass
             expanded = _zip_expanded_bytes(file.path) if file.file_type in _ZIPPED_TYPES else None
             if expanded is not None and expanded > self.max_file_bytes:
                 logger.warning(
@@ -801,10 +841,13 @@ def _walk(
     root: str,
     excluded: set[str] | frozenset[str] = frozenset(),
     warn: Callable[..., None] = logger.warning,
+    unlisted: list[tuple[str, OSError]] | None = None,
 ) -> list[tuple[str, str]]:
     """(posix path relative to root, absolute lexical path) of every regular file below root.
 
-    ``warn`` (``logger.warning``'s signature) reports what the walk skips.
+    ``warn`` (``logger.warning``'s signature) reports what the walk skips. Each directory it
+    cannot list is appended to ``unlisted`` as (its relative path ending in ``/``, ``""`` for
+    ``root``; the error).
 
     Entries whose real path is in ``excluded`` are left out, directories with all they hold;
     an excluded path that is ``root`` or holds it leaves nothing out.
@@ -814,6 +857,7 @@ def _walk(
     listed once; links escaping ``root`` are refused, links to walked directories skipped.
     """
     root_real = os.path.realpath(root)
+    excluded_below = [path_out for path_out in excluded if not _inside(root_real, path_out)]
     seen_dirs = {root_real}
     seen_files: set[str] = set()
     found: list[tuple[str, str]] = []
@@ -823,8 +867,9 @@ def _walk(
         if not dirs:
             links.sort(reverse=True)
             rel, path = links.pop()
-            if os.path.realpath(path) in excluded:
-                logger.debug("Ignoring symlink %s: it resolves to an excluded path.", rel)
+            target = os.path.realpath(path)
+            if any(_inside(target, path_out) for path_out in excluded_below):
+                logger.debug("Ignoring symlink %s: it resolves into an excluded path.", rel)
                 continue
             _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs, warn)
             continue
@@ -833,7 +878,10 @@ def _walk(
             with os.scandir(dir_path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as e:
-            warn("Skipping directory %s: cannot list it (%s).", prefix or ".", e)
+            if unlisted is not None:
+                unlisted.append((prefix, e))
+            if prefix or unlisted is None:  # the source itself: the caller raises
+                warn("Skipping directory %s: cannot list it (%s).", prefix or ".", e)
             continue
         for entry in entries:
             rel = prefix + entry.name

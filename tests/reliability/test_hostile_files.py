@@ -48,6 +48,32 @@ def test_a_file_name_that_is_not_utf8_is_ingested_under_a_stable_escaped_name(
     assert set(runs[0].values()) == {"src/caf\\xff.md", "src/good.md"}
 
 
+def test_a_file_named_as_another_reads_with_its_byte_escaped_is_skipped_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``caf<0xff>.md`` and a file literally named ``caf\\xff.md`` would share their chunk ids:
+    the second is skipped with a WARNING; the ingest goes on (found 2026-12-07: a traceback,
+    every run, nothing ingested)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(os.fsencode(src) + b"/caf\xff.md", "wb") as f:
+        f.write(b"# Raw\n\nThe byte name.\n")
+    (src / "caf\\xff.md").write_text("# Literal\n\nThe backslash name.\n", encoding="utf-8")
+    (src / "good.md").write_text("# Good\n\nStill loaded.\n", encoding="utf-8")
+    store = MatrixVectorStore(HashingEmbeddings())
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        result = IngestionPipeline(store, namespace="kb", base_dir=tmp_path).invoke("src")
+    assert (result.added, result.failed) == (2, 0)
+    assert sorted(d.metadata["source_path"] for d in store.iter_documents()) == [
+        "src/caf\\xff.md",
+        "src/good.md",
+    ]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipping a second file named src/caf\\xff.md: a byte that is not UTF-8 is spelt "
+        "\\xNN in names, and another file's name has these characters; rename one."
+    ]
+
+
 def test_one_invalid_byte_keeps_a_utf8_file_utf8(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -162,6 +162,29 @@ def test_the_loader_leaves_out_excluded_directories(tmp_path: Path) -> None:
     assert [f.source_path for f in loader.iter_files()] == [f"{tmp_path.as_posix()}/a.md"]
 
 
+def test_a_symlink_into_an_excluded_directory_is_left_out(tmp_path: Path) -> None:
+    """A link to a file (or folder) inside an excluded folder is not a way in (found 2026-12-07:
+    only a link to the excluded folder itself was left out)."""
+    from langchain_holodeck.loaders import SourceLoader
+
+    (tmp_path / "private" / "sub").mkdir(parents=True)
+    (tmp_path / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+    (tmp_path / "private" / "secret.md").write_text("# S\n\nsecret\n", encoding="utf-8")
+    (tmp_path / "private" / "sub" / "deep.md").write_text("# D\n\ndeep\n", encoding="utf-8")
+    (tmp_path / "alias.md").symlink_to("private/secret.md")
+    (tmp_path / "alias_dir").symlink_to("private/sub", target_is_directory=True)
+    loader = SourceLoader(tmp_path, base_dir=tmp_path, exclude=[tmp_path / "private"])
+    assert [f.source_path for f in loader.iter_files()] == ["a.md"]
+    # an excluded folder holding the source leaves nothing out (the links' targets are read
+    # once, by their direct paths)
+    outer = SourceLoader(tmp_path, base_dir=tmp_path, exclude=[tmp_path.parent])
+    assert [f.source_path for f in outer.iter_files()] == [
+        "a.md",
+        "private/secret.md",
+        "private/sub/deep.md",
+    ]
+
+
 # -- 2. the README's snippet persists ------------------------------------------------------------
 PERSIST_SCRIPT = textwrap.dedent(
     """
