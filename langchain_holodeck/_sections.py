@@ -4,7 +4,7 @@ Pure functions over strings; no LangChain. Public through ``langchain_holodeck.s
 (``parse_sections``, ``Section``) and ``langchain_holodeck.definitions``
 (``normalize_section_ref``, ``find_section_refs``).
 
-Recognized headings (never inside fenced code blocks):
+Recognized headings (never inside fenced code blocks, HTML comments or a YAML front matter):
 
 * Markdown ATX headings (``# Title`` .. ``###### Title``) and setext headings (a one-line
   paragraph underlined with ``===`` or ``---``, at least three characters).
@@ -331,6 +331,12 @@ class _Open:
 
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+"""Lines as Markdown ends them (``\n``, ``\r\n``, ``\r``): not at ``\u2028``, ``\x85`` or a
+form feed, where ``str.splitlines`` would end one."""
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
+_FRONT_MATTER_LINE = re.compile(r"^(?:[\w.-]+[ \t]*:(?:[ \t].*)?|[ \t]+\S.*|-[ \t].*|#.*|[ \t]*)$")
+"""A line of YAML front matter: ``key: value``, an indented or ``- `` item, a comment, blank."""
 _ATX = re.compile(r"^ {0,3}(?P<hashes>#{1,6})(?:[ \t]+(?P<title>.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(?:={3,}|-{3,})[ \t]*$")
 _ATTR = r"(?:[#.][\w:-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
@@ -575,6 +581,23 @@ def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
     return None
 
 
+def _front_matter_end(lines: list[str]) -> int:
+    """The index of the line after the YAML front matter that opens ``lines``, else 0.
+
+    A front matter is ``key: value`` lines (with blank, indented, ``- `` and comment lines)
+    between ``---`` and ``---`` (or ``...``); without one, a first ``---`` stays Markdown.
+    """
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    for i, line in enumerate(lines[1:], start=1):
+        if line.rstrip() in ("---", "..."):
+            keyed = any(re.match(r"[\w.-]+[ \t]*:", row) for row in lines[1:i])
+            return i + 1 if keyed else 0
+        if not _FRONT_MATTER_LINE.match(line.rstrip("\r\n")):
+            return 0
+    return 0
+
+
 def parse_sections(
     text: str, *, max_level: int = 6, subclauses: bool = True, markup: Markup = "markdown"
 ) -> list[Section]:
@@ -609,7 +632,7 @@ def parse_sections(
         raise ValueError(msg)
     rst = markup == "rst"
     styles: list[tuple[str, bool]] = []  # rst adornment styles, in order of first appearance
-    lines = text.splitlines(keepends=True)
+    lines = _LINES.findall(text)
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))
@@ -622,11 +645,16 @@ def parse_sections(
     prev_blank = True
     prev_heading = False
     prev_line = ""
-    i = 0
+    i = 0 if rst else _front_matter_end(lines)
     while i < len(lines):
         line = lines[i].rstrip() if rst else _unboxed(lines[i])
         start = offsets[i]
         head_start = start  # where the section starts: its heading, or markup above it (rst)
+        if not rst and _COMMENT_OPEN.match(line) and "-->" not in line.split("<!--", 1)[1]:
+            while i + 1 < len(lines) and "-->" not in lines[i + 1]:  # CommonMark HTML block 2
+                i += 1
+            prev_blank, prev_heading, prev_line, i = False, False, line, i + 2
+            continue
         if fence is not None:
             closing = _FENCE_OPEN.match(line)
             if (

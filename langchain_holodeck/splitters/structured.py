@@ -171,15 +171,16 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 4
+    revision: ClassVar[int] = 5
     """Raised when the same settings split some text differently (1: reStructuredText read as
     such, its titles, blocks and object names; 2: a long list cut between its items, and a
     tiny last chunk of a section takes the item or block before it; 3: a Markdown or rst
     heading's single number without a dot is its section id, ``## 5 Terms and
     definitions``; 4: ``Subsection``, ``Paragraph`` and ``Sect.`` name sections, and
     lower-case Roman numerals number titles, parts and chapters, in references and
-    headings). Part of the ingestion fingerprint: a store split before re-splits its files
-    once."""
+    headings; 5: no heading inside an HTML comment or a YAML front matter, and lines end
+    only at ``\n``, ``\r\n`` or ``\r``). Part of the ingestion fingerprint: a store split
+    before re-splits its files once."""
 
     def __init__(
         self,

@@ -78,6 +78,26 @@ def test_headings_inside_code_fences_are_ignored() -> None:
     assert [s.title for s in parse_sections(text)] == ["Real", "Also real"]
 
 
+def test_headings_inside_html_comments_and_front_matter_are_ignored() -> None:
+    """Found 2026-12-07: a commented-out section was a section (its ``<!--`` and ``-->`` in
+    two chunks), a front matter's blank line made ``key: value`` + ``---`` a setext heading,
+    and ``\u2028`` ended a line, so ``# x`` after it was a heading."""
+    commented = "# Real\n\ntext\n\n<!--\n# Commented Out\nold text\n-->\n\n## Also real\n"
+    assert [s.title for s in parse_sections(commented)] == ["Real", "Also real"]
+    one_line = "# Real\n\n<!-- # not a heading -->\n\n## Also real\n"
+    assert [s.title for s in parse_sections(one_line)] == ["Real", "Also real"]
+    front = "---\ntitle: Doc\n\ndescription: A long description\n---\n\n# Intro\n\nbody\n"
+    sections = parse_sections(front)
+    assert [(s.title, s.level) for s in sections] == [("", 0), ("Intro", 1)]
+    assert front[: sections[1].start] == front[: front.index("# Intro")]
+    # a leading rule above Markdown (no key: value lines) is no front matter
+    ruled = "---\n\n# One\n\ntext\n\n---\n\n# Two\n"
+    assert [s.title for s in parse_sections(ruled)] == ["", "One", "Two"]
+    separated = "# Form\n\nsome text\u2028# not a heading\n\nmore\n"
+    assert [s.title for s in parse_sections(separated)] == ["Form"]
+    assert [s.title for s in parse_sections("# A\r\n\r\ntext\r# B\r")] == ["A", "B"]
+
+
 def test_subclauses_nest_under_numbered_sections() -> None:
     text = (
         "§ 203. Records\n\n(a) Every simulation shall be logged.\n\n(1) The log records.\n\n"
