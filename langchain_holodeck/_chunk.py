@@ -17,8 +17,9 @@ keyword indexes, scans and reads see chunks alone.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,24 @@ def source_path(item: Document | Mapping[str, Any], default: str = "") -> str:
 
 
 _WINDOW_ID = re.compile(r"^(?P<chunk>.+):w(?P<n>[1-9][0-9]*)$")
+
+
+def chunk_hashes(documents: Iterable[Document]) -> dict[str, str]:
+    """``id -> content_hash`` of chunks (``""`` for one without a hash; id-less ones left out)."""
+    return {d.id: str(d.metadata.get(CONTENT_HASH) or "") for d in documents if d.id}
+
+
+def content_digest(hashes: Mapping[str, str]) -> str:
+    """One digest of ``id -> content_hash`` pairs, whatever their order.
+
+    Two indexes of the same ids hold the same texts when their digests agree: a saved index
+    is checked against a store this way without keeping a hash per chunk beside it.
+    """
+    total = 0
+    for doc_id, digest in hashes.items():
+        pair = hashlib.blake2b(f"{doc_id}\0{digest}".encode(), digest_size=8).digest()
+        total = (total + int.from_bytes(pair, "big")) % (1 << 64)
+    return f"{len(hashes)}:{total:016x}"
 
 
 def window_id(chunk_id: str, n: int) -> str:

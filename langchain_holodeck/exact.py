@@ -229,7 +229,14 @@ class ExactMatchIndex:
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the content with every chunk stored in ``store``; return the count."""
-        docs = [d for d in scan_store(store, namespace) if d.id]
+        return self.replace(list(scan_store(store, namespace)))
+
+    def replace(self, documents: Sequence[Document]) -> int:
+        """Replace the content with ``documents``; return the count (id-less ones left out).
+
+        At once: a search sees the old content or the new, never a mix.
+        """
+        docs = [d for d in documents if d.id]
         with self._lock:
             self.clear()
             self.upsert(docs)

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, SYMBOLS
+from langchain_holodeck._chunk import (
+    CHUNK_TYPE,
+    CODE_CHUNK_TYPE,
+    SYMBOLS,
+    chunk_hashes,
+    content_digest,
+)
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
@@ -499,6 +505,7 @@ class BM25KeywordIndex:
         self.origin: str | None = None
         """What the index was built from, as its owner names it (a store's identity); saved
         and loaded with the index, so a save made over another store can be told apart."""
+        self._content_digest: str | None = None
         self._writes = 0  # changes of content so far
         self._saved_writes: int | None = None  # _writes when last saved or loaded
         self._score_all_below = SCORE_ALL_BELOW  # tests set 0 to exercise MaxScore
@@ -513,6 +520,24 @@ class BM25KeywordIndex:
     def unsaved(self) -> bool:
         """Whether the content changed since the index was last saved or loaded (or neither)."""
         return self._writes != self._saved_writes
+
+    @property
+    def content_digest(self) -> str | None:
+        """``content_digest`` of the ``id -> content_hash`` pairs indexed, when known.
+
+        Set by a rebuild from a store, and by an owner that checked the index against one;
+        any other write makes it unknown (``None``). Saved and loaded with the index, so a
+        save behind the store's texts (another process re-ingested a file, same ids) can be
+        told apart.
+        """
+        return self._content_digest
+
+    @content_digest.setter
+    def content_digest(self, digest: str | None) -> None:
+        with self._lock:
+            if digest != self._content_digest:
+                self._content_digest = digest
+                self._writes += 1  # saved with the index
 
     @property
     def ids(self) -> frozenset[str]:
@@ -536,6 +561,8 @@ class BM25KeywordIndex:
             self._delta.update(ids)
             self._stale = True
             self._writes += bool(ids)
+            if ids:
+                self._content_digest = None
 
     def add_documents(self, documents: Sequence[Document]) -> None:
         """Alias of :meth:`upsert`."""
@@ -553,6 +580,7 @@ class BM25KeywordIndex:
                 self._delta.discard(doc_id)
                 self._stale = True
                 self._writes += 1
+                self._content_digest = None
 
     def clear(self) -> None:
         """Remove every document."""
@@ -563,15 +591,21 @@ class BM25KeywordIndex:
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the index content with every chunk stored in ``store``; return the count."""
-        docs = [d for d in scan_store(store, namespace) if d.id]
-        with self._lock:
+        return self.replace(list(scan_store(store, namespace)))
+
+    def replace(self, documents: Sequence[Document]) -> int:
+        """Replace the content with ``documents``; return the count (id-less ones left out).
+
+        At once: a search sees the old content or the new, never a mix.
+        """
+        docs = [d for d in documents if d.id]
+        with self._lock:  # the tokenizer's vocabulary grows: one writer at a time
+            encoded = [self._encode(d) for d in docs]
             self._tokens.clear()
-            self._tokens.put(
-                [d.id for d in docs],  # type: ignore[misc]  # id-less ones are dropped above
-                [self._encode(d) for d in docs],
-            )
+            self._tokens.put([d.id for d in docs], encoded)  # type: ignore[misc]  # ids above
             self._reset_segments()
             self._writes += 1
+            self._content_digest = content_digest(chunk_hashes(docs))
             return len(self._tokens)
 
     def _encode(self, doc: Document) -> np.ndarray:
@@ -742,6 +776,7 @@ class BM25KeywordIndex:
                 "terms": list(self.tokenizer.terms),
                 "ids": ids,
                 "origin": self.origin,
+                "content_digest": self._content_digest,
             }
             writes = self._writes
         # the tokens go to a new generation file; the JSON names it and is replaced last, so a
@@ -812,6 +847,8 @@ class BM25KeywordIndex:
         index._tokens.load(meta["ids"], flat, lengths)
         index._reset_segments()
         index.origin = meta.get("origin")
+        digest = meta.get("content_digest")  # absent from saves before it was recorded
+        index._content_digest = digest if isinstance(digest, str) else None
         index._saved_writes = index._writes
         return index
 

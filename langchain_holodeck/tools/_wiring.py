@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import chunk_hashes
 from langchain_holodeck._tracing import span
 from langchain_holodeck.config.models import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from langchain_holodeck.contracts import KeywordIndex
@@ -65,16 +66,22 @@ class IndexFanOut:
         self.indexes = indexes
         self.failed: list[KeywordIndexLike] = []
         self.kept: dict[str, Document] | None = {} if keep else None
+        self.written: dict[str, str] = {}
+        """``id -> content_hash`` of the chunks given to the indexes, in the order given."""
+        self.removed: list[str] = []
+        """The ids removed from the indexes (before the writes: sync deletes first)."""
 
     def upsert(self, documents: Sequence[Document]) -> None:
         if self.kept is not None:
             self.kept.update((doc.id, doc) for doc in documents if doc.id)
+        self.written.update(chunk_hashes(documents))
         self._each(lambda index: index.upsert(documents))
 
     def delete(self, ids: Sequence[str]) -> None:
         if self.kept is not None:
             for doc_id in ids:
                 self.kept.pop(doc_id, None)
+        self.removed.extend(ids)
         self._each(lambda index: index.delete(ids))
 
     def _each(self, call: Callable[[KeywordIndexLike], None]) -> None:

@@ -22,6 +22,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field, ValidationError
 
+from langchain_holodeck._chunk import chunk_hashes, content_digest
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._persist import atomic_write_bytes
 from langchain_holodeck._tracing import span
@@ -804,6 +805,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         self._fan_out: IndexFanOut | None = None
         self._keywords_stale = False
         self._keywords_checked = False
+        self._indexed: dict[str, str] = {}
+        """``id -> content_hash`` of what the exact index (and an in-memory keyword index)
+        hold: checked against the store at each initialize, as another process may have
+        re-ingested this corpus (``_follow_the_store``)."""
         self.definitions: dict[str, Definition] = {}
         """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
 
@@ -872,7 +877,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     sanitize_error(error),
                 )
         if not self._exact_loaded and listable:  # else sync gives it every chunk
-            rebuild_index("exact", self._exact, store, self.namespace)
+            with span("holodeck.index_build", {"index.kind": "exact", "index.source": "store"}):
+                chunks = self._stored_chunks(store)
+                self._exact.replace(chunks)
+            self._indexed = chunk_hashes(chunks)
             self._exact_loaded = True
         if self._exact_loaded and not self._keywords_checked:
             self._keywords_checked = self._check_keyword_index(store)
@@ -926,6 +934,15 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 len(want - have),
             )
             rebuild_index("keyword", keywords, store, self.namespace)
+        elif keywords.content_digest != content_digest(self._indexed):
+            # the same ids, other texts: a file re-ingested by another process (its own
+            # saved index), or a save from before digests were recorded
+            logger.info(
+                "%s: the saved keyword index was not saved over the store's chunk texts; "
+                "rebuilding it from the store.",
+                self.name,
+            )
+            rebuild_index("keyword", keywords, store, self.namespace)
         return True
 
     def _after_ingest(self, store: VectorStore) -> bool:
@@ -934,6 +951,11 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         saved = super()._after_ingest(store)
         if self._fan_out is not None and self._keywords in self._fan_out.failed:
             self._keywords_stale = True
+        if self._fan_out is not None and self._fan_out.kept is not None:
+            chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
+        else:
+            chunks = list(scan_documents(store, namespace=self.namespace))
+            self._follow_the_store(chunks)
         if self._keywords is not None and self._store_dir is not None:
             get_keyword_index_provider(self._config.keyword_index).save(
                 self._keywords,
@@ -941,12 +963,39 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                 namespace=self.namespace,
                 store_saved=saved,
             )
-        if self._fan_out is not None and self._fan_out.kept is not None:
-            chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
-        else:
-            chunks = list(scan_documents(store, namespace=self.namespace))
         self._extract_definitions(chunks)
         return saved
+
+    def _follow_the_store(self, chunks: Sequence[Document]) -> None:
+        """Re-index what another process changed in this corpus since the indexes were built.
+
+        This process's sync keeps the exact index (and an in-memory keyword index) in step
+        with its own writes. A file another process re-ingested meanwhile is unchanged here
+        (its stored record matches the file), so nothing else would reach them: a long-lived
+        tool kept finding a section that no longer exists. ``chunks`` are the corpus's chunks
+        in the store now.
+        """
+        expected = dict(self._indexed)
+        if self._fan_out is not None:
+            for doc_id in self._fan_out.removed:
+                expected.pop(doc_id, None)
+            expected.update(self._fan_out.written)
+        stored = chunk_hashes(chunks)
+        keywords = self._keywords if isinstance(self._keywords, BM25KeywordIndex) else None
+        in_memory = keywords is not None and not self._keywords_stale
+        if stored != expected:
+            logger.info(
+                "%s: %d chunk(s) of this corpus changed in the store since its indexes were "
+                "built (another process ingested it); re-indexing them.",
+                self.name,
+                len(set(stored.items()) ^ set(expected.items())),
+            )
+            self._exact.replace(chunks)
+            if keywords is not None and in_memory:
+                keywords.replace(chunks)
+        self._indexed = stored
+        if keywords is not None and in_memory:
+            keywords.content_digest = content_digest(stored)  # saved with it: checked on load
 
     def _extract_definitions(self, chunks: Sequence[Document]) -> None:
         from langchain_holodeck.definitions import DefinitionExtractor

@@ -37,13 +37,16 @@ def postgres_database(postgres_url: str, postgres_table: str) -> dict[str, Any]:
     return {"provider": "postgres", "connection_string": postgres_url, "table_name": postgres_table}
 
 
-def tool(root: Path, database: dict[str, Any]) -> HierarchicalDocumentTool:
+def tool(
+    root: Path, database: dict[str, Any], *, machine: str = ".holodeck", **settings: Any
+) -> HierarchicalDocumentTool:
     config = HierarchicalDocumentToolConfig(
         type="hierarchical_document",
         name="fdocs",
         description="d",
         source="corp",
         database=database,
+        **settings,
     )
     return HierarchicalDocumentTool(
         config,
@@ -51,7 +54,7 @@ def tool(root: Path, database: dict[str, Any]) -> HierarchicalDocumentTool:
         project_dir=root,
         home_dir=root,
         base_dir=root,
-        store_dir=root / ".holodeck" / "store" / "fdocs",
+        store_dir=root / machine / "store" / "fdocs",
     )
 
 
@@ -128,3 +131,37 @@ def test_a_save_made_over_another_store_is_rebuilt_quietly(
     for used in (on_postgres, back_on_redis):
         assert used._keywords is not None
         assert used._keywords.ids == used._exact.ids  # type: ignore[attr-defined]  # BM25
+
+
+def test_the_indexes_follow_a_file_another_process_re_ingested(
+    tmp_path: Path, database: dict[str, Any]
+) -> None:
+    """Found 2026-12-07. Another process re-ingests an edited file: a long-lived tool's next
+    initialize skips it (the store's record matches the file), so its exact and BM25 indexes
+    kept the old text: 'Section 4.1', gone, still came first, 'Section 7.7' had no exact hit.
+    A second machine's saved BM25 index (same ids, old texts) was loaded as it was, for good.
+    """
+    policy = tmp_path / "corp" / "policy.md"
+    policy.parent.mkdir()
+    policy.write_text("# Policy\n\n## Section 4.1 Tokens\n\nRotate the zebracorn key.\n")
+    long_lived = tool(tmp_path, database, search_strategy="fallback")
+    long_lived.initialize_sync()
+    tool(tmp_path, database, machine="m2", search_strategy="fallback").initialize_sync()
+    policy.write_text("# Policy\n\n## Section 7.7 Tokens\n\nRotate the quokkaline key.\n")
+    other = tool(tmp_path, database, search_strategy="fallback").initialize_sync()
+    assert other.updated == 1
+
+    def top(searcher: HierarchicalDocumentTool, query: str) -> dict[str, Any]:
+        return searcher.retrieve_sync(query, k=1)[0].metadata
+
+    again = long_lived.initialize_sync()
+    assert (again.updated, again.skipped) == (0, 1)  # written by the other process
+    moved = top(long_lived, "Section 7.7")
+    assert (moved["section_id"], moved["exact_rank"]) == ("7.7", 1)
+    assert top(long_lived, "Section 4.1")["exact_rank"] is None
+    assert top(long_lived, "quokkaline")["keyword_rank"] == 1
+    assert top(long_lived, "zebracorn")["keyword_rank"] is None
+    second_machine = tool(tmp_path, database, machine="m2", search_strategy="fallback")
+    assert second_machine.initialize_sync().skipped == 1
+    assert top(second_machine, "quokkaline")["keyword_rank"] == 1
+    assert top(second_machine, "zebracorn")["keyword_rank"] is None
