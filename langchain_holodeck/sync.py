@@ -308,7 +308,9 @@ def check_embedding_model(stored: Mapping[str, Document], embedding_model: str |
                 f"now {embedding_model!r}; re-ingest with force_ingest=True (CLI: `holodeck-rag "
                 "ingest` with --force-ingest) to re-embed everything."
             )
-            raise EmbeddingModelMismatchError(msg)
+            error = EmbeddingModelMismatchError(msg)
+            error.stored_model = str(previous)
+            raise error
 
 
 def plan_files(

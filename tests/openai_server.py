@@ -3,7 +3,8 @@
 It speaks ``POST /v1/chat/completions`` (non-streaming): when the last message is the user's
 and the request offers tools, it answers with one ``tool_calls`` entry calling the first tool
 with ``{"query": <the user's text>}`` (a user text starting with ``BAD-JSON`` gets arguments
-that are not JSON, as a model may write); when the last message is a tool result, it answers
+that are not JSON, as a model may write, and one starting with ``LIST-ARGS`` gets JSON that
+is not an object, ``[1, 2]``); when the last message is a tool result, it answers
 with text that quotes the first ``Source:`` line of that result. Every request body is recorded.
 """
 
@@ -43,6 +44,8 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
         arguments = json.dumps({"query": last["content"]})
         if str(last["content"]).startswith("BAD-JSON"):
             arguments = '{"query": "unterminated'
+        if str(last["content"]).startswith("LIST-ARGS"):
+            arguments = "[1, 2]"
         message: dict[str, Any] = {
             "role": "assistant",
             "content": None,

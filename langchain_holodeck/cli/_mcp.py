@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import logging
+import re
 import socket
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, BinaryIO, Protocol
 
 import anyio
 import anyio.to_thread
@@ -221,13 +223,17 @@ def run_stdio(server: Any) -> None:
     """Serve over stdin/stdout until the client closes stdin.
 
     The SDK closes the stream it writes to when done; it gets a duplicate of stdout, so the
-    CLI's own stdout stays open for its exit.
+    CLI's own stdout stays open for its exit. It reads ``sys.stdin.buffer``: here, lines
+    with their lone surrogates spelt U+FFFD (``LoneSurrogates``).
     """
     import io
     import os
 
-    saved = sys.stdout
+    saved, saved_in = sys.stdout, sys.stdin
     sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(LoneSurrogates(saved_in.buffer)), encoding="utf-8", errors="replace"
+    )
     try:
         anyio.run(server.run_stdio_async)
     except Exception as error:
@@ -239,7 +245,64 @@ def run_stdio(server: Any) -> None:
     finally:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
-        sys.stdout = saved
+        sys.stdout, sys.stdin = saved, saved_in
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class LoneSurrogates(io.RawIOBase):
+    r"""A client's stdin, each line's lone surrogate escapes (``"caf\udce9"``) read as U+FFFD.
+
+    JSON allows such an escape (JavaScript writes one for a string holding half a pair) and
+    UTF-8 cannot carry it: the SDK's stdio reader refused the line and answered its request
+    with nothing the client could match, so the client waited for good. Undecodable bytes
+    are read as U+FFFD already (the SDK decodes with ``errors="replace"``); such a line is
+    now read the same way. Other lines pass as they are.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._pending:
+            line = self._raw.readline()
+            if not line:
+                return 0
+            self._pending = _without_lone_surrogates(line)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
+def _without_lone_surrogates(line: bytes) -> bytes:
+    """``line`` (a JSON message) with each lone surrogate of its strings spelt U+FFFD."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:  # not JSON: the SDK reports it as it does
+        return line
+    fixed = _replace_surrogates(message)  # json.loads joined each pair: what is left is lone
+    if fixed == message:
+        return line
+    return json.dumps(fixed, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _only_closed_streams(error: BaseException) -> bool:
@@ -301,10 +364,12 @@ def client_gone(record: logging.LogRecord) -> bool:
 
     The SDK logs ``Error in standalone SSE writer`` with the traceback of
     ``anyio.ClosedResourceError`` whenever an HTTP client ends its session, a normal event;
-    ``serve`` printed it as ``error:``. Other records pass as they are.
+    ``serve`` printed it as ``error:``. A client leaving with calls in flight makes uvicorn
+    log ``Exception in ASGI application`` with the same error (maybe in an exception group)
+    once per call. Other records pass as they are.
     """
     error = record.exc_info[1] if record.exc_info else None
-    if isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
+    if error is not None and _only_closed_streams(error):
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
     return True
 
@@ -327,9 +392,10 @@ def invalid_request_summary(record: logging.LogRecord) -> bool:
 
 def http_app(server: Any, host: str, *, token: str | None, limits: HttpLimits) -> HttpGuard:
     """The ASGI app ``run_http`` serves: the server's streamable HTTP app behind the guard."""
-    streams = logging.getLogger("mcp.server.streamable_http")
-    if client_gone not in streams.filters:
-        streams.addFilter(client_gone)
+    for name in ("mcp.server.streamable_http", "uvicorn.error"):
+        streams = logging.getLogger(name)
+        if client_gone not in streams.filters:
+            streams.addFilter(client_gone)
     if _SDKServer.__name__ == "FastMCP":
         app = server.streamable_http_app()
     else:

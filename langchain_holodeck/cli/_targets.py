@@ -162,6 +162,24 @@ def config_tool_target(config: AnyToolConfig, path: Path, project_dir: Path) -> 
     )
 
 
+def as_ingested(target: Target, store: Path) -> Target:
+    """``target``, or what the last ingest into ``store`` made of it.
+
+    ``ingest --config F --tool T SOURCE`` gives tool T another source; ``search``, ``chat``,
+    ``test``, ``serve`` and ``tools`` on that store then use it, as ``ingest --help`` says.
+
+    Raises:
+        HolodeckError: When ``store``'s manifest exists but cannot be read.
+    """
+    if target.config_path is None or not (store / MANIFEST_NAME).is_file():
+        return target
+    manifest = read_manifest(store)
+    same_file = manifest.config == str(target.config_path.absolute())
+    if same_file and manifest.tool == target.config.name and manifest.source_overridden:
+        return target_from_manifest(manifest)  # keep the SOURCE given to ingest
+    return target
+
+
 def tool_store_dir(store: Path, name: str) -> Path:
     return store / name
 
@@ -273,7 +291,7 @@ def sync_source(
     try:
         return tool.initialize_sync(force_ingest=force_ingest, on_progress=on_progress)
     except NoSupportedFilesError:
-        if not _ingested_before(store, tool):
+        if not ingested_before(store, tool):
             raise
         from langchain_holodeck.sync import SyncResult
 
@@ -282,7 +300,7 @@ def sync_source(
         return SyncResult()
 
 
-def _ingested_before(store: Path, tool: _DocumentTool) -> bool:
+def ingested_before(store: Path, tool: _DocumentTool) -> bool:
     """Whether ``store``'s manifest records ``tool`` (its name) ingesting its source."""
     try:
         manifest = read_manifest(store)
@@ -329,7 +347,7 @@ def read_manifest(store: Path, *, or_else: str = "--config AGENT_YAML") -> Manif
             msg = f"format {data.get('format')!r} is not {MANIFEST_FORMAT}"
             raise ValueError(msg)
         if "long_text" not in data:  # written before it was recorded: the mode the id names
-            data["long_text"] = _recorded_long_text(data.get("embedding_model_id"))
+            data["long_text"] = recorded_long_text(data.get("embedding_model_id"))
         if data.get("long_text", DEFAULT_LONG_TEXT) not in LONG_TEXT_MODES:
             msg = f"long_text {data.get('long_text')!r} is not one of {LONG_TEXT_MODES}"
             raise ValueError(msg)
@@ -384,7 +402,7 @@ def _json_types(hint: Any) -> tuple[type, ...]:
     return (hint,)
 
 
-def _recorded_long_text(model_id: object) -> LongTextMode:
+def recorded_long_text(model_id: object) -> LongTextMode:
     """The ``long_text`` an ``embedding_model_id`` names (``...:long_text=auto:...``).
 
     Manifests written before ``long_text`` was recorded hold the mode in the id only (``auto``,
@@ -480,7 +498,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         config=str(target.config_path.absolute()) if target.config_path else None,
         source_overridden=target.source_overridden,
         embedding_model=target.embedding_model,
-        embedding_model_id=tool.corpus.model_id or _model_id(target),  # as the store holds
+        embedding_model_id=tool.corpus.model_id or target_model_id(target),  # as the store holds
         backend=tool.backend,
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -491,7 +509,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
     atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
 
 
-def _model_id(target: Target) -> str:
+def target_model_id(target: Target) -> str:
     from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
 
     config = target.config

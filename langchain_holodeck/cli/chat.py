@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
+    as_ingested,
     build_tool,
     config_tool_target,
     initialize_known,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
+    from pydantic import ValidationError
 
     from langchain_holodeck.config.models import AgentConfig, ChatModelConfig, ToolSelectionConfig
     from langchain_holodeck.tools.document import _DocumentTool
@@ -113,7 +116,9 @@ def session_tools(
     if agent is None or agent_yaml is None:
         targets = [target_from_manifest(read_manifest(store, or_else=_OR_AGENT_YAML))]
     else:
-        targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
+        targets = [
+            as_ingested(config_tool_target(t, agent_yaml, Path.cwd()), store) for t in agent.tools
+        ]
     tools = []
     for target in targets:
         tool = build_tool(target, store)
@@ -318,6 +323,7 @@ def agent_answerer(
     tools a ``HybridToolSelectorMiddleware`` picks for the question, as in ``create_agent``.
     """
     from langchain_core.messages import HumanMessage
+    from pydantic import ValidationError
 
     from langchain_holodeck.middleware import build_tool_selector_middleware
 
@@ -341,6 +347,11 @@ def agent_answerer(
         except recursion_error as error:
             msg = f"the agent made more than {config.max_tool_calls} tool calls (max_tool_calls)"
             raise HolodeckError(msg) from error
+        except ValidationError as error:  # the client could not even build the model's reply
+            said = not_an_object_call(error)
+            if said is None:
+                raise
+            return f"{said}\n\nSources: none (its tool call could not be read)"
         new = state["messages"][len(messages) :]
         history[:] = state["messages"]
         text = state["messages"][-1].text or unreadable_call(state["messages"][-1])
@@ -378,6 +389,25 @@ def unreadable_call(message: BaseMessage) -> str:
         f"(no answer: the model called {calls[0].get('name')} with arguments that are not "
         f"JSON: {args!r})"
     )
+
+
+def not_an_object_call(error: ValidationError) -> str | None:
+    """The line for a reply whose tool call's arguments are JSON but not an object, else None.
+
+    langchain-openai parses such a reply (``[1, 2]``, ``"revoke"``) into an ``AIMessage``,
+    which refuses it: pydantic's report, not an answer.
+    """
+    from langchain_holodeck.tools.formatting import snippet
+
+    for problem in error.errors():
+        where = problem.get("loc", ())
+        if len(where) == 3 and where[0] == "tool_calls" and where[2] == "args":
+            args = snippet(json.dumps(problem.get("input"), default=str), 60)
+            return (
+                "(no answer: the model called a tool with arguments that are not a JSON "
+                f"object: {args!r})"
+            )
+    return None
 
 
 def no_sources_reason(messages: list[BaseMessage]) -> str:

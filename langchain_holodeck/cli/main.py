@@ -45,7 +45,7 @@ from langchain_holodeck._version import __version__
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
-    MANIFEST_NAME,
+    as_ingested,
 )
 from langchain_holodeck.cli._targets import Target as _Target
 from langchain_holodeck.cli._targets import build_tool as _build_tool
@@ -54,11 +54,13 @@ from langchain_holodeck.cli._targets import config_tool_target as _config_tool_t
 from langchain_holodeck.cli._targets import default_target as _default_target
 from langchain_holodeck.cli._targets import initialize_known as _initialize_known
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
+from langchain_holodeck.cli._targets import recorded_long_text as _recorded_long_text
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
 from langchain_holodeck.cli._targets import remembered_source as _remembered_source
 from langchain_holodeck.cli._targets import replaced_corpus as _replaced_corpus
 from langchain_holodeck.cli._targets import sync_source as _sync_source
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
+from langchain_holodeck.cli._targets import target_model_id as _target_model_id
 from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
 from langchain_holodeck.cli.chat import (
@@ -69,7 +71,7 @@ from langchain_holodeck.cli.chat import (
 )
 from langchain_holodeck.cli.regression import add_test_parser
 from langchain_holodeck.cli.serve import add_serve_parser
-from langchain_holodeck.errors import ConfigError, HolodeckError
+from langchain_holodeck.errors import ConfigError, EmbeddingModelMismatchError, HolodeckError
 from langchain_holodeck.fusion import DEFAULT_FUSION, FUSION_NAMES
 
 if TYPE_CHECKING:
@@ -437,13 +439,7 @@ def _search_target(args: argparse.Namespace) -> _Target:
     target = _config_target(
         args.config, args.tool, source=None, base_dir=None, project_dir=Path.cwd()
     )
-    manifest_path = store / MANIFEST_NAME
-    if manifest_path.is_file():
-        manifest = _read_manifest(store)
-        same_file = manifest.config == str(args.config.absolute())
-        if same_file and manifest.tool == target.config.name and manifest.source_overridden:
-            return _target_from_manifest(manifest)  # keep the SOURCE given to ingest
-    return target
+    return as_ingested(target, store)
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -451,13 +447,20 @@ def _run_ingest(args: argparse.Namespace) -> int:
     from langchain_holodeck.cli._format import IngestReport, ProgressBars, format_summary
 
     target = _ingest_target(args)
-    _warn_if_replacing(args.store, target)
     tool = _build_tool(target, args.store)
     bars = ProgressBars(enabled=not args.quiet and sys.stderr.isatty(), stream=sys.stderr)
     start = time.perf_counter()
     with bars, _logs_above_bars(enabled=bars.enabled):
-        result = _sync_source(tool, args.store, force_ingest=args.force_ingest, on_progress=bars)
+        try:
+            result = _sync_source(
+                tool, args.store, force_ingest=args.force_ingest, on_progress=bars
+            )
+        except EmbeddingModelMismatchError as error:
+            target = _in_its_stored_mode(args, target, error)  # else raised again
+            tool = _build_tool(target, args.store)
+            result = _sync_source(tool, args.store, force_ingest=False, on_progress=bars)
     seconds = time.perf_counter() - start
+    _warn_if_replacing(args.store, target)  # once this source was read: not for a typo
     _write_manifest(args.store, target, tool)
     report = IngestReport(
         tool=tool.name,
@@ -471,6 +474,41 @@ def _run_ingest(args: argparse.Namespace) -> int:
     for line in result.errors:
         logger.warning("%s", line)
     return 1 if result.failed else 0
+
+
+def _in_its_stored_mode(
+    args: argparse.Namespace, target: _Target, error: EmbeddingModelMismatchError
+) -> _Target:
+    """The default tool in the ``long_text`` mode its stored chunks were embedded in.
+
+    ``ingest.json`` remembers the settings of the last source only: switching back to an
+    earlier one ingested with ``--long-text first`` met the mismatch, and its advice
+    (``--force-ingest``) would have re-embedded it in another mode. A plain ingest (no
+    flag) keeps the mode the store holds when only the mode differs.
+
+    Raises:
+        EmbeddingModelMismatchError: ``error``, when this is not that case.
+    """
+    flagged = args.embedding_model is not None or args.long_text is not None
+    stored = error.stored_model
+    if target.config_path is not None or flagged or args.force_ingest or stored is None:
+        raise error
+    mode = _recorded_long_text(stored)
+    kept = _default_target(
+        target.config.source,
+        embedding_model=target.embedding_model,
+        long_text=mode,
+        base_dir=target.base_dir,
+        project_dir=target.project_dir,
+    )
+    if mode == target.long_text or _target_model_id(kept) != stored:
+        raise error
+    logger.warning(
+        "note: %s was embedded with --long-text %s; kept (pass --long-text to change it).",
+        target.config.source,
+        mode,
+    )
+    return kept
 
 
 def _warn_if_replacing(store: Path, target: _Target) -> None:
@@ -631,7 +669,10 @@ def _run_tools(args: argparse.Namespace) -> int:
         from langchain_holodeck.config.models import load_agent_config
 
         agent = load_agent_config(args.config)
-        targets = [_config_tool_target(t, args.config, Path.cwd()) for t in agent.tools]
+        targets = [
+            as_ingested(_config_tool_target(t, args.config, Path.cwd()), args.store)
+            for t in agent.tools
+        ]
     else:
         targets = [_target_from_manifest(_read_manifest(args.store))]
     blocks = [_describe(target, args.store) for target in targets]
@@ -653,15 +694,21 @@ def _run_purge_legacy(args: argparse.Namespace) -> int:
                 f"legacy; nothing deleted. Remove corpus_id: {name} from them first to purge."
             )
             raise HolodeckError(msg)
+    tool = _build_tool(target, args.store)
     if not args.yes:  # the chunks cannot tell an old version from another project's pin
         name = target.config.name
+        found = tool.corpus.count_legacy_chunks()
+        if not found:
+            where = _where(tool, target, args.store)
+            print(f"no legacy chunk of namespace {name!r} in {where}; nothing to delete")
+            return 0
         msg = (
-            f"purge-legacy: chunks under namespace {name!r} do not say who wrote them: an older "
-            f"version, or another project on this store whose corpus_id is {name!r} (its live "
-            f"chunks); nothing deleted. Run again with --yes if no project pins corpus_id: {name}."
+            f"purge-legacy: {found} chunk(s) under namespace {name!r} do not say who wrote "
+            f"them: an older version, or another project on this store whose corpus_id is "
+            f"{name!r} (its live chunks); nothing deleted. Run again with --yes if no project "
+            f"pins corpus_id: {name}."
         )
         raise HolodeckError(msg)
-    tool = _build_tool(target, args.store)
     deleted = tool.purge_legacy_chunks()
     where = _where(tool, target, args.store)
     print(f"deleted {deleted} legacy chunk(s) of namespace {tool.name!r} from {where}")

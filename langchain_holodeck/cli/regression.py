@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_holodeck.cli._targets import build_tool, config_tool_target, initialize_known
+from langchain_holodeck.cli._targets import (
+    as_ingested,
+    build_tool,
+    config_tool_target,
+    initialize_known,
+)
 from langchain_holodeck.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -150,7 +155,7 @@ def run_test(args: argparse.Namespace) -> int:
         cases = [c for c in agent.tests if c.tool in (None, config.name)]
         if not cases:
             continue
-        target = config_tool_target(config, path, Path.cwd())
+        target = as_ingested(config_tool_target(config, path, Path.cwd()), args.store)
         tool = build_tool(target, args.store, top_k=max(c.k for c in cases))
         initialize_known(tool, args.store, force_ingest=args.force_ingest)
         retriever = tool.as_retriever()

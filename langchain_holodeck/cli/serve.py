@@ -25,8 +25,10 @@ from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
     Target,
+    as_ingested,
     build_tool,
     config_tool_target,
+    ingested_before,
     read_manifest,
     target_from_manifest,
 )
@@ -215,6 +217,8 @@ class ServedTool:
     Key init args:
         build: Returns the tool, initialized (called now, and again after each re-ingest).
         generation: Returns a value that changes when the store was re-ingested (None: never).
+        unserved: Returns why a tool holding no chunk cannot be searched (None: it can, its
+            source is empty): calls then answer that error, not "No relevant results".
     """
 
     def __init__(
@@ -222,8 +226,10 @@ class ServedTool:
         build: Callable[[], _DocumentTool],
         *,
         generation: Callable[[], object] | None = None,
+        unserved: Callable[[_DocumentTool], str | None] | None = None,
     ) -> None:
         self._build = build
+        self._unserved = unserved or (lambda tool: None)
         self._generation = generation or (lambda: None)
         self._seen = self._generation()
         self._tool = build()
@@ -260,6 +266,9 @@ class ServedTool:
                 "there is nothing to search until it is back (each call tries it again)."
             )
             raise RuntimeError(msg)
+        reason = None if tool.document_count else self._unserved(tool)
+        if reason is not None:
+            raise RuntimeError(reason)
         documents = tool.retrieve_sync(query, k=top_k)
         text = tool.format_documents(query, documents)
         hybrid = is_hybrid(tool)
@@ -338,7 +347,11 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
         def build() -> _DocumentTool:
             or_else = "name an agent.yaml: holodeck-rag serve AGENT_YAML"
-            target = fixed or target_from_manifest(read_manifest(store, or_else=or_else))
+            target = (  # at each reload: an ingest of another SOURCE moves the tool there
+                as_ingested(fixed, store)
+                if fixed is not None
+                else target_from_manifest(read_manifest(store, or_else=or_else))
+            )
             setting = (target.config.embedding_model, target.config.long_text)
             if setting not in models:
                 models[setting] = resolve_embeddings(setting[0], long_text=setting[1])
@@ -364,10 +377,21 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
 
         return build
 
+    def unserved(tool: _DocumentTool) -> str | None:  # an emptied source is no error
+        if agent_yaml is None or ingested_before(store, tool):
+            return None
+        return (
+            f"{store} holds no chunk of {tool.name} (it was not ingested there?): run "
+            f"holodeck-rag --store {store} ingest --config {agent_yaml} --tool {tool.name}, "
+            "or serve with the --store it was ingested into."
+        )
+
     if agent_yaml is None:
         return [ServedTool(builder(None), generation=generation)]
     from langchain_holodeck.config.models import load_agent_config
 
     agent = load_agent_config(agent_yaml)
     targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
-    return [ServedTool(builder(target), generation=generation) for target in targets]
+    return [
+        ServedTool(builder(target), generation=generation, unserved=unserved) for target in targets
+    ]

@@ -451,6 +451,14 @@ class Corpus:
                 self.name,
             )
 
+    def count_legacy_chunks(self) -> int:
+        """How many chunks of the old scheme (namespace = tool name) the store holds."""
+        store = self.open()
+        legacy = legacy_namespace(self.name)
+        if self.backend is None or self.namespace == legacy:
+            return 0
+        return sum(1 for _ in scan_documents(store, namespace=legacy))
+
     def purge_legacy_chunks(self) -> int:
         """Delete the chunks of the old scheme (namespace = tool name); return how many.
 

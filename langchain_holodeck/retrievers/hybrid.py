@@ -339,6 +339,14 @@ class HybridRetriever(BaseRetriever):
 
     def _retrieve(self, query: str, k: int | None) -> Core[list[Document]]:
         """The retrieval, as a generator of I/O steps (see ``_steps``)."""
+        if not isinstance(query, str):  # an LCEL chain handing on its whole input
+            shown = repr(query)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            msg = (
+                f"the query must be a string, got {type(query).__name__} {shown}; in a chain, "
+                "pick the question out first: itemgetter('question') | retriever."
+            )
+            raise TypeError(msg)
         k = self._check_k(k)
         if not query.strip():
             return []

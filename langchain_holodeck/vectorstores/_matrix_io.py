@@ -168,10 +168,19 @@ def read(directory: Path) -> Saved:
         raise ValueError(msg) from error
     if not isinstance(manifest, dict):
         manifest = {"format": type(manifest).__name__}
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    version = manifest.get("version")
+    if manifest.get("format") == FORMAT and isinstance(version, int) and version > VERSION:
+        msg = (
+            f"{str(manifest_path)!r} was saved by a newer langchain-holodeck ({FORMAT} version "
+            f"{version}; this one reads version {VERSION}): upgrade langchain-holodeck, or "
+            f"delete the directory {str(directory)!r} and run the ingestion again."
+        )
+        raise ValueError(msg)
+    if manifest.get("format") != FORMAT or version != VERSION:
         msg = (
             f"{str(manifest_path)!r} is not a {FORMAT} manifest of version {VERSION} "
-            f"(got format={manifest.get('format')!r}, version={manifest.get('version')!r})."
+            f"(got format={manifest.get('format')!r}, version={version!r}); the save is "
+            f"damaged. Delete the directory {str(directory)!r} and run the ingestion again."
         )
         raise ValueError(msg)
     vectors_path = directory / _part(manifest, "vectors", manifest_path)
@@ -220,7 +229,8 @@ def read(directory: Path) -> Saved:
         msg = (
             f"saved store at {str(directory)!r} is inconsistent: manifest says {count} "
             f"documents, {manifest['documents']} has {len(columns)} and {manifest['vectors']} "
-            f"has {shape[0]} rows. Re-run the ingestion to rebuild it."
+            f"has {shape[0]} rows. Delete the directory and run the ingestion again to "
+            "rebuild it."
         )
         raise ValueError(msg)
     if count and len(shape) != 2:  # pragma: no cover - dump always writes 2-D here

@@ -170,6 +170,22 @@ def test_chat_agent_says_why_there_is_no_answer_when_the_tool_call_is_not_json(
     assert first.startswith("> BAD-JSON rate limit\n(no answer: the model called docs_tool with ")
     assert 'arguments that are not JSON: \'{"query": "unterminated\'' in first
     assert "Sources: none (its tool call could not be read)" in first
+
+
+def test_chat_agent_says_why_there_is_no_answer_when_the_tool_call_is_no_object(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Arguments that are JSON but not an object: langchain-openai's AIMessage refused the
+    reply and chat printed pydantic's report (found 2026-12-07)."""
+    chat = run_chat("LIST-ARGS rate limit\nrate limit\n")
+    assert chat.code == 0, chat.err
+    first = chat.out.split("> rate limit")[0]
+    assert first == (
+        "> LIST-ARGS rate limit\n(no answer: the model called a tool with arguments that are "
+        "not a JSON object: '[1, 2]')\n\nSources: none (its tool call could not be read)\n\n"
+    )
+    assert "validation error" not in chat.err
+    assert "The answer is in docs/" in chat.out  # the session went on to the next question
     assert "The answer is in docs/" in chat.out  # the next question is answered
 
 

@@ -485,6 +485,48 @@ def test_ingesting_another_source_into_the_store_says_the_earlier_corpus_is_kept
     assert json.loads(out)[0]["source_path"] == "A/a.md"
     code, out, err = run(capsys, "ingest", "./A/", "--store", "st")
     assert err == ""  # the same source again: no warning
+    # a source that cannot be ingested (a typo, no supported file) switches nothing: no warning
+    Path("C").mkdir()
+    write(Path("C") / "c.png", "not an image")
+    for wrong in ("Typo", "C"):
+        code, out, err = run(capsys, "ingest", wrong, "--store", "st")
+        assert code == 1
+        assert [line.split(":")[0] for line in err.splitlines()] == ["error"], err
+    code, out, err = run(capsys, "search", "arch deck four", "--json", "--store", "st")
+    assert json.loads(out)[0]["source_path"] == "A/a.md"
+
+
+def test_every_command_uses_the_source_an_ingest_gave_a_config_tool(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ingest --config F --tool T OTHER``: search, chat, test, serve and tools then use
+    OTHER, as ``ingest --help`` says (found 2026-12-07: only search did; serve opened the
+    configured source's empty corpus and every call answered 'No relevant results')."""
+    from langchain_holodeck.cli.chat import session_tools
+    from langchain_holodeck.cli.serve import served_tools
+    from langchain_holodeck.config.models import load_agent_config
+
+    monkeypatch.chdir(tmp_path)
+    for folder, text in (("docs", "# Tokens\n\nRevoke by DELETE.\n"),
+                         ("other", "# Zebra handbook\n\nZebras wait nine days.\n")):  # fmt: skip
+        Path(folder).mkdir()
+        write(Path(folder) / f"{folder}.md", text)
+    agent = write(
+        Path("agent.yaml"),
+        "tools:\n  - {type: hierarchical_document, name: hier, description: Docs., "
+        "source: docs}\ntests:\n  - {query: zebras wait, source: other/other.md, k: 1}\n",
+    )
+    assert run(capsys, "ingest", "--config", "agent.yaml", "--tool", "hier", "other")[0] == 0
+    code, out, err = run(capsys, "test", "agent.yaml")
+    assert code == 0, out + err
+    code, out, _ = run(capsys, "tools", "--config", "agent.yaml")
+    assert f"source:      {tmp_path / 'other'}" in out
+    (served,) = served_tools(agent.absolute(), Path(".holodeck/store"), quiet=True)
+    assert "other/other.md" in served.search("zebras wait", 1)[0]
+    config = load_agent_config(agent)
+    (tool,) = session_tools(config, agent, Path(".holodeck/store"), force_ingest=False, quiet=True)
+    assert "other/other.md" in tool.search_sync("zebras wait")
+    assert tool.document_count == 1  # docs/ was not ingested beside it
 
 
 def test_search_help_names_every_json_key(capsys: pytest.CaptureFixture[str]) -> None:
@@ -943,6 +985,7 @@ def test_purge_legacy_deletes_only_the_old_namespace(
     purge = ("purge-legacy", "--config", str(agent), "--store", str(store_dir))
     code, out, err = run(capsys, *purge)  # without --yes: a pin elsewhere is possible
     assert (code, out) == (1, "")
+    assert "error: purge-legacy: 1 chunk(s) under namespace 'kb' do not say" in err
     assert "nothing deleted. Run again with --yes if no project pins corpus_id: kb." in err
     stored = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
     assert len(list(scan_documents(stored, namespace="kb"))) == 1
@@ -952,6 +995,10 @@ def test_purge_legacy_deletes_only_the_old_namespace(
     left = MatrixVectorStore.load(store_dir / "kb", HashingEmbeddings(384))
     assert list(scan_documents(left, namespace="kb")) == []
     assert len(list(left.iter_documents())) == own
+    # none left: nothing to refuse (found 2026-12-07: exit 1 claiming there were such chunks)
+    code, out, err = run(capsys, *purge)
+    assert (code, err) == (0, "")
+    assert out.startswith("no legacy chunk of namespace 'kb' in in-memory")
 
 
 def test_purge_legacy_refuses_a_namespace_another_tool_pins(

@@ -279,6 +279,32 @@ def test_another_source_into_the_same_store_gets_the_defaults(
     assert saved(workdir)[0]  # the default mode stored the long section's windows
 
 
+def test_switching_back_to_a_source_ingested_in_another_mode_keeps_its_mode(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ingest docs --long-text first``, ``ingest notes``, ``ingest docs``: ingest.json held
+    only notes' settings, so the switch back met the model mismatch and was told to
+    --force-ingest (found 2026-12-07). It keeps docs' stored mode now, re-embedding nothing."""
+    assert run(capsys, "ingest", "docs", "--long-text", "first")[0] == 0
+    (workdir / "notes").mkdir()
+    (workdir / "notes" / "rota.md").write_text(ROTA, encoding="utf-8")
+    assert run(capsys, "ingest", "notes")[0] == 0
+    code, out, err = run(capsys, "ingest", "docs")
+    assert code == 0, err
+    assert " 0 added, 0 updated, 3 skipped, " in out
+    assert err.splitlines()[0] == (
+        "note: docs was embedded with --long-text first; kept (pass --long-text to change it)."
+    )
+    assert manifest(workdir)["long_text"] == "first"
+    code, out, err = run(capsys, "search", "--json", "safety interlock")
+    assert code == 0, err
+    assert json.loads(out)[0]["source_path"] == "docs/rota.md"
+    # asked for another mode: the mismatch stands, with its advice
+    code, _, err = run(capsys, "ingest", "docs", "--long-text", "fit")
+    assert code == 1
+    assert "--force-ingest" in err
+
+
 def test_a_damaged_manifest_does_not_stop_a_plain_ingest(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,9 @@ import pytest
 
 from langchain_holodeck.cli import main
 
+if sys.version_info < (3, 11):
+    from exceptiongroup import ExceptionGroup
+
 REPO = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO / "tests" / "data"
 
@@ -132,6 +135,39 @@ def test_serve_over_an_emptied_source_keeps_the_store_and_answers(
     assert text.startswith("Found 2 result(s):")
     assert structured["results"][0]["source_path"] == "gdocs/maintenance.csv"
     assert _files(ingested) == before  # not a byte written
+
+
+def test_a_tool_never_ingested_into_the_store_answers_an_error_not_no_results(
+    ingested: Path,
+) -> None:
+    """``serve agent.yaml`` over a store its tool was never ingested into (the docs' stdio
+    example run from another directory: the default --store) answered every call 'No
+    relevant results', which a model reads as 'the documents do not say' (found 2026-12-07).
+    Once it is ingested there, and after its source is emptied, it answers as search does."""
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, description: Docs., source: gdocs}\n",
+        encoding="utf-8",
+    )
+    (served,) = served_tools(agent, ingested, quiet=True)
+    with pytest.raises(RuntimeError) as raised:
+        served.search("safety interlock", 1)
+    assert str(raised.value) == (
+        f"{ingested} holds no chunk of kb (it was not ingested there?): run holodeck-rag "
+        f"--store {ingested} ingest --config {agent} --tool kb, or serve with the --store it "
+        "was ingested into."
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent)]) == 0
+    text, _ = served.search("safety interlock", 1)  # reloaded: the manifest changed
+    assert text.startswith("Found 1 result(s):")
+    for path in (ingested.parent / "gdocs").rglob("*"):
+        if path.is_file():
+            path.unlink()
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent)]) == 0
+    text, _ = served.search("safety interlock", 1)
+    assert text == "No relevant results found for query: safety interlock"
 
 
 # -- over HTTP, in process ----------------------------------------------------------------------
@@ -316,6 +352,68 @@ def test_a_stdio_client_leaving_after_malformed_messages_ends_without_a_tracebac
     assert err.splitlines()[1] == "serving 1 tool(s) over stdio"
 
 
+def test_a_stdio_call_whose_query_holds_a_lone_surrogate_escape_is_answered(
+    ingested: Path,
+) -> None:
+    """``"safety interlock\\udce9"`` is valid JSON (JavaScript writes it for half a pair): the
+    SDK's stdio reader refused the line and the client waited for an answer for good (found
+    2026-12-07). It is read as U+FFFD now, as undecodable bytes are."""
+    pytest.importorskip("mcp")
+    argv = ["--store", str(ingested), "serve"]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ingested.parent,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    arguments = {"query": "safety interlock\udce9"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "default", "arguments": arguments}}  # fmt: skip
+    lines = [_INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
+    server.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    server.stdin.flush()
+    try:
+        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+    finally:
+        server.stdin.close()
+        server.wait(60)
+    assert [a.get("id") for a in answers] == [1, 2]
+    result = answers[1]["result"]
+    assert result["isError"] is False
+    assert result["structuredContent"]["query"] == "safety interlock\ufffd"
+    assert result["content"][0]["text"].startswith("Found ")
+
+
+def test_lone_surrogate_escapes_are_read_as_the_replacement_character() -> None:
+    import io
+
+    from langchain_holodeck.cli._mcp import LoneSurrogates
+
+    lines = [
+        b'{"q": "caf\\udce9", "pair": "\\ud83d\\ude00"}\n',
+        b'{"q": "a literal \\\\udce9, no escape"}\n',
+        b'{"q": "plain"}\n',
+        b"garbage \\ud800 not json\n",
+        b'{"q": "no newline at the end \\udc80"}',
+    ]
+    read = io.BufferedReader(LoneSurrogates(io.BytesIO(b"".join(lines)))).read()
+    assert [json.loads(line) for line in read.splitlines()[:3]] == [
+        {"q": "caf\ufffd", "pair": "\U0001f600"},
+        {"q": "a literal \\udce9, no escape"},
+        {"q": "plain"},
+    ]
+    assert read.splitlines()[1:4] == [line.rstrip(b"\n") for line in lines[1:4]]  # as sent
+    assert json.loads(read.splitlines()[4]) == {"q": "no newline at the end \ufffd"}
+
+
 def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
     pytest.importorskip("mcp")
     argv = ["--store", str(ingested), "serve", "--transport", "http", "--port", "0"]
@@ -448,6 +546,20 @@ def test_a_client_leaving_is_no_error_in_the_servers_log(
                 raise error
             except Exception:
                 streams.exception("Error in standalone SSE writer")
+    assert [r.levelname for r in caplog.records] == ["DEBUG", "ERROR"]
+    # a client leaving with calls in flight: uvicorn's line per call, the error in a group
+    # (found 2026-12-07: 'error: Exception in ASGI application' on the server's stderr)
+    caplog.clear()
+    asgi = logging.getLogger("uvicorn.error")
+    with caplog.at_level(logging.DEBUG, logger="uvicorn.error"):
+        for error in (
+            ExceptionGroup("tasks", [anyio.ClosedResourceError(), anyio.BrokenResourceError()]),
+            ExceptionGroup("tasks", [anyio.ClosedResourceError(), ValueError("a real fault")]),
+        ):
+            try:
+                raise error
+            except Exception:
+                asgi.exception("Exception in ASGI application")
     assert [r.levelname for r in caplog.records] == ["DEBUG", "ERROR"]
 
 

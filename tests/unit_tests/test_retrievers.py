@@ -1,5 +1,6 @@
 import asyncio
 import logging
+import re
 import threading
 from pathlib import Path
 
@@ -163,6 +164,16 @@ def test_hits_missing_from_the_store_are_skipped(parts, chunks) -> None:
 def test_blank_query_returns_nothing(retriever) -> None:
     assert retriever.invoke("") == []
     assert retriever.invoke("  \n\t") == []
+
+
+@pytest.mark.parametrize("query", [5, None, {"query": "officer"}])
+async def test_a_query_that_is_not_a_string_is_one_error_naming_it(retriever, query) -> None:
+    """Found 2026-12-07: ``AttributeError: 'dict' object has no attribute 'strip'``."""
+    said = f"the query must be a string, got {type(query).__name__} {query!r}; in a chain"
+    with pytest.raises(TypeError, match=re.escape(said)):
+        retriever.invoke(query)
+    with pytest.raises(TypeError, match=re.escape(said)):
+        await retriever.ainvoke(query)
 
 
 @pytest.mark.parametrize("bad_k", [0, 1001, -3])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,7 +298,28 @@ def test_load_missing_and_inconsistent_directories(
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     docs_file = tmp_path / manifest["documents"]
     docs_file.write_text(docs_file.read_text().splitlines()[0] + "\n")
-    with pytest.raises(ValueError, match="inconsistent: manifest says 4 documents"):
+    with pytest.raises(ValueError, match="inconsistent: manifest says 4 documents") as raised:
+        MatrixVectorStore.load(tmp_path, embeddings)
+    # the fix the message gives works (found 2026-12-07: 'Re-run the ingestion', which failed
+    # the same way)
+    assert str(raised.value).endswith("Delete the directory and run the ingestion again to "
+                                      "rebuild it.")  # fmt: skip
+
+
+def test_a_save_of_a_newer_version_says_so_not_that_it_is_damaged(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    make_store(embeddings).dump(tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "version": 2}))
+    newer = (
+        "was saved by a newer langchain-holodeck (holodeck-matrix-store version 2; this one "
+        "reads version 1): upgrade langchain-holodeck, or delete the directory"
+    )
+    with pytest.raises(ValueError, match=re.escape(newer)):
+        MatrixVectorStore.load(tmp_path, embeddings)
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "version": "one"}))
+    with pytest.raises(ValueError, match=re.escape("version='one'); the save is damaged.")):
         MatrixVectorStore.load(tmp_path, embeddings)
 
 
