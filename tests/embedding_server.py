@@ -16,6 +16,9 @@ Modes (``server.mode``, changeable while running):
     ``fail_on``    HTTP ``fail_status`` (500) for a request whose input holds ``server.fail_on``
                    (only the first ``fail_times`` such requests when set); others answer.
 
+Glitches (any mode): a text holding ``nan_on`` gets a vector of NaN, one holding ``wide_on`` a
+vector 3 numbers wider than the others (what a faulty server may answer once).
+
 Load (any mode): ``latency`` seconds of sleep before each answer (a real API's round trip);
 ``throttle_every=n`` answers every n-th request with HTTP 429 and ``Retry-After:
 retry_after`` (OpenAI's rate-limit body), and ``throttled`` counts them; ``peak_in_flight``
@@ -71,6 +74,8 @@ class EmbeddingServer:
     retry_after: float = 0.05
     throttled: int = 0
     peak_in_flight: int = 0
+    nan_on: str | None = None
+    wide_on: str | None = None
     _in_flight: int = field(default=0, repr=False)
     _seen: int = field(default=0, repr=False)
     _httpd: ThreadingHTTPServer | None = field(default=None, repr=False)
@@ -150,6 +155,10 @@ class EmbeddingServer:
         data = []
         for index, text in enumerate(texts):
             vector = hashed_vector(text, dims)
+            if self.wide_on is not None and self.wide_on in text:
+                vector = hashed_vector(text, dims + 3)
+            if self.nan_on is not None and self.nan_on in text:
+                vector = [math.nan] * dims
             if body.get("encoding_format") == "base64":
                 raw = np.asarray(vector, dtype="<f4").tobytes()
                 encoded: object = base64.b64encode(raw).decode("ascii")

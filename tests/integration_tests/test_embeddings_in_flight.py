@@ -109,6 +109,28 @@ async def test_async_requests_in_flight_are_bounded(server: EmbeddingServer) -> 
     assert 1 < server.peak_in_flight <= 5
 
 
+@pytest.mark.parametrize(
+    ("field", "problem"),
+    [
+        ("nan_on", "a vector holding a non-finite number (nan)"),
+        ("wide_on", "a 35-dimensional vector where"),
+    ],
+)
+async def test_a_batch_answered_with_an_unusable_vector_fails_alone(
+    server: EmbeddingServer, field: str, problem: str
+) -> None:
+    setattr(server, field, "GLITCH")
+    texts = [f"text number {i}" + (" GLITCH" if i == 13 else "") for i in range(30)]
+    for result in (
+        embed_in_flight(openai_embeddings(server), texts, batch_size=10, packed=True),
+        await aembed_in_flight(openai_embeddings(server), texts, batch_size=10),
+    ):
+        (failure,) = result.failures
+        assert (failure.start, failure.size) == (10, 10)
+        assert f"unusable vector(s) for 10 texts, for text 13 {problem}" in failure.error
+        assert [v is None for v in result.vectors] == [10 <= n < 20 for n in range(30)]
+
+
 def test_max_concurrency_one_sends_one_request_at_a_time(server: EmbeddingServer) -> None:
     server.latency = 0.01
     result = embed_in_flight(
