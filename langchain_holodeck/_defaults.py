@@ -53,3 +53,7 @@ country table of ``benchmarks/bench_tables.py``: 1.09, at most 221 word pieces a
 DEFAULT_CONTEXT_TIMEOUT = 60.0
 """Seconds one contextual-enrichment request may take before its chunk is indexed without a
 context (``ContextualChunkEnricher(timeout=...)``, the tool config's ``context_timeout``)."""
+DEFAULT_EMBEDDING_TIMEOUT = 60.0
+"""Seconds one request to an embeddings API (an OpenAI model ``resolve_embeddings`` builds) may
+take: a server that accepts and never answers fails the request (sync counts its batch, a
+hybrid search serves keyword hits) instead of hanging ingest and every search."""

@@ -16,10 +16,14 @@ Modes (``server.mode``, changeable while running):
     ``fail_on``    HTTP ``fail_status`` (500) for a request whose input holds ``server.fail_on``
                    (only the first ``fail_times`` such requests when set); others answer.
 
+Glitches (any mode): a text holding ``nan_on`` gets a vector of NaN, one holding ``wide_on`` a
+vector 3 numbers wider than the others (what a faulty server may answer once).
+
 Load (any mode): ``latency`` seconds of sleep before each answer (a real API's round trip);
 ``throttle_every=n`` answers every n-th request with HTTP 429 and ``Retry-After:
 retry_after`` (OpenAI's rate-limit body), and ``throttled`` counts them; ``peak_in_flight``
-is the most requests the server held at once.
+is the most requests the server held at once; ``arrivals`` holds the ``time.monotonic()`` of
+each request's arrival and ``throttled_at`` that of each 429 answer.
 """
 
 from __future__ import annotations
@@ -71,6 +75,10 @@ class EmbeddingServer:
     retry_after: float = 0.05
     throttled: int = 0
     peak_in_flight: int = 0
+    arrivals: list[float] = field(default_factory=list)
+    throttled_at: list[float] = field(default_factory=list)
+    nan_on: str | None = None
+    wide_on: str | None = None
     _in_flight: int = field(default=0, repr=False)
     _seen: int = field(default=0, repr=False)
     _httpd: ThreadingHTTPServer | None = field(default=None, repr=False)
@@ -110,6 +118,7 @@ class EmbeddingServer:
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, JSON body and extra headers of the answer to ``body``."""
         with self._lock:
+            self.arrivals.append(time.monotonic())
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
             self._seen += 1
@@ -120,6 +129,7 @@ class EmbeddingServer:
             if throttle:
                 with self._lock:
                     self.throttled += 1
+                    self.throttled_at.append(time.monotonic())
                 error = {"message": "Rate limit reached.", "type": "requests"}
                 body_429 = {"error": {**error, "param": None, "code": "rate_limit_exceeded"}}
                 return 429, body_429, {"Retry-After": str(self.retry_after)}
@@ -150,6 +160,10 @@ class EmbeddingServer:
         data = []
         for index, text in enumerate(texts):
             vector = hashed_vector(text, dims)
+            if self.wide_on is not None and self.wide_on in text:
+                vector = hashed_vector(text, dims + 3)
+            if self.nan_on is not None and self.nan_on in text:
+                vector = [math.nan] * dims
             if body.get("encoding_format") == "base64":
                 raw = np.asarray(vector, dtype="<f4").tobytes()
                 encoded: object = base64.b64encode(raw).decode("ascii")

@@ -309,6 +309,7 @@ class Corpus:
                 )
                 self.dimension = cached
         if have == self.dimension:
+            self._expect_width(have)
             return
         if not force_ingest:
             msg = (
@@ -325,6 +326,12 @@ class Corpus:
             have,
         )
         backend.rebuild_for_dimension(store, namespace=self.namespace, dimension=self.dimension)
+        self._expect_width(self.dimension)
+
+    def _expect_width(self, width: int) -> None:
+        """Tell the cache the store's width: it refuses (and never reads back) any other."""
+        if isinstance(self.embeddings, CachedEmbeddings):
+            self.embeddings.dimension = width
 
     def follow_stored_precision(self, store: VectorStore, *, force_ingest: bool) -> None:
         """Embed in the precision of the vectors this corpus's store holds, under ``"auto"``.

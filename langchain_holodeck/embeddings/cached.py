@@ -11,6 +11,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
 from langchain_holodeck._embedding_settings import WINDOWED_MODES
+from langchain_holodeck.embeddings._vectors import refused_vectors, shared_width
 
 
 class CachedEmbeddings(Embeddings):
@@ -21,6 +22,11 @@ class CachedEmbeddings(Embeddings):
     in one ``mget``, embeds only the misses in one call, and writes them in one ``mset``.
     Every result — hit or miss — is the float32 vector, so cached and fresh runs agree
     bit for bit. Queries pass through uncached unless ``cache_queries=True``.
+
+    A vector the model answers holding NaN or an infinite number, or of another width than
+    the others (or than ``dimension``), is never cached: the call raises ``ValueError``
+    naming it, after caching the rest, and the next call embeds its text again. Such a
+    vector already in the cache (written by an earlier version) is a miss.
 
     Key init args:
         underlying: The embeddings to cache.
@@ -50,6 +56,10 @@ class CachedEmbeddings(Embeddings):
         self.cache_queries = cache_queries
         self.model_id = model_id or embedding_model_id(underlying)
         """Part of every cache key; defaults to ``embedding_model_id(underlying)``."""
+        self.dimension: int | None = None
+        """The width every vector must have, once known (the corpus sets the store's): a
+        cached vector of another width is a miss and a fresh one is refused. ``None``: the
+        width most vectors of a call share."""
 
     def __repr__(self) -> str:
         return f"CachedEmbeddings({self.underlying!r}, model_id={self.model_id!r})"
@@ -61,34 +71,46 @@ class CachedEmbeddings(Embeddings):
     def cached(self, text: str) -> list[float] | None:
         """The cached vector of ``text``, or None when it is not cached (no model call)."""
         (data,) = self.store.mget([self.key(text)])
-        return _decode_cached(data)
+        return self._hits([data])[0]
 
-    def _split(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None]]:
-        keys = [self.key(t) for t in texts]
-        cached = self.store.mget(keys)
-        return keys, [_decode_cached(v) for v in cached]
+    def _hits(self, values: Sequence[bytes | None]) -> list[list[float] | None]:
+        """The cached vectors of ``values``; None for a miss.
+
+        A vector no write of ours leaves is a miss too: torn, non-finite, or of another width
+        than ``dimension`` (unknown: than most of the others).
+        """
+        vectors = [_decode_cached(v) for v in values]
+        width = self.dimension
+        if width is None:
+            width = shared_width([len(v) for v in vectors if v is not None])
+        return [v if v is not None and len(v) == width else None for v in vectors]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        keys, vectors = self._split(texts)
+        keys = [self.key(t) for t in texts]
+        vectors = self._hits(self.store.mget(keys))
         missing = _unique_missing(texts, vectors)
         if missing:
             fresh = self.underlying.embed_documents([texts[i] for i in missing])
-            self._fill(texts, keys, vectors, missing, fresh)
+            pairs, refused = self._fill(texts, keys, vectors, missing, fresh)
+            self.store.mset(pairs)
+            if refused:
+                raise ValueError(refused)
         return [v for v in vectors if v is not None]
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         keys = [self.key(t) for t in texts]
-        cached = await self.store.amget(keys)
-        vectors = [_decode_cached(v) for v in cached]
+        vectors = self._hits(await self.store.amget(keys))
         missing = _unique_missing(texts, vectors)
         if missing:
             fresh = await self.underlying.aembed_documents([texts[i] for i in missing])
-            pairs = self._fill(texts, keys, vectors, missing, fresh, write=False)
+            pairs, refused = self._fill(texts, keys, vectors, missing, fresh)
             await self.store.amset(pairs)
+            if refused:
+                raise ValueError(refused)
         return [v for v in vectors if v is not None]
 
     def _fill(
@@ -98,37 +120,53 @@ class CachedEmbeddings(Embeddings):
         vectors: list[list[float] | None],
         missing: Sequence[int],
         fresh: Sequence[Sequence[float]],
-        *,
-        write: bool = True,
-    ) -> list[tuple[str, bytes]]:
+    ) -> tuple[list[tuple[str, bytes]], str]:
+        """Put the fresh vectors in place: the cache writes and why some were refused.
+
+        The refusal (empty when none) names the first refused vector; a refused vector is
+        neither cached nor put in place, so the call must raise.
+        """
         if len(fresh) != len(missing):
             msg = (
                 f"{type(self.underlying).__name__} returned {len(fresh)} vectors for "
                 f"{len(missing)} texts."
             )
             raise ValueError(msg)
+        decoded = [np.asarray(vector, dtype=np.float32).reshape(-1) for vector in fresh]
+        dimension, whose = self.dimension, "the store's"
+        if dimension is None:  # the width most vectors of this call have, hits included
+            widths = [len(v) for v in vectors if v is not None] + [len(v) for v in decoded]
+            dimension, whose = shared_width(widths), "the others"
+        refused = refused_vectors(decoded, dimension=dimension, whose=whose)
         by_text: dict[str, list[float]] = {}
         pairs = []
-        for i, vector in zip(missing, fresh, strict=True):
-            data = np.asarray(vector, dtype=np.float32).tobytes()
+        for n, (i, vector) in enumerate(zip(missing, decoded, strict=True)):
+            if n in refused:
+                continue
+            data = vector.tobytes()
             by_text[texts[i]] = _decode(data)
             pairs.append((keys[i], data))
         for n, text in enumerate(texts):
             if vectors[n] is None:
-                vectors[n] = by_text[text]
-        if write:
-            self.store.mset(pairs)
-        return pairs
+                vectors[n] = by_text.get(text)
+        if not refused:
+            return pairs, ""
+        first = min(refused)
+        msg = (
+            f"{type(self.underlying).__name__} returned {len(refused)} unusable vector(s) "
+            f"for {len(texts)} text(s), for text {missing[first]} {refused[first]}; not "
+            "cached: the next call embeds it again."
+        )
+        return pairs, msg
 
     def embed_query(self, text: str) -> list[float]:
         if not self.cache_queries:
             return self.underlying.embed_query(text)
         key = self.key(text)
-        (hit,) = self.store.mget([key])
-        cached = _decode_cached(hit)
-        if cached is not None:
-            return cached
-        data = np.asarray(self.underlying.embed_query(text), dtype=np.float32).tobytes()
+        (hit,) = self._hits(self.store.mget([key]))
+        if hit is not None:
+            return hit
+        data = self._query_bytes(self.underlying.embed_query(text))
         self.store.mset([(key, data)])
         return _decode(data)
 
@@ -136,14 +174,24 @@ class CachedEmbeddings(Embeddings):
         if not self.cache_queries:
             return await self.underlying.aembed_query(text)
         key = self.key(text)
-        (hit,) = await self.store.amget([key])
-        cached = _decode_cached(hit)
-        if cached is not None:
-            return cached
-        vector = await self.underlying.aembed_query(text)
-        data = np.asarray(vector, dtype=np.float32).tobytes()
+        (hit,) = self._hits(await self.store.amget([key]))
+        if hit is not None:
+            return hit
+        data = self._query_bytes(await self.underlying.aembed_query(text))
         await self.store.amset([(key, data)])
         return _decode(data)
+
+    def _query_bytes(self, vector: Sequence[float]) -> bytes:
+        """The float32 bytes of a query vector to cache; ``ValueError`` for an unusable one."""
+        array = np.asarray(vector, dtype=np.float32)
+        refused = refused_vectors([array], dimension=self.dimension, whose="the store's")
+        if refused:
+            msg = (
+                f"{type(self.underlying).__name__} returned {refused[0]} for the query; "
+                "it is not cached."
+            )
+            raise ValueError(msg)
+        return array.tobytes()
 
 
 def embedding_model_id(embeddings: Embeddings) -> str:
@@ -192,12 +240,13 @@ def _decode_cached(data: bytes | None) -> list[float] | None:
     """A cached value's vector, or ``None`` (a miss) for a value no write of ours leaves.
 
     An empty value, one that is not whole float32s, or all zeros is what a power cut may
-    leave of a write that skipped its fsync: it is embedded again.
+    leave of a write that skipped its fsync; one holding NaN or an infinite number is a
+    model's glitch an earlier version cached: either is embedded again.
     """
     if data is None or not data or len(data) % 4:
         return None
     vector = np.frombuffer(data, dtype=np.float32)
-    if not vector.any():
+    if not vector.any() or not np.isfinite(vector).all():
         return None
     return vector.tolist()
 

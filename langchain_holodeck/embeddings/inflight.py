@@ -11,7 +11,9 @@ and retry the ones the API refuses for a while:
 - HTTP 408/409 and 5xx, connection errors and timeouts: exponential backoff with jitter;
 - anything else (400, 401, a bad input): no retry.
 
-A batch that still fails is reported (its texts get no vector) and never stops the others.
+A batch that still fails is reported (its texts get no vector) and never stops the others;
+so is a batch whose answer holds a vector no store should take (NaN or infinite numbers, or
+another width than the others of the answer).
 The error's status and headers are read from the exception the client raised (``openai``,
 ``httpx``, ``requests`` and ``cohere`` errors carry a ``status_code`` or a ``response``), so
 this works with any ``Embeddings`` without knowing its provider.
@@ -34,6 +36,7 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._redact import one_line
+from langchain_holodeck.embeddings._vectors import refused_vectors
 from langchain_holodeck.embeddings.local import LocalEmbeddings
 from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
 
@@ -201,6 +204,15 @@ def _assemble(
             continue
         if len(outcome) != size:
             error = f"the model returned {len(outcome)} vectors for {size} texts"
+            failures.append(BatchFailure(start, size, error))
+            continue
+        refused = refused_vectors(outcome)
+        if refused:
+            first = min(refused)
+            error = (
+                f"the model returned {len(refused)} unusable vector(s) for {size} texts, "
+                f"for text {start + first} {refused[first]}"
+            )
             failures.append(BatchFailure(start, size, error))
             continue
         vectors[start : start + size] = list(outcome) if packed else [list(v) for v in outcome]

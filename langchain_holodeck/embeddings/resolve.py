@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._defaults import DEFAULT_EMBEDDING_TIMEOUT
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
     MODEL_NAMES,
@@ -38,7 +39,10 @@ _ACCEPTED = f"None (the local all-MiniLM-L6-v2 default), an Embeddings object, {
 
 
 def resolve_embeddings(
-    embedding_model: str | Embeddings | None, *, long_text: LongTextMode = DEFAULT_LONG_TEXT
+    embedding_model: str | Embeddings | None,
+    *,
+    long_text: LongTextMode = DEFAULT_LONG_TEXT,
+    timeout: float | None = DEFAULT_EMBEDDING_TIMEOUT,
 ) -> Embeddings:
     """Turn an ``embedding_model`` setting into an ``Embeddings`` object.
 
@@ -58,6 +62,10 @@ def resolve_embeddings(
             about half the word pieces embedded on prose docs). Passed to ``OnnxEmbeddings`` /
             ``LocalEmbeddings``; an OpenAI model or an ``Embeddings`` object takes only
             ``UNSET_LONG_TEXTS`` (the default, or ``"auto"``).
+        timeout: Seconds one request of an OpenAI model may take (``None``: no limit). Its
+            client retries nothing: sync retries a batch itself (a 429 pauses every request
+            until its ``Retry-After``), and a query is retried after a 429, a server error or
+            a lost connection (not after a timeout). Local models ignore it.
 
     Returns:
         The embeddings. Local models load lazily, on first use.
@@ -95,7 +103,7 @@ def resolve_embeddings(
         if long_text not in UNSET_LONG_TEXTS:
             msg = f"long_text {long_text_without_windows(name)}, got {long_text!r}."
             raise ValueError(msg)
-        return _openai(openai)
+        return _openai(openai, timeout)
     if name == DEFAULT_EMBEDDING_MODEL:
         return OnnxEmbeddings(long_text=long_text)
     if name.startswith("sentence-transformers/") and len(name) > len("sentence-transformers/"):
@@ -104,10 +112,12 @@ def resolve_embeddings(
     raise ValueError(msg)
 
 
-def _openai(model: str) -> Embeddings:
+def _openai(model: str, timeout: float | None) -> Embeddings:
     try:
         import openai
-        from langchain_openai import OpenAIEmbeddings
+
+        # langchain-openai's model, its queries retried by holodeck (needs the extra)
+        from langchain_holodeck.embeddings._openai import OpenAIEmbeddings
     except ImportError as e:
         msg = f"embedding_model {model!r} needs langchain-openai: " + (
             'pip install "langchain-holodeck[openai]"'
@@ -121,7 +131,10 @@ def _openai(model: str) -> Embeddings:
         # longer than the model's 8191 tokens, is not needed: chunks are bounded by the
         # splitter's max_chunk_tokens (800 cl100k tokens by default, counted offline) and
         # queries are short; a longer text gets the API's own error.
-        return OpenAIEmbeddings(model=model, check_embedding_ctx_length=False)
+        # max_retries=0 and a timeout: see resolve_embeddings(timeout=...).
+        return OpenAIEmbeddings(
+            model=model, check_embedding_ctx_length=False, max_retries=0, timeout=timeout
+        )
     except openai.OpenAIError as e:
         msg = (
             f"embedding_model {model!r} uses OpenAI, which needs the OPENAI_API_KEY "

@@ -256,10 +256,21 @@ class MatrixVectorStore(VectorStore):
             The ids written, in input order.
 
         Raises:
-            ValueError: If the counts differ or a vector has the wrong dimension.
+            ValueError: If the counts differ, the vectors differ in width or have the wrong
+                dimension, or one holds a NaN or an infinite number (its scores would be NaN
+                and fail every search).
         """
         # no copy here: rows are normalized once they are in the store's own matrix
-        matrix = np.asarray(vectors, dtype=np.float32)
+        try:
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except ValueError as error:  # rows of different lengths
+            rows: Sequence[Sequence[float]] = vectors  # type: ignore[assignment]  # ragged: rows
+            widths = sorted({len(row) for row in rows})
+            msg = (
+                f"vectors have different dimensions ({', '.join(map(str, widths))}); pass "
+                "vectors of one width, the embedding model's."
+            )
+            raise ValueError(msg) from error
         if matrix.ndim == 1:
             matrix = matrix.reshape(1, -1)
         if len(documents) == 0:
@@ -268,6 +279,16 @@ class MatrixVectorStore(VectorStore):
             msg = f"got {matrix.shape[0]} vectors for {len(documents)} documents; pass one each."
             raise ValueError(msg)
         check_lengths(len(documents), ids=list(ids) if ids is not None else None)
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            doc_id = ids[row] if ids is not None else documents[row].id
+            bad = matrix[row][~np.isfinite(matrix[row])][0]
+            msg = (
+                f"vector {row} (id {doc_id!r}) holds a non-finite number ({bad}); it would make "
+                "every search fail: embed the document again."
+            )
+            raise ValueError(msg)
         return self._upsert(matrix, documents, ids, normalize=True)
 
     def _upsert(

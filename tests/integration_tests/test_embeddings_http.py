@@ -75,6 +75,64 @@ async def test_one_refused_batch_is_counted_and_the_rest_is_searchable(
     assert "note_07.txt" in await tool.search("holodeck note 7 about deck 7")
 
 
+def notes(tmp_path: Path, *, glitch: int | None = None) -> Path:
+    """60 notes of one chunk each (a batch of 50, then one of 10); note ``glitch`` says GLITCH."""
+    corpus = tmp_path / "notes"
+    corpus.mkdir(exist_ok=True)
+    for n in range(60):
+        marker = " GLITCH" if n == glitch else ""
+        (corpus / f"note_{n:02}.txt").write_text(f"Holodeck note {n} about deck {n}.{marker}\n")
+    return corpus
+
+
+async def test_a_nan_vector_is_refused_and_the_next_run_converges(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    server.nan_on = "GLITCH"
+    tool = make_tool(notes(tmp_path, glitch=59), server, tmp_path)
+    result = await tool.initialize()
+    assert (result.added, result.failed) == (50, 10)  # its batch, neither cached nor stored
+    assert "a vector holding a non-finite number (nan)" in result.errors[0]
+    assert "note_07.txt" in await tool.search("holodeck note 7 about deck 7")
+    server.nan_on = None
+    sent = server.texts_embedded()
+    result = await tool.initialize()
+    assert (result.added, result.skipped, result.failed) == (10, 50, 0)
+    assert server.texts_embedded() - sent == 2  # the glitch again, and the width probe
+    assert "note_59.txt" in await tool.search("holodeck note 59 about deck 59 GLITCH")
+    assert (await tool.initialize()).skipped == 60
+
+
+async def test_a_vector_of_another_width_is_refused_and_the_next_run_converges(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    server.wide_on = "GLITCH"
+    tool = make_tool(notes(tmp_path, glitch=59), server, tmp_path)
+    result = await tool.initialize()
+    assert (result.added, result.failed) == (50, 10)
+    assert "a 35-dimensional vector where the others are 32-dimensional" in result.errors[0]
+    server.wide_on = None
+    result = await tool.initialize()
+    assert (result.added, result.skipped, result.failed) == (10, 50, 0)
+    assert (await tool.initialize()).skipped == 60
+
+
+async def test_a_lone_vector_of_another_width_than_the_store_is_not_cached(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    tool = make_tool(notes(tmp_path), server, tmp_path)
+    assert (await tool.initialize()).added == 60
+    changed = tmp_path / "notes" / "note_07.txt"  # one changed chunk: a request of its own
+    changed.write_text("Holodeck note 7 about deck 7. GLITCH\n")
+    server.wide_on = "GLITCH"
+    result = await tool.initialize()
+    assert (result.updated, result.failed) == (0, 1)
+    assert "35-dimensional vector where the store's are 32-dimensional" in result.errors[0]
+    server.wide_on = None
+    result = await tool.initialize()
+    assert (result.updated, result.failed) == (1, 0)
+
+
 async def test_embedding_api_down_at_query_time(
     server: EmbeddingServer, docs: Path, tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_openai import OpenAIEmbeddings
 
+from langchain_holodeck.embeddings import resolve_embeddings
 from langchain_holodeck.embeddings.inflight import (
     aembed_in_flight,
     embed_in_flight,
@@ -107,6 +108,28 @@ async def test_async_requests_in_flight_are_bounded(server: EmbeddingServer) -> 
     assert result.retries >= 3
     assert result.vectors[7] == pytest.approx(hashed_vector(texts[7], 32), abs=1e-6)
     assert 1 < server.peak_in_flight <= 5
+
+
+@pytest.mark.parametrize(
+    ("field", "problem"),
+    [
+        ("nan_on", "a vector holding a non-finite number (nan)"),
+        ("wide_on", "a 35-dimensional vector where"),
+    ],
+)
+async def test_a_batch_answered_with_an_unusable_vector_fails_alone(
+    server: EmbeddingServer, field: str, problem: str
+) -> None:
+    setattr(server, field, "GLITCH")
+    texts = [f"text number {i}" + (" GLITCH" if i == 13 else "") for i in range(30)]
+    for result in (
+        embed_in_flight(openai_embeddings(server), texts, batch_size=10, packed=True),
+        await aembed_in_flight(openai_embeddings(server), texts, batch_size=10),
+    ):
+        (failure,) = result.failures
+        assert (failure.start, failure.size) == (10, 10)
+        assert f"unusable vector(s) for 10 texts, for text 13 {problem}" in failure.error
+        assert [v is None for v in result.vectors] == [10 <= n < 20 for n in range(30)]
 
 
 def test_max_concurrency_one_sends_one_request_at_a_time(server: EmbeddingServer) -> None:
@@ -228,3 +251,49 @@ def test_vectors_embedded_ahead_are_held_packed(server: EmbeddingServer) -> None
     doc_id = stable_id("kb", make_chunk_key("notes/000.md", 7))
     vector = store.get_vectors([doc_id])[doc_id]  # the server's own vector was stored
     assert vector == pytest.approx(hashed_vector(docs[7].page_content, 1536), abs=1e-6)
+
+
+# The OpenAI model resolve_embeddings builds (the YAML/CLI path): bounded, retried by holodeck.
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
+    """A loopback embeddings server at ``OPENAI_BASE_URL`` (read by ``resolve_embeddings``)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        yield server
+
+
+def test_the_openai_model_waits_a_bounded_time(openai_server: EmbeddingServer) -> None:
+    assert resolve_embeddings("text-embedding-3-small").request_timeout == 60.0  # type: ignore[attr-defined]  # an OpenAIEmbeddings
+    openai_server.latency = 3.0  # a server that accepts and does not answer in time
+    embeddings = resolve_embeddings("text-embedding-3-small", timeout=0.3)
+    with pytest.raises(openai.APITimeoutError):
+        embeddings.embed_query("reactor water")
+    assert len(openai_server.arrivals) == 1  # a timed-out query is not sent again
+
+
+async def test_a_query_is_retried_after_a_server_error(openai_server: EmbeddingServer) -> None:
+    openai_server.mode, openai_server.fail_on = "fail_on", "flaky"
+    embeddings = resolve_embeddings("text-embedding-3-small")
+    openai_server.fail_times = 1
+    assert len(embeddings.embed_query("flaky reactor")) == 32
+    openai_server.fail_times = 2
+    assert len(await embeddings.aembed_query("flaky reactor")) == 32
+    assert len(openai_server.arrivals) == 5  # 500, answer; 500, 500, answer
+
+
+def test_a_429_pauses_every_request_of_a_sync_until_its_retry_after(
+    openai_server: EmbeddingServer,
+) -> None:
+    """README: a 429 is retried after its Retry-After "and every worker pauses until then".
+    The openai client retrying it itself (max_retries=2) hid it from sync: the other
+    workers kept sending inside the window."""
+    openai_server.latency, openai_server.throttle_every, openai_server.retry_after = 0.05, 6, 1.0
+    store = MatrixVectorStore(resolve_embeddings("text-embedding-3-small"))
+    result = sync_documents(chunks(48), store, namespace="kb", batch_size=2, max_concurrency=4)
+    assert (result.added, result.failed) == (48, 0)
+    assert openai_server.throttled >= 2
+    for limited in openai_server.throttled_at:
+        inside = [t - limited for t in openai_server.arrivals if 0.2 < t - limited < 0.9]
+        assert inside == [], f"requests sent {inside} s after a 429 asking to wait 1 s"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -460,6 +461,91 @@ def test_a_cached_value_a_power_cut_may_leave_is_embedded_again(
     assert cached.embed_documents(["alpha beta"]) == [first]
     assert embeddings.calls == 2  # a miss, not a vector of nothing or of zeros
     assert store.mget([cached.key("alpha beta")]) == [np.asarray(first, np.float32).tobytes()]
+
+
+@pytest.mark.parametrize(
+    "glitch",
+    [
+        np.full(64, np.nan, dtype=np.float32),  # NaN: every search of the store would fail
+        np.full(64, np.inf, dtype=np.float32),
+        np.ones(67, dtype=np.float32),  # another width: its batch could never be written
+    ],
+)
+def test_a_glitch_an_earlier_version_cached_is_embedded_again(
+    embeddings: HashingEmbeddings, glitch: np.ndarray
+) -> None:
+    store = InMemoryByteStore()
+    cached = CachedEmbeddings(embeddings, store)
+    want = cached.embed_documents(["alpha beta", "gamma", "delta"])
+    store.mset([(cached.key("gamma"), glitch.tobytes())])
+    assert cached.embed_documents(["alpha beta", "gamma", "delta"]) == want
+    assert embeddings.texts_embedded == 4  # gamma alone, again
+    assert cached.cached("gamma") == want[1]
+
+
+def test_the_store_width_makes_a_cached_vector_of_another_width_a_miss(
+    embeddings: HashingEmbeddings,
+) -> None:
+    store = InMemoryByteStore()
+    cached = CachedEmbeddings(embeddings, store)
+    (want,) = cached.embed_documents(["alpha beta"])
+    store.mset([(cached.key("alpha beta"), np.ones(67, dtype=np.float32).tobytes())])
+    cached.dimension = 64  # alone in its call, it has no others to be compared with
+    assert cached.embed_documents(["alpha beta"]) == [want]
+    assert embeddings.texts_embedded == 2
+
+
+class GlitchingEmbeddings(HashingEmbeddings):
+    """Answers NaN for a text holding ``NAN`` and 3 more numbers for one holding ``WIDE``."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = super().embed_documents(texts)
+        for vector, text in zip(vectors, texts, strict=True):
+            if "NAN" in text:
+                vector[:] = [math.nan] * len(vector)
+            if "WIDE" in text:
+                vector.extend([0.5, 0.5, 0.5])
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("b NAN", "for text 1 a vector holding a non-finite number (nan)"),
+        ("b WIDE", "for text 1 a 67-dimensional vector where the others are 64-dimensional"),
+    ],
+)
+async def test_an_unusable_vector_is_refused_and_never_cached(text: str, problem: str) -> None:
+    underlying, store = GlitchingEmbeddings(), InMemoryByteStore()
+    cached = CachedEmbeddings(underlying, store)
+    message = re.escape(f"returned 1 unusable vector(s) for 3 text(s), {problem}")
+    with pytest.raises(ValueError, match=message):
+        cached.embed_documents(["a", text, "c"])
+    with pytest.raises(ValueError, match=message):
+        await cached.aembed_documents(["a", text, "c"])
+    assert store.mget([cached.key(t) for t in ("a", text, "c")])[1] is None
+    assert None not in (store.mget([cached.key("a"), cached.key("c")]))  # the rest is cached
+
+
+async def test_a_non_finite_query_vector_is_not_cached() -> None:
+    store = InMemoryByteStore()
+    cached = CachedEmbeddings(GlitchingEmbeddings(), store, cache_queries=True)
+    with pytest.raises(ValueError, match=r"non-finite number \(nan\) for the query; it is not"):
+        cached.embed_query("NAN")
+    with pytest.raises(ValueError, match="not cached"):
+        await cached.aembed_query("NAN")
+    assert list(store.yield_keys()) == []
+
+
+def test_a_vector_of_another_width_than_the_store_is_refused() -> None:
+    cached = CachedEmbeddings(GlitchingEmbeddings(), InMemoryByteStore())
+    cached.dimension = 64
+    with pytest.raises(ValueError, match="67-dimensional vector where the store's are 64"):
+        cached.embed_documents(["WIDE"])
+    assert list(cached.store.yield_keys()) == []
 
 
 @pytest.mark.parametrize(("durable", "fsyncs"), [(True, 2), (False, 0)])

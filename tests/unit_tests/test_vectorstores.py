@@ -197,6 +197,24 @@ def test_dimension_mismatch_is_rejected(embeddings: HashingEmbeddings) -> None:
         store.similarity_search_by_vector([1.0, 0.0])
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 1e39])  # 1e39: inf in float32
+def test_a_non_finite_vector_is_refused(embeddings: HashingEmbeddings, bad: float) -> None:
+    store = MatrixVectorStore(embeddings)
+    docs = [Document(page_content="x", id="a"), Document(page_content="y", id="b")]
+    with pytest.raises(
+        ValueError, match=r"vector 1 \(id 'b'\) holds a non-finite number \(inf|nan"
+    ):
+        store.add_vectors(docs, [[1.0, 0.0], [bad, 0.0]])
+    assert store.document_count == 0  # nothing of the call is stored
+
+
+def test_vectors_of_different_widths_are_named(embeddings: HashingEmbeddings) -> None:
+    store = MatrixVectorStore(embeddings)
+    docs = [Document(page_content="x", id="a"), Document(page_content="y", id="b")]
+    with pytest.raises(ValueError, match=r"vectors have different dimensions \(2, 3\)"):
+        store.add_vectors(docs, [[1.0, 0.0], [1.0, 0.0, 0.0]])
+
+
 def test_length_mismatches_name_the_counts(embeddings: HashingEmbeddings) -> None:
     store = MatrixVectorStore(embeddings)
     with pytest.raises(ValueError, match="ids has 1 entries for 2 documents"):
