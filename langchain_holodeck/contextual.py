@@ -146,6 +146,22 @@ def _reason(answer: str | BaseException) -> str:
     return f"{type(answer).__name__}: {first_line}" if first_line else type(answer).__name__
 
 
+def _usable(answer: str | BaseException) -> str | BaseException:
+    r"""The context an answer holds (stripped), or why it holds none.
+
+    A lone surrogate (``"\ud800"`` in the answer's JSON, valid there) is no text a cache or a
+    store can keep: the answer counts as failed, as an error does, and nothing of it is kept.
+    """
+    if isinstance(answer, BaseException):
+        return answer
+    text = answer.strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error
+    return text
+
+
 def _text_of(result: object) -> str:
     if isinstance(result, BaseMessage):
         return result.text
@@ -421,8 +437,8 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                 hits += 1
                 context = hit.decode("utf-8")
             else:
-                answer = next(answers)
-                if isinstance(answer, BaseException) or not answer.strip():
+                answer = _usable(next(answers))
+                if isinstance(answer, BaseException) or not answer:
                     failed += 1
                     timed_out += isinstance(answer, asyncio.TimeoutError | TimeoutError)
                     logger.warning(
@@ -433,7 +449,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                     )
                     out.append((job.position, job.chunk))
                     continue
-                context = self._truncate(answer.strip())
+                context = self._truncate(answer)
                 new_entries.append((job.key, context.encode("utf-8")))
             metadata = {**job.chunk.metadata, CONTEXT: context, ORIGINAL_CONTENT: job.original}
             update = {"page_content": f"{context}\n\n{job.original}", "metadata": metadata}

@@ -4,7 +4,9 @@ It speaks ``POST /v1/chat/completions`` (non-streaming): when the last message i
 and the request offers tools, it answers with one ``tool_calls`` entry calling the first tool
 with ``{"query": <the user's text>}`` (a user text starting with ``BAD-JSON`` gets arguments
 that are not JSON, as a model may write); when the last message is a tool result, it answers
-with text that quotes the first ``Source:`` line of that result. Every request body is recorded.
+with text that quotes the first ``Source:`` line of that result. A last message holding
+``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
+no text), as a broken model server may send. Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
             ],
         }
         finish = "tool_calls"
+    elif "LONE-SURROGATE" in str(last.get("content", "")):
+        message = {"role": "assistant", "content": "a context \ud800 cut mid-character"}
+        finish = "stop"
     else:
         found = _SOURCE.search(str(last.get("content", "")))
         where = found.group(1) if found else "nowhere"

@@ -372,3 +372,41 @@ def test_files_are_enriched_side_by_side_within_the_concurrency(tmp_path: Path) 
     assert server.max_in_flight == 4
     stored = list(scan_documents(store, namespace="kb"))
     assert all(d.metadata.get("context") for d in stored)
+
+
+def test_an_answer_with_a_lone_surrogate_leaves_its_chunk_without_context(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An OpenAI-compatible server answering ``"ctx \\ud800"`` (valid JSON, no text): encoding
+    it for the cache raised UnicodeEncodeError outside the per-chunk handling, and the whole
+    ingest died with a traceback. Now that chunk is indexed without context, with the WARNING
+    other bad answers get, the other files are enriched, and nothing of it is cached."""
+    from langchain_openai import ChatOpenAI
+
+    from langchain_holodeck import IngestionPipeline
+    from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+    from tests.helpers import HashingEmbeddings
+    from tests.openai_server import chat_server
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bad.md").write_text("# Bad\n\nLONE-SURROGATE in this note.\n")
+    for n in range(2):
+        (docs / f"good{n}.md").write_text(f"# Note {n}\n\nThe arch opens on deck {n}.\n")
+    cache = InMemoryByteStore()
+    store = MatrixVectorStore(HashingEmbeddings())
+    with chat_server() as server, caplog.at_level(logging.WARNING):
+        llm = ChatOpenAI(model="m", api_key="sk-test", base_url=server.base_url)
+        enricher = ContextualChunkEnricher(llm, cache=cache)
+        pipeline = IngestionPipeline(store, namespace="kb", base_dir=tmp_path, enricher=enricher)
+        result = pipeline.invoke("docs")
+    assert result.added == 3
+    contexts = {d.metadata["source_path"]: d.metadata.get("context") for d in
+                scan_documents(store, namespace="kb")}  # fmt: skip
+    assert contexts["docs/bad.md"] is None
+    assert contexts["docs/good0.md"]
+    assert contexts["docs/good1.md"]
+    warned = [r.message for r in caplog.records if "No context for chunk" in r.message]
+    assert len(warned) == 1
+    assert "bad.md" in warned[0]
+    assert len(list(cache.yield_keys())) == 2  # the good files' contexts only
