@@ -78,9 +78,13 @@ def pipeline_fingerprint(
         code_revision = getattr(code_splitter, "revision", 0)
         if code_revision:
             parts.append(f"revision={code_revision}")
-    if enricher is not None:
-        model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
-        parts.append(str(model))
+    if enricher is not None:  # what its model is asked (ContextualChunkEnricher), else its name
+        asked = (
+            getattr(enricher, "context_settings_id", None)
+            or getattr(enricher, "context_model_id", None)
+            or type(enricher).__qualname__
+        )
+        parts.append(str(asked))
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
