@@ -33,6 +33,9 @@ class ChatServer:
     in_flight: int = 0
     max_in_flight: int = 0
     """The most requests the server was answering at once."""
+    error_status: int = 0
+    """Non-zero: every request is answered this HTTP status with an OpenAI error body (400:
+    the client does not retry). Changeable while running."""
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
@@ -111,8 +114,14 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            data = json.dumps(reply(body)).encode()
-            self.send_response(200)
+            status = state.error_status or 200
+            answer = (
+                {"error": {"message": "the model is unavailable", "type": "server_error"}}
+                if state.error_status
+                else reply(body)
+            )
+            data = json.dumps(answer).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
