@@ -172,6 +172,30 @@ def test_a_rerun_whose_embeddings_server_is_down_embeds_nothing_and_succeeds(
     assert "0 added, 1 updated, 0 skipped, 0 failed" in out
 
 
+def test_verbose_traceback_masks_a_key_the_embeddings_server_echoes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # -v logs the traceback of the error the CLI stops on; it printed the original exception,
+    # whose text repeated the key (the WARNING and the error: line were masked already).
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-SUPERSECRETKEY123")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    with EmbeddingServer(echo_auth_in_errors=True) as server:
+        server.mode, server.fail_on, server.fail_status = "fail_on", "", 401  # every request
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        model = ["--embedding-model", "text-embedding-3-small"]
+        code, _, err = run(capsys, "-v", "ingest", str(docs), *model)
+    assert code == 1
+    assert "Traceback (most recent call last)" in err
+    assert "openai.AuthenticationError: Error code: 401" in err  # the original exception
+    assert "Incorrect API key provided: Bearer ***" in err
+    assert "SUPERSECRETKEY" not in err
+
+
 def test_search_leaves_the_contexts_a_failing_context_model_left_out_to_ingest(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
