@@ -9,6 +9,9 @@ shares one private base that:
   ``relevance_score`` and ``rerank_input_rank`` (the 1-based rank before reranking);
 * on any failure — HTTP error, timeout, refused connection, malformed answer — logs ONE warning
   (provider and cause, secrets scrubbed) and returns the input order cut to ``top_n``;
+* when the server ranks fewer documents than asked (a gateway applying its own threshold),
+  returns its ranked ones first, then the others in the input order (no ``relevance_score``),
+  so asking for ``k`` still gets ``min(k, candidates)``;
 * opens a short circuit-breaker after ``failure_threshold`` consecutive failures, so a dead
   server costs nothing for ``cooldown`` seconds; then one trial call is let through.
 
@@ -67,10 +70,26 @@ def _other(version: ApiVersion) -> ApiVersion:
     return "v1" if version == "v2" else "v2"
 
 
+def _server_message(response: object) -> str | None:
+    """The message of an answer carrying an error instead of results, else None.
+
+    ``{"error": {"message": ...}}`` (OpenAI-style gateways), ``{"error": "..."}``,
+    ``{"message": ...}`` (Cohere's error body) or ``{"detail": ...}`` (FastAPI's).
+    """
+    said = getattr(response, "error", None)
+    if isinstance(said, dict):
+        said = said.get("message") or said
+    for name in ("message", "detail"):
+        said = said or getattr(response, name, None)
+    return str(said) if said else None
+
+
 def _result_pairs(response: object) -> list[tuple[object, object]]:
     results = getattr(response, "results", None)
     if not isinstance(results, list):
+        said = _server_message(response)
         msg = f"the answer has no results list (got {type(results).__name__})"
+        msg += f"; the server said: {said!r}" if said else ""
         raise _MalformedRankingError(msg)
     return [(getattr(r, "index", None), getattr(r, "relevance_score", None)) for r in results]
 
