@@ -41,6 +41,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from langchain_holodeck._defaults import MAX_K, check_call_k
+from langchain_holodeck._redact import MaskedUrl, MaskedUrlStr
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ class CohereReranker(_CohereAPIReranker):
 
     api_key: SecretStr
     """Cohere API key."""
-    base_url: str | None = None
+    base_url: MaskedUrlStr | None = None
     """Override Cohere's API root (a proxy or a Cohere-compatible server); ``None``: the
     ``CO_API_URL`` environment variable when set (read when the client is built), else
     Cohere's API."""
@@ -292,8 +293,8 @@ class VLLMReranker(_CohereAPIReranker):
         ```
     """
 
-    url: str
-    """Root URL of the server."""
+    url: MaskedUrlStr
+    """Root URL of the server (its password, if any, is ``***`` in ``repr``)."""
     model: str = Field(min_length=1)
     """Served model name."""
     api_key: SecretStr | None = None
@@ -310,7 +311,7 @@ class VLLMReranker(_CohereAPIReranker):
         url = url.rstrip("/")
         for suffix in ("/v1", "/v2"):
             url = url.removesuffix(suffix)
-        return url
+        return MaskedUrl(url)
 
     def _base_url(self) -> str:
         return self.url
