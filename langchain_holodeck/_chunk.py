@@ -58,7 +58,8 @@ chunk, a window entry after the model's own windows, so the dense leg scores the
 better of its body and its signature."""
 CONTEXT_MISSING = "context_missing"
 """On a file's chunk 0: how many of its chunks the enricher left without context (absent when
-none). A file so marked is re-read and re-enriched by the next run."""
+none). A file so marked is re-read and re-enriched by the next ingest (a search that re-checks
+the source leaves it: ``IngestionPipeline(retry_contexts=False)``)."""
 
 FUSED_SCORE = "fused_score"
 SEMANTIC_SCORE = "semantic_score"
@@ -164,12 +165,16 @@ class FileRecord:
         size_bytes: int,
         pipeline: str,
         embedding_model: str | None,
+        retry_contexts: bool = True,
     ) -> bool:
-        """Whether the file can be skipped: same stat, same settings, nothing left to redo."""
+        """Whether the file can be skipped: same stat, same settings, nothing left to redo.
+
+        ``retry_contexts=False``: chunks left without context are not something to redo.
+        """
         return (
             self.mtime == mtime
             and self.size_bytes == size_bytes
             and self.pipeline == pipeline
-            and not self.context_missing
+            and not (self.context_missing and retry_contexts)
             and (embedding_model is None or self.embedding_model == embedding_model)
         )

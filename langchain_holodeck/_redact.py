@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Annotated, TypeAlias
 from urllib.parse import unquote
+
+from pydantic import AfterValidator, PlainSerializer, SerializationInfo
 
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
@@ -261,3 +264,34 @@ def one_line(error: BaseException, secrets: Iterable[str] = (), *, max_chars: in
     """``Type: message`` on one line, secrets masked, cut to ``max_chars``: safe to log or store."""
     text = " ".join(str(error).split()) or "(no message)"
     return f"{type(error).__name__}: {scrub(text, secrets, max_chars=max_chars)}"
+
+
+class MaskedUrl(str):
+    """A URL whose ``repr`` shows its password as ``***`` (``http://user:***@host``).
+
+    Otherwise it is the URL itself, a ``str``: a client given it connects with the real
+    password. Only ``repr`` masks it, and so does everything built from ``repr``: a pydantic
+    model's ``repr``, a printed ``model_dump()``, a LangChain callback's payload.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(mask_url_password(str(self)))
+
+
+def _dump_url(value: str, info: SerializationInfo) -> str:
+    # like a SecretStr: the Python dump keeps the value (a MaskedUrl), JSON writes it masked
+    return mask_url_password(str(value)) if info.mode_is_json() else MaskedUrl(value)
+
+
+MaskedUrlStr: TypeAlias = Annotated[
+    str, AfterValidator(MaskedUrl), PlainSerializer(_dump_url, return_type=str)
+]
+"""A pydantic field type for a URL that may embed a password (``${VAR}`` in YAML).
+
+The field holds a ``MaskedUrl``: ``repr(model)`` and ``model_dump()`` show ``***`` for the
+password and a client reading the field gets the URL; ``model_dump_json()`` and
+``model_dump(mode="json")`` write it masked, as they write a ``SecretStr``. A validator that
+returns a new string (a normalized URL) wraps it in ``MaskedUrl`` itself.
+"""

@@ -59,6 +59,10 @@ and nothing else."""
 _DOCUMENT_SLOT = "{{WHOLE_DOCUMENT}}"
 _CHUNK_SLOT = "{{CHUNK_CONTENT}}"
 _ELLIPSIS = "[…]"
+_CONTEXT_TOKENS = 100
+"""Default ``max_context_tokens``: part of a cache key and fingerprint only when changed."""
+_DOCUMENT_TOKENS = 8000
+"""Default ``max_document_tokens``."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,22 @@ def _reason(answer: str | BaseException) -> str:
     return f"{type(answer).__name__}: {first_line}" if first_line else type(answer).__name__
 
 
+def _usable(answer: str | BaseException) -> str | BaseException:
+    r"""The context an answer holds (stripped), or why it holds none.
+
+    A lone surrogate (``"\ud800"`` in the answer's JSON, valid there) is no text a cache or a
+    store can keep: the answer counts as failed, as an error does, and nothing of it is kept.
+    """
+    if isinstance(answer, BaseException):
+        return answer
+    text = answer.strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error
+    return text
+
+
 def _text_of(result: object) -> str:
     if isinstance(result, BaseMessage):
         return result.text
@@ -164,9 +184,10 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     Calls run concurrently (at most ``concurrency`` at once). A call that fails, times out or
     returns nothing leaves its chunk unchanged, logs a WARNING and is counted in
     ``EnrichmentStats``; it never aborts the batch. Contexts are cached in ``cache`` by
-    (model id, prompt, document hash, chunk hash), so re-running over unchanged documents makes
-    no LLM call; pass a persistent ``ByteStore`` (``LocalFileStore``, ``RedisStore``) to keep
-    them across processes.
+    (model id, prompt, ``max_document_tokens``, ``max_context_tokens``, document hash, chunk
+    hash), so re-running over unchanged documents makes no LLM call and changing what the
+    model is asked makes new contexts; pass a persistent ``ByteStore`` (``LocalFileStore``,
+    ``RedisStore``) to keep them across processes.
 
     Where the whole document comes from:
         ``enrich(document, chunks)`` / ``aenrich``: the loaded document (the ingestion
@@ -200,9 +221,9 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     """The model that writes the contexts."""
     concurrency: int = Field(default=10, gt=0)
     """Maximum simultaneous LLM calls."""
-    max_context_tokens: int = Field(default=100, gt=0)
+    max_context_tokens: int = Field(default=_CONTEXT_TOKENS, gt=0)
     """Contexts longer than this (in ``cl100k_base`` tokens) are cut."""
-    max_document_tokens: int = Field(default=8000, gt=0)
+    max_document_tokens: int = Field(default=_DOCUMENT_TOKENS, gt=0)
     """Documents longer than this are replaced by a window of this size around the chunk."""
     prompt: str = DEFAULT_PROMPT
     """Prompt with ``{{WHOLE_DOCUMENT}}`` and ``{{CHUNK_CONTENT}}`` placeholders."""
@@ -361,6 +382,8 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     def _jobs(self, pairs: Iterable[tuple[str, list[tuple[int, Document]]]]) -> list[_Job]:
         model = self.context_model_id
         prompt_hash = _sha256(self.prompt)
+        # the default cap adds nothing: keys written before it was part of them stay valid
+        cap = [] if self.max_context_tokens == _CONTEXT_TOKENS else [self.max_context_tokens]
         jobs: list[_Job] = []
         for document_text, chunks in pairs:
             doc_hash = _sha256(document_text)
@@ -372,7 +395,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                     _CHUNK_SLOT, original
                 )
                 key_parts = [model, prompt_hash, self.max_document_tokens, doc_hash]
-                key = _sha256(json.dumps([*key_parts, _sha256(original)]))
+                key = _sha256(json.dumps([*key_parts, _sha256(original), *cap]))
                 jobs.append(_Job(position, chunk, original, prompt, f"{CONTEXT_CACHE_PREFIX}{key}"))
         return jobs
 
@@ -380,13 +403,32 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     def context_model_id(self) -> str:
         """``model_id``, else ``<llm type>:<model name>``.
 
-        Part of the cache key and of the ingestion fingerprint: another model, new contexts.
+        Part of the cache key and of ``context_settings_id``: another model, new contexts.
         """
         if self.model_id:
             return self.model_id
         llm_type = getattr(self.llm, "_llm_type", type(self.llm).__name__)
         name = getattr(self.llm, "model_name", None) or getattr(self.llm, "model", None)
         return f"{llm_type}:{name or ''}"
+
+    @property
+    def context_settings_id(self) -> str:
+        """What the model is asked: ``context_model_id``, and the settings that change the ask.
+
+        ``IngestionPipeline`` puts it in its fingerprint, so a file is enriched again (new
+        contexts, where the cache has none for these settings) when the model, the
+        ``prompt``, ``max_context_tokens`` or ``max_document_tokens`` changes. A setting at
+        its default adds nothing: a store ingested before these were part of it, with the
+        defaults, is not redone.
+        """
+        parts = [self.context_model_id]
+        if self.prompt != DEFAULT_PROMPT:
+            parts.append(f"prompt={_sha256(self.prompt)[:16]}")
+        if self.max_context_tokens != _CONTEXT_TOKENS:
+            parts.append(f"max_context_tokens={self.max_context_tokens}")
+        if self.max_document_tokens != _DOCUMENT_TOKENS:
+            parts.append(f"max_document_tokens={self.max_document_tokens}")
+        return "|".join(parts)
 
     def _window(self, document: str, doc_tokens: int, chunk: str) -> str:
         """The document, or a window of at most ``max_document_tokens`` around the chunk."""
@@ -421,8 +463,8 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                 hits += 1
                 context = hit.decode("utf-8")
             else:
-                answer = next(answers)
-                if isinstance(answer, BaseException) or not answer.strip():
+                answer = _usable(next(answers))
+                if isinstance(answer, BaseException) or not answer:
                     failed += 1
                     timed_out += isinstance(answer, asyncio.TimeoutError | TimeoutError)
                     logger.warning(
@@ -433,7 +475,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                     )
                     out.append((job.position, job.chunk))
                     continue
-                context = self._truncate(answer.strip())
+                context = self._truncate(answer)
                 new_entries.append((job.key, context.encode("utf-8")))
             metadata = {**job.chunk.metadata, CONTEXT: context, ORIGINAL_CONTENT: job.original}
             update = {"page_content": f"{context}\n\n{job.original}", "metadata": metadata}

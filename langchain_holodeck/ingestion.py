@@ -79,9 +79,13 @@ def pipeline_fingerprint(
         code_revision = getattr(code_splitter, "revision", 0)
         if code_revision:
             parts.append(f"revision={code_revision}")
-    if enricher is not None:
-        model = getattr(enricher, "context_model_id", None) or type(enricher).__qualname__
-        parts.append(str(model))
+    if enricher is not None:  # what its model is asked (ContextualChunkEnricher), else its name
+        asked = (
+            getattr(enricher, "context_settings_id", None)
+            or getattr(enricher, "context_model_id", None)
+            or type(enricher).__qualname__
+        )
+        parts.append(str(asked))
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -132,6 +136,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         on_progress: Callable[[IngestProgress], None] | None = None,
         reindex: bool = False,
         unreadable: MutableMapping[str, list[float]] | None = None,
+        retry_contexts: bool = True,
     ) -> None:
         from langchain_holodeck.splitters.code import SourceCodeSplitter
         from langchain_holodeck.splitters.structured import default_text_splitter
@@ -158,6 +163,11 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         no text (empty, binary: its chunks are removed, as a deleted file's). A file still at
         that mtime and size is not read again (nor warned about again); the caller keeps the
         mapping between runs. Updated by each run."""
+        self.retry_contexts = retry_contexts
+        """Enrich again a file some of whose chunks were left without context (the context
+        model failed), though it did not change. ``False`` skips it as unchanged, so nothing
+        waits for the context model but a changed file: for a search that re-checks the
+        source (``holodeck-rag search``); the next run with ``True`` (an ingest) retries."""
         self.walked: tuple[SourceFile, ...] = ()
         """The supported files the last run found in its source, in ``source_path`` order: its
         one walk, for a caller that needs the list too (``HierarchicalDocumentTool``'s legacy
@@ -403,6 +413,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
                 size_bytes=file.size_bytes,
                 pipeline=self.fingerprint,
                 embedding_model=self.embedding_model,
+                retry_contexts=self.retry_contexts,
             ):
                 unchanged[file.source_path] = record.chunk_count or 1
         return unchanged
@@ -439,7 +450,7 @@ def _enrich(
     source = source_path(chunks[0])
     gaps[source] = (
         f"{failed} of {len(chunks)} chunks were indexed without context (the context "
-        "model failed); the file is enriched again on the next run."
+        "model failed); the next ingest enriches the file again."
     )
     # chunk 0 is the file record the mtime fast path trusts: the mark makes it redo the file
     return [

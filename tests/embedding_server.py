@@ -19,6 +19,10 @@ Modes (``server.mode``, changeable while running):
 Glitches (any mode): a text holding ``nan_on`` gets a vector of NaN, one holding ``wide_on`` a
 vector 3 numbers wider than the others (what a faulty server may answer once).
 
+``echo_auth_in_errors=True`` makes an error body's message repeat the ``Authorization`` header
+received (``Incorrect API key provided: Bearer sk-...``), like a careless proxy, so tests can
+check that callers scrub secrets from error text.
+
 Load (any mode): ``latency`` seconds of sleep before each answer (a real API's round trip);
 ``throttle_every=n`` answers every n-th request with HTTP 429 and ``Retry-After:
 retry_after`` (OpenAI's rate-limit body), and ``throttled`` counts them; ``peak_in_flight``
@@ -69,6 +73,7 @@ class EmbeddingServer:
     fail_on: str | None = None
     fail_status: int = 500
     fail_times: int | None = None
+    echo_auth_in_errors: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     latency: float = 0.0
     throttle_every: int = 0
@@ -197,6 +202,9 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
                 status, answer = 404, {"error": {"message": f"no route {self.path}"}}
             else:
                 status, answer, headers = server.answer(body)
+            if status >= 400 and server.echo_auth_in_errors:
+                received = self.headers.get("Authorization")
+                answer["error"]["message"] = f"Incorrect API key provided: {received}"
             payload = json.dumps(answer).encode()
             self.send_response(status)
             for name, value in headers.items():

@@ -4,8 +4,10 @@ It speaks ``POST /v1/chat/completions`` (non-streaming): when the last message i
 and the request offers tools, it answers with one ``tool_calls`` entry calling the first tool
 with ``{"query": <the user's text>}`` (a user text starting with ``BAD-JSON`` gets arguments
 that are not JSON, as a model may write, and one starting with ``LIST-ARGS`` gets JSON that
-is not an object, ``[1, 2]``); when the last message is a tool result, it answers
-with text that quotes the first ``Source:`` line of that result. Every request body is recorded.
+is not an object, ``[1, 2]``); when the last message is a tool result, it answers with text
+that quotes the first ``Source:`` line of that result. A last message holding
+``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
+no text), as a broken model server may send. Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class ChatServer:
     in_flight: int = 0
     max_in_flight: int = 0
     """The most requests the server was answering at once."""
+    error_status: int = 0
+    """Non-zero: every request is answered this HTTP status with an OpenAI error body (400:
+    the client does not retry). Changeable while running."""
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
@@ -58,6 +63,9 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
             ],
         }
         finish = "tool_calls"
+    elif "LONE-SURROGATE" in str(last.get("content", "")):
+        message = {"role": "assistant", "content": "a context \ud800 cut mid-character"}
+        finish = "stop"
     else:
         found = _SOURCE.search(str(last.get("content", "")))
         where = found.group(1) if found else "nowhere"
@@ -109,8 +117,14 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            data = json.dumps(reply(body)).encode()
-            self.send_response(200)
+            status = state.error_status or 200
+            answer = (
+                {"error": {"message": "the model is unavailable", "type": "server_error"}}
+                if state.error_status
+                else reply(body)
+            )
+            data = json.dumps(answer).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

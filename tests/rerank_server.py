@@ -14,6 +14,10 @@ Modes (``server.mode``, changeable while running):
     ``malformed_json``  HTTP 200 with a body that is not JSON.
     ``bad_index``       HTTP 200, valid JSON, but an index outside the documents.
     ``missing_fields``  HTTP 200, valid JSON, results without ``relevance_score``.
+    ``fewer``           HTTP 200, only the best result whatever ``top_n`` (a gateway applying
+                        its own relevance threshold).
+    ``error_200``       HTTP 200 with an error body and no results
+                        (``{"error": {"message": "model overloaded"}}``).
     ``slow``            wait ``delay`` seconds, then answer normally.
 
 ``only="v1"`` or ``only="v2"`` answers ``missing_status`` (404 by default) on the other path.
@@ -35,7 +39,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Mode = Literal["ok", "error_500", "malformed_json", "bad_index", "missing_fields", "slow"]
+Mode = Literal[
+    "ok", "error_500", "malformed_json", "bad_index", "missing_fields", "fewer", "error_200", "slow"
+]
 _WORD = re.compile(r"\w+")
 
 
@@ -163,6 +169,8 @@ class RerankServer:
             return 500, json.dumps({"message": "internal server error"})
         if mode == "malformed_json":
             return 200, b'{"results": [{"index": 0, "relevance_score": '
+        if mode == "error_200":
+            return 200, json.dumps({"error": {"message": "model overloaded", "code": 503}})
         if mode == "slow":
             self._stop.wait(self.delay)
 
@@ -179,6 +187,8 @@ class RerankServer:
             results[0]["index"] = len(documents) + 7
         if mode == "missing_fields":
             results = [{"index": r["index"]} for r in results]
+        if mode == "fewer":
+            results = results[:1]
         if version == "v1" and body.get("return_documents"):
             for r in results:
                 r["document"] = {"text": documents[r["index"]]}

@@ -235,6 +235,10 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     nothing found already stored) or a forced one, which are news. Only this thread's summary
     is held (the loader walks in the thread that syncs): two tools may be built at once, and
     the other's summary is its own news.
+
+    An unchanged file some of whose chunks the ingest left without context (the context model
+    failed) is left as it is (``retry_contexts=False``): only a changed file waits for the
+    context model, and ``holodeck-rag ingest`` retries the missing contexts.
     """
     from langchain_holodeck.loaders import SKIP_SUMMARY
 
@@ -254,8 +258,8 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     loaders = logging.getLogger("langchain_holodeck.loaders")
     loaders.addFilter(hold)
     news = True  # a failure keeps the warning: it may say why
-    try:
-        result = sync_source(tool, store, force_ingest=force_ingest)
+    try:  # a context left out by a failing context model is ingest's to retry, not a search's
+        result = sync_source(tool, store, force_ingest=force_ingest, retry_contexts=False)
         first = result.added > 0 and not (result.skipped or result.updated)
         news = force_ingest or first
     finally:
@@ -275,6 +279,7 @@ def sync_source(
     *,
     force_ingest: bool = False,
     on_progress: Callable[[IngestProgress], None] | None = None,
+    retry_contexts: bool = True,
 ) -> SyncResult:
     """``tool.initialize_sync()``; a source whose files all went since its ingest is empty.
 
@@ -289,7 +294,9 @@ def sync_source(
             manifest does not record this tool ingesting it.
     """
     try:
-        return tool.initialize_sync(force_ingest=force_ingest, on_progress=on_progress)
+        return tool.initialize_sync(
+            force_ingest=force_ingest, on_progress=on_progress, retry_contexts=retry_contexts
+        )
     except NoSupportedFilesError:
         if not ingested_before(store, tool):
             raise

@@ -41,6 +41,7 @@ from langchain_holodeck._embedding_settings import (
     long_text_without_windows,
     openai_model,
 )
+from langchain_holodeck._redact import scrub
 from langchain_holodeck._version import __version__
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
@@ -776,12 +777,17 @@ def _one_line(error: BaseException) -> str:
     """The error message on one line: its lines joined, each ending in punctuation."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     head = [line if line.endswith((".", ";", ":")) else f"{line};" for line in lines[:-1]]
-    return " ".join([*head, *lines[-1:]]) or type(error).__name__
+    return scrub(" ".join([*head, *lines[-1:]])) or type(error).__name__
 
 
 # -- logging --------------------------------------------------------------------------------
 class _LineFormatter(logging.Formatter):
-    """``warning: message`` (or, verbose, ``DEBUG logger: message``), always one line."""
+    """``warning: message`` (or, verbose, ``DEBUG logger: message``), always one line.
+
+    Verbose, a record's traceback follows its line. Every line is scrubbed (URL passwords,
+    bearer tokens): a traceback prints the original exception, whose text may repeat a key
+    the server echoed, which the library's own messages had masked.
+    """
 
     def __init__(self, *, verbose: bool) -> None:
         super().__init__()
@@ -793,10 +799,10 @@ class _LineFormatter(logging.Formatter):
             text = f"{record.levelname} {record.name}: {message}"
             if record.exc_info:
                 text += "\n" + self.formatException(record.exc_info)
-            return text
+            return scrub(text)
         if message.startswith("note: "):
-            return message
-        return f"{record.levelname.lower()}: {message}"
+            return scrub(message)
+        return scrub(f"{record.levelname.lower()}: {message}")
 
 
 def _not_a_client_attempt(record: logging.LogRecord) -> bool:

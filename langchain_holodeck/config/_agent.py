@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
+from langchain_holodeck._redact import MaskedUrlStr
 from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     Integer,
@@ -29,7 +30,9 @@ class ChatModelConfig(BaseModel):
     """Sampling temperature."""
     api_key: SecretStr | None = None
     """API key from the environment (``${OPENAI_API_KEY}``); unset: the provider's default."""
-    base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    base_url: MaskedUrlStr | None = Field(
+        default=None, json_schema_extra={"rule": "http:// or https://"}
+    )
     """Base URL of an OpenAI-compatible server, for self-hosted models."""
     max_tool_calls: Integer = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""

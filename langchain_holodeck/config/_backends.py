@@ -35,7 +35,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
-from langchain_holodeck._redact import mask_connection_string, userinfo_problem
+from langchain_holodeck._redact import MaskedUrlStr, mask_connection_string, userinfo_problem
 from langchain_holodeck.config._sections import MODEL_CONFIG, Integer, Number, check_http_url
 
 _C = TypeVar("_C", bound=type[BaseModel])
@@ -317,7 +317,9 @@ class QdrantDatabaseConfig(DatabaseConfig):
     process share it); a path resolves like a tool's ``source``: ``~`` is the home directory,
     a relative path is under the agent.yaml's directory (the project's for
     ``.holodeck/config.yaml``)."""
-    url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    url: MaskedUrlStr | None = Field(
+        default=None, json_schema_extra={"rule": "http:// or https://"}
+    )
     """URL of a Qdrant server, e.g. ``http://localhost:6333``."""
     api_key: SecretStr | None = None
     """Qdrant API key, from the environment (``${QDRANT_API_KEY}``); only with ``url``."""
@@ -467,7 +469,7 @@ class OpenSearchKeywordIndexConfig(KeywordIndexConfig):
 
     provider: Literal["opensearch"]
     """Selects OpenSearch."""
-    endpoint: str = Field(json_schema_extra={"rule": "http(s) URL"})
+    endpoint: MaskedUrlStr = Field(json_schema_extra={"rule": "http(s) URL"})
     """OpenSearch URL, e.g. ``https://localhost:9200``."""
     index_name: str = Field(default="holodeck_keywords", pattern=r"^[a-z0-9_.-]+$")
     """OpenSearch index name (lowercase); corpora sharing it stay apart by namespace."""

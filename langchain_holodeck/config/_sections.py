@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from langchain_holodeck._defaults import DEFAULT_WEIGHTS
+from langchain_holodeck._redact import MaskedUrlStr
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Shared by every configuration model: unknown keys are errors, instances are immutable."""
@@ -71,7 +72,9 @@ class CohereRerankerConfig(BaseModel):
     """Cohere API key, from the environment (``${COHERE_API_KEY}``)."""
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Cohere rerank model; any name is accepted, for future models."""
-    base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    base_url: MaskedUrlStr | None = Field(
+        default=None, json_schema_extra={"rule": "http:// or https://"}
+    )
     """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
     environment (as Cohere's own client reads it), else Cohere's API."""
     timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
@@ -88,7 +91,7 @@ class VLLMRerankerConfig(BaseModel):
 
     provider: Literal["vllm"]
     """Selects this reranker."""
-    url: str = Field(json_schema_extra={"rule": "http:// or https://"})
+    url: MaskedUrlStr = Field(json_schema_extra={"rule": "http:// or https://"})
     """Base URL of the server, e.g. ``http://localhost:8000``."""
     model: str = Field(min_length=1)
     """Model name the server serves, e.g. ``BAAI/bge-reranker-v2-m3``."""
@@ -117,7 +120,9 @@ class ContextModelConfig(BaseModel):
     """Sampling temperature."""
     api_key: SecretStr | None = None
     """API key from the environment (``${ANTHROPIC_API_KEY}``); unset: the provider's default."""
-    base_url: str | None = Field(default=None, json_schema_extra={"rule": "http:// or https://"})
+    base_url: MaskedUrlStr | None = Field(
+        default=None, json_schema_extra={"rule": "http:// or https://"}
+    )
     """Base URL of an OpenAI-compatible server, for self-hosted models."""
 
     _base_url_is_http = field_validator("base_url")(check_http_url)

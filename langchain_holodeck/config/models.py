@@ -266,14 +266,15 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     contextual_embeddings: bool = False
     """Prefix each chunk with LLM-written context before embedding and keyword indexing.
 
-    Contexts are cached beside the corpus's embeddings (kept across runs and forced ingests;
-    another context model or prompt writes new ones)."""
+    Contexts are cached beside the corpus's embeddings (kept across runs and forced ingests);
+    another context model or ``context_max_tokens`` makes the next ingest write new ones."""
     context_model: ContextModelConfig | None = Field(
         default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
     )
     """The chat model writing the contexts."""
     context_max_tokens: Integer = Field(default=100, gt=0)
-    """Longest context the model may write per chunk."""
+    """Longest context the model may write per chunk; a change makes the next ingest write
+    every context again (one LLM call per chunk)."""
     context_concurrency: Integer = Field(default=10, gt=0)
     """Context requests in flight at once."""
     context_timeout: Number | None = Field(

@@ -229,8 +229,13 @@ class _RerankCompressor(BaseDocumentCompressor):
     def _reranked(
         self, documents: Sequence[Document], ranking: list[tuple[int, float]], limit: int
     ) -> list[Document]:
+        """The ranked documents, best first, then the others up to ``limit``.
+
+        A backend ranking fewer than ``limit`` (a gateway's own threshold) is filled from the
+        retrieval order (with ``rerank_input_rank``, without ``relevance_score``).
+        """
         self._breaker.record_success()
-        return [
+        out = [
             documents[i].model_copy(
                 update={
                     "metadata": {
@@ -242,6 +247,24 @@ class _RerankCompressor(BaseDocumentCompressor):
             )
             for i, score in ranking[:limit]
         ]
+        if len(out) < limit:  # a server that ranks only some (its own threshold): fill
+            logger.info(
+                "%s reranker ranked %d of the %d documents asked for; the other %d follow in "
+                "the retrieval order",
+                self._provider,
+                len(out),
+                limit,
+                limit - len(out),
+            )
+            ranked = {i for i, _ in ranking}
+            rest = (i for i in range(len(documents)) if i not in ranked)
+            out.extend(
+                documents[i].model_copy(
+                    update={"metadata": {**documents[i].metadata, "rerank_input_rank": i + 1}}
+                )
+                for _, i in zip(range(limit - len(out)), rest, strict=False)
+            )
+        return out
 
     def _original_order(self, documents: Sequence[Document], limit: int) -> list[Document]:
         return [d.model_copy(update={"metadata": dict(d.metadata)}) for d in documents[:limit]]

@@ -9,6 +9,9 @@ shares one private base that:
   ``relevance_score`` and ``rerank_input_rank`` (the 1-based rank before reranking);
 * on any failure — HTTP error, timeout, refused connection, malformed answer — logs ONE warning
   (provider and cause, secrets scrubbed) and returns the input order cut to ``top_n``;
+* when the server ranks fewer documents than asked (a gateway applying its own threshold),
+  returns its ranked ones first, then the others in the input order (no ``relevance_score``),
+  so asking for ``k`` still gets ``min(k, candidates)``;
 * opens a short circuit-breaker after ``failure_threshold`` consecutive failures, so a dead
   server costs nothing for ``cooldown`` seconds; then one trial call is let through.
 
@@ -38,6 +41,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from langchain_holodeck._defaults import MAX_K, check_call_k
+from langchain_holodeck._redact import MaskedUrl, MaskedUrlStr
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
 
 if TYPE_CHECKING:
@@ -67,10 +71,26 @@ def _other(version: ApiVersion) -> ApiVersion:
     return "v1" if version == "v2" else "v2"
 
 
+def _server_message(response: object) -> str | None:
+    """The message of an answer carrying an error instead of results, else None.
+
+    ``{"error": {"message": ...}}`` (OpenAI-style gateways), ``{"error": "..."}``,
+    ``{"message": ...}`` (Cohere's error body) or ``{"detail": ...}`` (FastAPI's).
+    """
+    said = getattr(response, "error", None)
+    if isinstance(said, dict):
+        said = said.get("message") or said
+    for name in ("message", "detail"):
+        said = said or getattr(response, name, None)
+    return str(said) if said else None
+
+
 def _result_pairs(response: object) -> list[tuple[object, object]]:
     results = getattr(response, "results", None)
     if not isinstance(results, list):
+        said = _server_message(response)
         msg = f"the answer has no results list (got {type(results).__name__})"
+        msg += f"; the server said: {said!r}" if said else ""
         raise _MalformedRankingError(msg)
     return [(getattr(r, "index", None), getattr(r, "relevance_score", None)) for r in results]
 
@@ -224,7 +244,7 @@ class CohereReranker(_CohereAPIReranker):
 
     api_key: SecretStr
     """Cohere API key."""
-    base_url: str | None = None
+    base_url: MaskedUrlStr | None = None
     """Override Cohere's API root (a proxy or a Cohere-compatible server); ``None``: the
     ``CO_API_URL`` environment variable when set (read when the client is built), else
     Cohere's API."""
@@ -273,8 +293,8 @@ class VLLMReranker(_CohereAPIReranker):
         ```
     """
 
-    url: str
-    """Root URL of the server."""
+    url: MaskedUrlStr
+    """Root URL of the server (its password, if any, is ``***`` in ``repr``)."""
     model: str = Field(min_length=1)
     """Served model name."""
     api_key: SecretStr | None = None
@@ -291,7 +311,7 @@ class VLLMReranker(_CohereAPIReranker):
         url = url.rstrip("/")
         for suffix in ("/v1", "/v2"):
             url = url.removesuffix(suffix)
-        return url
+        return MaskedUrl(url)
 
     def _base_url(self) -> str:
         return self.url

@@ -239,6 +239,7 @@ class _DocumentTool(Generic[ConfigT]):
         force_ingest: bool = False,  # noqa: FBT001, FBT002  # the contract: initialize(True)
         *,
         on_progress: Callable[[IngestProgress], None] | None = None,
+        retry_contexts: bool = True,
     ) -> SyncResult:
         """Ingest the source into the store (idempotent) and get ready to search.
 
@@ -246,6 +247,9 @@ class _DocumentTool(Generic[ConfigT]):
             force_ingest: Re-embed and rewrite every chunk, even unchanged ones.
             on_progress: Called with an ``IngestProgress`` per step (files, chunks,
                 embeddings), e.g. to drive progress bars.
+            retry_contexts: Enrich again an unchanged file some of whose chunks were left
+                without context (the context model failed). ``False`` for a search that
+                re-checks the source: only changed files wait for the context model.
 
         Returns:
             The ``SyncResult`` of the ingestion.
@@ -262,7 +266,10 @@ class _DocumentTool(Generic[ConfigT]):
                 mid-run (what was written is kept; a re-run finishes the job).
         """
         return await asyncio.to_thread(
-            self.initialize_sync, force_ingest=force_ingest, on_progress=on_progress
+            self.initialize_sync,
+            force_ingest=force_ingest,
+            on_progress=on_progress,
+            retry_contexts=retry_contexts,
         )
 
     def initialize_sync(
@@ -270,16 +277,20 @@ class _DocumentTool(Generic[ConfigT]):
         force_ingest: bool = False,  # noqa: FBT001, FBT002  # twin of initialize(True)
         *,
         on_progress: Callable[[IngestProgress], None] | None = None,
+        retry_contexts: bool = True,
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
         with self._service_outage():
-            return self._ingest(force_ingest, on_progress=on_progress)
+            return self._ingest(
+                force_ingest, on_progress=on_progress, retry_contexts=retry_contexts
+            )
 
     def _ingest(
         self,
         force_ingest: bool,  # noqa: FBT001  # initialize_sync's flag
         *,
         on_progress: Callable[[IngestProgress], None] | None,
+        retry_contexts: bool,
     ) -> SyncResult:
         store = self._open_store()
         self._warn_about_rerank_top_n()
@@ -302,6 +313,7 @@ class _DocumentTool(Generic[ConfigT]):
             on_progress=on_progress,
             reindex=reindex,
             unreadable=self._unreadable_files(),
+            retry_contexts=retry_contexts,
         )
         started = time.time()
         result = pipeline.invoke(loader, force_ingest=force_ingest)

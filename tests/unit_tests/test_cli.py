@@ -172,6 +172,70 @@ def test_a_rerun_whose_embeddings_server_is_down_embeds_nothing_and_succeeds(
     assert "0 added, 1 updated, 0 skipped, 0 failed" in out
 
 
+def test_verbose_traceback_masks_a_key_the_embeddings_server_echoes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # -v logs the traceback of the error the CLI stops on; it printed the original exception,
+    # whose text repeated the key (the WARNING and the error: line were masked already).
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-SUPERSECRETKEY123")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    with EmbeddingServer(echo_auth_in_errors=True) as server:
+        server.mode, server.fail_on, server.fail_status = "fail_on", "", 401  # every request
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        model = ["--embedding-model", "text-embedding-3-small"]
+        code, _, err = run(capsys, "-v", "ingest", str(docs), *model)
+    assert code == 1
+    assert "Traceback (most recent call last)" in err
+    assert "openai.AuthenticationError: Error code: 401" in err  # the original exception
+    assert "Incorrect API key provided: Bearer ***" in err
+    assert "SUPERSECRETKEY" not in err
+
+
+def test_search_leaves_the_contexts_a_failing_context_model_left_out_to_ingest(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A file some of whose chunks were indexed without context was re-enriched by every
+    # search, test and chat: each called the context model again and waited for it (its
+    # timeout, when it hangs), and a retry that worked printed "note: docs changed since the
+    # last ingest" though no file had changed. Retrying is ingest's job.
+    from tests.embedding_server import EmbeddingServer
+    from tests.openai_server import chat_server
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    with EmbeddingServer() as embeddings, chat_server() as model:
+        monkeypatch.setenv("OPENAI_BASE_URL", embeddings.url)
+        agent = write(
+            tmp_path / "agent.yaml",
+            "tools:\n  - type: hierarchical_document\n    name: kb\n    source: docs\n"
+            "    embedding_model: text-embedding-3-small\n"
+            "    contextual_embeddings: true\n    context_model: {provider: openai, name: m, "
+            f'base_url: "{model.base_url}"}}\n',
+        )
+        model.error_status = 400  # the context model fails (not retried by the client)
+        code, _, err = run(capsys, "ingest", "--config", str(agent))
+        assert code == 0
+        assert "1 of 1 chunks were indexed without context" in err
+        asked = len(model.requests)
+        model.error_status = 0  # back: a search does not retry, nor wait for it
+        code, out, err = run(capsys, "search", "--config", str(agent), "deck")
+        assert (code, err) == (0, "")
+        assert "deck.md" in out
+        assert len(model.requests) == asked
+        code, out, err = run(capsys, "ingest", "--config", str(agent))
+    assert code == 0
+    assert "0 added, 1 updated, 0 skipped, 0 failed" in out
+    assert len(model.requests) == asked + 1  # ingest retried the missing context
+
+
 def test_ingest_of_a_missing_source_is_one_error_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -1039,7 +1103,11 @@ def test_initialize_known_holds_only_its_own_threads_skip_summary(
 
     class Rechecked:  # a re-check of a stored corpus: nothing added, all skipped
         def initialize_sync(
-            self, *, force_ingest: bool = False, on_progress: object = None
+            self,
+            *,
+            force_ingest: bool = False,
+            on_progress: object = None,
+            retry_contexts: bool = True,
         ) -> SyncResult:
             other = threading.Thread(target=summary, args=("other tool's first ingest",))
             other.start()

@@ -372,3 +372,95 @@ def test_files_are_enriched_side_by_side_within_the_concurrency(tmp_path: Path) 
     assert server.max_in_flight == 4
     stored = list(scan_documents(store, namespace="kb"))
     assert all(d.metadata.get("context") for d in stored)
+
+
+def test_an_answer_with_a_lone_surrogate_leaves_its_chunk_without_context(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An OpenAI-compatible server answering ``"ctx \\ud800"`` (valid JSON, no text): encoding
+    it for the cache raised UnicodeEncodeError outside the per-chunk handling, and the whole
+    ingest died with a traceback. Now that chunk is indexed without context, with the WARNING
+    other bad answers get, the other files are enriched, and nothing of it is cached."""
+    from langchain_openai import ChatOpenAI
+
+    from langchain_holodeck import IngestionPipeline
+    from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+    from tests.helpers import HashingEmbeddings
+    from tests.openai_server import chat_server
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bad.md").write_text("# Bad\n\nLONE-SURROGATE in this note.\n")
+    for n in range(2):
+        (docs / f"good{n}.md").write_text(f"# Note {n}\n\nThe arch opens on deck {n}.\n")
+    cache = InMemoryByteStore()
+    store = MatrixVectorStore(HashingEmbeddings())
+    with chat_server() as server, caplog.at_level(logging.WARNING):
+        llm = ChatOpenAI(model="m", api_key="sk-test", base_url=server.base_url)
+        enricher = ContextualChunkEnricher(llm, cache=cache)
+        pipeline = IngestionPipeline(store, namespace="kb", base_dir=tmp_path, enricher=enricher)
+        result = pipeline.invoke("docs")
+    assert result.added == 3
+    contexts = {d.metadata["source_path"]: d.metadata.get("context") for d in
+                scan_documents(store, namespace="kb")}  # fmt: skip
+    assert contexts["docs/bad.md"] is None
+    assert contexts["docs/good0.md"]
+    assert contexts["docs/good1.md"]
+    warned = [r.message for r in caplog.records if "No context for chunk" in r.message]
+    assert len(warned) == 1
+    assert "bad.md" in warned[0]
+    assert len(list(cache.yield_keys())) == 2  # the good files' contexts only
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [{"max_context_tokens": 3}, {"prompt": "Situate it for search.\n" + DEFAULT_PROMPT}],
+    ids=["max_context_tokens", "prompt"],
+)
+def test_changing_what_the_model_is_asked_makes_new_contexts(
+    tmp_path: Path, changed: dict[str, Any]
+) -> None:
+    """A new prompt over an unchanged folder made 0 calls (the pipeline's fingerprint held only
+    the model id, so the files were skipped), and max_context_tokens was in neither the
+    fingerprint nor the cache key: contexts cut at 5 tokens stayed cut at 100. Now each
+    change makes new contexts, and the same settings again make no call."""
+    from langchain_holodeck import IngestionPipeline
+    from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+    from tests.helpers import HashingEmbeddings
+
+    (tmp_path / "a.md").write_text("# A\n\nThe arch opens on deck four at dawn.\n")
+    store, cache = MatrixVectorStore(HashingEmbeddings()), InMemoryByteStore()
+
+    def ingest(**settings: Any) -> tuple[int, list[str]]:
+        llm = ScriptedChatModel(answer_suffix=f" asked with {sorted(settings)}")
+        enricher = ContextualChunkEnricher(llm, cache=cache, **settings)
+        IngestionPipeline(store, namespace="kb", enricher=enricher).invoke(str(tmp_path))
+        return llm.calls, [d.metadata["context"] for d in scan_documents(store, namespace="kb")]
+
+    calls, before = ingest()
+    assert calls == 1
+    calls, after = ingest(**changed)
+    assert calls == 1
+    assert after != before
+    assert ingest(**changed) == (0, after)  # the same settings again: no call, same contexts
+    assert ingest() == (0, before)  # back to the defaults: their contexts are still cached
+
+
+def test_default_settings_keep_the_cache_keys_and_fingerprint_of_earlier_versions(
+    llm: ScriptedChatModel, document: Document, chunks: list[Document]
+) -> None:
+    """The defaults add nothing to the cache key or the fingerprint: an upgrade does not pay
+    every LLM call again, nor re-read every file, for settings nobody changed."""
+    from types import SimpleNamespace
+
+    from langchain_holodeck.ingestion import pipeline_fingerprint
+
+    enricher = ContextualChunkEnricher(llm)
+    job = enricher._jobs([(document.page_content, [(0, chunks[0])])])[0]
+    assert job.key == (  # computed by the version before max_context_tokens was in the key
+        "holodeck-context-af5e501a7b87d342a5286ac8979009a931c0472e7d6a91ee5b51dc57b6ecf5e8"
+    )
+    splitter = StructuredMarkdownSplitter()
+    by_model_id = SimpleNamespace(context_model_id=enricher.context_model_id)  # as before
+    assert pipeline_fingerprint(splitter, enricher) == pipeline_fingerprint(splitter, by_model_id)
+    assert enricher.context_settings_id == "scripted:"

@@ -321,7 +321,7 @@ async def test_context_timeout_from_the_config_bounds_each_context_request(
     assert result.added == 1
     assert [e.split(": ", 1)[1] for e in result.errors] == [
         "1 of 1 chunks were indexed without context (the context model failed); "
-        "the file is enriched again on the next run."
+        "the next ingest enriches the file again."
     ]
     hits = await tool.as_retriever().ainvoke("arch deck")
     assert "context" not in hits[0].metadata

@@ -1,4 +1,5 @@
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,55 @@ def test_query_masking_is_linear_in_the_text() -> None:
     assert mask_url_password(f"redis://h/?{'x' * 500_000}password=s") == (
         f"redis://h/?{'x' * 500_000}password=***"
     )
+
+
+def test_a_password_in_a_url_from_the_environment_is_masked_wherever_it_is_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``${VAR}`` URLs (reranker ``url:``, Cohere ``base_url:``, ``context_model.base_url:``)
+    were plain strings: repr(load_agent_config(...)), model_dump(), model_dump_json() and
+    repr(tool.as_retriever()) showed their passwords. They show ``***`` now, and the
+    clients still get the URL."""
+    import json
+
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_holodeck.config import load_agent_config
+    from langchain_holodeck.rerankers import RerankRetriever, create_reranker
+
+    urls = {
+        "RR_URL": "http://user:rrPASSWORD@127.0.0.1:9",
+        "CO_URL": "https://u:coPASSWORD@127.0.0.1:9",
+        "CTX_URL": "http://u:ctxPASSWORD@127.0.0.1:9/v1",
+    }
+    for name, url in {**urls, "CO_KEY": "co-key", "CTX_KEY": "sk-ctx"}.items():
+        monkeypatch.setenv(name, url)
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools:\n"
+        "  - {type: hierarchical_document, name: a, source: docs, rerank: true,\n"
+        "     reranker: {provider: vllm, url: '${RR_URL}', model: bge},\n"
+        "     context_model: {provider: openai, name: m, base_url: '${CTX_URL}',"
+        " api_key: '${CTX_KEY}'}}\n"
+        "  - {type: vectorstore, name: b, source: docs, rerank: true,\n"
+        "     reranker: {provider: cohere, api_key: '${CO_KEY}', base_url: '${CO_URL}'}}\n"
+    )
+    config = load_agent_config(agent)
+    dumped = config.model_dump()
+    rerankers = [create_reranker(tool.reranker) for tool in config.tools]  # type: ignore[arg-type]
+    first_stage = InMemoryVectorStore(HashingEmbeddings()).as_retriever()
+    retrievers = [RerankRetriever(retriever=first_stage, reranker=r) for r in rerankers]
+    shown = [repr(config), str(dumped), config.model_dump_json()]
+    shown += [json.dumps(config.model_dump(mode="json")), *map(repr, retrievers)]
+    for text in shown:
+        assert "PASSWORD" not in text, text
+    assert "http://user:***@127.0.0.1:9" in repr(config)
+    assert "https://u:***@127.0.0.1:9" in repr(retrievers[1])
+    # what the clients read is the URL itself
+    assert config.tools[0].reranker.url == urls["RR_URL"]  # type: ignore[union-attr]
+    assert config.tools[0].context_model.base_url == urls["CTX_URL"]  # type: ignore[union-attr]
+    assert dumped["tools"][1]["reranker"]["base_url"] == urls["CO_URL"]
+    assert [str(rerankers[0].url), str(rerankers[1].base_url)] == [  # type: ignore[attr-defined]
+        urls["RR_URL"],
+        urls["CO_URL"],
+    ]

@@ -379,6 +379,49 @@ async def test_rerank_retriever_returns_k_past_top_n_and_fetch_k(
         assert "vllm reranker failed, keeping the retrieval order (8 documents)" in caplog.text
 
 
+async def test_a_server_ranking_fewer_than_asked_is_filled_from_the_retrieval_order() -> None:
+    """A rerank server answering 1 result for top_n=5 (a gateway's own threshold) shortened
+    the result to 1, silently; asking for k gets min(k, candidates): the ranked ones first,
+    then the rest in the retrieval order, without a relevance_score."""
+    from langchain_holodeck.retrievers import HybridRetriever
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+    from tests.rerank_server import RerankServer
+
+    store = MatrixVectorStore(HashingEmbeddings())
+    texts = ["reactor notes", "reactor core", "galley menu", "reactor core shielding"]
+    store.add_documents([Document(id=str(i), page_content=t) for i, t in enumerate(texts)])
+    first = HybridRetriever(vector_store=store, k=4)
+    candidates = [d.id for d in first.invoke("reactor core shielding")]
+    with RerankServer(mode="fewer") as server:
+        reranker = VLLMReranker(url=server.url, model="m")
+        retriever = RerankRetriever(retriever=first, reranker=reranker, k=3, fetch_k=4)
+        answers = [
+            retriever.invoke("reactor core shielding"),
+            await retriever.ainvoke("reactor core shielding"),
+        ]
+    assert [r.top_n for r in server.requests] == [3, 3]
+    for got in answers:
+        assert got[0].id == "3"  # the server's one result
+        assert got[0].metadata["relevance_score"] == 1.0
+        assert [d.id for d in got[1:]] == [i for i in candidates if i != "3"][:2]
+        assert all("relevance_score" not in d.metadata for d in got[1:])
+        assert [d.metadata["rerank_input_rank"] for d in got[1:]] == [
+            candidates.index(d.id) + 1 for d in got[1:]
+        ]
+
+
+def test_an_error_body_with_http_200_is_named_in_the_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from tests.rerank_server import RerankServer
+
+    docs = [Document(id=str(i), page_content=f"note {i}") for i in range(3)]
+    with RerankServer(mode="error_200") as server, caplog.at_level(logging.WARNING):
+        out = VLLMReranker(url=server.url, model="m").compress_documents(docs, "note")
+    assert [d.id for d in out] == ["0", "1", "2"]
+    assert "the server said: 'model overloaded'" in caplog.text
+
+
 @pytest.mark.parametrize("bad_k", [0, -1, "3", 2.5, True])
 async def test_rerank_retriever_names_a_bad_per_call_k_as_given(bad_k: object) -> None:
     reranker = LexicalReranker(top_n=None)
