@@ -21,7 +21,7 @@ sits above and asks by these types, never by a store's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload, runtime_checkable
 
@@ -173,6 +173,27 @@ def check_native_hybrid_args(*, k: int, fetch_k: int, weights: tuple[float, floa
         raise ValueError(msg)
     if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
         msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."
+        raise ValueError(msg)
+
+
+def check_native_filter(filter: Any, keys: Collection[str], store: str) -> None:
+    """Refuse a mapping ``filter`` with a key the store's native search does not apply.
+
+    A key the engine's statement cannot filter on was ignored: chunks it excludes came back,
+    and a retriever filtering the engine's rows afterwards returned fewer than asked.
+
+    Raises:
+        ValueError: Naming the keys, and the way that applies them (``fallback``).
+    """
+    if not isinstance(filter, Mapping):
+        return
+    other = [key for key in filter if key not in keys]
+    if other:
+        msg = (
+            f"{store}'s native hybrid search filters by {', '.join(sorted(keys))} only; "
+            f"filter key(s) {', '.join(map(repr, other))} would be ignored. Use "
+            "search_strategy='fallback' to filter by them."
+        )
         raise ValueError(msg)
 
 

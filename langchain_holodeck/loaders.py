@@ -364,6 +364,7 @@ class SourceLoader(BaseLoader):
             return Skipped.UNREADABLE if isinstance(e, OSError) else Skipped.FAILED
         if isinstance(text, Skipped):  # reported by _read
             return text
+        text = _without_lone_surrogates(text, file.source_path)
         if not text.strip():
             hint = _NO_TEXT_LAYER if file.file_type == "pdf" else ""
             logger.warning(
@@ -757,6 +758,27 @@ def _readable_name(name: str) -> str:
     except UnicodeEncodeError:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return name
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(text: str, source_path: str) -> str:
+    r"""``text`` with each lone surrogate spelt U+FFFD, and one WARNING when there was one.
+
+    Decoded bytes never hold one; JSON does (``"caf\udce9"``, an escape of half a pair, is
+    valid JSON), and no UTF-8 encoder takes it: the file's chunk hashes, and every file
+    after it, stopped with ``UnicodeEncodeError``.
+    """
+    found = len(_LONE_SURROGATE.findall(text))
+    if not found:
+        return text
+    logger.warning(
+        "%s: %d lone surrogate escape(s) (half of a UTF-16 pair, not text) replaced with U+FFFD.",
+        source_path,
+        found,
+    )
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _mostly_utf8(data: bytes) -> tuple[str, int] | None:

@@ -36,6 +36,7 @@ from langchain_holodeck.contracts import (
     DocumentFilters,
     RankedIds,
     answers_with_arrays,
+    check_native_filter,
     returns_new_documents,
 )
 from langchain_holodeck.exact import ExactMatchIndex
@@ -316,6 +317,12 @@ class HybridRetriever(BaseRetriever):
                 f"{type(self.vector_store).__name__}; use 'fallback'."
             )
             raise ValueError(msg)
+        keys = getattr(self.vector_store, "native_filter_keys", None)
+        if self.search_strategy == "native" and keys is not None:
+            # refused here, not at each query: the engine would ignore them
+            check_native_filter(
+                self.search_kwargs.get("filter"), keys, type(self.vector_store).__name__
+            )
         return self
 
     # -- the hooks: one core, two drivers -----------------------------------------------

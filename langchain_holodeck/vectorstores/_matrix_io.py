@@ -96,7 +96,16 @@ def _write_locked(
                     "store such values as strings, numbers, lists or mappings."
                 )
                 raise TypeError(msg) from error
-            f.write(line.encode("utf-8"))
+            try:
+                data = line.encode("utf-8")
+            except UnicodeEncodeError as error:  # a lone surrogate: no UTF-8 holds it
+                msg = (
+                    f"document {doc_id!r} holds text that is not Unicode ({error.reason}: "
+                    f"{error.object[error.start : error.end]!r}); replace it (with U+FFFD) "
+                    "before adding the document."
+                )
+                raise ValueError(msg) from error
+            f.write(data)
             f.write(b"\n")
             written += 1
 

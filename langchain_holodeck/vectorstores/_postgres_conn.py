@@ -23,7 +23,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from langchain_holodeck._redact import mask_url_password
-from langchain_holodeck.errors import HolodeckError
+from langchain_holodeck.errors import ConfigError, HolodeckError
 from langchain_holodeck.vectorstores import _postgres_sql as q
 
 logger = logging.getLogger(__name__)
@@ -156,8 +156,8 @@ class Connections:
         verb = "is" if len(down) == 1 else "are"
         msg = (
             f"shard {shown} {verb} unavailable: {_one_line(error)}. A sharded search needs "
-            "every shard; start that server (scripts/postgres.sh start PORT) or remove it "
-            "from database.shards."
+            "every shard, and a sharded table keeps the shards it was created over: start "
+            "that server (scripts/postgres.sh start PORT)."
         )
         raise ShardUnavailableError(msg) from error
 
@@ -226,6 +226,48 @@ def _reachable(url: str) -> bool:
 
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())[:300]
+
+
+def _server_address(url: str) -> str:
+    """``host:port/dbname`` of a PostgreSQL URL, as a ``postgres_fdw`` server records it."""
+    parts = urlsplit(url)
+    dbname = unquote(parts.path.lstrip("/")) or "postgres"
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}/{dbname}"
+
+
+def check_shard_list(connections: Connections, *, table: str, shards: Sequence[str]) -> None:
+    """Refuse ``shards`` when the coordinator's table was created over other servers.
+
+    The partitions of a sharded table are fixed when it is created: a server added to the
+    list got no rows and no error, and one removed or moved shifted the names errors give.
+
+    Raises:
+        ConfigError: Naming the servers the table was created over and those configured.
+    """
+    prefix = shard_server(table, 0).removesuffix("0")
+    rows = connections.run_primary(
+        lambda c: c.execute(
+            "SELECT srvname, srvoptions FROM pg_foreign_server WHERE starts_with(srvname, %s)",
+            (prefix,),
+        ).fetchall()
+    )
+    recorded: dict[int, str] = {}
+    for name, options in rows:
+        index = name.removeprefix(prefix)
+        if index.isdigit():
+            values = dict(str(o).split("=", 1) for o in options or () if "=" in str(o))
+            host, port = values.get("host", "localhost"), values.get("port", "5432")
+            recorded[int(index)] = f"{host}:{port}/{values.get('dbname', 'postgres')}"
+    created = [recorded[i] for i in sorted(recorded)]
+    configured = [_server_address(url) for url in shards]
+    if created and created != configured:
+        msg = (
+            f"database.shards lists {', '.join(configured)}, but the sharded table {table!r} "
+            f"was created over {', '.join(created)}; a table's shards are fixed when it is "
+            "created: list those servers, in that order, or set database.table_name to a new "
+            "name to shard over these."
+        )
+        raise ConfigError(msg)
 
 
 def create_sharded_schema(

@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 from langchain_holodeck._chunk import NAMESPACE, WINDOW_OF
 from langchain_holodeck._redact import check_userinfo
 from langchain_holodeck._scores import clip_unit
-from langchain_holodeck.contracts import NativeHit, check_native_hybrid_args
+from langchain_holodeck.contracts import NativeHit, check_native_filter, check_native_hybrid_args
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index.bm25 import Tokenizer
 from langchain_holodeck.vectorstores import _postgres_sql as q
@@ -34,6 +34,7 @@ from langchain_holodeck.vectorstores._columns import copy_metadata
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._postgres_conn import (
     Connections,
+    check_shard_list,
     create_sharded_schema,
     shard_server,
 )
@@ -81,6 +82,8 @@ class PostgresVectorStore(VectorStore):
     """
 
     native_fusions = ("rrf", "convex")
+    native_filter_keys = frozenset({NAMESPACE})
+    """The ``filter`` keys ``native_hybrid_search`` applies (its statement filters a column)."""
     """How ``native_hybrid_search`` can fuse (the retriever passes its ``fusion``)."""
 
     def __init__(
@@ -152,6 +155,8 @@ class PostgresVectorStore(VectorStore):
                 ).fetchone()
             )
             self._dim = int(row[0]) if row and row[0] and row[0] > 0 else None
+            if self._dim is not None and self.shards:
+                check_shard_list(self.connections, table=self.table_name, shards=self.shards)
         return self._dim
 
     def check_tables(self) -> None:
@@ -278,9 +283,21 @@ class PostgresVectorStore(VectorStore):
 
         Rows keep their text and metadata (sync reads them), but no search finds them until
         the re-ingest writes their new vectors; the HNSW index is rebuilt by the ALTER.
+
+        Raises:
+            ConfigError: When the table is sharded (``shards``): its width is fixed; the
+                message names the way out (another ``table_name``).
         """
         if self.vector_dimension is None:
             return
+        if self.shards:  # the coordinator's partitions are foreign tables: ALTER cannot recurse
+            msg = (
+                f"the sharded table {self.table_name!r} holds {self.vector_dimension}-"
+                f"dimensional vectors and cannot change width in place; for a "
+                f"{int(dimension)}-dimensional model set database.table_name to a new name "
+                "(or drop the table on the coordinator and on each shard) and ingest again."
+            )
+            raise ConfigError(msg)
         statement = sql.SQL(
             "ALTER TABLE {t} ALTER COLUMN embedding TYPE vector({d}) USING NULL"
         ).format(t=sql.Identifier(self.table_name), d=sql.Literal(int(dimension)))
@@ -802,8 +819,9 @@ class PostgresVectorStore(VectorStore):
         ``filter`` may hold ``namespace`` only (the column the statement filters on).
 
         Raises:
-            ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
-                non-negative numbers with at least one above 0.
+            ValueError: When ``k`` or ``fetch_k`` is not positive, ``weights`` are not two
+                non-negative numbers with at least one above 0, or ``filter`` holds another
+                key (it was ignored: chunks of other sources came back).
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
         if fusion not in self.native_fusions:
@@ -811,6 +829,7 @@ class PostgresVectorStore(VectorStore):
             raise ValueError(msg)
         if self.vector_dimension is None:
             return []
+        check_native_filter(filter, self.native_filter_keys, type(self).__name__)
         vector = list(embedding) if embedding is not None else self.embedding.embed_query(query)
         self._check_query_width(vector)
         namespace = (filter or {}).get(NAMESPACE) if isinstance(filter, Mapping) else None

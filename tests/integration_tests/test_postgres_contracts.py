@@ -4,6 +4,7 @@ strategies (native hybrid picked from the backend's capabilities, fallback on re
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,6 +132,27 @@ def test_dense_leg_finds_the_tail_and_keyword_leg_skips_windows(
     assert hits[0].page_content == LONG_CHUNK
     sparse = store.native_hybrid_search("replicator earl grey", k=5, weights=(0.0, 1.0))
     assert [h.document.id for h in sparse] == [long_id]
+
+
+def test_native_search_refuses_a_filter_key_it_would_ignore(store: PostgresVectorStore) -> None:
+    """Found 2026-12-07: ``filter={"namespace": "kb", "source": "f1.md"}`` returned chunks of
+    every source, and a native HybridRetriever, filtering the engine's rows afterwards, fewer
+    results than asked. Refused now, at construction and in the store's own call."""
+    sync_documents(chunk_documents(LONG_CHUNK, SHORT_CHUNK), store, namespace="kb")
+    wanted = "filter key(s) 'source' would be ignored. Use search_strategy='fallback'"
+    both = {"namespace": "kb", "source": "a.md"}
+    with pytest.raises(ValueError, match=re.escape(wanted)):
+        store.native_hybrid_search("replicator", k=2, filter=both)
+    with pytest.raises(ValueError, match=re.escape(wanted)):
+        HybridRetriever(
+            vector_store=store, k=2, search_strategy="native", search_kwargs={"filter": both}
+        )
+    fallback = HybridRetriever(
+        vector_store=store, keyword_index=None, k=2, search_kwargs={"filter": both}
+    )
+    assert len(fallback.invoke("replicator earl grey")) == 2  # applied there
+    namespaced = store.native_hybrid_search("replicator", k=2, filter={"namespace": "kb"})
+    assert len(namespaced) == 2
 
 
 async def test_vector_tool_refuses_then_rebuilds_for_a_new_dimension(

@@ -21,6 +21,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.vectorstores._postgres_conn import ShardUnavailableError
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
@@ -313,3 +314,24 @@ def test_a_shard_down_is_a_clear_error_naming_it(
     assert len(sharded.similarity_search("warp core", k=3)) == 3  # back: answers again
     sharded.close()
     one.close()
+
+
+def test_a_sharded_table_keeps_its_shards_and_its_width(
+    postgres_url: str, shard_urls: list[str], sharded_table: str
+) -> None:
+    """Found 2026-12-07. A shard added to (or moved in) ``shards:`` of an existing table got
+    no rows and no word; a model of another width ended in a traceback (``... is not a
+    table``: the coordinator's partitions are foreign tables). Both are refused in one line.
+    """
+    sharded, _ = sharded_pair(postgres_url, shard_urls, sharded_table)
+    assert sync_documents(corpus(), sharded, namespace="kb").failed == 0
+    embeddings = DeterministicFakeEmbedding(size=32)
+    for shards in ([*shard_urls, postgres_url], list(reversed(shard_urls))):
+        other = PostgresVectorStore(
+            embeddings, connection_string=postgres_url, table_name=sharded_table, shards=shards
+        )
+        with pytest.raises(ConfigError, match="a table's shards are fixed when it is created"):
+            _ = other.vector_dimension
+    with pytest.raises(ConfigError, match="cannot change width in place; for a 16-dim"):
+        sharded.reset_dimension(16)
+    assert sharded.vector_dimension == 32  # nothing changed

@@ -74,6 +74,44 @@ def test_a_file_named_as_another_reads_with_its_byte_escaped_is_skipped_in_one_l
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("menu.json", '{"title": "caf\\udce9 menu", "body": "tea earl grey hot"}\n'),
+        ("menu.jsonl", '{"title": "caf\\udce9 menu"}\n{"body": "tea earl grey hot"}\n'),
+    ],
+)
+def test_a_lone_surrogate_escape_in_json_is_read_as_the_replacement_character(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str, data: str
+) -> None:
+    """``"caf\\udce9"`` is valid JSON and no UTF-8: the chunk hash raised UnicodeEncodeError and
+    the whole ingest stopped, every run (found 2026-12-07, a probe)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / name).write_text(data, encoding="utf-8")
+    (src / "notes.md").write_text("# Notes\n\nWarp core schedule.\n", encoding="utf-8")
+    store = MatrixVectorStore(HashingEmbeddings())
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        result = IngestionPipeline(store, namespace="kb", base_dir=tmp_path).invoke("src")
+    assert (result.added, result.failed) == (2, 0)
+    [text] = [d.page_content for d in store.iter_documents() if name in d.metadata["source"]]
+    assert "caf\ufffd menu" in text
+    assert [r.getMessage() for r in caplog.records] == [
+        f"src/{name}: 1 lone surrogate escape(s) (half of a UTF-16 pair, not text) replaced "
+        "with U+FFFD."
+    ]
+    store.dump(tmp_path / "store")  # UTF-8 all through
+
+
+def test_dump_names_a_document_holding_a_lone_surrogate(tmp_path: Path) -> None:
+    from langchain_core.documents import Document
+
+    store = MatrixVectorStore(HashingEmbeddings())
+    store.add_documents([Document(id="bad", page_content="caf\udce9")])
+    with pytest.raises(ValueError, match="document 'bad' holds text that is not Unicode"):
+        store.dump(tmp_path / "store")
+
+
 def test_one_invalid_byte_keeps_a_utf8_file_utf8(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
