@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated, TypeAlias
 from urllib.parse import unquote
-
-from pydantic import AfterValidator, PlainSerializer, SerializationInfo
 
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
@@ -278,20 +275,3 @@ class MaskedUrl(str):
 
     def __repr__(self) -> str:
         return repr(mask_url_password(str(self)))
-
-
-def _dump_url(value: str, info: SerializationInfo) -> str:
-    # like a SecretStr: the Python dump keeps the value (a MaskedUrl), JSON writes it masked
-    return mask_url_password(str(value)) if info.mode_is_json() else MaskedUrl(value)
-
-
-MaskedUrlStr: TypeAlias = Annotated[
-    str, AfterValidator(MaskedUrl), PlainSerializer(_dump_url, return_type=str)
-]
-"""A pydantic field type for a URL that may embed a password (``${VAR}`` in YAML).
-
-The field holds a ``MaskedUrl``: ``repr(model)`` and ``model_dump()`` show ``***`` for the
-password and a client reading the field gets the URL; ``model_dump_json()`` and
-``model_dump(mode="json")`` write it masked, as they write a ``SecretStr``. A validator that
-returns a new string (a normalized URL) wraps it in ``MaskedUrl`` itself.
-"""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
-from langchain_holodeck._redact import MaskedUrlStr
+from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     Integer,

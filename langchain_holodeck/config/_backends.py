@@ -35,7 +35,8 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
-from langchain_holodeck._redact import MaskedUrlStr, mask_connection_string, userinfo_problem
+from langchain_holodeck._masked_url import MaskedUrlStr
+from langchain_holodeck._redact import mask_connection_string, userinfo_problem
 from langchain_holodeck.config._sections import MODEL_CONFIG, Integer, Number, check_http_url
 
 _C = TypeVar("_C", bound=type[BaseModel])

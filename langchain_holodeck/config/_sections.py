@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from langchain_holodeck._defaults import DEFAULT_WEIGHTS
-from langchain_holodeck._redact import MaskedUrlStr
+from langchain_holodeck._masked_url import MaskedUrlStr
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Shared by every configuration model: unknown keys are errors, instances are immutable."""

@@ -41,7 +41,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from langchain_holodeck._defaults import MAX_K, check_call_k
-from langchain_holodeck._redact import MaskedUrl, MaskedUrlStr
+from langchain_holodeck._masked_url import MaskedUrlStr
+from langchain_holodeck._redact import MaskedUrl
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
 
 if TYPE_CHECKING:

@@ -889,9 +889,14 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
                     sanitize_error(error),
                 )
         if not self._exact_loaded and listable:  # else sync gives it every chunk
-            with span("holodeck.index_build", {"index.kind": "exact", "index.source": "store"}):
+            attributes = {
+                "index.kind": "exact",
+                "index.provider": type(self._exact).__name__,
+                "index.source": "store",
+            }
+            with span("holodeck.index_build", attributes) as current:
                 chunks = self._stored_chunks(store)
-                self._exact.replace(chunks)
+                current.set_attribute("index.document_count", self._exact.replace(chunks))
             self._indexed = chunk_hashes(chunks)
             self._exact_loaded = True
         if self._exact_loaded and not self._keywords_checked:

@@ -73,6 +73,7 @@ EXPECTED_ALL = {
     "SourceCodeSplitter",
     "SourceFile",
     "SourceLoader",
+    "SourceUnreadableError",
     "StructuredMarkdownSplitter",
     "Symbol",
     "SyncPlan",
