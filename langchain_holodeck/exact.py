@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._chunk import original_content, source_path
 from langchain_holodeck.definitions import find_section_refs, normalize_term
@@ -39,6 +39,13 @@ SYMBOL_SCORE = 2.0
 """Score of a chunk defining a symbol the query names (``parse_sections``, ``Shift.swap``)."""
 TERM_SCORE = 2.0
 """Score of a chunk defining the term a "what does X mean" query asks about."""
+VERSION_SCORE = 2.0
+"""Score of a chunk whose heading names the version the query names (``## v2.3.1``)."""
+_VERSION = re.compile(
+    r"(?<![\w.])(?:[vV]?(?P<long>\d+(?:\.\d+){2,3})|[vV](?P<short>\d+\.\d+))(?![\w]|\.\d)"
+)
+"""A version: three or four dotted numbers (``2.3.1``, ``v10.0.0.1``), or two after a ``v``
+(``v2.3``). Two bare numbers (``4.2``) are a section or a decimal, not a version."""
 _MAX_SHORT_NAME_HITS = 3
 """A bare name (``swap``) defined in more chunks than this scores ``DESCENDANT_SCORE`` only."""
 
@@ -74,9 +81,27 @@ class ExactQuery:
     phrases: tuple[str, ...]
     symbols: tuple[str, ...] = ()
     terms: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.section_ids or self.phrases or self.symbols or self.terms)
+        return bool(self.section_ids or self.phrases or self.symbols or self.terms or self.versions)
+
+
+def _heading_versions(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The versions a chunk's heading or the headings above it name (a changelog's entry)."""
+    chain = meta.get("parent_chain") or ()
+    headings = [*(chain if isinstance(chain, list | tuple) else ()), meta.get("heading") or ""]
+    return versions_in(" ".join(map(str, headings)))
+
+
+def versions_in(text: str) -> tuple[str, ...]:
+    """The versions ``text`` names (``v2.3.1`` and ``2.3.1`` are both ``2.3.1``), in order.
+
+    BM25's words drop one-character parts, so a version is found by this index: the keyword
+    leg cannot tell ``v2.3.1`` from ``v2.3.0``.
+    """
+    found = (m["long"] or m["short"] for m in _VERSION.finditer(text))
+    return tuple(dict.fromkeys(found))
 
 
 def _query_symbols(text: str) -> tuple[str, ...]:
@@ -125,7 +150,11 @@ def parse_exact_query(query: str) -> ExactQuery:
         dict.fromkeys(p for p in (_norm_text(m) for m in _PHRASE.findall(text)) if len(p) >= 2)
     )
     return ExactQuery(
-        tuple(find_section_refs(text)), phrases, _query_symbols(text), _query_terms(text)
+        tuple(find_section_refs(text)),
+        phrases,
+        _query_symbols(text),
+        _query_terms(text),
+        versions_in(text),
     )
 
 
@@ -139,6 +168,7 @@ class _Chunk:
     opens: tuple[str, ...] = ()  # bare parent sections whose headings open the chunk
     symbols: tuple[str, ...] = ()  # qualified names of the definitions in the chunk (code)
     terms: tuple[str, ...] = ()  # normalized terms the chunk defines
+    versions: tuple[str, ...] = ()  # versions its heading names (``## v2.3.1``)
 
     @property
     def section_ids(self) -> tuple[str, ...]:
@@ -177,6 +207,7 @@ class ExactMatchIndex:
         self._by_symbol: dict[str, set[str]] = {}  # qualified name -> ids
         self._by_short_name: dict[str, set[str]] = {}  # last part of a qualified name -> ids
         self._by_term: dict[str, set[str]] = {}  # normalized defined term -> ids
+        self._by_version: dict[str, set[str]] = {}  # version a heading names -> ids
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -226,6 +257,7 @@ class ExactMatchIndex:
             self._by_symbol.clear()
             self._by_short_name.clear()
             self._by_term.clear()
+            self._by_version.clear()
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the content with every chunk stored in ``store``; return the count."""
@@ -257,6 +289,7 @@ class ExactMatchIndex:
             opens=tuple(str(o) for o in opens) if isinstance(opens, list) else (),
             symbols=tuple(str(x) for x in symbols) if isinstance(symbols, list) else (),
             terms=tuple(normalize_term(str(t)) for t in terms) if isinstance(terms, list) else (),
+            versions=_heading_versions(meta),
             text=_norm_text(original_content(doc)) if self.phrases else "",
         )
 
@@ -279,6 +312,7 @@ class ExactMatchIndex:
         keys = [(name, self._by_symbol) for name in entry.symbols]
         keys += [(name.rsplit(".", 1)[-1], self._by_short_name) for name in entry.symbols]
         keys += [(term, self._by_term) for term in entry.terms]
+        keys += [(version, self._by_version) for version in entry.versions]
         return keys
 
     # -- search -------------------------------------------------------------------------
@@ -335,6 +369,11 @@ class ExactMatchIndex:
             for order, term in enumerate(parsed.terms, start=base + len(parsed.symbols)):
                 for doc_id in self._by_term.get(term, set()):
                     scores[doc_id] = max(scores.get(doc_id, 0.0), TERM_SCORE)
+                    mention.setdefault(doc_id, order)
+            start = base + len(parsed.symbols) + len(parsed.terms)
+            for order, version in enumerate(parsed.versions, start=start):
+                for doc_id in self._by_version.get(version, set()):
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), VERSION_SCORE)
                     mention.setdefault(doc_id, order)
             if parsed.phrases and self.phrases:
                 pool: Iterable[str] = scores if parsed.section_ids else self._chunks

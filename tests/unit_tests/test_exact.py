@@ -204,3 +204,26 @@ def test_without_phrases_keeps_no_text(chunks: list[Document]) -> None:
     idx.upsert(chunks)
     assert idx.search('"arch controls"', k=3) == []
     assert idx.search("Section 202", k=1)
+
+
+def test_a_version_finds_the_changelog_entry_its_heading_names() -> None:
+    """Found 2026-12-07: BM25's words drop one-character parts (``v2.3.1`` is ``v2``, ``2.3.1``
+    nothing), so 'v2.3.1' ranked v2.3.0 and v2.1.4 above its own entry."""
+    text = (
+        "# Changelog\n\n## v2.3.1\n\n### Fixed\n\nA crash on empty input.\n\n"
+        "## v2.3.0\n\nAdded export; see 2.3.1 for the crash.\n\n## v2.1.4\n\nFirst.\n"
+    )
+    docs = StructuredMarkdownSplitter().split_documents(
+        [Document(page_content=text, metadata={"source_path": "CHANGELOG.md"})]
+    )
+    for n, doc in enumerate(docs):
+        doc.id = f"c{n}"
+    idx = ExactMatchIndex()
+    idx.upsert(docs)
+    texts = {d.id: d.page_content for d in docs}
+    for query in ("v2.3.1", "what changed in 2.3.1", "V2.3.1?"):
+        hits = idx.search(query, k=5)  # the entry (its heading opens the Fixed chunk), only
+        assert [texts[h.id].splitlines()[2] for h in hits] == ["## v2.3.1"], query
+    assert [texts[h.id] for h in idx.search("release v2.1.4", k=5)] == ["## v2.1.4\n\nFirst."]
+    assert idx.search("4.2 percent", k=5) == []  # two bare numbers: no version
+    assert parse_exact_query("upgrade to 2.3.1").versions == ("2.3.1",)
