@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from langchain_holodeck.definitions import (
         Definition,
         DefinitionExtractor,
+        DefinitionIndex,
         ResolvedReference,
         find_section_refs,
         normalize_section_ref,
@@ -219,6 +220,7 @@ _EXPORTS: dict[str, str] = {
     "corpus_namespace": "langchain_holodeck.corpus",
     "Definition": "langchain_holodeck.definitions",
     "DefinitionExtractor": "langchain_holodeck.definitions",
+    "DefinitionIndex": "langchain_holodeck.definitions",
     "ResolvedReference": "langchain_holodeck.definitions",
     "find_section_refs": "langchain_holodeck.definitions",
     "normalize_section_ref": "langchain_holodeck.definitions",
@@ -315,6 +317,7 @@ __all__ = [
     "DatabaseConfig",
     "Definition",
     "DefinitionExtractor",
+    "DefinitionIndex",
     "DocumentLoadError",
     "DocumentSync",
     "EmbeddingError",

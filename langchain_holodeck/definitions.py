@@ -10,17 +10,25 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, original_content, source_path
+from langchain_holodeck._chunk import (
+    CHUNK_INDEX,
+    CHUNK_TYPE,
+    CODE_CHUNK_TYPE,
+    original_content,
+    source_path,
+)
 from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
 
 __all__ = [
     "Definition",
     "DefinitionExtractor",
+    "DefinitionIndex",
     "ResolvedReference",
     "find_definitions",
     "find_section_refs",
@@ -209,12 +217,93 @@ _chunk_text = original_content
 _source_of = source_path
 
 
+class DefinitionIndex(Mapping[str, Definition]):
+    """Defined terms by normalized term, with each document's own definition kept.
+
+    As a mapping (the shape ``extract`` always returned) it gives one ``Definition`` per
+    term: the first in its document, of the first document by ``source_path``. Two documents
+    may define a term differently ("Operator" in a forklift manual and in a security
+    policy): ``every`` gives each document's, ``in_document`` one document's.
+
+    Invoke:
+        ```python
+        index = DefinitionExtractor().extract(chunks)
+        index["operator"].source_path  # -> 'a_forklift_manual.md'
+        [d.source_path for d in index.every("Operator")]  # -> ['a_forklift_manual.md', ...]
+        index.in_document("operator", "security_policy.md").definition  # -> 'the employee ...'
+        ```
+    """
+
+    def __init__(self, definitions: Iterable[Definition] = ()) -> None:
+        """Index ``definitions``: for each term, the first given per ``source_path`` is kept.
+
+        Terms are listed by the path of the first document defining them, then in the order
+        given (the order that document defines them in, from ``extract``).
+        """
+        by_term: dict[str, dict[str, tuple[int, Definition]]] = {}
+        for n, d in enumerate(definitions):
+            by_term.setdefault(normalize_term(d.term), {}).setdefault(d.source_path, (n, d))
+        firsts = {key: by_source[min(by_source)] for key, by_source in by_term.items()}
+        # terms in the order of the first document, then in the order it defines them
+        order = sorted(by_term, key=lambda key: (firsts[key][1].source_path, firsts[key][0]))
+        self._by_term: dict[str, tuple[Definition, ...]] = {
+            key: tuple(by_term[key][s][1] for s in sorted(by_term[key])) for key in order
+        }
+
+    @classmethod
+    def from_mapping(cls, definitions: Mapping[str, Any]) -> DefinitionIndex:
+        """An index of a ``{normalized term: Definition}`` mapping (one definition per term)."""
+        if isinstance(definitions, DefinitionIndex):
+            return definitions
+        index = cls()
+        index._by_term = {key: (d,) for key, d in definitions.items()}
+        return index
+
+    def __getitem__(self, key: str) -> Definition:
+        return self._by_term[key][0]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_term)
+
+    def __len__(self) -> int:
+        return len(self._by_term)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DefinitionIndex):
+            return self._by_term == other._by_term
+        return super().__eq__(other)
+
+    def __repr__(self) -> str:
+        return f"DefinitionIndex({dict(self._by_term)!r})"
+
+    def every(self, term: str) -> tuple[Definition, ...]:
+        """Each document's definition of ``term`` (any spelling), by ``source_path``."""
+        return self._by_term.get(normalize_term(term), ())
+
+    def in_document(self, term: str, source_path: str) -> Definition | None:
+        """The definition of ``term`` in the document ``source_path``; ``None`` if it has none."""
+        return next((d for d in self.every(term) if d.source_path == source_path), None)
+
+    def terms_in(self, text: str) -> list[str]:
+        """The normalized terms ``text`` names, longest first (a query: ``what does X mean?``)."""
+        words = normalize_term(text).replace("?", " ").replace(",", " ").split()
+        found: list[str] = []
+        for size in range(min(_MAX_TERM_WORDS, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                term = " ".join(words[start : start + size]).strip(".;:!\"'")
+                if term in self._by_term and term not in found:
+                    found.append(term)
+        return found
+
+
 class DefinitionExtractor:
     """Build the term -> ``Definition`` index from chunk Documents.
 
     Works on the structured splitter's chunks (using ``heading``/``parent_chain``/``section_id``
-    metadata) and on plain chunks (headings are parsed from the chunk text). The first
-    definition of a term in chunk order wins.
+    metadata) and on plain chunks (headings are parsed from the chunk text). Each document
+    (``source_path``) keeps its own definition of a term: the first in the document (by
+    ``chunk_index``, else in the order given). The result does not depend on the order the
+    store lists chunks in.
 
     Invoke:
         ```python
@@ -223,24 +312,26 @@ class DefinitionExtractor:
         ```
     """
 
-    def extract(self, chunks: Iterable[Document]) -> dict[str, Definition]:
+    def extract(self, chunks: Iterable[Document]) -> DefinitionIndex:
         """Index every definition found in ``chunks`` by its normalized term.
 
         Args:
             chunks: Chunk Documents, e.g. from ``StructuredMarkdownSplitter`` or a store.
 
         Returns:
-            ``{normalize_term(term): Definition}``.
+            A ``DefinitionIndex``: a ``{normalize_term(term): Definition}`` mapping (the
+            first document's by ``source_path``) that also holds every document's own
+            definition (``every``, ``in_document``).
         """
-        index: dict[str, Definition] = {}
-        for chunk in chunks:
+        found: list[tuple[tuple[int, int, int], Definition]] = []
+        for position, chunk in enumerate(chunks):
+            index = chunk.metadata.get(CHUNK_INDEX)
+            order = index if isinstance(index, int) and not isinstance(index, bool) else position
             for term, definition, section_id in self._definitions_in(chunk):
-                key = normalize_term(term)
-                if key in index:
-                    logger.debug("Term %r is defined again in %s; keeping the first.", term, key)
-                    continue
-                index[key] = Definition(term, definition, _source_of(chunk), section_id)
-        return index
+                d = Definition(term, definition, _source_of(chunk), section_id)
+                found.append(((order, position, len(found)), d))
+        found.sort(key=lambda item: item[0])
+        return DefinitionIndex(d for _, d in found)
 
     @staticmethod
     def _definitions_in(chunk: Document) -> list[tuple[str, str, str]]:

@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_holodeck._chunk import window_parent
+from langchain_holodeck._chunk import source_path, window_parent
 from langchain_holodeck._defaults import (
     DEFAULT_FEEDBACK_DOCS,
     DEFAULT_FEEDBACK_WEIGHT,
@@ -39,6 +39,7 @@ from langchain_holodeck.contracts import (
     check_native_filter,
     returns_new_documents,
 )
+from langchain_holodeck.definitions import Definition, DefinitionIndex
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
 from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
@@ -76,7 +77,9 @@ logger = logging.getLogger(__name__)
 _SIZES = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "min_similarity_score"}
 """``VectorStoreRetriever``'s ``search_kwargs`` the retriever applies itself (each to the
 field named), never passes to the store: ``score_threshold`` is ``min_similarity_score``."""
-_TERM_WORDS = 6  # longest defined term looked up in a query, in words
+_OTHER_DEFINITIONS = 3
+"""How many documents' definitions a result gets of a term its own document does not define
+(``elsewhere``)."""
 _READS = ("get_by_ids", "aget_by_ids")  # the store reads the retriever makes
 
 
@@ -116,7 +119,9 @@ class HybridRetriever(BaseRetriever):
     ``keyword_score`` (raw BM25), ``exact_match`` (bool), ``semantic_rank`` /
     ``keyword_rank`` / ``exact_rank`` (1-based; ``None`` when the document is absent from that
     list), ``definitions`` (when the query names a defined term: a list of ``{"term",
-    "definition", "source_path", "section_id"}``). With ``expand_hops > 0``, up to
+    "definition", "source_path", "section_id", "elsewhere"}``: the definition in the result's
+    own document, ``elsewhere`` false; when its document defines the term nowhere, those of
+    up to three documents that do, ``elsewhere`` true). With ``expand_hops > 0``, up to
     ``expand_limit`` chunks reached over ``cross_references`` follow the hits, with
     ``expansion_hops`` (0 for hits) and ``expanded_from`` (the id they were reached from).
 
@@ -183,7 +188,9 @@ class HybridRetriever(BaseRetriever):
     exact_first: bool = True
     """Place exact hits (section named, or every quoted phrase present) before the rest."""
     definitions: Mapping[str, Any] | None = None
-    """``normalized term -> Definition`` (``DefinitionExtractor().extract(chunks)``)."""
+    """``normalized term -> Definition``: a ``DefinitionIndex``
+    (``DefinitionExtractor().extract(chunks)``), which holds each document's definition, or
+    a plain mapping of one definition per term (kept as a ``DefinitionIndex``)."""
     expand_hops: int = Field(default=0, ge=0, le=5)
     """Follow cross-references this many hops from the hits; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
@@ -241,6 +248,17 @@ class HybridRetriever(BaseRetriever):
             )
             raise ValueError(msg)
         return value
+
+    @field_validator("definitions", mode="plain")
+    @classmethod
+    def _definition_index(cls, value: Any) -> DefinitionIndex | None:
+        if value is None or isinstance(value, Mapping):
+            return None if value is None else DefinitionIndex.from_mapping(value)
+        msg = (
+            f"definitions must be a mapping of normalized term to Definition, such as "
+            f"DefinitionExtractor().extract(chunks), or None; got {type(value).__name__}."
+        )
+        raise TypeError(msg)
 
     @model_validator(mode="before")
     @classmethod
@@ -827,14 +845,15 @@ class HybridRetriever(BaseRetriever):
         (``_store``), which get their scores in place (the same Document a
         copy would be); any other is copied.
         """
-        definitions = self._definitions_for(query)
+        index = DefinitionIndex.from_mapping(self.definitions) if self.definitions else None
+        terms = index.terms_in(query) if index is not None else []
         out: list[Document] = []
         for doc_id, extra in zip(chosen, plan.metas(chosen), strict=True):
             doc = docs[doc_id]
             if extra["semantic_score"] is None and doc_id in similarity:
                 extra["semantic_score"] = similarity[doc_id]
-            if definitions:
-                extra["definitions"] = definitions
+            if index is not None and terms:
+                extra["definitions"] = _definitions_for(index, terms, source_path(doc))
             if self.expand_hops:
                 extra["expansion_hops"] = 0
             if id(doc) in owned:
@@ -843,28 +862,6 @@ class HybridRetriever(BaseRetriever):
             else:
                 out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
         return out
-
-    def _definitions_for(self, query: str) -> list[dict[str, str]]:
-        if not self.definitions:
-            return []
-        from langchain_holodeck.definitions import normalize_term
-
-        words = normalize_term(query).replace("?", " ").replace(",", " ").split()
-        found: list[dict[str, str]] = []
-        for size in range(min(_TERM_WORDS, len(words)), 0, -1):
-            for start in range(len(words) - size + 1):
-                term = " ".join(words[start : start + size]).strip(".;:!\"'")
-                d = self.definitions.get(term)
-                if d is not None and all(f["term"] != d.term for f in found):
-                    found.append(
-                        {
-                            "term": d.term,
-                            "definition": d.definition,
-                            "source_path": d.source_path,
-                            "section_id": d.section_id,
-                        }
-                    )
-        return found
 
     # -- cross-reference expansion ------------------------------------------------------
     def _expansion(self, result: list[Document]) -> list[Expansion]:
@@ -894,6 +891,36 @@ class HybridRetriever(BaseRetriever):
             }
             out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
         return out
+
+
+def _definitions_for(
+    index: DefinitionIndex, terms: Sequence[str], source: str
+) -> list[dict[str, Any]]:
+    """The ``definitions`` metadata of a result from the document ``source``.
+
+    Per term: the document's own definition (the first in it); else, ``elsewhere``, those of
+    the first ``_OTHER_DEFINITIONS`` documents (by path) that define it. A definition from
+    another document is never given as the result's: two documents may define a term
+    differently.
+    """
+
+    def entry(d: Definition, *, elsewhere: bool) -> dict[str, Any]:
+        return {
+            "term": d.term,
+            "definition": d.definition,
+            "source_path": d.source_path,
+            "section_id": d.section_id,
+            "elsewhere": elsewhere,
+        }
+
+    out: list[dict[str, Any]] = []
+    for term in terms:
+        own = index.in_document(term, source)
+        if own is not None:
+            out.append(entry(own, elsewhere=False))
+        else:
+            out.extend(entry(d, elsewhere=True) for d in index.every(term)[:_OTHER_DEFINITIONS])
+    return out
 
 
 def _first_ids(hits: Sequence[tuple[str, float]], n: int) -> list[str]:

@@ -38,7 +38,7 @@ from langchain_holodeck.config.models import (
 )
 from langchain_holodeck.contracts import CountedKeywordIndex
 from langchain_holodeck.corpus.store import Corpus
-from langchain_holodeck.definitions import Definition
+from langchain_holodeck.definitions import DefinitionIndex
 from langchain_holodeck.errors import (
     EmbeddingError,
     HolodeckError,
@@ -821,8 +821,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         """``id -> content_hash`` of what the exact index (and an in-memory keyword index)
         hold: checked against the store at each initialize, as another process may have
         re-ingested this corpus (``_follow_the_store``)."""
-        self.definitions: dict[str, Definition] = {}
-        """Defined terms of the corpus, rebuilt from the stored chunks at each initialize."""
+        self.definitions: DefinitionIndex = DefinitionIndex()
+        """Defined terms of the corpus, rebuilt from the stored chunks at each initialize: a
+        ``{normalized term: Definition}`` mapping that also holds each document's own
+        definition (``DefinitionIndex.every``)."""
 
     def _splitter(self) -> TextSplitter:
         from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.documents import Document
 
@@ -65,8 +65,11 @@ def format_results(
     """The tool contract's output: ``Found N result(s):`` then one numbered block per result.
 
     When the query names defined terms (the retriever's ``definitions`` metadata), a
-    ``Defined terms:`` block follows the results, one line per term:
-    ``- "Derivative Works" (LICENSE.txt, section 1): any work, whether in Source ...``.
+    ``Defined terms:`` block follows the results, one line per term, from the first result
+    whose document defines it:
+    ``- "Derivative Works" (LICENSE.txt, section 1): any work, whether in Source ...``; a
+    term only other documents define is quoted from each, marked ``not among the results``
+    (``defined_terms_block``).
 
     Args:
         documents: Results, best first.
@@ -109,20 +112,51 @@ def snippet(text: str, max_chars: int) -> str:
 
 
 def defined_terms_block(documents: Sequence[Document]) -> str:
-    """``Defined terms:`` and one line per term the query names; ``""`` when none."""
-    seen: dict[str, str] = {}
-    for doc in documents:
+    """``Defined terms:`` and the definition of each term the query names; ``""`` when none.
+
+    A term gets one line, the definition in the first result whose document defines it
+    (its ``definitions`` entry with ``elsewhere`` false). A term no result's document
+    defines gets a line per document that does, marked ``not among the results``: two
+    documents may define a term differently, and the one quoted must not pass for the
+    results' own.
+    """
+    first_at: dict[str, int] = {}  # the rank of each shown document's first result
+    for rank, doc in enumerate(documents):
+        first_at.setdefault(source_path(doc), rank)
+    own: dict[str, tuple[int, str]] = {}
+    other: dict[str, dict[str, str]] = {}
+    terms: dict[str, None] = {}  # in the order met
+    for rank, doc in enumerate(documents):
         for entry in doc.metadata.get("definitions") or []:
             term = str(entry.get("term", ""))
-            if not term or term in seen:
+            source = str(entry.get("source_path") or "")
+            if not term:
                 continue
-            where = [str(entry.get("source_path") or "")]
-            if entry.get("section_id"):
-                where.append(f"section {entry['section_id']}")
-            place = ", ".join(w for w in where if w)
-            seen[term] = f'- "{term}"' + (f" ({place})" if place else "")
-            seen[term] += f": {entry.get('definition', '')}"
-    return "\n".join(["Defined terms:", *seen.values()]) if seen else ""
+            terms.setdefault(term)
+            at = first_at.get(source) if entry.get("elsewhere") else rank
+            if at is not None:  # a shown document's (a cross-reference's may be marked)
+                if term not in own or at < own[term][0]:
+                    own[term] = (at, _term_line(term, entry, elsewhere=False))
+            else:
+                other.setdefault(term, {}).setdefault(
+                    f"{source}\0{entry.get('section_id') or ''}",
+                    _term_line(term, entry, elsewhere=True),
+                )
+    lines: list[str] = []
+    for term in terms:
+        lines.extend([own[term][1]] if term in own else other[term].values())
+    return "\n".join(["Defined terms:", *lines]) if lines else ""
+
+
+def _term_line(term: str, entry: Mapping[str, object], *, elsewhere: bool) -> str:
+    """``- "Operator" (a.md, section 1): a person ...`` (``; not among the results`` added)."""
+    where = [str(entry.get("source_path") or "")]
+    if entry.get("section_id"):
+        where.append(f"section {entry['section_id']}")
+    place = ", ".join(w for w in where if w)
+    if elsewhere:
+        place = f"{place}; not among the results" if place else "not among the results"
+    return f'- "{term}"' + (f" ({place})" if place else "") + f": {entry.get('definition', '')}"
 
 
 def section_breadcrumb(document: Document) -> str:

@@ -6,6 +6,7 @@ from langchain_core.documents import Document
 from langchain_holodeck.definitions import (
     Definition,
     DefinitionExtractor,
+    DefinitionIndex,
     ResolvedReference,
     find_definitions,
     is_definitions_heading,
@@ -127,6 +128,44 @@ def test_first_definition_wins() -> None:
         Document(page_content='"deck" means the second.', metadata={"source_path": "b"}),
     ]
     assert DefinitionExtractor().extract(chunks)["deck"].source_path == "a"
+
+
+def test_each_document_keeps_its_own_definition_in_any_store_order() -> None:
+    # two documents define "Operator" differently: the index kept the first chunk the store
+    # listed, so a search could quote the other document's definition for this one's
+    forklift = Document(
+        page_content="“Operator” means a person certified to drive a forklift truck.",
+        metadata={"source_path": "forklift.md", "chunk_index": 0},
+    )
+    policy = Document(
+        page_content="“Operator” means the employee on call.",
+        metadata={"source_path": "policy.md", "chunk_index": 3},
+    )
+    index = DefinitionExtractor().extract([policy, forklift])
+    assert index == DefinitionExtractor().extract([forklift, policy])
+    assert index["operator"].source_path == "forklift.md"  # the first path, not store order
+    assert [d.source_path for d in index.every("OPERATOR")] == ["forklift.md", "policy.md"]
+    own = index.in_document("operator", "policy.md")
+    assert own is not None
+    assert own.definition == "the employee on call."
+    assert index.in_document("operator", "rota.md") is None
+    assert index.terms_in("what does Operator mean?") == ["operator"]
+
+
+def test_a_documents_first_definition_is_by_chunk_index() -> None:
+    def chunk(text: str, n: int) -> Document:
+        return Document(page_content=text, metadata={"source_path": "a.md", "chunk_index": n})
+
+    chunks = [chunk('"Deck" means the later one.', 5), chunk('"Deck" means the first one.', 1)]
+    assert DefinitionExtractor().extract(chunks)["deck"].definition == "the first one."
+
+
+def test_a_plain_mapping_is_an_index_of_one_definition_per_term() -> None:
+    deck = Definition("Deck", "a room.", "a.md", "1")
+    index = DefinitionIndex.from_mapping({"deck": deck})
+    assert dict(index) == {"deck": deck}
+    assert index.every("Deck") == (deck,)
+    assert DefinitionIndex.from_mapping(index) is index
 
 
 def test_resolve_cross_references_to_chunk_ids(act: Document) -> None:

@@ -244,6 +244,37 @@ async def test_definition_question_returns_the_defining_chunk_and_shows_the_term
     assert "the crew member who starts a simulation" in terms
 
 
+async def test_defined_terms_come_from_the_results_own_document(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    # the forklift manual was the only result, yet "Defined terms:" quoted the security
+    # policy's "Operator" (the extractor kept one definition per term, in store order)
+    source = tmp_path / "docs"
+    source.mkdir()
+    (source / "a_forklift_manual.md").write_text(
+        "# Forklift Safety Manual\n\n## Section 1. Definitions\n\n"
+        "“Operator” means a person certified to drive a forklift truck in the warehouse.\n"
+    )
+    (source / "security_policy.md").write_text(
+        "# Information Security Policy\n\n## Section 2. Definitions\n\n"
+        "“Operator” means the employee on call who runs production systems.\n"
+    )
+    tool = HierarchicalDocumentTool(
+        make_config(source, top_k=1), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    text = await tool.search("what does Operator mean")
+    first, terms = text.split("\n\nDefined terms:\n", 1)
+    source_of_first = first.split("| Source: ", 1)[1].split(" |", 1)[0]
+    assert terms.splitlines() == [
+        f'- "Operator" ({source_of_first}, section 1): a person certified to drive a forklift '
+        "truck in the warehouse."
+        if source_of_first.endswith("forklift_manual.md")
+        else f'- "Operator" ({source_of_first}, section 2): the employee on call who runs '
+        "production systems."
+    ]
+
+
 @pytest.mark.skipif(not (LICENSES / "MPL-2.0").exists(), reason="needs Debian's common-licenses")
 async def test_mpl_sections_and_definitions_are_found(
     tmp_path: Path, embeddings: HashingEmbeddings

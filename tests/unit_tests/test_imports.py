@@ -28,6 +28,7 @@ EXPECTED_ALL = {
     "DatabaseConfig",
     "Definition",
     "DefinitionExtractor",
+    "DefinitionIndex",
     "DocumentLoadError",
     "DocumentSync",
     "EmbeddingError",

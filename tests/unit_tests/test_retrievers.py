@@ -550,6 +550,47 @@ def test_definitions_attached_when_query_names_a_term(parts, chunks) -> None:
     assert "definitions" not in r.invoke("arch controls")[0].metadata
 
 
+def test_each_result_carries_its_own_documents_definition(embeddings) -> None:
+    # two documents define "Operator" differently, a third uses it: every result got the one
+    # definition the extractor kept, whichever document it came from
+    texts = {
+        "forklift.md": "# Forklift\n\n“Operator” means a person certified to drive a forklift.",
+        "policy.md": "# Policy\n\n“Operator” means the employee on call for production.",
+        "rota.md": "# Rota\n\nThe Operator on the night shift hands over the logbook.",
+    }
+    chunks = [
+        Document(id=name, page_content=text, metadata={"source_path": name})
+        for name, text in texts.items()
+    ]
+    store = MatrixVectorStore(embeddings)
+    store.add_documents(chunks)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(chunks)
+    defs = DefinitionExtractor().extract(reversed(chunks))
+    r = HybridRetriever(vector_store=store, keyword_index=bm25, definitions=defs, k=3)
+    by_source = {d.metadata["source_path"]: d for d in r.invoke("what does Operator mean?")}
+
+    def attached(source: str) -> list[tuple[str, str, bool]]:
+        found = by_source[source].metadata["definitions"]
+        return [(d["source_path"], d["definition"][:14], d["elsewhere"]) for d in found]
+
+    assert attached("forklift.md") == [("forklift.md", "a person certi", False)]
+    assert attached("policy.md") == [("policy.md", "the employee o", False)]
+    assert attached("rota.md") == [  # its document defines none: the others', so marked
+        ("forklift.md", "a person certi", True),
+        ("policy.md", "the employee o", True),
+    ]
+    # the old shape, one definition per term, still works
+    plain = HybridRetriever(vector_store=store, keyword_index=bm25, definitions=dict(defs), k=3)
+    found = {
+        d.metadata["source_path"]: d.metadata["definitions"][0]["elsewhere"]
+        for d in plain.invoke("what does Operator mean?")
+    }
+    assert found == {"forklift.md": False, "policy.md": True, "rota.md": True}
+    with pytest.raises(TypeError, match="got list"):
+        HybridRetriever(vector_store=store, definitions=[])
+
+
 def test_out_expansion_follows_references_and_reads_the_store(parts, by_sid) -> None:
     store, bm25, exact = parts
     r = HybridRetriever(

@@ -544,6 +544,37 @@ def test_format_results_numbers_blocks_and_shows_original_text() -> None:
     assert format_results([doc]) == "Found 1 result(s):\n\n[1] Score: 0.89 | Source: a.md\nbody"
 
 
+def test_defined_terms_quote_the_first_results_document() -> None:
+    # each result carries its document's definition; the block quoted the first entry it met,
+    # and every result carried the same one, whichever document it came from
+    def hit(source: str, *entries: tuple[str, str, bool]) -> Document:
+        definitions = [
+            {"term": "Operator", "definition": text, "source_path": path, "section_id": "1"}
+            | {"elsewhere": elsewhere}
+            for path, text, elsewhere in entries
+        ]
+        metadata = {"source_path": source, "semantic_score": 0.5, "definitions": definitions}
+        return Document(page_content="text", metadata=metadata)
+
+    rota = hit("rota.md", ("forklift.md", "a driver.", True), ("policy.md", "on call.", True))
+    forklift = hit("forklift.md", ("forklift.md", "a driver.", False))
+    policy = hit("policy.md", ("policy.md", "on call.", False))
+
+    def block(*docs: Document) -> str:
+        return format_results(docs).split("\n\nDefined terms:\n", 1)[1]
+
+    assert block(rota, policy, forklift) == '- "Operator" (policy.md, section 1): on call.'
+    assert block(rota) == (
+        '- "Operator" (forklift.md, section 1; not among the results): a driver.\n'
+        '- "Operator" (policy.md, section 1; not among the results): on call.'
+    )
+    old_style = Document(
+        page_content="text",
+        metadata={"definitions": [{"term": "Deck", "definition": "a room.", "source_path": "a"}]},
+    )
+    assert block(old_style) == '- "Deck" (a): a room.'
+
+
 def test_load_tools_builds_each_tool_of_the_agent_yaml(tmp_path: Path) -> None:
     shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
     agent = tmp_path / "agent.yaml"
