@@ -18,6 +18,11 @@ Recognized headings (never inside fenced code blocks, HTML comments or a YAML fr
   ``4.2 Scope`` / ``4.2. Scope`` (dotted numbers need only a capitalized title). The line
   directly below must not be another list item (``1. foo\\n2. bar`` is a tight list, not two
   headings). A loose list of short Title-Case items is the remaining ambiguity.
+* Numbered clauses written as a sentence, as contracts number their paragraphs: a dotted
+  number, or a section, clause or article keyword and its number (``Clause 7.2``), followed
+  by a capitalized sentence (``7.2 Late payments bear interest at 4% per annum.``) is a
+  section titled by its number, its body starting on its line. A single number with a
+  sentence (``3. Remove the cover.``) stays a list item.
 * Sub-clauses ``(a)``, ``(1)``, ``(i)``, ``(A)`` at the start of a line that opens a paragraph
   (or follows a line ending in ``.``, ``;`` or ``:``), only inside a section that has a
   section id. Each label kind (digit, lower letter, lower roman, upper letter, upper roman)
@@ -213,12 +218,36 @@ _REF_LIST = re.compile(
     + r"\d+(?:\.\d+)*[A-Za-z]?(?!\w)(?:\s?\([A-Za-z0-9]{1,4}\))*)*)"
 )
 _MORE_ITEM = re.compile(r"\d+(?:\.\d+)*[A-Za-z]?(?!\w)(?:\s?\([A-Za-z0-9]{1,4}\))*")
+_RELATIVE_WORD = r"(?i:\b(?:sub)?(?:sections?|paragraphs?|clauses?)|\bitems?)"
+_LABEL_RUN = r"(?:\([A-Za-z0-9]{1,4}\))+"
+_OF = r"\s+(?i:of)\s+"
 _RELATIVE = re.compile(
-    r"(?i:\b(?:sub)?(?:sections?|paragraphs?|clauses?)|\bitems?)\s*"
-    r"(?P<first>(?:\([A-Za-z0-9]{1,4}\))+)"
-    r"(?P<more>(?:\s*(?:,|\band\b|\bor\b)\s*(?:\([A-Za-z0-9]{1,4}\))+)*)"
+    _RELATIVE_WORD
+    + r"\s*(?P<first>"
+    + _LABEL_RUN
+    + r")(?P<more>(?:\s*(?:,|\band\b|\bor\b)\s*"
+    + _LABEL_RUN
+    + r")*)(?P<within>(?:"
+    + _OF
+    + _RELATIVE_WORD
+    + r"\s*"
+    + _LABEL_RUN
+    + r")*)(?:"
+    + _OF
+    + r"(?P<anchor>"
+    + _KW
+    + r"\s*"
+    + _NUM
+    + _LABELS
+    + r"))?"
 )
-_LABEL_GROUP = re.compile(r"(?:\([A-Za-z0-9]{1,4}\))+")
+"""A relative reference (``subsection (b)``, ``paragraphs (1) and (2)``), with the sections it
+is ``of`` when named: ``paragraph (2) of subsection (a) of section 12``."""
+_LABEL_GROUP = re.compile(_LABEL_RUN)
+_BARE_LABELLED = re.compile(
+    r"(?<![\w.§(/-])(?P<num>\d+(?:\.\d+)*[A-Za-z]?)(?P<labels>(?:\s?\([A-Za-z0-9]{1,4}\))+)(?![\w(])"
+)
+"""A number with sub-clause labels and no keyword, ``203(a)(1)``: a reference in a query."""
 
 
 def _resolve_relative(labels: list[str], current_id: str) -> str | None:
@@ -239,7 +268,23 @@ def _resolve_relative(labels: list[str], current_id: str) -> str | None:
     return base + "".join(f"({label})" for label in [*current[:keep], *labels])
 
 
-def find_section_refs(text: str, *, current_id: str = "") -> list[str]:
+def _relative_refs(match: re.Match[str], current_id: str) -> list[str]:
+    """The ids a ``_RELATIVE`` match names, resolved against the section it is ``of``.
+
+    That is the section named last, then each ``of`` inwards (``paragraph (2) of subsection
+    (a) of section 12`` is ``12(a)(2)``); without one, ``current_id``.
+    """
+    anchor: str | None = current_id
+    if match["anchor"]:
+        anchor = _make_id(_kind_of(match["kw"]), match["num"], _labels_of(match["labels"]))
+    for group in reversed(_LABEL_GROUP.findall(match["within"] or "")):
+        anchor = _resolve_relative(_labels_of(group), anchor or "")
+    groups = [match["first"], *_LABEL_GROUP.findall(match["more"] or "")]
+    refs = (_resolve_relative(_labels_of(group), anchor or "") for group in groups)
+    return [ref for ref in refs if ref]
+
+
+def find_section_refs(text: str, *, current_id: str = "", query: bool = False) -> list[str]:
     """Find the sections ``text`` refers to, as normalized ids, in order of first mention.
 
     Absolute references: ``see Section 5``, ``§4.2``, ``section 4``, ``Sections 3 and 4``,
@@ -247,19 +292,35 @@ def find_section_refs(text: str, *, current_id: str = "") -> list[str]:
     ``Section 201(a)``. Relative ones (``subsection (b)``, ``paragraph (2)``, ``clause (i)``)
     resolve against ``current_id``: the label replaces the current label of the same kind
     (in ``203(a)``, ``subsection (b)`` is ``203(b)``) or is appended below it (in ``203``,
-    ``paragraph (2)`` is ``203(2)``); without a ``current_id`` they are dropped.
+    ``paragraph (2)`` is ``203(2)``); without a ``current_id`` they are dropped. A relative
+    reference ``of`` a named section resolves against that one instead, wherever it stands:
+    ``subsection (a)(1) of section 203`` is ``203(a)(1)`` (only: not ``203`` too), and
+    ``paragraph (2) of subsection (b)`` in ``203(a)`` is ``203(b)(2)``.
 
     Args:
         text: The text to scan.
         current_id: The section id of the text's own section; references to it are dropped.
+        query: Whether ``text`` is a search query, where a number with sub-clause labels and
+            no keyword (``203(a)(1)``, ``4.2(b)``) is a reference too: nobody types it for
+            anything else, while a document's prose and formulas hold such strings. A bare
+            number without labels (``4.2``) is never one: prose is full of decimals.
 
     Returns:
         Normalized section ids, deduplicated.
     """
     found: list[tuple[int, str]] = []
+    anchors: set[int] = set()  # where a section named by a relative reference's ``of`` starts
+    covered: list[tuple[int, int]] = []
+    for match in _RELATIVE.finditer(text):
+        found.extend((match.start(), ref) for ref in _relative_refs(match, current_id))
+        if match["anchor"]:
+            anchors.add(match.start("anchor"))
+        covered.append(match.span())
     for match in _REF_LIST.finditer(text):
         kind = _kind_of(match["kw"])
         items = [match["first"], *_MORE_ITEM.findall(match["more"] or "")]
+        if match.start() in anchors:
+            items = items[1:]  # ``section 203`` of ``subsection (a) of section 203``
         for item in items:
             num = re.match(_NUMBER, item)
             if num is None:  # pragma: no cover - the pattern guarantees a number
@@ -267,12 +328,13 @@ def find_section_refs(text: str, *, current_id: str = "") -> list[str]:
             ref = _make_id(kind, num.group(0), _labels_of(item[num.end() :]))
             if ref:
                 found.append((match.start(), ref))
-    for match in _RELATIVE.finditer(text):
-        groups = [match["first"], *_LABEL_GROUP.findall(match["more"] or "")]
-        for group in groups:
-            ref = _resolve_relative(_labels_of(group), current_id)
-            if ref:
-                found.append((match.start(), ref))
+        covered.append(match.span())
+    for match in _BARE_LABELLED.finditer(text) if query else ():
+        if any(start < match.end() and match.start() < end for start, end in covered):
+            continue
+        ref = _make_id("section", match["num"], _labels_of(match["labels"]))
+        if ref:
+            found.append((match.start(), ref))
     found.sort(key=lambda item: item[0])
     out: list[str] = []
     for _, ref in found:
@@ -531,13 +593,36 @@ def _rst_markup_above(lines: list[str], i: int) -> int:
     return k
 
 
+def _runs_on(rest: str, next_line: str | None) -> bool:
+    """Whether the text after a clause's number is a sentence: the clause's body, not a title.
+
+    ``7.2 Late payments bear interest at 4% per annum.``: contracts often write a clause as one
+    numbered paragraph, its body on the number's line. The text starts with a capital (``2.5
+    million users`` is prose), is not Title Case, and ends as a sentence does (``.``, ``;``,
+    ``:``, ``,``, ``?``, ``!``), runs longer than a title, or goes on into the next line: one
+    starting in lower case (``1.1 "Services" means the services described in Schedule 2, as``
+    / ``amended from time to time``), or any after a word no title ends in (``2.1 This
+    Agreement continues for an initial term of`` / ``36 months.``).
+    """
+    core = rest.strip()
+    first = core.lstrip("\"'“\u2018(")
+    if not first[:1].isupper() or _title_ok(core, strict=True):
+        return False
+    following = (next_line or "").strip()
+    runs_on = following[:1].islower() or (
+        bool(following) and core.split()[-1].lower() in _SMALL_WORDS
+    )
+    return core[-1] in ".;:,?!" or len(core.split()) > 15 or len(core) > 100 or runs_on
+
+
 def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
     """A keyword or bare numbered heading on ``line`` (which opens a paragraph), if any.
 
     A plural keyword (``Sections 3.1, 3.2 and 3.4 are ...``) lists references: never a heading.
+    A dotted number, or a section, clause or article keyword and its number, followed by a
+    sentence (see ``_runs_on``) is a clause whose body starts on its line: its title is the
+    number (``7.2``, ``Clause 7.2``), however long the line.
     """
-    if len(line) > 120:
-        return None
     match = _KEYWORD_HEADING.match(line)
     if match:
         rest = match["rest"]
@@ -549,15 +634,14 @@ def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
             return None
         if kind == "section" and not num[0].isdigit():
             return None
-        title_part = _SEPARATOR.sub("", rest, count=1)
-        run_in = 0
-        if not _title_ok(title_part, strict=False):
-            run_in = _run_in_title(title_part)
-            if not run_in:
-                return None
-            run_in += match.start("rest") + len(rest) - len(title_part)
         section_id = _make_id(kind, num, _labels_of(match["labels"]))
         if section_id is None:
+            return None
+        title_part = _SEPARATOR.sub("", rest, count=1)
+        body = match.start("rest") + len(rest) - len(title_part)
+        clause = kind in ("section", "article")  # not ``Title 17 U.S.C. protects ...``
+        run_in = _inline_body(line, title_part, body, next_line, clause=clause, run_in_title=True)
+        if run_in is None:
             return None
         rank = _KIND_RANK.get(kind, 5) + (num.count(".") if kind == "section" else 0)
         title = line[:run_in].strip() if run_in else line.strip()
@@ -568,17 +652,41 @@ def _plain_heading(line: str, next_line: str | None) -> _Candidate | None:
         dotted = "." in num
         if not (match["dot"] or dotted):
             return None
-        run_in = 0
-        if not _title_ok(match["rest"], strict=not dotted):
-            run_in = _run_in_title(match["rest"]) if match["dot"] else 0
-            if not run_in:
-                return None
-            run_in += match.start("rest")
         if next_line is not None and _LIST_ITEM.match(next_line):
+            return None
+        run_in = _inline_body(
+            line,
+            match["rest"],
+            match.start("rest"),
+            next_line,
+            clause=dotted,  # ``3. Remove the cover.`` is a list item, ``3.1 Remove ...`` a clause
+            run_in_title=bool(match["dot"]),
+        )
+        if run_in is None:
             return None
         title = line[:run_in].strip() if run_in else line.strip()
         return _Candidate(5 + num.count("."), title, num, -1, inline_body=run_in)
     return None
+
+
+def _inline_body(
+    line: str, rest: str, body: int, next_line: str | None, *, clause: bool, run_in_title: bool
+) -> int | None:
+    """Where the body starts in a numbered heading ``line``: 0 when it has none on the line.
+
+    ``rest`` is the text after the number, starting at offset ``body`` of ``line``. A title
+    (``4.2 Scope``; Title Case unless ``clause``) has no body; a run-in title (``2. Grant of
+    License. Subject to ...``, when ``run_in_title``) has its body after its first sentence;
+    when ``clause``, a sentence (``7.2 Late payments bear interest.``) is all body. ``None``
+    when ``line`` is none of these.
+    """
+    sentence = clause and _runs_on(rest, next_line)
+    if len(line) <= 120 and not sentence and _title_ok(rest, strict=not clause):
+        return 0
+    run_in = _run_in_title(rest) if run_in_title and len(line) <= 120 else 0
+    if run_in:
+        return body + run_in
+    return body if sentence else None
 
 
 def _front_matter_end(lines: list[str]) -> int:

@@ -136,10 +136,13 @@ def _query_terms(text: str) -> tuple[str, ...]:
 def parse_exact_query(query: str) -> ExactQuery:
     """Find section references, quoted phrases, symbols and a defined term in ``query``.
 
-    ``"Section 203(a)(1)"``, ``"§ 4.2"``, ``"section 7"``, ``"Article 5"``, ``"sec. 4.2"``
-    become normalized section ids (``203(a)(1)``, ``4.2``, ``7``, ``5``, ``4.2``) with
-    ``definitions.find_section_refs``; text between double quotes (straight or curly) becomes
-    a phrase (lowercased, whitespace collapsed; phrases under 2 characters are ignored).
+    ``"Section 203(a)(1)"``, ``"§ 4.2"``, ``"section 7"``, ``"Article 5"``, ``"sec. 4.2"``,
+    ``"subsection (a)(1) of section 203"`` and a bare ``"203(a)(1)"`` (a number with sub-clause
+    labels; not a bare ``"4.2"``, which may be any decimal) become normalized section ids
+    (``203(a)(1)``, ``4.2``, ``7``, ``5``, ``4.2``, ``203(a)(1)``, ``203(a)(1)``) with
+    ``definitions.find_section_refs(query, query=True)``; text between double quotes
+    (straight or curly) becomes a phrase (lowercased, whitespace collapsed; phrases under 2
+    characters are ignored).
     Identifiers (``parse_sections``, ``Shift.swap``, ``getUser``, ``run()``, ```swap```)
     become symbols. A definition question ("what does X mean", "what is meant by X",
     "meaning of X", "define X", "X definition", "what is X") gives the normalized term X
@@ -150,7 +153,7 @@ def parse_exact_query(query: str) -> ExactQuery:
         dict.fromkeys(p for p in (_norm_text(m) for m in _PHRASE.findall(text)) if len(p) >= 2)
     )
     return ExactQuery(
-        tuple(find_section_refs(text)),
+        tuple(find_section_refs(text, query=True)),
         phrases,
         _query_symbols(text),
         _query_terms(text),

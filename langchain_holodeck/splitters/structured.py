@@ -92,8 +92,9 @@ class _Chunk:
     text: str
     start: int
     section: Section
-    opens: tuple[str, ...] = ()
-    """Ids of bare sections whose headings open this chunk (see ``_is_bare``)."""
+    opens: tuple[Section, ...] = ()
+    """Bare sections whose headings open this chunk (see ``_is_bare``), or, for a heading with
+    no body that ends the text, end it."""
     header: str = ""
     """A cut table's header row and separator, repeated before this later piece of it."""
 
@@ -111,7 +112,10 @@ class StructuredMarkdownSplitter(TextSplitter):
     starting ``- ``, ``* ``, ``1. ``), then sentence, then word boundaries; a tiny last piece
     (a link target left over) takes the item or block before it. Fenced code blocks and tables
     are only cut when they alone exceed the limit.
-    Sections are never merged, so each chunk's ``section_id`` is exact. Text without headings
+    Sections are never merged (only a heading with no body joins a neighbouring chunk, which
+    lists it in ``opens_sections``), so each chunk's ``section_id`` is exact. A numbered clause
+    written as one sentence (``7.2 Late payments bear interest.``) has a body: its own chunk.
+    Text without headings
     is packed by paragraphs, then sentences. The heading grammar and id rules are those of
     ``parse_sections``; a document whose ``file_type`` metadata is ``rst`` (``SourceLoader``
     sets it) is read as reStructuredText (``markup="rst"``: underlined titles, no code fences,
@@ -133,7 +137,8 @@ class StructuredMarkdownSplitter(TextSplitter):
         heading with no body, directly followed by another heading, or a parent with only a
         short introduction ending in ``:``, directly followed by its first sub-section; such
         headings never stand alone, and a heading with no body that ends the text ends the
-        chunk before it),
+        chunk before it, which lists it too; headings too long to join the next section's
+        first chunk make a chunk of the last of them, opened by the others),
         ``heading`` (the section's title, ``""`` before the first heading), ``parent_chain``
         (list of the enclosing headings' titles, root first, excluding ``heading``),
         ``chunk_type`` (``header``: a heading with no body; ``definition``: in a definitions
@@ -171,7 +176,7 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 5
+    revision: ClassVar[int] = 6
     """Raised when the same settings split some text differently (1: reStructuredText read as
     such, its titles, blocks and object names; 2: a long list cut between its items, and a
     tiny last chunk of a section takes the item or block before it; 3: a Markdown or rst
@@ -179,8 +184,13 @@ class StructuredMarkdownSplitter(TextSplitter):
     definitions``; 4: ``Subsection``, ``Paragraph`` and ``Sect.`` name sections, and
     lower-case Roman numerals number titles, parts and chapters, in references and
     headings; 5: no heading inside an HTML comment or a YAML front matter, and lines end
-    only at ``\n``, ``\r\n`` or ``\r``). Part of the ingestion fingerprint: a store split
-    before re-splits its files once."""
+    only at ``\n``, ``\r\n`` or ``\r``; 6: a numbered clause written as a sentence, ``7.2
+    Late payments bear interest.``, is a section with its body on its line (it was a heading
+    with no body, merged into a neighbour's chunk), a bare heading kept apart from the next
+    section's chunk is a chunk of its own section, one ending the text is in the
+    ``opens_sections`` of the chunk it ends, and a relative reference ``of`` a named section
+    resolves against that one, ``subsection (a)(1) of section 203``). Part of the
+    ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
         self,
@@ -258,40 +268,45 @@ class StructuredMarkdownSplitter(TextSplitter):
         bodies = [body for body, _, _ in tables]
         chunks: list[_Chunk] = []
         carry: int | None = None  # start of bare headings waiting for the next section
-        carried: tuple[str, ...] = ()  # and their section ids
+        carried: tuple[Section, ...] = ()  # and their sections
         for position, section in enumerate(sections):
             body_start = section.body_start if section.start < section.body_start else None
             spans = list(packer.fit(text, section.start, section.end, body_start=body_start))
-            opens: tuple[str, ...] = ()
-            merged = False  # bare headings joined the first span (``opens`` lists their ids)
+            owners = [section] * len(spans)  # the section each span is a chunk of
+            opens: tuple[Section, ...] = ()  # the bare sections opening the first span
+            merged = False  # bare headings joined the first span (``opens`` lists them)
             if carry is not None and spans:
                 joined = (carry, spans[0][1])
                 if self._length_function(text[joined[0] : joined[1]]) <= self._chunk_size:
                     spans[0], opens, merged = joined, carried, True
-                else:
+                else:  # too long together: the headings are a chunk of the last of them
                     spans.insert(0, (carry, section.start))
+                    owners.insert(0, carried[-1])
+                    opens = carried[:-1]
                 carry, carried = None, ()
             following = sections[position + 1 :]
             if self._is_bare(text, section, spans[-1:], following):
                 # its heading (and what it carries) opens the next section's first chunk
                 carry = spans[-1][0]
-                carried = (*opens, section.section_id) if section.section_id else opens
+                carried = (*opens, section) if merged else (section,)
                 spans.pop()
-                opens = opens if spans and merged else ()
+                owners.pop()
             alone = (  # a heading with no body, the last of the file: no next chunk to open
                 not following
                 and section.body_start > section.start
                 and not merged
                 and not text[section.body_start : section.end].strip()
             )
-            for number, (start, end) in enumerate(spans):
+            for number, ((start, end), owner) in enumerate(zip(spans, owners, strict=True)):
                 piece = text[start:end]
                 stripped = piece.strip()
                 if stripped:
                     offset = start + len(piece) - len(piece.lstrip())
                     if alone and start >= section.start and chunks:
                         last = chunks[-1]
-                        joined_chunk = replace(last, text=text[last.start : end].strip())
+                        joined_chunk = replace(  # the chunk it ends holds its id too
+                            last, text=text[last.start : end].strip(), opens=(*last.opens, section)
+                        )
                         limit = self._chunk_size  # a piece of a cut table: its own limit too
                         if last.header and self._table_limit is not None:
                             limit = min(limit, self._table_limit)
@@ -304,7 +319,7 @@ class StructuredMarkdownSplitter(TextSplitter):
                     header = ""
                     if table >= 0 and offset < tables[table][1]:  # inside that table's body
                         header = tables[table][2]
-                    chunks.append(_Chunk(stripped, offset, section, chunk_opens, header))
+                    chunks.append(_Chunk(stripped, offset, owner, chunk_opens, header))
         return chunks
 
     @staticmethod
@@ -350,7 +365,13 @@ class StructuredMarkdownSplitter(TextSplitter):
             chunk_type = "content"
         return {
             "section_id": section.section_id,
-            "opens_sections": [sid for sid in chunk.opens if sid != section.section_id],
+            "opens_sections": list(
+                dict.fromkeys(
+                    bare.section_id
+                    for bare in chunk.opens
+                    if bare.section_id and bare.section_id != section.section_id
+                )
+            ),
             "heading": section.title,
             "parent_chain": list(section.parent_chain),
             "chunk_type": chunk_type,

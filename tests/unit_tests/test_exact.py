@@ -43,6 +43,10 @@ def index(chunks: list[Document]) -> ExactMatchIndex:
         ("what does § 4.2 say?", ("4.2",), ()),
         ("section 7 and Article 5", ("7", "5"), ()),
         ("sec. 4.2", ("4.2",), ()),
+        # found 2026-12-07: no keyword, and a relative reference of a named section
+        ("203(a)(1)", ("203(a)(1)",), ()),
+        ("subsection (a)(1) of section 203", ("203(a)(1)",), ()),
+        ("release notes of 4.2", (), ()),
         ('find "Safety  Interlock" and “arch controls”', (), ("safety interlock", "arch controls")),
         ("top 5 results about logs", (), ()),
         ('""', (), ()),
@@ -227,3 +231,13 @@ def test_a_version_finds_the_changelog_entry_its_heading_names() -> None:
     assert [texts[h.id] for h in idx.search("release v2.1.4", k=5)] == ["## v2.1.4\n\nFirst."]
     assert idx.search("4.2 percent", k=5) == []  # two bare numbers: no version
     assert parse_exact_query("upgrade to 2.3.1").versions == ("2.3.1",)
+
+
+def test_a_bare_number_with_labels_finds_its_section_first(
+    index: ExactMatchIndex, chunks: list[Document]
+) -> None:
+    own = {c.id for c in chunks if c.metadata["section_id"] == "203(a)(1)"}
+    for query in ("203(a)(1)", "subsection (a)(1) of section 203"):
+        top = index.search(query, k=3)
+        assert top[0].id in own, query
+        assert top[0].score == 2.0

@@ -429,3 +429,90 @@ def test_a_linked_heading_is_titled_by_its_link_text() -> None:
         ("asgi-csrf", ("Third party",)),
         ("Guide", ()),
     ]
+
+
+MSA = (
+    "MASTER SERVICES AGREEMENT\n\n1. DEFINITIONS\n\n"
+    '1.1 "Services" means the hosting and support services described in Schedule 2, as\n'
+    "amended from time to time by written agreement of the parties.\n\n"
+    '1.2 "Fees" means the amounts payable by the Customer under clause 7.\n\n'
+    "2. TERM\n\n"
+    "2.1 This Agreement starts on the Effective Date and continues for an initial term of\n"
+    "36 months.\n\n"
+    "2.2 Either party may terminate this Agreement for convenience with 90 days' notice.\n\n"
+    "7. PAYMENT\n\n7.1 The Customer shall pay the Fees within 30 days of the invoice date.\n"
+    "7.2 Late payments bear interest at 4% per annum above the base rate of the central bank.\n"
+)
+
+
+def test_a_numbered_clause_written_as_a_sentence_has_its_body_on_its_line() -> None:
+    """Found 2026-12-07: ``1.2 "Fees" means ... clause 7.`` was a heading with no body (and
+    ``7.2 Late payments ...``, 16 words, no heading at all: 7.1's text)."""
+    sections = parse_sections(MSA)
+    assert [(s.section_id, s.title) for s in sections] == [
+        ("", ""), ("1", "1. DEFINITIONS"), ("1.1", "1.1"), ("1.2", "1.2"), ("2", "2. TERM"),
+        ("2.1", "2.1"), ("2.2", "2.2"), ("7", "7. PAYMENT"), ("7.1", "7.1"), ("7.2", "7.2"),
+    ]  # fmt: skip
+    bodies = {s.section_id: MSA[s.body_start : s.end].strip() for s in sections}
+    assert bodies["1.1"].startswith('"Services" means the hosting')
+    assert bodies["1.2"] == '"Fees" means the amounts payable by the Customer under clause 7.'
+    assert bodies["2.1"].endswith("initial term of\n36 months.")
+    assert bodies["7.2"].startswith("Late payments bear interest")
+    assert sections[-1].parent_chain == ("7. PAYMENT",)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Clause 7.2 The Customer shall pay interest.\n", [("7.2", "Clause 7.2")]),
+        ("4.2 Scope\n\nThe body.\n", [("4.2", "4.2 Scope")]),  # a title stays a title
+        ("4.2 Scope of the work\n\nThe body.\n", [("4.2", "4.2 Scope of the work")]),
+        ("2.1. Grants. Subject to the terms of\nthis License.\n", [("2.1", "2.1. Grants.")]),
+        ("2.5 million people use it.\n", [("", "")]),  # a decimal in prose
+        ("3. Remove the cover before you start.\n", [("", "")]),  # a list item
+        ("Section 5 applies to every operator.\n", [("", "")]),
+    ],
+)
+def test_sentences_after_a_number_and_titles_read_apart(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert titles_ids(text) == [(title, sid) for sid, title in expected]
+
+
+def test_a_relative_reference_of_a_named_section_resolves_against_it() -> None:
+    """Found 2026-12-07: the label resolved against the current section (``204(a)(1)``) and the
+    named one was recorded alone (``203``)."""
+    text = "as provided in subsection (a)(1) of section 203."
+    assert find_section_refs(text, current_id="204") == ["203(a)(1)"]
+    assert find_section_refs("as set out in paragraph (2) of section 12", current_id="30") == [
+        "12(2)"
+    ]
+    assert find_section_refs("paragraph (2) of subsection (b)", current_id="203(a)") == [
+        "203(b)(2)"
+    ]
+    text = "subsections (a) and (b) of section 203 and section 204"
+    assert find_section_refs(text, current_id="1") == ["203(a)", "203(b)", "204"]
+    assert find_section_refs("paragraph (2) of this section", current_id="5") == ["5(2)"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("203(a)(1)", ["203(a)(1)"]),
+        ("203 (a) (1)", ["203(a)(1)"]),
+        ("what does 4.2(b) require?", ["4.2(b)"]),
+        ("subsection (a)(1) of section 203", ["203(a)(1)"]),
+        ("section 203(a) and 204(b)", ["203(a)", "204(b)"]),
+        ("4.2", []),  # a bare decimal: a version, a price, a rating as often as a section
+        ("python 3.12 install", []),
+    ],
+)
+def test_a_query_names_a_section_by_its_number_and_labels_alone(
+    query: str, expected: list[str]
+) -> None:
+    """Found 2026-12-07: ``203(a)(1)`` typed without ``section`` was no reference."""
+    assert find_section_refs(query, query=True) == expected
+
+
+def test_a_documents_number_with_labels_needs_its_keyword() -> None:
+    assert find_section_refs("the cost is 3(a) + 2(b) per unit") == []

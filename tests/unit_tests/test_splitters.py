@@ -489,3 +489,54 @@ def test_a_tiny_last_chunk_takes_the_item_before_it(
     # before, the link target alone was the section's last chunk
     assert docs[-1].page_content == f"-   Use {link} to push code.\n\n{target}"
     assert docs[0].page_content.endswith("switch with a variable.")
+
+
+def test_one_line_numbered_clauses_keep_their_ids_breadcrumbs_and_references() -> None:
+    """Found 2026-12-07: one-line clauses were headings with no body, merged into a neighbour
+    labelled with another clause (``clause 2.2`` found the 7.1 chunk; 7.2 was nowhere)."""
+    text = (
+        "1. DEFINITIONS\n\n"
+        '1.1 "Services" means the hosting described in Schedule 2, as\namended in writing.\n\n'
+        '1.2 "Fees" means the amounts payable by the Customer under clause 7.\n\n'
+        "2. TERM\n\n2.1 This Agreement continues for 36 months.\n\n"
+        "2.2 Either party may terminate this Agreement with 90 days' notice.\n\n"
+        "7. PAYMENT\n\n7.1 The Customer shall pay the Fees within 30 days.\n\n"
+        "7.2 Late payments bear interest at 4% per annum above the base rate of the central bank.\n"
+    )
+    docs = StructuredMarkdownSplitter().split_documents([Document(page_content=text)])
+    meta = [
+        (d.metadata["section_id"], d.metadata["opens_sections"], d.metadata["parent_chain"])
+        for d in docs
+    ]
+    assert meta == [
+        ("1.1", ["1"], ["1. DEFINITIONS"]), ("1.2", [], ["1. DEFINITIONS"]),
+        ("2.1", ["2"], ["2. TERM"]), ("2.2", [], ["2. TERM"]),
+        ("7.1", ["7"], ["7. PAYMENT"]), ("7.2", [], ["7. PAYMENT"]),
+    ]  # fmt: skip
+    fees = docs[1].metadata
+    assert (fees["defined_terms"], fees["cross_references"]) == (["Fees"], ["7"])
+    assert docs[0].metadata["cross_references"] == ["schedule-2"]
+    index = ExactMatchIndex()
+    index.upsert([d.model_copy(update={"id": f"c{i}"}) for i, d in enumerate(docs)])
+    for query, chunk in (("clause 7.2", "c5"), ("clause 2.2", "c3"), ("clause 1.2", "c1")):
+        assert [hit.id for hit in index.search(query, k=1)] == [chunk], query
+
+
+def test_a_heading_alone_at_the_end_is_listed_by_the_chunk_it_ends() -> None:
+    text = "Section 1 Intro\n\nSome text.\n\nSection 2 Outro\n"
+    [doc] = StructuredMarkdownSplitter().create_documents([text])
+    assert (doc.metadata["section_id"], doc.metadata["opens_sections"]) == ("1", ["2"])
+    index = ExactMatchIndex()
+    index.upsert([doc.model_copy(update={"id": "c0"})])
+    assert [hit.id for hit in index.search("Section 2", k=1)] == ["c0"]
+
+
+def test_headings_too_long_to_join_the_next_chunk_are_a_chunk_of_their_own_section() -> None:
+    text = "Section 1 Intro\n\nSection 2 Outline\n\nSection 3 Rules\n\n" + "word " * 30
+    docs = StructuredMarkdownSplitter(max_chunk_tokens=40).create_documents([text])
+    first = docs[0]
+    assert first.page_content == "Section 1 Intro\n\nSection 2 Outline"
+    # before: labelled section 3, whose text it does not hold, and section 1 nowhere
+    assert (first.metadata["section_id"], first.metadata["opens_sections"]) == ("2", ["1"])
+    assert first.metadata["chunk_type"] == "header"
+    assert docs[1].metadata["section_id"] == "3"
