@@ -133,6 +133,16 @@ def test_second_ingest_reports_everything_skipped(
     assert "INFO langchain_holodeck.tools.document: default: ingested docs" in err  # -v: debug logs
 
 
+def deck_docs_for_an_openai_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """``tmp_path/docs`` with one page, and a fake OpenAI key (the servers are loopback)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    return docs
+
+
 def test_a_rerun_whose_embeddings_server_is_down_embeds_nothing_and_succeeds(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -142,11 +152,7 @@ def test_a_rerun_whose_embeddings_server_is_down_embeds_nothing_and_succeeds(
     # cached vector of a stored chunk; a run that must embed says so, and the next converges.
     from tests.embedding_server import EmbeddingServer
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    docs = deck_docs_for_an_openai_server(monkeypatch, tmp_path)
     with EmbeddingServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         code, _, _ = run(capsys, "ingest", str(docs), "--embedding-model", "text-embedding-3-small")
@@ -206,11 +212,7 @@ def test_search_leaves_the_contexts_a_failing_context_model_left_out_to_ingest(
     from tests.embedding_server import EmbeddingServer
     from tests.openai_server import chat_server
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    deck_docs_for_an_openai_server(monkeypatch, tmp_path)
     with EmbeddingServer() as embeddings, chat_server() as model:
         monkeypatch.setenv("OPENAI_BASE_URL", embeddings.url)
         agent = write(
