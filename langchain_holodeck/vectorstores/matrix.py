@@ -262,7 +262,8 @@ class MatrixVectorStore(VectorStore):
         """
         # no copy here: rows are normalized once they are in the store's own matrix
         try:
-            matrix = np.asarray(vectors, dtype=np.float32)
+            with np.errstate(over="ignore"):  # past float32: inf, refused below with its id
+                matrix = np.asarray(vectors, dtype=np.float32)
         except ValueError as error:  # rows of different lengths
             rows: Sequence[Sequence[float]] = vectors  # type: ignore[assignment]  # ragged: rows
             widths = sorted({len(row) for row in rows})
