@@ -620,7 +620,17 @@ def _run_search(args: argparse.Namespace) -> int:
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
     result = _initialize_known(tool, args.store)
-    if result.added or result.updated or result.deleted or result.failed:
+    if tool.fallback_reason is not None and (result.added or result.failed):
+        # nothing changed: the store is out of reach and the fallback holds a copy made now
+        logger.warning(
+            "note: %s is unavailable, so this search ran on an in-memory copy of %s made "
+            "now (%d chunks embedded, %d failed); the source did not necessarily change.",
+            tool.requested_backend,
+            _shown_source(target),
+            result.added,
+            result.failed,
+        )
+    elif result.added or result.updated or result.deleted or result.failed:
         logger.warning(
             "note: %s changed since the last ingest (its files, or how this version reads "
             "them); synced it first (%d added, %d updated, %d deleted, %d failed).",

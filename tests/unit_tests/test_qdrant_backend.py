@@ -663,6 +663,67 @@ def test_a_qdrant_path_held_by_another_process_is_named_as_such(
         holder.communicate(input="", timeout=30)
 
 
+def test_a_search_while_another_process_holds_the_path_says_why_it_embedded(
+    tmp_path: Path,
+) -> None:
+    """A search during an ingest that holds the Qdrant ``path:`` falls back to memory (as
+    documented) and embeds the corpus there; it said 'docs changed since the last ingest',
+    though nothing had (found 2026-12-07, a probe). Each command is its own process, as a
+    user runs them: one holding the path keeps its lock until it exits."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "HOME": str(tmp_path)}
+    main = "import sys; from langchain_holodeck.cli import main; sys.exit(main())"
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", main, *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "reactor.md").write_text("# Reactor\n\nThorium at 40 percent.\n")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: kb, description: d, source: docs,\n"
+        "     embedding_model: sentence-transformers/all-MiniLM-L6-v2,\n"
+        "     database: {provider: qdrant, path: qd}}\n"
+    )
+    ingest = cli("-q", "ingest", "--config", "agent.yaml")
+    assert ingest.returncode == 0, ingest.stderr
+    holder = subprocess.Popen(  # an ingest of another process holds the directory's lock
+        [
+            sys.executable,
+            "-c",
+            "import sys; from qdrant_client import QdrantClient; "
+            f"c = QdrantClient(path={str(tmp_path / 'qd')!r}); print('ready', flush=True); "
+            "sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        search = cli("search", "--config", "agent.yaml", "thorium")
+    finally:
+        holder.communicate(input="", timeout=30)
+    assert search.returncode == 0, search.stderr
+    assert "changed since the last ingest" not in search.stderr
+    assert (
+        "note: qdrant is unavailable, so this search ran on an in-memory copy of docs made "
+        "now (1 chunks embedded, 0 failed); the source did not necessarily change."
+    ) in search.stderr
+
+
 def test_the_cli_keeps_two_corpora_of_one_qdrant_collection_in_sync_and_apart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
