@@ -167,13 +167,16 @@ def as_ingested(target: Target, store: Path) -> Target:
 
     ``ingest --config F --tool T SOURCE`` gives tool T another source; ``search``, ``chat``,
     ``test``, ``serve`` and ``tools`` on that store then use it, as ``ingest --help`` says.
-
-    Raises:
-        HolodeckError: When ``store``'s manifest exists but cannot be read.
+    A manifest that cannot be read tells nothing: ``target`` as configured, with a WARNING
+    (the next ingest rewrites it).
     """
     if target.config_path is None or not (store / MANIFEST_NAME).is_file():
         return target
-    manifest = read_manifest(store)
+    try:
+        manifest = read_manifest(store)
+    except HolodeckError as error:
+        logger.warning("%s; using %s as configured.", str(error).rstrip("."), target.config.name)
+        return target
     same_file = manifest.config == str(target.config_path.absolute())
     if same_file and manifest.tool == target.config.name and manifest.source_overridden:
         return target_from_manifest(manifest)  # keep the SOURCE given to ingest

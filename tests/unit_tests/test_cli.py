@@ -593,6 +593,13 @@ def test_every_command_uses_the_source_an_ingest_gave_a_config_tool(
     (tool,) = session_tools(config, agent, Path(".holodeck/store"), force_ingest=False, quiet=True)
     assert "other/other.md" in tool.search_sync("zebras wait")
     assert tool.document_count == 1  # docs/ was not ingested beside it
+    # a damaged ingest.json tells nothing: the tool as configured, with a warning
+    Path(".holodeck/store/ingest.json").write_text("{not json", encoding="utf-8")
+    code, out, err = run(capsys, "tools", "--config", "agent.yaml")
+    assert code == 0, err
+    assert f"source:      {tmp_path / 'docs'}" in out
+    assert err.startswith("warning: .holodeck/store/ingest.json is not a valid ingest manifest")
+    assert err.rstrip().endswith("run `holodeck-rag ingest` again; using hier as configured.")
 
 
 def test_search_help_names_every_json_key(capsys: pytest.CaptureFixture[str]) -> None:
