@@ -291,6 +291,7 @@ class SourceLoader(BaseLoader):
         self.encoding_fallbacks = tuple(encoding_fallbacks)
         self.exclude = tuple(exclude)
         self._walk_warnings: set[str] = set()
+        self._read_warnings: set[str] = set()
         self.unreachable: tuple[str, ...] = ()
         """What the last walk could not reach: ``source_path``-style folders (ending in ``/``)
         it could not list and files it could not stat. Their files may still exist: a sync
@@ -360,8 +361,14 @@ class SourceLoader(BaseLoader):
             if self.on_error == "raise":
                 msg = f"Could not load {file.source_path!r}: {reason}"
                 raise DocumentLoadError(msg) from e
-            logger.warning("Skipping %s: could not load it (%s).", file.source_path, reason)
-            return Skipped.UNREADABLE if isinstance(e, OSError) else Skipped.FAILED
+            said = f"Skipping {file.source_path}: could not load it ({reason})."
+            unreadable = isinstance(e, OSError)
+            # an unreadable file is tried at every re-check (not remembered): said once
+            repeated = unreadable and said in self._read_warnings
+            logger.log(logging.DEBUG if repeated else logging.WARNING, "%s", said)
+            if unreadable:
+                self._read_warnings.add(said)
+            return Skipped.UNREADABLE if unreadable else Skipped.FAILED
         if isinstance(text, Skipped):  # reported by _read
             return text
         text = _without_lone_surrogates(text, file.source_path)

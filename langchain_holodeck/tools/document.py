@@ -1013,7 +1013,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
             if keywords is not None and in_memory:
                 keywords.replace(chunks)
         self._indexed = stored
-        if keywords is not None and in_memory:
+        if keywords is not None and in_memory and keywords.content_digest is None:
+            # a write made it unknown; a known one still holds (any write resets it)
             keywords.content_digest = content_digest(stored)  # saved with it: checked on load
 
     def _extract_definitions(self, chunks: Sequence[Document]) -> None:

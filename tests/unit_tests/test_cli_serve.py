@@ -22,6 +22,17 @@ REPO = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO / "tests" / "data"
 
 
+def main_command(argv: list[str]) -> list[str]:
+    """``holodeck-rag ARGV`` as this checkout's package runs it, in a process of its own."""
+    code = f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))"
+    return [sys.executable, "-c", code]
+
+
+def serve_env(home: Path) -> dict[str, str]:
+    """A bare environment: this checkout's package, a system PATH, ``home`` as HOME."""
+    return {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(home)}
+
+
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -334,17 +345,13 @@ def test_a_stdio_client_leaving_after_malformed_messages_ends_without_a_tracebac
     pytest.importorskip("mcp")
     argv = ["--store", str(ingested), "serve"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
-        ],
+        main_command(argv),
         input=b'garbage\n{"jsonrpc": "2.0"}\n\xff\xfe\n',
         capture_output=True,
         timeout=120,
         check=False,
         cwd=ingested.parent,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+        env=serve_env(ingested.parent),
     )
     err = done.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err
@@ -361,16 +368,12 @@ def test_a_stdio_call_whose_query_holds_a_lone_surrogate_escape_is_answered(
     pytest.importorskip("mcp")
     argv = ["--store", str(ingested), "serve"]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
-        ],
+        main_command(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ingested.parent,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+        env=serve_env(ingested.parent),
     )
     assert server.stdin is not None
     assert server.stdout is not None
@@ -418,15 +421,11 @@ def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
     pytest.importorskip("mcp")
     argv = ["--store", str(ingested), "serve", "--transport", "http", "--port", "0"]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import sys; from langchain_holodeck.cli import main; sys.exit(main({argv!r}))",
-        ],
+        main_command(argv),
         stderr=subprocess.PIPE,
         text=True,
         cwd=ingested.parent,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(ingested.parent)},
+        env=serve_env(ingested.parent),
     )
     assert server.stderr is not None
     lines = []

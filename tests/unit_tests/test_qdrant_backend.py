@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import subprocess
+import sys
 import threading
 import uuid
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -633,16 +637,10 @@ def test_a_relative_qdrant_path_follows_a_tools_own_base_dir(
     assert not (tmp_path / "q2").exists()
 
 
-def test_a_qdrant_path_held_by_another_process_is_named_as_such(
-    embeddings: HashingEmbeddings, tmp_path: Path
-) -> None:
-    import subprocess
-    import sys
-
-    from langchain_holodeck.backends import BackendUnavailableError
-
-    path = tmp_path / "held"
-    holder = subprocess.Popen(  # another process holds the directory's lock
+@contextlib.contextmanager
+def held_by_another_process(path: Path) -> Iterator[None]:
+    """``path`` (a Qdrant local directory) open in another process, which holds its lock."""
+    holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
@@ -656,11 +654,21 @@ def test_a_qdrant_path_held_by_another_process_is_named_as_such(
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        holder.communicate(input="", timeout=30)
+
+
+def test_a_qdrant_path_held_by_another_process_is_named_as_such(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    from langchain_holodeck.backends import BackendUnavailableError
+
+    path = tmp_path / "held"
+    with held_by_another_process(path):
         backend = get_backend({"provider": "qdrant", "path": str(path)})
         with pytest.raises(BackendUnavailableError, match=f"Qdrant path {path} is in use by an"):
             backend.open_store(embeddings)
-    finally:
-        holder.communicate(input="", timeout=30)
 
 
 def test_a_search_while_another_process_holds_the_path_says_why_it_embedded(
@@ -670,24 +678,7 @@ def test_a_search_while_another_process_holds_the_path_says_why_it_embedded(
     documented) and embeds the corpus there; it said 'docs changed since the last ingest',
     though nothing had (found 2026-12-07, a probe). Each command is its own process, as a
     user runs them: one holding the path keeps its lock until it exits."""
-    import os
-    import subprocess
-    import sys
-
-    repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo), "HOME": str(tmp_path)}
-    main = "import sys; from langchain_holodeck.cli import main; sys.exit(main())"
-
-    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", main, *argv],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+    from tests.unit_tests.test_first_hour import cli
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "reactor.md").write_text("# Reactor\n\nThorium at 40 percent.\n")
@@ -696,26 +687,10 @@ def test_a_search_while_another_process_holds_the_path_says_why_it_embedded(
         "     embedding_model: sentence-transformers/all-MiniLM-L6-v2,\n"
         "     database: {provider: qdrant, path: qd}}\n"
     )
-    ingest = cli("-q", "ingest", "--config", "agent.yaml")
+    ingest = cli(tmp_path, "-q", "ingest", "--config", "agent.yaml")
     assert ingest.returncode == 0, ingest.stderr
-    holder = subprocess.Popen(  # an ingest of another process holds the directory's lock
-        [
-            sys.executable,
-            "-c",
-            "import sys; from qdrant_client import QdrantClient; "
-            f"c = QdrantClient(path={str(tmp_path / 'qd')!r}); print('ready', flush=True); "
-            "sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "ready"
-        search = cli("search", "--config", "agent.yaml", "thorium")
-    finally:
-        holder.communicate(input="", timeout=30)
+    with held_by_another_process(tmp_path / "qd"):  # as an ingest in another process does
+        search = cli(tmp_path, "search", "--config", "agent.yaml", "thorium")
     assert search.returncode == 0, search.stderr
     assert "changed since the last ingest" not in search.stderr
     assert (
