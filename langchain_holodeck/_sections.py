@@ -46,10 +46,14 @@ a heading by its syntax, so its single number needs no dot when a capitalized ti
 (``## 5 Terms and definitions`` is ``5``, as ISO standards number their clauses; ``## 5 ways to
 deploy`` has none). A heading without a number inherits the id of its nearest ancestor
 (``#### Notes`` under ``Section 5`` has id ``5``); text above the first heading has id ``""``.
+The id drops the label word (``Article 5`` and ``Section 5`` are both ``5``); the exact index
+keeps it (``heading_label``, ``section_references``) and holds an ``Article 5`` query to headings
+that say Article or none.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -57,9 +61,12 @@ from typing import Literal
 __all__ = [
     "Markup",
     "Section",
+    "SectionReference",
     "find_section_refs",
+    "heading_label",
     "normalize_section_ref",
     "parse_sections",
+    "section_references",
 ]
 
 Markup = Literal["markdown", "rst"]
@@ -118,9 +125,25 @@ _ROMAN_LOWER = re.compile(r"^(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})$")
 _ROMAN_UPPER = re.compile(r"^(?=[IVX])X{0,3}(?:IX|IV|V?I{0,3})$")
 
 
+_LABEL_WORDS = {
+    **dict.fromkeys(("section", "sections", "sec", "secs", "sect", "sects", "§", "§§"), "section"),
+    **dict.fromkeys(("subsection", "subsections", "sub-section", "sub-sections"), "section"),
+    **dict.fromkeys(("article", "articles", "art", "arts"), "article"),
+    **dict.fromkeys(("clause", "clauses"), "clause"),
+    **dict.fromkeys(("paragraph", "paragraphs"), "paragraph"),
+}
+"""The label word a keyword spells (``§``, ``Sec.``, ``Sections`` are ``section``): a
+reference and a heading with different ones name different things, though both ids are ``4``."""
+
+
 def _kind_of(keyword: str) -> str:
     key = keyword.lower().rstrip(".")
     return _PLAIN_KINDS.get(key, key)
+
+
+def _label_word(keyword: str) -> str:
+    key = keyword.lower().rstrip(".")
+    return _LABEL_WORDS.get(key, key)
 
 
 def _labels_of(labels: str) -> list[str]:
@@ -218,6 +241,7 @@ _REF_LIST = re.compile(
     + r"\d+(?:\.\d+)*[A-Za-z]?(?!\w)(?:\s?\([A-Za-z0-9]{1,4}\))*)*)"
 )
 _MORE_ITEM = re.compile(r"\d+(?:\.\d+)*[A-Za-z]?(?!\w)(?:\s?\([A-Za-z0-9]{1,4}\))*")
+_MORE_KEYWORD = re.compile(r"(?i:sections?|§)")
 _RELATIVE_WORD = r"(?i:\b(?:sub)?(?:sections?|paragraphs?|clauses?)|\bitems?)"
 _LABEL_RUN = r"(?:\([A-Za-z0-9]{1,4}\))+"
 _OF = r"\s+(?i:of)\s+"
@@ -284,6 +308,21 @@ def _relative_refs(match: re.Match[str], current_id: str) -> list[str]:
     return [ref for ref in refs if ref]
 
 
+@dataclass(frozen=True)
+class SectionReference:
+    """One mention of a section in a text: its id, the label word it used and where it is."""
+
+    section_id: str
+    """The normalized id (``"4.2"``, ``"203(a)(1)"``)."""
+    label: str
+    """The label word, one per spelling (``"section"`` for Section, Sec., §; ``"article"``,
+    ``"clause"``, ``"paragraph"``, ``"part"``, ...); ``""`` when none (``203(a)(1)``)."""
+    start: int
+    """Offset of the mention (of the whole list, in ``Sections 3 and 4``)."""
+    end: int
+    """Offset after it."""
+
+
 def find_section_refs(text: str, *, current_id: str = "", query: bool = False) -> list[str]:
     """Find the sections ``text`` refers to, as normalized ids, in order of first mention.
 
@@ -308,39 +347,72 @@ def find_section_refs(text: str, *, current_id: str = "", query: bool = False) -
     Returns:
         Normalized section ids, deduplicated.
     """
-    found: list[tuple[int, str]] = []
+    out: list[str] = []
+    for ref in section_references(text, current_id=current_id, query=query):
+        if ref.section_id not in out:
+            out.append(ref.section_id)
+    return out
+
+
+def section_references(
+    text: str, *, current_id: str = "", query: bool = False
+) -> list[SectionReference]:
+    """Every mention ``find_section_refs`` finds, in order, with its label word and place.
+
+    A relative reference takes the label of the section it is ``of`` (``subsection (a) of
+    section 203``: ``section``), else none, as a number with sub-clause labels alone.
+    """
+    found: list[SectionReference] = []
     anchors: set[int] = set()  # where a section named by a relative reference's ``of`` starts
     covered: list[tuple[int, int]] = []
     for match in _RELATIVE.finditer(text):
-        found.extend((match.start(), ref) for ref in _relative_refs(match, current_id))
+        label = _label_word(match["kw"]) if match["anchor"] else ""
+        found.extend(
+            SectionReference(ref, label, *match.span()) for ref in _relative_refs(match, current_id)
+        )
         if match["anchor"]:
             anchors.add(match.start("anchor"))
         covered.append(match.span())
     for match in _REF_LIST.finditer(text):
-        kind = _kind_of(match["kw"])
-        items = [match["first"], *_MORE_ITEM.findall(match["more"] or "")]
+        kind, label = _kind_of(match["kw"]), _label_word(match["kw"])
+        items = [(label, match["first"])]
+        more = match["more"] or ""
+        for further in _MORE_ITEM.finditer(more):
+            before = more[: further.start()]  # ``Article 3 and Section 4``: ``section``
+            named = _MORE_KEYWORD.findall(before)
+            items.append((_label_word(named[-1]) if named else label, further.group(0)))
         if match.start() in anchors:
             items = items[1:]  # ``section 203`` of ``subsection (a) of section 203``
-        for item in items:
+        for item_label, item in items:
             num = re.match(_NUMBER, item)
             if num is None:  # pragma: no cover - the pattern guarantees a number
                 continue
             ref = _make_id(kind, num.group(0), _labels_of(item[num.end() :]))
             if ref:
-                found.append((match.start(), ref))
+                found.append(SectionReference(ref, item_label, *match.span()))
         covered.append(match.span())
     for match in _BARE_LABELLED.finditer(text) if query else ():
         if any(start < match.end() and match.start() < end for start, end in covered):
             continue
         ref = _make_id("section", match["num"], _labels_of(match["labels"]))
         if ref:
-            found.append((match.start(), ref))
-    found.sort(key=lambda item: item[0])
-    out: list[str] = []
-    for _, ref in found:
-        if ref != current_id and ref not in out:
-            out.append(ref)
-    return out
+            found.append(SectionReference(ref, "", *match.span()))
+    found.sort(key=lambda item: item.start)
+    return [ref for ref in found if ref.section_id != current_id]
+
+
+@functools.lru_cache(maxsize=4096)  # the same titles head every chunk below them
+def heading_label(title: str) -> tuple[str, str] | None:
+    """The section id and label word a heading spells, or ``None`` when it spells none.
+
+    ``"Section 4.2 Scope"`` -> ``("4.2", "section")``, ``"Article V"`` -> ``("v", "article")``;
+    ``"4.2 Scope"`` and ``"Scope"`` -> ``None``.
+    """
+    match = _KEYWORD_HEADING.match(title)
+    if match is None or (match["rest"] and match["rest"][0].isalnum()):
+        return None
+    section_id = _make_id(_kind_of(match["kw"]), match["num"], [])
+    return (section_id, _label_word(match["kw"])) if section_id else None
 
 
 # --- heading recognition ------------------------------------------------------------------

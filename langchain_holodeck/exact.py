@@ -9,14 +9,17 @@ cross-reference expansion needs:
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from langchain_holodeck._chunk import original_content, source_path
-from langchain_holodeck.definitions import find_section_refs, normalize_term
+from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, original_content, source_path
+from langchain_holodeck._sections import heading_label, section_references
+from langchain_holodeck.definitions import normalize_term
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -46,6 +49,18 @@ _VERSION = re.compile(
 )
 """A version: three or four dotted numbers (``2.3.1``, ``v10.0.0.1``), or two after a ``v``
 (``v2.3``). Two bare numbers (``4.2``) are a section or a decimal, not a version."""
+_BARE_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w]|\.\d)")
+"""A dotted number (``4.2``): a section only of a document the query names."""
+_NAME_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NOT_NAME_WORDS = frozenset(
+    {
+        *("a", "an", "and", "for", "in", "of", "on", "the", "to"),
+        *("section", "sections", "sec", "article", "clause", "paragraph", "rule", "part"),
+        *("chapter", "title", "schedule", "annex", "appendix"),
+    }
+)
+"""Words that name no document: a file called ``section.md`` is not named by ``Section 4``."""
 _MAX_SHORT_NAME_HITS = 3
 """A bare name (``swap``) defined in more chunks than this scores ``DESCENDANT_SCORE`` only."""
 
@@ -69,6 +84,47 @@ _TERM_QUERY = [
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
+def name_words(text: str) -> frozenset[str]:
+    """The words of a document's name or of a query that may name one, lowercased.
+
+    ``employee-handbook``, ``EmployeeHandbook`` and ``Employee Handbook`` are all
+    ``{employee, handbook}``; label words and small words (``the``, ``of``) are left out.
+    """
+    words = _NAME_WORD.findall(_CAMEL_BOUNDARY.sub(" ", text).lower())
+    return frozenset(w for w in words if w not in _NOT_NAME_WORDS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stem_words(path: str) -> frozenset[str]:
+    return name_words(PurePosixPath(path).stem)
+
+
+def _document_names(meta: Mapping[str, Any], path: str) -> tuple[frozenset[str], ...]:
+    """The names a chunk gives its document: the file's stem, and on chunk 0 its title.
+
+    The title is the first heading (the H1 above the first chunk), unless it is numbered;
+    source code has none (its headings are the names it defines).
+    """
+    names = [_stem_words(path)]
+    if meta.get("chunk_index") == 0 and meta.get(CHUNK_TYPE) != CODE_CHUNK_TYPE:
+        chain = meta.get("parent_chain") or ()
+        title = str(chain[0] if isinstance(chain, list | tuple) and chain else "") or str(
+            meta.get("heading") or ""
+        )
+        if title and heading_label(title) is None and not title[:1].isdigit():
+            names.append(name_words(title))
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _heading_labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(section id, label word) of each heading of a chunk and above it that spells one."""
+    chain = meta.get("parent_chain") or ()
+    titles = [*(chain if isinstance(chain, list | tuple) else ()), meta.get("heading") or ""]
+    labels = dict(label for label in map(heading_label, map(str, titles)) if label)
+    return tuple(labels.items())
+
+
 def _norm_text(text: str) -> str:
     return _SPACE.sub(" ", text.translate(_QUOTES)).strip().lower()
 
@@ -82,9 +138,28 @@ class ExactQuery:
     symbols: tuple[str, ...] = ()
     terms: tuple[str, ...] = ()
     versions: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+    """(section id, label word) of each mention (``("4", "article")``; ``""``: no label)."""
+    words: frozenset[str] = frozenset()
+    """The query's words outside its section references (``name_words``): a document's name."""
+    numbers: tuple[str, ...] = ()
+    """Dotted numbers with no keyword (``4.2``): sections of a document the query names."""
 
     def __bool__(self) -> bool:
-        return bool(self.section_ids or self.phrases or self.symbols or self.terms or self.versions)
+        return bool(
+            self.section_ids
+            or self.phrases
+            or self.symbols
+            or self.terms
+            or self.versions
+            or self.numbers
+        )
+
+    def labels_of(self, section_id: str) -> frozenset[str]:
+        """The label words the query gave ``section_id`` (``""`` among them: one without)."""
+        return frozenset(label for sid, label in self.labels if sid == section_id) or frozenset(
+            {""}
+        )
 
 
 def _heading_versions(meta: Mapping[str, Any]) -> tuple[str, ...]:
@@ -146,18 +221,31 @@ def parse_exact_query(query: str) -> ExactQuery:
     Identifiers (``parse_sections``, ``Shift.swap``, ``getUser``, ``run()``, ```swap```)
     become symbols. A definition question ("what does X mean", "what is meant by X",
     "meaning of X", "define X", "X definition", "what is X") gives the normalized term X
-    (with and without a leading article).
+    (with and without a leading article). Each reference keeps its label word (``labels``:
+    ``("5", "article")``); the words outside the references (``words``) and the dotted
+    numbers among them (``numbers``: ``4.2``) serve to find a document the query names.
     """
     text = query.translate(_QUOTES)
     phrases = tuple(
         dict.fromkeys(p for p in (_norm_text(m) for m in _PHRASE.findall(text)) if len(p) >= 2)
     )
+    refs = section_references(text, query=True)
+    rest, end = [], 0
+    for ref in refs:
+        rest.append(text[end : ref.start])
+        end = max(end, ref.end)
+    rest.append(text[end:])
+    section_ids = tuple(dict.fromkeys(ref.section_id for ref in refs))
+    numbers = (n for n in _BARE_NUMBER.findall(" ".join(rest)) if n not in section_ids)
     return ExactQuery(
-        tuple(find_section_refs(text, query=True)),
+        section_ids,
         phrases,
         _query_symbols(text),
         _query_terms(text),
         versions_in(text),
+        labels=tuple(dict.fromkeys((ref.section_id, ref.label) for ref in refs)),
+        words=name_words(" ".join(rest)),
+        numbers=tuple(dict.fromkeys(numbers)),
     )
 
 
@@ -172,6 +260,13 @@ class _Chunk:
     symbols: tuple[str, ...] = ()  # qualified names of the definitions in the chunk (code)
     terms: tuple[str, ...] = ()  # normalized terms the chunk defines
     versions: tuple[str, ...] = ()  # versions its heading names (``## v2.3.1``)
+    labels: tuple[tuple[str, str], ...] = ()  # (section id, label word) its headings spell
+    names: tuple[frozenset[str], ...] = ()  # its document's names (file stem, title)
+
+    def label_of(self, section_id: str) -> str:
+        """The label word of the heading that numbers ``section_id`` here; ``""`` if none."""
+        base = section_id.split("(", 1)[0]
+        return next((label for sid, label in self.labels if sid == base), "")
 
     @property
     def section_ids(self) -> tuple[str, ...]:
@@ -189,7 +284,15 @@ class ExactMatchIndex:
     chunk starts the section and scores 2.0. Quoted phrases (``"safety interlock"``) add 2.0
     to chunks containing every phrase (case-insensitive, in the original text). Within a score, hits
     follow the order of mention, then (source_path, chunk_index). Sections of every document
-    match, so ``Section 2`` of two files gives both.
+    match, so ``Section 2`` of two files gives both, unless the query names one of them: every
+    word of its file's stem (``employee-handbook``) or of its title (its first heading, unless
+    numbered) is among the query's words outside its section references. Then that document's
+    section scores 2.0 and the others' 0.5 (a longer name wins: ``employee handbook`` names
+    ``employee-handbook.md``, not ``handbook.md``), and a bare ``4.2`` is that document's
+    section. A heading that spells its number with a label word (``Section 4``, ``Article 4``)
+    answers only a reference with the same one (Section, Sec. and § are one; Article and Art.
+    another; Clause, Paragraph); a heading without one (``4. Termination``) or a reference
+    without one (``4(b)``) matches any.
 
     Phrase matching scans the kept texts (a substring test per chunk, only for queries with
     quotes); pass ``phrases=False`` to keep no text.
@@ -211,6 +314,8 @@ class ExactMatchIndex:
         self._by_short_name: dict[str, set[str]] = {}  # last part of a qualified name -> ids
         self._by_term: dict[str, set[str]] = {}  # normalized defined term -> ids
         self._by_version: dict[str, set[str]] = {}  # version a heading names -> ids
+        self._files_named: dict[frozenset[str], dict[str, int]] = {}  # name -> {file: chunks}
+        self._names_with: dict[str, set[frozenset[str]]] = {}  # word -> names holding it
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -244,6 +349,11 @@ class ExactMatchIndex:
                     self._referrers.setdefault((entry.source_path, target), set()).add(doc_id)
                 for key, mapping in self._keys(entry):
                     mapping.setdefault(key, set()).add(doc_id)
+                for name in entry.names:
+                    files = self._files_named.setdefault(name, {})
+                    files[entry.source_path] = files.get(entry.source_path, 0) + 1
+                    for word in name:
+                        self._names_with.setdefault(word, set()).add(name)
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove chunks by id; unknown ids are ignored."""
@@ -261,6 +371,8 @@ class ExactMatchIndex:
             self._by_short_name.clear()
             self._by_term.clear()
             self._by_version.clear()
+            self._files_named.clear()
+            self._names_with.clear()
 
     def rebuild_from_store(self, store: VectorStore, *, namespace: str | None = None) -> int:
         """Replace the content with every chunk stored in ``store``; return the count."""
@@ -284,8 +396,9 @@ class ExactMatchIndex:
         symbols = meta.get("symbols") or ()
         terms = meta.get("defined_terms") or ()
         index = meta.get("chunk_index")
+        path = source_path(meta)
         return _Chunk(
-            source_path=source_path(meta),
+            source_path=path,
             section_id=str(meta.get("section_id") or ""),
             chunk_index=index if isinstance(index, int) else 0,
             cross_references=tuple(str(r) for r in refs) if isinstance(refs, list) else (),
@@ -293,6 +406,8 @@ class ExactMatchIndex:
             symbols=tuple(str(x) for x in symbols) if isinstance(symbols, list) else (),
             terms=tuple(normalize_term(str(t)) for t in terms) if isinstance(terms, list) else (),
             versions=_heading_versions(meta),
+            labels=_heading_labels(meta),
+            names=_document_names(meta, path),
             text=_norm_text(original_content(doc)) if self.phrases else "",
         )
 
@@ -309,6 +424,17 @@ class ExactMatchIndex:
                 bucket.discard(doc_id)
                 if not bucket:
                     del mapping[key]
+        for name in old.names:
+            files = self._files_named[name]
+            files[old.source_path] -= 1
+            if not files[old.source_path]:
+                del files[old.source_path]
+            if not files:
+                del self._files_named[name]
+                for word in name:
+                    self._names_with[word].discard(name)
+                    if not self._names_with[word]:
+                        del self._names_with[word]
 
     def _keys(self, entry: _Chunk) -> list[tuple[str, dict[str, set[str]]]]:
         """(key, mapping) of every symbol and term entry of a chunk."""
@@ -332,32 +458,17 @@ class ExactMatchIndex:
         with self._lock:
             scores: dict[str, float] = {}
             mention: dict[str, int] = {}
-            for order, sid in enumerate(parsed.section_ids):
-                own = self._by_section.get(sid, set())
-                for doc_id in own:
-                    scores[doc_id] = max(scores.get(doc_id, 0.0), SECTION_SCORE)
+            named = self._named_files(parsed.words) if parsed.section_ids or parsed.numbers else ()
+            sections = [(sid, parsed.labels_of(sid), False) for sid in parsed.section_ids]
+            sections += [(n, frozenset({""}), True) for n in parsed.numbers if named]
+            for order, (sid, labels, only_named) in enumerate(sections):
+                hits = self._prefer_named(
+                    self._section_hits(sid, labels), named, only_named=only_named
+                )
+                for doc_id, score in hits.items():
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), score)
                     mention.setdefault(doc_id, order)
-                prefix = sid + "("
-                starts: dict[str, str] = {}  # file without an own chunk -> its first sub-chunk
-                files_with_own = {self._chunks[i].source_path for i in own}
-                for other, ids in self._by_section.items():
-                    if other.startswith(prefix):
-                        for doc_id in ids:
-                            scores.setdefault(doc_id, DESCENDANT_SCORE)
-                            mention.setdefault(doc_id, order)
-                            c = self._chunks[doc_id]
-                            if c.source_path in files_with_own:
-                                continue
-                            first = starts.get(c.source_path)
-                            if first is None or (c.chunk_index, doc_id) < (
-                                self._chunks[first].chunk_index,
-                                first,
-                            ):
-                                starts[c.source_path] = doc_id
-                # a heading merged into its first sub-clause chunk: that chunk starts the section
-                for doc_id in starts.values():
-                    scores[doc_id] = max(scores[doc_id], SECTION_SCORE)
-            base = len(parsed.section_ids)
+            base = len(sections)
             for order, name in enumerate(parsed.symbols, start=base):
                 own = self._by_symbol.get(name, set())
                 # a qualified name matches its own definition; a bare one, every method so named
@@ -393,6 +504,67 @@ class ExactMatchIndex:
 
             ranked = sorted(scores, key=key)[:k]
         return [KeywordHit(doc_id, scores[doc_id]) for doc_id in ranked]
+
+    def _section_hits(self, section_id: str, labels: frozenset[str]) -> dict[str, float]:
+        """Scores of the chunks of one section and of its sub-sections (the class docstring).
+
+        ``labels``: the label words the query gave it; a chunk whose heading numbers the
+        section with another (``Section 4`` for ``Article 4``) is left out.
+        """
+        chunks = self._chunks
+
+        def labelled(doc_id: str) -> bool:
+            label = chunks[doc_id].label_of(section_id)
+            return "" in labels or not label or label in labels
+
+        own = [i for i in self._by_section.get(section_id, ()) if labelled(i)]
+        hits = dict.fromkeys(own, SECTION_SCORE)
+        prefix = section_id + "("
+        starts: dict[str, str] = {}  # file without an own chunk -> its first sub-chunk
+        files_with_own = {chunks[i].source_path for i in own}
+        for other, ids in self._by_section.items():
+            if not other.startswith(prefix):
+                continue
+            for doc_id in filter(labelled, ids):
+                hits.setdefault(doc_id, DESCENDANT_SCORE)
+                c = chunks[doc_id]
+                if c.source_path in files_with_own:
+                    continue
+                first = starts.get(c.source_path)
+                if first is None or (c.chunk_index, doc_id) < (chunks[first].chunk_index, first):
+                    starts[c.source_path] = doc_id
+        # a heading merged into its first sub-clause chunk: that chunk starts the section
+        hits.update(dict.fromkeys(starts.values(), SECTION_SCORE))
+        return hits
+
+    def _prefer_named(
+        self, hits: dict[str, float], named: Collection[str], *, only_named: bool
+    ) -> dict[str, float]:
+        """Hits held to the documents the query names, when one of them has the section.
+
+        The other documents' chunks of it score ``DESCENDANT_SCORE`` (found, not placed
+        first); ``only_named`` (a bare ``4.2``) drops them.
+        """
+        chunks = self._chunks
+        if only_named:
+            return {i: s for i, s in hits.items() if chunks[i].source_path in named}
+        pinned = {chunks[i].source_path for i, s in hits.items() if s >= SECTION_SCORE}
+        if pinned.isdisjoint(named) or pinned.issubset(named):
+            return hits
+        return {
+            i: s if chunks[i].source_path in named else min(s, DESCENDANT_SCORE)
+            for i, s in hits.items()
+        }
+
+    def _named_files(self, words: frozenset[str]) -> frozenset[str]:
+        """The files the words name: all words of their stem or title are among them.
+
+        A name inside a longer one named too gives way (``employee handbook`` names
+        ``employee-handbook.md``, not ``handbook.md``). A dictionary look-up per word.
+        """
+        candidates = {n for w in words for n in self._names_with.get(w, ()) if n <= words}
+        longest = [n for n in candidates if not any(n < other for other in candidates)]
+        return frozenset(path for name in longest for path in self._files_named[name])
 
     # -- structure lookups (cross-reference expansion) ---------------------------------
     def section_of(self, doc_id: str) -> tuple[str, str] | None:

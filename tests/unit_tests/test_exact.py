@@ -5,7 +5,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_holodeck.exact import ExactMatchIndex, parse_exact_query
-from langchain_holodeck.keyword_index import KeywordIndex
+from langchain_holodeck.keyword_index import KeywordHit, KeywordIndex
 from langchain_holodeck.splitters import StructuredMarkdownSplitter
 from langchain_holodeck.sync import stable_id
 
@@ -112,7 +112,110 @@ def test_parent_section_lists_its_subsections_after_itself(
 
 
 def test_article_references(index: ExactMatchIndex, chunks: list[Document]) -> None:
-    assert index.search("Article 201(b)", k=1)[0].id in section_start(chunks, "201(b)")
+    assert index.search("Section 201(b)", k=1)[0].id in section_start(chunks, "201(b)")
+    # the act's headings say "Section 201": an Article 201 is another thing (found 2026-12-07)
+    assert index.search("Article 201(b)", k=1) == []
+
+
+def indexed(files: dict[str, str]) -> tuple[ExactMatchIndex, dict[tuple[str, str], str]]:
+    """An index of ``files`` (path -> text) and its chunk ids by (path, section id)."""
+    docs = [Document(page_content=text, metadata={"source_path": p}) for p, text in files.items()]
+    chunks = [
+        c.model_copy(update={"id": f"{c.metadata['source_path']}#{c.metadata['chunk_index']}"})
+        for c in StructuredMarkdownSplitter().split_documents(docs)
+    ]
+    idx = ExactMatchIndex()
+    idx.upsert(chunks)
+    return idx, {(c.metadata["source_path"], c.metadata["section_id"]): str(c.id) for c in chunks}
+
+
+POLICIES = {
+    "employee-handbook.md": "# Employee Handbook\n\n## Section 4.2 Sick leave\n\nTen days.\n",
+    "security-policy.md": "# Security Policy\n\n## Section 4.2 Passwords\n\nFourteen.\n",
+    "legal/VendorContract.txt": "Section 4.2 Late payment\n\nFour percent per annum.\n",
+    "hb.md": "# Operations Manual\n\n## 4.2 Start-up\n\nPress the green button.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("section 4.2 of the employee handbook", "employee-handbook.md"),
+        ("Section 4.2 in the Security Policy", "security-policy.md"),
+        ("what does § 4.2 of the vendor contract say?", "legal/VendorContract.txt"),
+        ("operations manual, Sec. 4.2", "hb.md"),  # its title (the first heading) names it
+        ("employee handbook 4.2", "employee-handbook.md"),  # a bare 4.2 of a named document
+        ("4.2 in the security policy", "security-policy.md"),
+    ],
+)
+def test_a_section_of_the_document_the_query_names_comes_first(query: str, named: str) -> None:
+    # found 2026-12-07: every document's 4.2 scored 2.0, whichever the query named
+    idx, ids = indexed(POLICIES)
+    hits = idx.search(query, k=10)
+    assert hits[0] == KeywordHit(ids[(named, "4.2")], 2.0)
+    assert all(h.score < 2.0 for h in hits[1:])
+
+
+def test_a_section_no_document_of_the_query_has_stays_every_documents() -> None:
+    idx, ids = indexed(POLICIES)
+    every = {i for (_, sid), i in ids.items() if sid == "4.2"}
+    for query in ("Section 4.2", "section 4.2 of the handbook", "Section 4.2 of the lease"):
+        assert {h.id for h in idx.search(query, k=10) if h.score == 2.0} == every, query
+    assert idx.search("4.2", k=10) == []  # a bare number of no named document: no reference
+    assert idx.search("the 4.2 percent rate of the lease", k=10) == []
+
+
+def test_a_name_inside_a_longer_one_gives_way() -> None:
+    idx, ids = indexed({**POLICIES, "handbook.md": "## Section 4.2 Leave\n\nAsk.\n"})
+    assert (
+        idx.search("section 4.2 of the employee handbook", k=1)[0].id
+        == ids[("employee-handbook.md", "4.2")]
+    )
+    assert idx.search("Section 4.2 of the handbook", k=1)[0].id == ids[("handbook.md", "4.2")]
+
+
+def test_a_document_name_leaves_with_its_last_chunk() -> None:
+    idx, ids = indexed(POLICIES)
+    idx.delete([i for (path, _), i in ids.items() if path == "employee-handbook.md"])
+    hits = idx.search("section 4.2 of the employee handbook", k=10)
+    assert {h.id for h in hits if h.score == 2.0} == {
+        i for (path, sid), i in ids.items() if sid == "4.2" and path != "employee-handbook.md"
+    }
+    assert idx.search("employee handbook 4.2", k=10) == []
+
+
+LABELLED = {
+    "lease.md": "# Lease\n\n## Section 4 Termination\n\nThree months' notice.\n",
+    "agreement.md": "# Agreement\n\n## Article 2 Term\n\nTwo years.\n\n"
+    "## Article 4 Fees\n\n(a) Monthly.\n\n(b) In euros.\n",
+    "terms.md": "# Terms\n\n## 4. Termination\n\nAt any time.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("Section 4", {("lease.md", "4"), ("terms.md", "4")}),
+        ("sec. 4", {("lease.md", "4"), ("terms.md", "4")}),
+        ("4(a)", {("agreement.md", "4(a)")}),
+        ("Article 4", {("agreement.md", "4(a)"), ("terms.md", "4")}),
+        ("Clause 4", {("terms.md", "4")}),
+        ("Article 2", {("agreement.md", "2")}),
+        ("Section 2", set()),
+        ("4(b)", {("agreement.md", "4(b)")}),  # no label word: any heading's
+        ("Section 4(b)", set()),
+        ("clause 4 or article 4", {("agreement.md", "4(a)"), ("terms.md", "4")}),
+        (
+            "articles 2 and 4 and section 4",
+            {("agreement.md", "2"), ("agreement.md", "4(a)"), ("lease.md", "4"), ("terms.md", "4")},
+        ),
+    ],
+)
+def test_a_label_word_the_heading_does_not_use_is_no_exact_hit(query: str, found: set) -> None:
+    # found 2026-12-07: "Article 4", in no document, pinned the lease's "Section 4" first
+    idx, ids = indexed(LABELLED)
+    pinned = {h.id for h in idx.search(query, k=10) if h.score == 2.0}
+    assert pinned == {ids[key] for key in found}
 
 
 def test_quoted_phrase_finds_chunks_containing_it(

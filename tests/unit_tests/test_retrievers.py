@@ -124,7 +124,7 @@ def test_exact_section_lookup_is_top_result(retriever, chunks) -> None:
         "§ {}",
         "sec. {}",
         "what does Section {} require?",
-        "Article {}",
+        "Section {} of the Holodeck Safety Act",
     ]
     total = top = 0
     for sid in all_section_ids(chunks):
@@ -135,6 +135,37 @@ def test_exact_section_lookup_is_top_result(retriever, chunks) -> None:
             top += docs[0].id in expected and docs[0].metadata["exact_match"] is True
     assert total >= 90
     assert top / total >= 0.99
+
+
+def test_the_section_of_the_document_a_query_names_comes_first(embeddings) -> None:
+    # found 2026-12-07: the exact leg pinned every document's 4.2, whichever the query named,
+    # and "Article 4", in no document, pinned the lease's "Section 4" first
+    texts = {
+        "employee-handbook.md": "# Employee Handbook\n\n## Section 4.2 Sick leave\n\nTen days.\n",
+        "security-policy.md": "# Security Policy\n\n## Section 4.2 Passwords\n\nLong ones.\n",
+        "lease.md": "# Lease\n\n## Section 4 Termination\n\nThree months' notice.\n",
+    }
+    docs = [Document(page_content=t, metadata={"source_path": p}) for p, t in texts.items()]
+    chunks = [
+        c.model_copy(update={"id": f"{c.metadata['source_path']}#{c.metadata['chunk_index']}"})
+        for c in StructuredMarkdownSplitter().split_documents(docs)
+    ]
+    store = MatrixVectorStore(embeddings)
+    store.add_documents(chunks)
+    bm25, exact = BM25KeywordIndex(), ExactMatchIndex()
+    bm25.upsert(chunks)
+    exact.upsert(chunks)
+    retriever = HybridRetriever(vector_store=store, keyword_index=bm25, exact_index=exact, k=3)
+    for query, named in [
+        ("section 4.2 of the employee handbook", "employee-handbook.md"),
+        ("Section 4.2 in the security policy", "security-policy.md"),
+        ("4.2 in the security policy", "security-policy.md"),
+    ]:
+        first, *rest = retriever.invoke(query)
+        assert (first.metadata["source_path"], first.metadata["section_id"]) == (named, "4.2")
+        assert first.metadata["fused_score"] == 1.0
+        assert all(d.metadata["fused_score"] < 1.0 for d in rest), query
+    assert all(not d.metadata["exact_match"] for d in retriever.invoke("Article 4"))
 
 
 def test_quoted_phrase_hits_come_first(retriever, by_sid) -> None:
