@@ -23,7 +23,8 @@ from langchain_holodeck._chunk import (
     original_content,
     source_path,
 )
-from langchain_holodeck._sections import find_section_refs, normalize_section_ref, parse_sections
+from langchain_holodeck._section_refs import find_section_refs, normalize_section_ref
+from langchain_holodeck._sections import parse_sections
 
 __all__ = [
     "Definition",

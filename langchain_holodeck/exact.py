@@ -18,7 +18,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, original_content, source_path
-from langchain_holodeck._sections import heading_label, section_references
+from langchain_holodeck._section_refs import section_references
+from langchain_holodeck._sections import heading_label
 from langchain_holodeck.definitions import normalize_term
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 

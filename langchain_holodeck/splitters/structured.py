@@ -14,7 +14,8 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, T
 
 from langchain_holodeck._chunk import SYMBOLS
 from langchain_holodeck._defaults import DEFAULT_TABLE_CHUNK_TOKENS
-from langchain_holodeck._sections import Markup, Section, find_section_refs, parse_sections
+from langchain_holodeck._section_refs import find_section_refs
+from langchain_holodeck._sections import Markup, Section, parse_sections
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.definitions import find_definitions, is_definitions_heading
 from langchain_holodeck.splitters._markdown import Packer, table_runs
