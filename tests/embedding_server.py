@@ -36,6 +36,7 @@ each request's arrival and ``throttled_at`` that of each 429 answer.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -231,6 +232,7 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(payload)  # unless the client stopped waiting (its timeout)
 
     return Handler
