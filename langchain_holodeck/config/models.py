@@ -294,7 +294,8 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Prefix each chunk with LLM-written context before embedding and keyword indexing.
 
     Contexts are cached beside the corpus's embeddings (kept across runs and forced ingests);
-    another context model or ``context_max_tokens`` makes the next ingest write new ones."""
+    another context model (its ``name`` or ``temperature``; not its ``base_url`` or key) or
+    ``context_max_tokens`` makes the next ingest write new ones."""
     context_model: ContextModelConfig | None = Field(
         default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
     )
