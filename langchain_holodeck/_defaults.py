@@ -55,5 +55,6 @@ DEFAULT_CONTEXT_TIMEOUT = 60.0
 context (``ContextualChunkEnricher(timeout=...)``, the tool config's ``context_timeout``)."""
 DEFAULT_EMBEDDING_TIMEOUT = 60.0
 """Seconds one request to an embeddings API (an OpenAI model ``resolve_embeddings`` builds) may
-take: a server that accepts and never answers fails the request (sync counts its batch, a
-hybrid search serves keyword hits) instead of hanging ingest and every search."""
+take: a server that accepts and never answers fails the request (sync retries it once, then
+counts its batch and sends no other; a hybrid search serves keyword hits) instead of hanging
+ingest and every search."""

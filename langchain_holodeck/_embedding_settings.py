@@ -66,6 +66,18 @@ def long_text_without_windows(model: str) -> str:
     )
 
 
+def timeout_without_an_api(model: str | None) -> str:
+    """What is wrong with an ``embedding_timeout`` set for a model that is no API.
+
+    A phrase the caller ends with the value it got, as config errors do.
+    """
+    named = f"embedding_model {model!r}" if model else "the local default (embedding_model unset)"
+    return (
+        f"applies to an OpenAI embedding_model (each request to its API); {named} runs in "
+        "this process, with no requests to time out (remove embedding_timeout)"
+    )
+
+
 def check_model_name(name: str | None) -> str | None:
     """``name`` if it is an ``embedding_model`` name of an accepted form (``None`` passes).
 

@@ -115,8 +115,16 @@ class Writer:
                 self.vectors[doc.id] = np.asarray(vector)  # packed: the array itself
         lines = []
         for failure in result.failures:
+            if not failure.sent:
+                continue  # one line for them all, below
             first = documents[failure.start].metadata.get("source_path")
             line = f"embedding batch of {failure.size} from {first!r}: {failure.error}"
+            logger.warning("sync: %s", line)
+            lines.append(line)
+        unsent = [failure for failure in result.failures if not failure.sent]
+        if unsent:
+            texts = sum(failure.size for failure in unsent)
+            line = f"{len(unsent)} embedding batch(es) of {texts} text(s) {unsent[0].error}"
             logger.warning("sync: %s", line)
             lines.append(line)
         if result.retries:

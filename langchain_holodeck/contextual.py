@@ -63,6 +63,16 @@ _CONTEXT_TOKENS = 100
 """Default ``max_context_tokens``: part of a cache key and fingerprint only when changed."""
 _DOCUMENT_TOKENS = 8000
 """Default ``max_document_tokens``."""
+_SAMPLING = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+)
+"""Settings of a chat model (LangChain's names) that change what it writes, given the prompt."""
 
 
 @dataclass(frozen=True)
@@ -184,9 +194,10 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     Calls run concurrently (at most ``concurrency`` at once). A call that fails, times out or
     returns nothing leaves its chunk unchanged, logs a WARNING and is counted in
     ``EnrichmentStats``; it never aborts the batch. Contexts are cached in ``cache`` by
-    (model id, prompt, ``max_document_tokens``, ``max_context_tokens``, document hash, chunk
-    hash), so re-running over unchanged documents makes no LLM call and changing what the
-    model is asked makes new contexts; pass a persistent ``ByteStore`` (``LocalFileStore``,
+    (model id, prompt, ``max_document_tokens``, ``max_context_tokens``, the model's sampling
+    settings such as its ``temperature``, document hash, chunk hash), so re-running over
+    unchanged documents makes no LLM call and changing what the model is asked, or how it
+    writes, makes new contexts; pass a persistent ``ByteStore`` (``LocalFileStore``,
     ``RedisStore``) to keep them across processes.
 
     Where the whole document comes from:
@@ -383,7 +394,11 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
         model = self.context_model_id
         prompt_hash = _sha256(self.prompt)
         # the default cap adds nothing: keys written before it was part of them stay valid
-        cap = [] if self.max_context_tokens == _CONTEXT_TOKENS else [self.max_context_tokens]
+        cap: list[int | str] = (
+            [] if self.max_context_tokens == _CONTEXT_TOKENS else [self.max_context_tokens]
+        )
+        sampling = self._sampling_id()  # nothing at the defaults either
+        cap += [sampling] if sampling else []
         jobs: list[_Job] = []
         for document_text, chunks in pairs:
             doc_hash = _sha256(document_text)
@@ -411,17 +426,43 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
         name = getattr(self.llm, "model_name", None) or getattr(self.llm, "model", None)
         return f"{llm_type}:{name or ''}"
 
+    def _sampling_id(self) -> str:
+        """The context model's settings that change its contexts: ``""`` at their defaults.
+
+        ``temperature``, ``top_p``, ``top_k``, ``seed``, ``frequency_penalty``,
+        ``presence_penalty`` and ``reasoning_effort`` when set (a temperature of 0, the
+        configuration's default, adds nothing), and the model's own cap on its answer
+        (``max_tokens``) when below ``max_context_tokens``: above it, contexts are cut at
+        ``max_context_tokens`` anyway. Where the model is served (``base_url``), its key and
+        its timeouts change nothing it writes.
+        """
+        parts = []
+        for name in _SAMPLING:
+            value = getattr(self.llm, name, None)
+            if value is None or isinstance(value, bool) or (name == "temperature" and value == 0):
+                continue
+            number = isinstance(value, (int, float))
+            parts.append(f"{name}={float(value) if number else value}")  # 1 and 1.0 alike
+        cap = getattr(self.llm, "max_tokens", None)
+        if isinstance(cap, int) and not isinstance(cap, bool) and cap < self.max_context_tokens:
+            parts.append(f"max_tokens={cap}")
+        return ",".join(parts)
+
     @property
     def context_settings_id(self) -> str:
         """What the model is asked: ``context_model_id``, and the settings that change the ask.
 
         ``IngestionPipeline`` puts it in its fingerprint, so a file is enriched again (new
         contexts, where the cache has none for these settings) when the model, the
-        ``prompt``, ``max_context_tokens`` or ``max_document_tokens`` changes. A setting at
-        its default adds nothing: a store ingested before these were part of it, with the
-        defaults, is not redone.
+        ``prompt``, ``max_context_tokens``, ``max_document_tokens`` or one of the model's
+        settings that change what it writes (its ``temperature``...: ``_sampling_id``)
+        changes. A setting at its default adds nothing: a store ingested before these were
+        part of it, with the defaults, is not redone.
         """
         parts = [self.context_model_id]
+        sampling = self._sampling_id()
+        if sampling:
+            parts.append(sampling)
         if self.prompt != DEFAULT_PROMPT:
             parts.append(f"prompt={_sha256(self.prompt)[:16]}")
         if self.max_context_tokens != _CONTEXT_TOKENS:

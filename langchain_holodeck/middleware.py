@@ -243,7 +243,9 @@ def build_tool_selector_middleware(
     from langchain_holodeck.embeddings import resolve_embeddings
 
     selector = ToolSelector(
-        resolve_embeddings(embeddings if embeddings is not None else config.embedding_model),
+        embeddings
+        if embeddings is not None
+        else resolve_embeddings(config.embedding_model, timeout=config.embedding_timeout),
         cache=cache,
         weights=config.weights,
         fetch_k=config.fetch_k,

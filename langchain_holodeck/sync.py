@@ -547,9 +547,11 @@ def sync_documents(
     takes precomputed vectors (``add_vectors(documents, vectors, ids=...)``:
     ``MatrixVectorStore``, Redis, PostgreSQL), sync embeds the chunks itself, ``max_concurrency``
     batch requests in flight at once, retrying rate-limited (HTTP 429, after its
-    ``Retry-After``) and failing (5xx, connection) requests with backoff; a batch that still
-    fails is counted in ``failed`` and the rest go on. Then it writes the vectors in
-    batches. Other stores embed inside ``add_documents``, one batch at a time.
+    ``Retry-After``) and failing (5xx, connection) requests with backoff, a timed-out one
+    once; a batch that still fails is counted in ``failed`` and the rest go on, except after
+    a batch got no answer at all: the batches left are not sent (counted in ``failed``, one
+    line). Then it writes the vectors in batches. Other stores embed inside
+    ``add_documents``, one batch at a time.
 
     Args:
         documents: Chunks with ``source_path`` (or ``source``) and, ideally, ``chunk_index``.

@@ -15,6 +15,9 @@ Modes (``server.mode``, changeable while running):
     ``error_500``  HTTP 500 with an OpenAI error body (every request).
     ``fail_on``    HTTP ``fail_status`` (500) for a request whose input holds ``server.fail_on``
                    (only the first ``fail_times`` such requests when set); others answer.
+    ``hang``       accept each request, read it and never answer (until the server stops):
+                   a server stuck behind its load balancer (only the first ``hang_times``
+                   requests when set; others answer). ``arrivals`` counts them.
 
 Glitches (any mode): a text holding ``nan_on`` gets a vector of NaN, one holding ``wide_on`` a
 vector 3 numbers wider than the others (what a faulty server may answer once).
@@ -33,6 +36,7 @@ each request's arrival and ``throttled_at`` that of each 429 answer.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -46,7 +50,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-Mode = Literal["ok", "error_500", "fail_on"]
+Mode = Literal["ok", "error_500", "fail_on", "hang"]
 _WORD = re.compile(r"\w+")
 
 
@@ -73,6 +77,7 @@ class EmbeddingServer:
     fail_on: str | None = None
     fail_status: int = 500
     fail_times: int | None = None
+    hang_times: int | None = None
     echo_auth_in_errors: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     latency: float = 0.0
@@ -89,6 +94,7 @@ class EmbeddingServer:
     _httpd: ThreadingHTTPServer | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
     def url(self) -> str:
@@ -109,6 +115,7 @@ class EmbeddingServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()  # the requests held by ``hang`` end, unanswered
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -119,6 +126,17 @@ class EmbeddingServer:
         """Inputs received in all requests so far."""
         with self._lock:
             return sum(len(_inputs(r)) for r in self.requests)
+
+    def holds(self) -> bool:
+        """``hang``: whether this request is held (counted, then held until the server stops)."""
+        with self._lock:
+            if self.mode != "hang" or self.hang_times == 0:
+                return False
+            if self.hang_times is not None:
+                self.hang_times -= 1
+            self.arrivals.append(time.monotonic())
+        self._stopping.wait()
+        return True
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, JSON body and extra headers of the answer to ``body``."""
@@ -198,6 +216,8 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             headers: dict[str, str] = {}
+            if server.holds():
+                return  # no answer: the client gave up at its timeout
             if self.path.rstrip("/") != "/v1/embeddings" or not isinstance(body, dict):
                 status, answer = 404, {"error": {"message": f"no route {self.path}"}}
             else:
@@ -212,6 +232,7 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(payload)  # unless the client stopped waiting (its timeout)
 
     return Handler

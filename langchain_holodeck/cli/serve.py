@@ -330,12 +330,13 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     """The tools of ``agent_yaml`` (or of the last ingest into ``store``), opened read-only.
 
     Each is rebuilt when ``store``'s ``ingest.json`` changes; the embedding model objects are
-    made once per (``embedding_model``, ``long_text``) and shared by every build.
+    made once per (``embedding_model``, ``long_text``, ``embedding_timeout``) and shared by
+    every build.
     """
     from langchain_holodeck.embeddings import resolve_embeddings
 
     manifest = store / MANIFEST_NAME
-    models: dict[tuple[str | None, LongTextMode], Embeddings] = {}
+    models: dict[tuple[str | None, LongTextMode, float], Embeddings] = {}
 
     def generation() -> object:
         try:
@@ -352,9 +353,12 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
                 if fixed is not None
                 else target_from_manifest(read_manifest(store, or_else=or_else))
             )
-            setting = (target.config.embedding_model, target.config.long_text)
+            config = target.config
+            setting = (config.embedding_model, config.long_text, config.embedding_timeout)
             if setting not in models:
-                models[setting] = resolve_embeddings(setting[0], long_text=setting[1])
+                models[setting] = resolve_embeddings(
+                    setting[0], long_text=setting[1], timeout=setting[2]
+                )
             tool = build_tool(target, store, embeddings=models[setting])
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:

@@ -117,7 +117,8 @@ class ContextModelConfig(BaseModel):
     name: str = Field(min_length=1)
     """Model name, e.g. ``claude-3-haiku-20240307``."""
     temperature: Number = Field(default=0.0, ge=0, le=2)
-    """Sampling temperature."""
+    """Sampling temperature. Part of each cached context's key: another value makes the next
+    ingest write every context again (one LLM call per chunk), each kept per value."""
     api_key: SecretStr | None = None
     """API key from the environment (``${ANTHROPIC_API_KEY}``); unset: the provider's default."""
     base_url: MaskedUrlStr | None = Field(

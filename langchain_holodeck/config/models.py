@@ -32,6 +32,7 @@ from langchain_holodeck._conversion import (
 )
 from langchain_holodeck._defaults import (
     DEFAULT_CONTEXT_TIMEOUT,
+    DEFAULT_EMBEDDING_TIMEOUT,
     DEFAULT_FEEDBACK_DOCS,
     DEFAULT_FEEDBACK_WEIGHT,
     DEFAULT_FETCH_K,
@@ -45,6 +46,7 @@ from langchain_holodeck._embedding_settings import (
     check_model_name,
     long_text_without_windows,
     openai_model,
+    timeout_without_an_api,
 )
 from langchain_holodeck.config._agent import ChatModelConfig, RetrievalTestCase
 from langchain_holodeck.config._backends import (
@@ -123,6 +125,19 @@ logger = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
 
 
+def check_api_timeout(timeout: float, info: ValidationInfo) -> float:
+    """An ``embedding_timeout`` other than the default: only for a model behind an API.
+
+    The default passes with any model, so a ``model_dump()`` validates again.
+    """
+    if "embedding_model" not in info.data or timeout == DEFAULT_EMBEDDING_TIMEOUT:
+        return timeout  # a refused model has its own error
+    model = info.data["embedding_model"]  # validated before: declared above
+    if openai_model(model) is None:
+        raise ValueError(timeout_without_an_api(model))
+    return timeout
+
+
 class _SearchToolConfig(BaseModel):
     """Fields shared by the search tools."""
 
@@ -151,6 +166,16 @@ class _SearchToolConfig(BaseModel):
     and one longer than 256 is only its windows), ``auto`` (the default before: windows only
     past 256), ``best``, ``mean``, or ``first`` (truncate: one vector per chunk, faster ingest,
     a little lower quality; see docs/embeddings.md)."""
+    embedding_timeout: Number = Field(
+        default=DEFAULT_EMBEDDING_TIMEOUT,
+        gt=0,
+        allow_inf_nan=False,
+        json_schema_extra={"rule": "with an OpenAI model"},
+    )
+    """Seconds one request to the embeddings API of an OpenAI ``embedding_model`` may take.
+    An ingest tries a timed-out batch once more, then sends no batch after it (each counted
+    failed, the next ingest embeds them); a search does not retry its query (a hybrid tool
+    serves keyword hits). See docs/embeddings.md."""
     database: DatabaseConfig | None = None
     """Vector store; unset: project, then user ``.holodeck/config.yaml``, then in-memory."""
     corpus_id: str | None = Field(
@@ -214,6 +239,8 @@ class _SearchToolConfig(BaseModel):
             raise ValueError(long_text_without_windows(str(model)))
         return long_text
 
+    _api_timeout = field_validator("embedding_timeout")(check_api_timeout)
+
     @model_validator(mode="after")
     def _remember_base_dir(self, info: ValidationInfo) -> _SearchToolConfig:
         # load_agent_config passes the file's directory as validation context.
@@ -267,7 +294,8 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     """Prefix each chunk with LLM-written context before embedding and keyword indexing.
 
     Contexts are cached beside the corpus's embeddings (kept across runs and forced ingests);
-    another context model or ``context_max_tokens`` makes the next ingest write new ones."""
+    another context model (its ``name`` or ``temperature``; not its ``base_url`` or key) or
+    ``context_max_tokens`` makes the next ingest write new ones."""
     context_model: ContextModelConfig | None = Field(
         default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
     )
@@ -379,8 +407,17 @@ class ToolSelectionConfig(BaseModel):
     """Always select a tool the user names, such as ``search_tickets`` in "use search_tickets"."""
     embedding_model: str | None = Field(default=None, min_length=1)
     """An OpenAI model name or ``sentence-transformers/<name>``; unset: the local MiniLM."""
+    embedding_timeout: Number = Field(
+        default=DEFAULT_EMBEDDING_TIMEOUT,
+        gt=0,
+        allow_inf_nan=False,
+        json_schema_extra={"rule": "with an OpenAI model"},
+    )
+    """Seconds one request to the embeddings API of an OpenAI ``embedding_model`` may take (a
+    selection query is not retried after a timeout)."""
 
     _model_name = field_validator("embedding_model")(check_model_name)
+    _api_timeout = field_validator("embedding_timeout")(check_api_timeout)
 
     @model_validator(mode="after")
     def _valid_names_and_weights(self) -> ToolSelectionConfig:

@@ -184,7 +184,9 @@ class Corpus:
         if self.embeddings is not None:
             self._warn_unapplied_long_text(self.embeddings)
         base = self.embeddings or resolve_embeddings(
-            self.config.embedding_model, long_text=self.config.long_text
+            self.config.embedding_model,
+            long_text=self.config.long_text,
+            timeout=self.config.embedding_timeout,
         )
         self.model_id = embedding_model_id(base)
         if self.store is not None:

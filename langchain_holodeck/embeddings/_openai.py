@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_openai import OpenAIEmbeddings as _LangChainOpenAIEmbeddings
 
-from langchain_holodeck.embeddings.inflight import retry_delay
+from langchain_holodeck.embeddings.inflight import retry_delay, timed_out
 
 __all__ = ["QUERY_MAX_WAIT", "QUERY_RETRIES", "OpenAIEmbeddings"]
 
@@ -24,7 +24,6 @@ openai client's own default count)."""
 QUERY_MAX_WAIT = 10.0
 """Longest wait before a query's retry: a search does not wait out a longer ``Retry-After``
 (the error is raised, and a hybrid tool serves keyword hits)."""
-_TIMEOUTS = ("APITimeoutError", "ReadTimeout", "TimeoutException")
 
 
 def _query_retry_in(error: BaseException, attempt: int) -> float | None:
@@ -32,10 +31,7 @@ def _query_retry_in(error: BaseException, attempt: int) -> float | None:
 
     A timeout is not retried: the search would wait the whole timeout again.
     """
-    timed_out = isinstance(error, TimeoutError) or any(
-        cls.__name__ in _TIMEOUTS for cls in type(error).__mro__
-    )
-    if attempt >= QUERY_RETRIES or timed_out:
+    if attempt >= QUERY_RETRIES or timed_out(error):
         return None
     delay = retry_delay(error, attempt)
     return delay if delay is not None and delay <= QUERY_MAX_WAIT else None

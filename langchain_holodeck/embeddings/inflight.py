@@ -8,12 +8,19 @@ and retry the ones the API refuses for a while:
 - HTTP 429: after the ``Retry-After`` (or ``retry-after-ms``) the answer gives, else after an
   exponential backoff; every worker pauses until then (one rate limit, one pause), so the
   client stops hammering a server that asked it to wait;
-- HTTP 408/409 and 5xx, connection errors and timeouts: exponential backoff with jitter;
+- HTTP 408/409 and 5xx and connection errors: exponential backoff with jitter;
+- a timeout (no answer within the model's own timeout): once (``TIMEOUT_RETRIES``), after
+  the same backoff: each try costs the whole timeout;
 - anything else (400, 401, a bad input): no retry.
 
 A batch that still fails is reported (its texts get no vector) and never stops the others;
 so is a batch whose answer holds a vector no store should take (NaN or infinite numbers, or
-another width than the others of the answer).
+another width than the others of the answer). One exception: a batch that failed with no
+answer at all (its last try timed out, or could not connect) stops the run from sending
+more. The batches not sent yet, and those waiting to be retried, fail at once with one line
+saying so; requests already in flight end as they do. A server that accepts requests and
+never answers so costs about two timeouts (two minutes at the default 60 s), whatever the
+number of batches, not seven timeouts a batch; the next run embeds what is missing.
 The error's status and headers are read from the exception the client raised (``openai``,
 ``httpx``, ``requests`` and ``cohere`` errors carry a ``status_code`` or a ``response``), so
 this works with any ``Embeddings`` without knowing its provider.
@@ -43,12 +50,14 @@ from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
+    "TIMEOUT_RETRIES",
     "BatchFailure",
     "InFlightResult",
     "aembed_in_flight",
     "embed_in_flight",
     "retry_delay",
     "runs_in_process",
+    "timed_out",
 ]
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -56,10 +65,14 @@ DEFAULT_MAX_CONCURRENCY = 8
 others, few enough for an API's per-key concurrency."""
 DEFAULT_MAX_RETRIES = 6
 """Retries of one batch (rate limits, server errors) before it counts as failed."""
+TIMEOUT_RETRIES = 1
+"""Retries of one batch after its request timed out (within ``max_retries``): a server slow
+for a moment gets a second try; one that takes the whole timeout twice is not answering."""
 _BASE_DELAY = 0.5
 _MAX_DELAY = 60.0
 _RETRIED_STATUS = frozenset({408, 409, 429})
-_TRANSIENT_NAMES = ("APIConnectionError", "APITimeoutError", "ConnectError", "ReadTimeout")
+_CONNECTION_NAMES = ("APIConnectionError", "ConnectError")
+_TIMEOUT_NAMES = ("APITimeoutError", "ReadTimeout", "TimeoutException")
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,8 @@ class BatchFailure:
     """Number of texts in it."""
     error: str
     """The last error, one sanitized line."""
+    sent: bool = True
+    """False: never sent (or not sent again), as another batch got no answer at all."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +145,21 @@ def _retry_after(error: BaseException) -> float | None:
             return None
 
 
+def _named(error: BaseException, names: Sequence[str]) -> bool:
+    return any(cls.__name__ in names for cls in type(error).__mro__)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether ``error`` is a request that got no answer in time (``openai``, ``httpx``)."""
+    return isinstance(error, TimeoutError) or _named(error, _TIMEOUT_NAMES)
+
+
+def _unanswered(error: BaseException) -> bool:
+    """No answer at all: a timeout or a connection that failed (not an HTTP error status)."""
+    connection = isinstance(error, ConnectionError) or _named(error, _CONNECTION_NAMES)
+    return _status(error) is None and (connection or timed_out(error))
+
+
 def retry_delay(error: BaseException, attempt: int) -> float | None:
     """Seconds to wait before retrying after ``error`` (attempt counts from 0), or ``None``.
 
@@ -138,10 +168,7 @@ def retry_delay(error: BaseException, attempt: int) -> float | None:
     capped at 60 s) with jitter; any other error: ``None`` (do not retry).
     """
     status = _status(error)
-    transient = isinstance(error, (ConnectionError, TimeoutError)) or any(
-        cls.__name__ in _TRANSIENT_NAMES for cls in type(error).__mro__
-    )
-    if status is None and not transient:
+    if status is None and not _unanswered(error):
         return None
     if status is not None and status not in _RETRIED_STATUS and status < 500:
         return None
@@ -154,11 +181,12 @@ def retry_delay(error: BaseException, attempt: int) -> float | None:
 
 
 class _Gate:
-    """The time before which no worker sends: a rate limit pauses every worker."""
+    """When workers may send: after a rate limit's pause, and not once a batch got no answer."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._resume_at = 0.0
+        self.closed: _NotSent | None = None
 
     def wait_time(self) -> float:
         return max(0.0, self._resume_at - time.monotonic())
@@ -167,13 +195,48 @@ class _Gate:
         with self._lock:
             self._resume_at = max(self._resume_at, time.monotonic() + seconds)
 
+    def close(self, tries: int, error: BaseException) -> None:
+        """Send nothing more: a batch got no answer in ``tries`` tries, the last ``error``."""
+        with self._lock:
+            if self.closed is None:
+                self.closed = _NotSent(
+                    f"not sent: the embeddings server did not answer a batch in {tries} "
+                    f"tries ({one_line(error)}); the next run embeds them"
+                )
 
-def _retry_in(error: BaseException, attempt: int, max_retries: int, gate: _Gate) -> float | None:
-    """Seconds before the retry of a failed request (a 429 pauses every worker), or None."""
-    delay = retry_delay(error, attempt) if attempt < max_retries else None
-    if delay is not None and _status(error) == 429:
-        gate.pause(delay)
-    return delay
+
+class _NotSent(RuntimeError):
+    """A batch not sent, or not sent again, as the server stopped answering."""
+
+
+class _Tries:
+    """One batch's tries: how many were retries, how many timed out."""
+
+    def __init__(self, max_retries: int, gate: _Gate) -> None:
+        self.max_retries, self.gate = max_retries, gate
+        self.attempt = self.timeouts = 0
+
+    def retry_in(self, error: BaseException) -> float | None:
+        """Seconds before the retry of a failed request (a 429 pauses every worker), or None.
+
+        None also when the run sends nothing more; a batch that ends with no answer at all
+        closes the gate for the others.
+        """
+        self.timeouts += timed_out(error)
+        delay = retry_delay(error, self.attempt) if self.attempt < self.max_retries else None
+        if self.timeouts > TIMEOUT_RETRIES or self.gate.closed is not None:
+            delay = None
+        if delay is None and _unanswered(error):
+            self.gate.close(self.attempt + 1, error)
+        elif delay is not None and _status(error) == 429:
+            self.gate.pause(delay)
+        if delay is not None:
+            self.attempt += 1
+        return delay
+
+    def stopped(self) -> BaseException | None:
+        """The reason not to send (again), once the gate is closed."""
+        return self.gate.closed
 
 
 def _check(batch_size: int, max_concurrency: int, max_retries: int) -> None:
@@ -199,6 +262,9 @@ def _assemble(
     failures: list[BatchFailure] = []
     for start, (outcome, _) in zip(starts, outcomes, strict=True):
         size = min(batch_size, n - start)
+        if isinstance(outcome, _NotSent):
+            failures.append(BatchFailure(start, size, str(outcome), sent=False))
+            continue
         if isinstance(outcome, BaseException):
             failures.append(BatchFailure(start, size, one_line(outcome)))
             continue
@@ -238,7 +304,10 @@ def embed_in_flight(
         texts: The texts, in order.
         batch_size: Texts per request.
         max_concurrency: Requests in flight at once (1: one after another).
-        max_retries: Retries per batch after a rate limit or a transient error.
+        max_retries: Retries per batch after a rate limit or a transient error; after a
+            timeout at most ``TIMEOUT_RETRIES``. Once a batch failed with no answer at all
+            (timed out, or could not connect), no batch is sent (again): each fails at once,
+            ``BatchFailure.sent`` False.
         on_batch: Called with the size of each batch once it is done (embedded or failed).
         packed: Keep each vector, as its batch ends, as a float64 array of the same values
             (8 bytes a number; a list of floats takes 32): for a caller holding every vector
@@ -257,24 +326,25 @@ def embed_in_flight(
 
     def one(start: int) -> tuple[Sequence[Any] | BaseException, int]:
         batch = list(texts[start : start + batch_size])
-        attempt = 0
+        tries = _Tries(max_retries, gate)
         while True:
             time.sleep(gate.wait_time())
-            outcome: Sequence[Any] | BaseException  # vectors: lists, or arrays when packed
-            try:
-                outcome = embeddings.embed_documents(batch)
-                if packed:
-                    outcome = [np.asarray(v, dtype=np.float64) for v in outcome]
-            except Exception as error:  # counted per batch; the others go on
-                delay = _retry_in(error, attempt, max_retries, gate)
-                if delay is not None:
-                    time.sleep(delay)
-                    attempt += 1
-                    continue
-                outcome = error
+            outcome: Sequence[Any] | BaseException | None  # lists, or arrays when packed
+            outcome = tries.stopped()
+            if outcome is None:
+                try:
+                    outcome = embeddings.embed_documents(batch)
+                    if packed:
+                        outcome = [np.asarray(v, dtype=np.float64) for v in outcome]
+                except Exception as error:  # counted per batch; the others go on
+                    delay = tries.retry_in(error)
+                    if delay is not None:
+                        time.sleep(delay)
+                        continue
+                    outcome = error
             if on_batch is not None:
                 on_batch(len(batch))
-            return outcome, attempt
+            return outcome, tries.attempt
 
     if not starts:
         return InFlightResult([])
@@ -304,24 +374,23 @@ async def aembed_in_flight(
 
     async def one(start: int) -> tuple[list[list[float]] | BaseException, int]:
         batch = list(texts[start : start + batch_size])
-        attempt = 0
+        tries = _Tries(max_retries, gate)
         async with slots:
             while True:
                 await asyncio.sleep(gate.wait_time())
-                try:
-                    outcome: list[list[float]] | BaseException = await embeddings.aembed_documents(
-                        batch
-                    )
-                except Exception as error:  # counted per batch; the others go on
-                    delay = _retry_in(error, attempt, max_retries, gate)
-                    if delay is not None:
-                        await asyncio.sleep(delay)
-                        attempt += 1
-                        continue
-                    outcome = error
+                outcome: list[list[float]] | BaseException | None = tries.stopped()
+                if outcome is None:
+                    try:
+                        outcome = await embeddings.aembed_documents(batch)
+                    except Exception as error:  # counted per batch; the others go on
+                        delay = tries.retry_in(error)
+                        if delay is not None:
+                            await asyncio.sleep(delay)
+                            continue
+                        outcome = error
                 if on_batch is not None:
                     on_batch(len(batch))
-                return outcome, attempt
+                return outcome, tries.attempt
 
     if not starts:
         return InFlightResult([])

@@ -297,3 +297,46 @@ def test_a_429_pauses_every_request_of_a_sync_until_its_retry_after(
     for limited in openai_server.throttled_at:
         inside = [t - limited for t in openai_server.arrivals if 0.2 < t - limited < 0.9]
         assert inside == [], f"requests sent {inside} s after a 429 asking to wait 1 s"
+
+
+def test_a_server_that_never_answers_costs_two_timeouts_not_seven_a_batch(
+    openai_server: EmbeddingServer,
+) -> None:
+    """A server accepting requests and never answering: each batch was tried 7 times (6
+    retries), each try the whole timeout, 7 minutes a batch at 60 s. Now a timeout is retried
+    once; the batch that timed out twice stops the run from sending more, and the others
+    fail at once, in one line; the re-run converges."""
+    openai_server.mode = "hang"
+    store = MatrixVectorStore(resolve_embeddings("text-embedding-3-small", timeout=0.3))
+    docs = chunks(120)
+    result = sync_documents(docs, store, namespace="kb", batch_size=10, max_concurrency=3)
+    assert (result.added, result.failed) == (0, 120)
+    assert len(openai_server.arrivals) <= 6  # the first 3 batches, twice each; before: 84
+    (unsent,) = [e for e in result.errors if "not sent" in e]
+    assert unsent.startswith("9 embedding batch(es) of 90 text(s) not sent: the embeddings ")
+    assert "did not answer a batch in 2 tries (APITimeoutError" in unsent
+    timeouts = [e for e in result.errors if e.startswith("embedding batch of 10 from")]
+    assert len(timeouts) == 3
+    openai_server.mode = "ok"
+    again = sync_documents(docs, store, namespace="kb", batch_size=10, max_concurrency=3)
+    assert (again.added, again.failed) == (120, 0)
+
+
+async def test_a_timeout_is_retried_once_and_a_hung_server_stops_async_batches(
+    openai_server: EmbeddingServer,
+) -> None:
+    embeddings = resolve_embeddings("text-embedding-3-small", timeout=0.3)
+    texts = [f"text number {i}" for i in range(40)]
+    openai_server.mode, openai_server.hang_times = "hang", 1  # slow for a moment: one try
+    result = embed_in_flight(embeddings, texts, batch_size=10, max_concurrency=2)
+    assert (result.failures, result.retries) == ((), 1)
+    assert len(openai_server.arrivals) == 5  # 4 batches, one sent again
+    openai_server.hang_times = None
+    result = await aembed_in_flight(embeddings, texts, batch_size=10, max_concurrency=2)
+    assert [(f.start, f.sent) for f in result.failures] == [
+        (0, True),
+        (10, True),
+        (20, False),
+        (30, False),
+    ]
+    assert len(openai_server.arrivals) == 5 + 4  # batches 0 and 10, twice each

@@ -238,6 +238,43 @@ def test_search_leaves_the_contexts_a_failing_context_model_left_out_to_ingest(
     assert len(model.requests) == asked + 1  # ingest retried the missing context
 
 
+def test_embedding_timeout_of_the_agent_yaml_bounds_ingest_search_and_serve(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The embeddings request timeout was fixed at 60 s, with no setting; now the tool's
+    ``embedding_timeout`` reaches the model ingest, search and serve build. A server taking
+    2 s answers within the default but not within 0.5 s."""
+    from langchain_holodeck.cli.serve import served_tools
+    from tests.embedding_server import EmbeddingServer
+
+    docs = deck_docs_for_an_openai_server(monkeypatch, tmp_path)
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: hierarchical_document\n    name: kb\n    source: docs\n"
+        "    embedding_model: text-embedding-3-small\n    embedding_timeout: 0.5\n",
+    )
+    store = tmp_path / "S"
+    at = ("--store", str(store))
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code, out, _ = run(capsys, *at, "ingest", "--config", str(agent))
+        assert code == 0
+        assert "1 added, 0 updated, 0 skipped, 0 failed" in out
+        server.latency = 2.0
+        code, out, err = run(capsys, *at, "search", "--config", str(agent), "deck")
+        assert code == 0
+        assert "deck.md" in out  # the keyword leg's hit
+        assert "APITimeoutError" in err  # the dense leg timed out
+        write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dusk.\n")
+        code, _, err = run(capsys, *at, "ingest", "--config", str(agent))
+        assert code == 1
+        assert "embedding batch of 1 from 'docs/deck.md': APITimeoutError" in err
+        assert err.endswith("(1 chunks could not be embedded; none was written)\n")
+        (served,) = served_tools(agent, store, quiet=True)
+        model = served.tool.corpus.embeddings
+        assert getattr(model, "underlying", model).request_timeout == 0.5
+
+
 def test_ingest_of_a_missing_source_is_one_error_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

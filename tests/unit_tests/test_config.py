@@ -361,6 +361,23 @@ RULES = [
         "must be a finite number, got inf",
     ),
     (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
+    (
+        vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=0),
+        "tools[0].embedding_timeout",
+        "must be > 0, got 0",
+    ),
+    (
+        vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=float("inf")),
+        "tools[0].embedding_timeout",
+        "must be a finite number, got inf",
+    ),
+    (  # the local model sends no request: a timeout for it would be a setting that does nothing
+        hierarchical(embedding_timeout=30),
+        "tools[0].embedding_timeout",
+        "applies to an OpenAI embedding_model (each request to its API); the local default "
+        "(embedding_model unset) runs in this process, with no requests to time out (remove "
+        "embedding_timeout), got 30",
+    ),
     (hierarchical(context_timeout="soon"), "tools[0].context_timeout", "got 'soon'"),
     (
         hierarchical(contextual_embeddings=True),
@@ -798,6 +815,23 @@ def test_a_yaml_boolean_for_a_number_is_an_error_naming_file_field_and_value(
     with pytest.raises(ConfigError) as error:
         load_agent_config(path, environ={})
     assert str(error.value) == f"{path}: {field}: must be {kind}, {_NOT_A_BOOLEAN}, got {value}."
+
+
+def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
+    tmp_path: Path,
+) -> None:
+    openai = {"embedding_model": "text-embedding-3-small"}
+    config = load_tools(
+        tmp_path,
+        vectorstore(**openai, embedding_timeout=30),
+        hierarchical(**openai),
+        tool_selection={**openai, "embedding_timeout": "5"},  # as a ${VAR} gives it
+    )
+    assert [t.embedding_timeout for t in config.tools] == [30.0, 60.0]
+    assert config.tool_selection is not None
+    assert config.tool_selection.embedding_timeout == 5.0
+    with pytest.raises(ConfigError, match=r"tool_selection\.embedding_timeout: applies to an "):
+        load_tools(tmp_path, vectorstore(), tool_selection={"embedding_timeout": 5})
 
 
 def test_a_yaml_boolean_in_tool_selection_weights_is_an_error(tmp_path: Path) -> None:

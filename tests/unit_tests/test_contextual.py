@@ -464,3 +464,80 @@ def test_default_settings_keep_the_cache_keys_and_fingerprint_of_earlier_version
     by_model_id = SimpleNamespace(context_model_id=enricher.context_model_id)  # as before
     assert pipeline_fingerprint(splitter, enricher) == pipeline_fingerprint(splitter, by_model_id)
     assert enricher.context_settings_id == "scripted:"
+
+
+def _openai_context_model(base_url: str, **settings: Any) -> BaseChatModel:
+    """The chat model an agent.yaml's ``context_model: {provider: openai, ...}`` builds."""
+    from langchain_holodeck.config import HierarchicalDocumentToolConfig
+    from langchain_holodeck.tools._wiring import chat_model
+
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="kb", description="d", source="docs",
+        contextual_embeddings=True,
+        context_model={"provider": "openai", "name": "gpt-4o-mini", "base_url": base_url,
+                       **settings},
+    )  # fmt: skip
+    return chat_model(config)
+
+
+def test_a_default_context_model_keeps_the_cache_key_of_earlier_versions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The context model's settings joined the key; at the defaults (temperature 0, capped at
+    context_max_tokens) they add nothing: no one pays every LLM call again on upgrade."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    enricher = ContextualChunkEnricher(_openai_context_model("http://127.0.0.1:9/v1"))
+    text = "# A\n\nThe arch opens on deck four at dawn.\n"
+    chunk = Document(page_content=text, metadata={"source_path": "a.md", "chunk_index": 0})
+    job = enricher._jobs([(text, [(0, chunk)])])[0]
+    assert job.key == (  # computed by the version before (ba1195a)
+        "holodeck-context-c5f26da65c68b02e52f9e064a33ce5773042f1fba057fb21e40f0594ad3a3121"
+    )
+    assert enricher.context_settings_id == "openai-chat:gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [{"temperature": 0.7}, {"top_p": 0.5}, {"max_tokens": 5}, {"seed": 7}],
+    ids=["temperature", "top_p", "max_tokens_below_the_cap", "seed"],
+)
+def test_changing_how_the_context_model_writes_makes_new_contexts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: dict[str, Any]
+) -> None:
+    """temperature (and top_p, seed, a model cap below context_max_tokens) was in neither the
+    cache key nor the fingerprint: raising it over an unchanged folder made 0 calls, and only
+    edited files got contexts written at the new setting. Now a change writes every context
+    again, the same setting again makes no call, and the defaults' contexts stay cached."""
+    from langchain_holodeck import IngestionPipeline
+    from langchain_holodeck.vectorstores import MatrixVectorStore
+    from tests.helpers import HashingEmbeddings
+    from tests.openai_server import chat_server
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (tmp_path / "a.md").write_text("# A\n\nThe arch opens on deck four at dawn.\n")
+    (tmp_path / "b.md").write_text("# B\n\nThe brig is on deck nine.\n")
+    store, cache = MatrixVectorStore(HashingEmbeddings()), InMemoryByteStore()
+    with chat_server() as server:
+
+        def ingest(**settings: Any) -> int:
+            """LLM calls of one ingest with these settings."""
+            asked = len(server.requests)
+            config_keys = {"temperature"}
+            model = _openai_context_model(
+                server.base_url, **{k: v for k, v in settings.items() if k in config_keys}
+            )
+            model = model.model_copy(
+                update={k: v for k, v in settings.items() if k not in config_keys}
+            )
+            enricher = ContextualChunkEnricher(model, cache=cache)
+            IngestionPipeline(store, namespace="kb", enricher=enricher).invoke(str(tmp_path))
+            return len(server.requests) - asked
+
+        assert ingest() == 2
+        assert ingest() == 0
+        assert ingest(**changed) == 2  # before: 0, the old contexts kept
+        (name, value), *_ = changed.items()
+        sent = server.requests[-1].get(name, server.requests[-1].get("max_completion_tokens"))
+        assert sent == value  # the setting reached the model
+        assert ingest(**changed) == 0
+        assert ingest() == 0  # back to the defaults: their contexts are still cached
