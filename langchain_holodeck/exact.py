@@ -9,17 +9,23 @@ cross-reference expansion needs:
 
 from __future__ import annotations
 
-import functools
-import re
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langchain_holodeck._chunk import CHUNK_TYPE, CODE_CHUNK_TYPE, original_content, source_path
-from langchain_holodeck._section_refs import section_references
-from langchain_holodeck._sections import heading_label
+from langchain_holodeck._chunk import original_content, source_path
+from langchain_holodeck._exact_query import (
+    ExactQuery,
+    codes_in,
+    document_names,
+    heading_labels,
+    heading_versions,
+    name_words,
+    norm_text,
+    parse_exact_query,
+    versions_in,
+)
 from langchain_holodeck.definitions import normalize_term
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
@@ -27,11 +33,14 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.vectorstores import VectorStore
 
-__all__ = ["ExactMatchIndex", "parse_exact_query"]
-
-_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"'})
-_PHRASE = re.compile(r'"([^"]+)"')
-_SPACE = re.compile(r"\s+")
+__all__ = [
+    "ExactMatchIndex",
+    "ExactQuery",
+    "codes_in",
+    "name_words",
+    "parse_exact_query",
+    "versions_in",
+]
 
 SECTION_SCORE = 2.0
 """Score of a chunk whose ``section_id`` is exactly a referenced section."""
@@ -45,209 +54,10 @@ TERM_SCORE = 2.0
 """Score of a chunk defining the term a "what does X mean" query asks about."""
 VERSION_SCORE = 2.0
 """Score of a chunk whose heading names the version the query names (``## v2.3.1``)."""
-_VERSION = re.compile(
-    r"(?<![\w.])(?:[vV]?(?P<long>\d+(?:\.\d+){2,3})|[vV](?P<short>\d+\.\d+))(?![\w]|\.\d)"
-)
-"""A version: three or four dotted numbers (``2.3.1``, ``v10.0.0.1``), or two after a ``v``
-(``v2.3``). Two bare numbers (``4.2``) are a section or a decimal, not a version."""
-_BARE_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w]|\.\d)")
-"""A dotted number (``4.2``): a section only of a document the query names."""
-_NAME_WORD = re.compile(r"[a-z0-9]+")
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_NOT_NAME_WORDS = frozenset(
-    {
-        *("a", "an", "and", "for", "in", "of", "on", "the", "to"),
-        *("section", "sections", "sec", "article", "clause", "paragraph", "rule", "part"),
-        *("chapter", "title", "schedule", "annex", "appendix"),
-    }
-)
-"""Words that name no document: a file called ``section.md`` is not named by ``Section 4``."""
+CODE_SCORE = 2.0
+"""Score of a chunk holding the code a query names (``E1042``), when few chunks hold it."""
 _MAX_SHORT_NAME_HITS = 3
 """A bare name (``swap``) defined in more chunks than this scores ``DESCENDANT_SCORE`` only."""
-
-_IDENTIFIER = re.compile(
-    r"`(?P<quoted>[^`\s]+)`"
-    r"|(?<![\w.])(?P<name>[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*)(?P<call>\(\))?(?![\w(])"
-)
-_CAMEL = re.compile(r"[a-z0-9][A-Z]")
-_TERM_QUERY = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"^\s*what\s+(?:does|do|did)\s+(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s+mean\b",
-        r"^\s*what\s+is\s+meant\s+by\s+(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s*[?.!]*$",
-        r"^\s*(?:what\s+is\s+|what's\s+)?(?:the\s+)?(?:meaning|definition)\s+of\s+"
-        r"(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s*[?.!]*$",
-        r"^\s*(?:please\s+)?define\s+(?:the\s+(?:term|word|phrase)\s+)?(?P<term>.+?)\s*[?.!]*$",
-        r"^\s*(?:the\s+)?(?P<term>.+?)\s+(?:definition|meaning)\s*[?.!]*$",
-        r"^\s*(?:what|who)\s+(?:is|are)\s+(?P<term>.+?)\s*[?.!]*$",
-    )
-]
-_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=4096)
-def name_words(text: str) -> frozenset[str]:
-    """The words of a document's name or of a query that may name one, lowercased.
-
-    ``employee-handbook``, ``EmployeeHandbook`` and ``Employee Handbook`` are all
-    ``{employee, handbook}``; label words and small words (``the``, ``of``) are left out.
-    """
-    words = _NAME_WORD.findall(_CAMEL_BOUNDARY.sub(" ", text).lower())
-    return frozenset(w for w in words if w not in _NOT_NAME_WORDS)
-
-
-@functools.lru_cache(maxsize=4096)
-def _stem_words(path: str) -> frozenset[str]:
-    return name_words(PurePosixPath(path).stem)
-
-
-def _document_names(meta: Mapping[str, Any], path: str) -> tuple[frozenset[str], ...]:
-    """The names a chunk gives its document: the file's stem, and on chunk 0 its title.
-
-    The title is the first heading (the H1 above the first chunk), unless it is numbered;
-    source code has none (its headings are the names it defines).
-    """
-    names = [_stem_words(path)]
-    if meta.get("chunk_index") == 0 and meta.get(CHUNK_TYPE) != CODE_CHUNK_TYPE:
-        chain = meta.get("parent_chain") or ()
-        title = str(chain[0] if isinstance(chain, list | tuple) and chain else "") or str(
-            meta.get("heading") or ""
-        )
-        if title and heading_label(title) is None and not title[:1].isdigit():
-            names.append(name_words(title))
-    return tuple(dict.fromkeys(n for n in names if n))
-
-
-def _heading_labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(section id, label word) of each heading of a chunk and above it that spells one."""
-    chain = meta.get("parent_chain") or ()
-    titles = [*(chain if isinstance(chain, list | tuple) else ()), meta.get("heading") or ""]
-    labels = dict(label for label in map(heading_label, map(str, titles)) if label)
-    return tuple(labels.items())
-
-
-def _norm_text(text: str) -> str:
-    return _SPACE.sub(" ", text.translate(_QUOTES)).strip().lower()
-
-
-@dataclass(frozen=True)
-class ExactQuery:
-    """What a query asks for exactly: sections, quoted phrases, symbols, a defined term."""
-
-    section_ids: tuple[str, ...]
-    phrases: tuple[str, ...]
-    symbols: tuple[str, ...] = ()
-    terms: tuple[str, ...] = ()
-    versions: tuple[str, ...] = ()
-    labels: tuple[tuple[str, str], ...] = ()
-    """(section id, label word) of each mention (``("4", "article")``; ``""``: no label)."""
-    words: frozenset[str] = frozenset()
-    """The query's words outside its section references (``name_words``): a document's name."""
-    numbers: tuple[str, ...] = ()
-    """Dotted numbers with no keyword (``4.2``): sections of a document the query names."""
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.section_ids
-            or self.phrases
-            or self.symbols
-            or self.terms
-            or self.versions
-            or self.numbers
-        )
-
-    def labels_of(self, section_id: str) -> frozenset[str]:
-        """The label words the query gave ``section_id`` (``""`` among them: one without)."""
-        return frozenset(label for sid, label in self.labels if sid == section_id) or frozenset(
-            {""}
-        )
-
-
-def _heading_versions(meta: Mapping[str, Any]) -> tuple[str, ...]:
-    """The versions a chunk's heading or the headings above it name (a changelog's entry)."""
-    chain = meta.get("parent_chain") or ()
-    headings = [*(chain if isinstance(chain, list | tuple) else ()), meta.get("heading") or ""]
-    return versions_in(" ".join(map(str, headings)))
-
-
-def versions_in(text: str) -> tuple[str, ...]:
-    """The versions ``text`` names (``v2.3.1`` and ``2.3.1`` are both ``2.3.1``), in order.
-
-    BM25's words drop one-character parts, so a version is found by this index: the keyword
-    leg cannot tell ``v2.3.1`` from ``v2.3.0``.
-    """
-    found = (m["long"] or m["short"] for m in _VERSION.finditer(text))
-    return tuple(dict.fromkeys(found))
-
-
-def _query_symbols(text: str) -> tuple[str, ...]:
-    """Identifiers the query names (``snake_case``, ``dotted.names``, ``camelCase``, ``f()``).
-
-    Anything in backticks counts too; plain words do not (``swap`` is not, ```swap``` is).
-    """
-    found: list[str] = []
-    for match in _IDENTIFIER.finditer(text):
-        name = match["quoted"] or match["name"]
-        name = name.removesuffix("()").replace("::", ".").strip(".")
-        looks_like_code = bool(
-            match["quoted"] or match["call"] or "_" in name or "." in name or _CAMEL.search(name)
-        )
-        if looks_like_code and name and name not in found:
-            found.append(name)
-    return tuple(found)
-
-
-def _query_terms(text: str) -> tuple[str, ...]:
-    """The term of a definition question (``what does X mean``, ``define X``, ``X definition``)."""
-    for pattern in _TERM_QUERY:
-        match = pattern.match(text)
-        if match is None:
-            continue
-        term = normalize_term(match["term"].strip(" ?.!\"'"))
-        bare = _ARTICLE.sub("", term)
-        return tuple(dict.fromkeys(t for t in (term, bare) if t))
-    return ()
-
-
-def parse_exact_query(query: str) -> ExactQuery:
-    """Find section references, quoted phrases, symbols and a defined term in ``query``.
-
-    ``"Section 203(a)(1)"``, ``"§ 4.2"``, ``"section 7"``, ``"Article 5"``, ``"sec. 4.2"``,
-    ``"subsection (a)(1) of section 203"`` and a bare ``"203(a)(1)"`` (a number with sub-clause
-    labels; not a bare ``"4.2"``, which may be any decimal) become normalized section ids
-    (``203(a)(1)``, ``4.2``, ``7``, ``5``, ``4.2``, ``203(a)(1)``, ``203(a)(1)``) with
-    ``definitions.find_section_refs(query, query=True)``; text between double quotes
-    (straight or curly) becomes a phrase (lowercased, whitespace collapsed; phrases under 2
-    characters are ignored).
-    Identifiers (``parse_sections``, ``Shift.swap``, ``getUser``, ``run()``, ```swap```)
-    become symbols. A definition question ("what does X mean", "what is meant by X",
-    "meaning of X", "define X", "X definition", "what is X") gives the normalized term X
-    (with and without a leading article). Each reference keeps its label word (``labels``:
-    ``("5", "article")``); the words outside the references (``words``) and the dotted
-    numbers among them (``numbers``: ``4.2``) serve to find a document the query names.
-    """
-    text = query.translate(_QUOTES)
-    phrases = tuple(
-        dict.fromkeys(p for p in (_norm_text(m) for m in _PHRASE.findall(text)) if len(p) >= 2)
-    )
-    refs = section_references(text, query=True)
-    rest, end = [], 0
-    for ref in refs:
-        rest.append(text[end : ref.start])
-        end = max(end, ref.end)
-    rest.append(text[end:])
-    section_ids = tuple(dict.fromkeys(ref.section_id for ref in refs))
-    numbers = (n for n in _BARE_NUMBER.findall(" ".join(rest)) if n not in section_ids)
-    return ExactQuery(
-        section_ids,
-        phrases,
-        _query_symbols(text),
-        _query_terms(text),
-        versions_in(text),
-        labels=tuple(dict.fromkeys((ref.section_id, ref.label) for ref in refs)),
-        words=name_words(" ".join(rest)),
-        numbers=tuple(dict.fromkeys(numbers)),
-    )
 
 
 @dataclass(frozen=True)
@@ -261,6 +71,7 @@ class _Chunk:
     symbols: tuple[str, ...] = ()  # qualified names of the definitions in the chunk (code)
     terms: tuple[str, ...] = ()  # normalized terms the chunk defines
     versions: tuple[str, ...] = ()  # versions its heading names (``## v2.3.1``)
+    codes: tuple[str, ...] = ()  # codes its text holds (``e1042``), lowercased
     labels: tuple[tuple[str, str], ...] = ()  # (section id, label word) its headings spell
     names: tuple[frozenset[str], ...] = ()  # its document's names (file stem, title)
 
@@ -315,6 +126,7 @@ class ExactMatchIndex:
         self._by_short_name: dict[str, set[str]] = {}  # last part of a qualified name -> ids
         self._by_term: dict[str, set[str]] = {}  # normalized defined term -> ids
         self._by_version: dict[str, set[str]] = {}  # version a heading names -> ids
+        self._by_code: dict[str, set[str]] = {}  # code a text holds (lowercased) -> ids
         self._files_named: dict[frozenset[str], dict[str, int]] = {}  # name -> {file: chunks}
         self._names_with: dict[str, set[frozenset[str]]] = {}  # word -> names holding it
         self._lock = threading.RLock()
@@ -372,6 +184,7 @@ class ExactMatchIndex:
             self._by_short_name.clear()
             self._by_term.clear()
             self._by_version.clear()
+            self._by_code.clear()
             self._files_named.clear()
             self._names_with.clear()
 
@@ -398,6 +211,7 @@ class ExactMatchIndex:
         terms = meta.get("defined_terms") or ()
         index = meta.get("chunk_index")
         path = source_path(meta)
+        text = original_content(doc)
         return _Chunk(
             source_path=path,
             section_id=str(meta.get("section_id") or ""),
@@ -406,10 +220,11 @@ class ExactMatchIndex:
             opens=tuple(str(o) for o in opens) if isinstance(opens, list) else (),
             symbols=tuple(str(x) for x in symbols) if isinstance(symbols, list) else (),
             terms=tuple(normalize_term(str(t)) for t in terms) if isinstance(terms, list) else (),
-            versions=_heading_versions(meta),
-            labels=_heading_labels(meta),
-            names=_document_names(meta, path),
-            text=_norm_text(original_content(doc)) if self.phrases else "",
+            versions=heading_versions(meta),
+            labels=heading_labels(meta),
+            names=document_names(meta, path),
+            codes=codes_in(text),
+            text=norm_text(text) if self.phrases else "",
         )
 
     def _remove(self, doc_id: str) -> None:
@@ -443,6 +258,7 @@ class ExactMatchIndex:
         keys += [(name.rsplit(".", 1)[-1], self._by_short_name) for name in entry.symbols]
         keys += [(term, self._by_term) for term in entry.terms]
         keys += [(version, self._by_version) for version in entry.versions]
+        keys += [(code, self._by_code) for code in entry.codes]
         return keys
 
     # -- search -------------------------------------------------------------------------
@@ -470,10 +286,13 @@ class ExactMatchIndex:
                     scores[doc_id] = max(scores.get(doc_id, 0.0), score)
                     mention.setdefault(doc_id, order)
             base = len(sections)
+            defined: set[str] = set()  # names the query gives whose definitions answer it
             for order, name in enumerate(parsed.symbols, start=base):
                 own = self._by_symbol.get(name, set())
                 # a qualified name matches its own definition; a bare one, every method so named
                 short = set() if "." in name else self._by_short_name.get(name, set()) - own
+                if own or short:
+                    defined.add(name.lower())
                 score = SYMBOL_SCORE if len(own | short) <= _MAX_SHORT_NAME_HITS else 0.0
                 for doc_id in own:
                     scores[doc_id] = max(scores.get(doc_id, 0.0), SYMBOL_SCORE)
@@ -489,6 +308,14 @@ class ExactMatchIndex:
             for order, version in enumerate(parsed.versions, start=start):
                 for doc_id in self._by_version.get(version, set()):
                     scores[doc_id] = max(scores.get(doc_id, 0.0), VERSION_SCORE)
+                    mention.setdefault(doc_id, order)
+            start += len(parsed.versions)
+            for order, code in enumerate(parsed.codes, start=start):
+                holders = self._by_code.get(code, set())
+                if len(holders) > parsed.code_hits or code in defined:
+                    continue  # common, or a defined name: its definition answers, not mentions
+                for doc_id in holders:
+                    scores[doc_id] = max(scores.get(doc_id, 0.0), CODE_SCORE)
                     mention.setdefault(doc_id, order)
             if parsed.phrases and self.phrases:
                 pool: Iterable[str] = scores if parsed.section_ids else self._chunks

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_holodeck.exact import ExactMatchIndex, parse_exact_query
+from langchain_holodeck.exact import ExactMatchIndex, codes_in, parse_exact_query, versions_in
 from langchain_holodeck.keyword_index import KeywordHit, KeywordIndex
 from langchain_holodeck.splitters import StructuredMarkdownSplitter
 from langchain_holodeck.sync import stable_id
@@ -344,3 +344,71 @@ def test_a_bare_number_with_labels_finds_its_section_first(
         top = index.search(query, k=3)
         assert top[0].id in own, query
         assert top[0].score == 2.0
+
+
+def _indexed(texts: list[str]) -> ExactMatchIndex:
+    idx = ExactMatchIndex()
+    idx.upsert(
+        [
+            Document(id=f"d{n}", page_content=text, metadata={"source_path": f"f{n}.md"})
+            for n, text in enumerate(texts)
+        ]
+    )
+    return idx
+
+
+def test_a_code_lookup_finds_the_chunks_holding_the_code() -> None:
+    """Found 2026-12-07: a query that is an error code (``E1042``) ranked the only chunk
+    holding it 4th under convex fusion: a dense model reads a code as noise."""
+    idx = _indexed(
+        [
+            'return fmt.Errorf("E1042: worker pool exhausted")',
+            "Workers crash when the pool is exhausted.",
+            "ERR_CONN_RESET means the peer closed; see ORA-00942 and CVE-2021-44228.",
+        ]
+    )
+    for query in ("E1042", "error E1042", "what is e1042?", "E1042 in the worker"):
+        assert [h.id for h in idx.search(query, k=5)] == ["d0"], query
+    assert [h.score for h in idx.search("E1042", k=5)] == [2.0]
+    for query in ("ERR_CONN_RESET", "ora-00942", "CVE-2021-44228 fix"):
+        assert [h.id for h in idx.search(query, k=5)] == ["d2"], query
+    # a longer question pins a code's only chunk
+    assert [h.id for h in idx.search("why does my worker crash with E1042 at start", 5)] == ["d0"]
+
+
+def test_a_code_many_chunks_hold_pins_nothing() -> None:
+    idx = _indexed([f"step {n}: retry on E1042" for n in range(4)] + ["X2Y9 once", "X2Y9 twice"])
+    assert idx.search("E1042", k=5) == []  # four chunks hold it: BM25 ranks them
+    assert len(idx.search("X2Y9", k=5)) == 2  # a code lookup pins up to three
+    assert idx.search("why does the build fail with X2Y9 on linux", k=5) == []  # two: a question
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("E1042", ("e1042",)),
+        ("0x8007000E and ORA-00942", ("0x8007000e", "ora-00942")),
+        ("ERR_CONN_RESET", ("err_conn_reset",)),
+        ("v2.3.1, H1, v2, 4.2, 2024-01-05, snake_case, CamelCase", ()),
+        ("E1042.", ("e1042",)),
+    ],
+)
+def test_codes_in(text: str, codes: tuple[str, ...]) -> None:
+    assert codes_in(text) == codes
+
+
+def test_a_version_titled_version_or_release_is_a_version() -> None:
+    """Found 2026-12-07: Click, Flask and Jinja title their entries "Version 8.1"; 'v8.1' had
+    no exact hit and another entry came first."""
+    idx = ExactMatchIndex()
+    text = "# Changes\n\n## Version 2.1\n\nFixed a crash.\n\n## Version 2.0\n\nRewrote it.\n"
+    docs = StructuredMarkdownSplitter().split_documents(
+        [Document(page_content=text, metadata={"source_path": "CHANGES.md"})]
+    )
+    for n, doc in enumerate(docs):
+        doc.id = f"c{n}"
+    idx.upsert(docs)
+    texts = {d.id: d.page_content for d in docs}
+    for query in ("v2.0", "Version 2.0", "what changed in release 2.0"):
+        assert [texts[h.id].splitlines()[0] for h in idx.search(query, k=5)] == ["## Version 2.0"]
+    assert versions_in("release notes of 4.2") == ()

@@ -858,3 +858,44 @@ def test_a_search_kwarg_the_store_does_not_take_is_refused(parts, key) -> None:
     with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Matrix"):
         HybridRetriever(vector_store=store, keyword_index=bm25, search_kwargs={key: 1})
     HybridRetriever(vector_store=store, keyword_index=bm25, search_kwargs={"filter": {"n": 1}})
+
+
+class _CodesAreNoise(Embeddings):
+    """Hashed words with every code left out: how a dense model reads ``E1042`` (noise)."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self.inner = embeddings
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents([re.sub(r"\w*\d\w*", " ", t) for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+@pytest.mark.parametrize("fusion", ["convex", "rrf"])
+def test_an_error_code_query_puts_the_chunk_holding_it_first(embeddings, fusion) -> None:
+    """Found 2026-12-07: under convex fusion the best dense score counts 0.7 and a keyword-only
+    hit at most 0.3, so the only chunk holding ``E1042`` ranked below unrelated chunks."""
+    texts = [
+        "Troubleshooting: a worker crashes when the error queue is full.",
+        "Changelog: error handling for the worker was rewritten.",
+        "Release notes: what the error page shows.",
+        'func check() error { return errors.New("E1042") }',
+    ]
+    docs = [
+        Document(id=f"d{n}", page_content=t, metadata={"source_path": f"f{n}"})
+        for n, t in enumerate(texts)
+    ]
+    store = MatrixVectorStore(_CodesAreNoise(embeddings))
+    store.add_documents(docs)
+    bm25, exact = BM25KeywordIndex(), ExactMatchIndex()
+    bm25.upsert(docs)
+    exact.upsert(docs)
+    retriever = HybridRetriever(
+        vector_store=store, keyword_index=bm25, exact_index=exact, fusion=fusion, k=3
+    )
+    for query in ("E1042", "error E1042"):
+        top = retriever.invoke(query)[0]
+        assert top.id == "d3", query
+        assert top.metadata["exact_match"] is True
