@@ -127,10 +127,11 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
-CONVERSION_REVISION = 3
+CONVERSION_REVISION = 4
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
-HTML page's main content without its navigation). Part of the ingestion fingerprint: a file
+HTML page's main content without its navigation; 4: cp1252 French, Italian and Portuguese
+read as cp1252). Part of the ingestion fingerprint: a file
 ingested before is read again once, though its mtime and size are the ones recorded."""
 
 
@@ -140,18 +141,25 @@ class SourceLoader(BaseLoader):
     ``.md``/``.markdown``/``.txt``/``.rst``/``.json``/``.jsonl``/``.ndjson`` and source code
     (``.py``, ``.js``, ``.ts``, ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``, ``.cpp``, ``.rb``,
     ``.sh``, ``.sql``, ``.toml``, ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are
-    read directly (``.log`` files are skipped: rename one to ``.txt``): UTF-8 (a UTF-8,
-    UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
-    ``encoding_fallbacks``; JSON is indented (2 spaces) as a fenced ``json`` code block, each
-    nested value of at most 1,000 characters on one line, so an array's records are a line
-    each and no chunk cuts one in two (invalid JSON: kept as written in the block, with a
-    WARNING); JSON Lines is one fenced ``json`` block, one compact record a line (a line that
-    is not JSON: kept as written, one WARNING naming the file and its bad lines). A Jupyter
-    notebook (``.ipynb``) is decoded the same way and made markdown here: markdown cells as
-    written, code cells as fenced blocks in the kernel's language, each followed by at most 10
-    lines of its text output (images, HTML and base64 data left out); a notebook that is not
-    valid JSON fails like a corrupt PDF (see ``on_error``). ``.csv``/``.html``/``.htm`` are
-    decoded the same way, then converted by markitdown;
+    read directly (``.log`` files are skipped: rename one to ``.txt``): UTF-8 (a UTF-8, UTF-16
+    or UTF-32 byte-order mark wins), else the encoding charset-normalizer detects, unless one of
+    ``encoding_fallbacks`` (in order) decodes the bytes and reads as cleanly, or at most 0.1
+    messier (its chaos score) with its non-ASCII characters standing mostly alone or in pairs
+    among ASCII letters, as accents do: the detector scores cp1252 French, Italian or Portuguese
+    a little messier than cp1250, cp775 or cp1257, which read ``très`` as ``trĶs``, while a
+    double-byte, Cyrillic or Greek text read as cp1252 makes runs of symbols and accented
+    letters. So text of another single-byte Latin code page (Polish, Hungarian, Turkish, Baltic)
+    may read as the cp1252 default: set ``encoding_fallbacks`` to its code page (KOI8-R Russian
+    is detected as Shift-JIS: convert it to UTF-8). JSON is indented (2 spaces) as a fenced
+    ``json`` code block, each nested value of at most 1,000 characters on one line, so an
+    array's records are a line each and no chunk cuts one in two (invalid JSON: kept as written
+    in the block, with a WARNING); JSON Lines is one fenced ``json`` block, one compact record a
+    line (a line that is not JSON: kept as written, one WARNING naming the file and its bad
+    lines). A Jupyter notebook (``.ipynb``) is decoded the same way and made markdown here:
+    markdown cells as written, code cells as fenced blocks in the kernel's language, each
+    followed by at most 10 lines of its text output (images, HTML and base64 data left out); a
+    notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
+    ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by markitdown;
     ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
     (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
     text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
@@ -217,7 +225,8 @@ class SourceLoader(BaseLoader):
             unbounded.
         max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
             where the OS has one); default 4 GiB; ``None``: no limit.
-        encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
+        encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference
+            (see above); default ``("cp1252",)``, Windows' Western European code page.
         exclude: Files or directories never loaded (relative and ``~`` ones resolve like
             ``source``), e.g. a store directory that lies inside the source. One that is the
             source or holds it leaves nothing out (its other files are the source's): name the
@@ -598,16 +607,17 @@ class SourceLoader(BaseLoader):
         matches = charset_normalizer.from_bytes(data)
         best = matches.best()
         if best is not None:
-            # Detection often can't tell cp1252 from cp1250 on short text: among the
-            # matches as clean as the best one, a configured fallback wins.
-            tied = {
-                _codec(c) for m in matches if m.chaos <= best.chaos for c in m.could_be_from_charset
-            }
             for name in self.encoding_fallbacks:
-                if _codec(name) in tied:
-                    text, encoding = _try_decode(data, name)
-                    if text is not None:
-                        return text, encoding
+                codec = _codec(name)
+                chaos = min(
+                    (m.chaos for m in matches if codec in map(_codec, m.could_be_from_charset)),
+                    default=None,
+                )
+                if chaos is None or chaos > best.chaos + _CHAOS_MARGIN:
+                    continue
+                text, encoding = _try_decode(data, name)
+                if text is not None and (chaos <= best.chaos or _reads_as_latin_words(text)):
+                    return text, encoding
             return str(best), best.encoding
         for name in self.encoding_fallbacks:
             text, encoding = _try_decode(data, name)
@@ -786,6 +796,25 @@ def _without_lone_surrogates(text: str, source_path: str) -> str:
         found,
     )
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+_CHAOS_MARGIN = 0.1
+"""How much messier than charset-normalizer's best guess a configured fallback may read and
+still win, when its text reads as Latin words (``_reads_as_latin_words``)."""
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f\s]{3,}")
+
+
+def _reads_as_latin_words(text: str) -> bool:
+    """Whether ``text``'s non-ASCII characters stand mostly alone or in pairs among ASCII ones.
+
+    So do the accents of a Latin-script language (``très``, ``così``, ``informações``). A
+    double-byte (GBK, Big5, EUC) or a Cyrillic or Greek text read as a Latin code page is a
+    run of accented letters and symbols per word (``ÅäÖÃÎÄ¼þ``): here more than a quarter of
+    its non-ASCII characters stand in runs of three or more.
+    """
+    non_ascii = sum(1 for ch in text if ord(ch) > 0x7F and not ch.isspace())
+    in_runs = sum(len(run) for run in _NON_ASCII_RUN.findall(text))
+    return in_runs * 4 <= non_ascii
 
 
 def _mostly_utf8(data: bytes) -> tuple[str, int] | None:
