@@ -67,16 +67,11 @@ class ConversionRequest:
 
 
 def converters() -> dict[str, DocumentConverter]:
-    """The converter of markitdown per extension (no plugins, no network)."""
-    from markitdown.converters import (
-        CsvConverter,
-        DocxConverter,
-        PdfConverter,
-        PptxConverter,
-        XlsxConverter,
-    )
+    """The converter of markitdown per extension (no plugins, no network); ``.xlsx``: ours."""
+    from markitdown.converters import CsvConverter, DocxConverter, PdfConverter, PptxConverter
 
     from langchain_holodeck._html import PageHtmlConverter  # imports markitdown: child only
+    from langchain_holodeck._xlsx import SheetTableConverter
 
     html = PageHtmlConverter()  # the page's main content, without the site's navigation
     return {
@@ -86,7 +81,7 @@ def converters() -> dict[str, DocumentConverter]:
         "pdf": PdfConverter(),
         "docx": DocxConverter(),
         "pptx": PptxConverter(),
-        "xlsx": XlsxConverter(),
+        "xlsx": SheetTableConverter(),  # the cells as shown, not as pandas reads them
     }
 
 

@@ -35,11 +35,7 @@ from langchain_holodeck._conversion import (
     converters,
     shared_pool,
 )
-from langchain_holodeck._converted import (
-    promote_empty_headers,
-    tidy_sheet_tables,
-    without_permalinks,
-)
+from langchain_holodeck._converted import promote_empty_headers, without_permalinks
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
 from langchain_holodeck.errors import (
     ConfigError,
@@ -131,7 +127,7 @@ CONVERSION_REVISION = 4
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
 HTML page's main content without its navigation; 4: cp1252 French, Italian and Portuguese
-read as cp1252). Part of the ingestion fingerprint: a file
+read as cp1252, ``.xlsx`` cells as stored). Part of the ingestion fingerprint: a file
 ingested before is read again once, though its mtime and size are the ones recorded."""
 
 
@@ -160,12 +156,15 @@ class SourceLoader(BaseLoader):
     followed by at most 10 lines of its text output (images, HTML and base64 data left out); a
     notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
     ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by markitdown;
-    ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
-    (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
-    text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
+    ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension and ``.xlsx``
+    to ours (the extension alone picks the converter, so a corrupt PDF fails instead of being
+    read as text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
     and a converted table without header cells (``|  |  |``) takes its first row as header;
     a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own);
-    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out; an HTML
+    an ``.xlsx`` is a ``## sheet`` heading over a table per sheet (its first row the header),
+    each cell as stored, not as pandas reads it (``NA``, ``null`` and ``#N/A`` stay text,
+    ``001234`` keeps its zeros, ``2540000`` is not ``2.540000e+06``), empty rows, columns and
+    sheets left out (``_xlsx.SheetTableConverter``); an HTML
     page is its main element (``<main>``, ``role="main"``) without the site's navigation
     (``<nav>``, ``role="navigation"``) when it marks one, and its headings lose the permalinks
     Sphinx and MkDocs end them with (``[¶](#scope)``).
@@ -651,8 +650,6 @@ class SourceLoader(BaseLoader):
             markdown = _NOTES_HEADING.sub("Notes:", without_slide_markers(markdown))
         elif file.file_type == "pdf":  # pdfminer ends each page with a form feed
             markdown = markdown.replace("\f", "\n\n")
-        elif file.file_type == "xlsx":
-            markdown = tidy_sheet_tables(markdown)
         elif file.file_type in ("html", "htm"):
             markdown = without_permalinks(markdown)
         markdown = promote_empty_headers(markdown)

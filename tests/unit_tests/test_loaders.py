@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import datetime as dt
 import json
 import logging
 import os
@@ -556,8 +557,57 @@ def test_an_xlsx_has_no_nan_cells_and_no_empty_sheet(tmp_path: Path) -> None:
     wb.save(tmp_path / "budget.xlsx")
     [doc] = SourceLoader(tmp_path / "budget.xlsx").load()
     assert doc.page_content.strip() == (
-        "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000.0 |\n| Q2 |  |"
+        "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000 |\n| Q2 |  |"
     )
+
+
+def test_an_xlsx_keeps_each_cell_as_stored(tmp_path: Path) -> None:
+    # markitdown read the workbook with pandas' defaults: NA, N/A, None, null, NULL, nan and
+    # #N/A were empty cells, 001234 was 1234.0, 120 was 120.0, and a column with a gap was
+    # floats in scientific notation (2.540000e+06)
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    wb.active.title = "Countries"
+    for row in (
+        ["Country", "ISO", "Capital", "Population", "Share", "Since"],
+        ["Namibia", "NA", "Windhoek", 2540000, 0.25, dt.datetime(1990, 3, 21)],
+        ["Unknown", "N/A", "None", None, 0.1 + 0.2, None],
+        ["Placeholder", "null", "nan", 120.0, None, None],
+        ["Errors", "#N/A", "NULL", 8, None, None],
+        [None, None, None, None, None, None],
+        ["Invoice", "001234", "a | b", 12345678901234567, True, None],
+    ):
+        wb.active.append(row)
+    wb.active["E2"].number_format = "0%"
+    wb.save(tmp_path / "countries.xlsx")
+    [doc] = SourceLoader(tmp_path / "countries.xlsx").load()
+    assert doc.page_content.strip() == (
+        "## Countries\n"
+        "| Country | ISO | Capital | Population | Share | Since |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
+        "| Namibia | NA | Windhoek | 2540000 | 25% | 1990-03-21 |\n"
+        "| Unknown | N/A | None |  | 0.3 |  |\n"
+        "| Placeholder | null | nan | 120 |  |  |\n"
+        "| Errors | #N/A | NULL | 8 |  |  |\n"
+        "| Invoice | 001234 | a \\| b | 1.234567890123457e+16 | TRUE |  |"
+    )
+
+
+def test_an_xlsx_spelling_show_zeros_the_legacy_way_converts(tmp_path: Path) -> None:
+    # openpyxl refuses <sheetView showZeroes="0">, which some producers write
+    write_xlsx(tmp_path / "plain.xlsx")
+    with (
+        zipfile.ZipFile(tmp_path / "plain.xlsx") as source,
+        zipfile.ZipFile(tmp_path / "roster.xlsx", "w") as target,
+    ):
+        for item in source.infolist():
+            part = source.read(item.filename)
+            if item.filename.startswith("xl/worksheets/"):
+                part = part.replace(b"<sheetView ", b'<sheetView showZeroes="0" ')
+            target.writestr(item, part)
+    (tmp_path / "plain.xlsx").unlink()
+    [doc] = SourceLoader(tmp_path / "roster.xlsx").load()
+    assert "| Barclay | 412 |" in doc.page_content
 
 
 def test_html_headings_lose_their_permalinks(tmp_path: Path) -> None:
@@ -661,7 +711,7 @@ def test_xlsx_is_converted_to_a_table_per_sheet(tmp_path: Path) -> None:
     write_xlsx(tmp_path / "roster.xlsx")
     [doc] = SourceLoader(tmp_path / "roster.xlsx").load()
     assert doc.page_content.startswith("## Roster\n")
-    assert "| officer | holodeck\\_hours |" in doc.page_content  # markdown-escaped
+    assert "| officer | holodeck_hours |" in doc.page_content  # as written, not escaped
     assert "| Barclay | 412 |" in doc.page_content
 
 
