@@ -36,6 +36,7 @@ from langchain_holodeck._conversion import (
     shared_pool,
 )
 from langchain_holodeck._converted import promote_empty_headers, without_permalinks
+from langchain_holodeck._inline_data import without_base64_data
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
 from langchain_holodeck.errors import (
     ConfigError,
@@ -58,8 +59,9 @@ _PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json", "jsonl", "ndjs
 """``.log`` stays out: a stray build or app log (tens of thousands of lines) would outweigh
 the documents in the index and the ingest; rename a log to ``.txt`` to ingest it."""
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
-"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: indented, a record
-a line; JSON Lines: one record a line; source code: as written)."""
+"""Read directly: decoded, newlines normalized, otherwise verbatim (prose: inline base64
+``data:`` payloads dropped; JSON: indented, a record a line; JSON Lines: one record a line;
+source code: as written)."""
 _JSON_LINES_TYPES = frozenset({"jsonl", "ndjson"})
 _NOTEBOOK_TYPES = frozenset({"ipynb"})
 """Decoded by us, then made markdown in this process (``notebook_markdown``)."""
@@ -127,7 +129,8 @@ CONVERSION_REVISION = 4
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
 HTML page's main content without its navigation; 4: cp1252 French, Italian and Portuguese
-read as cp1252, ``.xlsx`` cells as stored). Part of the ingestion fingerprint: a file
+read as cp1252, ``.xlsx`` cells as stored, base64 ``data:`` payloads dropped from Markdown,
+text and JSON). Part of the ingestion fingerprint: a file
 ingested before is read again once, though its mtime and size are the ones recorded."""
 
 
@@ -146,15 +149,17 @@ class SourceLoader(BaseLoader):
     double-byte, Cyrillic or Greek text read as cp1252 makes runs of symbols and accented
     letters. So text of another single-byte Latin code page (Polish, Hungarian, Turkish, Baltic)
     may read as the cp1252 default: set ``encoding_fallbacks`` to its code page (KOI8-R Russian
-    is detected as Shift-JIS: convert it to UTF-8). JSON is indented (2 spaces) as a fenced
-    ``json`` code block, each nested value of at most 1,000 characters on one line, so an
-    array's records are a line each and no chunk cuts one in two (invalid JSON: kept as written
-    in the block, with a WARNING); JSON Lines is one fenced ``json`` block, one compact record a
-    line (a line that is not JSON: kept as written, one WARNING naming the file and its bad
-    lines). A Jupyter notebook (``.ipynb``) is decoded the same way and made markdown here:
-    markdown cells as written, code cells as fenced blocks in the kernel's language, each
-    followed by at most 10 lines of its text output (images, HTML and base64 data left out); a
-    notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
+    is detected as Shift-JIS: convert it to UTF-8). In all but source code an inline base64
+    ``data:`` URI (``![plot](data:image/png;base64,iVBOR...)``, a pasted image) keeps its head
+    and loses its payload (``_inline_data``), as in notebooks and HTML. JSON is indented (2
+    spaces) as a fenced ``json`` code block, each nested value of at most 1,000 characters on
+    one line, so an array's records are a line each and no chunk cuts one in two (invalid JSON:
+    kept as written in the block, with a WARNING); JSON Lines is one fenced ``json`` block, one
+    compact record a line (a line that is not JSON: kept as written, one WARNING naming the file
+    and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the same way and made
+    markdown here: markdown cells as written, code cells as fenced blocks in the kernel's
+    language, each followed by at most 10 lines of its text output (images, HTML and base64 data
+    left out); a notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
     ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by markitdown;
     ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension and ``.xlsx``
     to ours (the extension alone picks the converter, so a corrupt PDF fails instead of being
@@ -574,6 +579,8 @@ class SourceLoader(BaseLoader):
             return Skipped.NO_TEXT
         if encoding not in ("utf-8", "utf-8-sig"):
             logger.debug("Decoded %s as %s.", file.source_path, encoding)
+        if file.file_type in _PROSE_TYPES:  # source code stays as written
+            text = without_base64_data(text)
         if file.file_type == "json":
             return _json_code_block(text, file.source_path)
         if file.file_type in _JSON_LINES_TYPES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import builtins
 import datetime as dt
 import json
@@ -409,6 +410,40 @@ def test_a_notebook_is_its_markdown_cells_and_fenced_code_cells(tmp_path: Path) 
     assert "step 10" not in doc.page_content
     assert "iVBORw0KGgo" not in doc.page_content
     assert len(doc.page_content) < 300
+
+
+def test_markdown_text_and_json_lose_inline_base64_payloads(tmp_path: Path) -> None:
+    # a pasted 45 KB image in a .md file made ~55 chunks of base64 that filled the results
+    pixels = base64.b64encode(bytes(range(256)) * 180).decode()
+    wrapped = "\n".join(pixels[i : i + 76] for i in range(0, len(pixels), 76))
+    (tmp_path / "notes.md").write_text(
+        "# Release notes\n\nThe new dashboard:\n\n"
+        f"![dashboard](data:image/png;base64,{pixels})\n\n## Fixes\n\nFixed the login timeout.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "mail.txt").write_text(
+        f"Logo: data:image/gif;charset=utf-8;base64,{wrapped}\nRegards,\nthe login team\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "icons.json").write_text(
+        json.dumps({"name": "logo", "src": f"data:image/png;base64,{pixels}"}), encoding="utf-8"
+    )
+    (tmp_path / "embed.py").write_text(f'LOGO = "data:image/png;base64,{pixels}"\n')
+    loaded = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    docs = {d.metadata["source_path"]: d.page_content for d in loaded}
+    assert docs["notes.md"] == (
+        "# Release notes\n\nThe new dashboard:\n\n![dashboard](data:image/png;base64,)\n\n"
+        "## Fixes\n\nFixed the login timeout.\n"
+    )
+    assert docs["mail.txt"] == (
+        "Logo: data:image/gif;charset=utf-8;base64,\nRegards,\nthe login team\n"
+    )
+    assert '"src": "data:image/png;base64,"' in docs["icons.json"]
+    assert pixels in docs["embed.py"]  # source code stays as written
+    chunks = StructuredMarkdownSplitter().split_documents(
+        SourceLoader(tmp_path / "notes.md").load()
+    )
+    assert len(chunks) == 2
 
 
 def test_a_corrupt_notebook_is_one_warning_and_the_rest_load(
