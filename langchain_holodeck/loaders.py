@@ -130,8 +130,9 @@ CONVERSION_REVISION = 4
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
 HTML page's main content without its navigation; 4: cp1252 French, Italian and Portuguese
 read as cp1252, ``.xlsx`` cells as stored, base64 ``data:`` payloads dropped from Markdown,
-text and JSON). Part of the ingestion fingerprint: a file
-ingested before is read again once, though its mtime and size are the ones recorded."""
+text and JSON, ``_`` and ``*`` of HTML, Word and slides unescaped). Part of the ingestion
+fingerprint: a file ingested before is read again once, though its mtime and size are the ones
+recorded."""
 
 
 class SourceLoader(BaseLoader):

@@ -527,6 +527,28 @@ def test_html_is_converted_to_markdown_without_scripts(tmp_path: Path) -> None:
     assert docs[1].page_content == "# Bridge\n\nReport to **deck 4**."
 
 
+def test_html_and_docx_keep_underscores_and_asterisks_as_written(tmp_path: Path) -> None:
+    # markdownify escaped them (POOL\\_SIZE\\_LIMIT, \\*args): a quoted "POOL_SIZE_LIMIT"
+    # had no exact hit and results showed the backslashes
+    (tmp_path / "tuning.html").write_text(
+        "<main><h1>Tuning_guide</h1><p>Raise POOL_SIZE_LIMIT; call f(*args, **kw) "
+        "with <em>care</em>.</p><pre><code>path = r'C:\\new\\x_y' * 2</code></pre>"
+        "<table><tr><th>max_retries</th><th>a*b</th></tr><tr><td>3</td><td>4</td></tr>"
+        "</table></main>",
+        encoding="utf-8",
+    )
+    write_docx(tmp_path / "tuning.docx", ["Set MAX_RETRIES to 3 and pass *args through."])
+    docs = {d.metadata["file_type"]: d for d in SourceLoader(tmp_path, base_dir=tmp_path).load()}
+    assert docs["html"].page_content == (
+        "# Tuning_guide\n\nRaise POOL_SIZE_LIMIT; call f(*args, **kw) with *care*.\n\n"
+        "```\npath = r'C:\\new\\x_y' * 2\n```\n\n"
+        "| max_retries | a*b |\n| --- | --- |\n| 3 | 4 |"
+    )
+    assert docs["docx"].page_content == "Set MAX_RETRIES to 3 and pass *args through."
+    [heading, *_] = StructuredMarkdownSplitter().split_documents([docs["html"]])
+    assert heading.metadata["heading"] == "Tuning_guide"
+
+
 def test_pdf_is_converted_by_markitdown(tmp_path: Path) -> None:
     write_pdf(tmp_path / "manual.pdf", "Holodeck safety manual")
     [doc] = SourceLoader(tmp_path / "manual.pdf").load()
