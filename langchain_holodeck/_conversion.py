@@ -33,6 +33,12 @@ DEFAULT_MAX_CONVERT_SECONDS = 120.0
 DEFAULT_MAX_CONVERT_MEMORY_BYTES = 4 * 1024**3
 """Address space a conversion worker may use by default (4 GiB; ``RLIMIT_AS``)."""
 
+_MARKDOWNIFIED = frozenset({"html", "htm", "docx", "pptx"})
+"""Formats markitdown writes through markdownify (HTML; Word via mammoth's HTML; slides' tables)."""
+_AS_WRITTEN = {"escape_underscores": False, "escape_asterisks": False}
+"""markdownify's options: ``_`` and ``*`` as written. Its default escapes them
+(``POOL\\_SIZE\\_LIMIT``, ``\\*args``): a quoted identifier had no exact match, and results
+showed the backslashes. Code blocks were never escaped; other escapes are markdownify's."""
 _START_SECONDS = 120.0
 """How long a worker may take to start (import markitdown); not counted against a file."""
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
@@ -67,16 +73,11 @@ class ConversionRequest:
 
 
 def converters() -> dict[str, DocumentConverter]:
-    """The converter of markitdown per extension (no plugins, no network)."""
-    from markitdown.converters import (
-        CsvConverter,
-        DocxConverter,
-        PdfConverter,
-        PptxConverter,
-        XlsxConverter,
-    )
+    """The converter of markitdown per extension (no plugins, no network); ``.xlsx``: ours."""
+    from markitdown.converters import CsvConverter, DocxConverter, PdfConverter, PptxConverter
 
     from langchain_holodeck._html import PageHtmlConverter  # imports markitdown: child only
+    from langchain_holodeck._xlsx import SheetTableConverter
 
     html = PageHtmlConverter()  # the page's main content, without the site's navigation
     return {
@@ -86,7 +87,7 @@ def converters() -> dict[str, DocumentConverter]:
         "pdf": PdfConverter(),
         "docx": DocxConverter(),
         "pptx": PptxConverter(),
-        "xlsx": XlsxConverter(),
+        "xlsx": SheetTableConverter(),  # the cells as shown, not as pandas reads them
     }
 
 
@@ -103,10 +104,11 @@ def convert(request: ConversionRequest, table: dict[str, DocumentConverter]) -> 
         local_path=request.local_path,
     )
     converter = table[request.file_type]
+    options = _AS_WRITTEN if request.file_type in _MARKDOWNIFIED else {}
     if request.data is not None:
-        return converter.convert(io.BytesIO(request.data), info).markdown
+        return converter.convert(io.BytesIO(request.data), info, **options).markdown
     with open(request.local_path, "rb") as stream:
-        return converter.convert(stream, info).markdown
+        return converter.convert(stream, info, **options).markdown
 
 
 class _Worker:

@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+from langchain_holodeck._inline_data import without_base64_data
+
 __all__ = ["json_lines_markdown", "json_text", "notebook_markdown"]
 
 RECORD_CHARS = 1_000
@@ -28,8 +30,6 @@ MAX_OUTPUT_LINES = 10
 MAX_OUTPUT_CHARS = 500
 """Characters of a code cell's text output kept."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_BASE64_DATA = re.compile(r"(data:[\w.+-]+/[\w.+-]+;base64,)[A-Za-z0-9+/=\s]+")
-"""An inline ``data:`` URI's base64 payload (an image pasted into a markdown cell)."""
 
 
 def _fenced(body: str, info: str) -> str:
@@ -136,7 +136,7 @@ def notebook_markdown(text: str) -> str:
             if kind == "heading":  # nbformat 3
                 level = cell.get("level", 1)
                 source = f"{'#' * (level if isinstance(level, int) else 1)} {source.strip()}"
-            parts.append(_BASE64_DATA.sub(r"\1", source.strip("\n")))
+            parts.append(without_base64_data(source.strip("\n")))
         elif kind == "code":
             parts.append(_fenced(source.strip("\n"), language))
             output = _output_excerpt(cell.get("outputs"))
@@ -203,7 +203,7 @@ def _output_excerpt(outputs: object) -> str:
             texts.append(_text(plain))
         elif kind in ("error", "pyerr"):
             texts.append(f"{output.get('ename', 'Error')}: {output.get('evalue', '')}")
-    text = _BASE64_DATA.sub(r"\1", _ANSI.sub("", "\n".join(t.strip("\n") for t in texts)))
+    text = without_base64_data(_ANSI.sub("", "\n".join(t.strip("\n") for t in texts)))
     lines = [line.rstrip() for line in text.strip("\n").split("\n")]
     kept: list[str] = []
     size = 0

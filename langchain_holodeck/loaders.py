@@ -35,11 +35,8 @@ from langchain_holodeck._conversion import (
     converters,
     shared_pool,
 )
-from langchain_holodeck._converted import (
-    promote_empty_headers,
-    tidy_sheet_tables,
-    without_permalinks,
-)
+from langchain_holodeck._converted import promote_empty_headers, without_permalinks
+from langchain_holodeck._inline_data import without_base64_data
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
 from langchain_holodeck.errors import (
     ConfigError,
@@ -62,8 +59,9 @@ _PROSE_TYPES = frozenset({"md", "markdown", "txt", "rst", "json", "jsonl", "ndjs
 """``.log`` stays out: a stray build or app log (tens of thousands of lines) would outweigh
 the documents in the index and the ingest; rename a log to ``.txt`` to ingest it."""
 _TEXT_TYPES = _PROSE_TYPES | frozenset(CODE_LANGUAGES)
-"""Read directly: decoded, newlines normalized, otherwise verbatim (JSON: indented, a record
-a line; JSON Lines: one record a line; source code: as written)."""
+"""Read directly: decoded, newlines normalized, otherwise verbatim (prose: inline base64
+``data:`` payloads dropped; JSON: indented, a record a line; JSON Lines: one record a line;
+source code: as written)."""
 _JSON_LINES_TYPES = frozenset({"jsonl", "ndjson"})
 _NOTEBOOK_TYPES = frozenset({"ipynb"})
 """Decoded by us, then made markdown in this process (``notebook_markdown``)."""
@@ -127,11 +125,14 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
-CONVERSION_REVISION = 3
+CONVERSION_REVISION = 4
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
-HTML page's main content without its navigation). Part of the ingestion fingerprint: a file
-ingested before is read again once, though its mtime and size are the ones recorded."""
+HTML page's main content without its navigation; 4: cp1252 French, Italian and Portuguese
+read as cp1252, ``.xlsx`` cells as stored, base64 ``data:`` payloads dropped from Markdown,
+text and JSON, ``_`` and ``*`` of HTML, Word and slides unescaped). Part of the ingestion
+fingerprint: a file ingested before is read again once, though its mtime and size are the ones
+recorded."""
 
 
 class SourceLoader(BaseLoader):
@@ -140,24 +141,36 @@ class SourceLoader(BaseLoader):
     ``.md``/``.markdown``/``.txt``/``.rst``/``.json``/``.jsonl``/``.ndjson`` and source code
     (``.py``, ``.js``, ``.ts``, ``.go``, ``.java``, ``.rs``, ``.c``, ``.h``, ``.cpp``, ``.rb``,
     ``.sh``, ``.sql``, ``.toml``, ``.yaml`` and the other extensions of ``CODE_LANGUAGES``) are
-    read directly (``.log`` files are skipped: rename one to ``.txt``): UTF-8 (a UTF-8,
-    UTF-16 or UTF-32 byte-order mark wins), else the detected encoding, preferring
-    ``encoding_fallbacks``; JSON is indented (2 spaces) as a fenced ``json`` code block, each
-    nested value of at most 1,000 characters on one line, so an array's records are a line
-    each and no chunk cuts one in two (invalid JSON: kept as written in the block, with a
-    WARNING); JSON Lines is one fenced ``json`` block, one compact record a line (a line that
-    is not JSON: kept as written, one WARNING naming the file and its bad lines). A Jupyter
-    notebook (``.ipynb``) is decoded the same way and made markdown here: markdown cells as
-    written, code cells as fenced blocks in the kernel's language, each followed by at most 10
-    lines of its text output (images, HTML and base64 data left out); a notebook that is not
-    valid JSON fails like a corrupt PDF (see ``on_error``). ``.csv``/``.html``/``.htm`` are
-    decoded the same way, then converted by markitdown;
-    ``.pdf``/``.docx``/``.pptx``/``.xlsx`` go to markitdown's converter for their extension
-    (the extension alone picks the converter, so a corrupt PDF fails instead of being read as
-    text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
+    read directly (``.log`` files are skipped: rename one to ``.txt``): UTF-8 (a UTF-8, UTF-16
+    or UTF-32 byte-order mark wins), else the encoding charset-normalizer detects, unless one of
+    ``encoding_fallbacks`` (in order) decodes the bytes and reads as cleanly, or at most 0.1
+    messier (its chaos score) with its non-ASCII characters standing mostly alone or in pairs
+    among ASCII letters, as accents do: the detector scores cp1252 French, Italian or Portuguese
+    a little messier than cp1250, cp775 or cp1257, which read ``très`` as ``trĶs``, while a
+    double-byte, Cyrillic or Greek text read as cp1252 makes runs of symbols and accented
+    letters. So text of another single-byte Latin code page (Polish, Hungarian, Turkish, Baltic)
+    may read as the cp1252 default: set ``encoding_fallbacks`` to its code page (KOI8-R Russian
+    is detected as Shift-JIS: convert it to UTF-8). In all but source code an inline base64
+    ``data:`` URI (``![plot](data:image/png;base64,iVBOR...)``, a pasted image) keeps its head
+    and loses its payload (``_inline_data``), as in notebooks and HTML. JSON is indented (2
+    spaces) as a fenced ``json`` code block, each nested value of at most 1,000 characters on
+    one line, so an array's records are a line each and no chunk cuts one in two (invalid JSON:
+    kept as written in the block, with a WARNING); JSON Lines is one fenced ``json`` block, one
+    compact record a line (a line that is not JSON: kept as written, one WARNING naming the file
+    and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the same way and made
+    markdown here: markdown cells as written, code cells as fenced blocks in the kernel's
+    language, each followed by at most 10 lines of its text output (images, HTML and base64 data
+    left out); a notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
+    ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by markitdown;
+    ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension and ``.xlsx``
+    to ours (the extension alone picks the converter, so a corrupt PDF fails instead of being
+    read as text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
     and a converted table without header cells (``|  |  |``) takes its first row as header;
     a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own);
-    an ``.xlsx``'s empty cells are empty (not ``NaN``) and its empty sheets left out; an HTML
+    an ``.xlsx`` is a ``## sheet`` heading over a table per sheet (its first row the header),
+    each cell as stored, not as pandas reads it (``NA``, ``null`` and ``#N/A`` stay text,
+    ``001234`` keeps its zeros, ``2540000`` is not ``2.540000e+06``), empty rows, columns and
+    sheets left out (``_xlsx.SheetTableConverter``); an HTML
     page is its main element (``<main>``, ``role="main"``) without the site's navigation
     (``<nav>``, ``role="navigation"``) when it marks one, and its headings lose the permalinks
     Sphinx and MkDocs end them with (``[¶](#scope)``).
@@ -217,7 +230,8 @@ class SourceLoader(BaseLoader):
             unbounded.
         max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
             where the OS has one); default 4 GiB; ``None``: no limit.
-        encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference.
+        encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference
+            (see above); default ``("cp1252",)``, Windows' Western European code page.
         exclude: Files or directories never loaded (relative and ``~`` ones resolve like
             ``source``), e.g. a store directory that lies inside the source. One that is the
             source or holds it leaves nothing out (its other files are the source's): name the
@@ -566,6 +580,8 @@ class SourceLoader(BaseLoader):
             return Skipped.NO_TEXT
         if encoding not in ("utf-8", "utf-8-sig"):
             logger.debug("Decoded %s as %s.", file.source_path, encoding)
+        if file.file_type in _PROSE_TYPES:  # source code stays as written
+            text = without_base64_data(text)
         if file.file_type == "json":
             return _json_code_block(text, file.source_path)
         if file.file_type in _JSON_LINES_TYPES:
@@ -598,16 +614,17 @@ class SourceLoader(BaseLoader):
         matches = charset_normalizer.from_bytes(data)
         best = matches.best()
         if best is not None:
-            # Detection often can't tell cp1252 from cp1250 on short text: among the
-            # matches as clean as the best one, a configured fallback wins.
-            tied = {
-                _codec(c) for m in matches if m.chaos <= best.chaos for c in m.could_be_from_charset
-            }
             for name in self.encoding_fallbacks:
-                if _codec(name) in tied:
-                    text, encoding = _try_decode(data, name)
-                    if text is not None:
-                        return text, encoding
+                codec = _codec(name)
+                chaos = min(
+                    (m.chaos for m in matches if codec in map(_codec, m.could_be_from_charset)),
+                    default=None,
+                )
+                if chaos is None or chaos > best.chaos + _CHAOS_MARGIN:
+                    continue
+                text, encoding = _try_decode(data, name)
+                if text is not None and (chaos <= best.chaos or _reads_as_latin_words(text)):
+                    return text, encoding
             return str(best), best.encoding
         for name in self.encoding_fallbacks:
             text, encoding = _try_decode(data, name)
@@ -641,8 +658,6 @@ class SourceLoader(BaseLoader):
             markdown = _NOTES_HEADING.sub("Notes:", without_slide_markers(markdown))
         elif file.file_type == "pdf":  # pdfminer ends each page with a form feed
             markdown = markdown.replace("\f", "\n\n")
-        elif file.file_type == "xlsx":
-            markdown = tidy_sheet_tables(markdown)
         elif file.file_type in ("html", "htm"):
             markdown = without_permalinks(markdown)
         markdown = promote_empty_headers(markdown)
@@ -786,6 +801,25 @@ def _without_lone_surrogates(text: str, source_path: str) -> str:
         found,
     )
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+_CHAOS_MARGIN = 0.1
+"""How much messier than charset-normalizer's best guess a configured fallback may read and
+still win, when its text reads as Latin words (``_reads_as_latin_words``)."""
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f\s]{3,}")
+
+
+def _reads_as_latin_words(text: str) -> bool:
+    """Whether ``text``'s non-ASCII characters stand mostly alone or in pairs among ASCII ones.
+
+    So do the accents of a Latin-script language (``très``, ``così``, ``informações``). A
+    double-byte (GBK, Big5, EUC) or a Cyrillic or Greek text read as a Latin code page is a
+    run of accented letters and symbols per word (``ÅäÖÃÎÄ¼þ``): here more than a quarter of
+    its non-ASCII characters stand in runs of three or more.
+    """
+    non_ascii = sum(1 for ch in text if ord(ch) > 0x7F and not ch.isspace())
+    in_runs = sum(len(run) for run in _NON_ASCII_RUN.findall(text))
+    return in_runs * 4 <= non_ascii
 
 
 def _mostly_utf8(data: bytes) -> tuple[str, int] | None:

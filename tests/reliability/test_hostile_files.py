@@ -134,6 +134,61 @@ def test_a_latin1_file_is_still_read_as_latin1(tmp_path: Path) -> None:
     assert "Une crème brûlée." in doc.page_content
 
 
+_FRENCH_GUIDE = (
+    "Guide d'installation. Avant de commencer, vérifiez que le système répond aux exigences "
+    "préalables. Ouvrez le panneau de configuration, sélectionnez « Paramètres avancés » et "
+    "cochez « Activer les mises à jour ». Si l'opération échoue, redémarrez et réessayez. "
+) * 5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ça coûte très cher, à côté de l'hôtel. L'installation du système nécessite une "
+        "configuration préalable.",
+        "Perché è così? L'installazione richiede più tempo. La città è bella e l'università "
+        "è già aperta.",
+        "Ação não é fácil. São Paulo está ótimo, coração. Exceção às regras. Informações "
+        "sobre a instalação.",
+        _FRENCH_GUIDE,
+        "Grüße aus München, schöne Straße. Die Installation erfordert eine zusätzliche Datei.",
+        "El niño comió piña en España. ¿Dónde está la estación? Información útil.",
+    ],
+    ids=["french", "italian", "portuguese", "french-guide", "german", "spanish"],
+)
+def test_western_european_cp1252_text_is_read_as_cp1252(tmp_path: Path, text: str) -> None:
+    # charset-normalizer scores cp1252 a little messier than cp775 / cp1250 / cp1257 on
+    # these: très was read trĶs, così cosě, não năo.
+    (tmp_path / "note.txt").write_bytes(f"{text}\n".encode("cp1252"))
+    (doc,) = SourceLoader(tmp_path / "note.txt", base_dir=tmp_path).load()
+    assert doc.page_content == f"{text}\n"
+
+
+_ENGLISH = "The installation guide explains how to configure the server and the client. "
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("这是一个中文测试文档。北京欢迎你。\n" * 3, "gbk"),
+        ("日本語のテキストです。東京都の天気は晴れです。\n" * 3, "shift_jis"),
+        (_ENGLISH * 3 + "設定檔案" + _ENGLISH * 3, "big5"),
+        ("Привет, как дела? Это тестовый документ. Установка системы требует настройки.", "cp1251"),
+        ("Καλημέρα κόσμε. Σήμερα η εγκατάσταση του συστήματος απαιτεί διαμόρφωση.", "cp1253"),
+        ("Příliš žluťoučký kůň úpěl ďábelské ódy. Instalace vyžaduje konfiguraci.", "cp1250"),
+        ("# Titre\n\nCafé crème brûlée, naïve façade — 20 €.\n", "utf-16"),
+        ("# Titre\n\nCafé crème brûlée, naïve façade — 20 €.\n", "utf-8-sig"),
+    ],
+    ids=["gbk", "shift-jis", "big5-in-english", "cp1251", "cp1253", "cp1250", "utf16", "utf8-bom"],
+)
+def test_other_encodings_are_not_read_as_the_cp1252_fallback(
+    tmp_path: Path, text: str, encoding: str
+) -> None:
+    (tmp_path / "note.txt").write_bytes(text.encode(encoding))
+    (doc,) = SourceLoader(tmp_path / "note.txt", base_dir=tmp_path).load()
+    assert doc.page_content == text
+
+
 @pytest.mark.parametrize("source", ["/", "/proc", "/sys/kernel", "/dev"])
 def test_the_root_and_pseudo_file_systems_are_refused(source: str) -> None:
     if not os.path.exists(source):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import builtins
+import datetime as dt
 import json
 import logging
 import os
@@ -410,6 +412,40 @@ def test_a_notebook_is_its_markdown_cells_and_fenced_code_cells(tmp_path: Path) 
     assert len(doc.page_content) < 300
 
 
+def test_markdown_text_and_json_lose_inline_base64_payloads(tmp_path: Path) -> None:
+    # a pasted 45 KB image in a .md file made ~55 chunks of base64 that filled the results
+    pixels = base64.b64encode(bytes(range(256)) * 180).decode()
+    wrapped = "\n".join(pixels[i : i + 76] for i in range(0, len(pixels), 76))
+    (tmp_path / "notes.md").write_text(
+        "# Release notes\n\nThe new dashboard:\n\n"
+        f"![dashboard](data:image/png;base64,{pixels})\n\n## Fixes\n\nFixed the login timeout.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "mail.txt").write_text(
+        f"Logo: data:image/gif;charset=utf-8;base64,{wrapped}\nRegards,\nthe login team\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "icons.json").write_text(
+        json.dumps({"name": "logo", "src": f"data:image/png;base64,{pixels}"}), encoding="utf-8"
+    )
+    (tmp_path / "embed.py").write_text(f'LOGO = "data:image/png;base64,{pixels}"\n')
+    loaded = SourceLoader(tmp_path, base_dir=tmp_path).load()
+    docs = {d.metadata["source_path"]: d.page_content for d in loaded}
+    assert docs["notes.md"] == (
+        "# Release notes\n\nThe new dashboard:\n\n![dashboard](data:image/png;base64,)\n\n"
+        "## Fixes\n\nFixed the login timeout.\n"
+    )
+    assert docs["mail.txt"] == (
+        "Logo: data:image/gif;charset=utf-8;base64,\nRegards,\nthe login team\n"
+    )
+    assert '"src": "data:image/png;base64,"' in docs["icons.json"]
+    assert pixels in docs["embed.py"]  # source code stays as written
+    chunks = StructuredMarkdownSplitter().split_documents(
+        SourceLoader(tmp_path / "notes.md").load()
+    )
+    assert len(chunks) == 2
+
+
 def test_a_corrupt_notebook_is_one_warning_and_the_rest_load(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -491,6 +527,28 @@ def test_html_is_converted_to_markdown_without_scripts(tmp_path: Path) -> None:
     assert docs[1].page_content == "# Bridge\n\nReport to **deck 4**."
 
 
+def test_html_and_docx_keep_underscores_and_asterisks_as_written(tmp_path: Path) -> None:
+    # markdownify escaped them (POOL\\_SIZE\\_LIMIT, \\*args): a quoted "POOL_SIZE_LIMIT"
+    # had no exact hit and results showed the backslashes
+    (tmp_path / "tuning.html").write_text(
+        "<main><h1>Tuning_guide</h1><p>Raise POOL_SIZE_LIMIT; call f(*args, **kw) "
+        "with <em>care</em>.</p><pre><code>path = r'C:\\new\\x_y' * 2</code></pre>"
+        "<table><tr><th>max_retries</th><th>a*b</th></tr><tr><td>3</td><td>4</td></tr>"
+        "</table></main>",
+        encoding="utf-8",
+    )
+    write_docx(tmp_path / "tuning.docx", ["Set MAX_RETRIES to 3 and pass *args through."])
+    docs = {d.metadata["file_type"]: d for d in SourceLoader(tmp_path, base_dir=tmp_path).load()}
+    assert docs["html"].page_content == (
+        "# Tuning_guide\n\nRaise POOL_SIZE_LIMIT; call f(*args, **kw) with *care*.\n\n"
+        "```\npath = r'C:\\new\\x_y' * 2\n```\n\n"
+        "| max_retries | a*b |\n| --- | --- |\n| 3 | 4 |"
+    )
+    assert docs["docx"].page_content == "Set MAX_RETRIES to 3 and pass *args through."
+    [heading, *_] = StructuredMarkdownSplitter().split_documents([docs["html"]])
+    assert heading.metadata["heading"] == "Tuning_guide"
+
+
 def test_pdf_is_converted_by_markitdown(tmp_path: Path) -> None:
     write_pdf(tmp_path / "manual.pdf", "Holodeck safety manual")
     [doc] = SourceLoader(tmp_path / "manual.pdf").load()
@@ -556,8 +614,57 @@ def test_an_xlsx_has_no_nan_cells_and_no_empty_sheet(tmp_path: Path) -> None:
     wb.save(tmp_path / "budget.xlsx")
     [doc] = SourceLoader(tmp_path / "budget.xlsx").load()
     assert doc.page_content.strip() == (
-        "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000.0 |\n| Q2 |  |"
+        "## Budget\n| Quarter | Medical |\n| --- | --- |\n| Q1 | 45000 |\n| Q2 |  |"
     )
+
+
+def test_an_xlsx_keeps_each_cell_as_stored(tmp_path: Path) -> None:
+    # markitdown read the workbook with pandas' defaults: NA, N/A, None, null, NULL, nan and
+    # #N/A were empty cells, 001234 was 1234.0, 120 was 120.0, and a column with a gap was
+    # floats in scientific notation (2.540000e+06)
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    wb.active.title = "Countries"
+    for row in (
+        ["Country", "ISO", "Capital", "Population", "Share", "Since"],
+        ["Namibia", "NA", "Windhoek", 2540000, 0.25, dt.datetime(1990, 3, 21)],
+        ["Unknown", "N/A", "None", None, 0.1 + 0.2, None],
+        ["Placeholder", "null", "nan", 120.0, None, None],
+        ["Errors", "#N/A", "NULL", 8, None, None],
+        [None, None, None, None, None, None],
+        ["Invoice", "001234", "a | b", 12345678901234567, True, None],
+    ):
+        wb.active.append(row)
+    wb.active["E2"].number_format = "0%"
+    wb.save(tmp_path / "countries.xlsx")
+    [doc] = SourceLoader(tmp_path / "countries.xlsx").load()
+    assert doc.page_content.strip() == (
+        "## Countries\n"
+        "| Country | ISO | Capital | Population | Share | Since |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
+        "| Namibia | NA | Windhoek | 2540000 | 25% | 1990-03-21 |\n"
+        "| Unknown | N/A | None |  | 0.3 |  |\n"
+        "| Placeholder | null | nan | 120 |  |  |\n"
+        "| Errors | #N/A | NULL | 8 |  |  |\n"
+        "| Invoice | 001234 | a \\| b | 1.234567890123457e+16 | TRUE |  |"
+    )
+
+
+def test_an_xlsx_spelling_show_zeros_the_legacy_way_converts(tmp_path: Path) -> None:
+    # openpyxl refuses <sheetView showZeroes="0">, which some producers write
+    write_xlsx(tmp_path / "plain.xlsx")
+    with (
+        zipfile.ZipFile(tmp_path / "plain.xlsx") as source,
+        zipfile.ZipFile(tmp_path / "roster.xlsx", "w") as target,
+    ):
+        for item in source.infolist():
+            part = source.read(item.filename)
+            if item.filename.startswith("xl/worksheets/"):
+                part = part.replace(b"<sheetView ", b'<sheetView showZeroes="0" ')
+            target.writestr(item, part)
+    (tmp_path / "plain.xlsx").unlink()
+    [doc] = SourceLoader(tmp_path / "roster.xlsx").load()
+    assert "| Barclay | 412 |" in doc.page_content
 
 
 def test_html_headings_lose_their_permalinks(tmp_path: Path) -> None:
@@ -661,7 +768,7 @@ def test_xlsx_is_converted_to_a_table_per_sheet(tmp_path: Path) -> None:
     write_xlsx(tmp_path / "roster.xlsx")
     [doc] = SourceLoader(tmp_path / "roster.xlsx").load()
     assert doc.page_content.startswith("## Roster\n")
-    assert "| officer | holodeck\\_hours |" in doc.page_content  # markdown-escaped
+    assert "| officer | holodeck_hours |" in doc.page_content  # as written, not escaped
     assert "| Barclay | 412 |" in doc.page_content
 
 
