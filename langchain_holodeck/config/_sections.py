@@ -140,7 +140,7 @@ class SearchWeights(BaseModel):
     keyword: Number = Field(default=DEFAULT_WEIGHTS[1], ge=0, allow_inf_nan=False)
     """Weight of the keyword (BM25) ranking."""
     exact: Number = Field(default=DEFAULT_WEIGHTS[2], ge=0, allow_inf_nan=False)
-    """Weight of the exact-match ranking (section numbers, quoted phrases)."""
+    """Weight of the exact-match ranking (sections, quoted phrases, symbols, versions, codes)."""
 
     @model_validator(mode="after")
     def _not_all_zero(self) -> SearchWeights:
