@@ -142,7 +142,7 @@ class Writer:
     def write(
         self, chunks: Sequence[Document], what: str = "chunks", *, progress: bool = True
     ) -> tuple[list[Document], list[str], int]:
-        """Write ``chunks`` in batches; a failing batch is counted and the rest go on."""
+        """Write ``chunks`` in batches; a failing batch is written again chunk by chunk."""
         written: list[Document] = []
         errors: list[str] = []
         failed = 0
@@ -154,11 +154,10 @@ class Writer:
         )
         try:
             for n, batch in enumerate(batches):
-                ok, error = self._write_one(batch, n, ahead, what)
+                ok, lines = self._write_one(batch, n, ahead, what)
                 failed += len(batch) - len(ok)
                 written.extend(ok)
-                if error:
-                    errors.append(error)
+                errors += lines
                 if self.in_flight:
                     continue  # progress was reported as the batches were embedded
                 if progress and self.on_batch is not None:
@@ -172,31 +171,99 @@ class Writer:
 
     def _write_one(
         self, batch: Sequence[Document], n: int, ahead: _EmbedAhead | None, what: str
-    ) -> tuple[list[Document], str]:
-        """Write one batch: the documents written and an error line (empty when none)."""
+    ) -> tuple[list[Document], list[str]]:
+        """Write one batch: the documents written and the error lines (none when it went in).
+
+        A batch that fails is written again one document at a time (``_write_singly``), so a
+        chunk the store refuses (PostgreSQL and a NUL character) fails alone, not its batch.
+        """
         ready = list(batch)
         if self.in_flight:  # a chunk whose embedding failed was reported by embed()
             ready = [d for d in batch if d.id in self.vectors]
+        if not ready:
+            return [], []
+        vectors: list[list[float]] | None = None
         try:
-            if not ready:
-                pass
-            elif ahead is not None:
-                self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
-                    ready, ahead.vectors(n), ids=[d.id for d in ready]
-                )
+            if ahead is not None:
+                vectors = ahead.vectors(n)
             elif self.in_flight:
                 vectors = [self.vectors[d.id or ""].tolist() for d in ready]  # the same floats
-                self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
-                    ready, vectors, ids=[d.id for d in ready]
-                )
-            else:
-                self.store.add_documents(ready, ids=[doc.id for doc in ready])
+            self._add(ready, vectors)
         except Exception as error:  # one bad batch never stops the rest
-            first = ready[0].metadata.get("source_path")
-            line = f"batch of {len(ready)} {what} from {first!r}: {sanitize_error(error)}"
+            line = f"batch of {len(ready)} {what} from {_sources(ready)}: {sanitize_error(error)}"
+            if len(ready) > 1:
+                return self._write_singly(ready, vectors, what, line)
             logger.warning("sync: %s", line)
-            return [], line
-        return ready, ""
+            return [], [line]
+        return ready, []
+
+    def _add(self, documents: list[Document], vectors: list[list[float]] | None) -> None:
+        """One write: by vector when sync embedded them, else the store embeds."""
+        ids = [d.id for d in documents]
+        if vectors is None:
+            self.store.add_documents(documents, ids=ids)
+        else:
+            self.store.add_vectors(  # type: ignore[attr-defined]  # checked in __init__
+                documents, vectors, ids=ids
+            )
+
+    def _write_singly(
+        self,
+        documents: list[Document],
+        vectors: list[list[float]] | None,
+        what: str,
+        batch_line: str,
+    ) -> tuple[list[Document], list[str]]:
+        """After a batch failed: each of its documents on its own, so one bad chunk fails alone.
+
+        Writes are upserts by id, so writing again what part of the batch wrote is harmless.
+        When ``SINGLY_FAILURES`` writes in a row fail, the store is failing, not a chunk: the
+        rest are not tried (a store out of reach costs a few writes per batch, not one per
+        chunk), and when nothing went in the batch's line is the one reported.
+        """
+        written: list[Document] = []
+        lines: list[str] = []
+        streak = 0
+        for k, doc in enumerate(documents):
+            try:
+                self._add([doc], None if vectors is None else [vectors[k]])
+            except Exception as error:
+                source = doc.metadata.get("source_path")
+                lines.append(
+                    f"{what.removesuffix('s')} {doc.id} from {source!r}: {sanitize_error(error)}"
+                )
+                streak += 1
+                if streak < SINGLY_FAILURES:
+                    continue
+                left = len(documents) - k - 1
+                if not written:
+                    lines = [batch_line]
+                elif left:
+                    lines.append(
+                        f"{left} more {what} of that batch not written: {SINGLY_FAILURES} "
+                        "writes in a row failed"
+                    )
+                break
+            else:
+                streak = 0
+                written.append(doc)
+        for line in lines:
+            logger.warning("sync: %s", line)
+        return written, lines
+
+
+SINGLY_FAILURES = 3
+"""Writes in a row that fail, while a failed batch is written one document at a time, after
+which the store itself is taken to be failing and the batch's other documents are not tried."""
+
+
+def _sources(documents: Sequence[Document]) -> str:
+    """The files of ``documents`` for an error line: ``'a.md'``, ``3 files ('a.md', ...)``."""
+    paths = list(dict.fromkeys(str(d.metadata.get("source_path")) for d in documents))
+    if len(paths) == 1:
+        return repr(paths[0])
+    shown = ", ".join(map(repr, paths[:3])) + (", ..." if len(paths) > 3 else "")
+    return f"{len(paths)} files ({shown})"
 
 
 class _Share:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 from collections import Counter
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -113,6 +114,13 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     to ``keyword_index`` (unchanged chunks are skipped by the store, not embedded again): for a
     store the indexes cannot be rebuilt from, because no backend can list it.
 
+    ``cleanup=True`` (the default) makes the namespace mirror the source: each run deletes the
+    chunks of every file of the namespace that is not in the source it was given (files
+    deleted since the last run), so one namespace holds one source. To ingest several
+    sources, give each its own pipeline and namespace, or pass ``cleanup=False`` (deleted
+    files' chunks then stay). ``batch``/``abatch`` over more than one source with cleanup on
+    are refused before anything is written: each run would delete the others' chunks.
+
     Instantiate:
         ```python
         pipeline = IngestionPipeline(store, namespace="kb")
@@ -190,6 +198,50 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             config,
             run_type="tool",
         )
+
+    def batch(
+        self,
+        inputs: list[str | Path | SourceLoader],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[SyncResult]:
+        self._check_one_source(inputs)
+        return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
+
+    async def abatch(
+        self,
+        inputs: list[str | Path | SourceLoader],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[SyncResult]:
+        self._check_one_source(inputs)
+        return await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs)
+
+    def _check_one_source(self, inputs: Sequence[str | Path | SourceLoader]) -> None:
+        """Refuse, before any write, a batch of several sources that cleanup would undo.
+
+        Each run of the batch deletes the chunks of the namespace's files not in its own
+        source: only the last source's would stay.
+
+        Raises:
+            ValueError: When cleanup is on and ``inputs`` name more than one source.
+        """
+        if not self.cleanup:
+            return
+        sources = {_source_key(source): source for source in inputs}
+        if len(sources) > 1:
+            shown = ", ".join(repr(os.fspath(_source_name(s))) for s in sources.values())
+            msg = (
+                f"batch got {len(sources)} sources ({shown}) for namespace "
+                f"{self.namespace!r} with cleanup on: each run deletes the chunks of the "
+                "files not in its own source, so only the last source's would stay. Give "
+                "each source its own IngestionPipeline and namespace, or pass cleanup=False."
+            )
+            raise ValueError(msg)
 
     def _loader(self, source: str | Path | SourceLoader) -> SourceLoader:
         if isinstance(source, SourceLoader):
@@ -421,6 +473,15 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
         if self.on_progress is not None:
             self.on_progress(IngestProgress(stage=stage, advance=advance, total=total))
+
+
+def _source_name(source: str | Path | SourceLoader) -> str | os.PathLike[str]:
+    return source.source if isinstance(source, SourceLoader) else source
+
+
+def _source_key(source: str | Path | SourceLoader) -> str:
+    """The same string for the same source however it is given (a path, a loader)."""
+    return os.path.abspath(os.fspath(_source_name(source)))
 
 
 def _side_by_side(enricher: ChunkEnricher, files: int) -> ThreadPoolExecutor:

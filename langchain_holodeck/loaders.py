@@ -175,24 +175,24 @@ class SourceLoader(BaseLoader):
     (``<nav>``, ``role="navigation"``) when it marks one, and its headings lose the permalinks
     Sphinx and MkDocs end them with (``[¶](#scope)``).
 
-    Directories are walked recursively; files come in sorted order of their ``source_path``.
-    Hidden files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths
-    of ``exclude`` (a store directory inside the source) are ignored. Files of an unsupported
-    extension are skipped with one WARNING per walk that counts them by extension (``Skipping
-    246 files of unsupported types: png 183, svg 56, ...``), each named at DEBUG; a loader
-    repeating the same walk does not warn again. Skipped with a WARNING naming the file: empty
-    files (0 bytes, or only whitespace once converted; an empty ``__init__.py``, a package
-    marker, at DEBUG), binary content under a text extension (NUL bytes, or not decodable),
-    non-regular files, and symlinks resolving outside the source. A file over ``max_file_bytes``
-    is loaded with a WARNING. The formats markitdown converts (``.pdf``, ``.docx``, ``.pptx``,
-    ``.xlsx``, ``.csv``, ``.html``, ``.htm``) are converted in a child process (reused, one per
-    thread converting at once, shared by the loaders of the process): a conversion still running
-    after ``max_convert_seconds`` is stopped (the child is killed), and one that needs more
-    address space than ``max_convert_memory_bytes`` fails in the child; either way the file is
-    skipped with one WARNING naming it and the limit, and the walk goes on. A file that cannot
-    be read or converted is logged (WARNING, one line) and skipped when ``on_error="skip"``;
-    with ``on_error="raise"`` a ``DocumentLoadError`` naming it is raised. A directory that
-    cannot be listed is skipped with a WARNING in both modes.
+    Directories are walked recursively; files come in sorted order of their ``source_path``. Hidden
+    files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths of
+    ``exclude`` (a store directory inside the source) are ignored. Files of an unsupported extension
+    are skipped with one WARNING per walk that counts them by extension (``Skipping 246 files of
+    unsupported types: png 183, svg 56, ...``), each named at DEBUG; a loader repeating the same
+    walk does not warn again. Skipped with a WARNING naming the file: empty files (0 bytes, or only
+    whitespace once converted; an empty ``__init__.py``, a package marker, at DEBUG), binary content
+    under a text extension (a NUL, with a byte order mark or without, or not decodable), non-regular
+    files, and symlinks resolving outside the source. A file over ``max_file_bytes`` is loaded with
+    a WARNING. The formats markitdown converts (``.pdf``, ``.docx``, ``.pptx``, ``.xlsx``, ``.csv``,
+    ``.html``, ``.htm``) are converted in a child process (reused, one per thread converting at
+    once, shared by the loaders of the process): a conversion still running after
+    ``max_convert_seconds`` is stopped (the child is killed), and one that needs more address space
+    than ``max_convert_memory_bytes`` fails in the child; either way the file is skipped with one
+    WARNING naming it and the limit, and the walk goes on. A file that cannot be read or converted
+    is logged (WARNING, one line) and skipped when ``on_error="skip"``; with ``on_error="raise"`` a
+    ``DocumentLoadError`` naming it is raised. A directory that cannot be listed is skipped with a
+    WARNING in both modes.
 
     Symlinks below the source are followed only when they resolve inside the (resolved)
     source; each real file and directory is loaded once, under its direct path when it
@@ -555,11 +555,16 @@ class SourceLoader(BaseLoader):
             return self._convert(file)
         with file.path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
-            if _bom_encoding(head) is None and b"\x00" in head:
+            if _bom_encoding(head) is None and b"\x00" in head:  # binary: the rest is not read
                 logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
                 return Skipped.NO_TEXT
             data = head + fh.read()
         text, encoding = self._decode(data)
+        if text is not None and "\x00" in text:
+            # One rule with or without a byte order mark: text holding a NUL is binary content
+            # (UTF-16's zero bytes are not NULs; a NUL character in any encoding is).
+            logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
+            return Skipped.NO_TEXT
         if encoding not in ("utf-8", "utf-8-sig"):  # a few bad bytes in UTF-8 text?
             mostly = _mostly_utf8(data)
             if mostly is not None:

@@ -558,7 +558,8 @@ def sync_documents(
         vector_store: Any store that overrides ``get_by_ids`` and takes ``ids=``; without
             ``delete`` the stale-chunk cleanup is skipped, with a line in ``errors``.
         namespace: Scopes ids and cleanup: other namespaces are never touched.
-        batch_size: Chunks per store call; a failing batch is counted and the rest go on.
+        batch_size: Chunks per store call; a failing batch is written again one chunk at a
+            time (only a chunk the store refuses fails), and the rest go on.
         overwrite: Rewrite (and re-embed) chunks even when their hash is unchanged.
         cleanup: Also delete chunks of sources that are neither in ``documents`` nor in
             ``unchanged_sources`` (files removed from the source). Needs a store that

@@ -18,6 +18,8 @@ from langchain_holodeck.embeddings.windows import (
     WINDOWED_MODES,
     LongTextMode,
     check_long_text,
+    check_text,
+    check_texts,
     combine_windows,
     document_texts,
     window_substrings,
@@ -208,6 +210,7 @@ class LocalEmbeddings(Embeddings):
 
     def window_texts(self, texts: list[str]) -> list[list[str]]:
         """Each text cut into the windows the model reads whole, as substrings of the text."""
+        check_texts(texts)
         if not texts:
             return []
         model = self._load()
@@ -245,7 +248,9 @@ class LocalEmbeddings(Embeddings):
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        check_texts(texts)
         return self._embed(texts, "mean" if self.long_text == "mean" else "first")
 
     def embed_query(self, text: str) -> list[float]:
+        check_text(text)
         return self._embed([text], "first" if self.long_text == "first" else "mean", query=True)[0]

@@ -32,6 +32,8 @@ from langchain_holodeck.embeddings.windows import (
     MAX_QUERY_WINDOWS,
     LongTextMode,
     check_long_text,
+    check_text,
+    check_texts,
     combine_windows,
     document_texts,
     token_windows,
@@ -273,6 +275,7 @@ class OnnxEmbeddings(Embeddings):
 
     def count_tokens(self, text: str) -> int:
         """Word pieces of ``text`` in the model's own tokenizer (special tokens excluded)."""
+        check_text(text)
         _, tokenizer = self._load()
         return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
@@ -295,7 +298,11 @@ class OnnxEmbeddings(Embeddings):
         windows, ``document_window``). A text that fits one window has one row; rows are
         L2-normalized. With ``first_only``, only the first window of each text is run; with
         ``max_windows``, only the first ``max_windows``.
+
+        Raises:
+            TypeError: When a text is not a ``str``, naming its index.
         """
+        check_texts(texts)
         if not texts:
             return []
         session, tokenizer = self._load()
@@ -375,6 +382,7 @@ class OnnxEmbeddings(Embeddings):
         chunk twice, once to embed it ahead of sync and once in sync (at most
         ``_CUT_MEMO_LIMIT`` wait, the oldest dropped first).
         """
+        check_texts(texts)
         _, tokenizer = self._load()
         self._windows_stored = True
         settings = (self.long_text, self.max_tokens, self.window_tokens, self.window_overlap)
@@ -490,6 +498,7 @@ class OnnxEmbeddings(Embeddings):
         return [combine_windows(w, pooled).tolist() for w in windows]
 
     def embed_query(self, text: str) -> list[float]:
+        check_text(text)
         pooled: LongTextMode = "first" if self.long_text == "first" else "mean"
         windows = self.embed_windows(
             [text],

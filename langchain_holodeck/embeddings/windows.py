@@ -62,6 +62,33 @@ def check_long_text(mode: object) -> LongTextMode:
     return mode  # type: ignore[return-value]  # checked against LONG_TEXT_MODES
 
 
+def check_texts(texts: Sequence[object], *, name: str = "texts") -> None:
+    """Refuse a text that is not a ``str``, naming its index: the tokenizer's error names none.
+
+    Raises:
+        TypeError: ``texts[1] must be a str, got NoneType None.``; or ``texts`` is one str.
+    """
+    if isinstance(texts, str):
+        msg = f"{name} must be a list of str, got a str ({texts[:40]!r}): put it in a list."
+        raise TypeError(msg)
+    for n, text in enumerate(texts):
+        if not isinstance(text, str):
+            check_text(text, name=f"{name}[{n}]")
+
+
+def check_text(text: object, *, name: str = "text") -> None:
+    """Refuse ``text`` unless it is a ``str``.
+
+    Raises:
+        TypeError: ``text must be a str, got NoneType None.``
+    """
+    if not isinstance(text, str):
+        shown = repr(text)
+        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+        msg = f"{name} must be a str, got {type(text).__name__} {shown}."
+        raise TypeError(msg)
+
+
 def token_windows(n_tokens: int, *, size: int, overlap: int = 0) -> list[tuple[int, int]]:
     """``[start, end)`` ranges of at most ``size`` tokens that together cover ``n_tokens``.
 

@@ -424,12 +424,13 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 2
+    revision: ClassVar[int] = 3
     """Raised when the same settings split some code differently (1: Python cut at decorated
     definitions and 4-space methods; 2: other languages cut above a definition's comment and
     annotation lines, not between them, JS/TS at ``export``/``async`` definitions too, and a
     class at its methods, not at the blank lines inside them; YAML cut between the entries of
-    a long mapping).
+    a long mapping; 3: with ``chunk_overlap``, each chunk's ``start_index``, ``symbols``,
+    ``heading`` and ``signature`` are its own, not those of a later offset).
     Part of the ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(
@@ -492,15 +493,37 @@ class SourceCodeSplitter(RecursiveCharacterTextSplitter):
 
     def _pieces(self, text: str, language: str) -> list[tuple[int, str]]:
         """(offset, text) of each chunk: split with the language's separators."""
-        chunks = self._split_text(text, _separators(language))
         out: list[tuple[int, str]] = []
-        cursor = 0
-        for chunk in chunks:
-            found = text.find(chunk, cursor)
-            start = found if found >= 0 else cursor
+        start, end = -1, 0  # the previous chunk's span
+        for chunk in self._split_text(text, _separators(language)):
+            start = self._offset(text, chunk, start, end)
+            end = start + len(chunk)
             out.append((start, chunk))
-            cursor = start + max(len(chunk) - self._chunk_overlap, 1) if found >= 0 else cursor
         return out
+
+    def _offset(self, text: str, chunk: str, before: int, end: int) -> int:
+        """Where ``chunk`` starts: after the previous chunk's start ``before``, past its ``end``.
+
+        Chunks come in order, each reaching past the one before; with ``chunk_overlap`` it
+        starts inside the previous one, on an overlap of at most ``chunk_overlap`` (measured by
+        ``length_function``: tokens, so its characters are not known beforehand). Of the
+        places the chunk's text is found, the first whose overlap fits is taken (text repeated
+        word for word has several), else the first.
+        """
+        if self._chunk_overlap <= 0 or before < 0:
+            found = text.find(chunk, end)
+            return found if found >= 0 else end
+        first = -1
+        at = text.find(chunk, max(before + 1, end - len(chunk) + 1))
+        while 0 <= at < end:
+            if first < 0:
+                first = at
+            if self._length_function(text[at:end]) <= self._chunk_overlap:
+                return at
+            at = text.find(chunk, at + 1)
+        if first >= 0:
+            return first
+        return at if at >= 0 else end
 
 
 def _separators(language: str) -> list[str]:

@@ -59,6 +59,8 @@ class PostgresVectorStore(VectorStore):
       inserting the same id twice;
     - metadata round-trips exactly (jsonb); ``metadata["namespace"]`` is also a column, and
       ``filter={"namespace": ...}`` (other keys: jsonb containment) restricts searches;
+    - PostgreSQL stores no NUL character: a write holding one in a document's text or
+      metadata is refused before anything is written, naming the document (``ValueError``);
     - relevance scores are similarities in [0, 1]: COSINE ``1 - d``, L2 ``1 - d^2 / 2``,
       IP ``-d`` (pgvector's negated inner product), clipped; ``similarity_search_with_score``
       returns pgvector's raw distance;
@@ -322,6 +324,7 @@ class PostgresVectorStore(VectorStore):
         if not texts:
             return []
         metas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
+        _refuse_nul(texts, metas, out_ids)  # before the embedding call
         vectors = self.embedding.embed_documents(texts)
         self._write_rows(texts, vectors, metas, out_ids, batch_size=batch_size)
         return out_ids
@@ -339,7 +342,8 @@ class PostgresVectorStore(VectorStore):
         ``ids`` override ``Document.id``; a document with neither gets a random UUID.
 
         Raises:
-            ValueError: When the lengths differ or a vector's width differs from the table's.
+            ValueError: When the lengths differ, a vector's width differs from the table's, or
+                a document's text or metadata holds a NUL character (nothing is written).
         """
         if len(vectors) != len(documents) or (ids is not None and len(ids) != len(documents)):
             msg = (
@@ -349,6 +353,7 @@ class PostgresVectorStore(VectorStore):
             raise ValueError(msg)
         given = ids if ids is not None else [d.id for d in documents]
         out_ids = [str(i) if i else str(uuid.uuid4()) for i in given]
+        _refuse_nul([d.page_content for d in documents], [d.metadata for d in documents], out_ids)
         self._write_rows(
             [d.page_content for d in documents],
             vectors,
@@ -926,6 +931,50 @@ def _json_contains(have: Any, want: Any) -> bool:
 def _namespace(metadata: Mapping[str, Any]) -> str | None:
     value = metadata.get(NAMESPACE)
     return None if value is None else str(value)
+
+
+def _refuse_nul(
+    texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]], ids: Sequence[str]
+) -> None:
+    """Refuse, before any write, a document whose text or metadata holds a NUL character.
+
+    PostgreSQL stores no U+0000 in ``text`` or ``jsonb``; its ``DataError`` named no document.
+    The store does not drop the character itself: the other stores keep it, so a document
+    would read back different here. Sync writes a refused batch again one chunk at a time, so
+    only the document holding it fails.
+
+    Raises:
+        ValueError: Naming the document's id and where the NUL is.
+    """
+    for text, metadata, doc_id in zip(texts, metadatas, ids, strict=True):
+        where = "its text" if "\x00" in text else _nul_path(metadata, "metadata")
+        if where is not None:
+            msg = (
+                f"document {doc_id!r} holds a NUL character (\\x00) in {where}, which "
+                "PostgreSQL cannot store; nothing of this call was written. Remove it "
+                "(text.replace('\\x00', '')) before adding the document."
+            )
+            raise ValueError(msg)
+
+
+def _nul_path(value: Any, path: str) -> str | None:
+    """Where a NUL character is in a metadata value (``metadata['title']``), or ``None``."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            inner = f"{path}[{key!r}]"
+            if "\x00" in str(key):
+                return f"the key {inner}"
+            found = _nul_path(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{n}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _json_safe(metadata: Mapping[str, Any], doc_id: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from langchain_holodeck.embeddings import CachedEmbeddings
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
+from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
 from tests.helpers import HashingEmbeddings, check_bad_k_is_named, drop_postgres_tables
@@ -94,6 +96,44 @@ def test_upsert_replaces_without_duplicates(store: PostgresVectorStore) -> None:
     store.add_documents([edited, edited])  # a repeated id in one call: written once
     assert store.get_by_ids(["kb-a"]) == [edited]
     assert sum(1 for d in scan_documents(store) if d.id == "kb-a") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "metadata", "where"),
+    [
+        ("a\x00b", {}, "in its text"),
+        ("fine", {"heading": "x\x00y"}, "in metadata['heading']"),
+        ("fine", {"parent_chain": ["ok", "x\x00"]}, "in metadata['parent_chain'][1]"),
+    ],
+)
+def test_a_nul_character_is_refused_naming_the_document(
+    store: PostgresVectorStore, text: str, metadata: dict[str, Any], where: str
+) -> None:
+    # PostgreSQL stores no NUL: the driver's DataError named no document
+    good = Document(id="good", page_content="kept text")
+    bad = Document(id="bad", page_content=text, metadata=metadata)
+    refused = rf"document 'bad' holds a NUL character .* {re.escape(where)}"
+    with pytest.raises(ValueError, match=refused):
+        store.add_documents([good, bad])
+    with pytest.raises(ValueError, match="document 'bad' holds a NUL"):
+        store.add_vectors([good, bad], [[1.0] + [0.0] * 63] * 2)
+    store.add_documents([good])
+    assert [d.id for d in store.get_by_ids(["good", "bad"])] == ["good"]
+
+
+def test_a_chunk_holding_a_nul_fails_alone_in_a_sync(store: PostgresVectorStore) -> None:
+    # its batch held the other files' chunks, and all of them failed, every run
+    files = {"a.md": ["a zero", "a one"], "b.md": ["b zero", "b\x00one"], "c.md": ["c zero"]}
+    chunks = [
+        Document(page_content=text, metadata={"source_path": path, "chunk_index": n})
+        for path, texts in files.items()
+        for n, text in enumerate(texts)
+    ]
+    for _ in range(2):  # the same on a re-run
+        result = sync_documents(chunks, store, namespace="kb")
+        assert result.failed == 2  # b's NUL chunk, and b's chunk 0 held back
+        assert "from 'b.md': ValueError: document" in result.errors[0]
+    assert sorted({d.metadata["source_path"] for d in scan_documents(store)}) == ["a.md", "c.md"]
 
 
 def test_get_by_ids_order_and_missing(store: PostgresVectorStore) -> None:

@@ -92,6 +92,20 @@ def test_binary_file_with_md_name_is_skipped(root: Path, caplog: pytest.LogCaptu
     assert "binary or undecodable" in warnings_naming(caplog, "late_nul.md")[0]
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_a_nul_in_a_file_with_a_byte_order_mark_is_binary_as_without_one(
+    root: Path, caplog: pytest.LogCaptureFixture, encoding: str
+) -> None:
+    # the NUL check was skipped when a BOM was present: the NUL reached a chunk, and
+    # PostgreSQL refused the batch holding it (other files' chunks with it)
+    text = "Hello before\x00after the nul byte.\n"
+    (root / "bom.txt").write_bytes(text.encode(encoding))
+    (root / "plain.txt").write_bytes(text.encode("utf-8"))
+    assert list(load(root, caplog)) == ["good.md"]
+    assert "binary content (NUL bytes)" in warnings_naming(caplog, "bom.txt")[0]
+    assert "binary content (NUL bytes)" in warnings_naming(caplog, "plain.txt")[0]
+
+
 # ---------------------------------------------------------------- encodings
 @pytest.mark.parametrize(
     ("text", "encoding"),

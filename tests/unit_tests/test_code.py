@@ -11,7 +11,7 @@ from langchain_holodeck.exact import ExactMatchIndex, parse_exact_query
 from langchain_holodeck.ingestion import IngestionPipeline, pipeline_fingerprint
 from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceLoader
 from langchain_holodeck.splitters import default_text_splitter
-from langchain_holodeck.splitters.code import SourceCodeSplitter, find_symbols
+from langchain_holodeck.splitters.code import SourceCodeSplitter, code_heading, find_symbols
 from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
 from langchain_holodeck.sync import stable_id
 from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -158,6 +158,32 @@ class Scaffold:
 
         return value
 """
+
+
+def test_chunks_with_overlap_start_where_their_text_does() -> None:
+    # the cursor advanced by len(chunk) - chunk_overlap, in characters, but the overlap is a
+    # whole definition of chunk_overlap *tokens*: start_index was 23 characters off, and the
+    # symbols, heading and signature those of the next chunk
+    code = "\n".join(f"def f{n}(x):\n    '''doc {n}'''\n    return x + {n}\n" for n in range(12))
+    splitter = SourceCodeSplitter(chunk_size=40, chunk_overlap=20, add_start_index=True)
+    chunks = splitter.split_documents([Document(page_content=code, metadata={"file_type": "py"})])
+    assert len(chunks) > 3
+    for chunk in chunks:
+        start = chunk.metadata["start_index"]
+        assert code[start : start + len(chunk.page_content)] == chunk.page_content
+        defined = re.findall(r"^def (\w+)", chunk.page_content, re.MULTILINE)
+        assert chunk.metadata["symbols"] == defined
+        assert chunk.metadata["heading"] == code_heading(defined, [])
+        assert chunk.metadata["signature"].count("def ") == len(defined)
+
+
+def test_chunks_of_code_repeated_word_for_word_start_after_their_overlap() -> None:
+    definition = "def f(x):\n    return x\n"  # 9 tokens, one line apart: 4 in a chunk of 40
+    code = "\n".join([definition] * 12)
+    splitter = SourceCodeSplitter(chunk_size=40, chunk_overlap=20, add_start_index=True)
+    chunks = splitter.split_documents([Document(page_content=code, metadata={"file_type": "py"})])
+    step = 2 * (len(definition) + 1)  # 4 definitions, the last 2 of which the next one repeats
+    assert [c.metadata["start_index"] for c in chunks] == [n * step for n in range(len(chunks))]
 
 
 def test_python_chunks_keep_decorators_and_cut_at_four_space_methods() -> None:

@@ -285,6 +285,30 @@ def test_without_cleanup_a_deleted_file_stays(root: Path, embeddings: HashingEmb
     assert "docs/auth.md" in stored_by_source(pipeline.vector_store)
 
 
+async def test_a_batch_of_two_sources_with_cleanup_is_refused_before_any_write(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    # each run's cleanup deleted the other sources' chunks: only the last source stayed
+    (root / "more").mkdir()
+    (root / "more" / "extra.md").write_text("# Extra\n\nArch controls.\n", encoding="utf-8")
+    pipeline = make_pipeline(root, embeddings)
+    sources = [str(root / "docs"), SourceLoader(root / "more", base_dir=root)]
+    refused = r"batch got 2 sources \('.*docs', '.*more'\) for namespace 'kb' with cleanup on"
+    with pytest.raises(ValueError, match=refused):
+        pipeline.batch(sources)
+    with pytest.raises(ValueError, match="pass cleanup=False"):
+        await pipeline.abatch(sources)
+    assert stored_by_source(pipeline.vector_store) == {}
+    # one source, however given, is one source; without cleanup both are kept
+    (result,) = pipeline.batch([str(root / "docs")])
+    assert result.added > 0
+    again = pipeline.batch([root / "docs", f"{root}/./docs"], config={"max_concurrency": 1})
+    assert again[1].skipped == result.added
+    kept = make_pipeline(root, embeddings, store=pipeline.vector_store, cleanup=False)
+    await kept.abatch(sources, config={"max_concurrency": 1})
+    assert {"docs/auth.md", "more/extra.md"} <= set(stored_by_source(kept.vector_store))
+
+
 def test_shrinking_file_loses_its_tail(root: Path, embeddings: HashingEmbeddings) -> None:
     paragraphs = long_text(40)
     long_md = root / "docs" / "long.md"

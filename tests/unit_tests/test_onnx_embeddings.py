@@ -18,6 +18,7 @@ from langchain_tests.unit_tests import EmbeddingsUnitTests
 
 from langchain_holodeck.embeddings import (
     CachedEmbeddings,
+    LocalEmbeddings,
     OnnxEmbeddings,
     combine_windows,
     embedding_model_id,
@@ -29,6 +30,7 @@ from langchain_holodeck.embeddings.runtime import int8_pays
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.sync import stable_id, sync_documents
 from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import needs_sentence_transformers
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference"
 LONG = " ".join(f"Paragraph {n}: the holodeck grid rerouted power to deck {n}." for n in range(60))
@@ -239,6 +241,26 @@ def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> Non
 def test_bad_arguments_are_named(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OnnxEmbeddings(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "model", [OnnxEmbeddings, pytest.param(LocalEmbeddings, marks=needs_sentence_transformers)]
+)
+async def test_a_text_that_is_not_a_str_is_named_with_its_index(
+    model: type[OnnxEmbeddings | LocalEmbeddings],
+) -> None:
+    # the tokenizer's TypeError (TextEncodeInput must be Union[...]) named neither
+    emb = model()
+    with pytest.raises(TypeError, match=r"^texts\[1\] must be a str, got NoneType None\.$"):
+        emb.embed_documents(["ok", None])  # type: ignore[list-item]  # the case under test
+    with pytest.raises(TypeError, match=r"^texts\[2\] must be a str, got int 42\.$"):
+        await emb.aembed_documents(["ok", "fine", 42])  # type: ignore[list-item]  # same
+    with pytest.raises(TypeError, match=r"^text must be a str, got NoneType None\.$"):
+        emb.embed_query(None)  # type: ignore[arg-type]  # the case under test
+    with pytest.raises(TypeError, match=r"^text must be a str, got bytes b'ok'\.$"):
+        await emb.aembed_query(b"ok")  # type: ignore[arg-type]  # the case under test
+    with pytest.raises(TypeError, match=r"texts must be a list of str, got a str \('ok'\)"):
+        emb.embed_documents("ok")  # type: ignore[arg-type]  # the case under test
 
 
 def test_a_missing_model_file_is_named(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from langchain_holodeck._sync_write import AHEAD_BATCHES
+from langchain_holodeck._sync_write import AHEAD_BATCHES, SINGLY_FAILURES
 from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.errors import EmbeddingModelMismatchError
 from langchain_holodeck.sync import (
@@ -223,6 +223,41 @@ def test_failed_batch_is_counted_and_later_batches_run() -> None:
     healed = sync_documents(fixed, store, namespace="kb")
     assert (healed.added, healed.skipped, healed.failed) == (2, 2, 0)
     assert len(store.store) == 4
+
+
+def test_a_failed_batch_is_written_again_one_chunk_at_a_time() -> None:
+    # one chunk the store refuses (PostgreSQL and a NUL) failed its whole batch, and the
+    # error named only the batch's first file
+    store = InMemoryVectorStore(HashingEmbeddings(fail_on="poison"))
+    docs = chunks("a.md", ["a zero", "a one"]) + chunks("b.md", ["b zero", "poison here"])
+    result = sync_documents(docs, store, namespace="kb", batch_size=10)
+    assert (result.added, result.failed) == (2, 2)  # "poison here" and b.md's held chunk 0
+    assert len(store.store) == 2
+    assert result.errors[0].startswith(f"chunk {stable_id('kb', 'b.md_chunk_1')} from 'b.md': ")
+    assert "RuntimeError" in result.errors[0]
+    healed = sync_documents(chunks("b.md", ["b zero", "fine"]), store, namespace="kb")
+    assert (healed.added, healed.failed) == (2, 0)
+
+
+class _RefusesWrites(InMemoryVectorStore):
+    """A store that is down: every write fails; counts the attempts."""
+
+    writes = 0
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        type(self).writes += 1
+        msg = "connection refused"
+        raise ConnectionError(msg)
+
+
+def test_a_store_refusing_every_write_is_not_tried_chunk_by_chunk() -> None:
+    store = _RefusesWrites(HashingEmbeddings())
+    docs = chunks("a.md", [f"a {n}" for n in range(6)]) + chunks("b.md", ["b zero", "b one"])
+    result = sync_documents(docs, store, namespace="kb", batch_size=8)
+    assert result.failed == 8
+    # the batch, then SINGLY_FAILURES chunks alone; chunk 0s (held back) are not written
+    assert _RefusesWrites.writes == 1 + SINGLY_FAILURES
+    assert result.errors[0].startswith("batch of 6 chunks from 2 files ('a.md', 'b.md'): ")
 
 
 def test_changed_embedding_model_is_detected(embeddings: HashingEmbeddings) -> None:

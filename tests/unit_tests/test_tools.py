@@ -441,7 +441,9 @@ async def test_partial_embedding_failures_are_counted_not_raised(tmp_path: Path)
         make_config(corpus), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
     )
     result = await tool.initialize()
-    assert (result.added, result.failed) == (50, 10)
+    # the failed batch is written again one note at a time: only the poisoned one fails
+    assert (result.added, result.failed) == (59, 1)
+    assert "note_59.txt" in result.errors[0]
     assert tool.is_initialized
 
 
