@@ -416,6 +416,29 @@ def test_a_damaged_documents_file_is_one_error_line_naming_it_and_the_fix(
         )
 
 
+def test_an_agent_yaml_used_from_another_directory_keeps_its_ingests_project_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP client spawns ``serve /abs/agent.yaml`` from ``/``: the project is the ingest's."""
+    project = tmp_path / "proj"
+    (project / ".holodeck").mkdir(parents=True)
+    (project / "docs").mkdir()
+    write(project / "docs" / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    write(project / ".holodeck" / "config.yaml", "vectorstore: {provider: qdrant, path: q}\n")
+    agent = write(project / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: docs}]\n")
+    store = project / ".holodeck" / "store"
+    monkeypatch.chdir(project)
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--store", str(store), "tools", "--config", str(agent))
+    assert (code, err) == (0, "")
+    assert f"vectors:     qdrant path {project / 'q'}" in out  # not "in-memory"
+    code, out, err = run(capsys, "--store", str(store), "search", "--config", str(agent), "revoke")
+    assert (code, err) == (0, "")  # no "docs changed since the last ingest": nothing re-embedded
+    assert "Source: docs/a.md" in out
+    assert not (tmp_path / "q").exists()
+
+
 def test_unknown_tool_name_lists_the_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
