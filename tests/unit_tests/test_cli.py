@@ -12,6 +12,7 @@ import importlib
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import socket
@@ -437,6 +438,39 @@ def test_an_agent_yaml_used_from_another_directory_keeps_its_ingests_project_con
     assert (code, err) == (0, "")  # no "docs changed since the last ingest": nothing re-embedded
     assert "Source: docs/a.md" in out
     assert not (tmp_path / "q").exists()
+
+
+def test_a_source_naming_no_user_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "ingest", "~nosuchuser9")  # a / forgotten after ~
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: SOURCE: ~nosuchuser9 names no user of this machine; write '~/nosuchuser9' for "
+        "that folder in the home directory, or './~nosuchuser9' for a folder named so, got "
+        "'~nosuchuser9'.\n"
+    )
+
+
+def test_a_folder_whose_name_is_not_utf8_is_ingested_as_source_and_as_an_agent_yamls_home(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / os.fsdecode(b"caf\xe9")  # 'caf\udce9', as argv gives it
+    folder.mkdir()
+    write(folder / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    write(folder / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: .}]\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--store", "s1", "ingest", folder.name)
+    assert (code, err) == (0, "")  # was pydantic's ValidationError (string_unicode), traced
+    assert out.startswith("ingested caf\\xe9 into 'default' ")  # spelt: any stdout takes it
+    assert " 2 added, " in out  # a.md and agent.yaml
+    code, out, err = run(capsys, "--store", "s2", "ingest", "--config", str(folder / "agent.yaml"))
+    assert (code, err) == (0, "")  # was UnicodeEncodeError in uuid5 (the corpus namespace)
+    assert " 2 added, " in out  # a.md and agent.yaml
+    code, out, err = run(capsys, "--store", "s1", "search", "revoke")
+    assert (code, err) == (0, "")
+    assert "Source: caf\\xe9/a.md" in out  # as the loader spells such names
 
 
 def test_unknown_tool_name_lists_the_tools(

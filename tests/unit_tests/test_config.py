@@ -951,6 +951,43 @@ def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) 
     assert resolve_database_config(None, project_dir=project, home_dir=home) is None
 
 
+@pytest.mark.parametrize(
+    ("tool", "field", "problem"),
+    [
+        (vectorstore(source="~nosuchuser9"), "source", "~nosuchuser9 names no user"),
+        (
+            vectorstore(database={"provider": "qdrant", "path": "~nosuchuser9/q"}),
+            "database.path",
+            "~nosuchuser9 names no user",
+        ),
+        (vectorstore(source="docs\0ld"), "source", "must not hold a NUL character"),
+        (
+            vectorstore(database={"provider": "qdrant", "path": "q\0"}),
+            "database.path",
+            "must not hold a NUL character",
+        ),
+    ],
+)
+def test_a_path_naming_no_user_or_holding_a_nul_is_refused_at_load(
+    tmp_path: Path, tool: dict[str, Any], field: str, problem: str
+) -> None:
+    # ~docs (a / forgotten) raised RuntimeError from Path.expanduser, and a NUL ValueError
+    # (embedded null byte), both in a traceback, only when the path was used
+    with pytest.raises(ConfigError, match=r"^[^\n]*agent\.yaml: tools\[0\]\.") as caught:
+        load_tools(tmp_path, tool)
+    message = str(caught.value)
+    assert f"tools[0].{field}: {problem}" in message
+    assert message.count(", got ") == 1  # the value, once
+
+
+def test_a_source_whose_name_is_not_utf8_is_kept_and_described_readably() -> None:
+    tool = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="kb", source="caf\udce9"
+    )
+    assert tool.source == "caf\udce9"  # the path that opens (argv gives it so)
+    assert "caf\\xe9" in tool.description  # spelt as the loader spells such file names
+
+
 @pytest.mark.parametrize("text", ["", "# settings: none yet\n", "---\n", "\n\n"])
 def test_an_empty_settings_file_sets_nothing_in_the_project_or_home(
     dirs: tuple[Path, Path], text: str
