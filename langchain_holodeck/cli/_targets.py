@@ -544,10 +544,34 @@ def target_from_manifest(manifest: Manifest) -> Target:
             base_dir=Path(manifest.base_dir),
             project_dir=project_dir,
         )
-    return config_target(
-        Path(manifest.config),
-        manifest.tool,
-        source=manifest.source if manifest.source_overridden else None,
-        base_dir=Path(manifest.base_dir),
-        project_dir=project_dir,
+    config = Path(manifest.config)
+    try:
+        return config_target(
+            config,
+            manifest.tool,
+            source=manifest.source if manifest.source_overridden else None,
+            base_dir=Path(manifest.base_dir),
+            project_dir=project_dir,
+        )
+    except ConfigError as error:
+        raise _gone_from_manifest(manifest, config, error) from error
+
+
+def _gone_from_manifest(manifest: Manifest, config: Path, error: ConfigError) -> ConfigError:
+    """The error of a manifest naming an agent.yaml, or a tool of it, that is no longer there.
+
+    Said as config_target says it (``--tool 'kb' is not a tool of this file``), it named a flag
+    the user never gave, or a file the user never named.
+    """
+    recorded = Path(manifest.store_dir).parent / MANIFEST_NAME
+    if not config.is_file():
+        why = "that file is gone (moved or renamed?)"
+    elif "--tool" in str(error):
+        why = f"that file has no tool {manifest.tool!r} now (renamed?)"
+    else:
+        why = str(error).rstrip(".")
+    msg = (
+        f"{recorded} records the last ingest as tool {manifest.tool!r} of {config}, but {why}; "
+        "pass --config AGENT_YAML (and --tool NAME), or ingest again."
     )
+    return ConfigError(msg)

@@ -473,6 +473,29 @@ def test_a_folder_whose_name_is_not_utf8_is_ingested_as_source_and_as_an_agent_y
     assert "Source: caf\\xe9/a.md" in out  # as the loader spells such names
 
 
+def test_a_search_after_the_ingested_agent_yaml_moved_or_its_tool_was_renamed_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    agent = write(tmp_path / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: docs}]\n")
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    recorded = tmp_path / ".holodeck" / "store" / "ingest.json"
+    said = f"error: {recorded} records the last ingest as tool 'kb' of {agent}, but "
+    fix = "; pass --config AGENT_YAML (and --tool NAME), or ingest again.\n"
+    agent.rename(tmp_path / "old.yaml")
+    for command in ("search", "tools"):
+        argv = [command, "revoke"] if command == "search" else [command]
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (1, "")
+        assert err == said + "that file is gone (moved or renamed?)" + fix  # was "file not found"
+    write(agent, "tools: [{type: vectorstore, name: kb2, source: docs}]\n")
+    code, out, err = run(capsys, "search", "revoke")
+    assert (code, out) == (1, "")
+    assert err == said + "that file has no tool 'kb' now (renamed?)" + fix  # not "--tool 'kb'"
+
+
 def test_unknown_tool_name_lists_the_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
