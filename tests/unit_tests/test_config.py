@@ -527,7 +527,9 @@ def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
 
 def test_tools_must_be_a_list(tmp_path: Path) -> None:
     path = write(tmp_path, "tools: {type: vectorstore}\n")
-    with pytest.raises(ConfigError, match=r"agent\.yaml: tools: must be a list\."):
+    with pytest.raises(
+        ConfigError, match=r"agent\.yaml: tools: must be a list, got a mapping with keys 'type'\."
+    ):
         load_agent_config(path, environ=ENV)
 
 
@@ -986,6 +988,18 @@ def test_a_source_whose_name_is_not_utf8_is_kept_and_described_readably() -> Non
     )
     assert tool.source == "caf\udce9"  # the path that opens (argv gives it so)
     assert "caf\\xe9" in tool.description  # spelt as the loader spells such file names
+
+
+def test_a_mapping_or_list_given_for_another_kind_is_named_by_its_keys(tmp_path: Path) -> None:
+    # a forgotten `- ` under tools: said "tools: must be a list." with no value
+    path = write(tmp_path, "tools:\n  type: vectorstore\n  name: kb\n  source: docs\n")
+    with pytest.raises(ConfigError) as caught:
+        load_agent_config(path)
+    assert str(caught.value).endswith(
+        "agent.yaml: tools: must be a list, got a mapping with keys 'type', 'name', 'source'."
+    )
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.name: must be a string, got a list of 2"):
+        load_tools(tmp_path, vectorstore(name=["a", "b"]))
 
 
 @pytest.mark.parametrize("text", ["", "# settings: none yet\n", "---\n", "\n\n"])
