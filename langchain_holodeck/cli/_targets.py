@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
@@ -57,7 +57,8 @@ class Manifest:
     """The source as given or configured; relative ones resolve against ``base_dir``."""
     base_dir: str
     project_dir: str
-    """Working directory of the ingest: where ``.holodeck/config.yaml`` was looked up."""
+    """Working directory of the ingest: where ``.holodeck/config.yaml`` was looked up (and is,
+    by every command on this store for the same agent.yaml: ``as_ingested``)."""
     config: str | None
     """Absolute path of the agent.yaml, or None for the default tool."""
     source_overridden: bool
@@ -167,6 +168,10 @@ def as_ingested(target: Target, store: Path) -> Target:
 
     ``ingest --config F --tool T SOURCE`` gives tool T another source; ``search``, ``chat``,
     ``test``, ``serve`` and ``tools`` on that store then use it, as ``ingest --help`` says.
+    The project of F (where ``.holodeck/config.yaml`` is looked up) is the one its ingest ran
+    in, whatever the working directory now: ``serve /abs/agent.yaml`` spawned by an MCP client
+    from ``/`` had looked in ``/``, found no ``vectorstore:`` section, and opened an empty
+    in-memory store beside the Redis the ingest had filled.
     A manifest that cannot be read tells nothing: ``target`` as configured, with a WARNING
     (the next ingest rewrites it).
     """
@@ -177,10 +182,11 @@ def as_ingested(target: Target, store: Path) -> Target:
     except HolodeckError as error:
         logger.warning("%s; using %s as configured.", str(error).rstrip("."), target.config.name)
         return target
-    same_file = manifest.config == str(target.config_path.absolute())
-    if same_file and manifest.tool == target.config.name and manifest.source_overridden:
+    if manifest.config != str(target.config_path.absolute()):
+        return target
+    if manifest.tool == target.config.name and manifest.source_overridden:
         return target_from_manifest(manifest)  # keep the SOURCE given to ingest
-    return target
+    return replace(target, project_dir=Path(manifest.project_dir))
 
 
 def tool_store_dir(store: Path, name: str) -> Path:
@@ -538,10 +544,34 @@ def target_from_manifest(manifest: Manifest) -> Target:
             base_dir=Path(manifest.base_dir),
             project_dir=project_dir,
         )
-    return config_target(
-        Path(manifest.config),
-        manifest.tool,
-        source=manifest.source if manifest.source_overridden else None,
-        base_dir=Path(manifest.base_dir),
-        project_dir=project_dir,
+    config = Path(manifest.config)
+    try:
+        return config_target(
+            config,
+            manifest.tool,
+            source=manifest.source if manifest.source_overridden else None,
+            base_dir=Path(manifest.base_dir),
+            project_dir=project_dir,
+        )
+    except ConfigError as error:
+        raise _gone_from_manifest(manifest, config, error) from error
+
+
+def _gone_from_manifest(manifest: Manifest, config: Path, error: ConfigError) -> ConfigError:
+    """The error of a manifest naming an agent.yaml, or a tool of it, that is no longer there.
+
+    Said as config_target says it (``--tool 'kb' is not a tool of this file``), it named a flag
+    the user never gave, or a file the user never named.
+    """
+    recorded = Path(manifest.store_dir).parent / MANIFEST_NAME
+    if not config.is_file():
+        why = "that file is gone (moved or renamed?)"
+    elif "--tool" in str(error):
+        why = f"that file has no tool {manifest.tool!r} now (renamed?)"
+    else:
+        why = str(error).rstrip(".")
+    msg = (
+        f"{recorded} records the last ingest as tool {manifest.tool!r} of {config}, but {why}; "
+        "pass --config AGENT_YAML (and --tool NAME), or ingest again."
     )
+    return ConfigError(msg)

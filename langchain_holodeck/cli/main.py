@@ -531,6 +531,8 @@ def _warn_if_replacing(store: Path, target: _Target) -> None:
 
 
 def _ingest_target(args: argparse.Namespace) -> _Target:
+    if args.source is not None:
+        _check_source_argument(args.source)
     if args.config is not None:
         for flag, key in (("--embedding-model", "embedding_model"), ("--long-text", "long_text")):
             if getattr(args, key) is not None:
@@ -564,6 +566,21 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
         base_dir=base_dir,
         project_dir=Path.cwd(),
     )
+
+
+def _check_source_argument(source: str) -> None:
+    """SOURCE as a tool's configured ``source`` is checked (a NUL, ``~user`` naming nobody).
+
+    Raises:
+        ConfigError: Naming SOURCE, its value and the fix.
+    """
+    from langchain_holodeck.config.models import check_path
+
+    try:
+        check_path(source)
+    except ValueError as error:
+        msg = f"SOURCE: {error}."
+        raise ConfigError(msg) from error
 
 
 def _refuse_an_agent_yaml_as_source(source: Path) -> None:
@@ -728,7 +745,9 @@ def _run_purge_legacy(args: argparse.Namespace) -> int:
 
 # -- descriptions ---------------------------------------------------------------------------
 def _shown_source(target: _Target) -> str:
-    return target.config.source
+    from langchain_holodeck.config.models import spelt
+
+    return spelt(target.config.source)  # a name not UTF-8 as \xNN: a strict stdout takes it
 
 
 def _where(tool: _DocumentTool, target: _Target, store: Path) -> str:
@@ -742,6 +761,7 @@ def _describe(target: _Target, store: Path) -> str:
     from langchain_holodeck.config.models import (
         HierarchicalDocumentToolConfig,
         resolve_database_config,
+        spelt,
     )
 
     config = target.config
@@ -756,7 +776,7 @@ def _describe(target: _Target, store: Path) -> str:
         provider = get_keyword_index_provider(config.keyword_index)
         keywords = provider.describe(store_dir=store_dir)
         search = _search_line(config, backend)
-    source = str(config.resolved_source(target.base_dir))
+    source = spelt(str(config.resolved_source(target.base_dir)))
     lines = [
         f"{config.name} ({config.type})",
         f"  description: {config.description}",

@@ -37,7 +37,13 @@ from pydantic_core import CoreSchema
 
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import mask_connection_string, userinfo_problem
-from langchain_holodeck.config._sections import MODEL_CONFIG, Integer, Number, check_http_url
+from langchain_holodeck.config._sections import (
+    MODEL_CONFIG,
+    Integer,
+    Number,
+    PathStr,
+    check_http_url,
+)
 
 _C = TypeVar("_C", bound=type[BaseModel])
 _M = TypeVar("_M", bound=type[BaseModel])
@@ -313,7 +319,7 @@ class QdrantDatabaseConfig(DatabaseConfig):
     """Selects Qdrant."""
     location: Literal[":memory:"] | None = None
     """``":memory:"``: an in-process collection that lives as long as the process."""
-    path: str | None = Field(default=None, min_length=1)
+    path: PathStr | None = Field(default=None, min_length=1)
     """Directory of an on-disk local-mode store (one process at a time; the tools of one
     process share it); a path resolves like a tool's ``source``: ``~`` is the home directory,
     a relative path is under the agent.yaml's directory (the project's for

@@ -130,6 +130,9 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
         problem = error["msg"]
     problem = problem.rstrip(".")
     value = error.get("input")
+    if isinstance(value, (dict, list)) and kind.endswith(("_type", "_parsing")):
+        where = f"{path}: " if path else ""
+        return f"{display}: {where}{problem}, got {_kind(value)}."  # a forgotten `- `
     if kind == "missing" or isinstance(value, (dict, list, BaseModel)):
         show_value = False
     elif isinstance(value, str) and f"got {mask_url_password(value)!r}" in problem:
@@ -138,6 +141,14 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     if not show_value:
         return f"{display}: {where}{problem}."
     return f"{display}: {where}{problem}, got {_render(value, path)}."
+
+
+def _kind(value: dict[object, object] | list[object]) -> str:
+    """What a mapping or list given for another kind is (its keys, not its values: secrets)."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} item(s)"
+    keys = ", ".join(repr(str(key)) for key in list(value)[:5])
+    return f"a mapping with keys {keys}" if keys else "an empty mapping"
 
 
 def _plain_number(value: object) -> object:

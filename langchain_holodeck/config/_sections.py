@@ -5,6 +5,7 @@ Private: import them from ``langchain_holodeck.config.models``, which re-exports
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal, TypeAlias
 from urllib.parse import urlsplit
 
@@ -14,6 +15,8 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
     model_validator,
 )
@@ -42,6 +45,57 @@ Integer: TypeAlias = Annotated[int, _not_a_boolean("an integer")]
 
 Number: TypeAlias = Annotated[float, _not_a_boolean("a number")]
 """``float`` for configuration fields: a YAML boolean is an error, not 1.0 or 0.0."""
+
+
+def spelt(path: str) -> str:
+    r"""``path`` with each byte that is not UTF-8 (a surrogate escape) spelt ``\xNN``.
+
+    A folder named in Latin-1 (``caf\xe9``) reaches Python from argv or ``os.listdir`` as
+    ``'caf\udce9'``: a path that opens, but a text no UTF-8 encoder (JSON, a tool
+    description) takes. Shown and described, it is spelt as the loader spells such file names.
+    """
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte made (a JSON "\ud800")
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def check_path(path: str) -> str:
+    r"""``path`` if a tool can resolve it, else ``ValueError`` naming the fix.
+
+    Refused: a NUL character (no file system takes one; a YAML ``"\0"`` escape, as in
+    ``"C:\0ld"``, writes it) and ``~user`` naming no user of this machine (``~docs``: a ``/``
+    forgotten after ``~``), which ``Path.expanduser`` raised on, in a traceback, only when the
+    path was used.
+    """
+    if "\0" in path:
+        msg = (
+            f'must not hold a NUL character (\\0; in YAML a double-quoted "\\0" writes one), '
+            f"got {spelt(path)!r}"
+        )
+        raise ValueError(msg)
+    user = path[1:].partition("/")[0]
+    if path.startswith("~") and user and os.path.expanduser(path) == path:
+        msg = (
+            f"~{spelt(user)} names no user of this machine; write '~/{spelt(user)}' for that "
+            f"folder in the home directory, or './{spelt(path)}' for a folder named so, "
+            f"got {spelt(path)!r}"
+        )
+        raise ValueError(msg)
+    return path
+
+
+def _path_value(value: object, handler: ValidatorFunctionWrapHandler) -> str:
+    if isinstance(value, str) and spelt(value) != value:  # bytes that are not UTF-8
+        handler(spelt(value))  # its other rules (not empty), on a text pydantic takes
+        return check_path(value)
+    return check_path(handler(value))
+
+
+PathStr: TypeAlias = Annotated[str, WrapValidator(_path_value)]
+"""``str`` for a path of the configuration (a tool's ``source``, a Qdrant ``path``): no NUL, no
+``~user`` naming nobody; a name that is not UTF-8 (from argv, a folder listing) is kept."""
 
 
 def check_http_url(value: str | None) -> str | None:

@@ -78,10 +78,13 @@ from langchain_holodeck.config._sections import (
     ContextModelConfig,
     Integer,
     Number,
+    PathStr,
     RerankerConfig,
     SearchWeights,
     VLLMRerankerConfig,
 )
+from langchain_holodeck.config._sections import check_path as check_path  # for SOURCE (cli)
+from langchain_holodeck.config._sections import spelt as spelt  # a path, shown (cli)
 from langchain_holodeck.config._yaml import (
     JSONish,
     read_yaml_mapping,
@@ -153,7 +156,7 @@ class _SearchToolConfig(BaseModel):
         json_schema_extra={"default_text": "`Search the documents in <source> ...`"},
     )
     """What the tool searches; the model reads it to decide when to call the tool."""
-    source: str = Field(min_length=1)
+    source: PathStr = Field(min_length=1)
     """File or directory to index; a leading ``~`` is the home directory (as in a shell), and
     relative paths resolve against the agent.yaml's directory."""
     embedding_model: str | None = Field(default=None, min_length=1)
@@ -217,7 +220,8 @@ class _SearchToolConfig(BaseModel):
         if isinstance(data, Mapping) and "description" not in data:
             source = data.get("source")
             if isinstance(source, str) and source.strip():
-                return {**data, "description": cls._default_description.format(source=source)}
+                described = cls._default_description.format(source=spelt(source))
+                return {**data, "description": described}
         return data
 
     @model_validator(mode="after")

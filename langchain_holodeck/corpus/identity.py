@@ -9,6 +9,7 @@ Plain Python, light to import.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from pathlib import Path
@@ -50,7 +51,17 @@ def corpus_namespace(
         msg = "name must be the non-empty tool name, got ''."
         raise ValueError(msg)
     root = Path(source).expanduser().resolve()
-    return str(uuid.uuid5(CORPUS_UUID_NAMESPACE, f"{root.as_posix()}\n{name}"))
+    return str(_uuid5(CORPUS_UUID_NAMESPACE, f"{root.as_posix()}\n{name}"))
+
+
+def _uuid5(namespace: uuid.UUID, name: str) -> uuid.UUID:
+    r"""``uuid.uuid5``, also for a name holding bytes that are not UTF-8 (surrogate escapes).
+
+    A folder named in Latin-1 (``caf\xe9``) reaches Python as ``'caf\udce9'``, which
+    ``uuid5`` cannot encode: its raw bytes are hashed. Any other name gives ``uuid5``'s UUID.
+    """
+    data = name.encode("utf-8", "surrogateescape")
+    return uuid.UUID(bytes=hashlib.sha1(namespace.bytes + data).digest()[:16], version=5)
 
 
 def legacy_namespace(name: str) -> str:

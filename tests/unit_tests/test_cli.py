@@ -12,6 +12,7 @@ import importlib
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import socket
@@ -451,6 +452,85 @@ def test_a_damaged_documents_file_is_one_error_line_naming_it_and_the_fix(
             f"Delete the directory {str(store / 'default')!r} and run the ingestion again to "
             "rebuild it.\n"
         )
+
+
+def test_an_agent_yaml_used_from_another_directory_keeps_its_ingests_project_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP client spawns ``serve /abs/agent.yaml`` from ``/``: the project is the ingest's."""
+    project = tmp_path / "proj"
+    (project / ".holodeck").mkdir(parents=True)
+    (project / "docs").mkdir()
+    write(project / "docs" / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    write(project / ".holodeck" / "config.yaml", "vectorstore: {provider: qdrant, path: q}\n")
+    agent = write(project / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: docs}]\n")
+    store = project / ".holodeck" / "store"
+    monkeypatch.chdir(project)
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--store", str(store), "tools", "--config", str(agent))
+    assert (code, err) == (0, "")
+    assert f"vectors:     qdrant path {project / 'q'}" in out  # not "in-memory"
+    code, out, err = run(capsys, "--store", str(store), "search", "--config", str(agent), "revoke")
+    assert (code, err) == (0, "")  # no "docs changed since the last ingest": nothing re-embedded
+    assert "Source: docs/a.md" in out
+    assert not (tmp_path / "q").exists()
+
+
+def test_a_source_naming_no_user_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "ingest", "~nosuchuser9")  # a / forgotten after ~
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: SOURCE: ~nosuchuser9 names no user of this machine; write '~/nosuchuser9' for "
+        "that folder in the home directory, or './~nosuchuser9' for a folder named so, got "
+        "'~nosuchuser9'.\n"
+    )
+
+
+def test_a_folder_whose_name_is_not_utf8_is_ingested_as_source_and_as_an_agent_yamls_home(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / os.fsdecode(b"caf\xe9")  # 'caf\udce9', as argv gives it
+    folder.mkdir()
+    write(folder / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    write(folder / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: .}]\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--store", "s1", "ingest", folder.name)
+    assert (code, err) == (0, "")  # was pydantic's ValidationError (string_unicode), traced
+    assert out.startswith("ingested caf\\xe9 into 'default' ")  # spelt: any stdout takes it
+    assert " 2 added, " in out  # a.md and agent.yaml
+    code, out, err = run(capsys, "--store", "s2", "ingest", "--config", str(folder / "agent.yaml"))
+    assert (code, err) == (0, "")  # was UnicodeEncodeError in uuid5 (the corpus namespace)
+    assert " 2 added, " in out  # a.md and agent.yaml
+    code, out, err = run(capsys, "--store", "s1", "search", "revoke")
+    assert (code, err) == (0, "")
+    assert "Source: caf\\xe9/a.md" in out  # as the loader spells such names
+
+
+def test_a_search_after_the_ingested_agent_yaml_moved_or_its_tool_was_renamed_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    agent = write(tmp_path / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: docs}]\n")
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    recorded = tmp_path / ".holodeck" / "store" / "ingest.json"
+    said = f"error: {recorded} records the last ingest as tool 'kb' of {agent}, but "
+    fix = "; pass --config AGENT_YAML (and --tool NAME), or ingest again.\n"
+    agent.rename(tmp_path / "old.yaml")
+    for command in ("search", "tools"):
+        argv = [command, "revoke"] if command == "search" else [command]
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (1, "")
+        assert err == said + "that file is gone (moved or renamed?)" + fix  # was "file not found"
+    write(agent, "tools: [{type: vectorstore, name: kb2, source: docs}]\n")
+    code, out, err = run(capsys, "search", "revoke")
+    assert (code, out) == (1, "")
+    assert err == said + "that file has no tool 'kb' now (renamed?)" + fix  # not "--tool 'kb'"
 
 
 def test_unknown_tool_name_lists_the_tools(

@@ -544,7 +544,9 @@ def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
 
 def test_tools_must_be_a_list(tmp_path: Path) -> None:
     path = write(tmp_path, "tools: {type: vectorstore}\n")
-    with pytest.raises(ConfigError, match=r"agent\.yaml: tools: must be a list\."):
+    with pytest.raises(
+        ConfigError, match=r"agent\.yaml: tools: must be a list, got a mapping with keys 'type'\."
+    ):
         load_agent_config(path, environ=ENV)
 
 
@@ -983,6 +985,55 @@ def test_precedence_nothing_configured_means_in_memory(dirs: tuple[Path, Path]) 
     project, home = dirs
     assert resolve_database_config(with_database(None), project_dir=project, home_dir=home) is None
     assert resolve_database_config(None, project_dir=project, home_dir=home) is None
+
+
+@pytest.mark.parametrize(
+    ("tool", "field", "problem"),
+    [
+        (vectorstore(source="~nosuchuser9"), "source", "~nosuchuser9 names no user"),
+        (
+            vectorstore(database={"provider": "qdrant", "path": "~nosuchuser9/q"}),
+            "database.path",
+            "~nosuchuser9 names no user",
+        ),
+        (vectorstore(source="docs\0ld"), "source", "must not hold a NUL character"),
+        (
+            vectorstore(database={"provider": "qdrant", "path": "q\0"}),
+            "database.path",
+            "must not hold a NUL character",
+        ),
+    ],
+)
+def test_a_path_naming_no_user_or_holding_a_nul_is_refused_at_load(
+    tmp_path: Path, tool: dict[str, Any], field: str, problem: str
+) -> None:
+    # ~docs (a / forgotten) raised RuntimeError from Path.expanduser, and a NUL ValueError
+    # (embedded null byte), both in a traceback, only when the path was used
+    with pytest.raises(ConfigError, match=r"^[^\n]*agent\.yaml: tools\[0\]\.") as caught:
+        load_tools(tmp_path, tool)
+    message = str(caught.value)
+    assert f"tools[0].{field}: {problem}" in message
+    assert message.count(", got ") == 1  # the value, once
+
+
+def test_a_source_whose_name_is_not_utf8_is_kept_and_described_readably() -> None:
+    tool = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="kb", source="caf\udce9"
+    )
+    assert tool.source == "caf\udce9"  # the path that opens (argv gives it so)
+    assert "caf\\xe9" in tool.description  # spelt as the loader spells such file names
+
+
+def test_a_mapping_or_list_given_for_another_kind_is_named_by_its_keys(tmp_path: Path) -> None:
+    # a forgotten `- ` under tools: said "tools: must be a list." with no value
+    path = write(tmp_path, "tools:\n  type: vectorstore\n  name: kb\n  source: docs\n")
+    with pytest.raises(ConfigError) as caught:
+        load_agent_config(path)
+    assert str(caught.value).endswith(
+        "agent.yaml: tools: must be a list, got a mapping with keys 'type', 'name', 'source'."
+    )
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.name: must be a string, got a list of 2"):
+        load_tools(tmp_path, vectorstore(name=["a", "b"]))
 
 
 @pytest.mark.parametrize("text", ["", "# settings: none yet\n", "---\n", "\n\n"])
