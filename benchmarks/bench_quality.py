@@ -11,8 +11,11 @@ Rows per prose set, all on the same vectors of the default embedder (``OnnxEmbed
 all-MiniLM-L6-v2 int8, every text embedded once and cached by ``onnx_cache.py``):
 - **ours, every default**: ``long_text="fit"`` (a document that fits 256 word pieces is one
   vector, plus its windows of 128 when it is longer than one; a longer document is its windows
-  of 128; a chunk scores its best entry), ``BM25KeywordIndex()``, ``HybridRetriever()`` (convex
-  fusion 0.7/0.3, fetch_k 300, feedback 3 x 0.75);
+  of 128; a chunk scores its best entry), ``BM25KeywordIndex()``, ``ExactMatchIndex()`` (these
+  sets have no sections: it pins the chunks holding a code the query names, ``ADAR1``, as the
+  tool's exact leg does), ``HybridRetriever()`` (convex fusion 0.7/0.3/0.2, fetch_k 300,
+  feedback 3 x 0.75); the rows of its legs keep its exact leg, the previous defaults' have
+  none (their exact leg had no codes);
 - the previous default (``long_text="auto"``: whole when it fits, else its first 256 plus its
   windows of 128; every other default the same), the one before it (windows of 128 for every
   document, no feedback), and the last release's (truncated at 256, plain BM25 words, RRF
@@ -54,6 +57,7 @@ from onnx_cache import DiskCachedOnnx, windows_of
 from prose_data import BeirSet, beir
 from tuning_data import LookupEmbeddings
 
+from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import MatrixVectorStore
@@ -151,6 +155,8 @@ def prose_rows(
     )
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
+    exact = ExactMatchIndex()  # the tool's third leg: here its codes (gene names: ``ADAR1``)
+    exact.upsert(docs)
     rows: list[tuple[str, float, float]] = []
 
     def hybrid(label: str, retriever: HybridRetriever) -> None:
@@ -170,7 +176,7 @@ def prose_rows(
             f"- {name}: {n_vectors / len(docs):.2f} vectors per document "
             f"({n_vectors} in all; store built in {time.perf_counter() - began:.0f} s)"
         )
-    default = HybridRetriever(vector_store=stores["fit"], keyword_index=bm25)
+    default = HybridRetriever(vector_store=stores["fit"], keyword_index=bm25, exact_index=exact)
     before = default.model_copy(update={"feedback_docs": 0})  # the legs, fused once
     hybrid("**ours, every default (long_text=fit, feedback 3 x 0.75)**", default)
     hybrid("ours without feedback (feedback_docs=0)", before)
@@ -183,12 +189,16 @@ def prose_rows(
         default.model_copy(update={"vector_store": stores["best128"]}),
     )
     hybrid(
-        "previous default (long_text=auto, feedback 3 x 0.75)",
-        default.model_copy(update={"vector_store": stores["auto"]}),
+        "previous default (long_text=auto, feedback 3 x 0.75, no codes)",
+        default.model_copy(update={"vector_store": stores["auto"], "exact_index": None}),
     )
     hybrid(
         "the default before (windows of 128 for every document, no feedback)",
-        before.model_copy(update={"vector_store": stores["best128"]}),
+        before.model_copy(update={"vector_store": stores["best128"], "exact_index": None}),
+    )
+    hybrid(
+        "ours, every default but codes (no exact leg: these sets have no sections)",
+        default.model_copy(update={"exact_index": None}),
     )
     plain = _PlainWordsIndex()
     plain.upsert(docs)
