@@ -21,6 +21,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck.backends import open_vector_store
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
+from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
@@ -461,3 +462,24 @@ def test_every_spelling_of_one_root_writes_the_same_chunks(
             "docs/note.md",
         ]
     assert embeddings.calls == calls
+
+
+@pytest.mark.parametrize("where", ["in-memory-dir", "redis"])
+def test_a_renamed_tools_old_chunks_stay_until_deleted_by_namespace(
+    roots: tuple[Path, Path], tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """A renamed tool is another corpus: the old namespace's chunks stay in a shared store
+    (a known limitation, found 2026-12-07) until deleted by namespace, as reliability.md says."""
+    database = None if where == "in-memory-dir" else request.getfixturevalue(f"{where}_database")
+    backend = configured_backend(where, database)
+    old = backend.make(roots[0], "kb", tmp_path)
+    old.initialize_sync()
+    renamed = backend.make(roots[0], "kb_docs", tmp_path)
+    renamed.initialize_sync()
+    store = renamed.corpus.open()
+    stale = corpus_namespace(roots[0] / "docs", name="kb")
+    assert stale == old.namespace
+    assert len(list(scan_documents(store, namespace=stale))) == 2
+    store.delete(ids=[d.id or "" for d in scan_documents(store, namespace=stale)])
+    assert list(scan_documents(store, namespace=stale)) == []
+    assert len(chunks_of(renamed)) == 2
