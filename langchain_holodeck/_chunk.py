@@ -7,6 +7,16 @@ Who writes what: the loader ``source``/``source_path``, ``mtime``, ``size_bytes`
 the score keys. Each file's chunk 0 carries its ``FileRecord``, which the mtime fast path and
 sync both read.
 
+Per-file fields are current on chunk 0 only: ``mtime``, ``size_bytes``, ``chunk_count``,
+``pipeline`` and ``embedding_model`` (and ``context_missing``) describe the file as the last
+sync that wrote chunk 0 saw it, and chunk 0 is rewritten whenever the file is. A later chunk
+whose text and other metadata did not change is skipped, not rewritten (they are left out of
+``content_hash``, ``VOLATILE_METADATA_KEYS``), so it keeps the values of the run that last
+wrote it: after a section is appended, chunk 1 still reads the old ``mtime``, ``size_bytes``
+and ``chunk_count``. Read a file's stats and chunk count from its chunk 0 (``FileRecord.of``);
+a chunk's own fields (``source_path``, ``chunk_index``, ``content_hash``, ``window_count``,
+the splitter's) are current on every chunk.
+
 Model windows: when the embedding model reads less than a chunk (``long_text="best"``), the
 chunk's own entry holds the vector of its first window, and sync writes each further window as
 an entry of its own, id ``<chunk id>:w<n>`` (``window_id``), with ``window_of`` (the chunk's id),

@@ -199,16 +199,17 @@ class SourceLoader(BaseLoader):
     has one (else under one of its links, chosen deterministically), so links and link
     loops never duplicate or recurse.
 
-    ``source_path`` is the configured source, normalized (``./data/docs/`` ->
-    ``data/docs``), joined with the file's path below it: ``data/docs/guide/shifts.txt``.
-    For a file source it is the configured path itself. A relative source is resolved
-    against ``base_dir`` (default: the working directory at load time) but keeps its
-    configured form. An absolute source gives the path relative to a given ``base_dir``
-    when it lies inside it, else (and always without ``base_dir``) the absolute POSIX path,
-    so the same folder named relatively and absolutely gives two sets of ``source_path``
-    values, hence of chunk ids: name it one way, or pass ``base_dir``. A leading ``~`` or
-    ``~user`` is that home directory, as in a shell (``~/notes`` is absolute, never
-    ``base_dir/~/notes``).
+    ``source_path`` is the source folder's own name joined with the file's path below it:
+    ``docs/guide/shifts.txt`` whether the source was given as ``docs``, ``./docs/``,
+    ``data/docs``, ``../docs``, ``~/data/docs``, ``/srv/data/docs`` or ``.`` from inside it,
+    so every spelling of one folder gives the same ``source_path`` values, hence the same
+    chunk ids (a folder with no name, ``/``, gives the path below it). For a file source it is
+    the file's name. The name is the folder's as the path spells it, symlinks not followed
+    (``.`` is the working directory's real name): two machines indexing one share into one
+    store (a pinned ``corpus_id``) must reach it through folders of the same name. A relative
+    source is resolved against ``base_dir`` (default: the working directory at load time); a
+    leading ``~`` or ``~user`` is that home directory, as in a shell (``~/notes`` is
+    absolute, never ``base_dir/~/notes``).
 
     Emits metadata: ``source`` and ``source_path`` (same value), ``file_type``,
     ``mtime`` (float), ``size_bytes`` (int).
@@ -249,11 +250,11 @@ class SourceLoader(BaseLoader):
         ```python
         for doc in loader.lazy_load():
             print(doc.metadata["source_path"], doc.metadata["file_type"])
-        # tests/data/docs/api.md md
-        # tests/data/docs/auth.md md
-        # tests/data/docs/crew.json json
-        # tests/data/docs/guide/shifts.txt txt
-        # tests/data/docs/maintenance.csv csv
+        # docs/api.md md
+        # docs/auth.md md
+        # docs/crew.json json
+        # docs/guide/shifts.txt txt
+        # docs/maintenance.csv csv
         ```
 
     Async lazy load:
@@ -405,18 +406,14 @@ class SourceLoader(BaseLoader):
 
     # ------------------------------------------------------------------ walking
     def _root(self) -> tuple[str, str]:
-        """(absolute lexical path of the source, the configured form used in source_path)."""
+        """(absolute lexical path of the source, its name: what each ``source_path`` starts with).
+
+        The name is the last component of the absolute path, whatever the spelling (``docs``,
+        ``./docs/``, ``.`` inside it, ``/abs/docs``); ``""`` for a root without one (``/``).
+        """
         raw = _expand_home(self.source)
-        configured = os.path.normpath(raw)
-        if os.path.isabs(raw):
-            absolute = configured
-            if self.base_dir is not None:
-                base = os.path.abspath(self.base_dir)
-                if os.path.commonpath([base, absolute]) == base:
-                    configured = os.path.relpath(absolute, base)
-        else:
-            absolute = os.path.abspath(os.path.join(self.base_dir or os.getcwd(), raw))
-        return absolute, PurePath(configured).as_posix()
+        absolute = os.path.abspath(os.path.join(self.base_dir or os.getcwd(), raw))
+        return absolute, PurePath(absolute).name
 
     def _collect_files(self) -> list[SourceFile]:
         root, shown = self._root()
@@ -434,7 +431,7 @@ class SourceLoader(BaseLoader):
             }
 
             def named(rel: str) -> str:  # as source_path names files: under the source's name
-                return rel if shown == "." else shown if rel == "." else f"{shown}/{rel}"
+                return rel if not shown else shown if rel == "." else f"{shown}/{rel}"
 
             def warn(message: str, rel: str, *args: object) -> None:
                 self._warn_walk(message, named(rel), *args)

@@ -432,21 +432,6 @@ def recorded_long_text(model_id: object) -> LongTextMode:
     return DEFAULT_LONG_TEXT
 
 
-def remembered_source(store: Path, source: str, base_dir: Path) -> tuple[str, Path]:
-    """``(source, base_dir)`` as the last ingest into ``store`` spelled them, for the same path.
-
-    Chunk ids and ``source_path`` follow the source as given (``docs/a.md`` from one directory,
-    ``project/docs/a.md`` from its parent): re-ingesting the default tool's folder from another
-    working directory, or by another path to it, keeps the recorded spelling, so nothing is
-    rewritten (it read ``200 added ... 200 deleted``). Another path, an agent.yaml's tool or no
-    valid manifest: ``(source, base_dir)`` unchanged.
-    """
-    manifest = _last_default_ingest(store, source, base_dir)
-    if manifest is None:
-        return source, base_dir
-    return manifest.source, Path(manifest.base_dir)
-
-
 def remembered_settings(
     store: Path, source: str, base_dir: Path
 ) -> tuple[str | None, LongTextMode]:

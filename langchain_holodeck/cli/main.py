@@ -57,7 +57,6 @@ from langchain_holodeck.cli._targets import initialize_known as _initialize_know
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import recorded_long_text as _recorded_long_text
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
-from langchain_holodeck.cli._targets import remembered_source as _remembered_source
 from langchain_holodeck.cli._targets import replaced_corpus as _replaced_corpus
 from langchain_holodeck.cli._targets import sync_source as _sync_source
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
@@ -558,12 +557,11 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
         raise ConfigError(msg)
     if embedding_model is not None:
         _check_embedding_model(embedding_model)
-    source, base_dir = _remembered_source(args.store, args.source, Path.cwd())
     return _default_target(
-        source,
+        args.source,
         embedding_model=embedding_model,
         long_text=long_text,
-        base_dir=base_dir,
+        base_dir=Path.cwd(),
         project_dir=Path.cwd(),
     )
 

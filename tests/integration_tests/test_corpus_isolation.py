@@ -21,6 +21,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck.backends import open_vector_store
 from langchain_holodeck.config import HierarchicalDocumentToolConfig, VectorStoreToolConfig
+from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool, VectorStoreTool
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
@@ -401,3 +402,84 @@ def test_a_pinned_corpus_id_never_reaches_another_corpus_cache_or_chunks(
         store_dir = tmp_path / "shared-store"
         assert not list(store_dir.glob("bm25_*"))
         assert not list(store_dir.glob("bm25/bm25_*"))
+
+
+@pytest.mark.parametrize("where", ["in-memory-dir", "redis", "postgres"])
+def test_every_spelling_of_one_root_writes_the_same_chunks(
+    roots: tuple[Path, Path], tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """One share, one pinned corpus_id, the root spelt as each machine and working directory
+    names it: the first run writes the chunks and every other spelling writes nothing (found
+    2026-12-07: source_path followed the spelling, so each run deleted and re-added every
+    chunk the other spelling wrote, embedding them again where no cache was shared)."""
+    database = None if where == "in-memory-dir" else request.getfixturevalue(f"{where}_database")
+    root = roots[0]
+    (root / "other").mkdir()
+    mount = tmp_path / "mnt" / "share"  # another machine's mount point of the same share
+    mount.parent.mkdir()
+    mount.symlink_to(root, target_is_directory=True)
+    embeddings = HashingEmbeddings()
+
+    def spelt(source: str, base: Path) -> Tool:
+        fields: dict[str, Any] = {
+            "type": "vectorstore",
+            "name": "docs",
+            "description": "d",
+            "source": source,
+            "corpus_id": "team_docs",
+        }
+        if database is not None:
+            fields["database"] = database
+        return VectorStoreTool(
+            VectorStoreToolConfig(**fields),
+            embeddings=embeddings,
+            base_dir=base,
+            project_dir=base,
+            home_dir=base,
+            store_dir=tmp_path / "shared-store",
+        )
+
+    first = spelt("docs", root)
+    assert first.initialize_sync().added == 2
+    ids = chunks_of(first)
+    calls = embeddings.calls
+    for source, base in [
+        ("./docs/", root),
+        (".", root / "docs"),
+        ("../docs", root / "other"),
+        (str(mount / "docs"), tmp_path),
+        ("docs", root),
+    ]:
+        tool = spelt(source, base)
+        result = tool.initialize_sync()
+        assert (result.added, result.updated, result.deleted, result.skipped) == (0, 0, 0, 2)
+        assert chunks_of(tool) == ids
+        assert sorted(
+            d.metadata["source_path"]
+            for d in scan_documents(tool._resolve_store(), namespace="team_docs")
+        ) == [
+            "docs/extra.md",
+            "docs/note.md",
+        ]
+    assert embeddings.calls == calls
+
+
+@pytest.mark.parametrize("where", ["in-memory-dir", "redis"])
+def test_a_renamed_tools_old_chunks_stay_until_deleted_by_namespace(
+    roots: tuple[Path, Path], tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """A renamed tool is another corpus: the old namespace's chunks stay in a shared store
+    (a known limitation, found 2026-12-07) until deleted by namespace, as reliability.md says."""
+    database = None if where == "in-memory-dir" else request.getfixturevalue(f"{where}_database")
+    backend = configured_backend(where, database)
+    old = backend.make(roots[0], "kb", tmp_path)
+    old.initialize_sync()
+    renamed = backend.make(roots[0], "kb_docs", tmp_path)
+    renamed.initialize_sync()
+    store = renamed.corpus.open()
+    stale = corpus_namespace(roots[0] / "docs", name="kb")
+    assert stale == old.namespace
+    assert len(list(scan_documents(store, namespace=stale))) == 2
+    store.delete(ids=[d.id or "" for d in scan_documents(store, namespace=stale)])
+    assert list(scan_documents(store, namespace=stale)) == []
+    assert len(chunks_of(renamed)) == 2

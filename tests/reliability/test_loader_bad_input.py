@@ -27,10 +27,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def load(root: Path, caplog: pytest.LogCaptureFixture, **kwargs: object) -> dict[str, str]:
-    """source_path -> page_content for everything loaded from ``root``; captures warnings."""
+    """Path below ``root`` -> page_content for everything loaded from it; captures warnings.
+
+    Each ``source_path`` starts with the root's name (``src/good.md``), checked here.
+    """
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         docs = SourceLoader(root, base_dir=root, **kwargs).load()  # type: ignore[arg-type]
-    return {d.metadata["source_path"]: d.page_content for d in docs}
+    named = [d.metadata["source_path"] for d in docs]
+    assert all(path.startswith(f"{root.name}/") for path in named), named
+    prefix = f"{root.name}/"
+    return {path.removeprefix(prefix): d.page_content for path, d in zip(named, docs, strict=True)}
 
 
 def warnings_naming(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
@@ -203,7 +209,7 @@ def test_truncated_pdf_is_read_or_skipped_never_raised(
 def test_corrupt_file_with_on_error_raise_stops_with_its_path(root: Path) -> None:
     write_docx(root / "ok.docx", ["fine"])
     (root / "bad.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(1, 256)) * 16)
-    with pytest.raises(Exception, match=r"Could not load 'bad\.pdf'"):
+    with pytest.raises(Exception, match=r"Could not load 'src/bad\.pdf'"):
         SourceLoader(root, base_dir=root, on_error="raise").load()
 
 
@@ -233,7 +239,7 @@ def test_a_loader_warns_about_a_symlink_loop_once_however_often_it_walks(
     loader = SourceLoader(root, base_dir=root)
     with caplog.at_level(logging.DEBUG, logger="langchain_holodeck"):
         for _ in range(3):
-            assert [f.source_path for f in loader.iter_files()] == ["good.md"]
+            assert [f.source_path for f in loader.iter_files()] == ["src/good.md"]
     for name in ("sub/back", "dangling.md"):
         said = [r for r in caplog.records if name in r.getMessage()]
         assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
@@ -255,7 +261,7 @@ def test_symlink_escaping_the_source_is_refused(
     assert list(docs) == ["good.md"]
     assert not any("SECRET" in text or "root:" in text for text in docs.values())
     for name in ("leak.md", "relative_leak.md", "leak_dir", "passwd.txt"):
-        prefix = f"Refusing symlink {name}: it resolves to "
+        prefix = f"Refusing symlink src/{name}: it resolves to "
         assert len([w for w in warnings_naming(caplog, name) if w.startswith(prefix)]) == 1
     assert not warnings_naming(caplog, "roundtrip.md")  # a duplicate of good.md, not an escape
 
@@ -353,7 +359,7 @@ def test_unreadable_file_and_directory_are_skipped_as_root(world_readable_dir: P
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if "skip" in result:
         pytest.skip(f"cannot run as an unprivileged user here: {result['skip']}")
-    assert result["loaded"] == [f"{src.as_posix()}/good.md"]
+    assert result["loaded"] == [f"{src.name}/good.md"]
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("WARNING")]
     assert any("secret.md" in w and "PermissionError" in w for w in warnings), proc.stderr
     assert any("locked" in w and "cannot list it" in w for w in warnings), proc.stderr

@@ -595,7 +595,7 @@ def test_search_does_not_repeat_the_ingests_walk_warnings(
     store = str(tmp_path / "store")
     code, _, err = run(capsys, "ingest", str(docs), "--store", store)
     assert code == 0, err
-    assert f"warning: Skipping symlink {docs.as_posix()}/gone.md: cannot resolve it" in err
+    assert f"warning: Skipping symlink {docs.name}/gone.md: cannot resolve it" in err
     code, out, err = run(capsys, "search", "earl grey", "--store", store)
     assert code == 0, err
     assert out.startswith("Found 1 result(s):")
@@ -624,8 +624,8 @@ def test_a_first_ingest_by_test_warns_about_unsupported_files_and_a_second_does_
 def test_reingesting_from_another_directory_rewrites_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """source_path follows the source as given: the same folder given by another path (from
-    its parent directory) keeps the recorded spelling, so the re-ingest skips every chunk."""
+    """source_path starts with the source folder's name, whatever path names it: the same
+    folder given by another path (from its parent directory) skips every chunk."""
     project = tmp_path / "project"
     shutil.copytree(DATA_DIR / "docs", project / "docs")
     store = str(tmp_path / "store")
@@ -945,7 +945,7 @@ def test_a_config_tool_source_under_home_is_found_and_re_ingests_nothing(
     assert out.startswith("ingested ~/legal into 'act' ")
     code, out, err = run(capsys, "search", "Section 202", "--store", str(store))
     assert code == 0, err
-    assert f"Source: {(home / 'legal').as_posix()}/holodeck_act.md" in out
+    assert "Source: legal/holodeck_act.md" in out
     code, out, err = run(capsys, "ingest", "--config", str(agent), "--store", str(store))
     assert code == 0, err
     assert ": 0 added, 0 updated, " in out

@@ -366,20 +366,21 @@ def test_yaml_is_cut_between_the_entries_of_a_long_mapping() -> None:
 
 
 def test_ingestion_splits_code_with_the_code_splitter(tmp_path: Path) -> None:
-    (tmp_path / "shift.py").write_text(PYTHON, encoding="utf-8")
-    (tmp_path / "notes.md").write_text("# Notes\n\nShifts rotate weekly.\n", encoding="utf-8")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "shift.py").write_text(PYTHON, encoding="utf-8")
+    (tmp_path / "repo" / "notes.md").write_text("# Notes\n\nShifts rotate.\n", encoding="utf-8")
     store = MatrixVectorStore(DeterministicFakeEmbedding(size=8))
     pipeline = IngestionPipeline(
-        store, namespace="kb", splitter=StructuredMarkdownSplitter(), base_dir=tmp_path
+        store, namespace="kb", splitter=StructuredMarkdownSplitter(), base_dir=tmp_path / "repo"
     )
     pipeline.invoke(".")
     chunks = store.get_by_ids(
-        [stable_id("kb", "shift.py_chunk_0"), stable_id("kb", "notes.md_chunk_0")]
+        [stable_id("kb", "repo/shift.py_chunk_0"), stable_id("kb", "repo/notes.md_chunk_0")]
     )
     by_source = {c.metadata["source_path"]: c for c in chunks}
-    assert by_source["shift.py"].metadata["chunk_type"] == "code"
-    assert "Shift.swap" in by_source["shift.py"].metadata["symbols"]
-    assert by_source["notes.md"].metadata["heading"] == "Notes"
+    assert by_source["repo/shift.py"].metadata["chunk_type"] == "code"
+    assert "Shift.swap" in by_source["repo/shift.py"].metadata["symbols"]
+    assert by_source["repo/notes.md"].metadata["heading"] == "Notes"
 
 
 @pytest.mark.parametrize(

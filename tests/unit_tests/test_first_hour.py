@@ -124,7 +124,7 @@ def test_a_store_inside_the_source_is_not_indexed_and_search_does_not_resync(
         assert search.returncode == 0, search.stderr
         assert "changed since the last ingest" not in search.stderr
         assert "st/" not in search.stdout
-        assert '"source_path": "a.md"' in search.stdout
+        assert f'"source_path": "{tmp_path.name}/a.md"' in search.stdout
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_a_store_that_is_the_source_folder_is_not_indexed_and_search_does_not_re
         assert search.returncode == 0, search.stderr
         assert "changed since the last ingest" not in search.stderr
         found = [r["source_path"] for r in json.loads(search.stdout)]
-        assert found in (["a.md"], ["docs/a.md"])  # as the source was spelt
+        assert found == ["docs/a.md"]  # however the source was spelt
     again = cli(tmp_path / cwd, *argv)
     assert "0 added, 0 updated, 1 skipped" in again.stdout, again.stdout
 
@@ -159,7 +159,7 @@ def test_the_loader_leaves_out_excluded_directories(tmp_path: Path) -> None:
     (tmp_path / "store" / "ingest.json").write_text("{}", encoding="utf-8")
     (tmp_path / "store" / "kb" / "index.json").write_text("{}", encoding="utf-8")
     loader = SourceLoader(tmp_path, exclude=[tmp_path / "store"])
-    assert [f.source_path for f in loader.iter_files()] == [f"{tmp_path.as_posix()}/a.md"]
+    assert [f.source_path for f in loader.iter_files()] == [f"{tmp_path.name}/a.md"]
 
 
 def test_a_symlink_into_an_excluded_directory_is_left_out(tmp_path: Path) -> None:
@@ -174,14 +174,12 @@ def test_a_symlink_into_an_excluded_directory_is_left_out(tmp_path: Path) -> Non
     (tmp_path / "alias.md").symlink_to("private/secret.md")
     (tmp_path / "alias_dir").symlink_to("private/sub", target_is_directory=True)
     loader = SourceLoader(tmp_path, base_dir=tmp_path, exclude=[tmp_path / "private"])
-    assert [f.source_path for f in loader.iter_files()] == ["a.md"]
+    assert [f.source_path for f in loader.iter_files()] == [f"{tmp_path.name}/a.md"]
     # an excluded folder holding the source leaves nothing out (the links' targets are read
     # once, by their direct paths)
     outer = SourceLoader(tmp_path, base_dir=tmp_path, exclude=[tmp_path.parent])
     assert [f.source_path for f in outer.iter_files()] == [
-        "a.md",
-        "private/secret.md",
-        "private/sub/deep.md",
+        f"{tmp_path.name}/{rel}" for rel in ("a.md", "private/secret.md", "private/sub/deep.md")
     ]
 
 

@@ -15,11 +15,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryByteStore
 from langchain_core.vectorstores import VectorStore
 
+from langchain_holodeck._chunk import FileRecord
 from langchain_holodeck.embeddings import CachedEmbeddings
 from langchain_holodeck.errors import NoSupportedFilesError
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
-from langchain_holodeck.splitters import default_text_splitter
+from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from tests.helpers import DATA_DIR, HashingEmbeddings
 
@@ -164,6 +165,34 @@ def test_fast_path_trusts_mtime_and_size_by_design(
     assert loads["docs/api.md"] == 1
     assert result.updated == 1
     assert "ACCEPTS" in stored_by_source(pipeline.vector_store)["docs/api.md"][0]
+
+
+def test_a_files_stats_and_chunk_count_are_current_on_its_chunk_0(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """Per-file fields describe the file on chunk 0 only (the ``_chunk`` contract): a later
+    chunk whose text did not change is skipped, so it keeps them as the run that wrote it saw
+    the file (found 2026-12-07; by design: rewriting it would re-embed or rewrite every chunk
+    of every edited file)."""
+    notes = root / "docs" / "notes.md"
+    notes.write_text("# One\n\nFirst section.\n\n# Two\n\nSecond section.\n", encoding="utf-8")
+    pipeline = make_pipeline(root, embeddings, splitter=StructuredMarkdownSplitter())
+    pipeline.invoke("docs")
+    before = notes.stat()
+    notes.write_text(notes.read_text(encoding="utf-8") + "\n# Three\n\nThird section.\n")
+    os.utime(notes, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    result = pipeline.invoke("docs")
+    assert result.added == 1
+    chunks = {
+        d.metadata["chunk_index"]: d.metadata
+        for d in scan_documents(pipeline.vector_store, namespace=NAMESPACE)
+        if d.metadata["source_path"] == "docs/notes.md"
+    }
+    assert FileRecord.of(chunks[0]) == FileRecord(
+        notes.stat().st_mtime, notes.stat().st_size, 3, chunks[0]["pipeline"]
+    )
+    assert (chunks[1]["size_bytes"], chunks[1]["chunk_count"]) == (before.st_size, 2)
+    assert (chunks[2]["size_bytes"], chunks[2]["chunk_count"]) == (notes.stat().st_size, 3)
 
 
 def test_force_ingest_reloads_and_reembeds_everything(
