@@ -29,11 +29,15 @@ MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=
 
 
 def _not_a_boolean(kind: str) -> BeforeValidator:
-    # pydantic's lax mode takes true as 1: `top_k: yes` (a boolean in YAML) read as top_k=1.
-    # Not strict mode, which would refuse the "5" a ${VAR} substitutes as well.
+    # pydantic's lax mode takes true as 1: `top_k: yes` (a boolean in YAML) read as top_k=1,
+    # and the text "5_0" as 50. Not strict mode, which would refuse the "5" a ${VAR}
+    # substitutes as well.
     def check(value: object) -> object:
         if isinstance(value, bool):
             msg = f"must be {kind}, not a boolean (YAML reads yes/no, on/off, true/false as one)"
+            raise ValueError(msg)
+        if isinstance(value, str) and "_" in value:
+            msg = f"must be {kind}, written without '_'"
             raise ValueError(msg)
         return value
 

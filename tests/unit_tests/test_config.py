@@ -819,6 +819,26 @@ def test_a_yaml_boolean_for_a_number_is_an_error_naming_file_field_and_value(
     assert str(error.value) == f"{path}: {field}: must be {kind}, {_NOT_A_BOOLEAN}, got {value}."
 
 
+@pytest.mark.parametrize(
+    ("entry", "field", "kind", "value"),
+    [
+        ('top_k: "5_0"', "tools[0].top_k", "an integer", "'5_0'"),
+        ('min_similarity_score: "0_5"', "tools[0].min_similarity_score", "a number", "'0_5'"),
+    ],
+)
+def test_a_number_written_with_an_underscore_is_an_error(
+    tmp_path: Path, entry: str, field: str, kind: str, value: str
+) -> None:
+    """Found 2026-12-07: pydantic's lax mode read the text "5_0" (a ${VAR}, a quoted value)
+    as 50."""
+    path = write(
+        tmp_path, f"tools:\n  - {{type: hierarchical_document, name: kb, source: d, {entry}}}\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    assert str(error.value) == f"{path}: {field}: must be {kind}, written without '_', got {value}."
+
+
 def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
     tmp_path: Path,
 ) -> None:
