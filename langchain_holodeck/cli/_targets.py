@@ -189,6 +189,37 @@ def as_ingested(target: Target, store: Path) -> Target:
     return replace(target, project_dir=Path(manifest.project_dir))
 
 
+def warn_if_the_project_moves(store: Path, target: Target) -> None:
+    """Say so when this ingest of an agent.yaml's tool runs in another project than the last.
+
+    The project (where ``.holodeck/config.yaml`` names the store: Redis, PostgreSQL, a Qdrant
+    path) is the working directory of an ingest; ``search``, ``chat``, ``serve`` and ``tools``
+    follow the last ingest's (``as_ingested``). A cron job running ``ingest --config
+    /abs/agent.yaml`` from ``/`` moved the tool to ``/``'s project, likely another store,
+    without a word.
+    """
+    if target.config_path is None or not (store / MANIFEST_NAME).is_file():
+        return
+    try:
+        manifest = read_manifest(store)
+    except HolodeckError:
+        return  # as_ingested and the next write say what is wrong with it
+    then, now = Path(manifest.project_dir), target.project_dir.absolute()
+    same_tool = manifest.config == str(target.config_path.absolute())
+    if same_tool and manifest.tool == target.config.name and then != now:
+        logger.warning(
+            "the last ingest of tool %r of %s into %s ran in the project %s; this one runs in %s "
+            "(its .holodeck/config.yaml names the store), and search, chat, serve and tools "
+            "will follow it; run ingest from %s to keep that project's store.",
+            target.config.name,
+            manifest.config,
+            store,
+            then,
+            now,
+            then,
+        )
+
+
 def tool_store_dir(store: Path, name: str) -> Path:
     return store / name
 

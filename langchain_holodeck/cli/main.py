@@ -47,6 +47,7 @@ from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_mes
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     as_ingested,
+    warn_if_the_project_moves,
 )
 from langchain_holodeck.cli._targets import Target as _Target
 from langchain_holodeck.cli._targets import build_tool as _build_tool
@@ -447,6 +448,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
     from langchain_holodeck.cli._format import IngestReport, ProgressBars, format_summary
 
     target = _ingest_target(args)
+    warn_if_the_project_moves(args.store, target)
     tool = _build_tool(target, args.store)
     bars = ProgressBars(enabled=not args.quiet and sys.stderr.isatty(), stream=sys.stderr)
     start = time.perf_counter()

@@ -477,6 +477,32 @@ def test_an_agent_yaml_used_from_another_directory_keeps_its_ingests_project_con
     assert not (tmp_path / "q").exists()
 
 
+def test_an_ingest_in_another_project_than_the_last_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found 2026-12-07: a cron job ingesting /abs/agent.yaml from / moved the tool to /'s
+    project (another store) without a word, and every other command followed it."""
+    project = tmp_path / "proj"
+    (project / "docs").mkdir(parents=True)
+    write(project / "docs" / "a.md", "# Tokens\n\nA token is revoked by sending DELETE.\n")
+    agent = write(project / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: docs}]\n")
+    store = tmp_path / "store"
+    monkeypatch.chdir(project)
+    code, _, err = run(capsys, "-q", "--store", str(store), "ingest", "--config", "agent.yaml")
+    assert (code, err) == (0, "")
+    code, _, err = run(capsys, "--store", str(store), "ingest", "--config", str(agent))
+    assert (code, err) == (0, "")  # the same project again: nothing to say
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "--store", str(store), "ingest", "--config", str(agent))
+    assert code == 0
+    assert err == (
+        f"warning: the last ingest of tool 'kb' of {agent} into {store} ran in the project "
+        f"{project}; this one runs in {tmp_path} (its .holodeck/config.yaml names the store), "
+        "and search, chat, serve and tools will follow it; run ingest from "
+        f"{project} to keep that project's store.\n"
+    )
+
+
 def test_a_source_naming_no_user_is_one_error_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
