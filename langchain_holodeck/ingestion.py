@@ -232,7 +232,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         """
         if not self.cleanup:
             return
-        sources = {_source_key(source): source for source in inputs}
+        sources = {self._loader(source).root: source for source in inputs}
         if len(sources) > 1:
             shown = ", ".join(repr(os.fspath(_source_name(s))) for s in sources.values())
             msg = (
@@ -477,11 +477,6 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
 
 def _source_name(source: str | Path | SourceLoader) -> str | os.PathLike[str]:
     return source.source if isinstance(source, SourceLoader) else source
-
-
-def _source_key(source: str | Path | SourceLoader) -> str:
-    """The same string for the same source however it is given (a path, a loader)."""
-    return os.path.abspath(os.fspath(_source_name(source)))
 
 
 def _side_by_side(enricher: ChunkEnricher, files: int) -> ThreadPoolExecutor:

@@ -404,6 +404,14 @@ class SourceLoader(BaseLoader):
             },
         )
 
+    @property
+    def root(self) -> str:
+        """The source's absolute path (``~`` expanded, a relative one joined to ``base_dir``).
+
+        Links are not resolved: two loaders with one root name their files alike.
+        """
+        return self._root()[0]
+
     # ------------------------------------------------------------------ walking
     def _root(self) -> tuple[str, str]:
         """(absolute lexical path of the source, its name: what each ``source_path`` starts with).

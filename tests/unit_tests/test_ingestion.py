@@ -338,6 +338,26 @@ async def test_a_batch_of_two_sources_with_cleanup_is_refused_before_any_write(
     assert {"docs/auth.md", "more/extra.md"} <= set(stored_by_source(kept.vector_store))
 
 
+def test_a_batch_knows_two_folders_of_one_name_apart_and_one_folder_spelt_twice(
+    root: Path, embeddings: HashingEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found 2026-12-07: the check compared the sources as given, ignoring a loader's
+    base_dir and ``~``: a/docs and b/docs (both "docs") ran, each deleting the other's files,
+    and ~/docs beside its absolute spelling was refused."""
+    for side in ("a", "b"):
+        (root / side / "docs").mkdir(parents=True)
+        (root / side / "docs" / f"{side}.md").write_text(f"# {side}\n\nText.\n", "utf-8")
+    pipeline = make_pipeline(root, embeddings)
+    two = [SourceLoader("docs", base_dir=root / "a"), SourceLoader("docs", base_dir=root / "b")]
+    with pytest.raises(ValueError, match=r"batch got 2 sources"):
+        pipeline.batch(two)
+    assert stored_by_source(pipeline.vector_store) == {}
+    monkeypatch.setenv("HOME", str(root / "a"))
+    results = pipeline.batch(["~/docs", SourceLoader(root / "a" / "docs")])  # one source
+    assert [r.failed + r.deleted for r in results] == [0, 0]
+    assert list(stored_by_source(pipeline.vector_store)) == ["docs/a.md"]
+
+
 def test_shrinking_file_loses_its_tail(root: Path, embeddings: HashingEmbeddings) -> None:
     paragraphs = long_text(40)
     long_md = root / "docs" / "long.md"
