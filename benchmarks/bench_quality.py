@@ -11,9 +11,9 @@ Rows per prose set, all on the same vectors of the default embedder (``OnnxEmbed
 all-MiniLM-L6-v2 int8, every text embedded once and cached by ``onnx_cache.py``):
 - **ours, every default**: ``long_text="fit"`` (a document that fits 256 word pieces is one
   vector, plus its windows of 128 when it is longer than one; a longer document is its windows
-  of 128; a chunk scores its best entry), ``BM25KeywordIndex()``, ``ExactMatchIndex()`` (these
-  sets have no sections: it pins the chunks holding a code the query names, ``ADAR1``, as the
-  tool's exact leg does), ``HybridRetriever()`` (convex fusion 0.7/0.3/0.2, fetch_k 300,
+  of 128; a chunk scores its best entry), ``BM25KeywordIndex()``, ``ExactMatchIndex()`` (the
+  tool's third leg: these sets have no sections, and it pins codes for queries of at most four
+  words only), ``HybridRetriever()`` (convex fusion 0.7/0.3/0.2, fetch_k 300,
   feedback 3 x 0.75); the rows of its legs keep its exact leg, the previous defaults' have
   none (their exact leg had no codes);
 - the previous default (``long_text="auto"``: whole when it fits, else its first 256 plus its
@@ -155,7 +155,7 @@ def prose_rows(
     )
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
-    exact = ExactMatchIndex()  # the tool's third leg: here its codes (gene names: ``ADAR1``)
+    exact = ExactMatchIndex()  # the tool's third leg, as the tool has it
     exact.upsert(docs)
     rows: list[tuple[str, float, float]] = []
 

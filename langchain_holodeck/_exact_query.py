@@ -50,10 +50,8 @@ _CODE = re.compile(
 """A code: a word of letters and digits (``E1042``, ``0x8007000E``, ``ORA-00942``,
 ``CVE-2021-44228``) or capitals joined by underscores (``ERR_CONN_RESET``)."""
 _MAX_CODE_QUERY_WORDS = 4
-"""A query of at most this many words is a code lookup (``error E1042``), a longer a question."""
-_MAX_CODE_HITS = 3
-"""A code lookup pins at most this many chunks holding the code; when more hold it, BM25 ranks
-them and nothing is pinned (a longer question pins a code's only chunk)."""
+"""A query of at most this many words is a code lookup (``error E1042``); in a longer question
+a code is a word among others (``my 8GB laptop``, ``on win32``), left to the other legs."""
 
 _IDENTIFIER = re.compile(
     r"`(?P<quoted>[^`\s]+)`"
@@ -133,12 +131,11 @@ class ExactQuery:
     """(section id, label word) of each mention (``("4", "article")``; ``""``: no label)."""
     words: frozenset[str] = frozenset()
     """The query's words outside its section references (``name_words``): a document's name."""
-    numbers: tuple[str, ...] = ()
-    """Dotted numbers with no keyword (``4.2``): sections of a document the query names."""
+    numbers: tuple[tuple[str, str], ...] = ()
+    """Dotted numbers with no keyword, each with the word before it (``("4.2", "handbook")``;
+    ``""`` at the start): sections of a document the query names, when at its name."""
     codes: tuple[str, ...] = ()
-    """Codes the query names (``codes_in``: ``e1042``)."""
-    code_hits: int = 0
-    """At most this many chunks holding one of ``codes`` are pinned (0: none)."""
+    """Codes a code lookup names (``codes_in``: ``e1042``); none for a longer question."""
 
     def __bool__(self) -> bool:
         return bool(
@@ -184,17 +181,21 @@ def codes_in(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _query_codes(text: str) -> tuple[tuple[str, ...], int]:
-    """The codes a query names, and how many chunks may hold one for it to pin them.
+def _query_codes(text: str) -> tuple[str, ...]:
+    """The codes of a query that is little more than them (``E1042``, ``error E1042``).
 
-    A query that is little more than codes (``E1042``, ``error E1042``: at most four words)
-    pins up to three chunks holding one; a longer question pins the one chunk holding a code
-    when no other does. A dense model reads a code as noise: under convex fusion the best dense
-    score counts 0.7 and a keyword-only hit at most 0.3, so the chunk holding ``E1042`` ranked
-    below chunks of no relation.
+    A dense model reads a code as noise: under convex fusion the best dense score counts 0.7
+    and a keyword-only hit at most 0.3, so the chunk holding ``E1042`` ranked below chunks of
+    no relation. In a question of more than four words a code is one word among others, often
+    incidental (``my 8GB laptop``): a pin there put unrelated chunks first.
     """
-    short = len(text.split()) <= _MAX_CODE_QUERY_WORDS
-    return codes_in(text), _MAX_CODE_HITS if short else 1
+    return codes_in(text) if len(text.split()) <= _MAX_CODE_QUERY_WORDS else ()
+
+
+def _word_before(text: str, at: int) -> str:
+    """The word before ``text[at]``, lowercased; ``""`` when none is."""
+    words = _NAME_WORD.findall(text[:at].lower())
+    return words[-1] if words else ""
 
 
 def _query_symbols(text: str) -> tuple[str, ...]:
@@ -239,9 +240,8 @@ def parse_exact_query(query: str) -> ExactQuery:
     Identifiers (``parse_sections``, ``Shift.swap``, ``getUser``, ``run()``, ```swap```)
     become symbols. A definition question ("what does X mean", "what is meant by X",
     "meaning of X", "define X", "X definition", "what is X") gives the normalized term X
-    (with and without a leading article). Codes (``E1042``, ``ORA-00942``, ``ERR_CONN_RESET``:
-    ``codes_in``) become codes, with how many chunks holding one may be pinned: three for a
-    query of at most four words, one for a longer question. Each reference keeps its label
+    (with and without a leading article). The codes (``E1042``, ``ORA-00942``, ``ERR_CONN_RESET``:
+    ``codes_in``) of a query of at most four words become codes. Each reference keeps its label
     word (``labels``: ``("5", "article")``); the words outside the references (``words``) and
     the dotted numbers among them (``numbers``: ``4.2``) serve to find a document the query
     names.
@@ -257,8 +257,11 @@ def parse_exact_query(query: str) -> ExactQuery:
         end = max(end, ref.end)
     rest.append(text[end:])
     section_ids = tuple(dict.fromkeys(ref.section_id for ref in refs))
-    numbers = (n for n in _BARE_NUMBER.findall(" ".join(rest)) if n not in section_ids)
-    codes, code_hits = _query_codes(text)
+    numbers = (
+        (m[0], _word_before(m.string, m.start()))
+        for m in _BARE_NUMBER.finditer(" ".join(rest))
+        if m[0] not in section_ids
+    )
     return ExactQuery(
         section_ids,
         phrases,
@@ -268,6 +271,5 @@ def parse_exact_query(query: str) -> ExactQuery:
         labels=tuple(dict.fromkeys((ref.section_id, ref.label) for ref in refs)),
         words=name_words(" ".join(rest)),
         numbers=tuple(dict.fromkeys(numbers)),
-        codes=codes,
-        code_hits=code_hits,
+        codes=_query_codes(text),
     )

@@ -58,6 +58,9 @@ CODE_SCORE = 2.0
 """Score of a chunk holding the code a query names (``E1042``), when few chunks hold it."""
 _MAX_SHORT_NAME_HITS = 3
 """A bare name (``swap``) defined in more chunks than this scores ``DESCENDANT_SCORE`` only."""
+_MAX_CODE_HITS = 3
+"""A code lookup pins at most this many chunks holding the code; when more hold it, BM25 ranks
+them and nothing is pinned."""
 
 
 @dataclass(frozen=True)
@@ -275,9 +278,19 @@ class ExactMatchIndex:
         with self._lock:
             scores: dict[str, float] = {}
             mention: dict[str, int] = {}
-            named = self._named_files(parsed.words) if parsed.section_ids or parsed.numbers else ()
+            named, name_words_of_named = (
+                self._named_files(parsed.words)
+                if parsed.section_ids or parsed.numbers
+                else (frozenset(), frozenset())
+            )
             sections = [(sid, parsed.labels_of(sid), False) for sid in parsed.section_ids]
-            sections += [(n, frozenset({""}), True) for n in parsed.numbers if named]
+            # a bare 4.2 at the name ("employee handbook 4.2", "4.2 in the handbook"), not a
+            # decimal elsewhere ("does the security policy require TLS 1.2?")
+            sections += [
+                (n, frozenset({""}), True)
+                for n, before in parsed.numbers
+                if named and (not before or before in name_words_of_named)
+            ]
             for order, (sid, labels, only_named) in enumerate(sections):
                 hits = self._prefer_named(
                     self._section_hits(sid, labels), named, only_named=only_named
@@ -312,7 +325,7 @@ class ExactMatchIndex:
             start += len(parsed.versions)
             for order, code in enumerate(parsed.codes, start=start):
                 holders = self._by_code.get(code, set())
-                if len(holders) > parsed.code_hits or code in defined:
+                if len(holders) > _MAX_CODE_HITS or code in defined:
                     continue  # common, or a defined name: its definition answers, not mentions
                 for doc_id in holders:
                     scores[doc_id] = max(scores.get(doc_id, 0.0), CODE_SCORE)
@@ -384,15 +397,17 @@ class ExactMatchIndex:
             for i, s in hits.items()
         }
 
-    def _named_files(self, words: frozenset[str]) -> frozenset[str]:
-        """The files the words name: all words of their stem or title are among them.
+    def _named_files(self, words: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """The files the words name, and the words of those names.
 
-        A name inside a longer one named too gives way (``employee handbook`` names
+        A file is named when all words of its stem or title are among ``words``. A name
+        inside a longer one named too gives way (``employee handbook`` names
         ``employee-handbook.md``, not ``handbook.md``). A dictionary look-up per word.
         """
         candidates = {n for w in words for n in self._names_with.get(w, ()) if n <= words}
         longest = [n for n in candidates if not any(n < other for other in candidates)]
-        return frozenset(path for name in longest for path in self._files_named[name])
+        files = frozenset(path for name in longest for path in self._files_named[name])
+        return files, frozenset(word for name in longest for word in name)
 
     # -- structure lookups (cross-reference expansion) ---------------------------------
     def section_of(self, doc_id: str) -> tuple[str, str] | None:

@@ -165,6 +165,18 @@ def test_a_section_no_document_of_the_query_has_stays_every_documents() -> None:
     assert idx.search("the 4.2 percent rate of the lease", k=10) == []
 
 
+def test_a_decimal_away_from_the_documents_name_is_no_section() -> None:
+    """Found 2026-12-07 (a probe): "Does the security policy require TLS 1.2?" pinned the
+    policy's 1.2 Definitions first: a bare number counted wherever the query named a document."""
+    idx, ids = indexed(
+        {"security-policy.md": "# Security Policy\n\n## 1.2 Definitions\n\nTerms.\n"}
+    )
+    for query in ("Does the security policy require TLS 1.2?", "TLS 1.2 security policy"):
+        assert idx.search(query, k=10) == [], query
+    for query in ("security policy 1.2", "1.2 in the security policy"):
+        assert [h.id for h in idx.search(query, k=10)] == [ids[("security-policy.md", "1.2")]]
+
+
 def test_a_name_inside_a_longer_one_gives_way() -> None:
     idx, ids = indexed({**POLICIES, "handbook.md": "## Section 4.2 Leave\n\nAsk.\n"})
     assert (
@@ -372,15 +384,16 @@ def test_a_code_lookup_finds_the_chunks_holding_the_code() -> None:
     assert [h.score for h in idx.search("E1042", k=5)] == [2.0]
     for query in ("ERR_CONN_RESET", "ora-00942", "CVE-2021-44228 fix"):
         assert [h.id for h in idx.search(query, k=5)] == ["d2"], query
-    # a longer question pins a code's only chunk
-    assert [h.id for h in idx.search("why does my worker crash with E1042 at start", 5)] == ["d0"]
+    # in a longer question a code is a word among others, often incidental (a probe:
+    # "how do I install the server on my 8GB laptop" pinned the one chunk saying 8GB)
+    assert idx.search("why does my worker crash with E1042 at start", 5) == []
 
 
 def test_a_code_many_chunks_hold_pins_nothing() -> None:
     idx = _indexed([f"step {n}: retry on E1042" for n in range(4)] + ["X2Y9 once", "X2Y9 twice"])
     assert idx.search("E1042", k=5) == []  # four chunks hold it: BM25 ranks them
     assert len(idx.search("X2Y9", k=5)) == 2  # a code lookup pins up to three
-    assert idx.search("why does the build fail with X2Y9 on linux", k=5) == []  # two: a question
+    assert idx.search("why does the build fail with X2Y9 on linux", k=5) == []  # a question
 
 
 @pytest.mark.parametrize(
