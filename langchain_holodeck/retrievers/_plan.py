@@ -26,7 +26,6 @@ import numpy.typing as npt
 from langchain_holodeck._chunk import window_parent
 from langchain_holodeck.contracts import KeywordHit, NativeHit, RankedIds
 from langchain_holodeck.exact import SECTION_SCORE
-from langchain_holodeck.fusion import reciprocal_rank_fusion
 from langchain_holodeck.retrievers._dense import DenseResult
 
 EXACT_BOOST = 1.0
@@ -444,10 +443,14 @@ def native_plan(
     rrf_k: int,
     exact_first: bool,
 ) -> Plan:
-    """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF."""
+    """The engine's fused ranking (weight semantic + keyword) and the exact leg, by RRF.
+
+    An exact hit adds its RRF share times its score over the exact leg's best
+    (``_exact_weighted_rrf``), as the convex fusion of the fallback divides it.
+    """
     ranking = [(window_parent(h.document.id), h.score) for h in native if h.document.id]
     pair = [weights[0] + weights[1], weights[2]]
-    fused = reciprocal_rank_fusion([ranking, exact], k=rrf_k, weights=pair)
+    fused = _exact_weighted_rrf(ranking, exact, k=rrf_k, weights=pair)
     answered = [w for w, r in zip(pair, (ranking, exact), strict=True) if r and w > 0]
     best = sum(answered) / (rrf_k + 1)
     native_first = FirstRanks(ranking)
@@ -480,6 +483,38 @@ def native_plan(
     ids = list(scores)
     order = np.arange(len(ids), dtype=np.intp)
     return _pinned_plan(ids, order, meta, exact, exact_first=exact_first)
+
+
+def _exact_weighted_rrf(
+    ranking: Sequence[tuple[str, float]],
+    exact: Sequence[KeywordHit],
+    *,
+    k: int,
+    weights: Sequence[float],
+) -> list[tuple[str, float]]:
+    """``reciprocal_rank_fusion([ranking, exact])`` with each exact share scaled by its score.
+
+    An exact hit adds ``weight * (score / best) / (k + rank)``, ``best`` the exact leg's
+    highest score: a demoted hit (a sub-section, another document's copy of the section a
+    query names, at ``DESCENDANT_SCORE``) adds a quarter of a pinned hit's share at its rank,
+    not nearly all of it. At the best score ``score / best`` is exactly 1.0, so the share is
+    ``weight / (k + rank)`` bit for bit, as RRF's. As there, ties keep the first appearance
+    (list order, then position), an id repeated in a list counts at its first rank, and a
+    list weighted 0 adds no ids.
+    """
+    best = max((h.score for h in exact), default=0.0)
+    scores: dict[str, float] = {}  # insertion order = first appearance, the tie-breaker
+    for hits, weight, top in ((ranking, weights[0], None), (exact, weights[1], best)):
+        if weight == 0:
+            continue
+        seen: set[str] = set()
+        for rank, (doc_id, score) in enumerate(hits, start=1):
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            share = weight if top is None or top <= 0 else weight * (score / top)
+            scores[doc_id] = scores.get(doc_id, 0.0) + share / (k + rank)
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)  # stable, also reversed
 
 
 def _pinned_plan(

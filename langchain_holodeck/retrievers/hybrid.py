@@ -740,7 +740,10 @@ class HybridRetriever(BaseRetriever):
                 batch = plan.order[pos : pos + size]
                 pos += len(batch)
                 if threshold is not None:
-                    unknown = [i for i in batch if i not in plan.pinned and i not in similarity]
+                    # a pinned hit is kept whatever its cosine, which is computed all the same
+                    # when no leg gave it (the engine drops rows under the threshold): its
+                    # semantic_score is the chunk's cosine, as every other result's
+                    unknown = [i for i in batch if i not in similarity]
                     if unknown:
                         found = yield from self._similarities(query, unknown, dense, docs)
                         if found is None:  # relevance unknowable: served, not dropped

@@ -155,3 +155,83 @@ def test_native_hybrid_ranks_fetch_k_candidates_and_reads_the_k_it_returns(
     stored = {d.id: d.metadata for d in store.get_by_ids([h.document.id for h in hits])}
     assert all(h.document.metadata == stored[h.document.id] for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def _manuals(root: Path) -> None:
+    """Four manuals with the same numbered sections; the handbook alone says "remote"."""
+    root.mkdir()
+    for name in ("employee_handbook", "billing_manual", "onboarding_guide", "deployment_guide"):
+        title = name.replace("_", " ")
+        lines = [f"# {title}"]
+        for i in range(1, 6):
+            lines += ["", f"## {i}. Topic {i} of {title}", "", f"General text of topic {i}."]
+            for j in (1, 2):
+                lines += ["", f"### {i}.{j} Details {j}", ""]
+                lines.append(f"Subsection {i}.{j} of the {title} covers topic {i} part {j}.")
+        (root / f"{name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("min_similarity_score", [None, 0.99])
+def test_native_weighs_another_documents_copy_of_a_named_section_by_its_score(
+    min_similarity_score: float | None,
+    redis_url: str,
+    redis_index_name: str,
+    embeddings: HashingEmbeddings,
+    tmp_path: Path,
+) -> None:
+    """A query naming a section of one document (docs/search-strategy.md).
+
+    The handbook's 4.2 is pinned (exact score 2.0); the other manuals' 4.2 are exact hits at
+    0.5 and add a quarter of the exact leg's share at their rank. Plain RRF gave them nearly
+    all of it: billing's 4.2 ranked above the handbook's chunks the engine ranked first. With
+    a threshold the engine drops the pinned chunk's row; its ``semantic_score`` is still its
+    cosine, computed from the stored vector (it was ``None``).
+    """
+    _manuals(tmp_path / "docs")
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="manuals",
+        source=str(tmp_path / "docs"),
+        top_k=50,
+        min_similarity_score=min_similarity_score,
+        database={
+            "provider": "redis",
+            "connection_string": redis_url,
+            "index_name": redis_index_name,
+        },
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    tool.initialize_sync()
+    assert tool.search_strategy == "native"
+    retriever = tool.as_retriever()
+    docs = retriever.invoke("section 4.2 of the employee handbook")
+    first = docs[0].metadata
+    assert (first["source_path"], first["exact_rank"]) == ("docs/employee_handbook.md", 1)
+    store = retriever.vector_store
+    vector = embeddings.embed_query("section 4.2 of the employee handbook")
+    assert first["semantic_score"] == pytest.approx(
+        store.similarity_by_ids(vector, [docs[0].id])[docs[0].id]
+    )
+    if min_similarity_score is not None:  # kept under the threshold, the engine dropped it
+        assert first["native_rank"] is None
+        assert first["semantic_score"] < min_similarity_score
+        assert all(d.metadata["semantic_score"] >= min_similarity_score for d in docs[1:])
+        return
+    k, best = retriever.rrf_k, sum(retriever.weights) / (retriever.rrf_k + 1)
+    engine, exact = retriever.weights[0] + retriever.weights[1], retriever.weights[2]
+    demoted = [d.metadata for d in docs if d.metadata["exact_match"]][1:]
+    assert demoted
+    assert all(m["source_path"] != "docs/employee_handbook.md" for m in demoted)
+    for m in demoted:  # 0.5 of the leg's best 2.0: a quarter of the exact share
+        share = exact * 0.25 / (k + m["exact_rank"])
+        if m["native_rank"] is not None:
+            share += engine / (k + m["native_rank"])
+        assert m["fused_score"] == pytest.approx(share / best)
+    # the case found: billing's 4.2, exact #2, ranked second; the handbook's chunk the engine
+    # ranks second now ranks above it
+    order = [(m["native_rank"], m["exact_rank"]) for m in (d.metadata for d in docs)]
+    billing = next(m for m in demoted if m["source_path"] == "docs/billing_manual.md")
+    assert billing["exact_rank"] == 2
+    assert order.index((2, None)) < order.index((billing["native_rank"], 2))

@@ -16,12 +16,20 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_holodeck.backends import backend_for_store
-from langchain_holodeck.contracts import KeywordHit, RankedIds
+from langchain_holodeck.contracts import KeywordHit, NativeHit, RankedIds
+from langchain_holodeck.exact import DESCENDANT_SCORE, SECTION_SCORE
 from langchain_holodeck.fusion import convex_score_fusion, reciprocal_rank_fusion
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.retrievers._dense import DenseResult
-from langchain_holodeck.retrievers._plan import Legs, Ranking, Universe, _fuse, fused_plan
+from langchain_holodeck.retrievers._plan import (
+    Legs,
+    Ranking,
+    Universe,
+    _fuse,
+    fused_plan,
+    native_plan,
+)
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import TableEmbeddings
 
@@ -247,3 +255,46 @@ def test_a_dense_leg_serves_only_the_kwargs_it_was_built_with() -> None:
     assert not leg.serves({"mask": mask})
     # an equal array of its own: its == answers elementwise, so the leg counts it as changed
     assert not leg.serves({"mask": np.arange(3), "k": 1})
+
+
+def _native(ids: Sequence[str]) -> list[NativeHit]:
+    return [NativeHit(Document(id=i, page_content=i), 1.0 / n, None) for n, i in enumerate(ids, 1)]
+
+
+def test_native_plan_weighs_a_demoted_exact_hit_by_its_score() -> None:
+    """A query naming a document: its section 4.2 scores 2.0, another document's 4.2 0.5.
+
+    The other 4.2 (engine rank 16) adds a quarter of the exact weight at exact rank 2, so the
+    named document's 4.1 (engine rank 2, no exact hit) stays above it; plain RRF gave the
+    demoted hit nearly the whole weight and ranked it second.
+    """
+    engine = ["hb-4.2", "hb-4.1", *(f"n{i}" for i in range(13)), "bill-4.2"]
+    exact = [KeywordHit("hb-4.2", SECTION_SCORE), KeywordHit("bill-4.2", DESCENDANT_SCORE)]
+    weights, k = (0.35, 0.25, 0.4), 60
+    plan = native_plan(_native(engine), exact, weights=weights, rrf_k=k, exact_first=True)
+    assert list(plan.order[:3]) == ["hb-4.2", "hb-4.1", "n0"]
+    assert plan.pinned == {"hb-4.2"}
+    best = (0.6 + 0.4) / (k + 1)
+    demoted = plan.meta("bill-4.2")
+    assert demoted["fused_score"] == (0.6 / (k + 16) + 0.4 * 0.25 / (k + 2)) / best
+    assert (demoted["exact_rank"], demoted["exact_match"], demoted["native_rank"]) == (2, True, 16)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_native_plan_with_equal_exact_scores_is_plain_rrf(seed: int) -> None:
+    """Every exact hit at the leg's best score (pinned hits): the fusion is RRF bit for bit."""
+    rng = random.Random(seed)
+    pool = [f"d{i}" for i in range(30)]
+    engine = [rng.choice(pool) for _ in range(rng.choice([0, 5, 20]))]
+    score = rng.choice([SECTION_SCORE, DESCENDANT_SCORE, 4.0])
+    exact = [KeywordHit(rng.choice(pool), score) for _ in range(rng.choice([0, 1, 4]))]
+    weights = (rng.choice([0.0, 0.3]), 0.3, rng.choice([0.0, 0.4]))
+    k = rng.choice([0, 60])
+    plan = native_plan(_native(engine), exact, weights=weights, rrf_k=k, exact_first=False)
+    ranking = [(i, 1.0 / n) for n, i in enumerate(engine, 1)]
+    pair = [weights[0] + weights[1], weights[2]]
+    expected = reciprocal_rank_fusion([ranking, exact], k=k, weights=pair)
+    assert list(plan.order) == [doc_id for doc_id, _ in expected]
+    answered = (pair[0] if engine else 0.0) + (weights[2] if exact and weights[2] else 0.0)
+    for doc_id, fused in expected:
+        assert plan.meta(doc_id)["fused_score"] == min(1.0, fused / (answered / (k + 1)))

@@ -135,6 +135,24 @@ def test_native_retriever_applies_min_similarity_score(embeddings: HashingEmbedd
     assert all(d.metadata["semantic_score"] >= 0.99 for d in strict)
 
 
+def test_native_exact_hit_under_the_threshold_reports_its_cosine(
+    embeddings: HashingEmbeddings,
+) -> None:
+    """The engine drops the pinned section's row under the threshold; the hit is kept and its
+    semantic_score is its cosine (the fallback's value), computed for it alone."""
+    retriever = native_retriever(embeddings, k=3, min_similarity_score=0.99)
+    docs = retriever.invoke("Section 104")
+    assert docs[0].id == "d3"
+    first = docs[0].metadata
+    assert (first["exact_match"], first["native_rank"]) == (True, None)
+    fallback = native_retriever(embeddings, k=3, min_similarity_score=0.99)
+    fallback.search_strategy = "fallback"
+    fell = fallback.invoke("Section 104")[0].metadata
+    assert "native_rank" not in fell
+    assert fell["semantic_score"] == pytest.approx(first["semantic_score"])
+    assert first["semantic_score"] < 0.99
+
+
 def test_native_request_fuses_fetch_k_candidates_and_returns_the_rows_it_uses(
     embeddings: HashingEmbeddings,
 ) -> None:
