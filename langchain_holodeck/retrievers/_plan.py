@@ -307,6 +307,7 @@ def fused_plan(
             rrf_k=rrf_k,
             lower_bounds=None,
             slot_order=slot_order,
+            by_score=(False, False, True),  # the exact leg's demoted hits, as native_plan's
         )
         best = sum(answered) / (rrf_k + 1)
     placed = [(name, r) for name, r in zip(_LEGS, rankings, strict=True) if len(r)]
@@ -345,6 +346,7 @@ def _fuse(
     rrf_k: int | None = None,
     lower_bounds: Sequence[float | None] | None = None,
     slot_order: bool = False,
+    by_score: Sequence[bool] = (),
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """The fused slots, best first, and every slot's fused score (RRF when ``rrf_k`` is set).
 
@@ -353,16 +355,22 @@ def _fuse(
     seen first (list order, then position): what ``fusion``'s dict accumulation computes.
     ``slot_order``: the caller knows every slot is in a used list and slots follow first
     appearance (``Legs.rankings`` in a universe nothing else added to): ties go by slot.
+    ``by_score``: the RRF rankings whose ids add their share scaled by score / best score
+    (the exact leg: a hit below the best, another document's 4.2, counts that much less; at
+    the best score, ``weight * 1.0`` is ``weight``: plain RRF, bit for bit).
     """
     used: list[tuple[Ranking, npt.NDArray[np.float64]]] = []
     for i, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
         if weight == 0 or not len(ranking):
             continue
         if rrf_k is not None:
-            key: tuple[object, ...] = ("rrf", rrf_k, weight)
+            scaled = i < len(by_score) and by_score[i]
+            key: tuple[object, ...] = ("rrf", rrf_k, weight, scaled)
             adds = ranking.adds.get(key)
             if adds is None:
-                adds = ranking.adds[key] = weight / (rrf_k + ranking.ranks)
+                top = float(ranking.scores.max()) if scaled else 0.0
+                share = weight * (ranking.scores / top) if top > 0 else weight
+                adds = ranking.adds[key] = share / (rrf_k + ranking.ranks)
         else:
             bound = lower_bounds[i] if lower_bounds is not None else None
             key = ("convex", bound, weight)

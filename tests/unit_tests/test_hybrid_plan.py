@@ -298,3 +298,28 @@ def test_native_plan_with_equal_exact_scores_is_plain_rrf(seed: int) -> None:
     answered = (pair[0] if engine else 0.0) + (weights[2] if exact and weights[2] else 0.0)
     for doc_id, fused in expected:
         assert plan.meta(doc_id)["fused_score"] == min(1.0, fused / (answered / (k + 1)))
+
+
+def test_rrf_fallback_weighs_a_demoted_exact_hit_by_its_score() -> None:
+    """Found 2026-12-07 (nat19): with ``fusion="rrf"`` another document's 4.2 (exact score
+    0.5 beside the named document's 2.0) took nearly the whole exact weight, as on native."""
+    dense = [("hb-4.2", 0.9), ("hb-4.1", 0.8), *((f"n{i}", 0.7 - i / 100) for i in range(13))]
+    dense.append(("bill-4.2", 0.1))
+    exact = [KeywordHit("hb-4.2", SECTION_SCORE), KeywordHit("bill-4.2", DESCENDANT_SCORE)]
+    legs = Legs(DenseResult(hits=dense, kind="relevance"), [], exact)
+    weights, k = (0.6, 0.0, 0.4), 60
+    plan = fused_plan(legs, weights=weights, fusion="rrf", rrf_k=k, exact_first=True)
+    assert list(plan.order[:3]) == ["hb-4.2", "hb-4.1", "n0"]
+    best = (0.6 + 0.4) / (k + 1)
+    assert plan.meta("bill-4.2")["fused_score"] == (0.6 / (k + 16) + 0.4 * 0.25 / (k + 2)) / best
+    # every exact hit at the best score: plain RRF, bit for bit
+    same = [KeywordHit("hb-4.2", SECTION_SCORE), KeywordHit("bill-4.2", SECTION_SCORE)]
+    plain = fused_plan(
+        Legs(DenseResult(hits=dense, kind="relevance"), [], same),
+        weights=weights,
+        fusion="rrf",
+        rrf_k=k,
+        exact_first=False,
+    )
+    expected = reciprocal_rank_fusion([dense, [tuple(h) for h in same]], k=k, weights=[0.6, 0.4])
+    assert list(plain.order) == [doc_id for doc_id, _ in expected]
