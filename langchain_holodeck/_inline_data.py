@@ -15,11 +15,12 @@ __all__ = ["BASE64_DATA", "without_base64_data"]
 
 BASE64_DATA = re.compile(
     r"(data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,)"
-    r"[A-Za-z0-9+/]+={0,2}"
+    r"(?:[A-Za-z0-9+/]+={0,2}|(?=[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{16,}))"
     r"(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{16,}={0,2}(?=[ \t]*(?:\r?\n|$|[)\"'>])))*"
 )
 """A ``data:`` URI's head (group 1) and its base64 payload: one run, or lines of 16 or more
-base64 characters each (a payload wrapped at 76), never the words on the lines after it."""
+base64 characters each (a payload wrapped at 76, its first line after the comma or on the
+next), never the words on the lines after it."""
 
 
 def without_base64_data(text: str) -> str:

@@ -434,6 +434,9 @@ def test_markdown_text_and_json_lose_inline_base64_payloads(tmp_path: Path) -> N
         f"Logo: data:image/gif;charset=utf-8;base64,{wrapped}\nRegards,\nthe login team\n",
         encoding="utf-8",
     )
+    (tmp_path / "page.md").write_text(  # found 2026-12-07: the payload on the next line
+        f'<img src="data:image/png;base64,\n{wrapped}">\n\nA caption.\n', encoding="utf-8"
+    )
     (tmp_path / "icons.json").write_text(
         json.dumps({"name": "logo", "src": f"data:image/png;base64,{pixels}"}), encoding="utf-8"
     )
@@ -447,6 +450,7 @@ def test_markdown_text_and_json_lose_inline_base64_payloads(tmp_path: Path) -> N
     assert docs["mail.txt"] == (
         "Logo: data:image/gif;charset=utf-8;base64,\nRegards,\nthe login team\n"
     )
+    assert docs["page.md"] == '<img src="data:image/png;base64,">\n\nA caption.\n'
     assert '"src": "data:image/png;base64,"' in docs["icons.json"]
     assert pixels in docs["embed.py"]  # source code stays as written
     chunks = StructuredMarkdownSplitter().split_documents(
