@@ -148,32 +148,34 @@ class SourceLoader(BaseLoader):
     among ASCII letters, as accents do: the detector scores cp1252 French, Italian or Portuguese
     a little messier than cp1250, cp775 or cp1257, which read ``très`` as ``trĶs``, while a
     double-byte, Cyrillic or Greek text read as cp1252 makes runs of symbols and accented
-    letters. So text of another single-byte Latin code page (Polish, Hungarian, Turkish, Baltic)
-    may read as the cp1252 default: set ``encoding_fallbacks`` to its code page (KOI8-R Russian
-    is detected as Shift-JIS: convert it to UTF-8). In all but source code an inline base64
-    ``data:`` URI (``![plot](data:image/png;base64,iVBOR...)``, a pasted image) keeps its head
-    and loses its payload (``_inline_data``), as in notebooks and HTML. JSON is indented (2
-    spaces) as a fenced ``json`` code block, each nested value of at most 1,000 characters on
-    one line, so an array's records are a line each and no chunk cuts one in two (invalid JSON:
-    kept as written in the block, with a WARNING); JSON Lines is one fenced ``json`` block, one
-    compact record a line (a line that is not JSON: kept as written, one WARNING naming the file
-    and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the same way and made
-    markdown here: markdown cells as written, code cells as fenced blocks in the kernel's
-    language, each followed by at most 10 lines of its text output (images, HTML and base64 data
-    left out); a notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
-    ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by markitdown;
-    ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension and ``.xlsx``
-    to ours (the extension alone picks the converter, so a corrupt PDF fails instead of being
-    read as text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph breaks,
-    and a converted table without header cells (``|  |  |``) takes its first row as header;
-    a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of their own);
-    an ``.xlsx`` is a ``## sheet`` heading over a table per sheet (its first row the header),
-    each cell as stored, not as pandas reads it (``NA``, ``null`` and ``#N/A`` stay text,
-    ``001234`` keeps its zeros, ``2540000`` is not ``2.540000e+06``), empty rows, columns and
-    sheets left out (``_xlsx.SheetTableConverter``); an HTML
-    page is its main element (``<main>``, ``role="main"``) without the site's navigation
-    (``<nav>``, ``role="navigation"``) when it marks one, and its headings lose the permalinks
-    Sphinx and MkDocs end them with (``[¶](#scope)``).
+    letters. A text too short for the detector to offer the fallback at all, read by it as a
+    double-byte code page or UTF-16 (``Eu não sei.`` as Big5), takes the fallback on the same
+    condition of accents. So text of another single-byte Latin code page (Polish, Hungarian,
+    Turkish, Baltic) may read as the cp1252 default: set ``encoding_fallbacks`` to its code page
+    (KOI8-R Russian is detected as Shift-JIS: convert it to UTF-8). In all but source code an
+    inline base64 ``data:`` URI (``![plot](data:image/png;base64,iVBOR...)``, a pasted image)
+    keeps its head and loses its payload (``_inline_data``), as in notebooks and HTML. JSON is
+    indented (2 spaces) as a fenced ``json`` code block, each nested value of at most 1,000
+    characters on one line, so an array's records are a line each and no chunk cuts one in two
+    (invalid JSON: kept as written in the block, with a WARNING); JSON Lines is one fenced
+    ``json`` block, one compact record a line (a line that is not JSON: kept as written, one
+    WARNING naming the file and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the
+    same way and made markdown here: markdown cells as written, code cells as fenced blocks in
+    the kernel's language, each followed by at most 10 lines of its text output (images, HTML
+    and base64 data left out); a notebook that is not valid JSON fails like a corrupt PDF (see
+    ``on_error``). ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by
+    markitdown; ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension
+    and ``.xlsx`` to ours (the extension alone picks the converter, so a corrupt PDF fails
+    instead of being read as text; no plugins, no network); a PDF's page breaks (form feeds)
+    become paragraph breaks, and a converted table without header cells (``|  |  |``) takes its
+    first row as header; a slide's speaker notes follow its text under a ``Notes:`` line (not a
+    heading of their own); an ``.xlsx`` is a ``## sheet`` heading over a table per sheet (its
+    first row the header), each cell as stored, not as pandas reads it (``NA``, ``null`` and
+    ``#N/A`` stay text, ``001234`` keeps its zeros, ``2540000`` is not ``2.540000e+06``), empty
+    rows, columns and sheets left out (``_xlsx.SheetTableConverter``); an HTML page is its main
+    element (``<main>``, ``role="main"``) without the site's navigation (``<nav>``,
+    ``role="navigation"``) when it marks one, and its headings lose the permalinks Sphinx and
+    MkDocs end them with (``[¶](#scope)``).
 
     Directories are walked recursively; files come in sorted order of their ``source_path``. Hidden
     files and directories (name starting with ``.``, e.g. ``.holodeck/``) and the paths of
@@ -624,18 +626,25 @@ class SourceLoader(BaseLoader):
         matches = charset_normalizer.from_bytes(data)
         best = matches.best()
         if best is not None:
+            guess = str(best)
+            # a few accented letters read as a double-byte code page or UTF-16 ("Eu não sei."
+            # as Big5: "Eu n緌 sei."): too short for the detector to offer the fallback at all
+            multibyte = len(guess) < len(data)
             for name in self.encoding_fallbacks:
                 codec = _codec(name)
                 chaos = min(
                     (m.chaos for m in matches if codec in map(_codec, m.could_be_from_charset)),
                     default=None,
                 )
-                if chaos is None or chaos > best.chaos + _CHAOS_MARGIN:
+                near = chaos is not None and chaos <= best.chaos + _CHAOS_MARGIN
+                if not (near or multibyte):
                     continue
                 text, encoding = _try_decode(data, name)
-                if text is not None and (chaos <= best.chaos or _reads_as_latin_words(text)):
+                if text is None:
+                    continue
+                if (chaos is not None and chaos <= best.chaos) or _reads_as_latin_words(text):
                     return text, encoding
-            return str(best), best.encoding
+            return guess, best.encoding
         for name in self.encoding_fallbacks:
             text, encoding = _try_decode(data, name)
             if text is not None:
