@@ -149,31 +149,32 @@ class SourceLoader(BaseLoader):
     a little messier than cp1250, cp775 or cp1257, which read ``très`` as ``trĶs``, while a
     double-byte, Cyrillic or Greek text read as cp1252 makes runs of symbols and accented
     letters. A text too short for the detector to offer the fallback at all, read by it as a
-    double-byte code page or UTF-16 (``Eu não sei.`` as Big5), takes the fallback on the same
-    condition of accents. So text of another single-byte Latin code page (Polish, Hungarian,
-    Turkish, Baltic) may read as the cp1252 default: set ``encoding_fallbacks`` to its code page
-    (KOI8-R Russian is detected as Shift-JIS: convert it to UTF-8). In all but source code an
-    inline base64 ``data:`` URI (``![plot](data:image/png;base64,iVBOR...)``, a pasted image)
-    keeps its head and loses its payload (``_inline_data``), as in notebooks and HTML. JSON is
-    indented (2 spaces) as a fenced ``json`` code block, each nested value of at most 1,000
-    characters on one line, so an array's records are a line each and no chunk cuts one in two
-    (invalid JSON: kept as written in the block, with a WARNING); JSON Lines is one fenced
-    ``json`` block, one compact record a line (a line that is not JSON: kept as written, one
-    WARNING naming the file and its bad lines). A Jupyter notebook (``.ipynb``) is decoded the
-    same way and made markdown here: markdown cells as written, code cells as fenced blocks in
-    the kernel's language, each followed by at most 10 lines of its text output (images, HTML
-    and base64 data left out); a notebook that is not valid JSON fails like a corrupt PDF (see
-    ``on_error``). ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by
-    markitdown; ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension
-    and ``.xlsx`` to ours (the extension alone picks the converter, so a corrupt PDF fails
-    instead of being read as text; no plugins, no network); a PDF's page breaks (form feeds)
-    become paragraph breaks, and a converted table without header cells (``|  |  |``) takes its
-    first row as header; a slide's speaker notes follow its text under a ``Notes:`` line (not a
-    heading of their own); an ``.xlsx`` is a ``## sheet`` heading over a table per sheet (its
-    first row the header), each cell as stored, not as pandas reads it (``NA``, ``null`` and
-    ``#N/A`` stay text, ``001234`` keeps its zeros, ``2540000`` is not ``2.540000e+06``), empty
-    rows, columns and sheets left out (``_xlsx.SheetTableConverter``); an HTML page is its main
-    element (``<main>``, ``role="main"``) without the site's navigation (``<nav>``,
+    double-byte code page or UTF-16 (``Eu não sei.`` as Big5), takes the fallback when, read so,
+    its only non-ASCII characters are accented Latin letters standing as accents do. So text of
+    another single-byte Latin code page (Polish, Hungarian, Turkish, Baltic) may read as the
+    cp1252 default: set ``encoding_fallbacks`` to its code page (KOI8-R Russian is detected as
+    Shift-JIS: convert it to UTF-8). In all but source code an inline base64 ``data:`` URI
+    (``![plot](data:image/png;base64,iVBOR...)``, a pasted image) keeps its head and loses its
+    payload (``_inline_data``), as in notebooks and HTML. JSON is indented (2 spaces) as a
+    fenced ``json`` code block, each nested value of at most 1,000 characters on one line, so an
+    array's records are a line each and no chunk cuts one in two (invalid JSON: kept as written
+    in the block, with a WARNING); JSON Lines is one fenced ``json`` block, one compact record a
+    line (a line that is not JSON: kept as written, one WARNING naming the file and its bad
+    lines). A Jupyter notebook (``.ipynb``) is decoded the same way and made markdown here:
+    markdown cells as written, code cells as fenced blocks in the kernel's language, each
+    followed by at most 10 lines of its text output (images, HTML and base64 data left out); a
+    notebook that is not valid JSON fails like a corrupt PDF (see ``on_error``).
+    ``.csv``/``.html``/``.htm`` are decoded the same way, then converted by markitdown;
+    ``.pdf``/``.docx``/``.pptx`` go to markitdown's converter for their extension and ``.xlsx``
+    to ours (the extension alone picks the converter, so a corrupt PDF fails instead of being
+    read as text; no plugins, no network); a PDF's page breaks (form feeds) become paragraph
+    breaks, and a converted table without header cells (``|  |  |``) takes its first row as
+    header; a slide's speaker notes follow its text under a ``Notes:`` line (not a heading of
+    their own); an ``.xlsx`` is a ``## sheet`` heading over a table per sheet (its first row the
+    header), each cell as stored, not as pandas reads it (``NA``, ``null`` and ``#N/A`` stay
+    text, ``001234`` keeps its zeros, ``2540000`` is not ``2.540000e+06``), empty rows, columns
+    and sheets left out (``_xlsx.SheetTableConverter``); an HTML page is its main element
+    (``<main>``, ``role="main"``) without the site's navigation (``<nav>``,
     ``role="navigation"``) when it marks one, and its headings lose the permalinks Sphinx and
     MkDocs end them with (``[¶](#scope)``).
 
@@ -642,7 +643,9 @@ class SourceLoader(BaseLoader):
                 text, encoding = _try_decode(data, name)
                 if text is None:
                     continue
-                if (chaos is not None and chaos <= best.chaos) or _reads_as_latin_words(text):
+                if (chaos is not None and chaos <= best.chaos) or (
+                    _reads_as_latin_words(text) and (near or _accents_only(text))
+                ):
                     return text, encoding
             return guess, best.encoding
         for name in self.encoding_fallbacks:
@@ -826,6 +829,15 @@ _CHAOS_MARGIN = 0.1
 """How much messier than charset-normalizer's best guess a configured fallback may read and
 still win, when its text reads as Latin words (``_reads_as_latin_words``)."""
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f\s]{3,}")
+
+
+def _accents_only(text: str) -> bool:
+    """Whether every non-ASCII character of ``text`` is an accented Latin letter (U+00C0-U+00FF).
+
+    ``Eu não sei.`` read as cp1252 is; a short Shift-JIS or UTF-16 text read so is not: its
+    characters become quotes, ``Œ``, ``Ž``, ``Š`` (``2024年`` is ``2024”N``).
+    """
+    return all(ch < "\x80" or ("\xc0" <= ch <= "\xff" and ch not in "\xd7\xf7") for ch in text)
 
 
 def _reads_as_latin_words(text: str) -> bool:

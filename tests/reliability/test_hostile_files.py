@@ -193,8 +193,25 @@ _ENGLISH = "The installation guide explains how to configure the server and the 
         ("Příliš žluťoučký kůň úpěl ďábelské ódy. Instalace vyžaduje konfiguraci.", "cp1250"),
         ("# Titre\n\nCafé crème brûlée, naïve façade — 20 €.\n", "utf-16"),
         ("# Titre\n\nCafé crème brûlée, naïve façade — 20 €.\n", "utf-8-sig"),
+        # found 2026-12-07 (a probe): short ones, read right before the short-cp1252 rule, and
+        # read as cp1252 by its first version ("2024”N 3ŒŽ 5“ú")
+        ("2024年 3月 5日", "shift_jis"),
+        ("日本語", "utf-16-le"),
+        ("日本語", "utf-16-be"),
     ],
-    ids=["gbk", "shift-jis", "big5-in-english", "cp1251", "cp1253", "cp1250", "utf16", "utf8-bom"],
+    ids=[
+        "gbk",
+        "shift-jis",
+        "big5-in-english",
+        "cp1251",
+        "cp1253",
+        "cp1250",
+        "utf16",
+        "utf8-bom",
+        "short-shift-jis",
+        "short-utf16-le",
+        "short-utf16-be",
+    ],
 )
 def test_other_encodings_are_not_read_as_the_cp1252_fallback(
     tmp_path: Path, text: str, encoding: str
