@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -131,9 +131,11 @@ class ExactQuery:
     """(section id, label word) of each mention (``("4", "article")``; ``""``: no label)."""
     words: frozenset[str] = frozenset()
     """The query's words outside its section references (``name_words``): a document's name."""
-    numbers: tuple[tuple[str, str], ...] = ()
-    """Dotted numbers with no keyword, each with the word before it (``("4.2", "handbook")``;
-    ``""`` at the start): sections of a document the query names, when at its name."""
+    numbers: tuple[tuple[str, str, str], ...] = ()
+    """Dotted numbers with no keyword, each with the word before it and the word an ``of`` or
+    ``in`` after it leads to (``("4.2", "handbook", "")``, ``("4.2", "does", "employee")``;
+    ``""``: none; ``LISTED``: it follows another number, ``4.2 and 4.3``): sections of a
+    document the query names, when at its name (``at_the_name``)."""
     codes: tuple[str, ...] = ()
     """Codes a code lookup names (``codes_in``: ``e1042``); none for a longer question."""
 
@@ -192,10 +194,55 @@ def _query_codes(text: str) -> tuple[str, ...]:
     return codes_in(text) if len(text.split()) <= _MAX_CODE_QUERY_WORDS else ()
 
 
-def _word_before(text: str, at: int) -> str:
-    """The word before ``text[at]``, lowercased; ``""`` when none is."""
-    words = _NAME_WORD.findall(text[:at].lower())
-    return words[-1] if words else ""
+LISTED = "#"
+"""The word before a number that follows another (``4.2, 4.3``, ``4.2 and 4.3``)."""
+_TOKEN_BEFORE = re.compile(r"([\w.'\u2019-]+)[^\w.'\u2019-]*$")
+_LIST_WORDS = frozenset({"and", "or", "&", "to"})
+_OF_NAME = re.compile(r"\s*(?:of|in|from)\s+(?:the\s+)?([\w'\u2019.-]+)", re.IGNORECASE)
+
+
+def _name_word(token: str, *, last: bool) -> str:
+    """The last (or first) word of a token naming a document.
+
+    Its possessive and file extension dropped, camelCase split: ``handbook's``,
+    ``employee-handbook.md``, ``BillingManual``.
+    """
+    token = re.sub(r"['\u2019]s$", "", token)
+    token = re.sub(r"(?<=\w)\.[A-Za-z]\w*$", "", token)
+    words = _NAME_WORD.findall(_CAMEL_BOUNDARY.sub(" ", token).lower())
+    return (words[-1] if last else words[0]) if words else ""
+
+
+def _number_context(text: str, start: int, end: int) -> tuple[str, str]:
+    """(the word before ``text[start:end]``, the word an ``of``/``in`` after it leads to)."""
+    before = ""
+    found = _TOKEN_BEFORE.search(text, 0, start)
+    if found is not None:
+        token = found[1]
+        if token.lower() in _LIST_WORDS:
+            ahead = _TOKEN_BEFORE.search(text, 0, found.start())
+            token = LISTED if ahead is not None and _BARE_NUMBER.fullmatch(ahead[1]) else token
+        before = LISTED if _BARE_NUMBER.fullmatch(token) or token == LISTED else token
+        if before != LISTED:
+            before = _name_word(before, last=True)
+    after = _OF_NAME.match(text, end)
+    return before, _name_word(after[1], last=False) if after is not None else ""
+
+
+def at_the_name(numbers: Sequence[tuple[str, str, str]], name: frozenset[str]) -> list[str]:
+    """The numbers standing at a document's name (``name``: its words).
+
+    A number starting the query, after a word of the name, before ``of``/``in`` and the name,
+    or listed after one of them (``employee handbook 4.2 and 4.3``); not a decimal elsewhere
+    (``TLS 1.2``).
+    """
+    found: list[str] = []
+    counted = False
+    for number, before, after in numbers:
+        counted = not before or before in name or after in name or (before == LISTED and counted)
+        if counted:
+            found.append(number)
+    return found
 
 
 def _query_symbols(text: str) -> tuple[str, ...]:
@@ -258,7 +305,7 @@ def parse_exact_query(query: str) -> ExactQuery:
     rest.append(text[end:])
     section_ids = tuple(dict.fromkeys(ref.section_id for ref in refs))
     numbers = (
-        (m[0], _word_before(m.string, m.start()))
+        (m[0], *_number_context(m.string, m.start(), m.end()))
         for m in _BARE_NUMBER.finditer(" ".join(rest))
         if m[0] not in section_ids
     )

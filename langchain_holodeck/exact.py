@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from langchain_holodeck._chunk import original_content, source_path
 from langchain_holodeck._exact_query import (
     ExactQuery,
+    at_the_name,
     codes_in,
     document_names,
     heading_labels,
@@ -286,11 +287,11 @@ class ExactMatchIndex:
             sections = [(sid, parsed.labels_of(sid), False) for sid in parsed.section_ids]
             # a bare 4.2 at the name ("employee handbook 4.2", "4.2 in the handbook"), not a
             # decimal elsewhere ("does the security policy require TLS 1.2?")
-            sections += [
-                (n, frozenset({""}), True)
-                for n, before in parsed.numbers
-                if named and (not before or before in name_words_of_named)
-            ]
+            if named:
+                sections += [
+                    (n, frozenset({""}), True)
+                    for n in at_the_name(parsed.numbers, name_words_of_named)
+                ]
             for order, (sid, labels, only_named) in enumerate(sections):
                 hits = self._prefer_named(
                     self._section_hits(sid, labels), named, only_named=only_named

@@ -177,6 +177,30 @@ def test_a_decimal_away_from_the_documents_name_is_no_section() -> None:
         assert [h.id for h in idx.search(query, k=10)] == [ids[("security-policy.md", "1.2")]]
 
 
+@pytest.mark.parametrize(
+    ("query", "sections"),
+    [
+        ("employee handbook 4.2 and 4.3", ["4.2", "4.3"]),
+        ("employee handbook 4.2, 4.3", ["4.2", "4.3"]),
+        ("4.2 and 4.3 of the employee handbook", ["4.2", "4.3"]),
+        ("the employee handbook's 4.2", ["4.2"]),
+        ("employee-handbook.md 4.2", ["4.2"]),
+        ("what does 4.2 of the employee handbook say", ["4.2"]),
+        ("EmployeeHandbook 4.2", ["4.2"]),
+    ],
+)
+def test_a_bare_number_at_the_documents_name_in_every_phrasing(
+    query: str, sections: list[str]
+) -> None:
+    """Found 2026-12-07 (a probe of this pass's fixes): the first "at the name" rule compared
+    the raw word before the number, so a possessive, a file name, camelCase, a list's second
+    number and "4.2 of the employee handbook" lost the pin they had."""
+    text = "# Employee Handbook\n\n## 4.1 Leave\n\nA.\n\n## 4.2 Sick\n\nB.\n\n## 4.3 Pay\n\nC.\n"
+    idx, ids = indexed({"employee-handbook.md": text})
+    hits = [h.id for h in idx.search(query, k=10) if h.score == 2.0]
+    assert hits == [ids[("employee-handbook.md", s)] for s in sections], query
+
+
 def test_a_name_inside_a_longer_one_gives_way() -> None:
     idx, ids = indexed({**POLICIES, "handbook.md": "## Section 4.2 Leave\n\nAsk.\n"})
     assert (
