@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -234,7 +233,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             return
         sources = {self._loader(source).root: source for source in inputs}
         if len(sources) > 1:
-            shown = ", ".join(repr(os.fspath(_source_name(s))) for s in sources.values())
+            shown = ", ".join(map(repr, sources))  # their roots: a/docs and b/docs, not docs
             msg = (
                 f"batch got {len(sources)} sources ({shown}) for namespace "
                 f"{self.namespace!r} with cleanup on: each run deletes the chunks of the "
@@ -473,10 +472,6 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
         if self.on_progress is not None:
             self.on_progress(IngestProgress(stage=stage, advance=advance, total=total))
-
-
-def _source_name(source: str | Path | SourceLoader) -> str | os.PathLike[str]:
-    return source.source if isinstance(source, SourceLoader) else source
 
 
 def _side_by_side(enricher: ChunkEnricher, files: int) -> ThreadPoolExecutor:

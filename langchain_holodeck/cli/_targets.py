@@ -182,7 +182,7 @@ def as_ingested(target: Target, store: Path) -> Target:
     except HolodeckError as error:
         logger.warning("%s; using %s as configured.", str(error).rstrip("."), target.config.name)
         return target
-    if manifest.config != str(target.config_path.absolute()):
+    if not _same_file(manifest.config, target.config_path):
         return target
     if manifest.tool == target.config.name and manifest.source_overridden:
         return target_from_manifest(manifest)  # keep the SOURCE given to ingest
@@ -205,8 +205,10 @@ def warn_if_the_project_moves(store: Path, target: Target) -> None:
     except HolodeckError:
         return  # as_ingested and the next write say what is wrong with it
     then, now = Path(manifest.project_dir), target.project_dir.absolute()
-    same_tool = manifest.config == str(target.config_path.absolute())
-    if same_tool and manifest.tool == target.config.name and then != now:
+    if then.resolve() == now.resolve():
+        return
+    same_tool = _same_file(manifest.config, target.config_path)
+    if same_tool and manifest.tool == target.config.name:
         logger.warning(
             "the last ingest of tool %r of %s into %s ran in the project %s; this one runs in %s "
             "(its .holodeck/config.yaml names the store), and search, chat, serve and tools "
@@ -218,6 +220,14 @@ def warn_if_the_project_moves(store: Path, target: Target) -> None:
             now,
             then,
         )
+
+
+def _same_file(recorded: str | None, path: Path) -> bool:
+    """Whether ``recorded`` (a manifest's agent.yaml) is ``path``, however either is spelt.
+
+    ``../proj/agent.yaml`` and a link to the project are the same file as its absolute path.
+    """
+    return recorded is not None and Path(recorded).resolve() == path.resolve()
 
 
 def tool_store_dir(store: Path, name: str) -> Path:

@@ -501,6 +501,17 @@ def test_an_ingest_in_another_project_than_the_last_says_so(
         "and search, chat, serve and tools will follow it; run ingest from "
         f"{project} to keep that project's store.\n"
     )
+    # the agent.yaml spelt through '..' or a link is the same file (a later probe)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "link").symlink_to(project)
+    for cwd, config in (
+        (tmp_path / "other", "../proj/agent.yaml"),
+        (project, "../link/agent.yaml"),
+    ):
+        monkeypatch.chdir(cwd)
+        code, _, err = run(capsys, "--store", str(store), "ingest", "--config", config)
+        assert code == 0
+        assert err.startswith("warning: the last ingest of tool 'kb' of "), (cwd, config)
 
 
 def test_a_source_naming_no_user_is_one_error_line(

@@ -349,7 +349,7 @@ def test_a_batch_knows_two_folders_of_one_name_apart_and_one_folder_spelt_twice(
         (root / side / "docs" / f"{side}.md").write_text(f"# {side}\n\nText.\n", "utf-8")
     pipeline = make_pipeline(root, embeddings)
     two = [SourceLoader("docs", base_dir=root / "a"), SourceLoader("docs", base_dir=root / "b")]
-    with pytest.raises(ValueError, match=r"batch got 2 sources"):
+    with pytest.raises(ValueError, match=r"batch got 2 sources \('.*/a/docs', '.*/b/docs'\)"):
         pipeline.batch(two)
     assert stored_by_source(pipeline.vector_store) == {}
     monkeypatch.setenv("HOME", str(root / "a"))
