@@ -35,6 +35,8 @@ MAX_DEPTH = 50
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NULL_TAG = "tag:yaml.org,2002:null"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
 # `$${...}` is an escape; `${NAME}` a reference; anything else starting with `${` is malformed.
 _REFERENCE = re.compile(r"\$(?P<escape>\$)?\{(?P<body>[^}]*)(?P<close>\})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -45,6 +47,37 @@ AGENT_FILE_SHAPE = "a mapping with a 'tools:' list"
 
 JSONish = str | int | float | bool | None | list["JSONish"] | dict[str, "JSONish"]
 """What ``yaml.safe_load`` returns for a configuration file (dates aside)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """``SafeLoader`` reading numbers as YAML 1.2 does.
+
+    ``012`` is 12, while ``1:00`` and ``5_0`` are text (a config error naming them), not YAML
+    1.1's 10, 60 and 50. Booleans stay YAML 1.1's (``yes``: an error for a number field).
+    """
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT_TAG, _FLOAT_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_INT_TAG, re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    _FLOAT_TAG,
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+def _decimal_int(loader: yaml.SafeLoader, node: Node) -> int:
+    assert isinstance(node, ScalarNode)  # the int resolver tags scalars only
+    return int(loader.construct_scalar(node), 10)
+
+
+_Loader.add_constructor(_INT_TAG, _decimal_int)
 
 
 def join_path(prefix: str, key: str | int) -> str:
@@ -82,7 +115,7 @@ def read_yaml_mapping(
     """
     text = _read_text(path, display=display)
     try:
-        loader = yaml.SafeLoader(text)  # checks every character up front
+        loader = _Loader(text)  # checks every character up front
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + 1
         msg = (

@@ -824,6 +824,9 @@ def test_a_yaml_boolean_for_a_number_is_an_error_naming_file_field_and_value(
     [
         ('top_k: "5_0"', "tools[0].top_k", "an integer", "'5_0'"),
         ('min_similarity_score: "0_5"', "tools[0].min_similarity_score", "a number", "'0_5'"),
+        # unquoted: YAML 1.1 read 5_0 as 50 before any check saw it (a later probe)
+        ("top_k: 5_0", "tools[0].top_k", "an integer", "'5_0'"),
+        ("search_weights: {keyword: 0_3}", "tools[0].search_weights.keyword", "a number", "'0_3'"),
     ],
 )
 def test_a_number_written_with_an_underscore_is_an_error(
@@ -837,6 +840,19 @@ def test_a_number_written_with_an_underscore_is_an_error(
     with pytest.raises(ConfigError) as error:
         load_agent_config(path, environ={})
     assert str(error.value) == f"{path}: {field}: must be {kind}, written without '_', got {value}."
+
+
+def test_numbers_are_read_as_yaml_1_2_reads_them(tmp_path: Path) -> None:
+    """Found 2026-12-07 (a probe): YAML 1.1 read ``top_k: 012`` as 10 (octal) and
+    ``top_k: 1:00`` as 60 (base 60)."""
+    line = "tools:\n  - {{type: hierarchical_document, name: kb, source: d, {}}}\n"
+    path = write(tmp_path, line.format("top_k: 012, min_similarity_score: 1e-1"))
+    tool = load_agent_config(path, environ={}).tools[0]
+    assert (tool.top_k, tool.min_similarity_score) == (12, 0.1)
+    path = write(tmp_path, line.format("top_k: 1:00"))
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    assert str(error.value) == f"{path}: tools[0].top_k: must be an integer, got '1:00'."
 
 
 def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
