@@ -787,6 +787,16 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
 _NOT_A_BOOLEAN = "not a boolean (YAML reads yes/no, on/off, true/false as one)"
 
 
+def _tool_error(tmp_path: Path, entry: str) -> tuple[Path, str]:
+    """The agent.yaml of one tool with ``entry`` among its fields, and its ConfigError."""
+    path = write(
+        tmp_path, f"tools:\n  - {{type: hierarchical_document, name: kb, source: d, {entry}}}\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(path, environ={})
+    return path, str(error.value)
+
+
 @pytest.mark.parametrize(
     ("entry", "field", "kind", "value"),
     [
@@ -811,12 +821,8 @@ def test_a_yaml_boolean_for_a_number_is_an_error_naming_file_field_and_value(
     tmp_path: Path, entry: str, field: str, kind: str, value: str
 ) -> None:
     # pydantic's lax mode read `top_k: yes` as top_k=1, while `top_k: "five"` was refused
-    path = write(
-        tmp_path, f"tools:\n  - {{type: hierarchical_document, name: kb, source: d, {entry}}}\n"
-    )
-    with pytest.raises(ConfigError) as error:
-        load_agent_config(path, environ={})
-    assert str(error.value) == f"{path}: {field}: must be {kind}, {_NOT_A_BOOLEAN}, got {value}."
+    path, error = _tool_error(tmp_path, entry)
+    assert error == f"{path}: {field}: must be {kind}, {_NOT_A_BOOLEAN}, got {value}."
 
 
 @pytest.mark.parametrize(
@@ -834,12 +840,8 @@ def test_a_number_written_with_an_underscore_is_an_error(
 ) -> None:
     """Found 2026-12-07: pydantic's lax mode read the text "5_0" (a ${VAR}, a quoted value)
     as 50."""
-    path = write(
-        tmp_path, f"tools:\n  - {{type: hierarchical_document, name: kb, source: d, {entry}}}\n"
-    )
-    with pytest.raises(ConfigError) as error:
-        load_agent_config(path, environ={})
-    assert str(error.value) == f"{path}: {field}: must be {kind}, written without '_', got {value}."
+    path, error = _tool_error(tmp_path, entry)
+    assert error == f"{path}: {field}: must be {kind}, written without '_', got {value}."
 
 
 def test_numbers_are_read_as_yaml_1_2_reads_them(tmp_path: Path) -> None:
@@ -849,10 +851,8 @@ def test_numbers_are_read_as_yaml_1_2_reads_them(tmp_path: Path) -> None:
     path = write(tmp_path, line.format("top_k: 012, min_similarity_score: 1e-1"))
     tool = load_agent_config(path, environ={}).tools[0]
     assert (tool.top_k, tool.min_similarity_score) == (12, 0.1)
-    path = write(tmp_path, line.format("top_k: 1:00"))
-    with pytest.raises(ConfigError) as error:
-        load_agent_config(path, environ={})
-    assert str(error.value) == f"{path}: tools[0].top_k: must be an integer, got '1:00'."
+    path, error = _tool_error(tmp_path, "top_k: 1:00")
+    assert error == f"{path}: tools[0].top_k: must be an integer, got '1:00'."
 
 
 def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
