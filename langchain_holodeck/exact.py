@@ -9,6 +9,7 @@ cross-reference expansion needs:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -75,7 +76,6 @@ class _Chunk:
     symbols: tuple[str, ...] = ()  # qualified names of the definitions in the chunk (code)
     terms: tuple[str, ...] = ()  # normalized terms the chunk defines
     versions: tuple[str, ...] = ()  # versions its heading names (``## v2.3.1``)
-    codes: tuple[str, ...] = ()  # codes its text holds (``e1042``), lowercased
     labels: tuple[tuple[str, str], ...] = ()  # (section id, label word) its headings spell
     names: tuple[frozenset[str], ...] = ()  # its document's names (file stem, title)
 
@@ -110,8 +110,9 @@ class ExactMatchIndex:
     another; Clause, Paragraph); a heading without one (``4. Termination``) or a reference
     without one (``4(b)``) matches any.
 
-    Phrase matching scans the kept texts (a substring test per chunk, only for queries with
-    quotes); pass ``phrases=False`` to keep no text.
+    Phrase and code matching scan the kept texts (a substring test per chunk, only for
+    queries with quotes, and code lookups: ``E1042``, at most three chunks holding it pinned);
+    pass ``phrases=False`` to keep no text (neither is matched then).
 
     Instantiate:
         ```python
@@ -130,7 +131,6 @@ class ExactMatchIndex:
         self._by_short_name: dict[str, set[str]] = {}  # last part of a qualified name -> ids
         self._by_term: dict[str, set[str]] = {}  # normalized defined term -> ids
         self._by_version: dict[str, set[str]] = {}  # version a heading names -> ids
-        self._by_code: dict[str, set[str]] = {}  # code a text holds (lowercased) -> ids
         self._files_named: dict[frozenset[str], dict[str, int]] = {}  # name -> {file: chunks}
         self._names_with: dict[str, set[frozenset[str]]] = {}  # word -> names holding it
         self._lock = threading.RLock()
@@ -188,7 +188,6 @@ class ExactMatchIndex:
             self._by_short_name.clear()
             self._by_term.clear()
             self._by_version.clear()
-            self._by_code.clear()
             self._files_named.clear()
             self._names_with.clear()
 
@@ -215,7 +214,6 @@ class ExactMatchIndex:
         terms = meta.get("defined_terms") or ()
         index = meta.get("chunk_index")
         path = source_path(meta)
-        text = original_content(doc)
         return _Chunk(
             source_path=path,
             section_id=str(meta.get("section_id") or ""),
@@ -227,8 +225,7 @@ class ExactMatchIndex:
             versions=heading_versions(meta),
             labels=heading_labels(meta),
             names=document_names(meta, path),
-            codes=codes_in(text),
-            text=norm_text(text) if self.phrases else "",
+            text=norm_text(original_content(doc)) if self.phrases else "",
         )
 
     def _remove(self, doc_id: str) -> None:
@@ -262,7 +259,6 @@ class ExactMatchIndex:
         keys += [(name.rsplit(".", 1)[-1], self._by_short_name) for name in entry.symbols]
         keys += [(term, self._by_term) for term in entry.terms]
         keys += [(version, self._by_version) for version in entry.versions]
-        keys += [(code, self._by_code) for code in entry.codes]
         return keys
 
     # -- search -------------------------------------------------------------------------
@@ -325,9 +321,11 @@ class ExactMatchIndex:
                     mention.setdefault(doc_id, order)
             start += len(parsed.versions)
             for order, code in enumerate(parsed.codes, start=start):
-                holders = self._by_code.get(code, set())
-                if len(holders) > _MAX_CODE_HITS or code in defined:
-                    continue  # common, or a defined name: its definition answers, not mentions
+                if code in defined:
+                    continue  # a defined name: its definition answers, not its mentions
+                holders = self._code_holders(code)
+                if len(holders) > _MAX_CODE_HITS:
+                    continue  # common: BM25 ranks them
                 for doc_id in holders:
                     scores[doc_id] = max(scores.get(doc_id, 0.0), CODE_SCORE)
                     mention.setdefault(doc_id, order)
@@ -397,6 +395,23 @@ class ExactMatchIndex:
             i: s if chunks[i].source_path in named else min(s, DESCENDANT_SCORE)
             for i, s in hits.items()
         }
+
+    def _code_holders(self, code: str) -> list[str]:
+        """The chunks whose text holds ``code`` as a word, up to one more than are pinned.
+
+        A scan of the kept texts (a substring test per chunk, as for quoted phrases), only for
+        a code lookup: indexing every chunk's codes made the index three times slower to
+        build, at every start of a tool, for queries that are rare.
+        """
+        word = re.compile(rf"(?<![\w.-]){re.escape(code)}(?![\w-]|\.\w)")
+        chunks = self._chunks
+        found: list[str] = []
+        for doc_id in [i for i, chunk in chunks.items() if code in chunk.text]:
+            if word.search(chunks[doc_id].text):
+                found.append(doc_id)
+                if len(found) > _MAX_CODE_HITS:
+                    break
+        return found
 
     def _named_files(self, words: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
         """The files the words name, and the words of those names.
