@@ -75,27 +75,40 @@ def given_store_backend(name: str, store_type: Callable[[Embeddings], VectorStor
     return Backend(name, make)
 
 
+def configured_tool(
+    embeddings: HashingEmbeddings,
+    database: dict[str, Any] | None,
+    base: Path,
+    store_dir: Path,
+    **fields: Any,
+) -> VectorStoreTool:
+    """A vectorstore tool built from config fields, its project and home ``base``."""
+    fields = {"type": "vectorstore", "description": "d", **fields}
+    if database is not None:
+        fields["database"] = database
+    return VectorStoreTool(
+        VectorStoreToolConfig(**fields),
+        embeddings=embeddings,
+        base_dir=base,
+        project_dir=base,
+        home_dir=base,
+        store_dir=store_dir,
+    )
+
+
 def configured_backend(name: str, database: dict[str, Any] | None) -> Backend:
     """Tools built from config; in-memory ones share one store directory (two projects)."""
     embeddings = HashingEmbeddings()
 
     def make(root: Path, tool_name: str, tmp: Path) -> Tool:
-        fields: dict[str, Any] = {
-            "type": "vectorstore",
-            "name": tool_name,
-            "description": "d",
-            "source": "docs",
-            "top_k": 10,
-        }
-        if database is not None:
-            fields["database"] = database
-        return VectorStoreTool(
-            VectorStoreToolConfig(**fields),
-            embeddings=embeddings,
-            base_dir=root,
-            project_dir=root,
-            home_dir=root,
-            store_dir=tmp / "shared-store",
+        return configured_tool(
+            embeddings,
+            database,
+            root,
+            tmp / "shared-store",
+            name=tool_name,
+            source="docs",
+            top_k=10,
         )
 
     return Backend(name, make)
@@ -421,22 +434,14 @@ def test_every_spelling_of_one_root_writes_the_same_chunks(
     embeddings = HashingEmbeddings()
 
     def spelt(source: str, base: Path) -> Tool:
-        fields: dict[str, Any] = {
-            "type": "vectorstore",
-            "name": "docs",
-            "description": "d",
-            "source": source,
-            "corpus_id": "team_docs",
-        }
-        if database is not None:
-            fields["database"] = database
-        return VectorStoreTool(
-            VectorStoreToolConfig(**fields),
-            embeddings=embeddings,
-            base_dir=base,
-            project_dir=base,
-            home_dir=base,
-            store_dir=tmp_path / "shared-store",
+        return configured_tool(
+            embeddings,
+            database,
+            base,
+            tmp_path / "shared-store",
+            name="docs",
+            source=source,
+            corpus_id="team_docs",
         )
 
     first = spelt("docs", root)
