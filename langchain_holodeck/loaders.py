@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import codecs
-import encodings
-import encodings.aliases
 import enum
-import importlib
 import json
 import logging
 import os
 import re
 import stat
-import sys
 import threading
 import zipfile
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
@@ -25,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
+from langchain_holodeck import _source_walk
 from langchain_holodeck._conversion import (
     DEFAULT_MAX_CONVERT_MEMORY_BYTES,
     DEFAULT_MAX_CONVERT_SECONDS,
@@ -38,8 +34,15 @@ from langchain_holodeck._conversion import (
 from langchain_holodeck._converted import promote_empty_headers, without_permalinks
 from langchain_holodeck._inline_data import without_base64_data
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
+from langchain_holodeck._source_walk import expand_home, readable_name, refuse_system_directories
+from langchain_holodeck._text_decoding import (
+    bom_encoding,
+    check_encoding,
+    decode,
+    mostly_utf8,
+    without_lone_surrogates,
+)
 from langchain_holodeck.errors import (
-    ConfigError,
     DocumentLoadError,
     NoSupportedFilesError,
     SourceUnreadableError,
@@ -88,13 +91,6 @@ _SHOWN_BAD_LINES = 5
 """Line numbers a JSON Lines file's warning names before ``...``."""
 _SHOWN_KINDS = 8
 """Extensions the skip summary names before ``...``."""
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16: it starts with the UTF-16-LE BOM
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 
 
 class Skipped(enum.Enum):
@@ -299,7 +295,7 @@ class SourceLoader(BaseLoader):
             )
             raise TypeError(msg)
         for name in encoding_fallbacks:
-            _check_encoding(name)
+            check_encoding(name)
         self.source = source
         self.base_dir = base_dir
         self.on_error = on_error
@@ -389,7 +385,7 @@ class SourceLoader(BaseLoader):
             return Skipped.UNREADABLE if unreadable else Skipped.FAILED
         if isinstance(text, Skipped):  # reported by _read
             return text
-        text = _without_lone_surrogates(text, file.source_path)
+        text = without_lone_surrogates(text, file.source_path)
         if not text.strip():
             hint = _NO_TEXT_LAYER if file.file_type == "pdf" else ""
             logger.warning(
@@ -422,13 +418,13 @@ class SourceLoader(BaseLoader):
         The name is the last component of the absolute path, whatever the spelling (``docs``,
         ``./docs/``, ``.`` inside it, ``/abs/docs``); ``""`` for a root without one (``/``).
         """
-        raw = _expand_home(self.source)
+        raw = expand_home(self.source)
         absolute = os.path.abspath(os.path.join(self.base_dir or os.getcwd(), raw))
         return absolute, PurePath(absolute).name
 
     def _collect_files(self) -> list[SourceFile]:
         root, shown = self._root()
-        _refuse_system_directories(root, self.source)
+        refuse_system_directories(root, self.source)
         if not os.path.exists(root):
             msg = (
                 f"source {os.fspath(self.source)!r} does not exist (looked at {root!r}); "
@@ -437,7 +433,7 @@ class SourceLoader(BaseLoader):
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
             excluded = {
-                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), _expand_home(p)))
+                os.path.realpath(os.path.join(self.base_dir or os.getcwd(), expand_home(p)))
                 for p in self.exclude
             }
 
@@ -448,7 +444,10 @@ class SourceLoader(BaseLoader):
                 self._warn_walk(message, named(rel), *args)
 
             unlisted: list[tuple[str, OSError]] = []
-            found = [(named(rel), path) for rel, path in _walk(root, excluded, warn, unlisted)]
+            found = [
+                (named(rel), path)
+                for rel, path in _source_walk.walk(root, excluded, warn, unlisted)
+            ]
             if unlisted and unlisted[0][0] == "":  # the source itself: nothing is known
                 reason = unlisted[0][1].strerror or unlisted[0][1]
                 msg = (
@@ -456,7 +455,7 @@ class SourceLoader(BaseLoader):
                     "was changed: make it readable and run again."
                 )
                 raise SourceUnreadableError(msg) from unlisted[0][1]
-            unreachable = [_readable_name(named(prefix)) for prefix, _ in unlisted]
+            unreachable = [readable_name(named(prefix)) for prefix, _ in unlisted]
         else:
             found = [(shown, root)]
             unreachable = []
@@ -464,7 +463,7 @@ class SourceLoader(BaseLoader):
         unsupported: Counter[str] = Counter()
         named_as: set[str] = set()
         for raw_source_path, path in found:
-            source_path = _readable_name(raw_source_path)
+            source_path = readable_name(raw_source_path)
             if source_path in named_as:  # a byte not UTF-8 spelt \xNN, and a file named so
                 self._warn_walk(
                     "Skipping a second file named %s: a byte that is not UTF-8 is spelt \\xNN "
@@ -563,18 +562,18 @@ class SourceLoader(BaseLoader):
             return self._convert(file)
         with file.path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
-            if _bom_encoding(head) is None and b"\x00" in head:  # binary: the rest is not read
+            if bom_encoding(head) is None and b"\x00" in head:  # binary: the rest is not read
                 logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
                 return Skipped.NO_TEXT
             data = head + fh.read()
-        text, encoding = self._decode(data)
+        text, encoding = decode(data, self.encoding_fallbacks)
         if text is not None and "\x00" in text:
             # One rule with or without a byte order mark: text holding a NUL is binary content
             # (UTF-16's zero bytes are not NULs; a NUL character in any encoding is).
             logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
             return Skipped.NO_TEXT
         if encoding not in ("utf-8", "utf-8-sig"):  # a few bad bytes in UTF-8 text?
-            mostly = _mostly_utf8(data)
+            mostly = mostly_utf8(data)
             if mostly is not None:
                 text, encoding = mostly[0], "utf-8"
                 logger.warning(
@@ -607,52 +606,6 @@ class SourceLoader(BaseLoader):
         if file.file_type in _TEXT_TYPES:
             return text.replace("\r\n", "\n").replace("\r", "\n")
         return self._convert(file, text.encode("utf-8"), charset="utf-8")
-
-    def _decode(self, data: bytes) -> tuple[str | None, str | None]:
-        """(text, encoding) or (None, None) for binary/undecodable bytes."""
-        bom = _bom_encoding(data)
-        if bom is not None:
-            try:
-                return data.decode(bom), bom
-            except UnicodeDecodeError:
-                return None, None
-        if b"\x00" in data:
-            return None, None
-        try:
-            return data.decode("utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            pass
-        import charset_normalizer
-
-        matches = charset_normalizer.from_bytes(data)
-        best = matches.best()
-        if best is not None:
-            guess = str(best)
-            # a few accented letters read as a double-byte code page or UTF-16 ("Eu não sei."
-            # as Big5: "Eu n緌 sei."): too short for the detector to offer the fallback at all
-            multibyte = len(guess) < len(data)
-            for name in self.encoding_fallbacks:
-                codec = _codec(name)
-                chaos = min(
-                    (m.chaos for m in matches if codec in map(_codec, m.could_be_from_charset)),
-                    default=None,
-                )
-                near = chaos is not None and chaos <= best.chaos + _CHAOS_MARGIN
-                if not (near or multibyte):
-                    continue
-                text, encoding = _try_decode(data, name)
-                if text is None:
-                    continue
-                if (chaos is not None and chaos <= best.chaos) or (
-                    _reads_as_latin_words(text) and (near or _accents_only(text))
-                ):
-                    return text, encoding
-            return guess, best.encoding
-        for name in self.encoding_fallbacks:
-            text, encoding = _try_decode(data, name)
-            if text is not None:
-                return text, encoding
-        return None, None
 
     def _convert(
         self, file: SourceFile, data: bytes | None = None, *, charset: str | None = None
@@ -760,115 +713,6 @@ def _json_lines(text: str, source_path: str) -> str:
     return markdown
 
 
-_SYSTEM_DIRECTORIES = ("/proc", "/sys", "/dev")
-_UTF8_MULTIBYTE = re.compile(
-    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
-)
-
-
-def _expand_home(path: str | os.PathLike[str]) -> str:
-    """``path`` with a leading ``~`` or ``~user`` expanded: what a shell would open.
-
-    A configured ``source: ~/notes`` otherwise joined the agent.yaml's directory
-    (``<dir>/~/notes``) and was not found. A ``~user`` that names no user stays as written.
-    """
-    return os.path.expanduser(os.fspath(path))
-
-
-def _refuse_system_directories(root: str, source: str | os.PathLike[str]) -> None:
-    """Refuse the file system root and the kernel's pseudo file systems as a source.
-
-    Raises:
-        ConfigError: When ``root`` resolves to ``/`` or lies under /proc, /sys or /dev.
-    """
-    real = os.path.realpath(root)
-    if real == os.path.sep or any(_inside(real, d) for d in _SYSTEM_DIRECTORIES):
-        msg = (
-            f"source {os.fspath(source)!r} resolves to {real!r}, the file system root or a "
-            "system directory (/proc, /sys, /dev); point source at a folder of documents."
-        )
-        raise ConfigError(msg)
-
-
-def _readable_name(name: str) -> str:
-    r"""``name`` with each byte that is not UTF-8 (a surrogate escape) spelled as ``\xNN``.
-
-    File names are bytes on POSIX; ``os.fsdecode`` keeps undecodable ones as lone
-    surrogates, which no UTF-8 encoder (ids, JSON, Redis) accepts. The escaped form is
-    stable, so the file keeps its chunk ids from run to run.
-    """
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return name
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _without_lone_surrogates(text: str, source_path: str) -> str:
-    r"""``text`` with each lone surrogate spelt U+FFFD, and one WARNING when there was one.
-
-    Decoded bytes never hold one; JSON does (``"caf\udce9"``, an escape of half a pair, is
-    valid JSON), and no UTF-8 encoder takes it: the file's chunk hashes, and every file
-    after it, stopped with ``UnicodeEncodeError``.
-    """
-    found = len(_LONE_SURROGATE.findall(text))
-    if not found:
-        return text
-    logger.warning(
-        "%s: %d lone surrogate escape(s) (half of a UTF-16 pair, not text) replaced with U+FFFD.",
-        source_path,
-        found,
-    )
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-_CHAOS_MARGIN = 0.1
-"""How much messier than charset-normalizer's best guess a configured fallback may read and
-still win, when its text reads as Latin words (``_reads_as_latin_words``)."""
-_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f\s]{3,}")
-
-
-def _accents_only(text: str) -> bool:
-    """Whether every non-ASCII character of ``text`` is an accented Latin letter (U+00C0-U+00FF).
-
-    ``Eu não sei.`` read as cp1252 is; a short Shift-JIS or UTF-16 text read so is not: its
-    characters become quotes, ``Œ``, ``Ž``, ``Š`` (``2024年`` is ``2024”N``).
-    """
-    return all(ch < "\x80" or ("\xc0" <= ch <= "\xff" and ch not in "\xd7\xf7") for ch in text)
-
-
-def _reads_as_latin_words(text: str) -> bool:
-    """Whether ``text``'s non-ASCII characters stand mostly alone or in pairs among ASCII ones.
-
-    So do the accents of a Latin-script language (``très``, ``così``, ``informações``). A
-    double-byte (GBK, Big5, EUC) or a Cyrillic or Greek text read as a Latin code page is a
-    run of accented letters and symbols per word (``ÅäÖÃÎÄ¼þ``): here more than a quarter of
-    its non-ASCII characters stand in runs of three or more.
-    """
-    non_ascii = sum(1 for ch in text if ord(ch) > 0x7F and not ch.isspace())
-    in_runs = sum(len(run) for run in _NON_ASCII_RUN.findall(text))
-    return in_runs * 4 <= non_ascii
-
-
-def _mostly_utf8(data: bytes) -> tuple[str, int] | None:
-    """(text, invalid sequences) when ``data`` is UTF-8 text with a few invalid bytes.
-
-    UTF-8 it is when its valid multi-byte sequences outnumber the invalid ones four to one:
-    one stray byte in a UTF-8 file is not a reason to read all of it as cp1252.
-    """
-    if _bom_encoding(data) is not None or b"\x00" in data:
-        return None
-    valid = len(_UTF8_MULTIBYTE.findall(data))
-    if not valid:
-        return None
-    text = data.decode("utf-8", errors="replace")
-    invalid = text.count("\ufffd") - data.count("\ufffd".encode())
-    return (text, invalid) if 0 < invalid * 4 <= valid else None
-
-
 def _zip_expanded_bytes(path: Path) -> int | None:
     """The uncompressed size of the zip archive at ``path`` (its directory's sum), or ``None``.
 
@@ -880,160 +724,3 @@ def _zip_expanded_bytes(path: Path) -> int | None:
             return sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError, ValueError):
         return None
-
-
-def _check_encoding(name: str) -> None:
-    """Raise ``ValueError`` unless ``name`` is a codec this interpreter can load.
-
-    A known codec whose module fails to import (an interpreter this user cannot read) is
-    reported as that, with the import error, not as an unknown encoding.
-    """
-    try:
-        codecs.lookup(name)
-    except LookupError:
-        module = encodings.normalize_encoding(name).lower()
-        module = encodings.aliases.aliases.get(module, module)
-        if module not in set(encodings.aliases.aliases.values()):
-            msg = f"encoding_fallbacks has an unknown encoding {name!r}."
-            raise ValueError(msg) from None
-        try:
-            importlib.import_module(f"encodings.{module}")
-            reason = "the codec registry refused it"
-        except Exception as error:  # the reason is the message
-            reason = f"{type(error).__name__}: {error}"
-        msg = (
-            f"encoding_fallbacks: the codec {name!r} exists but its module encodings.{module} "
-            f"could not be loaded ({reason}); check that this user can read the Python "
-            f"installation at {sys.prefix!r}, or pass encoding_fallbacks=()."
-        )
-        raise ValueError(msg) from None
-
-
-def _codec(name: str) -> str:
-    return codecs.lookup(name).name
-
-
-def _try_decode(data: bytes, encoding: str) -> tuple[str | None, str | None]:
-    try:
-        return data.decode(encoding), encoding
-    except UnicodeDecodeError:
-        return None, None
-
-
-def _bom_encoding(data: bytes) -> str | None:
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            return encoding
-    return None
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or os.path.commonpath([root, path]) == root
-
-
-def _walk(
-    root: str,
-    excluded: set[str] | frozenset[str] = frozenset(),
-    warn: Callable[..., None] = logger.warning,
-    unlisted: list[tuple[str, OSError]] | None = None,
-) -> list[tuple[str, str]]:
-    """(posix path relative to root, absolute lexical path) of every regular file below root.
-
-    ``warn`` (``logger.warning``'s signature) reports what the walk skips. Each directory it
-    cannot list is appended to ``unlisted`` as (its relative path ending in ``/``, ``""`` for
-    ``root``; the error).
-
-    Entries whose real path is in ``excluded`` are left out, directories with all they hold;
-    an excluded path that is ``root`` or holds it leaves nothing out.
-
-    Real entries are walked first; symlinks are resolved afterwards in sorted order, so a
-    target reachable directly keeps its direct path. Each real file and directory is
-    listed once; links escaping ``root`` are refused, links to walked directories skipped.
-    """
-    root_real = os.path.realpath(root)
-    excluded_below = [path_out for path_out in excluded if not _inside(root_real, path_out)]
-    seen_dirs = {root_real}
-    seen_files: set[str] = set()
-    found: list[tuple[str, str]] = []
-    dirs: list[tuple[str, str, str]] = [("", root, root_real)]  # (rel prefix, path, real path)
-    links: list[tuple[str, str]] = []  # (rel, path) of symlinks, resolved once dirs run out
-    while dirs or links:
-        if not dirs:
-            links.sort(reverse=True)
-            rel, path = links.pop()
-            target = os.path.realpath(path)
-            if any(_inside(target, path_out) for path_out in excluded_below):
-                logger.debug("Ignoring symlink %s: it resolves into an excluded path.", rel)
-                continue
-            _follow(rel, path, root_real, seen_dirs, seen_files, found, dirs, warn)
-            continue
-        prefix, dir_path, dir_real = dirs.pop()
-        try:
-            with os.scandir(dir_path) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as e:
-            if unlisted is not None:
-                unlisted.append((prefix, e))
-            if prefix or unlisted is None:  # the source itself: the caller raises
-                warn("Skipping directory %s: cannot list it (%s).", prefix or ".", e)
-            continue
-        for entry in entries:
-            rel = prefix + entry.name
-            if entry.name.startswith("."):
-                logger.debug("Ignoring hidden %s.", rel)
-            elif os.path.join(dir_real, entry.name) in excluded:
-                logger.debug("Ignoring %s: excluded (a store directory).", rel)
-            elif entry.is_symlink():
-                links.append((rel, entry.path))
-            elif entry.is_dir(follow_symlinks=False):
-                real = os.path.join(dir_real, entry.name)
-                if real not in seen_dirs:
-                    seen_dirs.add(real)
-                    dirs.append((rel + "/", entry.path, real))
-            elif entry.is_file(follow_symlinks=False):
-                seen_files.add(os.path.join(dir_real, entry.name))
-                found.append((rel, entry.path))
-            else:
-                warn("Skipping %s: not a regular file.", rel)
-    found.sort()
-    return found
-
-
-def _follow(
-    rel: str,
-    path: str,
-    root_real: str,
-    seen_dirs: set[str],
-    seen_files: set[str],
-    found: list[tuple[str, str]],
-    dirs: list[tuple[str, str, str]],
-    warn: Callable[..., None],
-) -> None:
-    """Resolve one symlink below the source and queue its target if it is safe and new."""
-    try:
-        st = os.stat(path)  # follows the link; ELOOP / ENOENT for loops and dangling links
-    except OSError as e:
-        warn("Skipping symlink %s: cannot resolve it (%s).", rel, e.strerror or e)
-        return
-    real = os.path.realpath(path)
-    if not _inside(real, root_real):
-        warn("Refusing symlink %s: it resolves to %s, outside the source %s.", rel, real, root_real)
-        return
-    if stat.S_ISDIR(st.st_mode):
-        if real in seen_dirs:
-            parent_real = os.path.realpath(os.path.dirname(path))
-            if _inside(parent_real, real):
-                warn("Skipping symlink %s: it loops back to %s.", rel, real)
-            else:
-                logger.debug("Skipping symlink %s: its directory is already loaded.", rel)
-            return
-        seen_dirs.add(real)
-        dirs.append((rel + "/", path, real))
-    elif stat.S_ISREG(st.st_mode):
-        if real in seen_files:
-            logger.debug("Skipping symlink %s: its file is already loaded.", rel)
-            return
-        seen_files.add(real)
-        found.append((rel, path))
-    else:
-        warn("Skipping %s: not a regular file.", rel)

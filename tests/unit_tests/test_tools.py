@@ -668,16 +668,16 @@ def test_initialize_stats_each_file_once(
 ) -> None:
     """The README's promise: re-running costs one stat per file (one walk, not a second for
     the legacy-chunk check), on the first ingest and on a re-check."""
-    import langchain_holodeck.loaders as loaders
+    from langchain_holodeck import _source_walk
 
     walks: list[str] = []
-    walk = loaders._walk
+    walk = _source_walk.walk
 
     def counted(root: str, *args: Any, **kwargs: Any) -> list[tuple[str, str]]:
         walks.append(root)
         return walk(root, *args, **kwargs)
 
-    monkeypatch.setattr(loaders, "_walk", counted)
+    monkeypatch.setattr(_source_walk, "walk", counted)
     assert tool.initialize_sync().added > 0
     assert len(walks) == 1
     assert tool.initialize_sync().skipped == tool.document_count
