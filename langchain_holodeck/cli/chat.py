@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from langchain_holodeck.cli._drift import sync_known
 from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     as_ingested,
     build_tool,
     config_tool_target,
-    initialize_known,
     read_manifest,
     target_from_manifest,
 )
@@ -122,7 +122,7 @@ def session_tools(
     tools = []
     for target in targets:
         tool = build_tool(target, store)
-        result = initialize_known(tool, store, force_ingest=force_ingest)
+        result = sync_known(target, tool, store, force_ingest=force_ingest)
         if not quiet:
             print(
                 f"{tool.name}: {tool.document_count} chunks ready ({result.added} added, "

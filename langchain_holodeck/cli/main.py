@@ -43,6 +43,7 @@ from langchain_holodeck._embedding_settings import (
 )
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._version import __version__
+from langchain_holodeck.cli._drift import sync_known as _sync_known
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
@@ -54,7 +55,6 @@ from langchain_holodeck.cli._targets import build_tool as _build_tool
 from langchain_holodeck.cli._targets import config_target as _config_target
 from langchain_holodeck.cli._targets import config_tool_target as _config_tool_target
 from langchain_holodeck.cli._targets import default_target as _default_target
-from langchain_holodeck.cli._targets import initialize_known as _initialize_known
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import recorded_long_text as _recorded_long_text
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
@@ -636,7 +636,7 @@ def _run_search(args: argparse.Namespace) -> int:
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
-    result = _initialize_known(tool, args.store)
+    result = _sync_known(target, tool, args.store)
     if tool.fallback_reason is not None and (result.added or result.failed):
         # nothing changed: the store is out of reach and the fallback holds a copy made now
         logger.warning(

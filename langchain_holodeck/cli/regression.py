@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_holodeck.cli._drift import sync_known
 from langchain_holodeck.cli._targets import (
     as_ingested,
     build_tool,
     config_tool_target,
-    initialize_known,
 )
 from langchain_holodeck.errors import ConfigError
 
@@ -157,7 +157,7 @@ def run_test(args: argparse.Namespace) -> int:
             continue
         target = as_ingested(config_tool_target(config, path, Path.cwd()), args.store)
         tool = build_tool(target, args.store, top_k=max(c.k for c in cases))
-        initialize_known(tool, args.store, force_ingest=args.force_ingest)
+        sync_known(target, tool, args.store, force_ingest=args.force_ingest)
         retriever = tool.as_retriever()
         results += [run_case(retriever.invoke(c.query), c, tool.name) for c in cases]
     print(report(results))

@@ -895,9 +895,9 @@ def _interrupted(*args: object, **kwargs: object) -> None:
 @pytest.mark.parametrize(
     ("command", "syncs"),
     [
-        ("search", "langchain_holodeck.cli.main._initialize_known"),
-        ("test", "langchain_holodeck.cli.regression.initialize_known"),
-        ("chat", "langchain_holodeck.cli.chat.initialize_known"),
+        ("search", "langchain_holodeck.cli.main._sync_known"),
+        ("test", "langchain_holodeck.cli.regression.sync_known"),
+        ("chat", "langchain_holodeck.cli.chat.sync_known"),
     ],
 )
 def test_ctrl_c_in_search_test_or_chat_says_it_stopped_not_how_to_resume_an_ingest(
