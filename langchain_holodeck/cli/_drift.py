@@ -17,8 +17,11 @@ from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
     initialize_known,
+    replaced_corpus,
+    tool_store_dir,
 )
 from langchain_holodeck.config.models import spelt
+from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.errors import HolodeckError
 
 if TYPE_CHECKING:
@@ -79,6 +82,52 @@ def check_recorded_source(target: Target, store: Path) -> None:
         "one corpus across moves)."
     )
     raise HolodeckError(msg)
+
+
+def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
+    """One WARNING when this ingest hides another corpus of the store (its chunks stay).
+
+    Both corpora are named by their resolved roots: ``docs`` ingested in a project, then in
+    the same project moved elsewhere, read ``the corpus of docs ... will use docs``. When the
+    recorded root is gone (the project moved), ingesting it "again to switch back" cannot
+    work: the warning names the old corpus's namespace, whose chunks and embedding cache stay
+    unsearched, and the ways to remove them (docs/reliability.md, a source moved).
+    """
+    previous = replaced_corpus(store, target)
+    if previous is None:
+        return
+    then = (Path(previous.base_dir) / Path(previous.source).expanduser()).resolve()
+    now = target.config.resolved_source(target.base_dir).resolve()
+    if then.exists():
+        logger.warning(
+            "%s holds the %r corpus of %s (ingested %s); its chunks are kept, but search, chat, "
+            "serve and tools on this --store will use %s. Ingest %s again to switch back "
+            "(nothing is re-embedded), or give each source its own --store.",
+            store,
+            previous.tool,
+            spelt(str(then)),
+            previous.ingested_at,
+            spelt(str(now)),
+            spelt(str(then)),
+        )
+        return
+    fresh = ""
+    if tool.backend == "in-memory":  # the corpora share STORE/<tool name>/ and nothing else
+        fresh = f", or delete {tool_store_dir(store, previous.tool)} and ingest again"
+    logger.warning(
+        "%s holds the %r corpus of %s (ingested %s), a folder that is gone (moved or "
+        "renamed?): this ingest of %s is another corpus, its files embedded anew, and the old "
+        "one's chunks and embedding cache stay in the store, unsearched. Delete its namespace "
+        "%r (scan_documents, then delete: docs/reliability.md, a source moved)%s; corpus_id "
+        "in an agent.yaml keeps one corpus across moves.",
+        store,
+        previous.tool,
+        spelt(str(then)),
+        previous.ingested_at,
+        spelt(str(now)),
+        corpus_namespace(then, name=previous.tool),
+        fresh,
+    )
 
 
 def ingest_command(target: Target, store: Path, *, flags: str = "") -> str:

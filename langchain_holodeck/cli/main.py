@@ -44,6 +44,7 @@ from langchain_holodeck._embedding_settings import (
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._version import __version__
 from langchain_holodeck.cli._drift import sync_known as _sync_known
+from langchain_holodeck.cli._drift import warn_if_replacing as _warn_if_replacing
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
@@ -58,7 +59,6 @@ from langchain_holodeck.cli._targets import default_target as _default_target
 from langchain_holodeck.cli._targets import read_manifest as _read_manifest
 from langchain_holodeck.cli._targets import recorded_long_text as _recorded_long_text
 from langchain_holodeck.cli._targets import remembered_settings as _remembered_settings
-from langchain_holodeck.cli._targets import replaced_corpus as _replaced_corpus
 from langchain_holodeck.cli._targets import sync_source as _sync_source
 from langchain_holodeck.cli._targets import target_from_manifest as _target_from_manifest
 from langchain_holodeck.cli._targets import target_model_id as _target_model_id
@@ -462,7 +462,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
             tool = _build_tool(target, args.store)
             result = _sync_source(tool, args.store, force_ingest=False, on_progress=bars)
     seconds = time.perf_counter() - start
-    _warn_if_replacing(args.store, target)  # once this source was read: not for a typo
+    _warn_if_replacing(args.store, target, tool)  # once this source was read: not a typo
     _write_manifest(args.store, target, tool)
     report = IngestReport(
         tool=tool.name,
@@ -511,24 +511,6 @@ def _in_its_stored_mode(
         mode,
     )
     return kept
-
-
-def _warn_if_replacing(store: Path, target: _Target) -> None:
-    """One WARNING when this ingest hides another corpus of the store (its chunks stay)."""
-    previous = _replaced_corpus(store, target)
-    if previous is None:
-        return
-    logger.warning(
-        "%s holds the %r corpus of %s (ingested %s); its chunks are kept, but search, chat, "
-        "serve and tools on this --store will use %s. Ingest %s again to switch back (nothing "
-        "is re-embedded), or give each source its own --store.",
-        store,
-        previous.tool,
-        previous.source,
-        previous.ingested_at,
-        target.config.source,
-        previous.source,
-    )
 
 
 def _ingest_target(args: argparse.Namespace) -> _Target:

@@ -693,14 +693,14 @@ def test_ingesting_another_source_into_the_store_says_the_earlier_corpus_is_kept
     code, out, err = run(capsys, "ingest", "B", "--store", "st")
     assert (code, "1 added", "0 deleted") == (0, *re.findall(r"1 added|0 deleted", out))
     [line] = err.splitlines()
-    assert line.startswith("warning: st holds the 'default' corpus of A (ingested ")
+    assert line.startswith(f"warning: st holds the 'default' corpus of {tmp_path / 'A'} (ingested ")
     assert "its chunks are kept, but search, chat, serve and tools" in line
-    assert "will use B. Ingest A again to switch back" in line
+    assert f"will use {tmp_path / 'B'}. Ingest {tmp_path / 'A'} again to switch back" in line
     code, out, err = run(capsys, "search", "arch deck four", "--json", "--store", "st")
     assert {hit["source_path"] for hit in json.loads(out)} == {"B/b.md"}
     code, out, err = run(capsys, "ingest", "A", "--store", "st")
     assert "0 added, 0 updated, 1 skipped" in out  # A's chunks were kept: nothing re-embedded
-    assert "corpus of B (ingested " in err
+    assert f"corpus of {tmp_path / 'B'} (ingested " in err
     code, out, err = run(capsys, "search", "arch deck four", "--json", "--store", "st")
     assert json.loads(out)[0]["source_path"] == "A/a.md"
     code, out, err = run(capsys, "ingest", "./A/", "--store", "st")

@@ -5,13 +5,18 @@ Runs the real local model (all-MiniLM-L6-v2, offline) on one small file per sour
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
 from langchain_holodeck.cli import main
 from langchain_holodeck.cli.chat import session_tools
+from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.errors import HolodeckError
+from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.helpers import HashingEmbeddings
 
 TOKENS = "# Tokens\n\nA token is revoked by sending DELETE to /tokens/{id}.\n"
 
@@ -75,3 +80,43 @@ def test_a_search_after_the_project_moved_names_the_manifest_and_the_ingest_to_r
     code, _, err = run(capsys, "search", "revoke a token")
     assert code == 1
     assert f"and {here / 'docs'} is gone (moved, renamed or deleted?)" in err
+
+
+def test_an_ingest_after_the_project_moved_names_both_roots_and_the_old_corpus_namespace(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ingest docs``, ``mv proj proj2``, ``ingest docs``: the warning said the store holds
+    the corpus of docs but will use docs, and to ingest docs again to switch back, which
+    cannot work (found 2026-12-07). It names both roots, and since the old one is gone, the
+    namespace whose chunks stay and the ways to remove them."""
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    here = moved(project, monkeypatch)
+    code, out, err = run(capsys, "ingest", "docs")
+    assert (code, "1 added") == (0, *re.findall("1 added", out))  # another corpus: embedded
+    old = corpus_namespace(project / "docs", name="default")
+    assert err.startswith(
+        f"warning: .holodeck/store holds the 'default' corpus of {project / 'docs'} (ingested "
+    )
+    assert err.endswith(
+        f"), a folder that is gone (moved or renamed?): this ingest of {here / 'docs'} is "
+        "another corpus, its files embedded anew, and the old one's chunks and embedding cache "
+        f"stay in the store, unsearched. Delete its namespace {old!r} (scan_documents, then "
+        "delete: docs/reliability.md, a source moved), or delete .holodeck/store/default and "
+        "ingest again; corpus_id in an agent.yaml keeps one corpus across moves.\n"
+    )
+    store = MatrixVectorStore.load(here / ".holodeck/store/default", HashingEmbeddings(384))
+    held = {str(d.metadata["namespace"]) for d in store.iter_documents()}
+    assert held == {old, corpus_namespace(here / "docs", name="default")}  # the one it names
+    # a root that is still there: both named by their roots, and the way back works
+    (here / "B").mkdir()
+    (here / "B" / "b.md").write_text("# B\n\nReplicators serve tea.\n", encoding="utf-8")
+    when = json.loads(Path(".holodeck/store/ingest.json").read_text())["ingested_at"]
+    code, out, err = run(capsys, "ingest", "B")
+    assert err == (
+        f"warning: .holodeck/store holds the 'default' corpus of {here / 'docs'} (ingested "
+        f"{when}); its chunks are kept, but search, chat, serve and tools on this --store will "
+        f"use {here / 'B'}. Ingest {here / 'docs'} again to switch back (nothing is "
+        "re-embedded), or give each source its own --store.\n"
+    )
+    code, out, err = run(capsys, "ingest", str(here / "docs"))
+    assert "0 added, 0 updated, 1 skipped" in out  # the command it names switches back
