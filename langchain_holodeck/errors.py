@@ -24,6 +24,8 @@ class EmbeddingModelMismatchError(HolodeckError, RuntimeError):
 
     stored_model: str | None = None
     """The ``embedding_model`` id of the stored chunks, when that is the mismatch."""
+    configured_model: str | None = None
+    """The ``embedding_model`` id the tool embeds with now, when that is the mismatch."""
 
 
 class EmbeddingError(HolodeckError, RuntimeError):

@@ -309,7 +309,7 @@ def check_embedding_model(stored: Mapping[str, Document], embedding_model: str |
                 "ingest` with --force-ingest) to re-embed everything."
             )
             error = EmbeddingModelMismatchError(msg)
-            error.stored_model = str(previous)
+            error.stored_model, error.configured_model = str(previous), embedding_model
             raise error
 
 

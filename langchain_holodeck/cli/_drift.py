@@ -10,19 +10,23 @@ error about an argument they do not take.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LongTextMode
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
     initialize_known,
+    recorded_long_text,
     replaced_corpus,
+    target_model_id,
     tool_store_dir,
 )
 from langchain_holodeck.config.models import spelt
 from langchain_holodeck.corpus import corpus_namespace
-from langchain_holodeck.errors import HolodeckError
+from langchain_holodeck.errors import EmbeddingModelMismatchError, HolodeckError
 
 if TYPE_CHECKING:
     from langchain_holodeck.cli._targets import Target
@@ -40,9 +44,16 @@ def sync_known(
     Raises:
         HolodeckError: When the source ``store``'s manifest gave ``target`` is gone
             (``check_recorded_source``).
+        EmbeddingModelMismatchError: Said with the ways out a CLI user has (``with_ways``).
     """
     check_recorded_source(target, store)
-    return initialize_known(tool, store, force_ingest=force_ingest)
+    try:
+        return initialize_known(tool, store, force_ingest=force_ingest)
+    except EmbeddingModelMismatchError as error:
+        said = with_ways(error, target, store)
+        if said is error:
+            raise
+        raise said from error
 
 
 def check_recorded_source(target: Target, store: Path) -> None:
@@ -130,8 +141,62 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
     )
 
 
+def with_ways(
+    error: EmbeddingModelMismatchError, target: Target, store: Path
+) -> EmbeddingModelMismatchError:
+    """``error`` said with the commands that get past it, or ``error`` when not a model's.
+
+    Stored chunks that differ from the tool's model in ``long_text`` alone (an agent.yaml
+    tool built before ``fit`` became the default stores ``...:long_text=auto:...``) can be
+    kept by setting that mode, and nothing is re-embedded; the library's message offered
+    only ``--force-ingest`` (everything re-embedded), as ``holodeck-rag ingest`` without the
+    ``--config`` the tool came from. Both ways are named, with the whole command.
+    """
+    stored, now = error.stored_model, error.configured_model
+    if stored is None or now is None:
+        return error
+    config = target.config
+    mode = recorded_long_text(stored)
+    head = (
+        f"the store holds chunks of {config.name!r} embedded with {stored!r}, but its model is "
+        f"now {now!r}"
+    )
+    mode_only = mode != config.long_text and _model_id_in(target, mode) == stored
+    if not mode_only:
+        ways = f"re-embed everything with `{ingest_command(target, store, flags='--force-ingest')}`"
+    elif target.config_path is not None:
+        ways = (
+            f"set `long_text: {mode}` on tool {config.name!r} in {target.config_path} to keep "
+            "them (nothing is re-embedded), or re-embed everything in long_text "
+            f"{config.long_text} with `{ingest_command(target, store, flags='--force-ingest')}`"
+        )
+    else:
+        keep = ingest_command(target, store, flags=f"--long-text {mode}")
+        again = f"--long-text {config.long_text} --force-ingest"
+        ways = (
+            f"`{keep}` keeps them (nothing is re-embedded); "
+            f"`{ingest_command(target, store, flags=again)}` re-embeds everything"
+        )
+    said = EmbeddingModelMismatchError(f"{head}; {ways}.")
+    said.stored_model, said.configured_model = stored, now
+    return said
+
+
+def _model_id_in(target: Target, mode: LongTextMode) -> str | None:
+    """The model id ``target``'s tool would have in ``long_text`` ``mode`` (None: refused)."""
+    config = target.config.model_copy(update={"long_text": mode})
+    try:
+        return target_model_id(replace(target, config=config))
+    except ValueError:  # a mode the model does not take (an OpenAI model: fit or auto)
+        return None
+
+
 def ingest_command(target: Target, store: Path, *, flags: str = "") -> str:
-    """The ``holodeck-rag ingest`` that re-ingests ``target``'s source into ``store``."""
+    """The ``holodeck-rag ingest`` that re-ingests ``target``'s source into ``store``.
+
+    With the default tool's settings as flags: a remembered setting applies to the path it
+    was remembered for, and the command may run elsewhere (a moved project).
+    """
     words = ["holodeck-rag"]
     if Path(store) != Path(DEFAULT_STORE):
         words += ["--store", spelt(str(store))]
@@ -140,6 +205,11 @@ def ingest_command(target: Target, store: Path, *, flags: str = "") -> str:
         words += ["--config", spelt(str(target.config_path)), "--tool", target.config.name]
     if target.config_path is None or target.source_overridden:
         words.append(spelt(target.config.source))
+    if target.config_path is None and target.embedding_model is not None:
+        words += ["--embedding-model", target.embedding_model]
+    default_mode = target.long_text == DEFAULT_LONG_TEXT or "--long-text" in flags
+    if target.config_path is None and not default_mode:
+        words += ["--long-text", target.long_text]
     if flags:
         words.append(flags)
     return " ".join(words)

@@ -45,6 +45,7 @@ from langchain_holodeck._redact import scrub
 from langchain_holodeck._version import __version__
 from langchain_holodeck.cli._drift import sync_known as _sync_known
 from langchain_holodeck.cli._drift import warn_if_replacing as _warn_if_replacing
+from langchain_holodeck.cli._drift import with_ways as _with_ways
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
@@ -489,12 +490,13 @@ def _in_its_stored_mode(
     flag) keeps the mode the store holds when only the mode differs.
 
     Raises:
-        EmbeddingModelMismatchError: ``error``, when this is not that case.
+        EmbeddingModelMismatchError: ``error`` with the ways out (``with_ways``), when this
+            is not that case.
     """
     flagged = args.embedding_model is not None or args.long_text is not None
     stored = error.stored_model
     if target.config_path is not None or flagged or args.force_ingest or stored is None:
-        raise error
+        raise _with_ways(error, target, args.store)
     mode = _recorded_long_text(stored)
     kept = _default_target(
         target.config.source,
@@ -504,7 +506,7 @@ def _in_its_stored_mode(
         project_dir=target.project_dir,
     )
     if mode == target.long_text or _target_model_id(kept) != stored:
-        raise error
+        raise _with_ways(error, target, args.store)
     logger.warning(
         "note: %s was embedded with --long-text %s; kept (pass --long-text to change it).",
         target.config.source,

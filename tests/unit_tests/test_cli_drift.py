@@ -1,4 +1,5 @@
-"""What the CLI says when the present differs from ``STORE/ingest.json``: a moved project.
+"""What the CLI says when the present differs from ``STORE/ingest.json``: a moved project,
+another store, a tool setting an upgrade changed.
 
 Runs the real local model (all-MiniLM-L6-v2, offline) on one small file per source.
 """
@@ -14,6 +15,7 @@ import pytest
 from langchain_holodeck.cli import main
 from langchain_holodeck.cli.chat import session_tools
 from langchain_holodeck.corpus import corpus_namespace
+from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
 from langchain_holodeck.errors import HolodeckError
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import HashingEmbeddings
@@ -120,3 +122,34 @@ def test_an_ingest_after_the_project_moved_names_both_roots_and_the_old_corpus_n
     )
     code, out, err = run(capsys, "ingest", str(here / "docs"))
     assert "0 added, 0 updated, 1 skipped" in out  # the command it names switches back
+
+
+def test_a_tool_built_in_the_earlier_long_text_default_is_told_both_ways_with_its_config(
+    capsys: pytest.CaptureFixture[str], project: Path
+) -> None:
+    """An agent.yaml tool ingested in ``long_text=auto`` (the default before ``fit``), then
+    run without it: the mismatch offered only ``holodeck-rag ingest`` with --force-ingest
+    (everything re-embedded, and no --config), not ``long_text: auto``, which keeps the
+    chunks and embeds nothing (found 2026-12-07)."""
+    tool = "tools:\n  - {type: hierarchical_document, name: kb, source: docs%s}\n"
+    agent = project / "agent.yaml"
+    agent.write_text(tool % ", long_text: auto", encoding="utf-8")
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    agent.write_text(tool % "", encoding="utf-8")
+    auto, fit = (embedding_model_id(resolve_embeddings(None, long_text=m)) for m in ("auto", "fit"))
+    for argv in (["ingest", "--config", "agent.yaml"], ["search", "--config", "agent.yaml", "x"]):
+        assert run(capsys, *argv) == (
+            1,
+            "",
+            f"error: the store holds chunks of 'kb' embedded with {auto!r}, but its model is "
+            f"now {fit!r}; set `long_text: auto` on tool 'kb' in agent.yaml to keep them "
+            "(nothing is re-embedded), or re-embed everything in long_text fit with "
+            "`holodeck-rag ingest --config agent.yaml --tool kb --force-ingest`.\n",
+        )
+    code, _, err = run(capsys, "search", "x")  # the tool the manifest records: its path
+    assert f"set `long_text: auto` on tool 'kb' in {agent} to keep them" in err
+    assert f"`holodeck-rag ingest --config {agent} --tool kb --force-ingest`" in err
+    agent.write_text(tool % ", long_text: auto", encoding="utf-8")  # the first way
+    code, out, err = run(capsys, "ingest", "--config", "agent.yaml")
+    assert (code, err) == (0, "")
+    assert "0 added, 0 updated, 1 skipped" in out  # nothing re-embedded

@@ -113,12 +113,13 @@ def test_switching_mode_asks_for_force_ingest_in_one_line_then_rebuilds(
         code, out, err = run(capsys, "ingest", "docs", *argv)
         assert (code, out) == (1, "")
         assert err.count("\n") == 1
-        assert err.startswith("error: the store holds chunks embedded with '")
+        assert err.startswith("error: the store holds chunks of 'default' embedded with '")
         assert "long_text=first" in err
         assert f"long_text={argv[1]}" in err
-        assert err.rstrip().endswith(
-            "re-ingest with force_ingest=True (CLI: `holodeck-rag ingest` with --force-ingest) "
-            "to re-embed everything."
+        assert err.rstrip().endswith(  # both ways, each a whole command
+            "`holodeck-rag ingest docs --long-text first` keeps them (nothing is re-embedded); "
+            f"`holodeck-rag ingest docs --long-text {argv[1]} --force-ingest` re-embeds "
+            "everything."
         )
         assert manifest(workdir)["long_text"] == "first"  # a failed ingest keeps the manifest
     code, out, err = run(capsys, "ingest", "docs", "--long-text", "auto", "--force-ingest")
@@ -163,7 +164,7 @@ def test_search_on_a_store_of_another_model_names_the_ingest_that_re_embeds(
     code, out, err = run(capsys, "search", "safety interlock")
     assert (code, out) == (1, "")
     assert err.count("\n") == 1
-    assert "(CLI: `holodeck-rag ingest` with --force-ingest) to re-embed everything." in err
+    assert "`holodeck-rag ingest docs --long-text auto --force-ingest` re-embeds everything" in err
 
 
 def test_a_manifest_with_an_unknown_mode_is_refused_in_one_line(
