@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -22,7 +23,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field, ValidationError
 
-from langchain_holodeck._chunk import chunk_hashes, content_digest
+from langchain_holodeck._chunk import chunk_hashes, content_digest, window_parent
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
 from langchain_holodeck._tracing import span
@@ -36,7 +37,7 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.contracts import CountedKeywordIndex
+from langchain_holodeck.contracts import CountedKeywordIndex, MergingSave
 from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import DefinitionIndex
 from langchain_holodeck.errors import (
@@ -338,6 +339,7 @@ class _DocumentTool(Generic[ConfigT]):
             retry_contexts=retry_contexts,
         )
         started = time.time()
+        unsaved = store.unsaved_deletions if isinstance(store, MergingSave) else frozenset()
         result = pipeline.invoke(loader, force_ingest=force_ingest)
         self.corpus.report_legacy_chunks(store, pipeline.walked)
         with self._saving(_PREVIOUS_KEPT):
@@ -346,6 +348,7 @@ class _DocumentTool(Generic[ConfigT]):
             with self._saving(_PREVIOUS_KEPT):
                 self.corpus.prune_cache(store, written_before=started)  # texts edited away
         self._after_ingest(store)
+        result = _without_deletions_by_others(result, store, unsaved)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
             _fail_if_embeddings_are_down(store, result)
@@ -701,6 +704,24 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
 
 _EMBED_QUERY = frozenset({"embed_query", "aembed_query"})
 _EMBED_ANY = _EMBED_QUERY | {"embed_documents", "aembed_documents"}
+
+
+def _without_deletions_by_others(
+    result: SyncResult, store: VectorStore, unsaved: frozenset[str]
+) -> SyncResult:
+    """``result`` counting only the deleted chunks this process's save removed from the file.
+
+    A saved store (``MergingSave``) deletes from this process's copy; the chunks another
+    process's save removed first were counted by that process. ``unsaved``: the store's
+    deletions before this sync, which ``result`` did not count.
+    """
+    if not isinstance(store, MergingSave):
+        return result
+    others = store.deleted_by_others - unsaved
+    counted = sum(1 for doc_id in others if window_parent(doc_id) == doc_id)
+    if not counted:
+        return result
+    return dataclasses.replace(result, deleted=max(0, result.deleted - counted))
 
 
 def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool:
