@@ -99,6 +99,7 @@ if TYPE_CHECKING:
         NoSupportedFilesError,
         SearchError,
         SourceUnreadableError,
+        StoreNotSavedError,
     )
     from langchain_holodeck.exact import (
         ExactMatchIndex,
@@ -243,6 +244,7 @@ _EXPORTS: dict[str, str] = {
     "IndexNotBuiltError": "langchain_holodeck.errors",
     "NoSupportedFilesError": "langchain_holodeck.errors",
     "SourceUnreadableError": "langchain_holodeck.errors",
+    "StoreNotSavedError": "langchain_holodeck.errors",
     "ExactMatchIndex": "langchain_holodeck.exact",
     "convex_score_fusion": "langchain_holodeck.fusion",
     "reciprocal_rank_fusion": "langchain_holodeck.fusion",
@@ -364,6 +366,7 @@ __all__ = [
     "SourceFile",
     "SourceLoader",
     "SourceUnreadableError",
+    "StoreNotSavedError",
     "StructuredMarkdownSplitter",
     "Symbol",
     "SyncPlan",

@@ -16,6 +16,7 @@ next writer.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import tempfile
@@ -33,6 +34,36 @@ _STALE_TMP_SECONDS = 60.0
 """A temporary file older than this, found by a writer holding the lock, is a killed write's."""
 
 _held = threading.local()  # this thread's locks: path -> (fd, depth, exclusive)
+
+_WHY_NOT_SAVED = {
+    errno.EROFS: ("its file system is read-only", "mount it read-write"),
+    errno.EACCES: ("it is not writable by this user", "make it writable"),
+    errno.EPERM: ("it is not writable by this user", "make it writable"),
+    errno.ENOSPC: ("no space is left on its disk", "free space"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space"),
+}
+
+
+def why_not_saved(error: OSError) -> tuple[str, str]:
+    """Why a save into a directory failed, and the fix, in words: ``(why, fix)``.
+
+    A read-only file system, a directory this user cannot write, a full disk or quota; any
+    other error is said as itself.
+    """
+    known = _WHY_NOT_SAVED.get(error.errno or 0)
+    if known is not None:
+        return known
+    return error.strerror or type(error).__name__, "fix that"
+
+
+def os_error_text(error: OSError) -> str:
+    """``[Errno 28] No space left on device``: the error without the file (a temporary's).
+
+    Whoever says it names the directory; an error without an errno is said whole.
+    """
+    if error.errno is None or not error.strerror:
+        return f"{type(error).__name__}: {error}"
+    return f"[Errno {error.errno}] {error.strerror}"
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None], *, durable: bool = True) -> None:

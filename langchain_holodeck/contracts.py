@@ -374,6 +374,27 @@ class CountingDelete(Protocol):
 
 
 @runtime_checkable
+class MergingSave(Protocol):
+    """A store saved into a directory other processes save into, by merging with their saves.
+
+    Each process deletes from its own copy and counts what it removed there
+    (``CountingDelete``); two processes that loaded the same save before either saved it both
+    remove the same stale ids from their copies. The save tells which of them the file no
+    longer held: another process's save removed them first, and that process counts them.
+    """
+
+    @property
+    def unsaved_deletions(self) -> frozenset[str]:
+        """The ids deleted since the last save (or load), which the next save removes."""
+        ...
+
+    @property
+    def deleted_by_others(self) -> frozenset[str]:
+        """Of the ids the last save was to remove, those the file it replaced no longer held."""
+        ...
+
+
+@runtime_checkable
 class PrunableCache(Protocol):
     """An embedding cache (a ``ByteStore``) that can drop the entries a corpus no longer uses.
 

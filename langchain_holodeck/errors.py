@@ -48,5 +48,13 @@ class SourceUnreadableError(HolodeckError, OSError):
     """
 
 
+class StoreNotSavedError(HolodeckError, OSError):
+    """What an ingest changed could not be saved in the store directory (read-only, full).
+
+    The message names the directory, why (a read-only file system, no space left), what was
+    kept (the previous save: every save replaces its files atomically) and the fix.
+    """
+
+
 class DocumentLoadError(HolodeckError):
     """A file could not be read or converted (raised only with ``on_error="raise"``)."""

@@ -7,6 +7,7 @@ and ``chat`` rebuild the same tool.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -17,8 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_h
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
-from langchain_holodeck._persist import atomic_write_bytes
-from langchain_holodeck.errors import ConfigError, HolodeckError, NoSupportedFilesError
+from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
+from langchain_holodeck.errors import (
+    ConfigError,
+    HolodeckError,
+    NoSupportedFilesError,
+    StoreNotSavedError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
     )
     from langchain_holodeck.ingestion import IngestProgress
     from langchain_holodeck.sync import SyncResult
-    from langchain_holodeck.tools.document import _DocumentTool
+    from langchain_holodeck.tools.document import SaveErrors, _DocumentTool
 
     AnyToolConfig = VectorStoreToolConfig | HierarchicalDocumentToolConfig
 
@@ -289,6 +295,9 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     An unchanged file some of whose chunks the ingest left without context (the context model
     failed) is left as it is (``retry_contexts=False``): only a changed file waits for the
     context model, and ``holodeck-rag ingest`` retries the missing contexts.
+
+    A store that cannot be saved (a read-only mount, a full disk) is searched as synced, in
+    memory, after one WARNING (``save_errors="warn"``): the saved store is left as it was.
     """
     from langchain_holodeck.loaders import SKIP_SUMMARY
 
@@ -309,7 +318,9 @@ def initialize_known(tool: _DocumentTool, store: Path, *, force_ingest: bool = F
     loaders.addFilter(hold)
     news = True  # a failure keeps the warning: it may say why
     try:  # a context left out by a failing context model is ingest's to retry, not a search's
-        result = sync_source(tool, store, force_ingest=force_ingest, retry_contexts=False)
+        result = sync_source(
+            tool, store, force_ingest=force_ingest, retry_contexts=False, save_errors="warn"
+        )
         first = result.added > 0 and not (result.skipped or result.updated)
         news = force_ingest or first
     finally:
@@ -330,6 +341,7 @@ def sync_source(
     force_ingest: bool = False,
     on_progress: Callable[[IngestProgress], None] | None = None,
     retry_contexts: bool = True,
+    save_errors: SaveErrors = "raise",
 ) -> SyncResult:
     """``tool.initialize_sync()``; a source whose files all went since its ingest is empty.
 
@@ -345,7 +357,10 @@ def sync_source(
     """
     try:
         return tool.initialize_sync(
-            force_ingest=force_ingest, on_progress=on_progress, retry_contexts=retry_contexts
+            force_ingest=force_ingest,
+            on_progress=on_progress,
+            retry_contexts=retry_contexts,
+            save_errors=save_errors,
         )
     except NoSupportedFilesError:
         if not ingested_before(store, tool):
@@ -531,6 +546,16 @@ def replaced_corpus(store: Path, target: Target) -> Manifest | None:
 
 
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
+    """Record this ingest in ``store``'s ``ingest.json``, unless it records it already.
+
+    An ingest that changed no chunk (``tool.last_sync_result``) and whose manifest would
+    differ only in ``ingested_at`` and ``store_dir`` (where the store was written: a store
+    mounted elsewhere keeps it) writes nothing: a store on a read-only mount ingests with
+    nothing to change, and running servers do not reload for nothing.
+
+    Raises:
+        StoreNotSavedError: When ``ingest.json`` cannot be written (read-only, disk full).
+    """
     manifest = Manifest(
         tool=tool.name,
         type=target.config.type,
@@ -546,9 +571,26 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         long_text=target.long_text,
     )
-    store.mkdir(parents=True, exist_ok=True)
+    result = tool.last_sync_result
+    if not (result and (result.added or result.updated or result.deleted)):
+        with contextlib.suppress(HolodeckError, OSError):  # none, or unreadable: written
+            recorded = read_manifest(store)
+            same = replace(recorded, ingested_at=manifest.ingested_at, store_dir=manifest.store_dir)
+            if same == manifest:
+                return
     text = json.dumps(asdict(manifest), indent=2) + "\n"
-    atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
+    except OSError as error:
+        why, fix = why_not_saved(error)
+        msg = (
+            f"could not write {store / MANIFEST_NAME}: {why} ({os_error_text(error)}); what "
+            "was ingested is "
+            f"stored, but search, chat and serve follow the previous ingest.json: {fix} and "
+            "run ingest again."
+        )
+        raise StoreNotSavedError(msg) from error
 
 
 def target_model_id(target: Target) -> str:

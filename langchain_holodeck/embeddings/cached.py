@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.stores import ByteStore
 
 from langchain_holodeck._embedding_settings import WINDOWED_MODES
+from langchain_holodeck._persist import os_error_text
+from langchain_holodeck._redact import one_line
 from langchain_holodeck.embeddings._vectors import refused_vectors, shared_width
+
+logger = logging.getLogger(__name__)
 
 
 class CachedEmbeddings(Embeddings):
@@ -27,6 +32,10 @@ class CachedEmbeddings(Embeddings):
     the others (or than ``dimension``), is never cached: the call raises ``ValueError``
     naming it, after caching the rest, and the next call embeds its text again. Such a
     vector already in the cache (written by an earlier version) is a miss.
+
+    A cache that cannot be written (a read-only or full disk, a server gone) costs the cache,
+    never the vectors: they are returned all the same, with one WARNING per cache naming the
+    error (``write_error`` keeps it), and the next call embeds those texts again.
 
     Key init args:
         underlying: The embeddings to cache.
@@ -60,6 +69,9 @@ class CachedEmbeddings(Embeddings):
         """The width every vector must have, once known (the corpus sets the store's): a
         cached vector of another width is a miss and a fresh one is refused. ``None``: the
         width most vectors of a call share."""
+        self.write_error: str | None = None
+        """The first failed cache write (one line), or ``None``: the vectors were returned
+        anyway, not cached."""
 
     def __repr__(self) -> str:
         return f"CachedEmbeddings({self.underlying!r}, model_id={self.model_id!r})"
@@ -94,7 +106,10 @@ class CachedEmbeddings(Embeddings):
         if missing:
             fresh = self.underlying.embed_documents([texts[i] for i in missing])
             pairs, refused = self._fill(texts, keys, vectors, missing, fresh)
-            self.store.mset(pairs)
+            try:
+                self.store.mset(pairs)
+            except Exception as error:  # the cache only: the vectors are computed
+                self._not_cached(error, len(pairs))
             if refused:
                 raise ValueError(refused)
         return [v for v in vectors if v is not None]
@@ -108,7 +123,10 @@ class CachedEmbeddings(Embeddings):
         if missing:
             fresh = await self.underlying.aembed_documents([texts[i] for i in missing])
             pairs, refused = self._fill(texts, keys, vectors, missing, fresh)
-            await self.store.amset(pairs)
+            try:
+                await self.store.amset(pairs)
+            except Exception as error:  # the cache only: the vectors are computed
+                self._not_cached(error, len(pairs))
             if refused:
                 raise ValueError(refused)
         return [v for v in vectors if v is not None]
@@ -167,7 +185,10 @@ class CachedEmbeddings(Embeddings):
         if hit is not None:
             return hit
         data = self._query_bytes(self.underlying.embed_query(text))
-        self.store.mset([(key, data)])
+        try:
+            self.store.mset([(key, data)])
+        except Exception as error:  # the cache only: the vector is computed
+            self._not_cached(error, 1)
         return _decode(data)
 
     async def aembed_query(self, text: str) -> list[float]:
@@ -178,8 +199,25 @@ class CachedEmbeddings(Embeddings):
         if hit is not None:
             return hit
         data = self._query_bytes(await self.underlying.aembed_query(text))
-        await self.store.amset([(key, data)])
+        try:
+            await self.store.amset([(key, data)])
+        except Exception as error:  # the cache only: the vector is computed
+            self._not_cached(error, 1)
         return _decode(data)
+
+    def _not_cached(self, error: Exception, count: int) -> None:
+        """Say once per cache that its writes fail (later failures: DEBUG); keep the first."""
+        reason = os_error_text(error) if isinstance(error, OSError) else one_line(error)
+        if self.write_error is not None:
+            logger.debug("embedding cache: %d vector(s) not cached: %s", count, reason)
+            return
+        self.write_error = reason
+        logger.warning(
+            "the embedding cache (%s) cannot be written (%s); the vectors computed are used "
+            "but not cached, so the next run embeds those texts again.",
+            _where(self.store),
+            reason,
+        )
 
     def _query_bytes(self, vector: Sequence[float]) -> bytes:
         """The float32 bytes of a query vector to cache; ``ValueError`` for an unusable one."""
@@ -230,6 +268,12 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if getattr(embeddings, "precision", None) == "int8":
         parts.append("int8")
     return ":".join(parts)
+
+
+def _where(store: ByteStore) -> str:
+    """The cache as a person finds it: its directory, else its class."""
+    root = getattr(store, "root", None)
+    return str(root) if root is not None else type(store).__name__
 
 
 def _decode(data: bytes) -> list[float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -11,7 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -22,9 +23,9 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 from pydantic import BaseModel, Field, ValidationError
 
-from langchain_holodeck._chunk import chunk_hashes, content_digest
+from langchain_holodeck._chunk import chunk_hashes, content_digest, window_parent
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
-from langchain_holodeck._persist import atomic_write_bytes
+from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
@@ -36,7 +37,7 @@ from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.contracts import CountedKeywordIndex
+from langchain_holodeck.contracts import CountedKeywordIndex, MergingSave
 from langchain_holodeck.corpus.store import Corpus
 from langchain_holodeck.definitions import DefinitionIndex
 from langchain_holodeck.errors import (
@@ -44,6 +45,7 @@ from langchain_holodeck.errors import (
     HolodeckError,
     IndexNotBuiltError,
     SearchError,
+    StoreNotSavedError,
 )
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
@@ -55,6 +57,10 @@ from langchain_holodeck.tools.formatting import format_results, snippet
 
 UNREADABLE_FILES = "unreadable_files.json"
 """In ``store_dir``: per corpus, the files that could not be loaded, with their mtime and size."""
+
+SaveErrors = Literal["raise", "warn"]
+"""What ``initialize`` does when ``store_dir`` cannot be written: raise, or warn and go on."""
+_PREVIOUS_KEPT = "the previous save is kept, without this run's changes"
 
 if TYPE_CHECKING:
     from langchain_holodeck.ingestion import ChunkEnricher
@@ -150,6 +156,8 @@ class _DocumentTool(Generic[ConfigT]):
         self.document_count = 0
         self.last_ingest_time: datetime | None = None
         self.last_sync_result: SyncResult | None = None
+        self._save_errors: SaveErrors = "raise"
+        self._not_saved: StoreNotSavedError | None = None  # this run's failed save, if any
         self.search_strategy: SearchStrategy | None = None
         """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
         keyword search in one request) or ``fallback`` (separate legs, fused in-process by the
@@ -240,6 +248,7 @@ class _DocumentTool(Generic[ConfigT]):
         *,
         on_progress: Callable[[IngestProgress], None] | None = None,
         retry_contexts: bool = True,
+        save_errors: SaveErrors = "raise",
     ) -> SyncResult:
         """Ingest the source into the store (idempotent) and get ready to search.
 
@@ -250,6 +259,10 @@ class _DocumentTool(Generic[ConfigT]):
             retry_contexts: Enrich again an unchanged file some of whose chunks were left
                 without context (the context model failed). ``False`` for a search that
                 re-checks the source: only changed files wait for the context model.
+            save_errors: When ``store_dir`` cannot be written (a read-only or full disk):
+                ``"raise"`` a ``StoreNotSavedError``; ``"warn"``: one WARNING, and the tool
+                searches what it synced in memory (the saved store stays as it was), for a
+                search that re-checks the source.
 
         Returns:
             The ``SyncResult`` of the ingestion.
@@ -264,12 +277,16 @@ class _DocumentTool(Generic[ConfigT]):
                 ``SyncResult.failed`` instead).
             BackendUnavailableError: When the store's server cannot be reached, or goes away
                 mid-run (what was written is kept; a re-run finishes the job).
+            StoreNotSavedError: When what the sync changed cannot be saved in ``store_dir``
+                (read-only, no space left) and ``save_errors`` is ``"raise"``; the previous
+                save is kept.
         """
         return await asyncio.to_thread(
             self.initialize_sync,
             force_ingest=force_ingest,
             on_progress=on_progress,
             retry_contexts=retry_contexts,
+            save_errors=save_errors,
         )
 
     def initialize_sync(
@@ -278,8 +295,13 @@ class _DocumentTool(Generic[ConfigT]):
         *,
         on_progress: Callable[[IngestProgress], None] | None = None,
         retry_contexts: bool = True,
+        save_errors: SaveErrors = "raise",
     ) -> SyncResult:
         """Blocking twin of ``initialize``, for scripts and the CLI."""
+        if save_errors not in ("raise", "warn"):
+            msg = f"save_errors must be 'raise' or 'warn', got {save_errors!r}."
+            raise ValueError(msg)
+        self._save_errors, self._not_saved = save_errors, None
         with self._service_outage():
             return self._ingest(
                 force_ingest, on_progress=on_progress, retry_contexts=retry_contexts
@@ -299,7 +321,8 @@ class _DocumentTool(Generic[ConfigT]):
         self.corpus.match_index_settings(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
         if force_ingest:  # re-embed means re-embed (this corpus)
-            self.corpus.clear_cache()
+            with self._saving(_PREVIOUS_KEPT):
+                self.corpus.clear_cache()
         reindex = self._indexes_from_source(store)
         pipeline = IngestionPipeline(
             store,
@@ -316,12 +339,16 @@ class _DocumentTool(Generic[ConfigT]):
             retry_contexts=retry_contexts,
         )
         started = time.time()
+        unsaved = store.unsaved_deletions if isinstance(store, MergingSave) else frozenset()
         result = pipeline.invoke(loader, force_ingest=force_ingest)
         self.corpus.report_legacy_chunks(store, pipeline.walked)
-        self._save_unreadable_files(pipeline.unreadable)
+        with self._saving(_PREVIOUS_KEPT):
+            self._save_unreadable_files(pipeline.unreadable)
         if (result.updated or result.deleted) and not (result.failed or result.errors):
-            self.corpus.prune_cache(store, written_before=started)  # texts edited away
+            with self._saving(_PREVIOUS_KEPT):
+                self.corpus.prune_cache(store, written_before=started)  # texts edited away
         self._after_ingest(store)
+        result = _without_deletions_by_others(result, store, unsaved)
         self.last_sync_result = result
         if result.failed and not (result.added or result.updated):
             _fail_if_embeddings_are_down(store, result)
@@ -456,7 +483,46 @@ class _DocumentTool(Generic[ConfigT]):
 
     def _after_ingest(self, store: VectorStore) -> bool:
         """Save the store to ``store_dir`` if its backend saves there and it changed."""
-        return self.corpus.save(store)
+        saved = False
+        if self._not_saved is None:  # else the WARNING said so: nothing more is saved
+            with self._saving(_PREVIOUS_KEPT):
+                saved = self.corpus.save(store)
+        return saved
+
+    @contextlib.contextmanager
+    def _saving(self, kept: str) -> Iterator[None]:
+        """Run one save into ``store_dir``; an ``OSError`` is this run's ``StoreNotSavedError``.
+
+        ``kept`` says what a failure leaves saved. The error is raised (``save_errors="raise"``)
+        or logged as one WARNING, after which the store and its keyword index are not saved
+        this run: each follows the one before, so none may run ahead of it.
+        """
+        try:
+            yield
+        except HolodeckError:
+            raise
+        except OSError as error:
+            failure = self._not_saved_error(error, kept)
+            if self._save_errors == "raise":
+                raise failure from error
+            if self._not_saved is None:
+                self._not_saved = failure
+                logger.warning("%s", failure)
+
+    def _not_saved_error(self, error: OSError, kept: str) -> StoreNotSavedError:
+        why, fix = why_not_saved(error)
+        where = self._store_dir if self._store_dir is not None else error.filename
+        cause = os_error_text(error)
+        if self._save_errors == "raise":
+            msg = f"{self.name}: could not save the store in {where}: {why} ({cause}); {kept}: "
+            msg += f"{fix} and run again."
+        else:
+            msg = (
+                f"{self.name}: could not save the store in {where}: {why} ({cause}); this "
+                "run searches what it synced in memory and the saved store stays as it was, "
+                f"so the next run syncs the changed files again ({fix} to keep them)."
+            )
+        return StoreNotSavedError(msg)
 
     def purge_legacy_chunks(self) -> int:
         """Delete the chunks of the old scheme (namespace = tool name); return how many.
@@ -638,6 +704,24 @@ class VectorStoreTool(_DocumentTool[VectorStoreToolConfig]):
 
 _EMBED_QUERY = frozenset({"embed_query", "aembed_query"})
 _EMBED_ANY = _EMBED_QUERY | {"embed_documents", "aembed_documents"}
+
+
+def _without_deletions_by_others(
+    result: SyncResult, store: VectorStore, unsaved: frozenset[str]
+) -> SyncResult:
+    """``result`` counting only the deleted chunks this process's save removed from the file.
+
+    A saved store (``MergingSave``) deletes from this process's copy; the chunks another
+    process's save removed first were counted by that process. ``unsaved``: the store's
+    deletions before this sync, which ``result`` did not count.
+    """
+    if not isinstance(store, MergingSave):
+        return result
+    others = store.deleted_by_others - unsaved
+    counted = sum(1 for doc_id in others if window_parent(doc_id) == doc_id)
+    if not counted:
+        return result
+    return dataclasses.replace(result, deleted=max(0, result.deleted - counted))
 
 
 def _raised_by_embeddings(error: BaseException, methods: frozenset[str]) -> bool:
@@ -975,13 +1059,14 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         else:
             chunks = list(scan_documents(store, namespace=self.namespace))
             self._follow_the_store(chunks)
-        if self._keywords is not None and self._store_dir is not None:
-            get_keyword_index_provider(self._config.keyword_index).save(
-                self._keywords,
-                self._store_dir,
-                namespace=self.namespace,
-                store_saved=saved,
-            )
+        if self._keywords is not None and self._store_dir is not None and self._not_saved is None:
+            with self._saving("the store is saved; its keyword index is rebuilt from it"):
+                get_keyword_index_provider(self._config.keyword_index).save(
+                    self._keywords,
+                    self._store_dir,
+                    namespace=self.namespace,
+                    store_saved=saved,
+                )
         self._extract_definitions(chunks)
         return saved
 

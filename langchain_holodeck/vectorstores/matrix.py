@@ -176,6 +176,7 @@ class MatrixVectorStore(VectorStore):
         self._base: str | None = None  # the saved generation these rows were loaded from
         self._written: dict[str, bool] = {}  # since then: id -> upserted (True) / deleted
         self._cleared = False  # clear() since then: the next dump replaces, never merges
+        self._deleted_by_others: frozenset[str] = frozenset()  # of the last dump's deletions
 
     # ------------------------------------------------------------------ properties
     @property
@@ -197,6 +198,21 @@ class MatrixVectorStore(VectorStore):
     def document_count(self) -> int:
         """Number of documents currently stored."""
         return self._snapshot.live
+
+    @property
+    def unsaved_deletions(self) -> frozenset[str]:
+        """The ids deleted since the last ``dump`` or load (``contracts.MergingSave``)."""
+        with self._lock:
+            return frozenset(i for i, upserted in self._written.items() if not upserted)
+
+    @property
+    def deleted_by_others(self) -> frozenset[str]:
+        """Ids the last ``dump(merge=True)`` was to delete but found gone from the save.
+
+        Another process's save removed them first (``contracts.MergingSave``): of two
+        processes deleting the same stale ids, only the first to save removed them.
+        """
+        return self._deleted_by_others
 
     # ------------------------------------------------------------------ writes
     def add_texts(
@@ -770,10 +786,12 @@ class MatrixVectorStore(VectorStore):
                 it (or created), save that save plus this store's own writes since then
                 (upserts and deletions by id), and hold the merged rows here too; without
                 it, this store's rows replace the save. Several processes ingesting
-                corpora into one directory pass ``merge=True``, so none is lost.
+                corpora into one directory pass ``merge=True``, so none is lost. The ids
+                this store deleted that the save no longer held are ``deleted_by_others``.
         """
         directory = Path(path)
         with directory_lock(directory, exclusive=True):
+            self._deleted_by_others = frozenset()
             if merge and not self._cleared and self._saved_since(directory):
                 self._merge_saved(directory)
             with self._lock:
@@ -831,7 +849,9 @@ class MatrixVectorStore(VectorStore):
                     self._dim,
                 )
                 return
-            saved.delete([i for i, upserted in self._written.items() if not upserted])
+            deleted = [i for i, upserted in self._written.items() if not upserted]
+            self._deleted_by_others = frozenset(i for i in deleted if i not in saved._rows)
+            saved.delete(deleted)
             mine = [self._rows[i] for i, up in self._written.items() if up and i in self._rows]
             if mine:
                 saved._dim = self._dim

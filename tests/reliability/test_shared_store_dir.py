@@ -106,3 +106,31 @@ def test_ingest_loop_beside_search_loop_leaves_a_whole_store(
     rounds = [finish(child).splitlines()[-1] for child in children]
     assert all(line.startswith("done ") and int(line.split()[1]) >= 2 for line in rounds)
     assert_complete(tmp_path, tmp_path / "store", "alpha")
+
+
+def test_two_ingests_of_one_shrunk_corpus_count_each_deleted_chunk_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both load the save before either saves (found 2026-12-07, a probe of two CLI ingests).
+
+    Each deletes the removed files' chunks from its own copy; the second to save finds them
+    gone from the file, removed by the first, which counted them. Before: both counted every
+    chunk (``12 deleted`` twice for 12 chunks).
+    """
+    monkeypatch.chdir(tmp_path)
+    corpus.write_files(tmp_path / "alpha", files=6, paragraphs=8)
+    store_dir = tmp_path / "store"
+    make_tool(store_dir, "alpha").initialize_sync()
+    before = {d.id for d in MatrixVectorStore.load(store_dir, HashingEmbeddings()).iter_documents()}
+    for removed in sorted((tmp_path / "alpha").glob("*.md"))[:2]:
+        removed.unlink()
+    first, second = make_tool(store_dir, "alpha"), make_tool(store_dir, "alpha")
+    first.corpus.open()
+    second.corpus.open()  # both hold the save as it was: the stale chunks in both copies
+    one, two = first.initialize_sync(), second.initialize_sync()
+    after = {d.id for d in MatrixVectorStore.load(store_dir, HashingEmbeddings()).iter_documents()}
+    gone = before - after
+    assert len(gone) > 2
+    assert (one.deleted, two.deleted) == (len(gone), 0)
+    assert (one.failed, two.failed, one.errors, two.errors) == (0, 0, (), ())
+    assert make_tool(store_dir, "alpha").initialize_sync().deleted == 0  # converged

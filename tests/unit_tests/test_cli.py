@@ -1271,6 +1271,7 @@ def test_initialize_known_holds_only_its_own_threads_skip_summary(
             force_ingest: bool = False,
             on_progress: object = None,
             retry_contexts: bool = True,
+            save_errors: str = "raise",
         ) -> SyncResult:
             other = threading.Thread(target=summary, args=("other tool's first ingest",))
             other.start()

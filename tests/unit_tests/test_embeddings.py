@@ -247,6 +247,34 @@ def test_cached_and_fresh_vectors_are_identical_float32(embeddings: HashingEmbed
     assert miss[0] == np.asarray(embeddings.embed_query("some text here"), np.float32).tolist()
 
 
+def test_a_cache_that_cannot_be_written_costs_the_cache_never_the_vectors(
+    tmp_path: Path, embeddings: HashingEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cache on a read-only or full disk: the vectors are returned, one WARNING says so."""
+    root = tmp_path / "cache"
+    root.mkdir()
+    for shard in range(256):  # each shard a dangling link: a read misses, a write fails
+        (root / f"{shard:02x}").symlink_to(tmp_path / "gone" / f"{shard:02x}")
+    cache = LocalFileByteStore(root)
+    cached = CachedEmbeddings(embeddings, cache)
+    with caplog.at_level("WARNING", logger="langchain_holodeck.embeddings.cached"):
+        first = cached.embed_documents(["alpha text", "beta text"])
+        again = cached.embed_documents(["alpha text"])
+        query = asyncio.run(cached.aembed_documents(["gamma text"]))
+    fresh = HashingEmbeddings()
+    expected = [np.asarray(v, np.float32).tolist() for v in fresh.embed_documents(["alpha text"])]
+    assert first[0] == again[0] == expected[0]
+    assert len(first) == 2
+    assert len(query) == 1
+    assert embeddings.calls == 3  # nothing cached: the second call embedded again
+    assert cached.write_error is not None
+    assert cached.write_error.startswith("[Errno")
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings  # once per cache
+    assert f"({root}) cannot be written ([Errno 17] File exists)" in warnings[0]
+    assert "the next run embeds those texts again" in warnings[0]
+
+
 def test_cache_keys_depend_on_the_model() -> None:
     store = InMemoryByteStore()
     small, large = HashingEmbeddings(size=8), HashingEmbeddings(size=16)

@@ -75,6 +75,7 @@ EXPECTED_ALL = {
     "SourceFile",
     "SourceLoader",
     "SourceUnreadableError",
+    "StoreNotSavedError",
     "StructuredMarkdownSplitter",
     "Symbol",
     "SyncPlan",

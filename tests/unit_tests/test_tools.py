@@ -697,3 +697,10 @@ def test_only_query_and_search_failures_are_told_to_the_model() -> None:
             raise told
     with pytest.raises(NotImplementedError), told_to_the_model():
         raise NotImplementedError
+
+
+def test_save_errors_other_than_raise_or_warn_are_refused(tmp_path: Path) -> None:
+    config = VectorStoreToolConfig(type="vectorstore", name="kb", source=str(DATA_DIR / "docs"))
+    tool = VectorStoreTool(config, embeddings=HashingEmbeddings(), store_dir=tmp_path)
+    with pytest.raises(ValueError, match="save_errors must be 'raise' or 'warn', got 'ignore'"):
+        tool.initialize_sync(save_errors="ignore")  # type: ignore[arg-type]  # the wrong value

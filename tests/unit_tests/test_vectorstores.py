@@ -597,3 +597,22 @@ def test_the_docstring_example_prints_what_it_says() -> None:
     store.add_documents([Document(page_content="Shifts rotate weekly.", id="a")])
     [(_, score)] = store.similarity_search_with_relevance_scores("shift rotation", k=1)
     assert f"{score:.2f})]  (the default MiniLM)" in str(MatrixVectorStore.__doc__)
+
+
+def test_a_merging_dump_tells_the_deletions_another_save_made_first(tmp_path: Path) -> None:
+    """Two copies of one save delete the same id; the second to save finds it gone."""
+    docs = [Document(page_content=t, id=t) for t in ("alpha", "beta", "gamma")]
+    first = MatrixVectorStore(HashingEmbeddings())
+    first.add_documents(docs)
+    first.dump(tmp_path)
+    one = MatrixVectorStore.load(tmp_path, HashingEmbeddings())
+    two = MatrixVectorStore.load(tmp_path, HashingEmbeddings())
+    assert one.delete_existing(["alpha", "beta"]) == ["alpha", "beta"]
+    assert two.delete_existing(["alpha"]) == ["alpha"]  # counted by both copies
+    assert one.unsaved_deletions == {"alpha", "beta"}
+    one.dump(tmp_path, merge=True)
+    assert one.deleted_by_others == frozenset()
+    assert one.unsaved_deletions == frozenset()
+    two.dump(tmp_path, merge=True)
+    assert two.deleted_by_others == {"alpha"}
+    assert sorted(d.id for d in two.iter_documents()) == ["gamma"]
