@@ -107,6 +107,22 @@ def test_serve_on_an_unknown_host_is_one_line_naming_it(
     assert err.count("\n") == 1
 
 
+def test_a_non_loopback_host_without_a_token_is_refused_in_the_words_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's secret scrubber read the placeholder 'Bearer <token>)' as a token: the line
+    said 'Bearer ***, or bind to 127.0.0.1.' (found 2026-12-07)."""
+    pytest.importorskip("mcp")
+    monkeypatch.delenv("HOLODECK_MCP_TOKEN", raising=False)
+    code = main(["--store", str(tmp_path), "serve", "--transport", "http", "--host", "0.0.0.0"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "error: --host '0.0.0.0' is not a loopback address, so clients must authenticate: set "
+        "HOLODECK_MCP_TOKEN to a secret token (clients send Authorization: Bearer <token>), "
+        "or bind to 127.0.0.1.\n"
+    )
+
+
 # -- serve opens the store read-only ---------------------------------------------------------
 @pytest.fixture
 def ingested(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
