@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import json
 import logging
-import re
 import socket
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any, BinaryIO, Protocol
+from typing import Annotated, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -24,6 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
+from langchain_holodeck.cli._mcp_wire import ReadableLines, non_finite_text, readable_body
 from langchain_holodeck.tools.document import SearchInput, undecoded_byte
 
 try:  # mcp 2.x
@@ -101,6 +100,9 @@ def _argument_problem(name: str, detail: Any) -> str:
 
 def _shown(value: object) -> str:
     """``value`` as the client wrote it (JSON), cut to 60 characters."""
+    written = non_finite_text(value)  # 1e400, NaN: the SDK would have passed null
+    if written is not None:
+        return written
     if isinstance(value, str) and len(value) > 60:
         return f"a string of {len(value)} characters"
     try:
@@ -224,7 +226,8 @@ def run_stdio(server: Any) -> None:
 
     The SDK closes the stream it writes to when done; it gets a duplicate of stdout, so the
     CLI's own stdout stays open for its exit. It reads ``sys.stdin.buffer``: here, lines
-    with their lone surrogates spelt U+FFFD (``LoneSurrogates``).
+    made readable (``ReadableLines``: lone surrogates spelt U+FFFD, a call's non-finite
+    numbers kept).
     """
     import io
     import os
@@ -232,7 +235,7 @@ def run_stdio(server: Any) -> None:
     saved, saved_in = sys.stdout, sys.stdin
     sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
     sys.stdin = io.TextIOWrapper(
-        io.BufferedReader(LoneSurrogates(saved_in.buffer)), encoding="utf-8", errors="replace"
+        io.BufferedReader(ReadableLines(saved_in.buffer)), encoding="utf-8", errors="replace"
     )
     try:
         anyio.run(server.run_stdio_async)
@@ -246,63 +249,6 @@ def run_stdio(server: Any) -> None:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout, sys.stdin = saved, saved_in
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class LoneSurrogates(io.RawIOBase):
-    r"""A client's stdin, each line's lone surrogate escapes (``"caf\udce9"``) read as U+FFFD.
-
-    JSON allows such an escape (JavaScript writes one for a string holding half a pair) and
-    UTF-8 cannot carry it: the SDK's stdio reader refused the line and answered its request
-    with nothing the client could match, so the client waited for good. Undecodable bytes
-    are read as U+FFFD already (the SDK decodes with ``errors="replace"``); such a line is
-    now read the same way. Other lines pass as they are.
-    """
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if not self._pending:
-            line = self._raw.readline()
-            if not line:
-                return 0
-            self._pending = _without_lone_surrogates(line)
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-
-def _without_lone_surrogates(line: bytes) -> bytes:
-    """``line`` (a JSON message) with each lone surrogate of its strings spelt U+FFFD."""
-    if not _SURROGATE_ESCAPE.search(line):
-        return line
-    try:
-        message = json.loads(line)
-    except ValueError:  # not JSON: the SDK reports it as it does
-        return line
-    fixed = _replace_surrogates(message)  # json.loads joined each pair: what is left is lone
-    if fixed == message:
-        return line
-    return json.dumps(fixed, ensure_ascii=False).encode("utf-8") + b"\n"
-
-
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
-    return value
 
 
 def _only_closed_streams(error: BaseException) -> bool:
@@ -405,7 +351,7 @@ def http_app(server: Any, host: str, *, token: str | None, limits: HttpLimits) -
             json_response=True,
             max_request_body_size=limits.max_body_bytes,
         )
-    return HttpGuard(app, token=token, limits=limits)
+    return HttpGuard(app, token=token, limits=limits, rewrite=readable_body)
 
 
 def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: HttpLimits) -> None:

@@ -245,8 +245,11 @@ def test_http_on_loopback_still_refuses_a_foreign_host_header() -> None:
     assert _post_initialize("127.0.0.2", "attacker.example") == 421
 
 
-def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]) -> dict:
-    """The ``tools/call`` result of ``name`` from a server on 127.0.0.1 serving ``tools``."""
+def _call_over_http(tools: list[object], name: str, arguments: dict[str, object] | bytes) -> dict:
+    """The ``tools/call`` result of ``name`` from a server on 127.0.0.1 serving ``tools``.
+
+    ``arguments`` as bytes: the JSON object as the client writes it (``{"top_k": 1e400}``).
+    """
     pytest.importorskip("mcp")
     from starlette.testclient import TestClient
 
@@ -261,8 +264,10 @@ def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]
         session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         client.post("/mcp", json=initialized, headers=session)
-        params = {"name": name, "arguments": arguments}
-        body = json.dumps({**call, "params": params})  # ASCII: a lone surrogate as \\udce9
+        params = {"name": name, "arguments": {} if isinstance(arguments, bytes) else arguments}
+        body = json.dumps({**call, "params": params}).encode()  # a lone surrogate as \\udce9
+        if isinstance(arguments, bytes):
+            body = body.replace(b'"arguments": {}', b'"arguments": ' + arguments)
         headers = {**session, "content-type": "application/json"}
         answer = client.post("/mcp", content=body, headers=headers)
     return dict(answer.json()["result"])
@@ -300,6 +305,33 @@ def test_a_bad_argument_is_one_line_naming_it_and_its_value(
     result = _call_over_http([_Echo()], "echo", arguments)
     assert result["isError"] is True
     assert [block["text"] for block in result["content"]] == [text]
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity", "-Infinity"])
+def test_a_top_k_no_float_can_hold_is_a_tool_error_naming_it_as_written(number: str) -> None:
+    """1e400 (valid JSON), NaN and Infinity: the SDK parses them as a float and rebuilds the
+    request as JSON, which writes inf and nan as null, so the call was served with the
+    tool's default top_k (found 2026-12-07)."""
+    body = b'{"query": "x", "top_k": %s}' % number.encode()
+    result = _call_over_http([_Echo()], "echo", body)
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [f"{_TOP_K_RULE}, got {number}."]
+
+
+def test_a_non_finite_query_is_a_tool_error_and_finite_numbers_pass_as_they_were() -> None:
+    assert _call_over_http([_Echo()], "echo", b'{"query": NaN}')["content"][0]["text"] == (
+        "query must be a string of at most 2000 characters, got NaN."
+    )
+    answer = _call_over_http([_Echo()], "echo", b'{"query": "x", "top_k": 1e1}')
+    assert answer["content"][0]["text"] == f"{_TOP_K_RULE}, got 10.0."  # a float: no count
+
+
+def test_a_body_that_is_not_utf8_is_read_with_the_replacement_character_as_over_stdio() -> None:
+    """Over HTTP a query holding the byte 0xe9 got HTTP 500 'Error handling POST request'
+    and two error lines in the server's log; stdio reads it as U+FFFD (found 2026-12-07)."""
+    result = _call_over_http([_Echo()], "echo", b'{"query": "caf\xe9 token"}')
+    assert result.get("isError") is not True
+    assert result["structuredContent"]["query"] == "caf\ufffd token"
 
 
 def test_a_query_with_a_lone_surrogate_is_a_tool_error_naming_it(ingested: Path) -> None:
@@ -411,10 +443,67 @@ def test_a_stdio_call_whose_query_holds_a_lone_surrogate_escape_is_answered(
     assert result["content"][0]["text"].startswith("Found ")
 
 
+def test_a_stdio_call_with_a_non_finite_top_k_is_answered_with_the_error(
+    ingested: Path,
+) -> None:
+    """Over stdio too: top_k 1e400, NaN or Infinity was served with the tool's default."""
+    pytest.importorskip("mcp")
+    server = subprocess.Popen(
+        main_command(["--store", str(ingested), "serve"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ingested.parent,
+        env=serve_env(ingested.parent),
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    lines = [
+        json.dumps(m).encode()
+        for m in (_INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    ]
+    numbers = [b"1e400", b"NaN", b"-Infinity"]
+    lines += [
+        b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "default", '
+        b'"arguments": {"query": "safety interlock", "top_k": %s}}}' % (n, number)
+        for n, number in enumerate(numbers, 2)
+    ]
+    server.stdin.write(b"".join(line + b"\n" for line in lines))
+    server.stdin.flush()
+    try:
+        answers = [json.loads(server.stdout.readline()) for _ in range(4)]
+    finally:
+        server.stdin.close()
+        server.wait(60)
+    assert [a["result"]["content"][0]["text"] for a in answers[1:]] == [
+        f"{_TOP_K_RULE}, got {number.decode()}." for number in numbers
+    ]
+
+
+def test_readable_lines_mark_only_a_calls_non_finite_arguments() -> None:
+    from langchain_holodeck.cli._mcp_wire import NON_FINITE, readable_body, readable_line
+
+    call = b'{"method": "tools/call", "params": {"arguments": {"top_k": 1e400, "q": [NaN]}}}\n'
+    assert json.loads(readable_line(call)) == {
+        "method": "tools/call",
+        "params": {"arguments": {"top_k": {NON_FINITE: "1e400"}, "q": [{NON_FINITE: "NaN"}]}},
+    }
+    assert readable_line(call).endswith(b"}\n")
+    for line in (
+        b'{"method": "tools/call", "params": {"arguments": {"top_k": 1e300}}}\n',  # finite
+        b'{"method": "ping", "params": {"x": 1e400}}\n',  # not a call: as the SDK reads it
+        b'{"method": "tools/call", "params": {"_meta": {"x": NaN}, "arguments": {}}}\n',
+        b'not json "tools/call" NaN\n',
+    ):
+        assert readable_line(line) == line
+    assert readable_body(b'{"q": "caf\xe9"}') == '{"q": "caf\ufffd"}'.encode()
+    assert readable_body(b'{"q": "caf\\udce9"}') == b'{"q": "caf\\udce9"}'  # as it came
+
+
 def test_lone_surrogate_escapes_are_read_as_the_replacement_character() -> None:
     import io
 
-    from langchain_holodeck.cli._mcp import LoneSurrogates
+    from langchain_holodeck.cli._mcp_wire import ReadableLines
 
     lines = [
         b'{"q": "caf\\udce9", "pair": "\\ud83d\\ude00"}\n',
@@ -423,7 +512,7 @@ def test_lone_surrogate_escapes_are_read_as_the_replacement_character() -> None:
         b"garbage \\ud800 not json\n",
         b'{"q": "no newline at the end \\udc80"}',
     ]
-    read = io.BufferedReader(LoneSurrogates(io.BytesIO(b"".join(lines)))).read()
+    read = io.BufferedReader(ReadableLines(io.BytesIO(b"".join(lines)))).read()
     assert [json.loads(line) for line in read.splitlines()[:3]] == [
         {"q": "caf\ufffd", "pair": "\U0001f600"},
         {"q": "a literal \\udce9, no escape"},
