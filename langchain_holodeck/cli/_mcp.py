@@ -40,6 +40,9 @@ MAX_TOP_K = 100
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 _QUERY_HELP = str(SearchInput.model_fields["query"].description)
 _TOP_K_HELP = f"How many results to return, 1-{MAX_TOP_K} (default: the tool's top_k)."
+ARGUMENTS = ("query", "top_k")
+"""The arguments a served tool takes (``_tool_function``'s); any other is refused."""
+_CLOSED = {"additionalProperties": False}
 
 
 class Searchable(Protocol):
@@ -57,18 +60,40 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     """The SDK's server, answering a bad argument with one line naming it and its value.
 
     The SDK validates a call's arguments against the tool's signature and answers a failure
-    with pydantic's multi-line report (``1 validation error for kbArguments`` ...).
+    with pydantic's multi-line report (``1 validation error for kbArguments`` ...). It drops
+    an argument the tool does not take (``k``, a misspelt ``qeury``) without a word, and its
+    input schema allowed any: the schemas say ``additionalProperties: false`` and such a call
+    is answered with one line naming them.
     """
+
+    async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
+        listed = await super().list_tools(*args, **kwargs)
+        return [
+            tool.model_copy(update={"inputSchema": {**tool.inputSchema, **_CLOSED}})
+            for tool in listed
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any
     ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
+        unknown = [key for key in arguments or {} if key not in ARGUMENTS]
+        if unknown:
+            raise ToolError(unknown_arguments(name, {k: arguments[k] for k in unknown}))
         try:
             return await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
             raise ToolError(bad_arguments(error.__cause__)) from error
+
+
+def unknown_arguments(tool: str, unknown: dict[str, Any]) -> str:
+    """One line naming each argument ``tool`` does not take, its value, and those it takes."""
+    given = ", ".join(f"{name} (got {_shown(value)})" for name, value in unknown.items())
+    return (
+        f"unknown argument{'s' if len(unknown) > 1 else ''} {given}: {tool} takes query and, "
+        "optionally, top_k."
+    )
 
 
 def bad_arguments(error: ValidationError) -> str:

@@ -326,6 +326,42 @@ def test_a_non_finite_query_is_a_tool_error_and_finite_numbers_pass_as_they_were
     assert answer["content"][0]["text"] == f"{_TOP_K_RULE}, got 10.0."  # a float: no count
 
 
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        (
+            {"query": "x", "k": 1},
+            "unknown argument k (got 1): echo takes query and, optionally, top_k.",
+        ),
+        (
+            {"qeury": "x", "limit": 3},
+            'unknown arguments qeury (got "x"), limit (got 3): echo takes query and, '
+            "optionally, top_k.",
+        ),
+    ],
+)
+def test_an_argument_the_tool_does_not_take_is_a_tool_error_naming_it(
+    arguments: dict[str, object], text: str
+) -> None:
+    """An argument the tool does not take (k, top_K, limit, a misspelt qeury) was dropped
+    without a word and the call served with the defaults (found 2026-12-07)."""
+    result = _call_over_http([_Echo()], "echo", arguments)
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [text]
+
+
+def test_the_input_schema_says_no_other_argument() -> None:
+    pytest.importorskip("mcp")
+    import anyio
+
+    from langchain_holodeck.cli import _mcp
+
+    server = _mcp.build_server([_Echo()], max_concurrency=1)
+    (listed,) = anyio.run(server.list_tools)
+    assert listed.inputSchema["additionalProperties"] is False
+    assert set(listed.inputSchema["properties"]) == {"query", "top_k"}
+
+
 def test_a_body_that_is_not_utf8_is_read_with_the_replacement_character_as_over_stdio() -> None:
     """Over HTTP a query holding the byte 0xe9 got HTTP 500 'Error handling POST request'
     and two error lines in the server's log; stdio reads it as U+FFFD (found 2026-12-07)."""
