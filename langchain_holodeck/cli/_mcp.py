@@ -12,12 +12,14 @@ import json
 import logging
 import socket
 import sys
+import weakref
 from collections.abc import Sequence
 from typing import Annotated, Any, Protocol
 
 import anyio
 import anyio.to_thread
 import mcp.types as mcp_types
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field, ValidationError
 
@@ -49,7 +51,11 @@ class Searchable(Protocol):
     """What ``serve`` exposes per tool: a name, a description and a search returning both forms."""
 
     name: str
-    description: str
+
+    @property
+    def description(self) -> str:
+        """What the tool searches, as the model reads it (it may change: ``tools/list``)."""
+        ...
 
     def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
         """The tool's text for ``query`` and its structured results; raises on failure."""
@@ -64,12 +70,34 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     an argument the tool does not take (``k``, a misspelt ``qeury``) without a word, and its
     input schema allowed any: the schemas say ``additionalProperties: false`` and such a call
     is answered with one line naming them.
+
+    A served tool's description may change (served without AGENT_YAML, an ingest of another
+    SOURCE moves the tool there): ``tools/list`` says the current one, and a session that
+    listed the tools is sent ``notifications/tools/list_changed`` after the call that saw it.
     """
+
+    served: dict[str, Searchable]
+    """The tools by name (``build_server`` sets it)."""
+
+    def told(self) -> weakref.WeakKeyDictionary[Any, dict[str, str]]:
+        """Per session, the descriptions it was last given."""
+        if not hasattr(self, "_told"):
+            self._told: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+        return self._told
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
         listed = await super().list_tools(*args, **kwargs)
+        described = {name: tool.description for name, tool in self.served.items()}
+        session = self._session()
+        if session is not None:
+            self.told()[session] = described
         return [
-            tool.model_copy(update={"inputSchema": {**tool.inputSchema, **_CLOSED}})
+            tool.model_copy(
+                update={
+                    "inputSchema": {**tool.inputSchema, **_CLOSED},
+                    "description": described.get(tool.name, tool.description),
+                }
+            )
             for tool in listed
         ]
 
@@ -80,11 +108,31 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
         if unknown:
             raise ToolError(unknown_arguments(name, {k: arguments[k] for k in unknown}))
         try:
-            return await super().call_tool(name, arguments, *args, **kwargs)
+            result = await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
             raise ToolError(bad_arguments(error.__cause__)) from error
+        await self._tell_changes(kwargs.get("context", args[0] if args else None))
+        return result
+
+    async def _tell_changes(self, context: Any) -> None:
+        """``tools/list_changed`` to this session when a description it was given changed."""
+        session = self._session(context)
+        given = self.told().get(session) if session is not None else None
+        if given is None:  # it never listed the tools: nothing it holds is stale
+            return
+        described = {name: tool.description for name, tool in self.served.items()}
+        if described != given:
+            self.told()[session] = described
+            await session.send_tool_list_changed()
+
+    def _session(self, context: Any = None) -> Any:
+        """The session of the request being handled (None when the SDK does not say)."""
+        try:
+            return (context or self.get_context()).session
+        except (AttributeError, LookupError, ValueError):  # outside a request, another SDK
+            return None
 
 
 def unknown_arguments(tool: str, unknown: dict[str, Any]) -> str:
@@ -156,6 +204,8 @@ def build_server(
             json_response=True,  # a call's answer as one JSON body, not an SSE stream
         )
     server = _Server("holodeck-rag", **options)
+    server.served = {tool.name: tool for tool in tools}
+    _announce_list_changes(server)
     root = logging.getLogger()  # where the SDK logs a request it could not validate
     if invalid_request_summary not in root.filters:
         root.addFilter(invalid_request_summary)
@@ -171,6 +221,20 @@ def build_server(
             ),
         )
     return server
+
+
+def _announce_list_changes(server: Any) -> None:
+    """Declare the ``tools.listChanged`` capability at initialization (SDK 1.x)."""
+    lowlevel = getattr(server, "_mcp_server", None)  # FastMCP's low-level server
+    if lowlevel is None:
+        return
+    create = lowlevel.create_initialization_options
+
+    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        told = notification_options or NotificationOptions(tools_changed=True)
+        return create(told, *args, **kwargs)
+
+    lowlevel.create_initialization_options = options
 
 
 def _instructions(tools: Sequence[Searchable]) -> str:

@@ -235,9 +235,13 @@ class ServedTool:
         self._tool = build()
         self._lock = threading.Lock()
         self.name = self._tool.name
-        self.description = self._tool.config.description
         self.reloads = 0
         """How many times the tool was rebuilt after a re-ingest."""
+
+    @property
+    def description(self) -> str:
+        """The served tool's description: after an ingest of another SOURCE, the new one's."""
+        return self._tool.config.description
 
     @property
     def tool(self) -> _DocumentTool:

@@ -747,6 +747,66 @@ def test_an_ingest_of_another_tool_does_not_answer_under_the_served_tools_name(
     ]
 
 
+def test_an_ingest_of_another_source_updates_the_description_and_tells_the_client(
+    ingested: Path,
+) -> None:
+    """Served without AGENT_YAML, an ingest of another SOURCE moves the tool there: calls
+    searched the new corpus while tools/list still said 'Search the structured documents in
+    gdocs' (found 2026-12-07). Now tools/list says the new source, and the session that
+    listed the tools is sent notifications/tools/list_changed (capability listChanged)."""
+    pytest.importorskip("mcp")
+    server = subprocess.Popen(
+        main_command(["--store", str(ingested), "serve"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ingested.parent,
+        env=serve_env(ingested.parent),
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+
+    def send(message: dict[str, object]) -> None:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+
+    def until(answer_id: int) -> list[dict]:
+        assert server.stdout is not None
+        read = [json.loads(server.stdout.readline())]
+        while read[-1].get("id") != answer_id:
+            read.append(json.loads(server.stdout.readline()))
+        return read
+
+    def listed(answer_id: int) -> str:
+        send({"jsonrpc": "2.0", "id": answer_id, "method": "tools/list"})
+        (answer,) = until(answer_id)
+        return str(answer["result"]["tools"][0]["description"])
+
+    call = {"name": "default", "arguments": {"query": "zanzibarquux ferry"}}
+    try:
+        send(_INITIALIZE)
+        (started,) = until(1)
+        assert started["result"]["capabilities"]["tools"]["listChanged"] is True
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert " gdocs " in listed(2)
+        other = ingested.parent / "other"
+        other.mkdir()
+        (other / "ferry.md").write_text("# Ferry\n\nThe zanzibarquux ferry.\n", encoding="utf-8")
+        assert main(["-q", "--store", str(ingested), "ingest", "other"]) == 0
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        *told, answer = until(3)
+        sources = [r["source_path"] for r in answer["result"]["structuredContent"]["results"]]
+        assert sources == ["other/ferry.md"]
+        assert [m["method"] for m in told] == ["notifications/tools/list_changed"]
+        assert " other " in listed(4)
+        send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+        assert len(until(5)) == 1  # told once
+    finally:
+        server.stdin.close()
+        server.wait(60)
+
+
 def test_a_malformed_request_is_one_short_line_in_the_servers_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
