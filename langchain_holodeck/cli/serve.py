@@ -33,7 +33,7 @@ from langchain_holodeck.cli._targets import (
     target_from_manifest,
 )
 from langchain_holodeck.cli.chat import is_hybrid, positive_int
-from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -299,7 +299,7 @@ class ServedTool:
                 logger.warning(
                     "%s: reload failed (%s); serving the previous data.",
                     self.name,
-                    str(error).splitlines()[0] if str(error) else type(error).__name__,
+                    str(error).splitlines()[0].rstrip(".") if str(error) else type(error).__name__,
                 )
                 return self._tool
             if tool.name != self.name:  # the last ingest built another tool
@@ -350,8 +350,13 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
     def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
+        opened = False
+
         def build() -> _DocumentTool:
+            nonlocal opened
             or_else = "name an agent.yaml: holodeck-rag serve AGENT_YAML"
+            if opened and fixed is not None and manifest.is_file():
+                read_manifest(store)  # a reload: one it cannot read is no re-ingest (raises)
             target = (  # at each reload: an ingest of another SOURCE moves the tool there
                 as_ingested(fixed, store)
                 if fixed is not None
@@ -373,25 +378,40 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
                     "until the database is back (each call tries it again).",
                     tool.name,
                 )
-            elif not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
+            elif not tool.document_count and not ingested_here(tool):  # an emptied source: no
                 logger.warning(
                     "%s: its store holds no chunk; serve opens the store as the last ingest "
-                    "left it: run holodeck-rag ingest --config %s --tool %s first.",
+                    "left it: run %s first.",
                     tool.name,
-                    agent_yaml,
-                    tool.name,
+                    ingest_command(tool),
                 )
+            opened = True
             return tool
 
         return build
 
+    def ingested_here(tool: _DocumentTool) -> bool:  # without AGENT_YAML: the last ingest's
+        return agent_yaml is None or ingested_before(store, tool) or unreadable()
+
+    def unreadable() -> bool:  # a damaged manifest tells nothing (its reload says why)
+        try:
+            read_manifest(store)
+        except HolodeckError:
+            return manifest.is_file()
+        return False
+
+    def ingest_command(tool: _DocumentTool) -> str:  # absolute: serve may run anywhere
+        config = Path(agent_yaml or "agent.yaml").absolute()
+        return (
+            f"holodeck-rag --store {store.absolute()} ingest --config {config} --tool {tool.name}"
+        )
+
     def unserved(tool: _DocumentTool) -> str | None:  # an emptied source is no error
-        if agent_yaml is None or ingested_before(store, tool):
+        if ingested_here(tool):
             return None
         return (
-            f"{store} holds no chunk of {tool.name} (it was not ingested there?): run "
-            f"holodeck-rag --store {store} ingest --config {agent_yaml} --tool {tool.name}, "
-            "or serve with the --store it was ingested into."
+            f"{store.absolute()} holds no chunk of {tool.name} (it was not ingested there?): "
+            f"run {ingest_command(tool)}, or serve with the --store it was ingested into."
         )
 
     if agent_yaml is None:

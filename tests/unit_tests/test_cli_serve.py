@@ -646,8 +646,54 @@ def test_serving_a_tool_never_ingested_says_to_ingest_it(
     assert served.tool.document_count == 0
     assert [r.getMessage() for r in caplog.records] == [
         f"fresh: its store holds no chunk; serve opens the store as the last ingest left it: "
-        f"run holodeck-rag ingest --config {agent} --tool fresh first."
+        f"run holodeck-rag --store {ingested} ingest --config {agent} --tool fresh first."
     ]
+
+
+def test_serves_log_says_what_happened_to_an_emptied_source_and_a_damaged_manifest(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After its source was emptied and ingested, a reload logged 'its store holds no chunk;
+    ... run holodeck-rag ingest --config agent.yaml --tool kb first' (that ingest had just
+    run; no --store; the agent.yaml as given, relative); an ingest.json that no longer reads
+    was logged 'note: kb: re-ingested; reloaded from the store.' (found 2026-12-07)."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"  # the fixture's working directory
+    agent.write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: gdocs}\n", encoding="utf-8"
+    )
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (fresh,) = served_tools(Path("agent.yaml"), ingested, quiet=True)  # relative
+        with pytest.raises(RuntimeError, match=re.escape(f"--config {agent} --tool kb, or serve")):
+            fresh.search("safety interlock", 1)  # never ingested into this store
+    assert [r.getMessage() for r in caplog.records] == [
+        f"kb: its store holds no chunk; serve opens the store as the last ingest left it: "
+        f"run holodeck-rag --store {ingested} ingest --config {agent} --tool kb first."
+    ]
+    assert main(ingest) == 0
+    for path in (ingested.parent / "gdocs").rglob("*"):
+        if path.is_file():
+            path.unlink()
+    assert main(ingest) == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (served,) = served_tools(Path("agent.yaml"), ingested, quiet=True)
+        assert main(ingest) == 0  # nothing to do: the manifest is written again
+        text, _ = served.search("safety interlock", 1)
+        assert text == "No relevant results found for query: safety interlock"
+        (ingested / "ingest.json").write_text("{ not json", encoding="utf-8")
+        assert served.search("safety interlock", 1)[0] == text  # the data loaded, kept
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "note: kb: re-ingested; reloaded from the store."
+    assert said[1].startswith(
+        f"kb: reload failed ({ingested / 'ingest.json'} is not a valid ingest manifest ("
+    )
+    assert said[1].endswith("; run `holodeck-rag ingest` again); serving the previous data.")
+    assert len(said) == 2
 
 
 @pytest.mark.parametrize("top_k", [True, 2.5, "3"])
