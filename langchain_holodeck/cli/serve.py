@@ -349,7 +349,8 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
-    def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
+    def builder(fixed: Target | None, where: str) -> Callable[[], _DocumentTool]:
+        """Builds the tool; ``where`` names its configuration (``agent.yaml tools[1]``)."""
         opened = False
 
         def build() -> _DocumentTool:
@@ -365,9 +366,18 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             config = target.config
             setting = (config.embedding_model, config.long_text, config.embedding_timeout)
             if setting not in models:
-                models[setting] = resolve_embeddings(
-                    setting[0], long_text=setting[1], timeout=setting[2]
-                )
+                try:
+                    models[setting] = resolve_embeddings(
+                        setting[0], long_text=setting[1], timeout=setting[2]
+                    )
+                except Exception as error:  # a missing package, an unknown model id, ...
+                    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                    msg = (
+                        f"tool {config.name} is not served: {where}.embedding_model "
+                        f"{setting[0]!r} cannot be loaded ({first or type(error).__name__}); "
+                        "fix it and restart serve."
+                    )
+                    raise ConfigError(msg) from error
             tool = build_tool(target, store, embeddings=models[setting])
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
@@ -415,11 +425,46 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
         )
 
     if agent_yaml is None:
-        return [ServedTool(builder(None), generation=generation)]
+        return [ServedTool(builder(None, str(manifest.absolute())), generation=generation)]
     from langchain_holodeck.config.models import load_agent_config
 
     agent = load_agent_config(agent_yaml)
     targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
-    return [
-        ServedTool(builder(target), generation=generation, unserved=unserved) for target in targets
-    ]
+    served: list[ServedTool] = []
+    for n, target in enumerate(targets):
+        where = f"{agent_yaml.absolute()} tools[{n}]"
+        try:
+            served.append(ServedTool(builder(target, where), generation=generation,
+                                     unserved=unserved))  # fmt: skip
+        except HolodeckError as error:  # one tool's problem: the others are served
+            logger.warning("%s", str(error))
+            served.append(UnservableTool(target.config.name, target.config.description, error))
+    unservable = [tool for tool in served if isinstance(tool, UnservableTool)]
+    if len(unservable) == len(served):
+        raise unservable[0].error  # nothing to serve
+    return served
+
+
+class UnservableTool(ServedTool):
+    """A tool of AGENT_YAML that could not be opened: each call answers ``error`` in one line.
+
+    ``serve`` starts with the others (restart it once the cause is fixed).
+    """
+
+    def __init__(self, name: str, description: str, error: HolodeckError) -> None:
+        self.name, self._description, self.error = name, description, error
+        self.reloads = 0
+
+    @property
+    def description(self) -> str:
+        """The description configured for the tool."""
+        return self._description
+
+    @property
+    def tool(self) -> _DocumentTool:
+        """Raises the error: there is no tool."""
+        raise self.error
+
+    def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
+        """Raises ``RuntimeError`` with the tool's error (the client reads it as one line)."""
+        raise RuntimeError(str(self.error)) from self.error

@@ -696,6 +696,47 @@ def test_serves_log_says_what_happened_to_an_emptied_source_and_a_damaged_manife
     assert len(said) == 2
 
 
+def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_served(
+    ingested: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One tool of AGENT_YAML whose embedding_model could not load stopped serve for every
+    tool, with an error naming neither the tool nor the field (found 2026-12-07)."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+    from langchain_holodeck.errors import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the model cannot be made
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: gdocs}\n"
+        "  - {type: vectorstore, name: other, source: gdocs, "
+        "embedding_model: text-embedding-3-small}\n",
+        encoding="utf-8",
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool",
+                 "kb"]) == 0  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        tools = served_tools(agent, ingested, quiet=True)
+    said = f"tool other is not served: {agent} tools[1].embedding_model 'text-embedding-3-small'"
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"{said} cannot be loaded (")
+    assert warning.endswith("); fix it and restart serve.")
+    assert [tool.name for tool in tools] == ["kb", "other"]
+    result = _call_over_http(tools, "other", {"query": "safety interlock"})
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [warning]
+    result = _call_over_http(tools, "kb", {"query": "safety interlock"})
+    assert result["structuredContent"]["results"][0]["source_path"].startswith("gdocs/")
+    agent.write_text(  # no tool can be served: the error, as before
+        "tools:\n  - {type: vectorstore, name: other, source: gdocs, "
+        "embedding_model: text-embedding-3-small}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"^tool other is not served: "):
+        served_tools(agent, ingested, quiet=True)
+
+
 @pytest.mark.parametrize("top_k", [True, 2.5, "3"])
 def test_a_top_k_that_is_no_count_is_a_tool_error(ingested: Path, top_k: object) -> None:
     from langchain_holodeck.cli.serve import served_tools
