@@ -6,7 +6,9 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-_BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
+# headers, query strings; a placeholder in angle brackets (``Bearer <token>`` in a message
+# saying what to send) is no token: masked, it read "Bearer ***, or bind" (its ")" eaten too)
+_BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)(?!<[\w.-]+>(?:[\s,;'\"&).]|$))[^\s,;'\"&]+")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _SPACE = re.compile(r"(\s+)")
 _QUERY_KEY = re.compile(r"[^=&#@/?\s]+=")  # the "key=" a query starts with

@@ -32,14 +32,23 @@ class HttpLimits:
 class HttpGuard:
     """ASGI middleware: checks the token, bounds body size and concurrency, then calls ``app``.
 
-    The token is compared in constant time and never logged or echoed.
+    The token is compared in constant time and never logged or echoed. A POST body, read
+    whole, reaches ``app`` as ``rewrite`` returns it (unchanged without one).
     """
 
-    def __init__(self, app: App, *, token: str | None, limits: HttpLimits) -> None:
+    def __init__(
+        self,
+        app: App,
+        *,
+        token: str | None,
+        limits: HttpLimits,
+        rewrite: Callable[[bytes], bytes] | None = None,
+    ) -> None:
         self.app = app
         self._expected = token.encode() if token else None
         self.limits = limits
         self.in_flight = 0
+        self._rewrite = rewrite or (lambda body: body)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan (the session manager starts there)
@@ -61,6 +70,9 @@ class HttpGuard:
                 limit = self.limits.max_body_bytes
                 await _refuse(send, 413, f"request body larger than {limit} bytes")
                 return
+            given, body = body, self._rewrite(body)
+            if body != given:  # the app may read the length from the headers
+                scope = {**scope, "headers": _with_length(scope, len(body))}
             await self.app(scope, _replay(body, receive), send)
         finally:
             self.in_flight -= 1
@@ -79,6 +91,11 @@ def _content_length(scope: Scope) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _with_length(scope: Scope, length: int) -> list[tuple[bytes, bytes]]:
+    headers = [(k, v) for k, v in scope.get("headers") or [] if k != b"content-length"]
+    return [*headers, (b"content-length", str(length).encode())]
 
 
 async def _read_body(receive: Receive, limit: int, declared: int | None) -> bytes | None:

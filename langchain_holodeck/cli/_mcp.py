@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import json
 import logging
-import re
 import socket
 import sys
+import weakref
 from collections.abc import Sequence
-from typing import Annotated, Any, BinaryIO, Protocol
+from typing import Annotated, Any, Protocol
 
 import anyio
 import anyio.to_thread
 import mcp.types as mcp_types
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
+from langchain_holodeck.cli._mcp_wire import ReadableLines, non_finite_text, readable_body
 from langchain_holodeck.tools.document import SearchInput, undecoded_byte
 
 try:  # mcp 2.x
@@ -41,13 +42,20 @@ MAX_TOP_K = 100
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 _QUERY_HELP = str(SearchInput.model_fields["query"].description)
 _TOP_K_HELP = f"How many results to return, 1-{MAX_TOP_K} (default: the tool's top_k)."
+ARGUMENTS = ("query", "top_k")
+"""The arguments a served tool takes (``_tool_function``'s); any other is refused."""
+_CLOSED = {"additionalProperties": False}
 
 
 class Searchable(Protocol):
     """What ``serve`` exposes per tool: a name, a description and a search returning both forms."""
 
     name: str
-    description: str
+
+    @property
+    def description(self) -> str:
+        """What the tool searches, as the model reads it (it may change: ``tools/list``)."""
+        ...
 
     def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
         """The tool's text for ``query`` and its structured results; raises on failure."""
@@ -58,18 +66,82 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     """The SDK's server, answering a bad argument with one line naming it and its value.
 
     The SDK validates a call's arguments against the tool's signature and answers a failure
-    with pydantic's multi-line report (``1 validation error for kbArguments`` ...).
+    with pydantic's multi-line report (``1 validation error for kbArguments`` ...). It drops
+    an argument the tool does not take (``k``, a misspelt ``qeury``) without a word, and its
+    input schema allowed any: the schemas say ``additionalProperties: false`` and such a call
+    is answered with one line naming them.
+
+    A served tool's description may change (served without AGENT_YAML, an ingest of another
+    SOURCE moves the tool there): ``tools/list`` says the current one, and a session that
+    listed the tools is sent ``notifications/tools/list_changed`` after the call that saw it.
     """
+
+    served: dict[str, Searchable]
+    """The tools by name (``build_server`` sets it)."""
+
+    def told(self) -> weakref.WeakKeyDictionary[Any, dict[str, str]]:
+        """Per session, the descriptions it was last given."""
+        if not hasattr(self, "_told"):
+            self._told: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+        return self._told
+
+    async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
+        listed = await super().list_tools(*args, **kwargs)
+        described = {name: tool.description for name, tool in self.served.items()}
+        session = self._session()
+        if session is not None:
+            self.told()[session] = described
+        return [
+            tool.model_copy(
+                update={
+                    "inputSchema": {**tool.inputSchema, **_CLOSED},
+                    "description": described.get(tool.name, tool.description),
+                }
+            )
+            for tool in listed
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any
     ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
+        unknown = [key for key in arguments or {} if key not in ARGUMENTS]
+        if unknown:
+            raise ToolError(unknown_arguments(name, {k: arguments[k] for k in unknown}))
         try:
-            return await super().call_tool(name, arguments, *args, **kwargs)
+            result = await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
             raise ToolError(bad_arguments(error.__cause__)) from error
+        await self._tell_changes(kwargs.get("context", args[0] if args else None))
+        return result
+
+    async def _tell_changes(self, context: Any) -> None:
+        """``tools/list_changed`` to this session when a description it was given changed."""
+        session = self._session(context)
+        given = self.told().get(session) if session is not None else None
+        if given is None:  # it never listed the tools: nothing it holds is stale
+            return
+        described = {name: tool.description for name, tool in self.served.items()}
+        if described != given:
+            self.told()[session] = described
+            await session.send_tool_list_changed()
+
+    def _session(self, context: Any = None) -> Any:
+        """The session of the request being handled (None when the SDK does not say)."""
+        try:
+            return (context or self.get_context()).session
+        except (AttributeError, LookupError, ValueError):  # outside a request, another SDK
+            return None
+
+
+def unknown_arguments(tool: str, unknown: dict[str, Any]) -> str:
+    """One line naming each argument ``tool`` does not take, its value, and those it takes."""
+    given = ", ".join(f"{name} (got {_shown(value)})" for name, value in unknown.items())
+    return (
+        f"unknown argument{'s' if len(unknown) > 1 else ''} {given}: {tool} takes query and, "
+        "optionally, top_k."
+    )
 
 
 def bad_arguments(error: ValidationError) -> str:
@@ -101,6 +173,9 @@ def _argument_problem(name: str, detail: Any) -> str:
 
 def _shown(value: object) -> str:
     """``value`` as the client wrote it (JSON), cut to 60 characters."""
+    written = non_finite_text(value)  # 1e400, NaN: the SDK would have passed null
+    if written is not None:
+        return written
     if isinstance(value, str) and len(value) > 60:
         return f"a string of {len(value)} characters"
     try:
@@ -129,6 +204,8 @@ def build_server(
             json_response=True,  # a call's answer as one JSON body, not an SSE stream
         )
     server = _Server("holodeck-rag", **options)
+    server.served = {tool.name: tool for tool in tools}
+    _announce_list_changes(server)
     root = logging.getLogger()  # where the SDK logs a request it could not validate
     if invalid_request_summary not in root.filters:
         root.addFilter(invalid_request_summary)
@@ -144,6 +221,20 @@ def build_server(
             ),
         )
     return server
+
+
+def _announce_list_changes(server: Any) -> None:
+    """Declare the ``tools.listChanged`` capability at initialization (SDK 1.x)."""
+    lowlevel = getattr(server, "_mcp_server", None)  # FastMCP's low-level server
+    if lowlevel is None:
+        return
+    create = lowlevel.create_initialization_options
+
+    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        told = notification_options or NotificationOptions(tools_changed=True)
+        return create(told, *args, **kwargs)
+
+    lowlevel.create_initialization_options = options
 
 
 def _instructions(tools: Sequence[Searchable]) -> str:
@@ -224,7 +315,8 @@ def run_stdio(server: Any) -> None:
 
     The SDK closes the stream it writes to when done; it gets a duplicate of stdout, so the
     CLI's own stdout stays open for its exit. It reads ``sys.stdin.buffer``: here, lines
-    with their lone surrogates spelt U+FFFD (``LoneSurrogates``).
+    made readable (``ReadableLines``: lone surrogates spelt U+FFFD, a call's non-finite
+    numbers kept).
     """
     import io
     import os
@@ -232,7 +324,7 @@ def run_stdio(server: Any) -> None:
     saved, saved_in = sys.stdout, sys.stdin
     sys.stdout = io.TextIOWrapper(os.fdopen(os.dup(saved.fileno()), "wb"), encoding="utf-8")
     sys.stdin = io.TextIOWrapper(
-        io.BufferedReader(LoneSurrogates(saved_in.buffer)), encoding="utf-8", errors="replace"
+        io.BufferedReader(ReadableLines(saved_in.buffer)), encoding="utf-8", errors="replace"
     )
     try:
         anyio.run(server.run_stdio_async)
@@ -246,63 +338,6 @@ def run_stdio(server: Any) -> None:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.close()
         sys.stdout, sys.stdin = saved, saved_in
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class LoneSurrogates(io.RawIOBase):
-    r"""A client's stdin, each line's lone surrogate escapes (``"caf\udce9"``) read as U+FFFD.
-
-    JSON allows such an escape (JavaScript writes one for a string holding half a pair) and
-    UTF-8 cannot carry it: the SDK's stdio reader refused the line and answered its request
-    with nothing the client could match, so the client waited for good. Undecodable bytes
-    are read as U+FFFD already (the SDK decodes with ``errors="replace"``); such a line is
-    now read the same way. Other lines pass as they are.
-    """
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if not self._pending:
-            line = self._raw.readline()
-            if not line:
-                return 0
-            self._pending = _without_lone_surrogates(line)
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-
-def _without_lone_surrogates(line: bytes) -> bytes:
-    """``line`` (a JSON message) with each lone surrogate of its strings spelt U+FFFD."""
-    if not _SURROGATE_ESCAPE.search(line):
-        return line
-    try:
-        message = json.loads(line)
-    except ValueError:  # not JSON: the SDK reports it as it does
-        return line
-    fixed = _replace_surrogates(message)  # json.loads joined each pair: what is left is lone
-    if fixed == message:
-        return line
-    return json.dumps(fixed, ensure_ascii=False).encode("utf-8") + b"\n"
-
-
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
-    return value
 
 
 def _only_closed_streams(error: BaseException) -> bool:
@@ -405,7 +440,7 @@ def http_app(server: Any, host: str, *, token: str | None, limits: HttpLimits) -
             json_response=True,
             max_request_body_size=limits.max_body_bytes,
         )
-    return HttpGuard(app, token=token, limits=limits)
+    return HttpGuard(app, token=token, limits=limits, rewrite=readable_body)
 
 
 def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: HttpLimits) -> None:

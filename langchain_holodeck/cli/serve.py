@@ -33,7 +33,7 @@ from langchain_holodeck.cli._targets import (
     target_from_manifest,
 )
 from langchain_holodeck.cli.chat import is_hybrid, positive_int
-from langchain_holodeck.errors import ConfigError
+from langchain_holodeck.errors import ConfigError, HolodeckError
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -235,9 +235,13 @@ class ServedTool:
         self._tool = build()
         self._lock = threading.Lock()
         self.name = self._tool.name
-        self.description = self._tool.config.description
         self.reloads = 0
         """How many times the tool was rebuilt after a re-ingest."""
+
+    @property
+    def description(self) -> str:
+        """The served tool's description: after an ingest of another SOURCE, the new one's."""
+        return self._tool.config.description
 
     @property
     def tool(self) -> _DocumentTool:
@@ -295,7 +299,7 @@ class ServedTool:
                 logger.warning(
                     "%s: reload failed (%s); serving the previous data.",
                     self.name,
-                    str(error).splitlines()[0] if str(error) else type(error).__name__,
+                    str(error).splitlines()[0].rstrip(".") if str(error) else type(error).__name__,
                 )
                 return self._tool
             if tool.name != self.name:  # the last ingest built another tool
@@ -345,9 +349,15 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
-    def builder(fixed: Target | None) -> Callable[[], _DocumentTool]:
+    def builder(fixed: Target | None, where: str) -> Callable[[], _DocumentTool]:
+        """Builds the tool; ``where`` names its configuration (``agent.yaml tools[1]``)."""
+        opened = False
+
         def build() -> _DocumentTool:
+            nonlocal opened
             or_else = "name an agent.yaml: holodeck-rag serve AGENT_YAML"
+            if opened and fixed is not None and manifest.is_file():
+                read_manifest(store)  # a reload: one it cannot read is no re-ingest (raises)
             target = (  # at each reload: an ingest of another SOURCE moves the tool there
                 as_ingested(fixed, store)
                 if fixed is not None
@@ -356,9 +366,18 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             config = target.config
             setting = (config.embedding_model, config.long_text, config.embedding_timeout)
             if setting not in models:
-                models[setting] = resolve_embeddings(
-                    setting[0], long_text=setting[1], timeout=setting[2]
-                )
+                try:
+                    models[setting] = resolve_embeddings(
+                        setting[0], long_text=setting[1], timeout=setting[2]
+                    )
+                except Exception as error:  # a missing package, an unknown model id, ...
+                    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                    msg = (
+                        f"tool {config.name} is not served: {where}.embedding_model "
+                        f"{setting[0]!r} cannot be loaded ({first or type(error).__name__}); "
+                        "fix it and restart serve."
+                    )
+                    raise ConfigError(msg) from error
             tool = build_tool(target, store, embeddings=models[setting])
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
@@ -369,33 +388,83 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
                     "until the database is back (each call tries it again).",
                     tool.name,
                 )
-            elif not tool.document_count and agent_yaml is not None:  # nothing ingested yet?
+            elif not tool.document_count and not ingested_here(tool):  # an emptied source: no
                 logger.warning(
                     "%s: its store holds no chunk; serve opens the store as the last ingest "
-                    "left it: run holodeck-rag ingest --config %s --tool %s first.",
+                    "left it: run %s first.",
                     tool.name,
-                    agent_yaml,
-                    tool.name,
+                    ingest_command(tool),
                 )
+            opened = True
             return tool
 
         return build
 
+    def ingested_here(tool: _DocumentTool) -> bool:  # without AGENT_YAML: the last ingest's
+        return agent_yaml is None or ingested_before(store, tool) or unreadable()
+
+    def unreadable() -> bool:  # a damaged manifest tells nothing (its reload says why)
+        try:
+            read_manifest(store)
+        except HolodeckError:
+            return manifest.is_file()
+        return False
+
+    def ingest_command(tool: _DocumentTool) -> str:  # absolute: serve may run anywhere
+        config = Path(agent_yaml or "agent.yaml").absolute()
+        return (
+            f"holodeck-rag --store {store.absolute()} ingest --config {config} --tool {tool.name}"
+        )
+
     def unserved(tool: _DocumentTool) -> str | None:  # an emptied source is no error
-        if agent_yaml is None or ingested_before(store, tool):
+        if ingested_here(tool):
             return None
         return (
-            f"{store} holds no chunk of {tool.name} (it was not ingested there?): run "
-            f"holodeck-rag --store {store} ingest --config {agent_yaml} --tool {tool.name}, "
-            "or serve with the --store it was ingested into."
+            f"{store.absolute()} holds no chunk of {tool.name} (it was not ingested there?): "
+            f"run {ingest_command(tool)}, or serve with the --store it was ingested into."
         )
 
     if agent_yaml is None:
-        return [ServedTool(builder(None), generation=generation)]
+        return [ServedTool(builder(None, str(manifest.absolute())), generation=generation)]
     from langchain_holodeck.config.models import load_agent_config
 
     agent = load_agent_config(agent_yaml)
     targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
-    return [
-        ServedTool(builder(target), generation=generation, unserved=unserved) for target in targets
-    ]
+    served: list[ServedTool] = []
+    for n, target in enumerate(targets):
+        where = f"{agent_yaml.absolute()} tools[{n}]"
+        try:
+            served.append(ServedTool(builder(target, where), generation=generation,
+                                     unserved=unserved))  # fmt: skip
+        except HolodeckError as error:  # one tool's problem: the others are served
+            logger.warning("%s", str(error))
+            served.append(UnservableTool(target.config.name, target.config.description, error))
+    unservable = [tool for tool in served if isinstance(tool, UnservableTool)]
+    if len(unservable) == len(served):
+        raise unservable[0].error  # nothing to serve
+    return served
+
+
+class UnservableTool(ServedTool):
+    """A tool of AGENT_YAML that could not be opened: each call answers ``error`` in one line.
+
+    ``serve`` starts with the others (restart it once the cause is fixed).
+    """
+
+    def __init__(self, name: str, description: str, error: HolodeckError) -> None:
+        self.name, self._description, self.error = name, description, error
+        self.reloads = 0
+
+    @property
+    def description(self) -> str:
+        """The description configured for the tool."""
+        return self._description
+
+    @property
+    def tool(self) -> _DocumentTool:
+        """Raises the error: there is no tool."""
+        raise self.error
+
+    def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
+        """Raises ``RuntimeError`` with the tool's error (the client reads it as one line)."""
+        raise RuntimeError(str(self.error)) from self.error

@@ -21,7 +21,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_holodeck._chunk import chunk_hashes, content_digest, window_parent
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
@@ -93,8 +93,11 @@ def undecoded_byte(text: str) -> str | None:
 
 
 class SearchInput(BaseModel):
-    """The single argument a model passes to a search tool."""
+    """The single argument a model passes to a search tool; any other is refused."""
 
+    # an argument the tool does not take (k, top_k, a misspelt qeury) was dropped without a
+    # word: the model never learnt it had no effect (bad_search_arguments names it now)
+    model_config = ConfigDict(extra="forbid")
     query: str = Field(
         description="What to look for, in natural language; keywords, identifiers and "
         "section numbers (e.g. 'Section 4.2') also work."
@@ -109,14 +112,21 @@ def bad_search_arguments(error: ValidationError) -> str:
     model can call again.
     """
     problems: dict[str, str] = {}
+    unknown: list[str] = []
     for detail in error.errors():
         name = ".".join(str(part) for part in detail["loc"]) or "arguments"
-        if detail["type"] == "missing":
+        got = snippet(json.dumps(detail.get("input"), ensure_ascii=False, default=repr), 60)
+        if detail["type"] == "extra_forbidden":
+            unknown.append(f"{name} (got {got})")
+        elif detail["type"] == "missing":
             problem = f"{name} is required: pass the words to look for, e.g. 'revoke a token'."
+            problems.setdefault(name, problem)
         else:
-            got = json.dumps(detail.get("input"), ensure_ascii=False, default=repr)
-            problem = f"{name} must be a string of words to look for, got {snippet(got, 60)}."
-        problems.setdefault(name, problem)
+            problem = f"{name} must be a string of words to look for, got {got}."
+            problems.setdefault(name, problem)
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        problems[""] = f"unknown argument{plural} {', '.join(unknown)}: the tool takes query only."
     return " ".join(problems.values())
 
 
@@ -642,9 +652,11 @@ class _DocumentTool(Generic[ConfigT]):
         the message ``search`` raises as ``ValueError``, and the tool handles it
         (``handle_tool_error=True``): the agent reads the message as the tool's answer (a
         ``ToolMessage`` with ``status="error"``) and can ask again; its loop does not stop.
-        A call whose ``query`` is missing or not a string is answered the same way, with one
-        line naming the argument and the value it got (``bad_search_arguments``), not
-        pydantic's multi-line ``ValidationError`` raised into the caller's loop.
+        A call whose ``query`` is missing or not a string, or that passes an argument the tool
+        does not take (``k``: its schema says ``additionalProperties: false``), is answered
+        the same way, with one line naming the argument and the value it got
+        (``bad_search_arguments``), not pydantic's multi-line ``ValidationError`` raised into
+        the caller's loop.
         A failing search (the store or the embedding model down: ``Search failed: ...``,
         ``Failed to generate query embedding: ...``) is answered the same way, in one line,
         as ``holodeck-rag serve`` answers it. ``IndexNotBuiltError`` (search before

@@ -107,6 +107,22 @@ def test_serve_on_an_unknown_host_is_one_line_naming_it(
     assert err.count("\n") == 1
 
 
+def test_a_non_loopback_host_without_a_token_is_refused_in_the_words_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's secret scrubber read the placeholder 'Bearer <token>)' as a token: the line
+    said 'Bearer ***, or bind to 127.0.0.1.' (found 2026-12-07)."""
+    pytest.importorskip("mcp")
+    monkeypatch.delenv("HOLODECK_MCP_TOKEN", raising=False)
+    code = main(["--store", str(tmp_path), "serve", "--transport", "http", "--host", "0.0.0.0"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "error: --host '0.0.0.0' is not a loopback address, so clients must authenticate: set "
+        "HOLODECK_MCP_TOKEN to a secret token (clients send Authorization: Bearer <token>), "
+        "or bind to 127.0.0.1.\n"
+    )
+
+
 # -- serve opens the store read-only ---------------------------------------------------------
 @pytest.fixture
 def ingested(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -229,8 +245,11 @@ def test_http_on_loopback_still_refuses_a_foreign_host_header() -> None:
     assert _post_initialize("127.0.0.2", "attacker.example") == 421
 
 
-def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]) -> dict:
-    """The ``tools/call`` result of ``name`` from a server on 127.0.0.1 serving ``tools``."""
+def _call_over_http(tools: list[object], name: str, arguments: dict[str, object] | bytes) -> dict:
+    """The ``tools/call`` result of ``name`` from a server on 127.0.0.1 serving ``tools``.
+
+    ``arguments`` as bytes: the JSON object as the client writes it (``{"top_k": 1e400}``).
+    """
     pytest.importorskip("mcp")
     from starlette.testclient import TestClient
 
@@ -245,8 +264,10 @@ def _call_over_http(tools: list[object], name: str, arguments: dict[str, object]
         session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         client.post("/mcp", json=initialized, headers=session)
-        params = {"name": name, "arguments": arguments}
-        body = json.dumps({**call, "params": params})  # ASCII: a lone surrogate as \\udce9
+        params = {"name": name, "arguments": {} if isinstance(arguments, bytes) else arguments}
+        body = json.dumps({**call, "params": params}).encode()  # a lone surrogate as \\udce9
+        if isinstance(arguments, bytes):
+            body = body.replace(b'"arguments": {}', b'"arguments": ' + arguments)
         headers = {**session, "content-type": "application/json"}
         answer = client.post("/mcp", content=body, headers=headers)
     return dict(answer.json()["result"])
@@ -284,6 +305,69 @@ def test_a_bad_argument_is_one_line_naming_it_and_its_value(
     result = _call_over_http([_Echo()], "echo", arguments)
     assert result["isError"] is True
     assert [block["text"] for block in result["content"]] == [text]
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity", "-Infinity"])
+def test_a_top_k_no_float_can_hold_is_a_tool_error_naming_it_as_written(number: str) -> None:
+    """1e400 (valid JSON), NaN and Infinity: the SDK parses them as a float and rebuilds the
+    request as JSON, which writes inf and nan as null, so the call was served with the
+    tool's default top_k (found 2026-12-07)."""
+    body = b'{"query": "x", "top_k": %s}' % number.encode()
+    result = _call_over_http([_Echo()], "echo", body)
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [f"{_TOP_K_RULE}, got {number}."]
+
+
+def test_a_non_finite_query_is_a_tool_error_and_finite_numbers_pass_as_they_were() -> None:
+    assert _call_over_http([_Echo()], "echo", b'{"query": NaN}')["content"][0]["text"] == (
+        "query must be a string of at most 2000 characters, got NaN."
+    )
+    answer = _call_over_http([_Echo()], "echo", b'{"query": "x", "top_k": 1e1}')
+    assert answer["content"][0]["text"] == f"{_TOP_K_RULE}, got 10.0."  # a float: no count
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        (
+            {"query": "x", "k": 1},
+            "unknown argument k (got 1): echo takes query and, optionally, top_k.",
+        ),
+        (
+            {"qeury": "x", "limit": 3},
+            'unknown arguments qeury (got "x"), limit (got 3): echo takes query and, '
+            "optionally, top_k.",
+        ),
+    ],
+)
+def test_an_argument_the_tool_does_not_take_is_a_tool_error_naming_it(
+    arguments: dict[str, object], text: str
+) -> None:
+    """An argument the tool does not take (k, top_K, limit, a misspelt qeury) was dropped
+    without a word and the call served with the defaults (found 2026-12-07)."""
+    result = _call_over_http([_Echo()], "echo", arguments)
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [text]
+
+
+def test_the_input_schema_says_no_other_argument() -> None:
+    pytest.importorskip("mcp")
+    import anyio
+
+    from langchain_holodeck.cli import _mcp
+
+    server = _mcp.build_server([_Echo()], max_concurrency=1)
+    (listed,) = anyio.run(server.list_tools)
+    assert listed.inputSchema["additionalProperties"] is False
+    assert set(listed.inputSchema["properties"]) == {"query", "top_k"}
+
+
+def test_a_body_that_is_not_utf8_is_read_with_the_replacement_character_as_over_stdio() -> None:
+    """Over HTTP a query holding the byte 0xe9 got HTTP 500 'Error handling POST request'
+    and two error lines in the server's log; stdio reads it as U+FFFD (found 2026-12-07)."""
+    result = _call_over_http([_Echo()], "echo", b'{"query": "caf\xe9 token"}')
+    assert result.get("isError") is not True
+    assert result["structuredContent"]["query"] == "caf\ufffd token"
 
 
 def test_a_query_with_a_lone_surrogate_is_a_tool_error_naming_it(ingested: Path) -> None:
@@ -395,10 +479,67 @@ def test_a_stdio_call_whose_query_holds_a_lone_surrogate_escape_is_answered(
     assert result["content"][0]["text"].startswith("Found ")
 
 
+def test_a_stdio_call_with_a_non_finite_top_k_is_answered_with_the_error(
+    ingested: Path,
+) -> None:
+    """Over stdio too: top_k 1e400, NaN or Infinity was served with the tool's default."""
+    pytest.importorskip("mcp")
+    server = subprocess.Popen(
+        main_command(["--store", str(ingested), "serve"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ingested.parent,
+        env=serve_env(ingested.parent),
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    lines = [
+        json.dumps(m).encode()
+        for m in (_INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    ]
+    numbers = [b"1e400", b"NaN", b"-Infinity"]
+    lines += [
+        b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "default", '
+        b'"arguments": {"query": "safety interlock", "top_k": %s}}}' % (n, number)
+        for n, number in enumerate(numbers, 2)
+    ]
+    server.stdin.write(b"".join(line + b"\n" for line in lines))
+    server.stdin.flush()
+    try:
+        answers = [json.loads(server.stdout.readline()) for _ in range(4)]
+    finally:
+        server.stdin.close()
+        server.wait(60)
+    assert [a["result"]["content"][0]["text"] for a in answers[1:]] == [
+        f"{_TOP_K_RULE}, got {number.decode()}." for number in numbers
+    ]
+
+
+def test_readable_lines_mark_only_a_calls_non_finite_arguments() -> None:
+    from langchain_holodeck.cli._mcp_wire import NON_FINITE, readable_body, readable_line
+
+    call = b'{"method": "tools/call", "params": {"arguments": {"top_k": 1e400, "q": [NaN]}}}\n'
+    assert json.loads(readable_line(call)) == {
+        "method": "tools/call",
+        "params": {"arguments": {"top_k": {NON_FINITE: "1e400"}, "q": [{NON_FINITE: "NaN"}]}},
+    }
+    assert readable_line(call).endswith(b"}\n")
+    for line in (
+        b'{"method": "tools/call", "params": {"arguments": {"top_k": 1e300}}}\n',  # finite
+        b'{"method": "ping", "params": {"x": 1e400}}\n',  # not a call: as the SDK reads it
+        b'{"method": "tools/call", "params": {"_meta": {"x": NaN}, "arguments": {}}}\n',
+        b'not json "tools/call" NaN\n',
+    ):
+        assert readable_line(line) == line
+    assert readable_body(b'{"q": "caf\xe9"}') == '{"q": "caf\ufffd"}'.encode()
+    assert readable_body(b'{"q": "caf\\udce9"}') == b'{"q": "caf\\udce9"}'  # as it came
+
+
 def test_lone_surrogate_escapes_are_read_as_the_replacement_character() -> None:
     import io
 
-    from langchain_holodeck.cli._mcp import LoneSurrogates
+    from langchain_holodeck.cli._mcp_wire import ReadableLines
 
     lines = [
         b'{"q": "caf\\udce9", "pair": "\\ud83d\\ude00"}\n',
@@ -407,7 +548,7 @@ def test_lone_surrogate_escapes_are_read_as_the_replacement_character() -> None:
         b"garbage \\ud800 not json\n",
         b'{"q": "no newline at the end \\udc80"}',
     ]
-    read = io.BufferedReader(LoneSurrogates(io.BytesIO(b"".join(lines)))).read()
+    read = io.BufferedReader(ReadableLines(io.BytesIO(b"".join(lines)))).read()
     assert [json.loads(line) for line in read.splitlines()[:3]] == [
         {"q": "caf\ufffd", "pair": "\U0001f600"},
         {"q": "a literal \\udce9, no escape"},
@@ -505,8 +646,95 @@ def test_serving_a_tool_never_ingested_says_to_ingest_it(
     assert served.tool.document_count == 0
     assert [r.getMessage() for r in caplog.records] == [
         f"fresh: its store holds no chunk; serve opens the store as the last ingest left it: "
-        f"run holodeck-rag ingest --config {agent} --tool fresh first."
+        f"run holodeck-rag --store {ingested} ingest --config {agent} --tool fresh first."
     ]
+
+
+def test_serves_log_says_what_happened_to_an_emptied_source_and_a_damaged_manifest(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After its source was emptied and ingested, a reload logged 'its store holds no chunk;
+    ... run holodeck-rag ingest --config agent.yaml --tool kb first' (that ingest had just
+    run; no --store; the agent.yaml as given, relative); an ingest.json that no longer reads
+    was logged 'note: kb: re-ingested; reloaded from the store.' (found 2026-12-07)."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"  # the fixture's working directory
+    agent.write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: gdocs}\n", encoding="utf-8"
+    )
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (fresh,) = served_tools(Path("agent.yaml"), ingested, quiet=True)  # relative
+        with pytest.raises(RuntimeError, match=re.escape(f"--config {agent} --tool kb, or serve")):
+            fresh.search("safety interlock", 1)  # never ingested into this store
+    assert [r.getMessage() for r in caplog.records] == [
+        f"kb: its store holds no chunk; serve opens the store as the last ingest left it: "
+        f"run holodeck-rag --store {ingested} ingest --config {agent} --tool kb first."
+    ]
+    assert main(ingest) == 0
+    for path in (ingested.parent / "gdocs").rglob("*"):
+        if path.is_file():
+            path.unlink()
+    assert main(ingest) == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        (served,) = served_tools(Path("agent.yaml"), ingested, quiet=True)
+        assert main(ingest) == 0  # nothing to do: the manifest is written again
+        text, _ = served.search("safety interlock", 1)
+        assert text == "No relevant results found for query: safety interlock"
+        (ingested / "ingest.json").write_text("{ not json", encoding="utf-8")
+        assert served.search("safety interlock", 1)[0] == text  # the data loaded, kept
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "note: kb: re-ingested; reloaded from the store."
+    assert said[1].startswith(
+        f"kb: reload failed ({ingested / 'ingest.json'} is not a valid ingest manifest ("
+    )
+    assert said[1].endswith("; run `holodeck-rag ingest` again); serving the previous data.")
+    assert len(said) == 2
+
+
+def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_served(
+    ingested: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One tool of AGENT_YAML whose embedding_model could not load stopped serve for every
+    tool, with an error naming neither the tool nor the field (found 2026-12-07)."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+    from langchain_holodeck.errors import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the model cannot be made
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: gdocs}\n"
+        "  - {type: vectorstore, name: other, source: gdocs, "
+        "embedding_model: text-embedding-3-small}\n",
+        encoding="utf-8",
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool",
+                 "kb"]) == 0  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        tools = served_tools(agent, ingested, quiet=True)
+    said = f"tool other is not served: {agent} tools[1].embedding_model 'text-embedding-3-small'"
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"{said} cannot be loaded (")
+    assert warning.endswith("); fix it and restart serve.")
+    assert [tool.name for tool in tools] == ["kb", "other"]
+    result = _call_over_http(tools, "other", {"query": "safety interlock"})
+    assert result["isError"] is True
+    assert [block["text"] for block in result["content"]] == [warning]
+    result = _call_over_http(tools, "kb", {"query": "safety interlock"})
+    assert result["structuredContent"]["results"][0]["source_path"].startswith("gdocs/")
+    agent.write_text(  # no tool can be served: the error, as before
+        "tools:\n  - {type: vectorstore, name: other, source: gdocs, "
+        "embedding_model: text-embedding-3-small}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"^tool other is not served: "):
+        served_tools(agent, ingested, quiet=True)
 
 
 @pytest.mark.parametrize("top_k", [True, 2.5, "3"])
@@ -604,6 +832,66 @@ def test_an_ingest_of_another_tool_does_not_answer_under_the_served_tools_name(
         "default: the last ingest built another tool, 'ferries'; still serving default as "
         "it was loaded (restart serve to serve 'ferries')."
     ]
+
+
+def test_an_ingest_of_another_source_updates_the_description_and_tells_the_client(
+    ingested: Path,
+) -> None:
+    """Served without AGENT_YAML, an ingest of another SOURCE moves the tool there: calls
+    searched the new corpus while tools/list still said 'Search the structured documents in
+    gdocs' (found 2026-12-07). Now tools/list says the new source, and the session that
+    listed the tools is sent notifications/tools/list_changed (capability listChanged)."""
+    pytest.importorskip("mcp")
+    server = subprocess.Popen(
+        main_command(["--store", str(ingested), "serve"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ingested.parent,
+        env=serve_env(ingested.parent),
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+
+    def send(message: dict[str, object]) -> None:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+
+    def until(answer_id: int) -> list[dict]:
+        assert server.stdout is not None
+        read = [json.loads(server.stdout.readline())]
+        while read[-1].get("id") != answer_id:
+            read.append(json.loads(server.stdout.readline()))
+        return read
+
+    def listed(answer_id: int) -> str:
+        send({"jsonrpc": "2.0", "id": answer_id, "method": "tools/list"})
+        (answer,) = until(answer_id)
+        return str(answer["result"]["tools"][0]["description"])
+
+    call = {"name": "default", "arguments": {"query": "zanzibarquux ferry"}}
+    try:
+        send(_INITIALIZE)
+        (started,) = until(1)
+        assert started["result"]["capabilities"]["tools"]["listChanged"] is True
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert " gdocs " in listed(2)
+        other = ingested.parent / "other"
+        other.mkdir()
+        (other / "ferry.md").write_text("# Ferry\n\nThe zanzibarquux ferry.\n", encoding="utf-8")
+        assert main(["-q", "--store", str(ingested), "ingest", "other"]) == 0
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        *told, answer = until(3)
+        sources = [r["source_path"] for r in answer["result"]["structuredContent"]["results"]]
+        assert sources == ["other/ferry.md"]
+        assert [m["method"] for m in told] == ["notifications/tools/list_changed"]
+        assert " other " in listed(4)
+        send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+        assert len(until(5)) == 1  # told once
+    finally:
+        server.stdin.close()
+        server.wait(60)
 
 
 def test_a_malformed_request_is_one_short_line_in_the_servers_log(

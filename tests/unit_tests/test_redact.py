@@ -27,6 +27,24 @@ def test_scrub_masks_known_secrets_longest_first_and_bearer_tokens() -> None:
     assert text.startswith("key *** and ***;")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "set HOLODECK_MCP_TOKEN (clients send Authorization: Bearer <token>), or bind",
+        "send the header Authorization: Bearer <TOKEN>.",
+        "pass api_key=<your-key> in the query",
+    ],
+)
+def test_scrub_keeps_a_placeholder_in_angle_brackets(text: str) -> None:
+    """A message saying what to send is no secret: 'Bearer <token>), or' read 'Bearer ***,
+    or' (the placeholder and its closing parenthesis gone; found 2026-12-07)."""
+    assert scrub(text) == text
+
+
+def test_scrub_still_masks_a_token_glued_to_a_placeholder() -> None:
+    assert scrub("Authorization: Bearer <x>tok123") == "Authorization: Bearer ***"
+
+
 def test_scrub_cuts_after_masking() -> None:
     assert scrub("x" * 50 + "SECRET", ["SECRET"], max_chars=20) == "x" * 17 + "..."
 

@@ -511,6 +511,38 @@ async def test_as_tool_answers_a_bad_argument_with_one_line_naming_it(
             assert "\n" not in message.content
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            {"query": "rate limits", "k": 1},
+            "unknown argument k (got 1): the tool takes query only.",
+        ),
+        (
+            {"qeury": "rate limits"},
+            "query is required: pass the words to look for, e.g. 'revoke a token'. "
+            'unknown argument qeury (got "rate limits"): the tool takes query only.',
+        ),
+        (
+            {"query": "rate limits", "top_k": 2, "limit": 1},
+            "unknown arguments top_k (got 2), limit (got 1): the tool takes query only.",
+        ),
+    ],
+)
+async def test_as_tool_answers_an_argument_it_does_not_take_with_one_line_naming_it(
+    tool: VectorStoreTool, args: dict[str, object], expected: str
+) -> None:
+    """An argument the tool does not take was dropped without a word: a model asking for
+    k=1 got the tool's top_k results and never learnt why (found 2026-12-07)."""
+    await tool.initialize()
+    lc_tool = tool.as_tool()
+    assert lc_tool.get_input_schema().model_json_schema()["additionalProperties"] is False
+    call = {"name": lc_tool.name, "args": args, "id": "call-1", "type": "tool_call"}
+    for message in (lc_tool.invoke(call), await lc_tool.ainvoke(call)):
+        assert isinstance(message, ToolMessage)
+        assert (message.status, message.content) == ("error", expected)
+
+
 async def test_agent_tool_call_round_trips_through_as_tool(tool: VectorStoreTool) -> None:
     await tool.initialize()
     lc_tool = tool.as_tool()
