@@ -299,17 +299,20 @@ def test_search_max_chars_cuts_each_text_at_a_word(capsys: pytest.CaptureFixture
     assert "more characters]" in out
 
 
-@pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it
-def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
-    workdir: Path, top_k: str
-) -> None:
+def into_a_closed_pipe(
+    workdir: Path, *argv: str, unbuffered: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The console script run with its stdout a pipe whose reader has gone (`| head -n 0`)."""
     read, write = os.pipe()
     os.close(read)  # like `| head` that has already exited
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(workdir)}
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:  # each print writes at once: the pipe breaks inside the command
+        env["PYTHONUNBUFFERED"] = "1"
     code = "from langchain_holodeck.cli import main; raise SystemExit(main())"
     try:
-        result = subprocess.run(
-            [sys.executable, "-c", code, "search", "holodeck", "--top-k", top_k],
+        return subprocess.run(
+            [sys.executable, "-c", code, *argv],
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,
@@ -320,8 +323,53 @@ def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
         )
     finally:
         os.close(write)
+
+
+@pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it
+def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
+    workdir: Path, top_k: str
+) -> None:
+    result = into_a_closed_pipe(workdir, "search", "holodeck", "--top-k", top_k)
     assert result.stderr == ""
     assert result.returncode == 0
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_a_failing_test_into_a_closed_pipe_still_exits_one(workdir: Path, unbuffered: bool) -> None:
+    """`holodeck-rag test agent.yaml | head -n 1` exited 0 with a failing case: the closed
+    pipe's BrokenPipeError, at the report's print or at the flush after the command had
+    returned 1, was taken for the reader having had enough (exit 0)."""
+    failing = CASES + "  - query: how do I revoke a token?\n    source: crew.json\n    k: 1\n"
+    agent = write_agent(workdir / "agent_failing_piped.yaml", failing)
+    result = into_a_closed_pipe(workdir, "test", str(agent), unbuffered=unbuffered)
+    assert result.stderr == ""
+    assert result.returncode == 1
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_an_ingest_with_failed_chunks_into_a_closed_pipe_still_exits_one_and_warns(
+    workdir: Path, tmp_path: Path, unbuffered: bool
+) -> None:
+    """An ingest whose chunks partly failed exits 1 and warns per failure, its summary read
+    or not: the closed pipe at the summary made it exit 0 (and skip the warnings)."""
+    from tests.embedding_server import EmbeddingServer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "dawn.md").write_text("# Dawn\n\nThe deck opens at dawn.\n", encoding="utf-8")
+    (docs / "noon.md").write_text("# Noon\n\nThe deck closes at noon.\n", encoding="utf-8")
+    model = ["--embedding-model", "text-embedding-3-small", "--store", str(tmp_path / "S")]
+    with (
+        EmbeddingServer(mode="fail_on", fail_on="noon", fail_status=400) as server,  # no retry
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        patch.setenv("OPENAI_BASE_URL", server.url)
+        patch.delenv("OPENAI_API_BASE", raising=False)
+        result = into_a_closed_pipe(workdir, "ingest", str(docs), *model, unbuffered=unbuffered)
+    assert result.returncode == 1, result.stderr
+    assert "warning: sync: embedding batch of 2 from 'docs/dawn.md': BadRequest" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_progress_chunks_bar_times_from_the_start_of_splitting() -> None:
