@@ -255,6 +255,28 @@ def test_test_command_fails_when_a_case_is_not_found_within_k(
     assert "| docs_tool | 2 | 1 | 0.500 | 0.500 |" in out
 
 
+def test_test_command_runs_without_the_key_of_the_model_it_never_calls(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's shape, `model:` with `api_key: ${OPENAI_API_KEY}` beside `tests:`: `test` and
+    `ingest --config` stopped at model.api_key without the key; only `chat` needs it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = 'model: {provider: openai, name: gpt-4o-mini, api_key: "${OPENAI_API_KEY}"}\n'
+    agent = workdir / "agent_model_unkeyed.yaml"
+    agent.write_text(model + AGENT + CASES, encoding="utf-8")
+    code, out, err = run(capsys, "test", str(agent))
+    assert code == 0, err
+    assert "PASS docs_tool:" in out
+    code, _, err = run(capsys, "ingest", "--config", str(agent), "--tool", "docs_tool")
+    assert code == 0, err
+    code, out, err = run(capsys, "chat", str(agent), stdin="how do I revoke a token?\n")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {agent}: model.api_key: environment variable OPENAI_API_KEY is not set; "
+        "export it, or write $${OPENAI_API_KEY} for a literal '${OPENAI_API_KEY}'.\n"
+    )
+
+
 def test_test_command_without_tests_is_an_error(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
