@@ -66,15 +66,16 @@ def long_text_without_windows(model: str) -> str:
     )
 
 
-def timeout_without_an_api(model: str | None) -> str:
+def timeout_without_an_api(model: str | None, *, setting: str = "embedding_timeout") -> str:
     """What is wrong with an ``embedding_timeout`` set for a model that is no API.
 
-    A phrase the caller ends with the value it got, as config errors do.
+    A phrase the caller ends with the value it got, as config errors do; ``setting`` is the
+    name to remove (``timeout`` for ``resolve_embeddings``).
     """
     named = f"embedding_model {model!r}" if model else "the local default (embedding_model unset)"
     return (
         f"applies to an OpenAI embedding_model (each request to its API); {named} runs in "
-        "this process, with no requests to time out (remove embedding_timeout)"
+        f"this process, with no requests to time out (remove {setting})"
     )
 
 

@@ -31,6 +31,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._redact import one_line
+from langchain_holodeck._request_url import with_unanswered_url
 from langchain_holodeck.contracts import CountingDelete
 from langchain_holodeck.embeddings.inflight import embed_in_flight, runs_in_process
 
@@ -57,8 +58,11 @@ def embeds_ahead(vector_store: VectorStore) -> bool:
 
 
 def sanitize_error(error: BaseException) -> str:
-    """One line, no traceback, no credentials: safe to store in ``SyncResult.errors``."""
-    return one_line(error)
+    """One line, no traceback, no credentials: safe to store in ``SyncResult.errors``.
+
+    A request that got no answer (an embeddings server not running) names its URL.
+    """
+    return with_unanswered_url(one_line(error), error)
 
 
 def batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -7,7 +7,9 @@ that are not JSON, as a model may write, and one starting with ``LIST-ARGS`` get
 is not an object, ``[1, 2]``); when the last message is a tool result, it answers with text
 that quotes the first ``Source:`` line of that result. A last message holding
 ``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
-no text), as a broken model server may send. Every request body is recorded.
+no text), as a broken model server may send. A user text starting with ``MODEL-DOWN`` is
+answered HTTP 400 with an OpenAI error body (the client does not retry): one failing question
+in a session. Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -117,10 +119,12 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            status = state.error_status or 200
+            messages = body.get("messages") or [{}]
+            down = str(messages[-1].get("content") or "").startswith("MODEL-DOWN")
+            status = state.error_status or (400 if down else 200)
             answer = (
                 {"error": {"message": "the model is unavailable", "type": "server_error"}}
-                if state.error_status
+                if status != 200
                 else reply(body)
             )
             data = json.dumps(answer).encode()

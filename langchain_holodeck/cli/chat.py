@@ -17,8 +17,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from langchain_holodeck._request_url import with_unanswered_url
 from langchain_holodeck.cli._drift import sync_known
 from langchain_holodeck.cli._interrupt import interrupt_says
+from langchain_holodeck.cli._output import print_result
 from langchain_holodeck.cli._targets import (
     as_ingested,
     build_tool,
@@ -50,7 +52,8 @@ configuration reference), each question goes to an agent that calls the tools an
 followed by the sources it used; without one, each line is searched in every tool and the
 results are printed. Answers go to stdout; notes and errors to stderr. When input is piped,
 each answer is printed under its question (`> question`), as a transcript. A failing
-question prints `error: ...` and the session goes on."""
+question prints `error: ...` (naming the server that did not answer) and the session goes on;
+the exit status is then 1, else 0."""
 
 
 def add_chat_parser(
@@ -478,6 +481,7 @@ def run_chat(args: argparse.Namespace) -> int:
             selection=agent.tool_selection if agent else None,
         )
     interactive = sys.stdin.isatty()
+    failed = False
     with interrupt_says(""):  # from "ready" on, Ctrl-C ends the session quietly (exit 130)
         if not args.quiet:
             mode = f"agent {model.provider}:{model.name}" if model else "search"
@@ -488,21 +492,33 @@ def run_chat(args: argparse.Namespace) -> int:
             where = undecoded_byte(question)
             if where is not None:  # one bad line ends nothing
                 print(f"error: this line is not UTF-8 text ({where}); skipped.", file=sys.stderr)
+                failed = True
                 continue
-            if not interactive:  # a transcript: each answer under the question it answers
-                print(f"> {question}", flush=True)
+            # a transcript: each answer under the question it answers
+            if not interactive and not print_result(f"> {question}"):
+                break  # the reader has gone (`| head`): answer no more
             try:
                 text = answer(question)
             except Exception as error:  # one failing question (model down...) ends nothing
-                logger.debug("question failed", exc_info=True)
-                line = " ".join(str(error).split())
-                if not isinstance(error, ValueError):  # a bad question says itself what is wrong
-                    line = f"{type(error).__name__}: {line}"
-                print(f"error: {line}", file=sys.stderr)
+                print(f"error: {question_error(error)}", file=sys.stderr)
+                failed = True
                 continue
-            print(_terminal_text(text), flush=True)
-            print(file=sys.stdout, flush=True)
-    return 0
+            if not print_result(_terminal_text(text) + "\n"):
+                break
+    return 1 if failed else 0
+
+
+def question_error(error: Exception) -> str:
+    """The line of a question that failed: what a bad question says, or the error and its type.
+
+    A model or embeddings server that did not answer is named by its URL (``Connection
+    error.`` does not say which server it tried).
+    """
+    logger.debug("question failed", exc_info=True)
+    line = " ".join(str(error).split())
+    if not isinstance(error, ValueError):  # a bad question says itself what is wrong
+        line = f"{type(error).__name__}: {line}"
+    return with_unanswered_url(line, error)
 
 
 def _lines(stream: TextIO, *, prompt: str | None) -> Iterator[str]:

@@ -47,6 +47,7 @@ from langchain_holodeck.cli._drift import sync_known as _sync_known
 from langchain_holodeck.cli._drift import warn_if_replacing as _warn_if_replacing
 from langchain_holodeck.cli._drift import with_ways as _with_ways
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
+from langchain_holodeck.cli._output import flush_stdout, print_result, silence_stdout
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     as_ingested,
@@ -179,10 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         try:
             code = int(args.run(args))
-            sys.stdout.flush()  # a closed pipe fails here, not at exit after main returned
+            flush_stdout()  # the reader gone (`| head`) ends the output, not the exit status
             return code
         except BrokenPipeError:  # `holodeck-rag search ... | head`: the reader has had enough
-            _silence_stdout()
+            silence_stdout()  # in a command that prints before it decides (search): exit 0
             return 0
         except (HolodeckError, OSError) as error:
             logger.debug("%s", type(error).__name__, exc_info=True)
@@ -255,15 +256,6 @@ def _exit_on_interrupt() -> Iterator[None]:
                 signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, quietly
         waiter.join()
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout without a file descriptor (tests): nothing to flush
-        pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -473,7 +465,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         seconds=seconds,
         search_strategy=tool.search_strategy,
     )
-    print(format_summary(report))
+    print_result(format_summary(report))  # a reader gone: the failures below are still told
     for line in result.errors:
         logger.warning("%s", line)
     return 1 if result.failed else 0

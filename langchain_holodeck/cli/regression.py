@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_holodeck.cli._drift import sync_known
+from langchain_holodeck.cli._output import print_result
 from langchain_holodeck.cli._targets import (
     as_ingested,
     build_tool,
@@ -160,5 +161,5 @@ def run_test(args: argparse.Namespace) -> int:
         sync_known(target, tool, args.store, force_ingest=args.force_ingest)
         retriever = tool.as_retriever()
         results += [run_case(retriever.invoke(c.query), c, tool.name) for c in cases]
-    print(report(results))
+    print_result(report(results))  # a reader gone (`| head -n 1`) keeps a failure's exit 1
     return 0 if all(r.passed for r in results) else 1

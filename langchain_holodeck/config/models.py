@@ -463,6 +463,10 @@ class AgentConfig(BaseModel):
     tool_selection: ToolSelectionConfig | None = None
     """Select the tools shown per model call (``build_tool_selector_middleware``); unset: all."""
 
+    _unresolved_model: JsonValue = PrivateAttr(default=None)
+    """``model:`` as written when one of its ``${VAR}`` was unset (or malformed) at load:
+    ``chat_model_config`` resolves it again, and raises that error."""
+
     @field_validator("tools")
     @classmethod
     def _at_least_one_tool(cls, tools: list[ToolConfig]) -> list[ToolConfig]:
@@ -536,10 +540,13 @@ def load_agent_config(
     """Read and validate an ``agent.yaml``.
 
     ``${VAR}`` in string values is replaced from ``environ`` after parsing (``$${VAR}`` keeps a
-    literal ``${VAR}``). Secrets must be ``${VAR}`` references, anywhere in the file (``tools``,
-    ``model``...): values of keys named like ``api_key``, ``password`` or ``token``, and URLs
-    embedding a password (``redis://:pw@host``; ``redis://localhost:6379`` is no secret).
-    Relative tool sources resolve against the file's directory (see ``resolved_source``).
+    literal ``${VAR}``). In ``model:`` an unset (or malformed) one is no error here: the section
+    stays as written and ``chat_model_config``, what runs the model, raises it; a ``test`` or an
+    ``ingest`` needs no model key. Secrets must be ``${VAR}`` references, anywhere in the file
+    (``tools``, ``model``...): values of keys named like ``api_key``, ``password`` or
+    ``token``, and URLs embedding a password (``redis://:pw@host``; ``redis://localhost:6379``
+    is no secret). Relative tool sources resolve against the file's directory (see
+    ``resolved_source``).
 
     Args:
         path: The agent file.
@@ -550,8 +557,9 @@ def load_agent_config(
 
     Raises:
         ConfigError: When the file is missing, unreadable, too large (1 MiB), not a YAML mapping,
-            uses an alias bomb, references an unset variable, holds a literal secret, or fails
-            validation. The message names the file, the field path and the bad value.
+            uses an alias bomb, references an unset variable (outside ``model:``), holds a
+            literal secret, or fails validation. The message names the file, the field path and
+            the bad value.
     """
     file = Path(path)
     display = str(path)
@@ -559,20 +567,49 @@ def load_agent_config(
     reject_literal_secrets(raw, display=display)
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
-    data = substitute_env(raw, env, display=display, used=used)
-    return _validate(AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used)
+    rest = {key: value for key, value in raw.items() if key != "model"}
+    data = substitute_env(rest, env, display=display, used=used)
+    model, unresolved = raw.get("model"), None
+    if isinstance(data, dict) and model is not None:
+        try:
+            data["model"] = substitute_env(model, env, display=display, path="model", used=used)
+        except ConfigError:  # only chat runs the model: chat_model_config raises it there
+            data["model"] = unresolved = model
+    agent = _validate(
+        AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used
+    )
+    agent._unresolved_model = unresolved
+    return agent
 
 
-def chat_model_config(agent: AgentConfig, *, display: str = "agent.yaml") -> ChatModelConfig | None:
+def chat_model_config(
+    agent: AgentConfig, *, display: str = "agent.yaml", environ: Mapping[str, str] | None = None
+) -> ChatModelConfig | None:
     """The agent's ``model:`` section as a ``ChatModelConfig``; ``None`` when there is none.
 
+    ``load_agent_config`` leaves the section as written when one of its ``${VAR}`` is unset
+    (only the command that runs the model needs its key): it is resolved here, or raises.
+
+    Args:
+        agent: The agent configuration.
+        display: How to name the file in error messages.
+        environ: Variables for ``${VAR}``; default ``os.environ``.
+
     Raises:
-        ConfigError: When the section is not a valid ``ChatModelConfig`` (naming ``display``,
-            the field and the bad value, secrets masked).
+        ConfigError: When a ``${VAR}`` of the section is unset or malformed, or the section is
+            not a valid ``ChatModelConfig`` (naming ``display``, the field and the bad value,
+            secrets masked).
     """
     if agent.model is None:
         return None
-    return _validate(ChatModelConfig, agent.model, display=display, prefix="model", used={})
+    used: dict[str, str] = {}
+    section: JSONish = agent.model
+    if agent._unresolved_model is not None:  # a ${VAR} was unset at load: resolved (or raised) now
+        env = os.environ if environ is None else environ
+        section = substitute_env(
+            agent._unresolved_model, env, display=display, path="model", used=used
+        )
+    return _validate(ChatModelConfig, section, display=display, prefix="model", used=used)
 
 
 def load_project_database_config(

@@ -43,6 +43,7 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from langchain_holodeck._redact import one_line
+from langchain_holodeck._request_url import with_unanswered_url
 from langchain_holodeck.embeddings._vectors import refused_vectors
 from langchain_holodeck.embeddings.local import LocalEmbeddings
 from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
@@ -201,7 +202,8 @@ class _Gate:
             if self.closed is None:
                 self.closed = _NotSent(
                     f"not sent: the embeddings server did not answer a batch in {tries} "
-                    f"tries ({one_line(error)}); the next run embeds them"
+                    f"tries ({with_unanswered_url(one_line(error), error)}); the next run "
+                    "embeds them"
                 )
 
 
@@ -266,7 +268,8 @@ def _assemble(
             failures.append(BatchFailure(start, size, str(outcome), sent=False))
             continue
         if isinstance(outcome, BaseException):
-            failures.append(BatchFailure(start, size, one_line(outcome)))
+            line = with_unanswered_url(one_line(outcome), outcome)  # a server down: its URL
+            failures.append(BatchFailure(start, size, line))
             continue
         if len(outcome) != size:
             error = f"the model returned {len(outcome)} vectors for {size} texts"

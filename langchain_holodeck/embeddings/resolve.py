@@ -21,6 +21,7 @@ from langchain_holodeck._embedding_settings import (
     LongTextMode,
     long_text_without_windows,
     openai_model,
+    timeout_without_an_api,
 )
 from langchain_holodeck._embedding_settings import (
     OPENAI_EMBEDDING_MODELS as OPENAI_EMBEDDING_MODELS,  # re-exported: its documented home
@@ -65,7 +66,9 @@ def resolve_embeddings(
         timeout: Seconds one request of an OpenAI model may take (``None``: no limit). Its
             client retries nothing: sync retries a batch itself (a 429 pauses every request
             until its ``Retry-After``), and a query is retried after a 429, a server error or
-            a lost connection (not after a timeout). Local models ignore it.
+            a lost connection (not after a timeout). A local model sends no request: another
+            value than the default is refused, as ``embedding_timeout`` in YAML is. An
+            ``Embeddings`` object keeps its own.
 
     Returns:
         The embeddings. Local models load lazily, on first use.
@@ -78,7 +81,8 @@ def resolve_embeddings(
 
     Raises:
         ValueError: If ``embedding_model`` is none of the accepted forms, ``long_text`` is not
-            a mode, or ``long_text`` is not left unset for an OpenAI model or an object.
+            a mode, ``long_text`` is not left unset for an OpenAI model or an object, or
+            ``timeout`` is not left at its default for a local model.
         ImportError: If the provider's extra (``local`` or ``openai``) is not installed.
         ConfigError: If OpenAI is selected and its API key is missing.
     """
@@ -93,6 +97,7 @@ def resolve_embeddings(
             raise ValueError(msg)
         return embedding_model
     if embedding_model is None:
+        _no_timeout(None, timeout)
         return OnnxEmbeddings(long_text=long_text)
     if not isinstance(embedding_model, str):
         msg = f"embedding_model must be {_ACCEPTED}; got {type(embedding_model).__name__}."
@@ -105,11 +110,20 @@ def resolve_embeddings(
             raise ValueError(msg)
         return _openai(openai, timeout)
     if name == DEFAULT_EMBEDDING_MODEL:
+        _no_timeout(name, timeout)
         return OnnxEmbeddings(long_text=long_text)
     if name.startswith("sentence-transformers/") and len(name) > len("sentence-transformers/"):
+        _no_timeout(name, timeout)
         return LocalEmbeddings(name, long_text=long_text)
     msg = f"embedding_model must be {_ACCEPTED}; got {embedding_model!r}."
     raise ValueError(msg)
+
+
+def _no_timeout(model: str | None, timeout: float | None) -> None:
+    """Refuse a ``timeout`` other than the default for a local ``model``: it has no request."""
+    if timeout != DEFAULT_EMBEDDING_TIMEOUT:
+        msg = f"timeout {timeout_without_an_api(model, setting='timeout')}, got {timeout}."
+        raise ValueError(msg)
 
 
 def _openai(model: str, timeout: float | None) -> Embeddings:

@@ -86,11 +86,36 @@ def test_chat_agent_survives_an_unreachable_model_server(
     monkeypatch.setattr(sys, "stdin", io.StringIO("first?\nsecond?\n"))
     code = main(["chat", "agent.yaml"])
     out, err = capsys.readouterr()
-    assert code == 0
+    assert code == 1  # it was 0: a script could not tell that no question was answered
     assert out == "> first?\n> second?\n"  # the transcript: questions, no answer
-    assert (
-        err.count("ConnectionError: Connection error.") == 2
-    )  # each question fails; the session goes on
+    failed = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert failed == 2 * [  # each question fails, naming the server; the session goes on
+        f"error: OpenAIConnectionError: Connection error. (no answer from {url}/chat/completions)"
+    ]
+
+
+def test_chat_answers_the_questions_after_a_failed_one_and_exits_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("K", "sk-x")
+    with chat_server() as server:
+        (tmp_path / "agent.yaml").write_text(
+            f"model: {{provider: openai, name: m, base_url: '{server.base_url}', "
+            "api_key: '${K}'}\n" + DOCS_TOOL,
+            encoding="utf-8",
+        )
+        questions = "MODEL-DOWN first?\nHow do I revoke an access token?\n"
+        monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
+        code = main(["chat", "agent.yaml"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    (failed,) = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert failed.endswith("Error code: 400 - the model is unavailable")
+    # the server answered: its status says what went wrong, no "no answer from"
+    assert out.count("The answer is in docs/auth.md.") == 1  # the next question is answered
 
 
 DOCS_TOOL = "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n"

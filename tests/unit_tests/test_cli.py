@@ -270,6 +270,7 @@ def test_embedding_timeout_of_the_agent_yaml_bounds_ingest_search_and_serve(
         code, _, err = run(capsys, *at, "ingest", "--config", str(agent))
         assert code == 1
         assert "embedding batch of 1 from 'docs/deck.md': APITimeoutError" in err
+        assert f"(no answer from {server.url}/embeddings)" in err  # the server, by its URL
         assert err.endswith("(1 chunks could not be embedded; none was written)\n")
         (served,) = served_tools(agent, store, quiet=True)
         model = served.tool.corpus.embeddings

@@ -122,7 +122,7 @@ def test_chat_skips_a_line_that_is_not_utf8_and_answers_the_next(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
     code = main(["chat"])
     captured = capsys.readouterr()
-    assert code == 0, captured.err
+    assert code == 1, captured.err  # a line went unanswered
     assert "error: this line is not UTF-8 text (byte 0xe9 at character 3); skipped.\n" in (
         captured.err
     )
@@ -135,7 +135,7 @@ def test_chat_answers_a_question_without_words_as_search_does_and_goes_on(
 ) -> None:
     """The message says what is wrong; it read 'error: ValueError: ...' (search's does not)."""
     code, out, err = run(capsys, "chat", stdin="!!!\nhow do I revoke a token?\n")
-    assert code == 0, err
+    assert code == 1, err  # the session goes on, and its exit status says a question failed
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1
     assert lines[0].startswith("error: Search query has no letters or digits")
@@ -255,6 +255,28 @@ def test_test_command_fails_when_a_case_is_not_found_within_k(
     assert "| docs_tool | 2 | 1 | 0.500 | 0.500 |" in out
 
 
+def test_test_command_runs_without_the_key_of_the_model_it_never_calls(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's shape, `model:` with `api_key: ${OPENAI_API_KEY}` beside `tests:`: `test` and
+    `ingest --config` stopped at model.api_key without the key; only `chat` needs it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = 'model: {provider: openai, name: gpt-4o-mini, api_key: "${OPENAI_API_KEY}"}\n'
+    agent = workdir / "agent_model_unkeyed.yaml"
+    agent.write_text(model + AGENT + CASES, encoding="utf-8")
+    code, out, err = run(capsys, "test", str(agent))
+    assert code == 0, err
+    assert "PASS docs_tool:" in out
+    code, _, err = run(capsys, "ingest", "--config", str(agent), "--tool", "docs_tool")
+    assert code == 0, err
+    code, out, err = run(capsys, "chat", str(agent), stdin="how do I revoke a token?\n")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {agent}: model.api_key: environment variable OPENAI_API_KEY is not set; "
+        "export it, or write $${OPENAI_API_KEY} for a literal '${OPENAI_API_KEY}'.\n"
+    )
+
+
 def test_test_command_without_tests_is_an_error(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
@@ -299,17 +321,20 @@ def test_search_max_chars_cuts_each_text_at_a_word(capsys: pytest.CaptureFixture
     assert "more characters]" in out
 
 
-@pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it
-def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
-    workdir: Path, top_k: str
-) -> None:
+def into_a_closed_pipe(
+    workdir: Path, *argv: str, unbuffered: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The console script run with its stdout a pipe whose reader has gone (`| head -n 0`)."""
     read, write = os.pipe()
     os.close(read)  # like `| head` that has already exited
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(workdir)}
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:  # each print writes at once: the pipe breaks inside the command
+        env["PYTHONUNBUFFERED"] = "1"
     code = "from langchain_holodeck.cli import main; raise SystemExit(main())"
     try:
-        result = subprocess.run(
-            [sys.executable, "-c", code, "search", "holodeck", "--top-k", top_k],
+        return subprocess.run(
+            [sys.executable, "-c", code, *argv],
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,
@@ -320,8 +345,53 @@ def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
         )
     finally:
         os.close(write)
+
+
+@pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it
+def test_search_into_a_closed_pipe_exits_zero_without_a_traceback(
+    workdir: Path, top_k: str
+) -> None:
+    result = into_a_closed_pipe(workdir, "search", "holodeck", "--top-k", top_k)
     assert result.stderr == ""
     assert result.returncode == 0
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_a_failing_test_into_a_closed_pipe_still_exits_one(workdir: Path, unbuffered: bool) -> None:
+    """`holodeck-rag test agent.yaml | head -n 1` exited 0 with a failing case: the closed
+    pipe's BrokenPipeError, at the report's print or at the flush after the command had
+    returned 1, was taken for the reader having had enough (exit 0)."""
+    failing = CASES + "  - query: how do I revoke a token?\n    source: crew.json\n    k: 1\n"
+    agent = write_agent(workdir / "agent_failing_piped.yaml", failing)
+    result = into_a_closed_pipe(workdir, "test", str(agent), unbuffered=unbuffered)
+    assert result.stderr == ""
+    assert result.returncode == 1
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_an_ingest_with_failed_chunks_into_a_closed_pipe_still_exits_one_and_warns(
+    workdir: Path, tmp_path: Path, unbuffered: bool
+) -> None:
+    """An ingest whose chunks partly failed exits 1 and warns per failure, its summary read
+    or not: the closed pipe at the summary made it exit 0 (and skip the warnings)."""
+    from tests.embedding_server import EmbeddingServer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "dawn.md").write_text("# Dawn\n\nThe deck opens at dawn.\n", encoding="utf-8")
+    (docs / "noon.md").write_text("# Noon\n\nThe deck closes at noon.\n", encoding="utf-8")
+    model = ["--embedding-model", "text-embedding-3-small", "--store", str(tmp_path / "S")]
+    with (
+        EmbeddingServer(mode="fail_on", fail_on="noon", fail_status=400) as server,  # no retry
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        patch.setenv("OPENAI_BASE_URL", server.url)
+        patch.delenv("OPENAI_API_BASE", raising=False)
+        result = into_a_closed_pipe(workdir, "ingest", str(docs), *model, unbuffered=unbuffered)
+    assert result.returncode == 1, result.stderr
+    assert "warning: sync: embedding batch of 2 from 'docs/dawn.md': BadRequest" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_progress_chunks_bar_times_from_the_start_of_splitting() -> None:

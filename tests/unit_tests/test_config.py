@@ -24,6 +24,7 @@ from langchain_holodeck.config import (
     SearchWeights,
     VectorStoreToolConfig,
     VLLMRerankerConfig,
+    chat_model_config,
     config_reference_markdown,
     load_agent_config,
     load_project_database_config,
@@ -633,9 +634,47 @@ def test_substitution_reaches_nested_lists(tmp_path: Path) -> None:
 
 
 def test_unset_variable_in_nested_list_names_its_index(tmp_path: Path) -> None:
-    path = write(tmp_path, 'model: {fallbacks: [ok, "${NOPE}"]}\ntools: []\n')
-    with pytest.raises(ConfigError, match=r"model\.fallbacks\[1\]: environment variable NOPE"):
+    path = write(tmp_path, 'description: [ok, "${NOPE}"]\ntools: []\n')
+    with pytest.raises(ConfigError, match=r"description\[1\]: environment variable NOPE"):
         load_agent_config(path, environ={})
+    model = (
+        'model: {fallbacks: [ok, "${NOPE}"]}\ntools: [{type: vectorstore, name: kb, source: s}]\n'
+    )
+    agent = load_agent_config(write(tmp_path, model), environ={})
+    with pytest.raises(ConfigError, match=r"model\.fallbacks\[1\]: environment variable NOPE"):
+        chat_model_config(agent, display=str(path), environ={})
+
+
+README_MODEL = """\
+model: {provider: openai, name: gpt-4o-mini, api_key: "${OPENAI_API_KEY}"}
+tests:
+  - {query: "how do I revoke a token?", source: auth.md, k: 3}
+tools:
+  - {type: hierarchical_document, name: docs, source: docs}
+"""
+
+
+def test_an_unset_model_key_is_an_error_only_where_the_model_runs(tmp_path: Path) -> None:
+    """README's agent.yaml (model: plus tests:) without OPENAI_API_KEY: loading it stopped at
+    model.api_key, so `holodeck-rag test` and `ingest --config`, which never call the model,
+    could not run in a CI without the key. The file loads; chat_model_config raises the same
+    one line, naming the file and the field."""
+    path = write(tmp_path, README_MODEL)
+    agent = load_agent_config(path, environ={})
+    assert [tool.name for tool in agent.tools] == ["docs"]
+    assert agent.tests[0].source == "auth.md"
+    with pytest.raises(ConfigError) as raised:
+        chat_model_config(agent, display=str(path), environ={})
+    assert str(raised.value).startswith(
+        f"{path}: model.api_key: environment variable OPENAI_API_KEY is not set; export it"
+    )
+    model = chat_model_config(agent, environ={"OPENAI_API_KEY": FAKE_KEY})
+    assert model is not None
+    assert model.api_key is not None
+    assert model.api_key.get_secret_value() == FAKE_KEY
+    keyed = load_agent_config(path, environ={"OPENAI_API_KEY": FAKE_KEY})  # resolved at load
+    assert keyed.model == {"provider": "openai", "name": "gpt-4o-mini", "api_key": FAKE_KEY}
+    assert chat_model_config(keyed, environ={}) == model
 
 
 def test_substituted_yaml_syntax_stays_a_string(tmp_path: Path) -> None:

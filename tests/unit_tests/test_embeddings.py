@@ -123,6 +123,27 @@ def test_unknown_model_names_are_rejected_with_accepted_forms(value: str) -> Non
     assert "text-embedding-3-small" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        (None, "the local default (embedding_model unset)"),
+        ("sentence-transformers/all-MiniLM-L6-v2", "embedding_model 'sentence-transformers/"),
+        ("sentence-transformers/paraphrase-MiniLM-L3-v2", "embedding_model 'sentence-trans"),
+    ],
+)
+def test_a_timeout_for_a_local_model_is_refused_as_in_yaml(model: str | None, named: str) -> None:
+    """docs/embeddings.md: another value than 60 is refused with a local model. YAML's
+    embedding_timeout: 30 was; resolve_embeddings(None, timeout=30) returned the model and
+    ignored it."""
+    with pytest.raises(ValueError, match="got 30") as raised:
+        resolve_embeddings(model, timeout=30)
+    message = str(raised.value)
+    assert message.startswith("timeout applies to an OpenAI embedding_model (each request")
+    assert named in message
+    assert message.endswith("no requests to time out (remove timeout), got 30.")
+    assert isinstance(resolve_embeddings(None, timeout=60), OnnxEmbeddings)  # the default
+
+
 def test_non_string_model_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="got int"):
         resolve_embeddings(42)  # type: ignore[arg-type]
