@@ -18,7 +18,9 @@ from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LongTextMo
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
+    ingested_before,
     initialize_known,
+    read_manifest,
     recorded_long_text,
     replaced_corpus,
     target_model_id,
@@ -54,6 +56,67 @@ def sync_known(
         if said is error:
             raise
         raise said from error
+
+
+def note_sync(target: Target, tool: _DocumentTool, store: Path, result: SyncResult) -> None:
+    """One ``note:`` WARNING when ``search``'s re-check of the source wrote to the store.
+
+    Said by what the sync found, not blamed on the files: the configured store out of reach
+    (an in-memory copy made now); a store that held none of the corpus (the sync added
+    chunks and found none to skip, update or delete), because the last ingest went to
+    another backend (``STORE/ingest.json``'s ``backend``: a ``.holodeck/config.yaml`` added
+    since, or an ingest that fell back to memory while Redis was down) or because the store
+    lost them (emptied, restarted without its data); else the source changed since the last
+    ingest.
+    """
+    shown = spelt(target.config.source)
+    counts = f"{result.added} added, {result.failed} failed"
+    if tool.fallback_reason is not None and (result.added or result.failed):
+        logger.warning(
+            "note: %s is unavailable, so this search ran on an in-memory copy of %s made now "
+            "(%d chunks embedded, %d failed); the source did not necessarily change.",
+            tool.requested_backend,
+            shown,
+            result.added,
+            result.failed,
+        )
+    elif result.added and not (result.skipped or result.updated or result.deleted):
+        where = f"this search's store, {spelt(tool.describe_storage())},"
+        then = _recorded_backend(store, tool)
+        if then is not None and then != tool.backend:
+            held = f"the last ingest of {shown} went to {then}, and {where} held none of its chunks"
+        elif then is None:
+            held = f"{where} held none of the chunks of {shown} (not ingested into it yet?)"
+        else:  # the store the ingest filled lost them
+            lost = (
+                "its saved files deleted?"
+                if then == "in-memory"
+                else "emptied, or restarted without its data?"
+            )
+            held = f"{where} held none of the chunks of {shown} ({lost})"
+        logger.warning(
+            "note: %s; synced %s into it first (%s); the files did not necessarily change.",
+            held,
+            shown,
+            counts,
+        )
+    elif result.added or result.updated or result.deleted or result.failed:
+        logger.warning(
+            "note: %s changed since the last ingest (its files, or how this version reads "
+            "them); synced it first (%d added, %d updated, %d deleted, %d failed).",
+            shown,
+            result.added,
+            result.updated,
+            result.deleted,
+            result.failed,
+        )
+
+
+def _recorded_backend(store: Path, tool: _DocumentTool) -> str | None:
+    """The backend ``store``'s manifest records ``tool`` ingesting its source into, or None."""
+    if not ingested_before(store, tool):
+        return None
+    return read_manifest(store).backend  # read above: valid
 
 
 def check_recorded_source(target: Target, store: Path) -> None:

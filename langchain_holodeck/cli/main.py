@@ -43,6 +43,7 @@ from langchain_holodeck._embedding_settings import (
 )
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._version import __version__
+from langchain_holodeck.cli._drift import note_sync as _note_sync
 from langchain_holodeck.cli._drift import sync_known as _sync_known
 from langchain_holodeck.cli._drift import warn_if_replacing as _warn_if_replacing
 from langchain_holodeck.cli._drift import with_ways as _with_ways
@@ -620,27 +621,7 @@ def _run_search(args: argparse.Namespace) -> int:
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
-    result = _sync_known(target, tool, args.store)
-    if tool.fallback_reason is not None and (result.added or result.failed):
-        # nothing changed: the store is out of reach and the fallback holds a copy made now
-        logger.warning(
-            "note: %s is unavailable, so this search ran on an in-memory copy of %s made "
-            "now (%d chunks embedded, %d failed); the source did not necessarily change.",
-            tool.requested_backend,
-            _shown_source(target),
-            result.added,
-            result.failed,
-        )
-    elif result.added or result.updated or result.deleted or result.failed:
-        logger.warning(
-            "note: %s changed since the last ingest (its files, or how this version reads "
-            "them); synced it first (%d added, %d updated, %d deleted, %d failed).",
-            _shown_source(target),
-            result.added,
-            result.updated,
-            result.deleted,
-            result.failed,
-        )
+    _note_sync(target, tool, args.store, _sync_known(target, tool, args.store))
     if not (args.json or args.explain):
         print(search_text(tool, query, max_chars=args.max_chars))
         return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,24 @@ def test_a_tool_built_in_the_earlier_long_text_default_is_told_both_ways_with_it
     code, out, err = run(capsys, "ingest", "--config", "agent.yaml")
     assert (code, err) == (0, "")
     assert "0 added, 0 updated, 1 skipped" in out  # nothing re-embedded
+
+
+def test_a_search_on_a_store_that_lost_the_corpus_says_so_not_that_the_files_changed(
+    capsys: pytest.CaptureFixture[str], project: Path
+) -> None:
+    """``ingest docs``, then the saved store deleted: the search re-embeds the corpus, and its
+    note blamed the files (``docs changed since the last ingest (its files, or how this
+    version reads them)``) though none had changed (found 2026-12-07). The store is named."""
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    shutil.rmtree(project / ".holodeck/store/default")
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert (code, err) == (
+        0,
+        "note: this search's store, in-memory, saved in .holodeck/store/default, held "
+        "none of the chunks of docs (its saved files deleted?); synced docs into it first "
+        "(1 added, 0 failed); the files did not necessarily change.\n",
+    )
+    assert run(capsys, "search", "revoke a token")[2] == ""  # held now: nothing to say
+    (project / "docs" / "tokens.md").write_text(TOKENS + "\nTokens expire.\n", encoding="utf-8")
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert "note: docs changed since the last ingest (its files, " in err  # a file did
