@@ -68,6 +68,7 @@ from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
 from langchain_holodeck.cli.chat import (
     add_chat_parser,
+    is_hybrid,
     one_blas_thread,
     positive_int,
     search_text,
@@ -130,7 +131,8 @@ and the text). --explain adds, under each header, the per-modality evidence:
 `explain: fused F | semantic #R S | keyword #R S | exact #R` (`-` when a modality did not
 return the chunk; keyword scores are raw BM25; `rerank S` when a reranker ran). Where the
 store fused dense + keyword itself (search strategy native), `engine #R S | semantic S`:
-the engine's rank and fused score, and the cosine.
+the engine's rank and fused score, and the cosine. A dense-only tool (type vectorstore) has
+one leg: `explain: semantic #R S`, S the score its header shows.
 
 --json prints a JSON list, one object per result, with always these keys (null when
 unknown): rank, id, score (the displayed score), source_path, section_id, heading,
@@ -473,6 +475,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         result=result,
         seconds=seconds,
         search_strategy=tool.search_strategy,
+        dense_only=not is_hybrid(tool),
     )
     print(format_summary(report))
     for line in result.errors:
@@ -626,6 +629,7 @@ def _run_search(args: argparse.Namespace) -> int:
         print(search_text(tool, query, max_chars=args.max_chars))
         return 0
     from langchain_holodeck.cli._format import (
+        dense_explain_line,
         explain_line,
         result_record,
         terminal_documents,
@@ -648,7 +652,7 @@ def _run_search(args: argparse.Namespace) -> int:
         text = format_results(
             terminal_documents(documents),
             hybrid=hybrid,
-            explain=explain_line,
+            explain=explain_line if hybrid else dense_explain_line,
             max_chars=args.max_chars,
         )
         print(text)
