@@ -28,7 +28,11 @@ from langchain_holodeck.cli._targets import (
 )
 from langchain_holodeck.config.models import spelt
 from langchain_holodeck.corpus import corpus_namespace
-from langchain_holodeck.errors import EmbeddingModelMismatchError, HolodeckError
+from langchain_holodeck.errors import (
+    FORCE_INGEST_WAY,
+    EmbeddingModelMismatchError,
+    HolodeckError,
+)
 
 if TYPE_CHECKING:
     from langchain_holodeck.cli._targets import Target
@@ -207,17 +211,22 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
 def with_ways(
     error: EmbeddingModelMismatchError, target: Target, store: Path
 ) -> EmbeddingModelMismatchError:
-    """``error`` said with the commands that get past it, or ``error`` when not a model's.
+    """``error`` said with the commands that get past it (the whole command, always).
 
     Stored chunks that differ from the tool's model in ``long_text`` alone (an agent.yaml
     tool built before ``fit`` became the default stores ``...:long_text=auto:...``) can be
     kept by setting that mode, and nothing is re-embedded; the library's message offered
     only ``--force-ingest`` (everything re-embedded), as ``holodeck-rag ingest`` without the
-    ``--config`` the tool came from. Both ways are named, with the whole command.
+    ``--config`` the tool came from. Both ways are named, with the whole command. Another
+    width, or an index created with other settings, is said as the library says it, with the
+    whole ``--force-ingest`` command where it names ``FORCE_INGEST_WAY``.
     """
     stored, now = error.stored_model, error.configured_model
-    if stored is None or now is None:
-        return error
+    if stored is None or now is None:  # another width, or index settings: the command only
+        if FORCE_INGEST_WAY not in str(error):
+            return error
+        command = f"`{ingest_command(target, store, flags='--force-ingest')}`"
+        return EmbeddingModelMismatchError(str(error).replace(FORCE_INGEST_WAY, command))
     config = target.config
     mode = recorded_long_text(stored)
     head = (

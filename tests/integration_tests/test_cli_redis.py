@@ -205,3 +205,28 @@ def test_a_search_on_a_redis_without_the_corpus_says_so_not_that_the_files_chang
         f"data?); synced docs into it first ({added} added, 0 failed); the files did not "
         "necessarily change."
     )
+
+
+@pytest.mark.usefixtures("embedding_cache_cleanup")
+def test_an_index_settings_mismatch_names_the_whole_ingest_command_of_the_tool(
+    project: Path, redis_url: str, redis_index_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``distance_metric`` changed on an agent.yaml tool's Redis index: the error said ``(CLI:
+    `holodeck-rag ingest` with --force-ingest)``, without the --config and --tool the tool
+    came from (found 2026-12-07). The command it names re-creates the index."""
+    agent = project / "agent.yaml"
+    yaml = AGENT_YAML.format(name=redis_index_name, url=redis_url, index=redis_index_name)
+    agent.write_text(yaml + "      distance_metric: COSINE\n")
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    agent.write_text(yaml + "      distance_metric: L2\n")
+    code, out, err = run(capsys, "ingest", "--config", "agent.yaml")
+    assert (code, out) == (1, "")
+    command = f"holodeck-rag ingest --config agent.yaml --tool {redis_index_name} --force-ingest"
+    assert err.endswith(
+        "but the configuration sets distance_metric L2; an existing index keeps its settings, so "
+        f"re-ingest with `{command}` to re-create it with the configured ones, or configure the "
+        "ones it has.\n"
+    )
+    code, _, err = run(capsys, *command.split()[1:])
+    assert code == 0, err
+    assert run(capsys, "ingest", "--config", "agent.yaml")[0] == 0  # L2 now: nothing to say

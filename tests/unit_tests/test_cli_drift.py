@@ -175,3 +175,40 @@ def test_a_search_on_a_store_that_lost_the_corpus_says_so_not_that_the_files_cha
     (project / "docs" / "tokens.md").write_text(TOKENS + "\nTokens expire.\n", encoding="utf-8")
     code, _, err = run(capsys, "search", "revoke a token")
     assert "note: docs changed since the last ingest (its files, " in err  # a file did
+
+
+def test_a_width_mismatch_names_the_whole_ingest_command_of_the_tool(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent.yaml tool whose embeddings server now answers 48 numbers, not 32: the error
+    said ``(CLI: `holodeck-rag ingest` with --force-ingest)``, without the --config and
+    --tool the tool came from (found 2026-12-07). The command it names works."""
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    (project / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: kb, source: docs, "
+        "embedding_model: text-embedding-3-small}\n",
+        encoding="utf-8",
+    )
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert run(capsys, "-q", "--store", "s", "ingest", "--config", "agent.yaml")[0] == 0
+    with EmbeddingServer(default_dimensions=48) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        command = "holodeck-rag --store s ingest --config {} --tool kb --force-ingest"
+        for argv, agent in (
+            (["ingest", "--config", "agent.yaml"], "agent.yaml"),
+            (["search", "deck"], project / "agent.yaml"),  # the one ingest.json records
+        ):
+            code, out, err = run(capsys, "--store", "s", *argv)
+            assert (code, out) == (1, "")
+            assert err == (
+                "error: kb: the vector store (in-memory) holds 32-dimensional vectors but the "
+                "embedding model 'OpenAIEmbeddings:text-embedding-3-small' makes 48-dimensional "
+                f"ones; re-ingest with `{command.format(agent)}` to rebuild this corpus's "
+                "vectors.\n"
+            )
+        code, out, err = run(capsys, *command.format("agent.yaml").split()[1:])
+        assert (code, "1 added") == (0, *re.findall("1 added", out)), err
