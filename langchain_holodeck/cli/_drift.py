@@ -139,11 +139,52 @@ def check_recorded_source(target: Target, store: Path) -> None:
     Raises:
         HolodeckError: Naming the manifest, the missing path and the ingest to run.
     """
+    said = _recorded_source_gone(target, store)
+    if said is None:
+        return
+    shown = spelt(target.config.source)
+    msg = (
+        f"{said}; run `{ingest_command(target, store)}` where {shown} is now (a folder at "
+        "another path is another corpus: its files are embedded anew; an agent.yaml tool with "
+        "corpus_id keeps one corpus across moves)."
+    )
+    raise HolodeckError(msg)
+
+
+def warn_if_moved(target: Target, store: Path, tool: _DocumentTool) -> None:
+    """One WARNING when ``serve`` opens a tool whose recorded source is gone (a moved project).
+
+    ``serve`` opens the store as the last ingest left it and never walks the source, so after
+    the project folder moved it served the old root's chunks without a word, where ``search``
+    stops (``check_recorded_source``). A server is read-only: it keeps serving them, and says
+    which and the ingest that makes the folder's present files the ones served.
+    """
+    said = _recorded_source_gone(target, store)
+    if said is None:
+        return
+    logger.warning(
+        "%s: %s; serving the %d chunk(s) that ingest left in the store, as they were (serve "
+        "does not read the source): run `%s` where %s is now, and serve follows it.",
+        tool.name,
+        said,
+        tool.document_count,
+        ingest_command(target, store),
+        spelt(target.config.source),
+    )
+
+
+def _recorded_source_gone(target: Target, store: Path) -> str | None:
+    """What says ``target``'s source, from ``store``'s manifest, is gone; None when it is not.
+
+    ``ingest.json`` names it by ``source`` and ``base_dir`` (the ingest's working directory):
+    a relative source of a moved project resolves under the old folder. A source from the
+    agent.yaml (not given to ``ingest`` as SOURCE) is not the manifest's: None.
+    """
     if target.config_path is not None and not target.source_overridden:
-        return  # the source is the agent.yaml's: the loader's message names it
+        return None  # the source is the agent.yaml's: the loader's message names it
     source = target.config.resolved_source(target.base_dir)
     if source.exists():
-        return
+        return None
     base_dir = target.base_dir.absolute()
     relative = not Path(target.config.source).expanduser().is_absolute()
     gone, why = (
@@ -151,15 +192,10 @@ def check_recorded_source(target: Target, store: Path) -> None:
         if relative and not base_dir.exists()
         else (source, "moved, renamed or deleted?")
     )
-    shown = spelt(target.config.source)
-    msg = (
-        f"{store / MANIFEST_NAME} records the last ingest as {shown!r} in "
-        f"{spelt(str(base_dir))}, and {spelt(str(gone))} is gone ({why}); run "
-        f"`{ingest_command(target, store)}` where {shown} is now (a folder at another path is "
-        "another corpus: its files are embedded anew; an agent.yaml tool with corpus_id keeps "
-        "one corpus across moves)."
+    return (
+        f"{store / MANIFEST_NAME} records the last ingest as {spelt(target.config.source)!r} "
+        f"in {spelt(str(base_dir))}, and {spelt(str(gone))} is gone ({why})"
     )
-    raise HolodeckError(msg)
 
 
 def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:

@@ -7,6 +7,7 @@ Runs the real local model (all-MiniLM-L6-v2, offline) on one small file per sour
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 from pathlib import Path
@@ -212,3 +213,28 @@ def test_a_width_mismatch_names_the_whole_ingest_command_of_the_tool(
             )
         code, out, err = run(capsys, *command.format("agent.yaml").split()[1:])
         assert (code, "1 added") == (0, *re.findall("1 added", out)), err
+
+
+def test_serve_in_a_moved_project_says_what_it_serves_and_keeps_serving(
+    capsys: pytest.CaptureFixture[str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``ingest docs``, ``mv proj proj2``, ``serve``: it opens the store without walking the
+    source, so it served the old root's chunks without a word where ``search`` stops (found
+    2026-12-07). One WARNING says so, with the ingest to run; a server keeps serving."""
+    from langchain_holodeck.cli.serve import served_tools
+
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    moved(project, monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        (served,) = served_tools(None, Path(".holodeck/store"), quiet=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"default: .holodeck/store/ingest.json records the last ingest as 'docs' in {project}, "
+        f"and {project} is gone (the project moved or was renamed?); serving the 1 chunk(s) "
+        "that ingest left in the store, as they were (serve does not read the source): run "
+        "`holodeck-rag ingest docs` where docs is now, and serve follows it."
+    ]
+    text, _ = served.search("revoke a token", 1)
+    assert "docs/tokens.md" in text  # still served
