@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+FORCE_INGEST_WAY = "force_ingest=True (CLI: `holodeck-rag ingest` with --force-ingest)"
+"""How an ``EmbeddingModelMismatchError`` names its way out; the CLI says its whole command
+instead (the ``--config``, ``--tool`` and ``--store`` the tool came from)."""
+
 
 class HolodeckError(Exception):
     """Base class of the errors this package raises on purpose."""

@@ -73,7 +73,7 @@ from langchain_holodeck.embeddings.windows import (
     stored_windows,
     windowless_chunk_types,
 )
-from langchain_holodeck.errors import EmbeddingModelMismatchError
+from langchain_holodeck.errors import FORCE_INGEST_WAY, EmbeddingModelMismatchError
 
 logger = logging.getLogger(__name__)
 
@@ -305,8 +305,8 @@ def check_embedding_model(stored: Mapping[str, Document], embedding_model: str |
         if previous is not None and previous != embedding_model:
             msg = (
                 f"the store holds chunks embedded with {previous!r} but the embedding model is "
-                f"now {embedding_model!r}; re-ingest with force_ingest=True (CLI: `holodeck-rag "
-                "ingest` with --force-ingest) to re-embed everything."
+                f"now {embedding_model!r}; re-ingest with {FORCE_INGEST_WAY} to re-embed "
+                "everything."
             )
             error = EmbeddingModelMismatchError(msg)
             error.stored_model, error.configured_model = str(previous), embedding_model

@@ -18,7 +18,9 @@ from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LongTextMo
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
+    ingested_before,
     initialize_known,
+    read_manifest,
     recorded_long_text,
     replaced_corpus,
     target_model_id,
@@ -26,7 +28,11 @@ from langchain_holodeck.cli._targets import (
 )
 from langchain_holodeck.config.models import spelt
 from langchain_holodeck.corpus import corpus_namespace
-from langchain_holodeck.errors import EmbeddingModelMismatchError, HolodeckError
+from langchain_holodeck.errors import (
+    FORCE_INGEST_WAY,
+    EmbeddingModelMismatchError,
+    HolodeckError,
+)
 
 if TYPE_CHECKING:
     from langchain_holodeck.cli._targets import Target
@@ -56,6 +62,67 @@ def sync_known(
         raise said from error
 
 
+def note_sync(target: Target, tool: _DocumentTool, store: Path, result: SyncResult) -> None:
+    """One ``note:`` WARNING when ``search``'s re-check of the source wrote to the store.
+
+    Said by what the sync found, not blamed on the files: the configured store out of reach
+    (an in-memory copy made now); a store that held none of the corpus (the sync added
+    chunks and found none to skip, update or delete), because the last ingest went to
+    another backend (``STORE/ingest.json``'s ``backend``: a ``.holodeck/config.yaml`` added
+    since, or an ingest that fell back to memory while Redis was down) or because the store
+    lost them (emptied, restarted without its data); else the source changed since the last
+    ingest.
+    """
+    shown = spelt(target.config.source)
+    counts = f"{result.added} added, {result.failed} failed"
+    if tool.fallback_reason is not None and (result.added or result.failed):
+        logger.warning(
+            "note: %s is unavailable, so this search ran on an in-memory copy of %s made now "
+            "(%d chunks embedded, %d failed); the source did not necessarily change.",
+            tool.requested_backend,
+            shown,
+            result.added,
+            result.failed,
+        )
+    elif result.added and not (result.skipped or result.updated or result.deleted):
+        where = f"this search's store, {spelt(tool.describe_storage())},"
+        then = _recorded_backend(store, tool)
+        if then is not None and then != tool.backend:
+            held = f"the last ingest of {shown} went to {then}, and {where} held none of its chunks"
+        elif then is None:
+            held = f"{where} held none of the chunks of {shown} (not ingested into it yet?)"
+        else:  # the store the ingest filled lost them
+            lost = (
+                "its saved files deleted?"
+                if then == "in-memory"
+                else "emptied, or restarted without its data?"
+            )
+            held = f"{where} held none of the chunks of {shown} ({lost})"
+        logger.warning(
+            "note: %s; synced %s into it first (%s); the files did not necessarily change.",
+            held,
+            shown,
+            counts,
+        )
+    elif result.added or result.updated or result.deleted or result.failed:
+        logger.warning(
+            "note: %s changed since the last ingest (its files, or how this version reads "
+            "them); synced it first (%d added, %d updated, %d deleted, %d failed).",
+            shown,
+            result.added,
+            result.updated,
+            result.deleted,
+            result.failed,
+        )
+
+
+def _recorded_backend(store: Path, tool: _DocumentTool) -> str | None:
+    """The backend ``store``'s manifest records ``tool`` ingesting its source into, or None."""
+    if not ingested_before(store, tool):
+        return None
+    return read_manifest(store).backend  # read above: valid
+
+
 def check_recorded_source(target: Target, store: Path) -> None:
     """Raise when ``target``'s source came from ``store``'s manifest and is gone.
 
@@ -72,11 +139,52 @@ def check_recorded_source(target: Target, store: Path) -> None:
     Raises:
         HolodeckError: Naming the manifest, the missing path and the ingest to run.
     """
+    said = _recorded_source_gone(target, store)
+    if said is None:
+        return
+    shown = spelt(target.config.source)
+    msg = (
+        f"{said}; run `{ingest_command(target, store)}` where {shown} is now (a folder at "
+        "another path is another corpus: its files are embedded anew; an agent.yaml tool with "
+        "corpus_id keeps one corpus across moves)."
+    )
+    raise HolodeckError(msg)
+
+
+def warn_if_moved(target: Target, store: Path, tool: _DocumentTool) -> None:
+    """One WARNING when ``serve`` opens a tool whose recorded source is gone (a moved project).
+
+    ``serve`` opens the store as the last ingest left it and never walks the source, so after
+    the project folder moved it served the old root's chunks without a word, where ``search``
+    stops (``check_recorded_source``). A server is read-only: it keeps serving them, and says
+    which and the ingest that makes the folder's present files the ones served.
+    """
+    said = _recorded_source_gone(target, store)
+    if said is None:
+        return
+    logger.warning(
+        "%s: %s; serving the %d chunk(s) that ingest left in the store, as they were (serve "
+        "does not read the source): run `%s` where %s is now, and serve follows it.",
+        tool.name,
+        said,
+        tool.document_count,
+        ingest_command(target, store),
+        spelt(target.config.source),
+    )
+
+
+def _recorded_source_gone(target: Target, store: Path) -> str | None:
+    """What says ``target``'s source, from ``store``'s manifest, is gone; None when it is not.
+
+    ``ingest.json`` names it by ``source`` and ``base_dir`` (the ingest's working directory):
+    a relative source of a moved project resolves under the old folder. A source from the
+    agent.yaml (not given to ``ingest`` as SOURCE) is not the manifest's: None.
+    """
     if target.config_path is not None and not target.source_overridden:
-        return  # the source is the agent.yaml's: the loader's message names it
+        return None  # the source is the agent.yaml's: the loader's message names it
     source = target.config.resolved_source(target.base_dir)
     if source.exists():
-        return
+        return None
     base_dir = target.base_dir.absolute()
     relative = not Path(target.config.source).expanduser().is_absolute()
     gone, why = (
@@ -84,15 +192,10 @@ def check_recorded_source(target: Target, store: Path) -> None:
         if relative and not base_dir.exists()
         else (source, "moved, renamed or deleted?")
     )
-    shown = spelt(target.config.source)
-    msg = (
-        f"{store / MANIFEST_NAME} records the last ingest as {shown!r} in "
-        f"{spelt(str(base_dir))}, and {spelt(str(gone))} is gone ({why}); run "
-        f"`{ingest_command(target, store)}` where {shown} is now (a folder at another path is "
-        "another corpus: its files are embedded anew; an agent.yaml tool with corpus_id keeps "
-        "one corpus across moves)."
+    return (
+        f"{store / MANIFEST_NAME} records the last ingest as {spelt(target.config.source)!r} "
+        f"in {spelt(str(base_dir))}, and {spelt(str(gone))} is gone ({why})"
     )
-    raise HolodeckError(msg)
 
 
 def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
@@ -144,17 +247,22 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
 def with_ways(
     error: EmbeddingModelMismatchError, target: Target, store: Path
 ) -> EmbeddingModelMismatchError:
-    """``error`` said with the commands that get past it, or ``error`` when not a model's.
+    """``error`` said with the commands that get past it (the whole command, always).
 
     Stored chunks that differ from the tool's model in ``long_text`` alone (an agent.yaml
     tool built before ``fit`` became the default stores ``...:long_text=auto:...``) can be
     kept by setting that mode, and nothing is re-embedded; the library's message offered
     only ``--force-ingest`` (everything re-embedded), as ``holodeck-rag ingest`` without the
-    ``--config`` the tool came from. Both ways are named, with the whole command.
+    ``--config`` the tool came from. Both ways are named, with the whole command. Another
+    width, or an index created with other settings, is said as the library says it, with the
+    whole ``--force-ingest`` command where it names ``FORCE_INGEST_WAY``.
     """
     stored, now = error.stored_model, error.configured_model
-    if stored is None or now is None:
-        return error
+    if stored is None or now is None:  # another width, or index settings: the command only
+        if FORCE_INGEST_WAY not in str(error):
+            return error
+        command = f"`{ingest_command(target, store, flags='--force-ingest')}`"
+        return EmbeddingModelMismatchError(str(error).replace(FORCE_INGEST_WAY, command))
     config = target.config
     mode = recorded_long_text(stored)
     head = (

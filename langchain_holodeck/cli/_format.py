@@ -159,6 +159,23 @@ def explain_line(document: Document) -> str:
     return " | ".join(parts)
 
 
+def dense_explain_line(document: Document) -> str:
+    """``semantic #1 0.3328``: the dense-only tool's one leg, the score its results show.
+
+    A ``vectorstore`` tool fuses nothing: its ``fused_score`` is the one leg's rank over the
+    best attainable (1.0 for every first result), and it has no keyword or exact leg. The
+    reranker's score follows when a reranker ordered the results.
+    """
+    meta = document.metadata
+    rank = meta.get("semantic_rank")
+    parts = [
+        f"semantic #{rank} {_num(meta.get('semantic_score'))}" if rank is not None else "semantic -"
+    ]
+    if meta.get("relevance_score") is not None:
+        parts.append(f"rerank {_num(meta['relevance_score'])}")
+    return " | ".join(parts)
+
+
 def _num(value: Any) -> str:
     return "-" if value is None else f"{float(value):.4f}"
 
@@ -174,6 +191,9 @@ class IngestReport:
     seconds: float
     search_strategy: str | None = None
     """``native`` or ``fallback`` (how searches fuse); ``None`` leaves it out."""
+    dense_only: bool = False
+    """A tool that searches by meaning alone (``vectorstore``): said as ``search dense only``,
+    as ``holodeck-rag tools`` says it, instead of a strategy with nothing to fuse."""
 
 
 def format_summary(report: IngestReport) -> str:
@@ -186,7 +206,9 @@ def format_summary(report: IngestReport) -> str:
         f"{result.failed} failed, {result.deleted} deleted; "
         f"{result.total} chunks in {report.seconds:.2f} s ({rate:.1f} chunks/s)"
     )
-    if report.search_strategy is not None:
+    if report.dense_only:
+        line += "; search dense only"
+    elif report.search_strategy is not None:
         line += f"; search strategy {report.search_strategy}"
     return line
 

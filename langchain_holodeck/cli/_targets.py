@@ -150,7 +150,7 @@ def config_target(
     if source is None:
         return config_tool_target(chosen, path, project_dir)
     return Target(
-        config=chosen.model_copy(update={"source": source}),
+        config=chosen.with_source(source),
         base_dir=base_dir or Path.cwd(),
         project_dir=project_dir,
         config_path=path,

@@ -43,6 +43,7 @@ from langchain_holodeck._embedding_settings import (
 )
 from langchain_holodeck._redact import scrub
 from langchain_holodeck._version import __version__
+from langchain_holodeck.cli._drift import note_sync as _note_sync
 from langchain_holodeck.cli._drift import sync_known as _sync_known
 from langchain_holodeck.cli._drift import warn_if_replacing as _warn_if_replacing
 from langchain_holodeck.cli._drift import with_ways as _with_ways
@@ -68,6 +69,7 @@ from langchain_holodeck.cli._targets import tool_store_dir as _tool_store_dir
 from langchain_holodeck.cli._targets import write_manifest as _write_manifest
 from langchain_holodeck.cli.chat import (
     add_chat_parser,
+    is_hybrid,
     one_blas_thread,
     positive_int,
     search_text,
@@ -130,7 +132,8 @@ and the text). --explain adds, under each header, the per-modality evidence:
 `explain: fused F | semantic #R S | keyword #R S | exact #R` (`-` when a modality did not
 return the chunk; keyword scores are raw BM25; `rerank S` when a reranker ran). Where the
 store fused dense + keyword itself (search strategy native), `engine #R S | semantic S`:
-the engine's rank and fused score, and the cosine.
+the engine's rank and fused score, and the cosine. A dense-only tool (type vectorstore) has
+one leg: `explain: semantic #R S`, S the score its header shows.
 
 --json prints a JSON list, one object per result, with always these keys (null when
 unknown): rank, id, score (the displayed score), source_path, section_id, heading,
@@ -464,6 +467,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         result=result,
         seconds=seconds,
         search_strategy=tool.search_strategy,
+        dense_only=not is_hybrid(tool),
     )
     print_result(format_summary(report))  # a reader gone: the failures below are still told
     for line in result.errors:
@@ -612,31 +616,12 @@ def _run_search(args: argparse.Namespace) -> int:
         raise HolodeckError(msg)
     target = _search_target(args)
     tool = _build_tool(target, args.store, top_k=args.top_k)
-    result = _sync_known(target, tool, args.store)
-    if tool.fallback_reason is not None and (result.added or result.failed):
-        # nothing changed: the store is out of reach and the fallback holds a copy made now
-        logger.warning(
-            "note: %s is unavailable, so this search ran on an in-memory copy of %s made "
-            "now (%d chunks embedded, %d failed); the source did not necessarily change.",
-            tool.requested_backend,
-            _shown_source(target),
-            result.added,
-            result.failed,
-        )
-    elif result.added or result.updated or result.deleted or result.failed:
-        logger.warning(
-            "note: %s changed since the last ingest (its files, or how this version reads "
-            "them); synced it first (%d added, %d updated, %d deleted, %d failed).",
-            _shown_source(target),
-            result.added,
-            result.updated,
-            result.deleted,
-            result.failed,
-        )
+    _note_sync(target, tool, args.store, _sync_known(target, tool, args.store))
     if not (args.json or args.explain):
         print(search_text(tool, query, max_chars=args.max_chars))
         return 0
     from langchain_holodeck.cli._format import (
+        dense_explain_line,
         explain_line,
         result_record,
         terminal_documents,
@@ -659,7 +644,7 @@ def _run_search(args: argparse.Namespace) -> int:
         text = format_results(
             terminal_documents(documents),
             hybrid=hybrid,
-            explain=explain_line,
+            explain=explain_line if hybrid else dense_explain_line,
             max_chars=args.max_chars,
         )
         print(text)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_holodeck.cli._drift import warn_if_moved
 from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
@@ -382,6 +383,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             tool.open_sync()  # read-only: the source is not walked, nothing is synced
             if not quiet:
                 print(f"{tool.name}: {tool.document_count} chunks ready", file=sys.stderr)
+            warn_if_moved(target, store, tool)
             if not tool.document_count and tool.fallback_reason is not None:
                 logger.warning(
                     "%s: serve fell back to an empty in-memory store; calls answer an error "

@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -92,6 +92,9 @@ from langchain_holodeck.config._yaml import (
     substitute_env,
 )
 from langchain_holodeck.errors import ConfigError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "AgentConfig",
@@ -256,6 +259,19 @@ class _SearchToolConfig(BaseModel):
     def base_dir(self) -> Path | None:
         """Directory a relative ``source`` resolves against: the agent.yaml's, once loaded."""
         return self._base_dir
+
+    def with_source(self, source: str) -> Self:
+        """A copy reading ``source``; a description left to its default names that source.
+
+        The default description (``Search the documents in docs by meaning.``) is what MCP
+        clients and agents read to pick the tool: a copy given another source (``ingest
+        --config agent.yaml SOURCE``) named the configured one still. A description written
+        in the agent.yaml is kept as written.
+        """
+        update = {"source": source}
+        if self.description == self._default_description.format(source=spelt(self.source)):
+            update["description"] = self._default_description.format(source=spelt(source))
+        return self.model_copy(update=update)
 
     def resolved_source(self, base_dir: str | os.PathLike[str] | None = None) -> Path:
         """The absolute path of ``source``; ``source`` itself stays as configured, for display.

@@ -26,7 +26,7 @@ from langchain_holodeck.embeddings import (
     embedding_model_id,
     resolve_embeddings,
 )
-from langchain_holodeck.errors import EmbeddingModelMismatchError
+from langchain_holodeck.errors import FORCE_INGEST_WAY, EmbeddingModelMismatchError
 from langchain_holodeck.loaders import SourceFile, SourceLoader
 from langchain_holodeck.sync import (
     check_embedding_model,
@@ -317,8 +317,8 @@ class Corpus:
             msg = (
                 f"{self.name}: the vector store ({self.provider}) holds {have}-dimensional "
                 f"vectors but the embedding model {self.model_id!r} makes "
-                f"{self.dimension}-dimensional ones; re-ingest with force_ingest=True "
-                "(CLI: `holodeck-rag ingest` with --force-ingest) to rebuild this corpus's vectors."
+                f"{self.dimension}-dimensional ones; re-ingest with {FORCE_INGEST_WAY} to "
+                "rebuild this corpus's vectors."
             )
             raise EmbeddingModelMismatchError(msg)
         logger.warning(
@@ -414,9 +414,8 @@ class Corpus:
             msg = (
                 f"{self.name}: the vector index ({self.describe()}) was created with {stored} "
                 f"but the configuration sets {configured}; an existing index keeps its "
-                "settings, so re-ingest with force_ingest=True (CLI: `holodeck-rag ingest` with "
-                "--force-ingest) to re-create "
-                "it with the configured ones, or configure the ones it has."
+                f"settings, so re-ingest with {FORCE_INGEST_WAY} to re-create it with the "
+                "configured ones, or configure the ones it has."
             )
             raise EmbeddingModelMismatchError(msg)
         backend.rebuild_for_settings(store, namespace=self.namespace)  # may refuse: shared

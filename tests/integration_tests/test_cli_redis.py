@@ -163,3 +163,70 @@ def test_a_search_the_store_refuses_is_one_error_line(
     assert err.startswith("error: Search failed: NoPermissionError: ")
     assert err.count("\n") == 1  # one line, no traceback
     assert password not in err
+
+
+@pytest.mark.usefixtures("embedding_cache_cleanup")
+def test_a_search_on_a_redis_without_the_corpus_says_so_not_that_the_files_changed(
+    project: Path, redis_url: str, redis_index_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ingest docs`` into memory, then a project ``.holodeck/config.yaml`` naming Redis (or
+    a Redis that lost its data): the search embeds the corpus into Redis, and its note said
+    ``docs changed since the last ingest (its files, or how this version reads them)``
+    though no file had (found 2026-12-07). It names the store that held none of it."""
+    code, out, err = run(capsys, "ingest", "docs")
+    assert (code, err) == (0, ""), err
+    added = int(re.findall(r": (\d+) added", out)[0])
+    (project / ".holodeck").mkdir(exist_ok=True)
+    (project / ".holodeck" / "config.yaml").write_text(
+        f"vectorstore: {{provider: redis, connection_string: '{redis_url}', "
+        f"index_name: {redis_index_name}}}\n"
+    )
+    where = f"this search's store, redis {redis_url}, index {redis_index_name},"
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert (code, err) == (
+        0,
+        f"note: the last ingest of docs went to in-memory, and {where} held none of its "
+        f"chunks; synced docs into it first ({added} added, 0 failed); the files did not "
+        "necessarily change.\n",
+    )
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert (code, err) == (0, "")  # Redis holds it now: nothing to say
+    code, out, _ = run(capsys, "ingest", "docs")  # ingest.json: the last ingest went to Redis
+    assert f"0 added, 0 updated, {added} skipped" in out
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.ft(redis_index_name).dropindex(delete_documents=True)  # restarted without data
+    finally:
+        client.close()
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert code == 0
+    assert err.splitlines()[-1] == (
+        f"note: {where} held none of the chunks of docs (emptied, or restarted without its "
+        f"data?); synced docs into it first ({added} added, 0 failed); the files did not "
+        "necessarily change."
+    )
+
+
+@pytest.mark.usefixtures("embedding_cache_cleanup")
+def test_an_index_settings_mismatch_names_the_whole_ingest_command_of_the_tool(
+    project: Path, redis_url: str, redis_index_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``distance_metric`` changed on an agent.yaml tool's Redis index: the error said ``(CLI:
+    `holodeck-rag ingest` with --force-ingest)``, without the --config and --tool the tool
+    came from (found 2026-12-07). The command it names re-creates the index."""
+    agent = project / "agent.yaml"
+    yaml = AGENT_YAML.format(name=redis_index_name, url=redis_url, index=redis_index_name)
+    agent.write_text(yaml + "      distance_metric: COSINE\n")
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    agent.write_text(yaml + "      distance_metric: L2\n")
+    code, out, err = run(capsys, "ingest", "--config", "agent.yaml")
+    assert (code, out) == (1, "")
+    command = f"holodeck-rag ingest --config agent.yaml --tool {redis_index_name} --force-ingest"
+    assert err.endswith(
+        "but the configuration sets distance_metric L2; an existing index keeps its settings, so "
+        f"re-ingest with `{command}` to re-create it with the configured ones, or configure the "
+        "ones it has.\n"
+    )
+    code, _, err = run(capsys, *command.split()[1:])
+    assert code == 0, err
+    assert run(capsys, "ingest", "--config", "agent.yaml")[0] == 0  # L2 now: nothing to say

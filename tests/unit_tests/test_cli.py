@@ -1311,3 +1311,28 @@ def test_a_redis_password_in_the_query_is_masked_in_tools_and_ingest(
     assert code == 1
     assert "got 'http://127.0.0.1:1/0?password=***'" in err
     assert "qsecret" not in out + err
+
+
+def test_a_dense_only_tool_says_so_explains_its_one_score_and_names_the_source_it_reads(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``vectorstore`` tool given another SOURCE (``ingest --config agent.yaml docs`` over
+    ``source: nothere``): the summary ended ``search strategy fallback`` where ``tools`` says
+    ``dense only``, ``--explain`` showed ``fused 1.0000`` under ``Score: 0.33``, and the
+    default description, which MCP clients and agents read, named nothere (found 2026-12-07)."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write(tmp_path / "agent.yaml", "tools:\n  - {type: vectorstore, name: kb, source: nothere}\n")
+    code, out, err = run(capsys, "ingest", "--config", "agent.yaml", "docs")
+    assert (code, err) == (0, "")
+    assert out.endswith(" chunks/s); search dense only\n")
+    code, out, _ = run(capsys, "tools", "--config", "agent.yaml")
+    assert "  description: Search the documents in docs by meaning.\n" in out
+    assert "  search:      dense only\n" in out
+    code, out, err = run(capsys, "search", "revoke a token", "-k", "1", "--explain")
+    assert (code, err) == (0, "")
+    shown = re.findall(r"^\[1\] Score: (\d\.\d\d) \| Source: docs/auth\.md$", out, re.MULTILINE)
+    explained = re.findall(r"^    explain: semantic #1 (0\.\d{4})$", out, re.MULTILINE)
+    assert len(shown) == len(explained) == 1, out
+    assert f"{float(explained[0]):.2f}" == shown[0]  # the score the header shows

@@ -7,7 +7,9 @@ Runs the real local model (all-MiniLM-L6-v2, offline) on one small file per sour
 from __future__ import annotations
 
 import json
+import logging
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,86 @@ def test_a_tool_built_in_the_earlier_long_text_default_is_told_both_ways_with_it
     code, out, err = run(capsys, "ingest", "--config", "agent.yaml")
     assert (code, err) == (0, "")
     assert "0 added, 0 updated, 1 skipped" in out  # nothing re-embedded
+
+
+def test_a_search_on_a_store_that_lost_the_corpus_says_so_not_that_the_files_changed(
+    capsys: pytest.CaptureFixture[str], project: Path
+) -> None:
+    """``ingest docs``, then the saved store deleted: the search re-embeds the corpus, and its
+    note blamed the files (``docs changed since the last ingest (its files, or how this
+    version reads them)``) though none had changed (found 2026-12-07). The store is named."""
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    shutil.rmtree(project / ".holodeck/store/default")
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert (code, err) == (
+        0,
+        "note: this search's store, in-memory, saved in .holodeck/store/default, held "
+        "none of the chunks of docs (its saved files deleted?); synced docs into it first "
+        "(1 added, 0 failed); the files did not necessarily change.\n",
+    )
+    assert run(capsys, "search", "revoke a token")[2] == ""  # held now: nothing to say
+    (project / "docs" / "tokens.md").write_text(TOKENS + "\nTokens expire.\n", encoding="utf-8")
+    code, _, err = run(capsys, "search", "revoke a token")
+    assert "note: docs changed since the last ingest (its files, " in err  # a file did
+
+
+def test_a_width_mismatch_names_the_whole_ingest_command_of_the_tool(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent.yaml tool whose embeddings server now answers 48 numbers, not 32: the error
+    said ``(CLI: `holodeck-rag ingest` with --force-ingest)``, without the --config and
+    --tool the tool came from (found 2026-12-07). The command it names works."""
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    (project / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: kb, source: docs, "
+        "embedding_model: text-embedding-3-small}\n",
+        encoding="utf-8",
+    )
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert run(capsys, "-q", "--store", "s", "ingest", "--config", "agent.yaml")[0] == 0
+    with EmbeddingServer(default_dimensions=48) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        command = "holodeck-rag --store s ingest --config {} --tool kb --force-ingest"
+        for argv, agent in (
+            (["ingest", "--config", "agent.yaml"], "agent.yaml"),
+            (["search", "deck"], project / "agent.yaml"),  # the one ingest.json records
+        ):
+            code, out, err = run(capsys, "--store", "s", *argv)
+            assert (code, out) == (1, "")
+            assert err == (
+                "error: kb: the vector store (in-memory) holds 32-dimensional vectors but the "
+                "embedding model 'OpenAIEmbeddings:text-embedding-3-small' makes 48-dimensional "
+                f"ones; re-ingest with `{command.format(agent)}` to rebuild this corpus's "
+                "vectors.\n"
+            )
+        code, out, err = run(capsys, *command.format("agent.yaml").split()[1:])
+        assert (code, "1 added") == (0, *re.findall("1 added", out)), err
+
+
+def test_serve_in_a_moved_project_says_what_it_serves_and_keeps_serving(
+    capsys: pytest.CaptureFixture[str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``ingest docs``, ``mv proj proj2``, ``serve``: it opens the store without walking the
+    source, so it served the old root's chunks without a word where ``search`` stops (found
+    2026-12-07). One WARNING says so, with the ingest to run; a server keeps serving."""
+    from langchain_holodeck.cli.serve import served_tools
+
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    moved(project, monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        (served,) = served_tools(None, Path(".holodeck/store"), quiet=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"default: .holodeck/store/ingest.json records the last ingest as 'docs' in {project}, "
+        f"and {project} is gone (the project moved or was renamed?); serving the 1 chunk(s) "
+        "that ingest left in the store, as they were (serve does not read the source): run "
+        "`holodeck-rag ingest docs` where docs is now, and serve follows it."
+    ]
+    text, _ = served.search("revoke a token", 1)
+    assert "docs/tokens.md" in text  # still served

@@ -99,6 +99,26 @@ def test_contract_minimal_tool_type_name_source_gets_a_description(tmp_path: Pat
     assert load_tools(tmp_path, vectorstore(description="mine")).tools[0].description == "mine"
 
 
+def test_a_tool_given_another_source_is_described_by_it_unless_described_in_the_yaml(
+    tmp_path: Path,
+) -> None:
+    """``ingest --config agent.yaml SOURCE`` gives the tool another source: its default
+    description named the configured one still (found 2026-12-07)."""
+    vector, legal = load_tools(
+        tmp_path,
+        {"type": "vectorstore", "name": "kb", "source": "nothere"},
+        {"type": "hierarchical_document", "name": "legal", "source": "./legal"},
+    ).tools
+    moved = vector.with_source("docs")
+    assert (moved.source, moved.description) == ("docs", "Search the documents in docs by meaning.")
+    assert moved.base_dir == vector.base_dir == tmp_path  # the rest as it was
+    assert legal.with_source("law").description == (
+        "Search the structured documents in law by meaning, keyword or section number."
+    )
+    (mine,) = load_tools(tmp_path, vectorstore(description="Crew docs")).tools
+    assert mine.with_source("docs").description == "Crew docs"
+
+
 @pytest.mark.parametrize("key", ["timeout_seconds", "timeout"])
 def test_keyword_index_timeout_seconds_and_its_alias(tmp_path: Path, key: str) -> None:
     keyword = {"provider": "opensearch", "endpoint": "http://h", key: 120}
