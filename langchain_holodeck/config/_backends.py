@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -44,6 +44,9 @@ from langchain_holodeck.config._sections import (
     PathStr,
     check_http_url,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+; requires-python is 3.10
 
 _C = TypeVar("_C", bound=type[BaseModel])
 _M = TypeVar("_M", bound=type[BaseModel])
