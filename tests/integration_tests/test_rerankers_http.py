@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import Iterator
@@ -256,6 +257,21 @@ def test_failed_half_open_trial_reopens(server: RerankServer) -> None:
     reranker.cooldown = 3600
     reranker.compress_documents(DOCS, QUERY)  # skipped
     assert len(server.requests) == 2
+
+
+async def test_a_cancelled_half_open_trial_lets_the_next_trial_through(
+    server: RerankServer,
+) -> None:
+    server.mode = "error_500"
+    reranker = cohere(server.url, failure_threshold=1, cooldown=0.0, top_n=2)
+    await reranker.acompress_documents(DOCS, QUERY)  # opens
+    server.mode = "slow"  # the trial hangs, and its caller gives up (a tool's timeout)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(reranker.acompress_documents(DOCS, QUERY), 0.3)
+    server.mode = "ok"  # healthy again: the next call after the cool-down is a trial again
+    assert [d.id for d in await reranker.acompress_documents(DOCS, QUERY)] == EXPECTED_IDS[:2]
+    assert [d.id for d in reranker.compress_documents(DOCS, QUERY)] == EXPECTED_IDS[:2]
+    assert len(server.requests) == 4  # before: the breaker let no call through, for good
 
 
 # -- composition -------------------------------------------------------------------------------
