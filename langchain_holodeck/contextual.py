@@ -35,7 +35,7 @@ from langchain_holodeck._chunk import (
 )
 from langchain_holodeck._deadline import call_with_deadline
 from langchain_holodeck._defaults import DEFAULT_CONTEXT_TIMEOUT
-from langchain_holodeck._redact import scrub
+from langchain_holodeck._redact import model_secrets, scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
 __all__ = [
@@ -136,10 +136,11 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _reason(answer: str | BaseException) -> str:
+def _reason(answer: str | BaseException, secrets: Sequence[str]) -> str:
     if not isinstance(answer, BaseException):
         return "empty answer"
-    first_line = scrub((str(answer).splitlines() or [""])[0], max_chars=200)  # keys echoed
+    first_line = (str(answer).splitlines() or [""])[0]
+    first_line = scrub(first_line, secrets, max_chars=200)  # a server may repeat the key
     return f"{type(answer).__name__}: {first_line}" if first_line else type(answer).__name__
 
 
@@ -501,7 +502,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                         "No context for chunk %s of %r (%s); it is indexed without one.",
                         job.chunk.metadata.get("chunk_index", job.position),
                         _source(job.chunk),
-                        _reason(answer),
+                        _reason(answer, model_secrets(self.llm)),
                     )
                     out.append((job.position, job.chunk))
                     continue

@@ -24,7 +24,8 @@ vector 3 numbers wider than the others (what a faulty server may answer once).
 
 ``echo_auth_in_errors=True`` makes an error body's message repeat the ``Authorization`` header
 received (``Incorrect API key provided: Bearer sk-...``), like a careless proxy, so tests can
-check that callers scrub secrets from error text.
+check that callers scrub secrets from error text; ``echo_key_in_errors=True`` repeats the key
+alone, without ``Bearer`` (``Invalid key: sk-... is not valid``), as some gateways do.
 
 Load (any mode): ``latency`` seconds of sleep before each answer (a real API's round trip);
 ``throttle_every=n`` answers every n-th request with HTTP 429 and ``Retry-After:
@@ -79,6 +80,7 @@ class EmbeddingServer:
     fail_times: int | None = None
     hang_times: int | None = None
     echo_auth_in_errors: bool = False
+    echo_key_in_errors: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     latency: float = 0.0
     throttle_every: int = 0
@@ -225,6 +227,9 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             if status >= 400 and server.echo_auth_in_errors:
                 received = self.headers.get("Authorization")
                 answer["error"]["message"] = f"Incorrect API key provided: {received}"
+            if status >= 400 and server.echo_key_in_errors:
+                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                answer["error"]["message"] = f"Invalid key: {key} is not valid"
             payload = json.dumps(answer).encode()
             self.send_response(status)
             for name, value in headers.items():
