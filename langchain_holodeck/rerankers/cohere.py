@@ -29,6 +29,7 @@ import os
 import threading
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.callbacks import (
@@ -42,6 +43,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
+from langchain_holodeck._deadline import call_with_deadline
 from langchain_holodeck._defaults import MAX_K, check_call_k
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import MaskedUrl
@@ -104,7 +106,8 @@ class _CohereAPIReranker(_RerankCompressor):
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Rerank model name, passed through to the server."""
     timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
-    """Seconds per request; the client's own retries are disabled, so this bounds a failure."""
+    """Seconds one request may take in all (its whole answer, not each network read); the
+    client's own retries are disabled, so this bounds a failure."""
     api_version: ApiVersion = "v2"
     """Endpoint tried first; the other is tried once on 404/405 and remembered if it works."""
 
@@ -178,16 +181,30 @@ class _CohereAPIReranker(_RerankCompressor):
             "request_options": {"max_retries": 0, "timeout_in_seconds": self.timeout},
         }
 
+    def _post(self, version: ApiVersion, request: dict[str, object]) -> object:
+        """One rerank request, its whole answer within ``timeout`` (``TimeoutError`` past it).
+
+        The client's timeout bounds each network read: a server sending a byte every 0.1 s
+        was waited for as long as it kept sending.
+        """
+        call = partial(self._client(version).rerank, **request)  # type: ignore[arg-type]  # kwargs typed loosely
+        return call_with_deadline(call, self.timeout, what="the rerank request")
+
+    async def _apost(self, version: ApiVersion, request: dict[str, object]) -> object:
+        """Async twin of ``_post`` (the request is cancelled at ``timeout``)."""
+        pending = self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+        return await asyncio.wait_for(pending, self.timeout)
+
     def _rank(self, query: str, texts: list[str], top_n: int) -> list[tuple[object, object]]:
         request = self._request(query, texts, top_n)
         version = self._api_version
         try:
-            response = self._client(version).rerank(**request)  # type: ignore[arg-type]
+            response = self._post(version, request)
         except Exception as exc:
             if not _is_missing_endpoint(exc):
                 raise
             version = _other(version)
-            response = self._client(version).rerank(**request)  # type: ignore[arg-type]
+            response = self._post(version, request)
             self._remember(version)
         return _result_pairs(response)
 
@@ -195,12 +212,12 @@ class _CohereAPIReranker(_RerankCompressor):
         request = self._request(query, texts, top_n)
         version = self._api_version
         try:
-            response = await self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+            response = await self._apost(version, request)
         except Exception as exc:
             if not _is_missing_endpoint(exc):
                 raise
             version = _other(version)
-            response = await self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+            response = await self._apost(version, request)
             self._remember(version)
         return _result_pairs(response)
 

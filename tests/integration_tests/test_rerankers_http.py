@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -215,6 +216,25 @@ def test_timeout_warning_says_timeout(
     server.mode = "slow"
     with caplog.at_level(logging.WARNING):
         cohere(server.url, timeout=0.5).compress_documents(DOCS, QUERY)
+    assert "no answer within the 0.5 s timeout" in caplog.text
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_the_timeout_bounds_the_whole_answer_of_a_trickling_server(
+    server: RerankServer, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    # One byte every 20 ms: each network read gets one in time, so the client's timeout (a
+    # read timeout) never fired and timeout=2 waited ~20 s for the answer (a probe)
+    server.mode = "trickle"
+    reranker = cohere(server.url, timeout=0.5, top_n=2)
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        if path == "sync":
+            out = reranker.compress_documents(DOCS, QUERY)
+        else:
+            out = await reranker.acompress_documents(DOCS, QUERY)
+    assert time.monotonic() - start < 1.5  # the whole answer takes ~6 s
+    assert [d.id for d in out] == ["id-0", "id-1"]  # the fallback: the retrieval order
     assert "no answer within the 0.5 s timeout" in caplog.text
 
 
