@@ -8,8 +8,6 @@ import threading
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-from pydantic import BaseModel, SecretStr
-
 _BEARER = re.compile(r"(?i)\b(bearer\s+|api[_-]?key=)[^\s,;'\"&]+")  # headers, query strings
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _SPACE = re.compile(r"(\s+)")
@@ -63,11 +61,17 @@ def known_secrets() -> list[str]:
 
 
 def model_secrets(model: object) -> list[str]:
-    """The values of a pydantic model's ``SecretStr`` fields (a chat model's ``api_key``)."""
-    if not isinstance(model, BaseModel):
+    """The values of a pydantic model's ``SecretStr`` fields (a chat model's ``api_key``).
+
+    Duck-typed (``model_fields``, ``get_secret_value``): importing pydantic here would load
+    it for ``holodeck-rag --version``.
+    """
+    fields = getattr(type(model), "model_fields", None)
+    if not isinstance(fields, dict):
         return []
-    values = (getattr(model, name, None) for name in type(model).model_fields)
-    return [v.get_secret_value() for v in values if isinstance(v, SecretStr)]
+    values = (getattr(model, name, None) for name in fields)
+    reveal = (getattr(v, "get_secret_value", None) for v in values)
+    return [secret for get in reveal if callable(get) and isinstance(secret := get(), str)]
 
 
 def is_secret_name(name: str) -> bool:
