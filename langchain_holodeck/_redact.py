@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Iterable
 from urllib.parse import unquote
 
@@ -19,6 +21,59 @@ _SECRET_NAME = re.compile(r"(api_?key|password|passwd|pwd|secret|token)$", re.IG
 _SECRET_PARAM = re.compile(
     r"(?i)([?&;][\w.%-]*(?:api_?key|password|passwd|pwd|secret|token)=)[^&;#\s'\"]+"
 )
+
+
+_MIN_KNOWN_SECRET = 8
+"""Shortest value masked without being passed to ``scrub``: ``EMPTY``, a vLLM server's usual
+``OPENAI_API_KEY``, would otherwise vanish from every message saying "empty"."""
+_ENV_SECRET_NAME = re.compile(r"(?:^|_)(api_?key|password|secret|token)$", re.IGNORECASE)
+"""An environment variable holding a key: ``OPENAI_API_KEY``, ``CO_API_KEY``, ``HF_TOKEN``
+(not ``is_secret_name``'s rule: ``PWD`` is the working directory there)."""
+_REMEMBERED: set[str] = set()
+_REMEMBERED_LOCK = threading.Lock()
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Mask ``values`` in every later ``scrub`` of the process (configured API keys).
+
+    ``load_agent_config`` remembers the values of its secret keys (``api_key``, ``password``):
+    a server repeating a key in an error (``401 Invalid key: sk-...``) is masked in every
+    warning and error line, whichever component logged it. Values under 8 characters are not
+    remembered.
+    """
+    with _REMEMBERED_LOCK:
+        _REMEMBERED.update(v for v in values if len(v) >= _MIN_KNOWN_SECRET)
+
+
+def known_secrets() -> list[str]:
+    """The secrets every ``scrub`` masks: remembered ones and the environment's keys.
+
+    The environment's: the values of variables named like a key (``OPENAI_API_KEY``,
+    ``COHERE_API_KEY``, ``CO_API_KEY``, ``ANTHROPIC_API_KEY``, ``*_TOKEN``...), which the model
+    clients read, of at least 8 characters; read at each call, so a key set later counts.
+    """
+    with _REMEMBERED_LOCK:
+        found = list(_REMEMBERED)
+    found.extend(
+        value
+        for name, value in os.environ.items()
+        if len(value) >= _MIN_KNOWN_SECRET and _ENV_SECRET_NAME.search(name)
+    )
+    return found
+
+
+def model_secrets(model: object) -> list[str]:
+    """The values of a pydantic model's ``SecretStr`` fields (a chat model's ``api_key``).
+
+    Duck-typed (``model_fields``, ``get_secret_value``): importing pydantic here would load
+    it for ``holodeck-rag --version``.
+    """
+    fields = getattr(type(model), "model_fields", None)
+    if not isinstance(fields, dict):
+        return []
+    values = (getattr(model, name, None) for name in fields)
+    reveal = (getattr(v, "get_secret_value", None) for v in values)
+    return [secret for get in reveal if callable(get) and isinstance(secret := get(), str)]
 
 
 def is_secret_name(name: str) -> bool:
@@ -248,10 +303,12 @@ def scrub(text: str, secrets: Iterable[str] = (), *, max_chars: int | None = Non
 
     Args:
         text: Any message.
-        secrets: Known secret values (API keys, passwords); empty ones are ignored.
+        secrets: Secret values (API keys, passwords) besides ``known_secrets()``, which are
+            always masked; empty ones are ignored.
         max_chars: Cut longer results (after masking, so no secret is cut in half and kept).
     """
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+    every = {*(s for s in secrets if s), *known_secrets()}
+    for secret in sorted(every, key=len, reverse=True):
         text = text.replace(secret, "***")
     text = _BEARER.sub(r"\g<1>***", mask_url_password(text))
     if max_chars is not None and len(text) > max_chars:

@@ -7,8 +7,11 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -19,7 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from langchain_core.runnables.config import patch_config
+from langchain_core.runnables.config import ContextThreadPoolExecutor, patch_config
 from langchain_core.stores import ByteStore, InMemoryByteStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
@@ -30,8 +33,9 @@ from langchain_holodeck._chunk import (
     original_content,
     source_path,
 )
+from langchain_holodeck._deadline import call_with_deadline
 from langchain_holodeck._defaults import DEFAULT_CONTEXT_TIMEOUT
-from langchain_holodeck._redact import scrub
+from langchain_holodeck._redact import model_secrets, scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
 __all__ = [
@@ -128,35 +132,15 @@ _original = original_content
 _source = source_path
 
 
-_SYNC_LOOPS: list[asyncio.AbstractEventLoop] = []
-_SYNC_LOOPS_LOCK = threading.Lock()
-
-
-def _sync_loop() -> asyncio.AbstractEventLoop:
-    """The one event loop every synchronous enrichment of the process runs on (a daemon thread).
-
-    A model's async client binds to the loop of its first call (``ChatOpenAI``'s connection
-    pool): a new loop per file (``asyncio.run``) left it bound to a closed one, and every other
-    file's contexts failed with ``RuntimeError: Event loop is closed``.
-    """
-    with _SYNC_LOOPS_LOCK:
-        if not _SYNC_LOOPS:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="holodeck-contexts")
-            thread.daemon = True
-            thread.start()
-            _SYNC_LOOPS.append(loop)
-        return _SYNC_LOOPS[0]
-
-
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _reason(answer: str | BaseException) -> str:
+def _reason(answer: str | BaseException, secrets: Sequence[str]) -> str:
     if not isinstance(answer, BaseException):
         return "empty answer"
-    first_line = scrub((str(answer).splitlines() or [""])[0], max_chars=200)  # keys echoed
+    first_line = (str(answer).splitlines() or [""])[0]
+    first_line = scrub(first_line, secrets, max_chars=200)  # a server may repeat the key
     return f"{type(answer).__name__}: {first_line}" if first_line else type(answer).__name__
 
 
@@ -191,7 +175,9 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     and ``original_content``; the original text is read from ``original_content`` when present,
     so enriching twice does not stack contexts.
 
-    Calls run concurrently (at most ``concurrency`` at once). A call that fails, times out or
+    Calls run concurrently (at most ``concurrency`` at once): the sync API calls the model's
+    ``invoke`` in worker threads, the async API its ``ainvoke`` (calls on one event loop share
+    the limit). A call that fails, times out or
     returns nothing leaves its chunk unchanged, logs a WARNING and is counted in
     ``EnrichmentStats``; it never aborts the batch. Contexts are cached in ``cache`` by
     (model id, prompt, ``max_document_tokens``, ``max_context_tokens``, the model's sampling
@@ -248,7 +234,11 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     """Show a tqdm progress bar over the LLM calls."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    _sync_slots: asyncio.Semaphore | None = PrivateAttr(default=None)
+    _slots_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _thread_slots: threading.BoundedSemaphore | None = PrivateAttr(default=None)
+    _loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+        PrivateAttr(default_factory=weakref.WeakKeyDictionary)
+    )
 
     def __init__(self, llm: BaseLanguageModel, **kwargs: Any) -> None:
         super().__init__(llm=llm, **kwargs)  # type: ignore[call-arg]  # llm is positional here
@@ -512,7 +502,7 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
                         "No context for chunk %s of %r (%s); it is indexed without one.",
                         job.chunk.metadata.get("chunk_index", job.position),
                         _source(job.chunk),
-                        _reason(answer),
+                        _reason(answer, model_secrets(self.llm)),
                     )
                     out.append((job.position, job.chunk))
                     continue
@@ -544,58 +534,101 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     # --- execution: the only sync/async difference -----------------------------------------
 
     def _run_sync(self, jobs: list[_Job], config: RunnableConfig | None) -> EnrichmentResult:
-        """Run ``_arun`` on the process's enrichment loop (safe inside a running loop).
+        cached = self.cache.mget([job.key for job in jobs]) if jobs else []
+        prompts = [job.prompt for job, hit in zip(jobs, cached, strict=True) if hit is None]
+        result, new_entries = self._finish(jobs, cached, self._call_all(prompts, config))
+        if new_entries:
+            self.cache.mset(new_entries)
+        return result
 
-        Calls from several threads at once (files enriched side by side) share one semaphore:
-        at most ``concurrency`` LLM calls in flight for this enricher in all.
-        """
-        with _SYNC_LOOPS_LOCK:
-            if self._sync_slots is None:
-                self._sync_slots = asyncio.Semaphore(self.concurrency)  # binds on first use
-            slots = self._sync_slots
-        run = self._arun(jobs, config, slots=slots)
-        return asyncio.run_coroutine_threadsafe(run, _sync_loop()).result()
-
-    async def _arun(
-        self,
-        jobs: list[_Job],
-        config: RunnableConfig | None,
-        *,
-        slots: asyncio.Semaphore | None = None,
-    ) -> EnrichmentResult:
+    async def _arun(self, jobs: list[_Job], config: RunnableConfig | None) -> EnrichmentResult:
         cached = await self.cache.amget([job.key for job in jobs]) if jobs else []
         prompts = [job.prompt for job, hit in zip(jobs, cached, strict=True) if hit is None]
-        results = await self._acall_all(
-            prompts, config, slots or asyncio.Semaphore(self.concurrency)
-        )
+        results = await self._acall_all(prompts, config)
         result, new_entries = self._finish(jobs, cached, results)
         if new_entries:
             await self.cache.amset(new_entries)
         return result
 
+    def _call_all(
+        self, prompts: list[str], config: RunnableConfig | None
+    ) -> list[str | BaseException]:
+        """The model's sync ``invoke`` per prompt, in worker threads.
+
+        No event loop of the enricher's own: a model's async client (langchain-openai shares
+        one per base URL and timeout in the process) bound to such a loop broke the caller's
+        later async calls. Calls from several threads at once (files enriched side by side)
+        share one semaphore: at most ``concurrency`` calls waited for in all. A call past
+        ``timeout`` is no longer waited for (``call_with_deadline``): its slot is freed, and
+        the abandoned request ends at the model client's own timeout.
+        """
+        if not prompts:
+            return []
+        with self._slots_lock:
+            if self._thread_slots is None:
+                self._thread_slots = threading.BoundedSemaphore(self.concurrency)
+            slots = self._thread_slots
+
+        with _progress(len(prompts), show=self.show_progress) as tick:
+
+            def call(prompt: str) -> str | BaseException:
+                with slots:
+                    try:
+                        invoke = partial(self.llm.invoke, prompt, config=config)
+                        what = "the context model's call"
+                        return _text_of(call_with_deadline(invoke, self.timeout, what=what))
+                    except Exception as error:  # the chunk is indexed without a context
+                        return error
+                    finally:
+                        tick()
+
+            workers = min(self.concurrency, len(prompts))
+            with ContextThreadPoolExecutor(max_workers=workers) as pool:
+                return list(pool.map(call, prompts))
+
+    def _loop_semaphore(self) -> asyncio.Semaphore:
+        """This event loop's semaphore: calls gathered or batched on it share ``concurrency``.
+
+        One per loop (a semaphore belongs to the loop it first waits on), kept as long as the
+        loop lives; a new one per call let N ``aenrich`` calls gathered run N times as many.
+        """
+        loop = asyncio.get_running_loop()
+        with self._slots_lock:
+            slots = self._loop_slots.get(loop)
+            if slots is None:
+                slots = self._loop_slots[loop] = asyncio.Semaphore(self.concurrency)
+            return slots
+
     async def _acall_all(
-        self, prompts: list[str], config: RunnableConfig | None, semaphore: asyncio.Semaphore
+        self, prompts: list[str], config: RunnableConfig | None
     ) -> list[str | BaseException]:
         if not prompts:
             return []
-        progress = None
-        if self.show_progress:
-            from tqdm.auto import tqdm
+        semaphore = self._loop_semaphore()
+        with _progress(len(prompts), show=self.show_progress) as tick:
 
-            progress = tqdm(total=len(prompts), desc="contextualizing chunks", unit="chunk")
+            async def call(prompt: str) -> str:
+                async with semaphore:
+                    try:
+                        pending = self.llm.ainvoke(prompt, config=config)
+                        result = await asyncio.wait_for(pending, self.timeout)
+                        return _text_of(result)
+                    finally:
+                        tick()
 
-        async def call(prompt: str) -> str:
-            async with semaphore:
-                try:
-                    pending = self.llm.ainvoke(prompt, config=config)
-                    result = await asyncio.wait_for(pending, self.timeout)
-                    return _text_of(result)
-                finally:
-                    if progress is not None:
-                        progress.update(1)
-
-        try:
             return list(await asyncio.gather(*(call(p) for p in prompts), return_exceptions=True))
-        finally:
-            if progress is not None:
-                progress.close()
+
+
+@contextmanager
+def _progress(total: int, *, show: bool) -> Iterator[Callable[[], None]]:
+    """A callable counting one finished call: a tqdm bar's step when ``show``, else nothing."""
+    if not show:
+        yield lambda: None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="contextualizing chunks", unit="chunk")
+    try:
+        yield lambda: bar.update(1)
+    finally:
+        bar.close()

@@ -18,13 +18,16 @@ Modes (``server.mode``, changeable while running):
     ``hang``       accept each request, read it and never answer (until the server stops):
                    a server stuck behind its load balancer (only the first ``hang_times``
                    requests when set; others answer). ``arrivals`` counts them.
+    ``trickle``    answer normally, but send the body one byte every ``trickle_interval``
+                   seconds (a congested gateway): each network read gets a byte in time.
 
 Glitches (any mode): a text holding ``nan_on`` gets a vector of NaN, one holding ``wide_on`` a
 vector 3 numbers wider than the others (what a faulty server may answer once).
 
 ``echo_auth_in_errors=True`` makes an error body's message repeat the ``Authorization`` header
 received (``Incorrect API key provided: Bearer sk-...``), like a careless proxy, so tests can
-check that callers scrub secrets from error text.
+check that callers scrub secrets from error text; ``echo_key_in_errors=True`` repeats the key
+alone, without ``Bearer`` (``Invalid key: sk-... is not valid``), as some gateways do.
 
 Load (any mode): ``latency`` seconds of sleep before each answer (a real API's round trip);
 ``throttle_every=n`` answers every n-th request with HTTP 429 and ``Retry-After:
@@ -50,7 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-Mode = Literal["ok", "error_500", "fail_on", "hang"]
+Mode = Literal["ok", "error_500", "fail_on", "hang", "trickle"]
 _WORD = re.compile(r"\w+")
 
 
@@ -79,6 +82,8 @@ class EmbeddingServer:
     fail_times: int | None = None
     hang_times: int | None = None
     echo_auth_in_errors: bool = False
+    echo_key_in_errors: bool = False
+    trickle_interval: float = 0.02
     requests: list[dict[str, Any]] = field(default_factory=list)
     latency: float = 0.0
     throttle_every: int = 0
@@ -225,6 +230,9 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             if status >= 400 and server.echo_auth_in_errors:
                 received = self.headers.get("Authorization")
                 answer["error"]["message"] = f"Incorrect API key provided: {received}"
+            if status >= 400 and server.echo_key_in_errors:
+                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                answer["error"]["message"] = f"Invalid key: {key} is not valid"
             payload = json.dumps(answer).encode()
             self.send_response(status)
             for name, value in headers.items():
@@ -233,6 +241,13 @@ def _make_handler(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                if server.mode == "trickle":
+                    for n in range(len(payload)):
+                        self.wfile.write(payload[n : n + 1])
+                        self.wfile.flush()
+                        if server._stopping.wait(server.trickle_interval):
+                            return
+                    return
                 self.wfile.write(payload)  # unless the client stopped waiting (its timeout)
 
     return Handler

@@ -39,6 +39,9 @@ class ChatServer:
     error_status: int = 0
     """Non-zero: every request is answered this HTTP status with an OpenAI error body (400:
     the client does not retry). Changeable while running."""
+    echo_key: bool = False
+    """With ``error_status``: the error's message repeats the key received, without
+    ``Bearer`` (``Invalid key: sk-... is not valid``), as some gateways do."""
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
@@ -106,14 +109,14 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
             try:
                 time.sleep(delay)
-                self._answer(body)
+                self._answer(body, self.headers.get("Authorization") or "")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped waiting (its timeout): nothing to answer
             finally:
                 with lock:
                     state.in_flight -= 1
 
-        def _answer(self, body: dict[str, Any]) -> None:
+        def _answer(self, body: dict[str, Any], authorization: str) -> None:
             if not self.path.endswith("/chat/completions"):
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -122,8 +125,11 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
             messages = body.get("messages") or [{}]
             down = str(messages[-1].get("content") or "").startswith("MODEL-DOWN")
             status = state.error_status or (400 if down else 200)
+            said = "the model is unavailable"
+            if state.echo_key:
+                said = f"Invalid key: {authorization.removeprefix('Bearer ')} is not valid"
             answer = (
-                {"error": {"message": "the model is unavailable", "type": "server_error"}}
+                {"error": {"message": said, "type": "server_error"}}
                 if status != 200
                 else reply(body)
             )

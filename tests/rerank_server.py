@@ -19,6 +19,8 @@ Modes (``server.mode``, changeable while running):
     ``error_200``       HTTP 200 with an error body and no results
                         (``{"error": {"message": "model overloaded"}}``).
     ``slow``            wait ``delay`` seconds, then answer normally.
+    ``trickle``         answer normally, but send the body one byte every ``trickle_interval``
+                        seconds (a congested gateway): each network read gets a byte in time.
 
 ``only="v1"`` or ``only="v2"`` answers ``missing_status`` (404 by default) on the other path.
 With ``api_key`` set, a request whose ``Authorization`` is not ``Bearer <api_key>`` gets 401;
@@ -40,7 +42,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 Mode = Literal[
-    "ok", "error_500", "malformed_json", "bad_index", "missing_fields", "fewer", "error_200", "slow"
+    "ok",
+    "error_500",
+    "malformed_json",
+    "bad_index",
+    "missing_fields",
+    "fewer",
+    "error_200",
+    "slow",
+    "trickle",
 ]
 _WORD = re.compile(r"\w+")
 
@@ -94,6 +104,7 @@ class RerankServer:
     only: Literal["v1", "v2"] | None = None
     missing_status: int = 404
     delay: float = 2.0
+    trickle_interval: float = 0.02
     echo_auth_in_errors: bool = False
     requests: list[RecordedRequest] = field(default_factory=list)
     _httpd: ThreadingHTTPServer | None = field(default=None, repr=False)
@@ -211,6 +222,13 @@ def _make_handler(server: RerankServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                if server.mode == "trickle":
+                    for n in range(len(data)):
+                        self.wfile.write(data[n : n + 1])
+                        self.wfile.flush()
+                        if server._stop.wait(server.trickle_interval):
+                            return
+                    return
                 self.wfile.write(data)  # fails when the client gave up (timeout)
 
         def log_message(self, format: str, *args: Any) -> None:

@@ -170,8 +170,8 @@ class ContextModelConfig(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    provider: str = Field(min_length=1)
-    """Model provider as LangChain's ``init_chat_model`` names it: ``anthropic``, ``openai``..."""
+    provider: Literal["openai", "anthropic"]
+    """``openai`` (or an OpenAI-compatible server, with ``base_url``) or ``anthropic``."""
     name: str = Field(min_length=1)
     """Model name, e.g. ``claude-3-haiku-20240307``."""
     temperature: Number = Field(default=0.0, ge=0, le=2)
@@ -182,10 +182,21 @@ class ContextModelConfig(BaseModel):
     base_url: MaskedUrlStr | None = Field(
         default=None, json_schema_extra={"rule": "http:// or https://"}
     )
-    """Base URL of an OpenAI-compatible server, for self-hosted models."""
+    """Base URL of an OpenAI-compatible server, for self-hosted models (provider ``openai``)."""
 
     _base_url_is_http = field_validator("base_url")(check_http_url)
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
+
+    @model_validator(mode="after")
+    def _base_url_is_openais(self) -> ContextModelConfig:
+        if self.base_url is not None and self.provider != "openai":
+            msg = (
+                f"base_url is for provider openai (an OpenAI-compatible server), got provider "
+                f"{self.provider!r} with base_url {self.base_url!r}; remove base_url, or use "
+                "provider openai for a compatible server"
+            )
+            raise ValueError(msg)
+        return self
 
 
 class SearchWeights(BaseModel):

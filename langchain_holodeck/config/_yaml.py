@@ -17,6 +17,7 @@ from langchain_holodeck._redact import (
     is_secret_name,
     mask_connection_string,
     query_secrets,
+    remember_secrets,
     url_password,
 )
 from langchain_holodeck.errors import ConfigError
@@ -367,6 +368,29 @@ def reject_literal_secrets(value: JSONish, *, display: str, path: str = "") -> N
             f"itself, got {mask_connection_string(value)!r}."
         )
         raise ConfigError(msg)
+
+
+def remember_configured_secrets(value: JSONish) -> None:
+    """Have every message of the process mask the secret keys' values (``remember_secrets``).
+
+    The values of keys named like a secret (``api_key``, ``password``: ``is_secret_name``),
+    after ``substitute_env``: a server that repeats a configured key in its error (``401
+    Invalid key: sk-...``) is masked in every warning and ``error:`` line.
+    """
+    found: list[str] = []
+
+    def walk(item: JSONish, key: str = "") -> None:
+        if isinstance(item, list):
+            for member in item:
+                walk(member, key)
+        elif isinstance(item, dict):
+            for name, member in item.items():
+                walk(member, str(name))
+        elif isinstance(item, str) and is_secret_name(key):
+            found.append(item)
+
+    walk(value)
+    remember_secrets(found)
 
 
 def _is_literal(value: JSONish) -> bool:

@@ -89,6 +89,7 @@ from langchain_holodeck.config._yaml import (
     JSONish,
     read_yaml_mapping,
     reject_literal_secrets,
+    remember_configured_secrets,
     substitute_env,
 )
 from langchain_holodeck.errors import ConfigError
@@ -591,6 +592,7 @@ def load_agent_config(
             data["model"] = substitute_env(model, env, display=display, path="model", used=used)
         except ConfigError:  # only chat runs the model: chat_model_config raises it there
             data["model"] = unresolved = model
+    remember_configured_secrets(data)  # masked wherever a server repeats one
     agent = _validate(
         AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used
     )
@@ -674,6 +676,7 @@ def load_project_database_config(
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     data = substitute_env(section, env, display=display, path="vectorstore", used=used)
+    remember_configured_secrets(data)
     wrapped = {"vectorstore": data}
     # relative paths resolve against the project (the directory holding .holodeck/)
     file = Path(path).absolute()

@@ -63,7 +63,8 @@ def resolve_embeddings(
             about half the word pieces embedded on prose docs). Passed to ``OnnxEmbeddings`` /
             ``LocalEmbeddings``; an OpenAI model or an ``Embeddings`` object takes only
             ``UNSET_LONG_TEXTS`` (the default, or ``"auto"``).
-        timeout: Seconds one request of an OpenAI model may take (``None``: no limit). Its
+        timeout: Seconds one request of an OpenAI model may take, its whole answer (a server
+            still sending is given up 0.25 s later: ``TimeoutError``), ``None``: no limit. Its
             client retries nothing: sync retries a batch itself (a 429 pauses every request
             until its ``Retry-After``), and a query is retried after a 429, a server error or
             a lost connection (not after a timeout). A local model sends no request: another

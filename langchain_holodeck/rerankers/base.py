@@ -12,7 +12,7 @@ import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -52,13 +52,29 @@ class _CircuitBreaker:
 
     def allow(self, cooldown: float) -> bool:
         """Whether to call the backend now; after the cool-down, lets exactly one trial through."""
+        return self.admit(cooldown) is not None
+
+    def admit(self, cooldown: float) -> Literal["call", "trial"] | None:
+        """``allow``, saying which: a ``"call"`` (closed), the one ``"trial"``, or ``None``.
+
+        A trial must end in ``record_success``, ``record_failure`` or ``release_trial``.
+        """
         with self._lock:
             if self._opened_at is None:
-                return True
+                return "call"
             if self._trial_running or self._clock() - self._opened_at < cooldown:
-                return False
+                return None
             self._trial_running = True
-            return True
+            return "trial"
+
+    def release_trial(self) -> None:
+        """End a trial that neither succeeded nor failed (its caller was cancelled).
+
+        The breaker stays open and the next call after the cool-down is a trial again; left
+        running, the trial let no call through ever again.
+        """
+        with self._lock:
+            self._trial_running = False
 
     def record_success(self) -> None:
         with self._lock:
@@ -166,13 +182,18 @@ class _RerankCompressor(BaseDocumentCompressor):
         if not texts:
             return []  # no call for nothing
         limit = self._limit(len(texts), at_least)
-        if not self._breaker.allow(self.cooldown):
+        admitted = self._breaker.admit(self.cooldown)
+        if admitted is None:
             return self._skipped(documents, limit)
         try:
             pairs = self._rank(query, texts, limit)
             ranking = _checked_ranking(pairs, len(texts))
         except Exception as exc:  # falling back on any failure is the contract
             return self._fallback(documents, exc, limit)
+        except BaseException:  # cancelled (a caller's timeout), interrupted: no verdict
+            if admitted == "trial":
+                self._breaker.release_trial()
+            raise
         return self._reranked(documents, ranking, limit)
 
     async def acompress_documents(
@@ -188,13 +209,18 @@ class _RerankCompressor(BaseDocumentCompressor):
         if not texts:
             return []
         limit = self._limit(len(texts), at_least)
-        if not self._breaker.allow(self.cooldown):
+        admitted = self._breaker.admit(self.cooldown)
+        if admitted is None:
             return self._skipped(documents, limit)
         try:
             pairs = await self._arank(query, texts, limit)
             ranking = _checked_ranking(pairs, len(texts))
         except Exception as exc:  # falling back on any failure is the contract
             return self._fallback(documents, exc, limit)
+        except BaseException:  # cancelled (a caller's timeout), interrupted: no verdict
+            if admitted == "trial":
+                self._breaker.release_trial()
+            raise
         return self._reranked(documents, ranking, limit)
 
     @abstractmethod

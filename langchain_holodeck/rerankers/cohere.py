@@ -28,7 +28,8 @@ import logging
 import os
 import threading
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.callbacks import (
@@ -38,8 +39,11 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
+from langchain_holodeck._deadline import call_with_deadline
 from langchain_holodeck._defaults import MAX_K, check_call_k
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import MaskedUrl
@@ -102,7 +106,8 @@ class _CohereAPIReranker(_RerankCompressor):
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Rerank model name, passed through to the server."""
     timeout: float = Field(default=30.0, gt=0, allow_inf_nan=False)
-    """Seconds per request; the client's own retries are disabled, so this bounds a failure."""
+    """Seconds one request may take in all (its whole answer, not each network read); the
+    client's own retries are disabled, so this bounds a failure."""
     api_version: ApiVersion = "v2"
     """Endpoint tried first; the other is tried once on 404/405 and remembered if it works."""
 
@@ -176,16 +181,30 @@ class _CohereAPIReranker(_RerankCompressor):
             "request_options": {"max_retries": 0, "timeout_in_seconds": self.timeout},
         }
 
+    def _post(self, version: ApiVersion, request: dict[str, object]) -> object:
+        """One rerank request, its whole answer within ``timeout`` (``TimeoutError`` past it).
+
+        The client's timeout bounds each network read: a server sending a byte every 0.1 s
+        was waited for as long as it kept sending.
+        """
+        call = partial(self._client(version).rerank, **request)  # type: ignore[arg-type]  # kwargs typed loosely
+        return call_with_deadline(call, self.timeout, what="the rerank request")
+
+    async def _apost(self, version: ApiVersion, request: dict[str, object]) -> object:
+        """Async twin of ``_post`` (the request is cancelled at ``timeout``)."""
+        pending = self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+        return await asyncio.wait_for(pending, self.timeout)
+
     def _rank(self, query: str, texts: list[str], top_n: int) -> list[tuple[object, object]]:
         request = self._request(query, texts, top_n)
         version = self._api_version
         try:
-            response = self._client(version).rerank(**request)  # type: ignore[arg-type]
+            response = self._post(version, request)
         except Exception as exc:
             if not _is_missing_endpoint(exc):
                 raise
             version = _other(version)
-            response = self._client(version).rerank(**request)  # type: ignore[arg-type]
+            response = self._post(version, request)
             self._remember(version)
         return _result_pairs(response)
 
@@ -193,12 +212,12 @@ class _CohereAPIReranker(_RerankCompressor):
         request = self._request(query, texts, top_n)
         version = self._api_version
         try:
-            response = await self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+            response = await self._apost(version, request)
         except Exception as exc:
             if not _is_missing_endpoint(exc):
                 raise
             version = _other(version)
-            response = await self._aclient(version).rerank(**request)  # type: ignore[arg-type]
+            response = await self._apost(version, request)
             self._remember(version)
         return _result_pairs(response)
 
@@ -372,8 +391,9 @@ def create_reranker(
     raise ValueError(msg)
 
 
-def _accepts_k(retriever: BaseRetriever) -> bool:
-    parameters = inspect.signature(retriever._get_relevant_documents).parameters
+def _accepts_k(hook: Callable[..., object]) -> bool:
+    """Whether a retriever's hook (``_get_relevant_documents`` or its async twin) takes ``k``."""
+    parameters = inspect.signature(hook).parameters
     return "k" in parameters or any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
     )
@@ -420,10 +440,30 @@ class RerankRetriever(BaseRetriever):
         """The per-call ``k`` (default ``self.k``), checked before it sizes the candidates."""
         return check_call_k(k, self.k)
 
-    def _candidate_kwargs(self, k: int) -> dict[str, int]:
+    def _fetch_k(self, k: int) -> int:
         # the default never asks the first stage for more than MAX_K (HybridRetriever's limit)
-        fetch_k = max(self.fetch_k, k) if self.fetch_k is not None else min(3 * k, MAX_K)
-        return {"k": fetch_k} if _accepts_k(self.retriever) else {}
+        return max(self.fetch_k, k) if self.fetch_k is not None else min(3 * k, MAX_K)
+
+    def _candidate_kwargs(self, k: int) -> dict[str, int]:
+        accepts = _accepts_k(self.retriever._get_relevant_documents)
+        return {"k": self._fetch_k(k)} if accepts else {}
+
+    async def _acandidates(
+        self, query: str, k: int, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        """The first stage's candidates on the async path, ``k=fetch_k`` where a hook takes it.
+
+        ``ainvoke`` passes ``k`` to the async hook, whose default (``BaseRetriever``'s, a
+        retriever implementing only ``_get_relevant_documents(..., k=4)``) takes none: such
+        a retriever is invoked synchronously in an executor, so its hook still gets ``k``.
+        """
+        config: RunnableConfig = {"callbacks": run_manager.get_child()}
+        if _accepts_k(self.retriever._aget_relevant_documents):
+            return await self.retriever.ainvoke(query, config, k=self._fetch_k(k))
+        if _accepts_k(self.retriever._get_relevant_documents):
+            kwargs = {"k": self._fetch_k(k)}
+            return await run_in_executor(None, self.retriever.invoke, query, config, **kwargs)
+        return await self.retriever.ainvoke(query, config)
 
     def _rerank(
         self, candidates: list[Document], query: str, k: int, callbacks: Callbacks
@@ -472,8 +512,6 @@ class RerankRetriever(BaseRetriever):
         k: int | None = None,
     ) -> list[Document]:
         k = self._check_k(k)
-        candidates = await self.retriever.ainvoke(
-            query, {"callbacks": run_manager.get_child()}, **self._candidate_kwargs(k)
-        )
+        candidates = await self._acandidates(query, k, run_manager)
         ranked = await self._arerank(candidates, query, k, run_manager.get_child())
         return list(ranked)[:k]

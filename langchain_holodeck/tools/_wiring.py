@@ -14,6 +14,7 @@ from langchain_holodeck._chunk import chunk_hashes
 from langchain_holodeck._tracing import span
 from langchain_holodeck.config.models import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from langchain_holodeck.contracts import KeywordIndex
+from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.exact import ExactMatchIndex
 
 if TYPE_CHECKING:
@@ -108,17 +109,26 @@ def chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
         raise ValueError(msg)
     if spec.provider == "openai":
         try:
+            import openai
             from langchain_openai import ChatOpenAI
         except ImportError as error:
             msg = 'context_model provider openai needs: pip install "langchain-holodeck[openai]"'
             raise ImportError(msg) from error
-        return ChatOpenAI(
-            model=spec.name,
-            temperature=spec.temperature,
-            api_key=spec.api_key,
-            base_url=spec.base_url,
-            max_completion_tokens=config.context_max_tokens,  # the alias of max_tokens
-        )
+        try:
+            return ChatOpenAI(
+                model=spec.name,
+                temperature=spec.temperature,
+                api_key=spec.api_key,
+                base_url=spec.base_url,
+                max_completion_tokens=config.context_max_tokens,  # the alias of max_tokens
+            )
+        except openai.OpenAIError as error:  # no key given, none in the environment
+            msg = (
+                f"context_model {spec.name!r} uses OpenAI, which needs an API key; set "
+                'context_model.api_key ("${OPENAI_API_KEY}") or the OPENAI_API_KEY '
+                "environment variable."
+            )
+            raise ConfigError(msg) from error
     if spec.provider == "anthropic":
         try:
             from langchain_anthropic import ChatAnthropic  # type: ignore[import-not-found]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from langchain_openai import OpenAIEmbeddings
 
 from langchain_holodeck.config import VectorStoreToolConfig
+from langchain_holodeck.embeddings import resolve_embeddings
 from langchain_holodeck.tools import VectorStoreTool
 from tests.embedding_server import EmbeddingServer
 from tests.helpers import DATA_DIR
@@ -161,3 +163,26 @@ async def test_embedding_api_down_when_a_new_redis_index_needs_its_dimension(
     with pytest.raises(RuntimeError, match=r"^Failed to generate embeddings: InternalServerError"):
         await tool.initialize()
     assert not tool.is_initialized
+
+
+async def test_the_timeout_bounds_the_whole_answer_of_a_trickling_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server sending its answer one byte every 20 ms (a congested gateway): the openai
+    client's timeout bounds each network read, so timeout=0.5 waited for the whole answer
+    (~4 s here; 2.4 s for timeout=1 in a probe). It bounds the whole request now."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    with EmbeddingServer(mode="trickle", default_dimensions=8) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        embeddings = resolve_embeddings("text-embedding-3-small", timeout=0.5)
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"within its 0\.5 s timeout"):
+            embeddings.embed_query("hello world")
+        assert time.monotonic() - start < 1.5
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"within its 0\.5 s timeout"):
+            await embeddings.aembed_query("hello world")
+        assert time.monotonic() - start < 1.5
+        with pytest.raises(TimeoutError):  # a batch of documents too
+            embeddings.embed_documents(["one", "two"])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -217,6 +219,25 @@ def test_timeout_warning_says_timeout(
     assert "no answer within the 0.5 s timeout" in caplog.text
 
 
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_the_timeout_bounds_the_whole_answer_of_a_trickling_server(
+    server: RerankServer, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    # One byte every 20 ms: each network read gets one in time, so the client's timeout (a
+    # read timeout) never fired and timeout=2 waited ~20 s for the answer (a probe)
+    server.mode = "trickle"
+    reranker = cohere(server.url, timeout=0.5, top_n=2)
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        if path == "sync":
+            out = reranker.compress_documents(DOCS, QUERY)
+        else:
+            out = await reranker.acompress_documents(DOCS, QUERY)
+    assert time.monotonic() - start < 1.5  # the whole answer takes ~6 s
+    assert [d.id for d in out] == ["id-0", "id-1"]  # the fallback: the retrieval order
+    assert "no answer within the 0.5 s timeout" in caplog.text
+
+
 def test_vllm_warning_names_its_provider(
     closed_port_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -256,6 +277,21 @@ def test_failed_half_open_trial_reopens(server: RerankServer) -> None:
     reranker.cooldown = 3600
     reranker.compress_documents(DOCS, QUERY)  # skipped
     assert len(server.requests) == 2
+
+
+async def test_a_cancelled_half_open_trial_lets_the_next_trial_through(
+    server: RerankServer,
+) -> None:
+    server.mode = "error_500"
+    reranker = cohere(server.url, failure_threshold=1, cooldown=0.0, top_n=2)
+    await reranker.acompress_documents(DOCS, QUERY)  # opens
+    server.mode = "slow"  # the trial hangs, and its caller gives up (a tool's timeout)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(reranker.acompress_documents(DOCS, QUERY), 0.3)
+    server.mode = "ok"  # healthy again: the next call after the cool-down is a trial again
+    assert [d.id for d in await reranker.acompress_documents(DOCS, QUERY)] == EXPECTED_IDS[:2]
+    assert [d.id for d in reranker.compress_documents(DOCS, QUERY)] == EXPECTED_IDS[:2]
+    assert len(server.requests) == 4  # before: the breaker let no call through, for good
 
 
 # -- composition -------------------------------------------------------------------------------

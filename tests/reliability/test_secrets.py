@@ -20,14 +20,20 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
+from langchain_holodeck._redact import one_line
+from langchain_holodeck.cli.main import main
+from langchain_holodeck.config import load_agent_config
 from langchain_holodeck.contextual import ContextualChunkEnricher
+from langchain_holodeck.embeddings import resolve_embeddings
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.rerankers import CohereReranker, RerankRetriever
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import load_tools
 from langchain_holodeck.vectorstores import MatrixVectorStore
+from tests.embedding_server import EmbeddingServer
 from tests.helpers import HashingEmbeddings
+from tests.openai_server import chat_server
 from tests.opensearch_server import FakeOpenSearch, serve
 from tests.rerank_server import RerankServer
 
@@ -186,3 +192,73 @@ def test_context_llm_error_echoing_the_key_is_scrubbed(
     assert result.stats.failed == 1
     assert "No context for chunk" in everything_logged.text
     assert_clean(result, everything_logged.text)
+
+
+# -- keys a server repeats bare, without "Bearer " ---------------------------------------------
+# The pattern rules mask "Bearer sk-..." and "api_key=sk-..."; a gateway answering
+# "401 Invalid key: sk-... is not valid" is masked only because the key is known: the
+# environment's keys (OPENAI_API_KEY...), the configured ones and the chat model's own.
+
+
+def test_an_embeddings_server_repeating_the_env_key_bare_is_scrubbed(
+    everything_logged: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    key = "sk-proj-LEAKCHECK-EMB0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deck.md").write_text("# Deck\n\nThe holodeck deck opens at dawn.\n")
+    with EmbeddingServer(echo_key_in_errors=True) as server:
+        server.mode, server.fail_on, server.fail_status = "fail_on", "", 401  # every request
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        embeddings = resolve_embeddings("text-embedding-3-small", timeout=5)
+        chunks = [Document(page_content="arch", metadata={"source_path": "a.md"})]
+        result = sync_documents(chunks, MatrixVectorStore(embeddings), namespace="n")
+        store = ["--store", str(tmp_path / "store")]
+        model = ["--embedding-model", "text-embedding-3-small"]
+        code = main([*store, "ingest", str(docs), *model])
+        err = capsys.readouterr().err
+    assert (result.failed, code) == (1, 1)  # the CLI gives up on the model
+    assert "Invalid key: *** is not valid" in result.errors[0]
+    assert "Invalid key: *** is not valid" in err  # the warning and the error: line
+    assert key not in result.errors[0]
+    assert key not in err
+    assert key not in everything_logged.text
+
+
+def test_a_context_model_repeating_its_key_bare_is_scrubbed(
+    everything_logged: pytest.LogCaptureFixture,
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    key = "sk-proj-LEAKCHECK-CTX0123456789"
+    with chat_server() as server:
+        server.error_status, server.echo_key = 401, True
+        llm = ChatOpenAI(model="m", api_key=key, base_url=server.base_url, max_retries=0)
+        document = Document(page_content="arch controls", metadata={"source_path": "a.md"})
+        result = ContextualChunkEnricher(llm).enrich_with_stats(document, [document])
+    assert result.stats.failed == 1
+    assert "Invalid key: *** is not valid" in everything_logged.text
+    assert key not in everything_logged.text
+
+
+def test_a_configured_key_repeated_bare_is_masked_in_every_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-proj-LEAKCHECK-CFG0123456789"
+    monkeypatch.setenv("LEAK_CTX_KEY", key)
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - type: hierarchical_document\n    name: kb\n    source: docs\n"
+        "    contextual_embeddings: true\n"
+        '    context_model: {provider: openai, name: m, api_key: "${LEAK_CTX_KEY}"}\n',
+        encoding="utf-8",
+    )
+    load_agent_config(agent)
+    monkeypatch.delenv("LEAK_CTX_KEY")  # not read from the environment: remembered at load
+    line = one_line(RuntimeError(f"Error code: 401 - Invalid key: {key} is not valid"))
+    assert line == "RuntimeError: Error code: 401 - Invalid key: *** is not valid"

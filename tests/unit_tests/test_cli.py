@@ -203,6 +203,30 @@ def test_verbose_traceback_masks_a_key_the_embeddings_server_echoes(
     assert "SUPERSECRETKEY" not in err
 
 
+def test_an_openai_context_model_without_a_key_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # openai's client refuses to be built without a key: ingest printed a 13-frame traceback
+    # ending in "openai.OpenAIError: Missing credentials" (a probe)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "deck.md", "# Deck\n\nThe holodeck deck opens at dawn.\n")
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - type: hierarchical_document\n    name: kb\n    source: docs\n"
+        "    contextual_embeddings: true\n"
+        "    context_model: {provider: openai, name: gpt-4o-mini}\n",
+    )
+    code, _, err = run(capsys, "ingest", "--config", str(agent))
+    assert code == 1
+    assert err == (
+        "error: context_model 'gpt-4o-mini' uses OpenAI, which needs an API key; set "
+        'context_model.api_key ("${OPENAI_API_KEY}") or the OPENAI_API_KEY environment '
+        "variable.\n"
+    )
+
+
 def test_search_leaves_the_contexts_a_failing_context_model_left_out_to_ingest(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -410,6 +410,24 @@ RULES = [
         "tools[0].context_model.name",
         "required",
     ),
+    (  # passed validation, then ingest ended in a traceback from the tool's wiring
+        hierarchical(context_model={"provider": "ollama", "name": "llama3"}),
+        "tools[0].context_model.provider",
+        "must be 'openai' or 'anthropic', got 'ollama'",
+    ),
+    (
+        hierarchical(context_model={"provider": "OpenAI", "name": "m"}),
+        "tools[0].context_model.provider",
+        "got 'OpenAI'",
+    ),
+    (  # was silently dropped: ChatAnthropic was built without it
+        hierarchical(
+            context_model={"provider": "anthropic", "name": "m", "base_url": "http://gw/v1"}
+        ),
+        "tools[0].context_model",
+        "base_url is for provider openai (an OpenAI-compatible server), got provider "
+        "'anthropic' with base_url 'http://gw/v1'",
+    ),
     (
         hierarchical(context_model={"provider": "openai", "name": "m", "temperature": 3}),
         "tools[0].context_model.temperature",

@@ -69,6 +69,8 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         with self.lock:
             self.calls += 1
+        if "HANG" in str(messages[-1].content).split("<chunk>")[-1]:
+            threading.Event().wait(10)  # abandoned at the enricher's timeout
         text = self._answer(messages)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
@@ -321,6 +323,66 @@ def test_one_chat_openai_enriches_file_after_file() -> None:
             ]
             stats = enricher.enrich_with_stats(doc, chunks).stats
             assert (stats.contextualized, stats.failed) == (4, 0), (n, stats)
+
+
+@pytest.mark.parametrize("how", ["gather", "abatch"])
+def test_async_calls_share_the_concurrency(how: str) -> None:
+    """Four files enriched on one event loop, ``concurrency=2``: each ``aenrich`` made its own
+    semaphore, so gathered calls (or ``abatch``) had 6 to 8 requests in flight (a probe)."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.openai_server import chat_server
+
+    def files() -> list[tuple[Document, list[Document]]]:
+        out = []
+        for n in range(4):
+            meta = {"source_path": f"f{n}.md"}
+            chunks = [
+                Document(page_content=f"file {n} part {i}", metadata={**meta, "chunk_index": i})
+                for i in range(3)
+            ]
+            out.append((Document(page_content=f"file {n} words", metadata=meta), chunks))
+        return out
+
+    with chat_server(keep_alive=True, delay=0.1) as server:
+        llm = ChatOpenAI(model="m", api_key="sk-test", base_url=server.base_url)
+        enricher = ContextualChunkEnricher(llm, concurrency=2)
+
+        async def run() -> list[list[Document]]:
+            if how == "abatch":
+                return await enricher.abatch([chunks for _, chunks in files()])
+            return list(await asyncio.gather(*(enricher.aenrich(d, c) for d, c in files())))
+
+        results = asyncio.run(run())
+    assert sum("context" in c.metadata for chunks in results for c in chunks) == 12
+    assert server.max_in_flight == 2
+
+
+def test_a_sync_enrichment_leaves_chat_openai_usable_in_the_callers_loop() -> None:
+    """langchain-openai shares one async HTTP client per base URL between its ChatOpenAI
+    models: the sync API ran ``ainvoke`` on a private loop, so a connection of that loop was
+    then used in the caller's ``asyncio.run``, and the agent's own model failed there (a
+    probe). The sync API calls the model's sync ``invoke`` now."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.openai_server import chat_server
+
+    with chat_server(keep_alive=True) as server:
+        enricher = ContextualChunkEnricher(
+            ChatOpenAI(model="ctx", api_key="sk-test", base_url=server.base_url, max_retries=0)
+        )
+        doc = Document(page_content="alpha beta", metadata={"source_path": "a.md"})
+        assert enricher.enrich(doc, [doc])[0].metadata["context"]
+        agent = ChatOpenAI(
+            model="agent", api_key="sk-test", base_url=server.base_url, max_retries=0
+        )
+
+        async def ask() -> list[object]:
+            calls = (agent.ainvoke(f"question {i}") for i in range(3))
+            return list(await asyncio.gather(*calls, return_exceptions=True))
+
+        answers = asyncio.run(ask())
+    assert [type(a).__name__ for a in answers] == ["AIMessage"] * 3
 
 
 def test_the_context_model_is_capped_at_context_max_tokens(

@@ -339,6 +339,25 @@ def test_rerank_retriever_passes_fetch_k_to_the_first_stage() -> None:
     assert first.seen_k == [3, 4]  # default fetch_k = 3 * k
 
 
+async def test_rerank_retriever_async_passes_fetch_k_to_a_sync_only_first_stage() -> None:
+    class SyncOnly(BaseRetriever):  # the usual custom retriever: no async hook of its own
+        seen_k: list[int] = Field(default_factory=list)
+
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: object, k: int = 4
+        ) -> list[Document]:
+            self.seen_k.append(k)
+            return CORPUS[:k]
+
+    first = SyncOnly()
+    retriever = RerankRetriever(retriever=first, reranker=LexicalReranker(top_n=None), k=1)
+    out = await retriever.ainvoke("replicators tea")  # was TypeError: unexpected keyword 'k'
+    batched = await retriever.abatch(["tea", "holodeck"], k=2)
+    assert len(out) == 1
+    assert [len(docs) for docs in batched] == [2, 2]
+    assert sorted(first.seen_k) == [3, 6, 6]  # fetch_k = 3 * k reached the sync hook
+
+
 async def test_rerank_retriever_async_path() -> None:
     retriever = RerankRetriever(
         retriever=_store_retriever(), reranker=LexicalReranker(top_n=None), k=1, fetch_k=5
