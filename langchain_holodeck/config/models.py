@@ -586,13 +586,15 @@ def load_agent_config(
     used: dict[str, str] = {}
     rest = {key: value for key, value in raw.items() if key != "model"}
     data = substitute_env(rest, env, display=display, used=used)
+    remember_configured_secrets(data)  # masked wherever a server repeats one
     model, unresolved = raw.get("model"), None
     if isinstance(data, dict) and model is not None:
         try:
             data["model"] = substitute_env(model, env, display=display, path="model", used=used)
         except ConfigError:  # only chat runs the model: chat_model_config raises it there
-            data["model"] = unresolved = model
-    remember_configured_secrets(data)  # masked wherever a server repeats one
+            data["model"] = unresolved = model  # its "${VAR}" are no secrets to mask
+        else:
+            remember_configured_secrets(data["model"])
     agent = _validate(
         AgentConfig, data, display=display, base_dir=file.parent.absolute(), used=used
     )
