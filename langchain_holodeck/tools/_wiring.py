@@ -121,6 +121,10 @@ def chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
                 api_key=spec.api_key,
                 base_url=spec.base_url,
                 max_completion_tokens=config.context_max_tokens,  # the alias of max_tokens
+                # the client gives up too: a call past its deadline is abandoned by the
+                # enricher but ran on (openai's default: 600 s), a request in flight beyond
+                # context_concurrency
+                timeout=config.context_timeout,
             )
         except openai.OpenAIError as error:  # no key given, none in the environment
             msg = (
@@ -140,6 +144,7 @@ def chat_model(config: HierarchicalDocumentToolConfig) -> BaseChatModel:
             temperature=spec.temperature,
             api_key=spec.api_key,
             max_tokens=config.context_max_tokens,
+            default_request_timeout=config.context_timeout,
         )
     msg = (
         f"context_model.provider must be 'openai' or 'anthropic', got {spec.provider!r}; "

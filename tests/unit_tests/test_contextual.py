@@ -406,6 +406,29 @@ def test_the_context_model_is_capped_at_context_max_tokens(
     assert body.get("max_completion_tokens", body.get("max_tokens")) == 20
 
 
+def test_the_context_models_client_gives_up_at_context_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """context_timeout reaches the OpenAI client: the enricher abandons a call past its
+    deadline, but the client waited on (openai's default, 600 s), holding a request in flight
+    beyond context_concurrency."""
+    import openai
+
+    from langchain_holodeck.config import HierarchicalDocumentToolConfig
+    from langchain_holodeck.tools._wiring import chat_model
+    from tests.openai_server import chat_server
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with chat_server(delay=3.0) as server:
+        config = HierarchicalDocumentToolConfig(
+            type="hierarchical_document", name="kb", description="d", source="docs",
+            contextual_embeddings=True, context_timeout=0.2,
+            context_model={"provider": "openai", "name": "m", "base_url": server.base_url},
+        )  # fmt: skip
+        with pytest.raises(openai.APITimeoutError):
+            chat_model(config).invoke("Situate this chunk.")
+
+
 def test_files_are_enriched_side_by_side_within_the_concurrency(tmp_path: Path) -> None:
     """Eight one-chunk files: enriched file after file, one call was in flight at a time
     (eight round trips); side by side, up to ``concurrency`` calls, never more."""
