@@ -26,8 +26,6 @@ from langchain_holodeck.cli._targets import (
     target_model_id,
     tool_store_dir,
 )
-from langchain_holodeck.config.models import spelt
-from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.errors import (
     FORCE_INGEST_WAY,
     EmbeddingModelMismatchError,
@@ -73,7 +71,7 @@ def note_sync(target: Target, tool: _DocumentTool, store: Path, result: SyncResu
     lost them (emptied, restarted without its data); else the source changed since the last
     ingest.
     """
-    shown = spelt(target.config.source)
+    shown = _spelt(target.config.source)
     counts = f"{result.added} added, {result.failed} failed"
     if tool.fallback_reason is not None and (result.added or result.failed):
         logger.warning(
@@ -85,7 +83,7 @@ def note_sync(target: Target, tool: _DocumentTool, store: Path, result: SyncResu
             result.failed,
         )
     elif result.added and not (result.skipped or result.updated or result.deleted):
-        where = f"this search's store, {spelt(tool.describe_storage())},"
+        where = f"this search's store, {_spelt(tool.describe_storage())},"
         then = _recorded_backend(store, tool)
         if then is not None and then != tool.backend:
             held = f"the last ingest of {shown} went to {then}, and {where} held none of its chunks"
@@ -142,7 +140,7 @@ def check_recorded_source(target: Target, store: Path) -> None:
     said = _recorded_source_gone(target, store)
     if said is None:
         return
-    shown = spelt(target.config.source)
+    shown = _spelt(target.config.source)
     msg = (
         f"{said}; run `{ingest_command(target, store)}` where {shown} is now (a folder at "
         "another path is another corpus: its files are embedded anew; an agent.yaml tool with "
@@ -169,7 +167,7 @@ def warn_if_moved(target: Target, store: Path, tool: _DocumentTool) -> None:
         said,
         tool.document_count,
         ingest_command(target, store),
-        spelt(target.config.source),
+        _spelt(target.config.source),
     )
 
 
@@ -193,8 +191,8 @@ def _recorded_source_gone(target: Target, store: Path) -> str | None:
         else (source, "moved, renamed or deleted?")
     )
     return (
-        f"{store / MANIFEST_NAME} records the last ingest as {spelt(target.config.source)!r} "
-        f"in {spelt(str(base_dir))}, and {spelt(str(gone))} is gone ({why})"
+        f"{store / MANIFEST_NAME} records the last ingest as {_spelt(target.config.source)!r} "
+        f"in {_spelt(str(base_dir))}, and {_spelt(str(gone))} is gone ({why})"
     )
 
 
@@ -219,10 +217,10 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
             "(nothing is re-embedded), or give each source its own --store.",
             store,
             previous.tool,
-            spelt(str(then)),
+            _spelt(str(then)),
             previous.ingested_at,
-            spelt(str(now)),
-            spelt(str(then)),
+            _spelt(str(now)),
+            _spelt(str(then)),
         )
         return
     fresh = ""
@@ -236,10 +234,10 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
         "in an agent.yaml keeps one corpus across moves.",
         store,
         previous.tool,
-        spelt(str(then)),
+        _spelt(str(then)),
         previous.ingested_at,
-        spelt(str(now)),
-        corpus_namespace(then, name=previous.tool),
+        _spelt(str(now)),
+        _namespace(then, previous.tool),
         fresh,
     )
 
@@ -307,12 +305,12 @@ def ingest_command(target: Target, store: Path, *, flags: str = "") -> str:
     """
     words = ["holodeck-rag"]
     if Path(store) != Path(DEFAULT_STORE):
-        words += ["--store", spelt(str(store))]
+        words += ["--store", _spelt(str(store))]
     words.append("ingest")
     if target.config_path is not None:
-        words += ["--config", spelt(str(target.config_path)), "--tool", target.config.name]
+        words += ["--config", _spelt(str(target.config_path)), "--tool", target.config.name]
     if target.config_path is None or target.source_overridden:
-        words.append(spelt(target.config.source))
+        words.append(_spelt(target.config.source))
     if target.config_path is None and target.embedding_model is not None:
         words += ["--embedding-model", target.embedding_model]
     default_mode = target.long_text == DEFAULT_LONG_TEXT or "--long-text" in flags
@@ -321,3 +319,20 @@ def ingest_command(target: Target, store: Path, *, flags: str = "") -> str:
     if flags:
         words.append(flags)
     return " ".join(words)
+
+
+def _spelt(value: str) -> str:
+    """A path or source as the messages show it (``config.spelt``), imported when said.
+
+    The CLI imports this module at start, and ``holodeck-rag --version`` loads no pydantic.
+    """
+    from langchain_holodeck.config.models import spelt
+
+    return spelt(value)
+
+
+def _namespace(root: str | Path, tool: str) -> str:
+    """``corpus_namespace`` of ``root`` for ``tool``, imported when said (as ``_spelt``)."""
+    from langchain_holodeck.corpus import corpus_namespace
+
+    return corpus_namespace(root, name=tool)
