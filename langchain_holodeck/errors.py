@@ -56,7 +56,8 @@ class StoreNotSavedError(HolodeckError, OSError):
     """What an ingest changed could not be saved in the store directory (read-only, full).
 
     The message names the directory, why (a read-only file system, no space left), what was
-    kept (the previous save: every save replaces its files atomically) and the fix.
+    kept (the previous save: every save replaces its files atomically; nothing, on a first
+    ingest) and the fix.
     """
 
 

@@ -7,7 +7,6 @@ and ``chat`` rebuild the same tool.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -546,15 +545,18 @@ def replaced_corpus(store: Path, target: Target) -> Manifest | None:
 
 
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
-    """Record this ingest in ``store``'s ``ingest.json``, unless it records it already.
+    """Record this ingest in ``store``'s ``ingest.json``, rewritten by every ingest.
 
-    An ingest that changed no chunk (``tool.last_sync_result``) and whose manifest would
-    differ only in ``ingested_at`` and ``store_dir`` (where the store was written: a store
-    mounted elsewhere keeps it) writes nothing: a store on a read-only mount ingests with
-    nothing to change, and running servers do not reload for nothing.
+    Running servers reload when it changes, so an ingest that changed no chunk still writes
+    it: the settings it records (a tool's description, ``top_k``) may have changed, or chunks
+    written some other way (your own code) are to be served. Only when it cannot be written
+    (a read-only mount), the ingest changed no chunk (``tool.last_sync_result``) and the
+    manifest would differ only in ``ingested_at`` and ``store_dir`` (where the store was
+    written: a store mounted elsewhere keeps it) is that no error: what it records holds.
 
     Raises:
-        StoreNotSavedError: When ``ingest.json`` cannot be written (read-only, disk full).
+        StoreNotSavedError: When ``ingest.json`` cannot be written (read-only, disk full)
+            and records something else than this ingest.
     """
     manifest = Manifest(
         tool=tool.name,
@@ -571,18 +573,14 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         long_text=target.long_text,
     )
-    result = tool.last_sync_result
-    if not (result and (result.added or result.updated or result.deleted)):
-        with contextlib.suppress(HolodeckError, OSError):  # none, or unreadable: written
-            recorded = read_manifest(store)
-            same = replace(recorded, ingested_at=manifest.ingested_at, store_dir=manifest.store_dir)
-            if same == manifest:
-                return
     text = json.dumps(asdict(manifest), indent=2) + "\n"
     try:
         store.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(store / MANIFEST_NAME, text.encode("utf-8"))
     except OSError as error:
+        if _records_already(store, manifest, tool.last_sync_result):
+            logger.debug("%s not rewritten (%s): it records this ingest", store, error)
+            return
         why, fix = why_not_saved(error)
         msg = (
             f"could not write {store / MANIFEST_NAME}: {why} ({os_error_text(error)}); what "
@@ -591,6 +589,18 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
             "run ingest again."
         )
         raise StoreNotSavedError(msg) from error
+
+
+def _records_already(store: Path, manifest: Manifest, result: SyncResult | None) -> bool:
+    """Whether ``store``'s manifest records ``manifest``'s ingest and that changed no chunk."""
+    if result is None or result.added or result.updated or result.deleted:
+        return False
+    try:
+        recorded = read_manifest(store)
+    except (HolodeckError, OSError):  # none, or unreadable
+        return False
+    same = replace(recorded, ingested_at=manifest.ingested_at, store_dir=manifest.store_dir)
+    return same == manifest
 
 
 def target_model_id(target: Target) -> str:

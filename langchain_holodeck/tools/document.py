@@ -61,6 +61,7 @@ UNREADABLE_FILES = "unreadable_files.json"
 SaveErrors = Literal["raise", "warn"]
 """What ``initialize`` does when ``store_dir`` cannot be written: raise, or warn and go on."""
 _PREVIOUS_KEPT = "the previous save is kept, without this run's changes"
+_NOTHING_SAVED = "nothing is saved (the store had no previous save)"
 
 if TYPE_CHECKING:
     from langchain_holodeck.ingestion import ChunkEnricher
@@ -168,6 +169,8 @@ class _DocumentTool(Generic[ConfigT]):
         self.last_sync_result: SyncResult | None = None
         self._save_errors: SaveErrors = "raise"
         self._not_saved: StoreNotSavedError | None = None  # this run's failed save, if any
+        self._kept = _PREVIOUS_KEPT  # what a failed save leaves: _NOTHING_SAVED on a first
+        self._records_only = False  # this run's sync changed no chunk, only file records
         self.search_strategy: SearchStrategy | None = None
         """How searches fuse, once initialized: ``native`` (the vector store fuses dense and
         keyword search in one request) or ``fallback`` (separate legs, fused in-process by the
@@ -272,7 +275,8 @@ class _DocumentTool(Generic[ConfigT]):
             save_errors: When ``store_dir`` cannot be written (a read-only or full disk):
                 ``"raise"`` a ``StoreNotSavedError``; ``"warn"``: one WARNING, and the tool
                 searches what it synced in memory (the saved store stays as it was), for a
-                search that re-checks the source.
+                search that re-checks the source. A sync that changed no chunk, only file
+                records (a file touched, its bytes the same), is neither: one DEBUG line.
 
         Returns:
             The ``SyncResult`` of the ingestion.
@@ -289,7 +293,7 @@ class _DocumentTool(Generic[ConfigT]):
                 mid-run (what was written is kept; a re-run finishes the job).
             StoreNotSavedError: When what the sync changed cannot be saved in ``store_dir``
                 (read-only, no space left) and ``save_errors`` is ``"raise"``; the previous
-                save is kept.
+                save, if any, is kept.
         """
         return await asyncio.to_thread(
             self.initialize_sync,
@@ -311,7 +315,8 @@ class _DocumentTool(Generic[ConfigT]):
         if save_errors not in ("raise", "warn"):
             msg = f"save_errors must be 'raise' or 'warn', got {save_errors!r}."
             raise ValueError(msg)
-        self._save_errors, self._not_saved = save_errors, None
+        self._save_errors, self._not_saved, self._records_only = save_errors, None, False
+        self._kept = _PREVIOUS_KEPT if self._has_a_save() else _NOTHING_SAVED
         with self._service_outage():
             return self._ingest(
                 force_ingest, on_progress=on_progress, retry_contexts=retry_contexts
@@ -331,7 +336,7 @@ class _DocumentTool(Generic[ConfigT]):
         self.corpus.match_index_settings(store, force_ingest=force_ingest)
         loader = self.corpus.loader()  # one per tool: the skip summary is logged once
         if force_ingest:  # re-embed means re-embed (this corpus)
-            with self._saving(_PREVIOUS_KEPT):
+            with self._saving():
                 self.corpus.clear_cache()
         reindex = self._indexes_from_source(store)
         pipeline = IngestionPipeline(
@@ -351,11 +356,12 @@ class _DocumentTool(Generic[ConfigT]):
         started = time.time()
         unsaved = store.unsaved_deletions if isinstance(store, MergingSave) else frozenset()
         result = pipeline.invoke(loader, force_ingest=force_ingest)
+        self._records_only = not (result.added or result.updated or result.deleted)
         self.corpus.report_legacy_chunks(store, pipeline.walked)
-        with self._saving(_PREVIOUS_KEPT):
+        with self._saving():
             self._save_unreadable_files(pipeline.unreadable)
         if (result.updated or result.deleted) and not (result.failed or result.errors):
-            with self._saving(_PREVIOUS_KEPT):
+            with self._saving():
                 self.corpus.prune_cache(store, written_before=started)  # texts edited away
         self._after_ingest(store)
         result = _without_deletions_by_others(result, store, unsaved)
@@ -495,24 +501,45 @@ class _DocumentTool(Generic[ConfigT]):
         """Save the store to ``store_dir`` if its backend saves there and it changed."""
         saved = False
         if self._not_saved is None:  # else the WARNING said so: nothing more is saved
-            with self._saving(_PREVIOUS_KEPT):
+            with self._saving():
                 saved = self.corpus.save(store)
         return saved
 
+    def _has_a_save(self) -> bool:
+        """Whether ``store_dir`` holds a save, which a failed one leaves as it was.
+
+        Hidden files (the lock, a torn temporary) are no save.
+        """
+        store_dir = self._store_dir
+        try:
+            return store_dir is not None and any(
+                not entry.name.startswith(".") for entry in store_dir.iterdir()
+            )
+        except OSError:  # absent (a first ingest) or unreadable: no save to keep
+            return False
+
     @contextlib.contextmanager
-    def _saving(self, kept: str) -> Iterator[None]:
+    def _saving(self, kept: str | None = None) -> Iterator[None]:
         """Run one save into ``store_dir``; an ``OSError`` is this run's ``StoreNotSavedError``.
 
-        ``kept`` says what a failure leaves saved. The error is raised (``save_errors="raise"``)
-        or logged as one WARNING, after which the store and its keyword index are not saved
-        this run: each follows the one before, so none may run ahead of it.
+        ``kept`` says what a failure leaves saved (by default the previous save, or nothing on
+        a first ingest). The error is raised (``save_errors="raise"``) or logged as one
+        WARNING, after which the store and its keyword index are not saved this run: each
+        follows the one before, so none may run ahead of it. A sync that changed no chunk,
+        only the file records (a file touched, its bytes the same), is no error and no
+        warning: one DEBUG line, and the next run checks those files by hash again.
         """
         try:
             yield
         except HolodeckError:
             raise
         except OSError as error:
-            failure = self._not_saved_error(error, kept)
+            failure = self._not_saved_error(error, self._kept if kept is None else kept)
+            if self._records_only:
+                if self._not_saved is None:
+                    logger.debug("%s (only file records changed: nothing to save)", failure)
+                self._not_saved = failure
+                return
             if self._save_errors == "raise":
                 raise failure from error
             if self._not_saved is None:

@@ -1,11 +1,11 @@
 """A saved store that cannot be written: a read-only mount, a full disk (found 2026-12-07).
 
 A baked image or a read-only share holds a store ``holodeck-rag`` searches; a disk fills up
-during an ingest. Searching must not need to write, an ingest with nothing to change must
-write nothing, and an ingest that must write must say in one line which directory, why, and
-that the previous save is kept. Each scenario runs in a child in its own user and mount
-namespace (``unshare``), so the read-only bind mount and the small tmpfs are real, need no
-root, and vanish with the child.
+during an ingest. Searching must not need to write, an ingest with nothing to change (a
+file only touched included) must succeed, and an ingest that must write must say in one line
+which directory, why, and that the previous save is kept (or that there was none). Each
+scenario runs in a child in its own user and mount namespace (``unshare``), so the read-only
+bind mount and the small tmpfs are real, need no root, and vanish with the child.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_a_read_only_store_is_searched_and_an_ingest_that_must_write_says_so(
     code, out, err = steps["search unchanged"]
     assert (code, err) == (0, ""), err
     assert out.startswith("Found ")
-    code, out, err = steps["ingest unchanged"]  # nothing to write: writes nothing
+    code, out, err = steps["ingest unchanged"]  # ingest.json records it already: no error
     assert (code, err) == (0, ""), err
     assert "0 added, 0 updated" in out
     code, out, err = steps["search changed"]  # synced in memory, searched, nothing saved
@@ -122,6 +122,60 @@ def test_a_read_only_store_is_searched_and_an_ingest_that_must_write_says_so(
         "this run's changes: mount it read-write and run again."
     ), err
     assert files_of(tmp_path / "st") == saved  # not a byte of the store changed
+
+
+def test_a_file_only_touched_on_a_read_only_store_is_nothing_to_change(
+    tmp_path: Path,
+) -> None:
+    """A source file touched, its bytes the same (git checkout, cp): every ingest of the
+    read-only store failed ('could not save the store ... the previous save is kept') and
+    every search warned, for a new mtime in the file record (found 2026-12-07). A sync that
+    changed no chunk has nothing to save: exit 0, no warning, the file re-checked by hash."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    (tmp_path / "st").mkdir()
+    (tmp_path / "mnt").mkdir()
+    steps = run_in_namespace(
+        tmp_path,
+        "mount --bind st mnt && mount -o remount,ro,bind mnt",
+        """
+        import os
+        steps = {"ingest": run("--store", "st", "ingest", "docs")}
+        os.utime("docs/api.md", (2e9, 2e9))  # touched: same bytes, another mtime
+        steps["ingest touched"] = run("--store", "mnt", "ingest", "docs")
+        steps["search touched"] = run("--store", "mnt", "search", "token")
+        steps["ingest again"] = run("--store", "mnt", "ingest", "docs")
+        print(json.dumps(steps))
+        """,
+    )
+    assert steps["ingest"][0] == 0, steps["ingest"]
+    saved = files_of(tmp_path / "st")
+    for step in ("ingest touched", "search touched", "ingest again"):
+        code, _, err = steps[step]
+        assert (code, err) == (0, ""), (step, err)
+    assert "0 added, 0 updated" in steps["ingest touched"][1]
+    assert steps["search touched"][1].startswith("Found ")
+    assert files_of(tmp_path / "st") == saved
+
+
+def test_a_first_ingest_into_a_read_only_store_says_nothing_is_saved(tmp_path: Path) -> None:
+    """A first ingest into a read-only --store said 'the previous save is kept', when there
+    was none (found 2026-12-07)."""
+    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
+    (tmp_path / "mnt").mkdir()
+    steps = run_in_namespace(
+        tmp_path,
+        "mount --bind mnt mnt && mount -o remount,ro,bind mnt",
+        """
+        print(json.dumps({"ingest": run("--store", "mnt/st", "ingest", "docs")}))
+        """,
+    )
+    code, out, err = steps["ingest"]
+    assert (code, out) == (1, ""), out
+    assert err.splitlines()[-1] == (
+        "error: default: could not save the store in mnt/st/default: its file system is "
+        "read-only ([Errno 30] Read-only file system); nothing is saved (the store had no "
+        "previous save): mount it read-write and run again."
+    ), err
 
 
 def test_a_full_disk_names_the_store_keeps_the_save_and_the_next_run_converges(

@@ -682,16 +682,47 @@ def test_serves_log_says_what_happened_to_an_emptied_source_and_a_damaged_manife
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
         (served,) = served_tools(Path("agent.yaml"), ingested, quiet=True)
-        assert main(ingest) == 0  # nothing to do: nothing is written, nothing reloaded
+        assert main(ingest) == 0  # nothing to do: the manifest is written again
         text, _ = served.search("safety interlock", 1)
         assert text == "No relevant results found for query: safety interlock"
         (ingested / "ingest.json").write_text("{ not json", encoding="utf-8")
         assert served.search("safety interlock", 1)[0] == text  # the data loaded, kept
-    (said,) = [r.getMessage() for r in caplog.records]
-    assert said.startswith(
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "note: kb: re-ingested; reloaded from the store."
+    assert said[1].startswith(
         f"kb: reload failed ({ingested / 'ingest.json'} is not a valid ingest manifest ("
     )
-    assert said.endswith("; run `holodeck-rag ingest` again); serving the previous data.")
+    assert said[1].endswith("; run `holodeck-rag ingest` again); serving the previous data.")
+    assert len(said) == 2
+
+
+def test_an_ingest_that_changed_no_chunk_reloads_the_edited_tool_settings(
+    ingested: Path,
+) -> None:
+    """Served without AGENT_YAML, the agent.yaml's description and top_k edited, then
+    `ingest --config agent.yaml` (nothing skipped but every chunk): search followed the new
+    top_k and serve kept the old one and the old description, since that ingest no longer
+    rewrote ingest.json, the file serve watches (found 2026-12-07). Every ingest rewrites it."""
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]
+
+    def configure(description: str, top_k: int) -> None:
+        agent.write_text(
+            "tools:\n  - type: hierarchical_document\n    name: kb\n    source: gdocs\n"
+            f"    description: {description}\n    top_k: {top_k}\n",
+            encoding="utf-8",
+        )
+
+    configure("The old manuals.", 5)
+    assert main(ingest) == 0
+    (served,) = served_tools(None, ingested, quiet=True)
+    assert served.search("safety", None)[0].count("Score:") == 5
+    configure("The new manuals.", 2)
+    assert main(ingest) == 0  # the same chunks: 0 added, 0 updated
+    assert served.search("safety", None)[0].count("Score:") == 2
+    assert served.description == "The new manuals."
 
 
 def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_served(
