@@ -72,8 +72,9 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     is answered with one line naming them.
 
     A served tool's description may change (served without AGENT_YAML, an ingest of another
-    SOURCE moves the tool there): ``tools/list`` says the current one, and a session that
-    listed the tools is sent ``notifications/tools/list_changed`` after the call that saw it.
+    SOURCE moves the tool there): ``tools/list`` checks the store and says the current one
+    (also before any call), and a session that listed the tools is sent
+    ``notifications/tools/list_changed`` after the call that saw the change.
     """
 
     served: dict[str, Searchable]
@@ -87,7 +88,7 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
         listed = await super().list_tools(*args, **kwargs)
-        described = {name: tool.description for name, tool in self.served.items()}
+        described = await anyio.to_thread.run_sync(self._descriptions)  # may reload: not here
         session = self._session()
         if session is not None:
             self.told()[session] = described
@@ -122,10 +123,14 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
         given = self.told().get(session) if session is not None else None
         if given is None:  # it never listed the tools: nothing it holds is stale
             return
-        described = {name: tool.description for name, tool in self.served.items()}
+        described = await anyio.to_thread.run_sync(self._descriptions)
         if described != given:
             self.told()[session] = described
             await session.send_tool_list_changed()
+
+    def _descriptions(self) -> dict[str, str]:
+        """Each tool's current description (a served tool checks its store first)."""
+        return {name: tool.description for name, tool in self.served.items()}
 
     def _session(self, context: Any = None) -> Any:
         """The session of the request being handled (None when the SDK does not say)."""
