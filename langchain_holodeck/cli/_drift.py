@@ -20,6 +20,7 @@ from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
     initialize_known,
     recorded_long_text,
+    recorded_root,
     replaced_corpus,
     target_model_id,
     tool_store_dir,
@@ -107,7 +108,7 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
     previous = replaced_corpus(store, target)
     if previous is None:
         return
-    then = (Path(previous.base_dir) / Path(previous.source).expanduser()).resolve()
+    then = recorded_root(previous)  # where that ingest read (a symlink may point elsewhere now)
     now = target.config.resolved_source(target.base_dir).resolve()
     if then.exists():
         logger.warning(

@@ -77,6 +77,10 @@ class Manifest:
     long_text: LongTextMode = DEFAULT_LONG_TEXT
     """The ``long_text`` setting of the default tool (absent from manifests written before
     it existed: read from ``embedding_model_id`` by ``read_manifest``)."""
+    source_root: str | None = None
+    """The source's root as the ingest resolved it (absolute, symlinks followed): the path its
+    corpus namespace is made of. None in manifests written before it was recorded (then
+    ``recorded_root`` resolves ``source`` against ``base_dir`` today)."""
     format: int = MANIFEST_FORMAT
 
 
@@ -539,10 +543,21 @@ def replaced_corpus(store: Path, target: Target) -> Manifest | None:
     config = target.config
     if manifest.tool != config.name or config.corpus_id is not None:
         return None
-    then = (Path(manifest.base_dir) / Path(manifest.source).expanduser()).resolve()
-    if then == config.resolved_source(target.base_dir).resolve():
+    if recorded_root(manifest) == config.resolved_source(target.base_dir).resolve():
         return None
     return manifest
+
+
+def recorded_root(manifest: Manifest) -> Path:
+    """The root of the corpus ``manifest`` records, as its ingest resolved it.
+
+    A symlinked source re-pointed since (``docs -> ../r2/docs``, a release deploy) resolves
+    elsewhere today; the recorded ``source_root`` is where the ingest read, so the corpus it
+    names is the one in the store. Manifests without it: ``source`` resolved now.
+    """
+    if manifest.source_root is not None:
+        return Path(manifest.source_root)
+    return (Path(manifest.base_dir) / Path(manifest.source).expanduser()).resolve()
 
 
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
@@ -570,12 +585,18 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         long_text=target.long_text,
+        source_root=str(target.config.resolved_source(target.base_dir).resolve()),
     )
     result = tool.last_sync_result
     if not (result and (result.added or result.updated or result.deleted)):
         with contextlib.suppress(HolodeckError, OSError):  # none, or unreadable: written
             recorded = read_manifest(store)
-            same = replace(recorded, ingested_at=manifest.ingested_at, store_dir=manifest.store_dir)
+            same = replace(
+                recorded,
+                ingested_at=manifest.ingested_at,
+                store_dir=manifest.store_dir,
+                source_root=recorded.source_root or manifest.source_root,  # an older manifest
+            )
             if same == manifest:
                 return
     text = json.dumps(asdict(manifest), indent=2) + "\n"

@@ -153,3 +153,55 @@ def test_a_tool_built_in_the_earlier_long_text_default_is_told_both_ways_with_it
     code, out, err = run(capsys, "ingest", "--config", "agent.yaml")
     assert (code, err) == (0, "")
     assert "0 added, 0 updated, 1 skipped" in out  # nothing re-embedded
+
+
+def test_an_ingest_through_a_re_pointed_symlink_names_the_corpus_it_hides(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``docs -> ../r1/docs``, ``ingest docs``, the link re-pointed to ``../r2/docs`` (a
+    release deploy), ``ingest docs``: every file was embedded anew into a second namespace
+    without a word (found 2026-12-07): the manifest's ``docs`` was resolved today, so the
+    corpus it recorded looked like this one. ingest.json records the resolved root."""
+    for release in ("r1", "r2"):
+        (tmp_path / release / "docs").mkdir(parents=True)
+        (tmp_path / release / "docs" / "tokens.md").write_text(TOKENS, encoding="utf-8")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "docs").symlink_to("../r1/docs")
+    monkeypatch.chdir(tmp_path / "proj")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    recorded = json.loads(Path(".holodeck/store/ingest.json").read_text())
+    assert recorded["source_root"] == str(tmp_path / "r1" / "docs")
+    (tmp_path / "proj" / "docs").unlink()
+    (tmp_path / "proj" / "docs").symlink_to("../r2/docs")
+    code, out, err = run(capsys, "ingest", "docs")
+    assert (code, "1 added") == (0, *re.findall("1 added", out))  # another corpus: embedded
+    assert err.startswith(
+        f"warning: .holodeck/store holds the 'default' corpus of {tmp_path / 'r1' / 'docs'} "
+        "(ingested "
+    )
+    assert f"will use {tmp_path / 'r2' / 'docs'}. Ingest {tmp_path / 'r1' / 'docs'} again" in err
+    store = MatrixVectorStore.load(Path(".holodeck/store/default"), HashingEmbeddings(384))
+    held = {str(d.metadata["namespace"]) for d in store.iter_documents()}
+    assert held == {
+        corpus_namespace(tmp_path / "r1" / "docs", name="default"),  # the corpus it names
+        corpus_namespace(tmp_path / "r2" / "docs", name="default"),
+    }
+    manifest = json.loads(Path(".holodeck/store/ingest.json").read_text())
+    assert manifest["source_root"] == str(tmp_path / "r2" / "docs")
+
+
+def test_a_manifest_written_before_source_root_is_read_as_before(
+    capsys: pytest.CaptureFixture[str], project: Path
+) -> None:
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    path = Path(".holodeck/store/ingest.json")
+    manifest = json.loads(path.read_text())
+    del manifest["source_root"]
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    code, out, err = run(capsys, "search", "revoke a token")
+    assert (code, err) == (0, "")
+    assert "docs/tokens.md" in out
+    code, out, err = run(capsys, "ingest", "docs")  # the same corpus: no warning
+    assert (code, err) == (0, "")
+    assert "0 added, 0 updated, 1 skipped" in out
