@@ -195,7 +195,7 @@ def as_ingested(target: Target, store: Path) -> Target:
     if not _same_file(manifest.config, target.config_path):
         return target
     if manifest.tool == target.config.name and manifest.source_overridden:
-        return target_from_manifest(manifest)  # keep the SOURCE given to ingest
+        return target_from_manifest(manifest, store=store)  # keep the SOURCE given to ingest
     return replace(target, project_dir=Path(manifest.project_dir))
 
 
@@ -623,7 +623,13 @@ def target_model_id(target: Target) -> str:
     )
 
 
-def target_from_manifest(manifest: Manifest) -> Target:
+def target_from_manifest(manifest: Manifest, *, store: Path | None = None) -> Target:
+    """The target ``manifest`` records; ``store`` is where it was read (named in errors).
+
+    Raises:
+        ConfigError: When the agent.yaml it names, or its tool, is no longer there (naming
+            ``store``'s ``ingest.json``, the file and what to pass).
+    """
     project_dir = Path(manifest.project_dir)
     if manifest.config is None:
         return default_target(
@@ -643,16 +649,20 @@ def target_from_manifest(manifest: Manifest) -> Target:
             project_dir=project_dir,
         )
     except ConfigError as error:
-        raise _gone_from_manifest(manifest, config, error) from error
+        raise _gone_from_manifest(manifest, config, error, store=store) from error
 
 
-def _gone_from_manifest(manifest: Manifest, config: Path, error: ConfigError) -> ConfigError:
+def _gone_from_manifest(
+    manifest: Manifest, config: Path, error: ConfigError, *, store: Path | None
+) -> ConfigError:
     """The error of a manifest naming an agent.yaml, or a tool of it, that is no longer there.
 
     Said as config_target says it (``--tool 'kb' is not a tool of this file``), it named a flag
-    the user never gave, or a file the user never named.
+    the user never gave, or a file the user never named. The manifest named is the one read
+    (``store``'s): the ``store_dir`` it records is where the ingest wrote, gone with a moved
+    project.
     """
-    recorded = Path(manifest.store_dir).parent / MANIFEST_NAME
+    recorded = (Path(manifest.store_dir).parent if store is None else store) / MANIFEST_NAME
     if not config.is_file():
         why = "that file is gone (moved or renamed?)"
     elif "--tool" in str(error):

@@ -365,7 +365,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             target = (  # at each reload: an ingest of another SOURCE moves the tool there
                 as_ingested(fixed, store)
                 if fixed is not None
-                else target_from_manifest(read_manifest(store, or_else=or_else))
+                else target_from_manifest(read_manifest(store, or_else=or_else), store=store)
             )
             config = target.config
             setting = (config.embedding_model, config.long_text, config.embedding_timeout)

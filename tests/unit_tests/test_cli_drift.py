@@ -205,3 +205,43 @@ def test_a_manifest_written_before_source_root_is_read_as_before(
     code, out, err = run(capsys, "ingest", "docs")  # the same corpus: no warning
     assert (code, err) == (0, "")
     assert "0 added, 0 updated, 1 skipped" in out
+
+
+def test_a_moved_agent_yaml_project_names_the_manifest_read_and_search_config_says_to_ingest(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent.yaml project ingested, then moved: search and tools named
+    /x/proj/.holodeck/store/ingest.json, a file that no longer exists (the store_dir it
+    records), and ``search --config agent.yaml``, which that error says to pass, embedded a
+    second corpus into the store, said only 'note: docs changed since the last ingest' and
+    left ingest.json as it was (found 2026-12-07)."""
+    (project / "agent.yaml").write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: docs}\n", encoding="utf-8"
+    )
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    here = moved(project, monkeypatch)
+    for command in (["search", "revoke a token"], ["tools"]):
+        code, out, err = run(capsys, *command)
+        assert (code, out) == (1, "")
+        assert err.startswith(
+            "error: .holodeck/store/ingest.json records the last ingest as tool 'kb' of "
+            f"{project / 'agent.yaml'}, but that file is gone (moved or renamed?); "
+        )
+    store = here / ".holodeck" / "store"
+    files = {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+    code, out, err = run(capsys, "search", "revoke a token", "--config", "agent.yaml")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: .holodeck/store/ingest.json records the last ingest of tool 'kb' as "
+        f"{project / 'docs'}, and {project} is gone (the project moved or was renamed?); run "
+        f"`holodeck-rag ingest --config agent.yaml --tool kb` to ingest {here / 'docs'} "
+        "(another corpus: its files are embedded anew; corpus_id on the tool keeps one corpus "
+        "across moves).\n"
+    )
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()} == files
+    code, _, err = run(capsys, "ingest", "--config", "agent.yaml", "--tool", "kb")
+    assert code == 0
+    assert f"holds the 'kb' corpus of {project / 'docs'}" in err  # the corpus it hides
+    code, out, err = run(capsys, "search", "revoke a token", "--config", "agent.yaml")
+    assert (code, err) == (0, "")
+    assert "docs/tokens.md" in out
