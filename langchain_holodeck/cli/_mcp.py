@@ -21,7 +21,7 @@ import anyio.to_thread
 import mcp.types as mcp_types
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
 from langchain_holodeck.cli._mcp_wire import ReadableLines, non_finite_text, readable_body
@@ -45,6 +45,17 @@ _TOP_K_HELP = f"How many results to return, 1-{MAX_TOP_K} (default: the tool's t
 ARGUMENTS = ("query", "top_k")
 """The arguments a served tool takes (``_tool_function``'s); any other is refused."""
 _CLOSED = {"additionalProperties": False}
+_QUERY = Annotated[str, Field(description=_QUERY_HELP, max_length=MAX_QUERY_CHARS)]
+_TOP_K = Annotated[  # strict: true or "3" is no count (lax pydantic read them as 1 and 3)
+    int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K, strict=True)
+]
+
+
+class _Arguments(BaseModel):
+    """A call's arguments as ``_tool_function`` takes them (to check them beside unknown ones)."""
+
+    query: _QUERY
+    top_k: _TOP_K = None
 
 
 class Searchable(Protocol):
@@ -107,7 +118,13 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
         unknown = [key for key in arguments or {} if key not in ARGUMENTS]
         if unknown:
-            raise ToolError(unknown_arguments(name, {k: arguments[k] for k in unknown}))
+            said = unknown_arguments(name, {k: arguments[k] for k in unknown})
+            given = {k: v for k, v in arguments.items() if k in ARGUMENTS}
+            try:  # those it takes, checked as the SDK would (a missing query: "takes query")
+                _Arguments.model_validate({"query": "", **given})
+            except ValidationError as error:
+                said = f"{said} {bad_arguments(error)}"
+            raise ToolError(said)
         try:
             result = await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
@@ -251,12 +268,7 @@ def _instructions(tools: Sequence[Searchable]) -> str:
 
 
 def _tool_function(tool: Searchable, limiter: anyio.CapacityLimiter) -> Any:
-    async def search(
-        query: Annotated[str, Field(description=_QUERY_HELP, max_length=MAX_QUERY_CHARS)],
-        top_k: Annotated[
-            int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K, strict=True)
-        ] = None,  # strict: true or "3" is no count (lax pydantic read them as 1 and 3)
-    ) -> mcp_types.CallToolResult:
+    async def search(query: _QUERY, top_k: _TOP_K = None) -> mcp_types.CallToolResult:
         if not query.strip():
             return _error("query is empty; pass the words to look for, e.g. 'revoke a token'.")
         try:

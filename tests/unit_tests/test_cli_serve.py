@@ -338,10 +338,20 @@ def test_a_non_finite_query_is_a_tool_error_and_finite_numbers_pass_as_they_were
             'unknown arguments qeury (got "x"), limit (got 3): echo takes query and, '
             "optionally, top_k.",
         ),
+        (  # found 2026-12-07: only k was named, not the bad top_k
+            b'{"query": "x", "top_k": -Infinity, "k": NaN}',
+            "unknown argument k (got NaN): echo takes query and, optionally, top_k. "
+            f"{_TOP_K_RULE}, got -Infinity.",
+        ),
+        (
+            {"query": 5, "top_k": 0, "k": 1},
+            "unknown argument k (got 1): echo takes query and, optionally, top_k. query must "
+            f"be a string of at most 2000 characters, got 5. {_TOP_K_RULE}, got 0.",
+        ),
     ],
 )
 def test_an_argument_the_tool_does_not_take_is_a_tool_error_naming_it(
-    arguments: dict[str, object], text: str
+    arguments: dict[str, object] | bytes, text: str
 ) -> None:
     """An argument the tool does not take (k, top_K, limit, a misspelt qeury) was dropped
     without a word and the call served with the defaults (found 2026-12-07)."""
@@ -507,10 +517,11 @@ def test_a_stdio_call_with_a_non_finite_top_k_is_answered_with_the_error(
     server.stdin.write(b"".join(line + b"\n" for line in lines))
     server.stdin.flush()
     try:
-        answers = [json.loads(server.stdout.readline()) for _ in range(4)]
+        read = [json.loads(server.stdout.readline()) for _ in range(4)]
     finally:
         server.stdin.close()
         server.wait(60)
+    answers = sorted(read, key=lambda answer: int(answer["id"]))  # calls answer in any order
     assert [a["result"]["content"][0]["text"] for a in answers[1:]] == [
         f"{_TOP_K_RULE}, got {number.decode()}." for number in numbers
     ]
