@@ -22,6 +22,7 @@ from langchain_holodeck.cli._targets import (
     initialize_known,
     read_manifest,
     recorded_long_text,
+    recorded_root,
     replaced_corpus,
     target_model_id,
     tool_store_dir,
@@ -179,6 +180,7 @@ def _recorded_source_gone(target: Target, store: Path) -> str | None:
     agent.yaml (not given to ``ingest`` as SOURCE) is not the manifest's: None.
     """
     if target.config_path is not None and not target.source_overridden:
+        _check_recorded_tool(target, store)
         return None  # the source is the agent.yaml's: the loader's message names it
     source = target.config.resolved_source(target.base_dir)
     if source.exists():
@@ -196,6 +198,42 @@ def _recorded_source_gone(target: Target, store: Path) -> str | None:
     )
 
 
+def _check_recorded_tool(target: Target, store: Path) -> None:
+    """Raise when ``store``'s manifest records ``target``'s tool at a root that is gone.
+
+    ``search --config agent.yaml`` in a moved project (what the error of a plain ``search``
+    there says to pass) read the tool's source here, another root: it embedded a second
+    corpus into the store, said only ``note: docs changed since the last ingest``, and left
+    ``ingest.json`` as it was. As for the default tool, ``ingest`` is the run that makes the
+    new corpus (and says which one it hides). A tool with ``corpus_id`` is one corpus
+    wherever it is read.
+    """
+    config = target.config
+    try:
+        manifest = read_manifest(store)
+    except (HolodeckError, OSError):  # none, or unreadable: nothing is known
+        return
+    if manifest.tool != config.name or manifest.config is None or config.corpus_id is not None:
+        return
+    then = recorded_root(manifest)
+    if then.exists() or then == config.resolved_source(target.base_dir).resolve():
+        return
+    base_dir = Path(manifest.base_dir)
+    gone, why = (
+        (base_dir, "the project moved or was renamed?")
+        if not base_dir.exists()
+        else (then, "moved, renamed or deleted?")
+    )
+    msg = (
+        f"{store / MANIFEST_NAME} records the last ingest of tool {config.name!r} as "
+        f"{_spelt(str(then))}, and {_spelt(str(gone))} is gone ({why}); run "
+        f"`{ingest_command(target, store)}` to ingest "
+        f"{_spelt(str(config.resolved_source(target.base_dir).absolute()))} (another corpus: its "
+        "files are embedded anew; corpus_id on the tool keeps one corpus across moves)."
+    )
+    raise HolodeckError(msg)
+
+
 def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
     """One WARNING when this ingest hides another corpus of the store (its chunks stay).
 
@@ -208,7 +246,7 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
     previous = replaced_corpus(store, target)
     if previous is None:
         return
-    then = (Path(previous.base_dir) / Path(previous.source).expanduser()).resolve()
+    then = recorded_root(previous)  # where that ingest read (a symlink may point elsewhere now)
     now = target.config.resolved_source(target.base_dir).resolve()
     if then.exists():
         logger.warning(

@@ -21,7 +21,7 @@ import anyio.to_thread
 import mcp.types as mcp_types
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
 from langchain_holodeck.cli._mcp_wire import ReadableLines, non_finite_text, readable_body
@@ -45,6 +45,17 @@ _TOP_K_HELP = f"How many results to return, 1-{MAX_TOP_K} (default: the tool's t
 ARGUMENTS = ("query", "top_k")
 """The arguments a served tool takes (``_tool_function``'s); any other is refused."""
 _CLOSED = {"additionalProperties": False}
+_QUERY = Annotated[str, Field(description=_QUERY_HELP, max_length=MAX_QUERY_CHARS)]
+_TOP_K = Annotated[  # strict: true or "3" is no count (lax pydantic read them as 1 and 3)
+    int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K, strict=True)
+]
+
+
+class _Arguments(BaseModel):
+    """A call's arguments as ``_tool_function`` takes them (to check them beside unknown ones)."""
+
+    query: _QUERY
+    top_k: _TOP_K = None
 
 
 class Searchable(Protocol):
@@ -72,8 +83,9 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     is answered with one line naming them.
 
     A served tool's description may change (served without AGENT_YAML, an ingest of another
-    SOURCE moves the tool there): ``tools/list`` says the current one, and a session that
-    listed the tools is sent ``notifications/tools/list_changed`` after the call that saw it.
+    SOURCE moves the tool there): ``tools/list`` checks the store and says the current one
+    (also before any call), and a session that listed the tools is sent
+    ``notifications/tools/list_changed`` after the call that saw the change.
     """
 
     served: dict[str, Searchable]
@@ -87,7 +99,7 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
         listed = await super().list_tools(*args, **kwargs)
-        described = {name: tool.description for name, tool in self.served.items()}
+        described = await anyio.to_thread.run_sync(self._descriptions)  # may reload: not here
         session = self._session()
         if session is not None:
             self.told()[session] = described
@@ -106,7 +118,13 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
     ) -> Any:  # 1.x: (name, arguments); 2.x: (name, arguments, context=None)
         unknown = [key for key in arguments or {} if key not in ARGUMENTS]
         if unknown:
-            raise ToolError(unknown_arguments(name, {k: arguments[k] for k in unknown}))
+            said = unknown_arguments(name, {k: arguments[k] for k in unknown})
+            given = {k: v for k, v in arguments.items() if k in ARGUMENTS}
+            try:  # those it takes, checked as the SDK would (a missing query: "takes query")
+                _Arguments.model_validate({"query": "", **given})
+            except ValidationError as error:
+                said = f"{said} {bad_arguments(error)}"
+            raise ToolError(said)
         try:
             result = await super().call_tool(name, arguments, *args, **kwargs)
         except ToolError as error:
@@ -122,10 +140,14 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
         given = self.told().get(session) if session is not None else None
         if given is None:  # it never listed the tools: nothing it holds is stale
             return
-        described = {name: tool.description for name, tool in self.served.items()}
+        described = await anyio.to_thread.run_sync(self._descriptions)
         if described != given:
             self.told()[session] = described
             await session.send_tool_list_changed()
+
+    def _descriptions(self) -> dict[str, str]:
+        """Each tool's current description (a served tool checks its store first)."""
+        return {name: tool.description for name, tool in self.served.items()}
 
     def _session(self, context: Any = None) -> Any:
         """The session of the request being handled (None when the SDK does not say)."""
@@ -246,12 +268,7 @@ def _instructions(tools: Sequence[Searchable]) -> str:
 
 
 def _tool_function(tool: Searchable, limiter: anyio.CapacityLimiter) -> Any:
-    async def search(
-        query: Annotated[str, Field(description=_QUERY_HELP, max_length=MAX_QUERY_CHARS)],
-        top_k: Annotated[
-            int | None, Field(description=_TOP_K_HELP, ge=1, le=MAX_TOP_K, strict=True)
-        ] = None,  # strict: true or "3" is no count (lax pydantic read them as 1 and 3)
-    ) -> mcp_types.CallToolResult:
+    async def search(query: _QUERY, top_k: _TOP_K = None) -> mcp_types.CallToolResult:
         if not query.strip():
             return _error("query is empty; pass the words to look for, e.g. 'revoke a token'.")
         try:

@@ -76,6 +76,10 @@ class Manifest:
     long_text: LongTextMode = DEFAULT_LONG_TEXT
     """The ``long_text`` setting of the default tool (absent from manifests written before
     it existed: read from ``embedding_model_id`` by ``read_manifest``)."""
+    source_root: str | None = None
+    """The source's root as the ingest resolved it (absolute, symlinks followed): the path its
+    corpus namespace is made of. None in manifests written before it was recorded (then
+    ``recorded_root`` resolves ``source`` against ``base_dir`` today)."""
     format: int = MANIFEST_FORMAT
 
 
@@ -190,7 +194,7 @@ def as_ingested(target: Target, store: Path) -> Target:
     if not _same_file(manifest.config, target.config_path):
         return target
     if manifest.tool == target.config.name and manifest.source_overridden:
-        return target_from_manifest(manifest)  # keep the SOURCE given to ingest
+        return target_from_manifest(manifest, store=store)  # keep the SOURCE given to ingest
     return replace(target, project_dir=Path(manifest.project_dir))
 
 
@@ -538,10 +542,21 @@ def replaced_corpus(store: Path, target: Target) -> Manifest | None:
     config = target.config
     if manifest.tool != config.name or config.corpus_id is not None:
         return None
-    then = (Path(manifest.base_dir) / Path(manifest.source).expanduser()).resolve()
-    if then == config.resolved_source(target.base_dir).resolve():
+    if recorded_root(manifest) == config.resolved_source(target.base_dir).resolve():
         return None
     return manifest
+
+
+def recorded_root(manifest: Manifest) -> Path:
+    """The root of the corpus ``manifest`` records, as its ingest resolved it.
+
+    A symlinked source re-pointed since (``docs -> ../r2/docs``, a release deploy) resolves
+    elsewhere today; the recorded ``source_root`` is where the ingest read, so the corpus it
+    names is the one in the store. Manifests without it: ``source`` resolved now.
+    """
+    if manifest.source_root is not None:
+        return Path(manifest.source_root)
+    return (Path(manifest.base_dir) / Path(manifest.source).expanduser()).resolve()
 
 
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
@@ -572,6 +587,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
         ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         long_text=target.long_text,
+        source_root=str(target.config.resolved_source(target.base_dir).resolve()),
     )
     text = json.dumps(asdict(manifest), indent=2) + "\n"
     try:
@@ -599,7 +615,12 @@ def _records_already(store: Path, manifest: Manifest, result: SyncResult | None)
         recorded = read_manifest(store)
     except (HolodeckError, OSError):  # none, or unreadable
         return False
-    same = replace(recorded, ingested_at=manifest.ingested_at, store_dir=manifest.store_dir)
+    same = replace(
+        recorded,
+        ingested_at=manifest.ingested_at,
+        store_dir=manifest.store_dir,
+        source_root=recorded.source_root or manifest.source_root,  # an older manifest
+    )
     return same == manifest
 
 
@@ -612,7 +633,13 @@ def target_model_id(target: Target) -> str:
     )
 
 
-def target_from_manifest(manifest: Manifest) -> Target:
+def target_from_manifest(manifest: Manifest, *, store: Path | None = None) -> Target:
+    """The target ``manifest`` records; ``store`` is where it was read (named in errors).
+
+    Raises:
+        ConfigError: When the agent.yaml it names, or its tool, is no longer there (naming
+            ``store``'s ``ingest.json``, the file and what to pass).
+    """
     project_dir = Path(manifest.project_dir)
     if manifest.config is None:
         return default_target(
@@ -632,16 +659,20 @@ def target_from_manifest(manifest: Manifest) -> Target:
             project_dir=project_dir,
         )
     except ConfigError as error:
-        raise _gone_from_manifest(manifest, config, error) from error
+        raise _gone_from_manifest(manifest, config, error, store=store) from error
 
 
-def _gone_from_manifest(manifest: Manifest, config: Path, error: ConfigError) -> ConfigError:
+def _gone_from_manifest(
+    manifest: Manifest, config: Path, error: ConfigError, *, store: Path | None
+) -> ConfigError:
     """The error of a manifest naming an agent.yaml, or a tool of it, that is no longer there.
 
     Said as config_target says it (``--tool 'kb' is not a tool of this file``), it named a flag
-    the user never gave, or a file the user never named.
+    the user never gave, or a file the user never named. The manifest named is the one read
+    (``store``'s): the ``store_dir`` it records is where the ingest wrote, gone with a moved
+    project.
     """
-    recorded = Path(manifest.store_dir).parent / MANIFEST_NAME
+    recorded = (Path(manifest.store_dir).parent if store is None else store) / MANIFEST_NAME
     if not config.is_file():
         why = "that file is gone (moved or renamed?)"
     elif "--tool" in str(error):

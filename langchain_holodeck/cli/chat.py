@@ -117,7 +117,7 @@ def session_tools(
 ) -> list[_DocumentTool]:
     """Build and initialize the tools of ``agent`` (or of the last ingest into ``store``)."""
     if agent is None or agent_yaml is None:
-        targets = [target_from_manifest(read_manifest(store, or_else=_OR_AGENT_YAML))]
+        targets = [target_from_manifest(read_manifest(store, or_else=_OR_AGENT_YAML), store=store)]
     else:
         targets = [
             as_ingested(config_tool_target(t, agent_yaml, Path.cwd()), store) for t in agent.tools

@@ -432,7 +432,7 @@ def _search_target(args: argparse.Namespace) -> _Target:
         if args.tool is not None:
             msg = f"--tool {args.tool!r} needs --config AGENT_YAML."
             raise ConfigError(msg)
-        return _target_from_manifest(_read_manifest(store))
+        return _target_from_manifest(_read_manifest(store), store=store)
     target = _config_target(
         args.config, args.tool, source=None, base_dir=None, project_dir=Path.cwd()
     )
@@ -663,7 +663,7 @@ def _run_tools(args: argparse.Namespace) -> int:
             for t in agent.tools
         ]
     else:
-        targets = [_target_from_manifest(_read_manifest(args.store))]
+        targets = [_target_from_manifest(_read_manifest(args.store), store=args.store)]
     blocks = [_describe(target, args.store) for target in targets]
     print("\n\n".join(blocks))
     return 0

@@ -241,8 +241,12 @@ class ServedTool:
 
     @property
     def description(self) -> str:
-        """The served tool's description: after an ingest of another SOURCE, the new one's."""
-        return self._tool.config.description
+        """The served tool's description: after an ingest of another SOURCE, the new one's.
+
+        The store is checked first (as before a call), so ``tools/list`` before any call
+        already says the source the last ingest moved the tool to.
+        """
+        return self._fresh().config.description
 
     @property
     def tool(self) -> _DocumentTool:
@@ -362,7 +366,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             target = (  # at each reload: an ingest of another SOURCE moves the tool there
                 as_ingested(fixed, store)
                 if fixed is not None
-                else target_from_manifest(read_manifest(store, or_else=or_else))
+                else target_from_manifest(read_manifest(store, or_else=or_else), store=store)
             )
             config = target.config
             setting = (config.embedding_model, config.long_text, config.embedding_timeout)
@@ -426,6 +430,9 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             f"run {ingest_command(tool)}, or serve with the --store it was ingested into."
         )
 
+    def opener(build: Callable[[], _DocumentTool]) -> Callable[[], ServedTool]:
+        return lambda: ServedTool(build, generation=generation, unserved=unserved)
+
     if agent_yaml is None:
         return [ServedTool(builder(None, str(manifest.absolute())), generation=generation)]
     from langchain_holodeck.config.models import load_agent_config
@@ -435,12 +442,15 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     served: list[ServedTool] = []
     for n, target in enumerate(targets):
         where = f"{agent_yaml.absolute()} tools[{n}]"
+        opened = opener(builder(target, where))
         try:
-            served.append(ServedTool(builder(target, where), generation=generation,
-                                     unserved=unserved))  # fmt: skip
+            served.append(opened())
         except HolodeckError as error:  # one tool's problem: the others are served
             logger.warning("%s", str(error))
-            served.append(UnservableTool(target.config.name, target.config.description, error))
+            name, description = target.config.name, target.config.description
+            served.append(
+                UnservableTool(name, description, error, retry=opened, generation=generation)
+            )
     unservable = [tool for tool in served if isinstance(tool, UnservableTool)]
     if len(unservable) == len(served):
         raise unservable[0].error  # nothing to serve
@@ -450,23 +460,69 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
 class UnservableTool(ServedTool):
     """A tool of AGENT_YAML that could not be opened: each call answers ``error`` in one line.
 
-    ``serve`` starts with the others (restart it once the cause is fixed).
+    ``serve`` starts with the others. After an ingest into the store (``ingest.json``
+    changed: the user did what the error said, e.g. deleted a damaged store and ingested
+    again) the next call or ``tools/list`` opens it again, and serves it once it opens.
+
+    Key init args:
+        retry: Opens the tool (raises ``HolodeckError`` while it still cannot be).
+        generation: Returns a value that changes when the store was re-ingested.
     """
 
-    def __init__(self, name: str, description: str, error: HolodeckError) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        error: HolodeckError,
+        *,
+        retry: Callable[[], ServedTool] | None = None,
+        generation: Callable[[], object] | None = None,
+    ) -> None:
         self.name, self._description, self.error = name, description, error
         self.reloads = 0
+        self._retry = retry
+        self._generation = generation or (lambda: None)
+        self._seen = self._generation()
+        self._lock = threading.Lock()
+        self._opened: ServedTool | None = None
 
     @property
     def description(self) -> str:
-        """The description configured for the tool."""
-        return self._description
+        """The description configured for the tool (the opened tool's, once it opens)."""
+        opened = self._reopened()
+        return self._description if opened is None else opened.description
 
     @property
     def tool(self) -> _DocumentTool:
-        """Raises the error: there is no tool."""
-        raise self.error
+        """The tool once it opened; until then raises the error: there is no tool."""
+        opened = self._reopened()
+        if opened is None:
+            raise self.error
+        return opened.tool
 
     def search(self, query: str, top_k: int | None) -> tuple[str, dict[str, Any]]:
-        """Raises ``RuntimeError`` with the tool's error (the client reads it as one line)."""
-        raise RuntimeError(str(self.error)) from self.error
+        """The opened tool's search; until it opens, ``RuntimeError`` with the tool's error."""
+        opened = self._reopened()
+        if opened is None:
+            raise RuntimeError(str(self.error)) from self.error
+        return opened.search(query, top_k)
+
+    def _reopened(self) -> ServedTool | None:
+        """The tool, opened again when the store was re-ingested since the last attempt."""
+        if self._opened is not None or self._retry is None or self._generation() == self._seen:
+            return self._opened
+        with self._lock:
+            current = self._generation()
+            if self._opened is not None or current == self._seen:
+                return self._opened  # another call tried meanwhile
+            self._seen = current
+            try:
+                self._opened = self._retry()
+            except HolodeckError as error:
+                if str(error) != str(self.error):
+                    logger.warning("%s", str(error))
+                self.error = error
+                return None
+            self.reloads += 1
+            logger.warning("note: %s: re-ingested; it opens now and is served.", self.name)
+        return self._opened

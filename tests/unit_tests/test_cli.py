@@ -580,7 +580,7 @@ def test_a_search_after_the_ingested_agent_yaml_moved_or_its_tool_was_renamed_sa
     agent = write(tmp_path / "agent.yaml", "tools: [{type: vectorstore, name: kb, source: docs}]\n")
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
-    recorded = tmp_path / ".holodeck" / "store" / "ingest.json"
+    recorded = Path(".holodeck/store/ingest.json")  # the store read, as given
     said = f"error: {recorded} records the last ingest as tool 'kb' of {agent}, but "
     fix = "; pass --config AGENT_YAML (and --tool NAME), or ingest again.\n"
     agent.rename(tmp_path / "old.yaml")

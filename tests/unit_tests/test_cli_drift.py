@@ -238,3 +238,95 @@ def test_serve_in_a_moved_project_says_what_it_serves_and_keeps_serving(
     ]
     text, _ = served.search("revoke a token", 1)
     assert "docs/tokens.md" in text  # still served
+
+
+def test_an_ingest_through_a_re_pointed_symlink_names_the_corpus_it_hides(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``docs -> ../r1/docs``, ``ingest docs``, the link re-pointed to ``../r2/docs`` (a
+    release deploy), ``ingest docs``: every file was embedded anew into a second namespace
+    without a word (found 2026-12-07): the manifest's ``docs`` was resolved today, so the
+    corpus it recorded looked like this one. ingest.json records the resolved root."""
+    for release in ("r1", "r2"):
+        (tmp_path / release / "docs").mkdir(parents=True)
+        (tmp_path / release / "docs" / "tokens.md").write_text(TOKENS, encoding="utf-8")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "docs").symlink_to("../r1/docs")
+    monkeypatch.chdir(tmp_path / "proj")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    recorded = json.loads(Path(".holodeck/store/ingest.json").read_text())
+    assert recorded["source_root"] == str(tmp_path / "r1" / "docs")
+    (tmp_path / "proj" / "docs").unlink()
+    (tmp_path / "proj" / "docs").symlink_to("../r2/docs")
+    code, out, err = run(capsys, "ingest", "docs")
+    assert (code, "1 added") == (0, *re.findall("1 added", out))  # another corpus: embedded
+    assert err.startswith(
+        f"warning: .holodeck/store holds the 'default' corpus of {tmp_path / 'r1' / 'docs'} "
+        "(ingested "
+    )
+    assert f"will use {tmp_path / 'r2' / 'docs'}. Ingest {tmp_path / 'r1' / 'docs'} again" in err
+    store = MatrixVectorStore.load(Path(".holodeck/store/default"), HashingEmbeddings(384))
+    held = {str(d.metadata["namespace"]) for d in store.iter_documents()}
+    assert held == {
+        corpus_namespace(tmp_path / "r1" / "docs", name="default"),  # the corpus it names
+        corpus_namespace(tmp_path / "r2" / "docs", name="default"),
+    }
+    manifest = json.loads(Path(".holodeck/store/ingest.json").read_text())
+    assert manifest["source_root"] == str(tmp_path / "r2" / "docs")
+
+
+def test_a_manifest_written_before_source_root_is_read_as_before(
+    capsys: pytest.CaptureFixture[str], project: Path
+) -> None:
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    path = Path(".holodeck/store/ingest.json")
+    manifest = json.loads(path.read_text())
+    del manifest["source_root"]
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    code, out, err = run(capsys, "search", "revoke a token")
+    assert (code, err) == (0, "")
+    assert "docs/tokens.md" in out
+    code, out, err = run(capsys, "ingest", "docs")  # the same corpus: no warning
+    assert (code, err) == (0, "")
+    assert "0 added, 0 updated, 1 skipped" in out
+
+
+def test_a_moved_agent_yaml_project_names_the_manifest_read_and_search_config_says_to_ingest(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent.yaml project ingested, then moved: search and tools named
+    /x/proj/.holodeck/store/ingest.json, a file that no longer exists (the store_dir it
+    records), and ``search --config agent.yaml``, which that error says to pass, embedded a
+    second corpus into the store, said only 'note: docs changed since the last ingest' and
+    left ingest.json as it was (found 2026-12-07)."""
+    (project / "agent.yaml").write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: docs}\n", encoding="utf-8"
+    )
+    assert run(capsys, "-q", "ingest", "--config", "agent.yaml")[0] == 0
+    here = moved(project, monkeypatch)
+    for command in (["search", "revoke a token"], ["tools"]):
+        code, out, err = run(capsys, *command)
+        assert (code, out) == (1, "")
+        assert err.startswith(
+            "error: .holodeck/store/ingest.json records the last ingest as tool 'kb' of "
+            f"{project / 'agent.yaml'}, but that file is gone (moved or renamed?); "
+        )
+    store = here / ".holodeck" / "store"
+    files = {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+    code, out, err = run(capsys, "search", "revoke a token", "--config", "agent.yaml")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: .holodeck/store/ingest.json records the last ingest of tool 'kb' as "
+        f"{project / 'docs'}, and {project} is gone (the project moved or was renamed?); run "
+        f"`holodeck-rag ingest --config agent.yaml --tool kb` to ingest {here / 'docs'} "
+        "(another corpus: its files are embedded anew; corpus_id on the tool keeps one corpus "
+        "across moves).\n"
+    )
+    assert {p: p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()} == files
+    code, _, err = run(capsys, "ingest", "--config", "agent.yaml", "--tool", "kb")
+    assert code == 0
+    assert f"holds the 'kb' corpus of {project / 'docs'}" in err  # the corpus it hides
+    code, out, err = run(capsys, "search", "revoke a token", "--config", "agent.yaml")
+    assert (code, err) == (0, "")
+    assert "docs/tokens.md" in out

@@ -338,10 +338,20 @@ def test_a_non_finite_query_is_a_tool_error_and_finite_numbers_pass_as_they_were
             'unknown arguments qeury (got "x"), limit (got 3): echo takes query and, '
             "optionally, top_k.",
         ),
+        (  # found 2026-12-07: only k was named, not the bad top_k
+            b'{"query": "x", "top_k": -Infinity, "k": NaN}',
+            "unknown argument k (got NaN): echo takes query and, optionally, top_k. "
+            f"{_TOP_K_RULE}, got -Infinity.",
+        ),
+        (
+            {"query": 5, "top_k": 0, "k": 1},
+            "unknown argument k (got 1): echo takes query and, optionally, top_k. query must "
+            f"be a string of at most 2000 characters, got 5. {_TOP_K_RULE}, got 0.",
+        ),
     ],
 )
 def test_an_argument_the_tool_does_not_take_is_a_tool_error_naming_it(
-    arguments: dict[str, object], text: str
+    arguments: dict[str, object] | bytes, text: str
 ) -> None:
     """An argument the tool does not take (k, top_K, limit, a misspelt qeury) was dropped
     without a word and the call served with the defaults (found 2026-12-07)."""
@@ -507,10 +517,11 @@ def test_a_stdio_call_with_a_non_finite_top_k_is_answered_with_the_error(
     server.stdin.write(b"".join(line + b"\n" for line in lines))
     server.stdin.flush()
     try:
-        answers = [json.loads(server.stdout.readline()) for _ in range(4)]
+        read = [json.loads(server.stdout.readline()) for _ in range(4)]
     finally:
         server.stdin.close()
         server.wait(60)
+    answers = sorted(read, key=lambda answer: int(answer["id"]))  # calls answer in any order
     assert [a["result"]["content"][0]["text"] for a in answers[1:]] == [
         f"{_TOP_K_RULE}, got {number.decode()}." for number in numbers
     ]
@@ -1027,3 +1038,76 @@ def test_a_database_back_after_a_fallback_is_served_without_a_restart(
     notes = [r.getMessage() for r in caplog.records if r.name == "langchain_holodeck.cli.serve"]
     assert notes == ["note: kb: in-memory is back; serving it."]
     assert served.search("safety interlock", 1) == (text, structured)  # no further build
+
+
+def test_tools_list_before_any_call_says_the_source_the_last_ingest_moved_the_tool_to(
+    ingested: Path,
+) -> None:
+    """Served without AGENT_YAML, after an ingest of another SOURCE a tools/list before any
+    call still said 'Search the structured documents in gdocs': the description was the
+    tool loaded at start until a call reloaded it (found 2026-12-07)."""
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+    from langchain_holodeck.cli.serve import served_tools
+
+    (served,) = served_tools(None, ingested, quiet=True)
+    server = _mcp.build_server([served], max_concurrency=1)
+    app = _mcp.http_app(server, "127.0.0.1", token=None, limits=HttpLimits())
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        started = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT)
+        session = {**_ACCEPT, "mcp-session-id": started.headers["mcp-session-id"]}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        client.post("/mcp", json=initialized, headers=session)
+        other = ingested.parent / "other"
+        other.mkdir()
+        (other / "ferry.md").write_text("# Ferry\n\nThe zanzibarquux ferry.\n", encoding="utf-8")
+        assert main(["-q", "--store", str(ingested), "ingest", "other"]) == 0
+        (tool,) = client.post("/mcp", json=listing, headers=session).json()["result"]["tools"]
+    assert " other " in tool["description"]
+    assert " gdocs " not in tool["description"]
+    assert served.reloads == 1
+
+
+def test_a_tool_whose_store_was_damaged_is_served_once_it_is_ingested_again(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool whose saved store was damaged answered 'the store saved in ... is damaged ...
+    Delete the directory ... and run the ingestion again', and still did after the user had
+    done so while serve ran: it was never opened again (found 2026-12-07)."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    agent.write_text(
+        "tools:\n  - {type: hierarchical_document, name: kb, source: gdocs}\n"
+        "  - {type: hierarchical_document, name: third, source: gdocs}\n",
+        encoding="utf-8",
+    )
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool"]
+    assert main([*ingest, "kb"]) == 0
+    assert main([*ingest, "third"]) == 0
+    (saved,) = (ingested / "third").glob("documents-*.jsonl")
+    saved.write_text("{not json\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        kb, third = served_tools(agent, ingested, quiet=True)
+    (damaged,) = [r.getMessage() for r in caplog.records]
+    assert "is damaged" in damaged
+    with pytest.raises(RuntimeError) as raised:
+        third.search("safety interlock", 1)
+    assert str(raised.value) == damaged
+    shutil.rmtree(ingested / "third")  # what the error says to do
+    assert main([*ingest, "third"]) == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli.serve"):
+        text, structured = third.search("safety interlock", 1)
+    assert text.startswith("Found 1 result(s):")
+    assert structured["tool"] == "third"
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: third: re-ingested; it opens now and is served."
+    ]
+    assert kb.search("safety interlock", 1)[0].startswith("Found 1 result(s):")
