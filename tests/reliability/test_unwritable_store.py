@@ -64,6 +64,15 @@ def run_in_namespace(workdir: Path, mounts: str, script: str) -> dict[str, list]
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 
+def on_a_read_only_mount(workdir: Path, script: str) -> dict[str, list]:
+    """``run_in_namespace`` with the sample docs in ``workdir`` and ``st`` mounted read-only
+    at ``mnt`` (``script`` ingests into ``st`` first, then reads ``mnt``)."""
+    shutil.copytree(DATA_DIR / "docs", workdir / "docs")
+    (workdir / "st").mkdir()
+    (workdir / "mnt").mkdir()
+    return run_in_namespace(workdir, "mount --bind st mnt && mount -o remount,ro,bind mnt", script)
+
+
 def files_of(directory: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(directory)): p.read_bytes()
@@ -75,12 +84,8 @@ def files_of(directory: Path) -> dict[str, bytes]:
 def test_a_read_only_store_is_searched_and_an_ingest_that_must_write_says_so(
     tmp_path: Path,
 ) -> None:
-    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
-    (tmp_path / "st").mkdir()
-    (tmp_path / "mnt").mkdir()
-    steps = run_in_namespace(
+    steps = on_a_read_only_mount(
         tmp_path,
-        "mount --bind st mnt && mount -o remount,ro,bind mnt",
         """
         from pathlib import Path
         steps = {"ingest": run("--store", "st", "ingest", "docs")}
@@ -131,12 +136,8 @@ def test_a_file_only_touched_on_a_read_only_store_is_nothing_to_change(
     read-only store failed ('could not save the store ... the previous save is kept') and
     every search warned, for a new mtime in the file record (found 2026-12-07). A sync that
     changed no chunk has nothing to save: exit 0, no warning, the file re-checked by hash."""
-    shutil.copytree(DATA_DIR / "docs", tmp_path / "docs")
-    (tmp_path / "st").mkdir()
-    (tmp_path / "mnt").mkdir()
-    steps = run_in_namespace(
+    steps = on_a_read_only_mount(
         tmp_path,
-        "mount --bind st mnt && mount -o remount,ro,bind mnt",
         """
         import os
         steps = {"ingest": run("--store", "st", "ingest", "docs")}

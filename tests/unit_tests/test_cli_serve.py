@@ -33,6 +33,21 @@ def serve_env(home: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(home)}
 
 
+def stdio_server(ingested: Path, *, stderr: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    """``holodeck-rag --store INGESTED serve`` over stdio, its pipes open, a process of its own."""
+    server = subprocess.Popen(
+        main_command(["--store", str(ingested), "serve"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=ingested.parent,
+        env=serve_env(ingested.parent),
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    return server
+
+
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -460,15 +475,7 @@ def test_a_stdio_call_whose_query_holds_a_lone_surrogate_escape_is_answered(
     SDK's stdio reader refused the line and the client waited for an answer for good (found
     2026-12-07). It is read as U+FFFD now, as undecodable bytes are."""
     pytest.importorskip("mcp")
-    argv = ["--store", str(ingested), "serve"]
-    server = subprocess.Popen(
-        main_command(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ingested.parent,
-        env=serve_env(ingested.parent),
-    )
+    server = stdio_server(ingested)
     assert server.stdin is not None
     assert server.stdout is not None
     arguments = {"query": "safety interlock\udce9"}
@@ -494,14 +501,7 @@ def test_a_stdio_call_with_a_non_finite_top_k_is_answered_with_the_error(
 ) -> None:
     """Over stdio too: top_k 1e400, NaN or Infinity was served with the tool's default."""
     pytest.importorskip("mcp")
-    server = subprocess.Popen(
-        main_command(["--store", str(ingested), "serve"]),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ingested.parent,
-        env=serve_env(ingested.parent),
-    )
+    server = stdio_server(ingested)
     assert server.stdin is not None
     assert server.stdout is not None
     lines = [
@@ -882,14 +882,7 @@ def test_an_ingest_of_another_source_updates_the_description_and_tells_the_clien
     gdocs' (found 2026-12-07). Now tools/list says the new source, and the session that
     listed the tools is sent notifications/tools/list_changed (capability listChanged)."""
     pytest.importorskip("mcp")
-    server = subprocess.Popen(
-        main_command(["--store", str(ingested), "serve"]),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=ingested.parent,
-        env=serve_env(ingested.parent),
-    )
+    server = stdio_server(ingested, stderr=subprocess.DEVNULL)
     assert server.stdin is not None
     assert server.stdout is not None
 
