@@ -264,7 +264,8 @@ def build_tool(
 ) -> _DocumentTool:
     """The target's tool over ``store`` (not initialized); ``embeddings`` overrides the model."""
     from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool, VectorStoreTool
+    from langchain_holodeck.tools.document import VectorStoreTool
+    from langchain_holodeck.tools.hierarchical import HierarchicalDocumentTool
 
     config = target.config
     if top_k is not None:

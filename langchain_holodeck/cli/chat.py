@@ -138,7 +138,7 @@ def session_tools(
 
 def is_hybrid(tool: _DocumentTool) -> bool:
     """Whether ``tool`` shows fused scores and sections (a HierarchicalDocumentTool)."""
-    from langchain_holodeck.tools.document import HierarchicalDocumentTool
+    from langchain_holodeck.tools.hierarchical import HierarchicalDocumentTool
 
     return isinstance(tool, HierarchicalDocumentTool)
 

@@ -594,11 +594,8 @@ def _check_embedding_model(name: str) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from langchain_holodeck.tools.document import (
-        HierarchicalDocumentTool,
-        has_search_terms,
-        undecoded_byte,
-    )
+    from langchain_holodeck.tools.document import has_search_terms, undecoded_byte
+    from langchain_holodeck.tools.hierarchical import HierarchicalDocumentTool
 
     query: str = args.query
     if not query.strip():

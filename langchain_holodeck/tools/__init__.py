@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from langchain_holodeck.tools.document import (
-    RERANK_TOP_N_WARNING,
-    HierarchicalDocumentTool,
-    SearchInput,
-    VectorStoreTool,
-    load_tools,
-)
+from langchain_holodeck.tools.document import RERANK_TOP_N_WARNING, SearchInput, VectorStoreTool
 from langchain_holodeck.tools.formatting import (
     BREADCRUMB_SEPARATOR,
     format_results,
@@ -17,6 +11,8 @@ from langchain_holodeck.tools.formatting import (
     section_breadcrumb,
     shown_text,
 )
+from langchain_holodeck.tools.hierarchical import HierarchicalDocumentTool
+from langchain_holodeck.tools.loading import load_tools
 
 __all__ = [
     "BREADCRUMB_SEPARATOR",

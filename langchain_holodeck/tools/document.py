@@ -16,30 +16,24 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from langchain_holodeck._chunk import chunk_hashes, content_digest, window_parent
-from langchain_holodeck._defaults import DEFAULT_STORE_DIR
+from langchain_holodeck._chunk import window_parent
 from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
-from langchain_holodeck._tracing import span
 from langchain_holodeck.backends import (
     Backend,
     BackendUnavailableError,
     backend_for_store,
-    get_keyword_index_provider,
 )
 from langchain_holodeck.config.models import (
     HierarchicalDocumentToolConfig,
     VectorStoreToolConfig,
 )
-from langchain_holodeck.contracts import CountedKeywordIndex, MergingSave
+from langchain_holodeck.contracts import MergingSave
 from langchain_holodeck.corpus.store import Corpus
-from langchain_holodeck.definitions import DefinitionIndex
 from langchain_holodeck.errors import (
     EmbeddingError,
     HolodeckError,
@@ -47,13 +41,17 @@ from langchain_holodeck.errors import (
     SearchError,
     StoreNotSavedError,
 )
-from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
-from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordIndex
-from langchain_holodeck.search_strategy import SearchStrategy, tool_search_strategy
+from langchain_holodeck.search_strategy import SearchStrategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
-from langchain_holodeck.tools._wiring import IndexFanOut, chat_model, rebuild_index, with_reranker
-from langchain_holodeck.tools.formatting import format_results, snippet
+from langchain_holodeck.tools._arguments import (
+    SearchInput,
+    bad_search_arguments,
+    has_search_terms,
+    undecoded_byte,
+)
+from langchain_holodeck.tools._wiring import with_reranker
+from langchain_holodeck.tools.formatting import format_results
 
 UNREADABLE_FILES = "unreadable_files.json"
 """In ``store_dir``: per corpus, the files that could not be loaded, with their mtime and size."""
@@ -70,65 +68,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RERANK_TOP_N_WARNING = "rerank_top_n is less than top_k, reranking may not improve results"
-
-
-def has_search_terms(query: str) -> bool:
-    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
-    return any(ch.isalnum() for ch in query)
-
-
-def undecoded_byte(text: str) -> str | None:
-    """Where ``text`` holds a character no UTF-8 encodes (a lone surrogate), else ``None``.
-
-    Bytes that were not UTF-8 reach Python as such surrogates (``surrogateescape``: argv,
-    stdin); a JSON string may carry one too. The embedding tokenizer refuses them, so the
-    dense leg failed and the search quietly lost it.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        code = ord(text[error.start])
-        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
-        return f"{what} at character {error.start}"
-    return None
-
-
-class SearchInput(BaseModel):
-    """The single argument a model passes to a search tool; any other is refused."""
-
-    # an argument the tool does not take (k, top_k, a misspelt qeury) was dropped without a
-    # word: the model never learnt it had no effect (bad_search_arguments names it now)
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(
-        description="What to look for, in natural language; keywords, identifiers and "
-        "section numbers (e.g. 'Section 4.2') also work."
-    )
-
-
-def bad_search_arguments(error: ValidationError) -> str:
-    """One line naming each bad argument of a tool call and the value it got.
-
-    What ``as_tool`` answers (a ``ToolMessage`` with ``status="error"``) instead of raising
-    pydantic's multi-line report, so an agent loop without its own handler goes on and the
-    model can call again.
-    """
-    problems: dict[str, str] = {}
-    unknown: list[str] = []
-    for detail in error.errors():
-        name = ".".join(str(part) for part in detail["loc"]) or "arguments"
-        got = snippet(json.dumps(detail.get("input"), ensure_ascii=False, default=repr), 60)
-        if detail["type"] == "extra_forbidden":
-            unknown.append(f"{name} (got {got})")
-        elif detail["type"] == "missing":
-            problem = f"{name} is required: pass the words to look for, e.g. 'revoke a token'."
-            problems.setdefault(name, problem)
-        else:
-            problem = f"{name} must be a string of words to look for, got {got}."
-            problems.setdefault(name, problem)
-    if unknown:
-        plural = "s" if len(unknown) > 1 else ""
-        problems[""] = f"unknown argument{plural} {', '.join(unknown)}: the tool takes query only."
-    return " ".join(problems.values())
 
 
 ConfigT = TypeVar("ConfigT", VectorStoreToolConfig, HierarchicalDocumentToolConfig)
@@ -820,372 +759,3 @@ def _fail_if_embeddings_are_down(store: VectorStore, result: SyncResult) -> None
             f"({result.failed} chunks could not be embedded; none was written)"
         )
         raise EmbeddingError(msg) from error
-
-
-def load_tools(
-    agent_yaml: str | Path,
-    *,
-    project_dir: str | Path | None = None,
-    home_dir: str | Path | None = None,
-    embeddings: Embeddings | None = None,
-    store_dir: str | Path | None = None,
-    **kwargs: Any,
-) -> list[VectorStoreTool | HierarchicalDocumentTool]:
-    """Build (not initialize) the tools an ``agent.yaml`` defines, in file order.
-
-    The tools persist, as ``holodeck-rag`` does: a tool on the in-memory store saves its
-    vectors, keyword index and embedding cache under ``<store_dir>/<tool name>/`` after each
-    ``initialize``, and a later process loads them, embedding only what changed. The store
-    directory is left out of the tools' sources.
-
-    Args:
-        agent_yaml: The agent.yaml; relative sources resolve against its directory.
-        project_dir: Where ``.holodeck/config.yaml`` is looked up; default the working
-            directory.
-        home_dir: Where ``~/.holodeck/config.yaml`` is looked up; default the home directory.
-        embeddings: Overrides every tool's ``embedding_model`` and ``long_text``.
-        store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
-            ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
-            keep their vectors there; the root then holds only what they do not.
-        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...).
-
-    Example:
-        ```python
-        tool = load_tools("agent.yaml")[0]
-        await tool.initialize()  # first run embeds; a new process reuses .holodeck/store/
-        ```
-    """
-    from langchain_holodeck.config.models import load_agent_config
-
-    path = Path(agent_yaml)
-    config = load_agent_config(path)
-    root = (
-        Path(store_dir)
-        if store_dir is not None
-        else Path(project_dir or Path.cwd()) / DEFAULT_STORE_DIR
-    )
-    tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
-    for tool_config in config.tools:
-        cls = (
-            HierarchicalDocumentTool
-            if isinstance(tool_config, HierarchicalDocumentToolConfig)
-            else VectorStoreTool
-        )
-        tools.append(
-            cls(
-                tool_config,  # type: ignore[arg-type]  # the isinstance above picks the class
-                embeddings=embeddings,
-                project_dir=project_dir,
-                home_dir=home_dir,
-                base_dir=path.parent,
-                store_dir=root / tool_config.name,
-                **kwargs,
-            )
-        )
-    return tools
-
-
-class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
-    """Hybrid search (dense + BM25 + exact section) over structured documents, as a tool.
-
-    Documents are split along their structure (``StructuredMarkdownSplitter``), optionally
-    given an LLM-written context (``ContextualChunkEnricher``), synced idempotently, and
-    searched by a ``HybridRetriever``: a query naming "Section 203(a)" gets that section
-    first, a defined term brings its definition, cross-references can be followed.
-    ``search_strategy`` (after ``initialize``) says how dense and keyword search fuse: ``native``
-    when the backend fuses them in one request (``BackendCapabilities.native_hybrid``), else
-    ``fallback`` (fused here by ``fusion``, convex score fusion by default).
-
-    Key init args:
-        config: A ``HierarchicalDocumentToolConfig``.
-        llm: The chat model that writes chunk contexts; overrides ``context_model``.
-
-    Instantiate:
-        ```python
-        tool = HierarchicalDocumentTool(config, embeddings=embeddings)
-        await tool.initialize()
-        print(await tool.search("What does Section 203(a) require?"))
-        ```
-    """
-
-    _shows_sections = True
-
-    def __init__(
-        self,
-        config: HierarchicalDocumentToolConfig,
-        *,
-        embeddings: Embeddings | None = None,
-        vector_store: VectorStore | None = None,
-        llm: BaseChatModel | None = None,
-        project_dir: str | Path | None = None,
-        home_dir: str | Path | None = None,
-        base_dir: str | Path | None = None,
-        store_dir: str | Path | None = None,
-        exclude: Sequence[str | Path] = (),
-    ) -> None:
-        super().__init__(
-            config,
-            embeddings=embeddings,
-            vector_store=vector_store,
-            project_dir=project_dir,
-            home_dir=home_dir,
-            base_dir=base_dir,
-            store_dir=store_dir,
-            exclude=exclude,
-        )
-        self._llm = llm
-        self._keywords: KeywordIndex | None = None
-        self._exact = ExactMatchIndex()
-        self._exact_loaded = False
-        self._fan_out: IndexFanOut | None = None
-        self._keywords_stale = False
-        self._keywords_checked = False
-        self._indexed: dict[str, str] = {}
-        """``id -> content_hash`` of what the exact index (and an in-memory keyword index)
-        hold: checked against the store at each initialize, as another process may have
-        re-ingested this corpus (``_follow_the_store``)."""
-        self.definitions: DefinitionIndex = DefinitionIndex()
-        """Defined terms of the corpus, rebuilt from the stored chunks at each initialize: a
-        ``{normalized term: Definition}`` mapping that also holds each document's own
-        definition (``DefinitionIndex.every``)."""
-
-    def _splitter(self) -> TextSplitter:
-        from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
-
-        return StructuredMarkdownSplitter(
-            max_chunk_tokens=self._config.max_chunk_tokens,
-            max_table_chunk_tokens=self._config.max_table_chunk_tokens,
-        )
-
-    def _enricher(self) -> ChunkEnricher | None:
-        if not self._config.contextual_embeddings:
-            return None
-        from langchain_holodeck.contextual import ContextualChunkEnricher
-
-        llm = self._llm or chat_model(self._config)
-        return ContextualChunkEnricher(
-            llm,
-            concurrency=self._config.context_concurrency,
-            max_context_tokens=self._config.context_max_tokens,
-            timeout=self._config.context_timeout,
-            cache=self.corpus.cache,  # beside the embeddings: kept across runs, forced ones too
-        )
-
-    def _listable(self, store: VectorStore) -> bool:
-        return (self._backend or backend_for_store(store)).capabilities.enumerates
-
-    def _indexes_from_source(self, store: VectorStore) -> bool:
-        """A store no backend can list: the indexes are built from the chunks sync sees.
-
-        Every file is then read and split at each initialize and each chunk, unchanged or
-        not, reaches the keyword and exact indexes; unchanged chunks are not embedded again.
-        """
-        if self._listable(store):
-            return False
-        logger.warning(
-            "%s: %s cannot be listed, so the keyword and exact indexes are built from the "
-            "source: every file is read and split again at each initialize (unchanged chunks "
-            "are not embedded again), and chunks of files removed from the source stay in the "
-            "store.",
-            self.name,
-            type(store).__name__,
-        )
-        return True
-
-    def _keyword_index(self, store: VectorStore) -> KeywordIndexLike:
-        """The configured keyword index and the exact index, kept in step by sync."""
-        if self._keywords is None:
-            provider = get_keyword_index_provider(self._config.keyword_index)
-            self._keywords = provider.open(
-                backend=self._backend or backend_for_store(store),
-                store=store,
-                namespace=self.namespace,
-                store_dir=self._store_dir,
-            )
-        listable = self._listable(store)
-        if self._keywords_stale and listable:  # a sync could not write to it: rebuild it
-            try:
-                rebuild_index("keyword", self._keywords, store, self.namespace)
-                self._keywords_stale = False
-            except Exception as error:  # still down: the keyword leg degrades at search
-                logger.warning(
-                    "%s: keyword index rebuild failed (%s); retrying at the next initialize.",
-                    self.name,
-                    sanitize_error(error),
-                )
-        if not self._exact_loaded and listable:  # else sync gives it every chunk
-            attributes = {
-                "index.kind": "exact",
-                "index.provider": type(self._exact).__name__,
-                "index.source": "store",
-            }
-            with span("holodeck.index_build", attributes) as current:
-                chunks = self._stored_chunks(store)
-                current.set_attribute("index.document_count", self._exact.replace(chunks))
-            self._indexed = chunk_hashes(chunks)
-            self._exact_loaded = True
-        if self._exact_loaded and not self._keywords_checked:
-            self._keywords_checked = self._check_keyword_index(store)
-        self._fan_out = IndexFanOut((self._keywords, self._exact), keep=not listable)
-        return self._fan_out
-
-    def _check_counted_index(self, keywords: CountedKeywordIndex, store: VectorStore) -> bool:
-        """Compare the server's count with the store's chunks; rebuild when they differ.
-
-        Returns whether the check ran: with the server down it did not (the keyword leg
-        degrades at search), and the next initialize checks again.
-        """
-        want = len(self._exact.ids)
-        try:
-            held = keywords.count(namespace=self.namespace)
-            if held != want:
-                logger.warning(
-                    "%s: the keyword index holds %d chunk(s) of this corpus and the store %d; "
-                    "rebuilding it from the store.",
-                    self.name,
-                    held,
-                    want,
-                )
-                rebuild_index("keyword", keywords, store, self.namespace)
-        except Exception as error:
-            logger.debug("%s: keyword index check failed: %s", self.name, sanitize_error(error))
-            return False
-        return True
-
-    def _check_keyword_index(self, store: VectorStore) -> bool:
-        """Rebuild a keyword index that does not hold exactly the store's chunks.
-
-        A saved BM25 index is saved after the store, so a process killed in between (or a
-        store written by another tool) leaves it behind the store; its ids are checked
-        against the exact index's, just rebuilt from the store. A server's index
-        (``CountedKeywordIndex``: OpenSearch) that an earlier process could not write to is
-        behind too, and only that process knew: its count of this corpus's chunks is checked.
-        """
-        keywords = self._keywords
-        if isinstance(keywords, CountedKeywordIndex):
-            return self._check_counted_index(keywords, store)
-        if not isinstance(keywords, BM25KeywordIndex):
-            return True
-        have, want = keywords.ids, self._exact.ids
-        if have != want:
-            logger.warning(
-                "%s: the saved keyword index holds %d chunk(s) the store does not and lacks %d "
-                "it does; rebuilding it from the store.",
-                self.name,
-                len(have - want),
-                len(want - have),
-            )
-            rebuild_index("keyword", keywords, store, self.namespace)
-        elif keywords.content_digest != content_digest(self._indexed):
-            # the same ids, other texts: a file re-ingested by another process (its own
-            # saved index), or a save from before digests were recorded
-            logger.info(
-                "%s: the saved keyword index was not saved over the store's chunk texts; "
-                "rebuilding it from the store.",
-                self.name,
-            )
-            rebuild_index("keyword", keywords, store, self.namespace)
-        return True
-
-    def _after_ingest(self, store: VectorStore) -> bool:
-        from langchain_holodeck.vectorstores import scan_documents
-
-        saved = super()._after_ingest(store)
-        if self._fan_out is not None and self._keywords in self._fan_out.failed:
-            self._keywords_stale = True
-        if self._fan_out is not None and self._fan_out.kept is not None:
-            chunks = list(self._fan_out.kept.values())  # an unlisted store: what sync saw
-        else:
-            chunks = list(scan_documents(store, namespace=self.namespace))
-            self._follow_the_store(chunks)
-        if self._keywords is not None and self._store_dir is not None and self._not_saved is None:
-            with self._saving("the store is saved; its keyword index is rebuilt from it"):
-                get_keyword_index_provider(self._config.keyword_index).save(
-                    self._keywords,
-                    self._store_dir,
-                    namespace=self.namespace,
-                    store_saved=saved,
-                )
-        self._extract_definitions(chunks)
-        return saved
-
-    def _follow_the_store(self, chunks: Sequence[Document]) -> None:
-        """Re-index what another process changed in this corpus since the indexes were built.
-
-        This process's sync keeps the exact index (and an in-memory keyword index) in step
-        with its own writes. A file another process re-ingested meanwhile is unchanged here
-        (its stored record matches the file), so nothing else would reach them: a long-lived
-        tool kept finding a section that no longer exists. ``chunks`` are the corpus's chunks
-        in the store now.
-        """
-        expected = dict(self._indexed)
-        if self._fan_out is not None:
-            for doc_id in self._fan_out.removed:
-                expected.pop(doc_id, None)
-            expected.update(self._fan_out.written)
-        stored = chunk_hashes(chunks)
-        keywords = self._keywords if isinstance(self._keywords, BM25KeywordIndex) else None
-        in_memory = keywords is not None and not self._keywords_stale
-        if stored != expected:
-            logger.info(
-                "%s: %d chunk(s) of this corpus changed in the store since its indexes were "
-                "built (another process ingested it); re-indexing them.",
-                self.name,
-                len(set(stored.items()) ^ set(expected.items())),
-            )
-            self._exact.replace(chunks)
-            if keywords is not None and in_memory:
-                keywords.replace(chunks)
-        self._indexed = stored
-        if keywords is not None and in_memory and keywords.content_digest is None:
-            # a write made it unknown; a known one still holds (any write resets it)
-            keywords.content_digest = content_digest(stored)  # saved with it: checked on load
-
-    def _extract_definitions(self, chunks: Sequence[Document]) -> None:
-        from langchain_holodeck.definitions import DefinitionExtractor
-
-        with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
-            self.definitions = DefinitionExtractor().extract(chunks)
-            current.set_attribute("index.document_count", len(chunks))
-            current.set_attribute("index.term_count", len(self.definitions))
-
-    def _open_indexes(self, store: VectorStore) -> int:
-        """The keyword index (loaded or rebuilt in memory), exact index and definitions."""
-        self._keyword_index(store)  # on a listable store: exact rebuilt, saved BM25 checked
-        chunks = self._stored_chunks(store)
-        self._extract_definitions(chunks)
-        return len(chunks)
-
-    def _build_retriever(self, store: VectorStore) -> BaseRetriever:
-        from langchain_holodeck.retrievers.hybrid import HybridRetriever
-
-        config = self._config
-        view, search_kwargs = self._scoped(store)
-        backend = self._backend or backend_for_store(store)
-        self.search_strategy = tool_search_strategy(
-            config, backend, store=view, backend_name=self.backend
-        )
-        retriever = HybridRetriever(
-            vector_store=view,
-            search_strategy=self.search_strategy,
-            keyword_index=self._keywords,
-            exact_index=self._exact,
-            k=config.top_k,
-            weights=(
-                config.search_weights.semantic,
-                config.search_weights.keyword,
-                config.search_weights.exact,
-            ),
-            fetch_k=config.fetch_k,
-            fusion=config.fusion,
-            feedback_docs=config.feedback_docs,
-            feedback_weight=config.feedback_weight,
-            min_similarity_score=config.min_similarity_score,
-            definitions=self.definitions,
-            expand_hops=config.expand_hops,
-            expand_direction=config.expand_direction,
-            expand_limit=config.expand_limit,
-            search_kwargs=search_kwargs,
-            provider=self.backend,
-        )
-        return with_reranker(retriever, config)

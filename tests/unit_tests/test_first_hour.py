@@ -19,7 +19,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_holodeck.config.models import HierarchicalDocumentToolConfig
-from langchain_holodeck.tools.document import HierarchicalDocumentTool
+from langchain_holodeck.tools.hierarchical import HierarchicalDocumentTool
 from tests.helpers import HashingEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,68 @@
+"""What a model passes to a search tool (``SearchInput``) and the one line a bad call gets."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from langchain_holodeck.tools.formatting import snippet
+
+
+def has_search_terms(query: str) -> bool:
+    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
+    return any(ch.isalnum() for ch in query)
+
+
+def undecoded_byte(text: str) -> str | None:
+    """Where ``text`` holds a character no UTF-8 encodes (a lone surrogate), else ``None``.
+
+    Bytes that were not UTF-8 reach Python as such surrogates (``surrogateescape``: argv,
+    stdin); a JSON string may carry one too. The embedding tokenizer refuses them, so the
+    dense leg failed and the search quietly lost it.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        return f"{what} at character {error.start}"
+    return None
+
+
+class SearchInput(BaseModel):
+    """The single argument a model passes to a search tool; any other is refused."""
+
+    # an argument the tool does not take (k, top_k, a misspelt qeury) was dropped without a
+    # word: the model never learnt it had no effect (bad_search_arguments names it now)
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(
+        description="What to look for, in natural language; keywords, identifiers and "
+        "section numbers (e.g. 'Section 4.2') also work."
+    )
+
+
+def bad_search_arguments(error: ValidationError) -> str:
+    """One line naming each bad argument of a tool call and the value it got.
+
+    What ``as_tool`` answers (a ``ToolMessage`` with ``status="error"``) instead of raising
+    pydantic's multi-line report, so an agent loop without its own handler goes on and the
+    model can call again.
+    """
+    problems: dict[str, str] = {}
+    unknown: list[str] = []
+    for detail in error.errors():
+        name = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        got = snippet(json.dumps(detail.get("input"), ensure_ascii=False, default=repr), 60)
+        if detail["type"] == "extra_forbidden":
+            unknown.append(f"{name} (got {got})")
+        elif detail["type"] == "missing":
+            problem = f"{name} is required: pass the words to look for, e.g. 'revoke a token'."
+            problems.setdefault(name, problem)
+        else:
+            problem = f"{name} must be a string of words to look for, got {got}."
+            problems.setdefault(name, problem)
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        problems[""] = f"unknown argument{plural} {', '.join(unknown)}: the tool takes query only."
+    return " ".join(problems.values())
