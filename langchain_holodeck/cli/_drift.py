@@ -138,6 +138,14 @@ def check_recorded_source(target: Target, store: Path) -> None:
     Raises:
         HolodeckError: Naming the manifest, the missing path and the ingest to run.
     """
+    repointed = _repointed_source(target, store)
+    if repointed is not None:
+        msg = (
+            f"{repointed}; run `{ingest_command(target, store)}` to ingest what it points to "
+            "now (another corpus: its files are embedded anew, and that ingest names the one "
+            "it hides)."
+        )
+        raise HolodeckError(msg)
     said = _recorded_source_gone(target, store)
     if said is None:
         return
@@ -158,6 +166,17 @@ def warn_if_moved(target: Target, store: Path, tool: _DocumentTool) -> None:
     stops (``check_recorded_source``). A server is read-only: it keeps serving them, and says
     which and the ingest that makes the folder's present files the ones served.
     """
+    repointed = _repointed_source(target, store)
+    if repointed is not None:
+        logger.warning(
+            "%s: %s; serving what the store holds for it now, %d chunk(s) (serve does not "
+            "read the source): run `%s` to ingest it, and serve follows it.",
+            tool.name,
+            repointed,
+            tool.document_count,
+            ingest_command(target, store),
+        )
+        return
     said = _recorded_source_gone(target, store)
     if said is None:
         return
@@ -195,6 +214,39 @@ def _recorded_source_gone(target: Target, store: Path) -> str | None:
     return (
         f"{store / MANIFEST_NAME} records the last ingest as {_spelt(target.config.source)!r} "
         f"in {_spelt(str(base_dir))}, and {_spelt(str(gone))} is gone ({why})"
+    )
+
+
+def _repointed_source(target: Target, store: Path) -> str | None:
+    """What says ``target``'s source, from ``store``'s manifest, now resolves elsewhere.
+
+    A symlinked source re-pointed since the ingest (``docs -> ../r2/docs``, a release deploy):
+    the manifest's ``source_root`` is where that ingest read. ``search`` embedded the new
+    target as a second corpus and said the store's saved files were deleted, and ``serve``
+    answered from the new target's empty namespace without a word. None when the source
+    resolves where it did, when ``target`` is not the manifest's, or for a manifest written
+    before ``source_root``.
+    """
+    try:
+        manifest = read_manifest(store)
+    except (HolodeckError, OSError):  # none, or unreadable: nothing is known
+        return None
+    config = target.config
+    ours = (manifest.tool, manifest.source, Path(manifest.base_dir)) == (
+        config.name,
+        config.source,
+        target.base_dir.absolute(),
+    )
+    source = config.resolved_source(target.base_dir)
+    if not ours or manifest.source_root is None or not source.exists():
+        return None
+    then, now = Path(manifest.source_root), source.resolve()
+    if then == now:
+        return None
+    return (
+        f"{store / MANIFEST_NAME} records the last ingest of {_spelt(config.source)!r} as "
+        f"{_spelt(str(then))}, and {_spelt(config.source)} now resolves to {_spelt(str(now))} "
+        "(a symlink re-pointed?)"
     )
 
 

@@ -51,6 +51,9 @@ _TOP_K = Annotated[  # strict: true or "3" is no count (lax pydantic read them a
 ]
 
 
+_EMPTY_QUERY = "query is empty; pass the words to look for, e.g. 'revoke a token'."
+
+
 class _Arguments(BaseModel):
     """A call's arguments as ``_tool_function`` takes them (to check them beside unknown ones)."""
 
@@ -121,9 +124,12 @@ class _Server(_SDKServer):  # type: ignore[misc,valid-type]  # either SDK's serv
             said = unknown_arguments(name, {k: arguments[k] for k in unknown})
             given = {k: v for k, v in arguments.items() if k in ARGUMENTS}
             try:  # those it takes, checked as the SDK would (a missing query: "takes query")
-                _Arguments.model_validate({"query": "", **given})
+                checked = _Arguments.model_validate({"query": "", **given})
             except ValidationError as error:
                 said = f"{said} {bad_arguments(error)}"
+            else:
+                if "query" in given and not checked.query.strip():  # as search() says it
+                    said = f"{said} {_EMPTY_QUERY}"
             raise ToolError(said)
         try:
             result = await super().call_tool(name, arguments, *args, **kwargs)
@@ -270,7 +276,7 @@ def _instructions(tools: Sequence[Searchable]) -> str:
 def _tool_function(tool: Searchable, limiter: anyio.CapacityLimiter) -> Any:
     async def search(query: _QUERY, top_k: _TOP_K = None) -> mcp_types.CallToolResult:
         if not query.strip():
-            return _error("query is empty; pass the words to look for, e.g. 'revoke a token'.")
+            return _error(_EMPTY_QUERY)
         try:
             text, structured = await anyio.to_thread.run_sync(
                 tool.search, query, top_k, limiter=limiter

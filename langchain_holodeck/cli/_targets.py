@@ -384,8 +384,7 @@ def ingested_before(store: Path, tool: _DocumentTool) -> bool:
         return False
     corpus = tool.corpus
     source = corpus.config.resolved_source(corpus.source_base).resolve()
-    then = (Path(manifest.base_dir) / manifest.source).resolve()
-    return manifest.tool == tool.name and then == source
+    return manifest.tool == tool.name and recorded_root(manifest) == source
 
 
 def mark_store_changed(store: Path) -> None:
@@ -622,6 +621,8 @@ def _records_already(store: Path, manifest: Manifest, result: SyncResult | None)
         store_dir=manifest.store_dir,
         source_root=recorded.source_root or manifest.source_root,  # an older manifest
     )
+    if recorded.source_root == manifest.source_root:  # ./docs/, /abs/docs: one root
+        same = replace(same, source=manifest.source, base_dir=manifest.base_dir)
     return same == manifest
 
 

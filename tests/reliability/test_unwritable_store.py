@@ -135,7 +135,9 @@ def test_a_file_only_touched_on_a_read_only_store_is_nothing_to_change(
     """A source file touched, its bytes the same (git checkout, cp): every ingest of the
     read-only store failed ('could not save the store ... the previous save is kept') and
     every search warned, for a new mtime in the file record (found 2026-12-07). A sync that
-    changed no chunk has nothing to save: exit 0, no warning, the file re-checked by hash."""
+    changed no chunk has nothing to save: exit 0, no warning, the file re-checked by hash.
+    So does the same source spelt another way (``./docs/``: one resolved root), which exited
+    1 for an ingest.json naming ``docs`` (found 2026-12-07, third round)."""
     steps = on_a_read_only_mount(
         tmp_path,
         """
@@ -145,12 +147,13 @@ def test_a_file_only_touched_on_a_read_only_store_is_nothing_to_change(
         steps["ingest touched"] = run("--store", "mnt", "ingest", "docs")
         steps["search touched"] = run("--store", "mnt", "search", "token")
         steps["ingest again"] = run("--store", "mnt", "ingest", "docs")
+        steps["ingest respelt"] = run("--store", "mnt", "ingest", "./docs/")  # one root
         print(json.dumps(steps))
         """,
     )
     assert steps["ingest"][0] == 0, steps["ingest"]
     saved = files_of(tmp_path / "st")
-    for step in ("ingest touched", "search touched", "ingest again"):
+    for step in ("ingest touched", "search touched", "ingest again", "ingest respelt"):
         code, _, err = steps[step]
         assert (code, err) == (0, ""), (step, err)
     assert "0 added, 0 updated" in steps["ingest touched"][1]

@@ -276,6 +276,61 @@ def test_an_ingest_through_a_re_pointed_symlink_names_the_corpus_it_hides(
     assert manifest["source_root"] == str(tmp_path / "r2" / "docs")
 
 
+def test_a_search_or_serve_after_a_symlink_was_re_pointed_says_so(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``docs -> ../r1/docs`` ingested, the link re-pointed to ``../r2/docs``, no ingest: a
+    search embedded r2 as a second corpus and said the store's saved files were deleted,
+    serve answered from r2's empty namespace without a word, and a re-point to a folder with
+    no supported file ingested an empty corpus, exit 0 (found 2026-12-07, third round)."""
+    from langchain_holodeck.cli.serve import served_tools
+
+    for release in ("r1", "r2", "r3"):
+        (tmp_path / release / "docs").mkdir(parents=True)
+    for release in ("r1", "r2"):
+        (tmp_path / release / "docs" / "tokens.md").write_text(TOKENS, encoding="utf-8")
+    (tmp_path / "r3" / "docs" / "notes.xyz").write_text("no supported file\n", encoding="utf-8")
+    (tmp_path / "proj").mkdir()
+    link = tmp_path / "proj" / "docs"
+    link.symlink_to("../r1/docs")
+    monkeypatch.chdir(tmp_path / "proj")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert run(capsys, "-q", "ingest", "docs")[0] == 0
+    saved = {p: p.read_bytes() for p in sorted(Path(".holodeck").rglob("*")) if p.is_file()}
+    link.unlink()
+    link.symlink_to("../r2/docs")
+    said = (
+        f".holodeck/store/ingest.json records the last ingest of 'docs' as "
+        f"{tmp_path / 'r1' / 'docs'}, and docs now resolves to {tmp_path / 'r2' / 'docs'} "
+        "(a symlink re-pointed?)"
+    )
+    code, out, err = run(capsys, "search", "revoke a token")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {said}; run `holodeck-rag ingest docs` to ingest what it points to now "
+        "(another corpus: its files are embedded anew, and that ingest names the one it "
+        "hides).\n"
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli._drift"):
+        (served,) = served_tools(None, Path(".holodeck/store"), quiet=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"default: {said}; serving what the store holds for it now, 0 chunk(s) (serve does "
+        "not read the source): run `holodeck-rag ingest docs` to ingest it, and serve "
+        "follows it."
+    ]
+    assert served.tool.document_count == 0  # r2's namespace, as the warning says
+    files = {p: p.read_bytes() for p in sorted(Path(".holodeck").rglob("*")) if p.is_file()}
+    assert files == saved  # nothing embedded, nothing recorded
+    link.unlink()
+    link.symlink_to("../r3/docs")
+    code, _, err = run(capsys, "ingest", "docs")
+    assert code == 1
+    assert err.splitlines()[-1].startswith("error: source 'docs' has no supported file")
+
+
 def test_a_manifest_written_before_source_root_is_read_as_before(
     capsys: pytest.CaptureFixture[str], project: Path
 ) -> None:

@@ -363,6 +363,11 @@ def test_a_non_finite_query_is_a_tool_error_and_finite_numbers_pass_as_they_were
             "unknown argument k (got 1): echo takes query and, optionally, top_k. query must "
             f"be a string of at most 2000 characters, got 5. {_TOP_K_RULE}, got 0.",
         ),
+        (  # found 2026-12-07 (third round): only k was named, not the empty query
+            {"query": "   ", "k": 1},
+            "unknown argument k (got 1): echo takes query and, optionally, top_k. query is "
+            "empty; pass the words to look for, e.g. 'revoke a token'.",
+        ),
     ],
 )
 def test_an_argument_the_tool_does_not_take_is_a_tool_error_naming_it(
