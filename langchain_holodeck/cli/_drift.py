@@ -224,8 +224,9 @@ def _repointed_source(target: Target, store: Path) -> str | None:
     the manifest's ``source_root`` is where that ingest read. ``search`` embedded the new
     target as a second corpus and said the store's saved files were deleted, and ``serve``
     answered from the new target's empty namespace without a word. None when the source
-    resolves where it did, when ``target`` is not the manifest's, or for a manifest written
-    before ``source_root``.
+    resolves where it did, when ``target`` is not the manifest's, for a tool with
+    ``corpus_id`` (one corpus wherever it is read), or for a manifest written before
+    ``source_root``.
     """
     try:
         manifest = read_manifest(store)
@@ -239,6 +240,8 @@ def _repointed_source(target: Target, store: Path) -> str | None:
     )
     source = config.resolved_source(target.base_dir)
     if not ours or manifest.source_root is None or not source.exists():
+        return None
+    if config.corpus_id is not None:  # one corpus wherever its files are: a re-point syncs it
         return None
     then, now = Path(manifest.source_root), source.resolve()
     if then == now:

@@ -329,6 +329,18 @@ def test_a_search_or_serve_after_a_symlink_was_re_pointed_says_so(
     code, _, err = run(capsys, "ingest", "docs")
     assert code == 1
     assert err.splitlines()[-1].startswith("error: source 'docs' has no supported file")
+    Path("agent.yaml").write_text(  # corpus_id: one corpus wherever its files are
+        "tools:\n  - {type: hierarchical_document, name: kb, source: docs, corpus_id: kb}\n",
+        encoding="utf-8",
+    )
+    link.unlink()
+    link.symlink_to("../r1/docs")
+    assert run(capsys, "-q", "--store", "kb", "ingest", "--config", "agent.yaml")[0] == 0
+    link.unlink()
+    link.symlink_to("../r2/docs")
+    code, out, err = run(capsys, "--store", "kb", "search", "--config", "agent.yaml", "token")
+    assert (code, err) == (0, ""), err
+    assert "tokens.md" in out
 
 
 def test_a_manifest_written_before_source_root_is_read_as_before(
