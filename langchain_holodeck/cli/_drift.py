@@ -206,15 +206,22 @@ def _recorded_source_gone(target: Target, store: Path) -> str | None:
         return None
     base_dir = target.base_dir.absolute()
     relative = not Path(target.config.source).expanduser().is_absolute()
-    gone, why = (
-        (base_dir, "the project moved or was renamed?")
-        if relative and not base_dir.exists()
-        else (source, "moved, renamed or deleted?")
-    )
+    gone, why = _what_is_gone(base_dir if relative else None, source)
     return (
         f"{store / MANIFEST_NAME} records the last ingest as {_spelt(target.config.source)!r} "
         f"in {_spelt(str(base_dir))}, and {_spelt(str(gone))} is gone ({why})"
     )
+
+
+def _what_is_gone(project: Path | None, root: Path) -> tuple[Path, str]:
+    """What is gone of a recorded source, and why.
+
+    Its ``project`` folder (the working directory a relative source was read from) when that
+    is gone, else its ``root`` itself.
+    """
+    if project is not None and not project.exists():
+        return project, "the project moved or was renamed?"
+    return root, "moved, renamed or deleted?"
 
 
 def _repointed_source(target: Target, store: Path) -> str | None:
@@ -273,12 +280,7 @@ def _check_recorded_tool(target: Target, store: Path) -> None:
     then = recorded_root(manifest)
     if then.exists() or then == config.resolved_source(target.base_dir).resolve():
         return
-    base_dir = Path(manifest.base_dir)
-    gone, why = (
-        (base_dir, "the project moved or was renamed?")
-        if not base_dir.exists()
-        else (then, "moved, renamed or deleted?")
-    )
+    gone, why = _what_is_gone(Path(manifest.base_dir), then)
     msg = (
         f"{store / MANIFEST_NAME} records the last ingest of tool {config.name!r} as "
         f"{_spelt(str(then))}, and {_spelt(str(gone))} is gone ({why}); run "
