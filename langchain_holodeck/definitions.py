@@ -260,6 +260,15 @@ class DefinitionIndex(Mapping[str, Definition]):
         index._by_term = {key: (d,) for key, d in definitions.items()}
         return index
 
+    def replace(self, other: DefinitionIndex) -> None:
+        """Hold ``other``'s definitions in place of these, in one step.
+
+        A retriever given this index (``HybridRetriever(definitions=...)``) then serves
+        them: a tool re-indexes its corpus this way, so a retriever taken from it before
+        (kept in a chain) follows the corpus, as its keyword and exact indexes do.
+        """
+        self._by_term = other._by_term
+
     def __getitem__(self, key: str) -> Definition:
         return self._by_term[key][0]
 

@@ -99,9 +99,10 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         hold: checked against the store at each initialize, as another process may have
         re-ingested this corpus (``_follow_the_store``)."""
         self.definitions: DefinitionIndex = DefinitionIndex()
-        """Defined terms of the corpus, rebuilt from the stored chunks at each initialize: a
-        ``{normalized term: Definition}`` mapping that also holds each document's own
-        definition (``DefinitionIndex.every``)."""
+        """Defined terms of the corpus, rebuilt from the stored chunks at each initialize (in
+        place: the retrievers this tool built hold this object): a ``{normalized term:
+        Definition}`` mapping that also holds each document's own definition
+        (``DefinitionIndex.every``)."""
 
     def _splitter(self) -> TextSplitter:
         from langchain_holodeck.splitters.structured import StructuredMarkdownSplitter
@@ -299,7 +300,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
         from langchain_holodeck.definitions import DefinitionExtractor
 
         with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
-            self.definitions = DefinitionExtractor().extract(chunks)
+            # in place: a retriever taken before (kept in a chain) serves the new ones too
+            self.definitions.replace(DefinitionExtractor().extract(chunks))
             current.set_attribute("index.document_count", len(chunks))
             current.set_attribute("index.term_count", len(self.definitions))
 

@@ -357,3 +357,35 @@ async def test_context_timeout_from_the_config_bounds_each_context_request(
     hits = await tool.as_retriever().ainvoke("arch deck")
     assert "context" not in hits[0].metadata
     assert any("TimeoutError" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_retriever_taken_before_a_reingest_serves_the_new_definitions(
+    tmp_path: Path, embeddings: HashingEmbeddings
+) -> None:
+    """A retriever kept in a chain (``tool.as_retriever()``) follows the corpus's definitions
+    as it follows its keyword and exact indexes: each ingest gave the tool a new index, so
+    it kept attaching the definition the file no longer has, and knew no term added since."""
+    source = tmp_path / "glossary"
+    source.mkdir()
+    terms = source / "terms.md"
+    terms.write_text(
+        '# Glossary\n\n## Terms\n\n"Warpcore" means the main reactor of the ship.\n',
+        encoding="utf-8",
+    )
+    tool = HierarchicalDocumentTool(
+        make_config(source), embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    await tool.initialize()
+    kept = tool.as_retriever()
+    terms.write_text(
+        '# Glossary\n\n## Terms\n\n"Warpcore" means the antimatter engine.\n\n'
+        '"Holodeck" means the simulation room.\n',
+        encoding="utf-8",
+    )
+    await tool.initialize()
+
+    def defined(query: str) -> list[str]:
+        return [d["definition"] for d in kept.invoke(query)[0].metadata.get("definitions", [])]
+
+    assert defined("what is a warpcore?") == ["the antimatter engine."]
+    assert defined("what is a holodeck?") == ["the simulation room."]
