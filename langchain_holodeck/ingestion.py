@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
+from langchain_holodeck._mirror_batches import MirrorBatches
 from langchain_holodeck._prefetch import EmbedPrefetch
 from langchain_holodeck.errors import NoSupportedFilesError
 from langchain_holodeck.loaders import CONVERSION_REVISION, Skipped, SourceFile, SourceLoader
@@ -94,7 +95,7 @@ _NO_TEXT_MEMO = [0.0]
 not read again at that mtime and size, and, unlike an unreadable one, nothing of it kept."""
 
 
-class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
+class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     """Load a source, split, optionally enrich, and sync into a vector store.
 
     A file whose ``mtime`` and size equal what the store recorded (and that was split with the
@@ -117,8 +118,9 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
     chunks of every file of the namespace that is not in the source it was given (files
     deleted since the last run), so one namespace holds one source. To ingest several
     sources, give each its own pipeline and namespace, or pass ``cleanup=False`` (deleted
-    files' chunks then stay). ``batch``/``abatch`` over more than one source with cleanup on
-    are refused before anything is written: each run would delete the others' chunks.
+    files' chunks then stay). A batch over more than one source with cleanup on (``batch``,
+    ``abatch``, ``batch_as_completed``, ``abatch_as_completed``) is refused before anything
+    is written: each run would delete the others' chunks.
 
     Instantiate:
         ```python
@@ -198,33 +200,11 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
             run_type="tool",
         )
 
-    def batch(
-        self,
-        inputs: list[str | Path | SourceLoader],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any | None,
-    ) -> list[SyncResult]:
-        self._check_one_source(inputs)
-        return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
-
-    async def abatch(
-        self,
-        inputs: list[str | Path | SourceLoader],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any | None,
-    ) -> list[SyncResult]:
-        self._check_one_source(inputs)
-        return await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs)
-
-    def _check_one_source(self, inputs: Sequence[str | Path | SourceLoader]) -> None:
+    def _refuse_batch(self, inputs: Sequence[str | Path | SourceLoader], method: str) -> None:
         """Refuse, before any write, a batch of several sources that cleanup would undo.
 
         Each run of the batch deletes the chunks of the namespace's files not in its own
-        source: only the last source's would stay.
+        source: only the last source's would stay, or none (runs side by side).
 
         Raises:
             ValueError: When cleanup is on and ``inputs`` name more than one source.
@@ -235,7 +215,7 @@ class IngestionPipeline(Runnable[str | Path | SourceLoader, SyncResult]):
         if len(sources) > 1:
             shown = ", ".join(map(repr, sources))  # their roots: a/docs and b/docs, not docs
             msg = (
-                f"batch got {len(sources)} sources ({shown}) for namespace "
+                f"{method} got {len(sources)} sources ({shown}) for namespace "
                 f"{self.namespace!r} with cleanup on: each run deletes the chunks of the "
                 "files not in its own source, so only the last source's would stay. Give "
                 "each source its own IngestionPipeline and namespace, or pass cleanup=False."

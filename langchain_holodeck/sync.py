@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._chunk import (
@@ -54,6 +54,7 @@ from langchain_holodeck._chunk import (
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
 )
+from langchain_holodeck._mirror_batches import MirrorBatches
 from langchain_holodeck._sync_write import (
     ETA_NOTE_ENTRIES as ETA_NOTE_ENTRIES,  # re-exported: sync.ETA_NOTE_ENTRIES
 )
@@ -708,8 +709,13 @@ def _update_keyword_index(
         )
 
 
-class DocumentSync(Runnable[Sequence[Document], SyncResult]):
+class DocumentSync(MirrorBatches[Sequence[Document], SyncResult]):
     """The sync step as a Runnable: chunks in, ``SyncResult`` out.
+
+    ``cleanup=True`` makes the namespace mirror each input: a run deletes the chunks of the
+    sources its chunks do not come from. A batch of chunk lists of different sources with
+    cleanup on (``batch``, ``abatch``, ``batch_as_completed``, ``abatch_as_completed``) is
+    refused before anything is written: each run would delete the others' chunks.
 
     Instantiate:
         ```python
@@ -744,6 +750,31 @@ class DocumentSync(Runnable[Sequence[Document], SyncResult]):
     ) -> SyncResult:
         return self._call_with_config(self._sync, input, config, run_type="tool")
 
+    def _refuse_batch(self, inputs: Sequence[Sequence[Document]], method: str) -> None:
+        """Refuse, before any write, a batch of chunk lists that cleanup would undo.
+
+        Raises:
+            ValueError: When cleanup is on and the lists do not all come from the same
+                sources (each run deletes the chunks of the sources not in its own list).
+        """
+        if not self.cleanup:
+            return
+        lists: list[tuple[str, ...]] = []
+        for documents in inputs:
+            sources = tuple(sorted({str(source_path(doc) or "") for doc in documents}))
+            if sources not in lists:
+                lists.append(sources)
+        if len(lists) > 1:
+            shown = ", ".join(_some(sources) for sources in lists)
+            msg = (
+                f"{method} got {len(inputs)} chunk lists of {len(lists)} different sets of "
+                f"sources ({shown}) for namespace {self.namespace!r} with cleanup on: each "
+                "run deletes the chunks of the sources not in its own list, so only the last "
+                "list's would stay. Sync them as one list, give each its own DocumentSync "
+                "and namespace, or pass cleanup=False."
+            )
+            raise ValueError(msg)
+
     def _sync(self, documents: Sequence[Document]) -> SyncResult:
         return sync_documents(
             documents,
@@ -756,3 +787,9 @@ class DocumentSync(Runnable[Sequence[Document], SyncResult]):
             embedding_model=self.embedding_model,
             max_concurrency=self.max_concurrency,
         )
+
+
+def _some(sources: Sequence[str], shown: int = 3) -> str:
+    """``sources`` for a message: the first ``shown``, then how many more."""
+    more = f", and {len(sources) - shown} more" if len(sources) > shown else ""
+    return f"[{', '.join(map(repr, sources[:shown]))}{more}]"

@@ -338,6 +338,32 @@ async def test_a_batch_of_two_sources_with_cleanup_is_refused_before_any_write(
     assert {"docs/auth.md", "more/extra.md"} <= set(stored_by_source(kept.vector_store))
 
 
+async def test_batch_as_completed_of_two_sources_with_cleanup_is_refused_at_the_call(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """Found 2026-12-07: only batch/abatch were checked; batch_as_completed ran both sources
+    side by side into one namespace, each cleanup deleting the other's chunks (the store
+    could end empty while both results said added=N)."""
+    (root / "more").mkdir()
+    (root / "more" / "extra.md").write_text("# Extra\n\nArch controls.\n", encoding="utf-8")
+    pipeline = make_pipeline(root, embeddings)
+    sources = [str(root / "docs"), str(root / "more")]
+    with pytest.raises(ValueError, match=r"batch_as_completed got 2 sources \('.*docs', '"):
+        pipeline.batch_as_completed(sources)  # at the call, before the first result
+    with pytest.raises(ValueError, match=r"abatch_as_completed got 2 sources .* cleanup=False"):
+        pipeline.abatch_as_completed(sources, return_exceptions=True)
+    assert stored_by_source(pipeline.vector_store) == {}
+    # one source given twice is one source
+    twice = [root / "docs", f"{root}/./docs"]
+    done = dict(pipeline.batch_as_completed(twice, config={"max_concurrency": 1}))
+    assert {r.failed + r.deleted for r in done.values()} == {0}
+    assert "docs/auth.md" in stored_by_source(pipeline.vector_store)
+    kept = make_pipeline(root, embeddings, store=pipeline.vector_store, cleanup=False)
+    async for _, result in kept.abatch_as_completed(sources):
+        assert result.failed == 0
+    assert {"docs/auth.md", "more/extra.md"} <= set(stored_by_source(kept.vector_store))
+
+
 def test_a_batch_knows_two_folders_of_one_name_apart_and_one_folder_spelt_twice(
     root: Path, embeddings: HashingEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

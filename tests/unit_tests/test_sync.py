@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck._sync_write import AHEAD_BATCHES, SINGLY_FAILURES
@@ -335,6 +336,37 @@ async def test_document_sync_ainvoke(embeddings: HashingEmbeddings) -> None:
     store = InMemoryVectorStore(embeddings)
     result = await DocumentSync(store, namespace="kb").ainvoke(CORPUS)
     assert result.added == 5
+
+
+async def test_document_sync_refuses_a_batch_of_other_sources_with_cleanup(
+    embeddings: HashingEmbeddings,
+) -> None:
+    """Found 2026-12-07: each run's cleanup deleted the chunks of the other lists' sources,
+    so a batch of two chunk lists kept only one (or none, run side by side)."""
+    store = InMemoryVectorStore(embeddings)
+    sync = DocumentSync(store, namespace="kb", cleanup=True)
+    lists = [chunks("one/a.md", ["alpha"]), chunks("two/b.md", ["beta"])]
+    refused = (
+        r"batch got 2 chunk lists of 2 different sets of sources \(\['one/a.md'\], "
+        r"\['two/b.md'\]\) for namespace 'kb' with cleanup on: .* or pass cleanup=False\."
+    )
+    with pytest.raises(ValueError, match=refused):
+        sync.batch(lists)
+    with pytest.raises(ValueError, match=r"^abatch got 2 chunk lists"):
+        await sync.abatch(lists)
+    with pytest.raises(ValueError, match=r"^batch_as_completed got 2 chunk lists"):
+        sync.batch_as_completed(lists)
+    with pytest.raises(ValueError, match=r"^abatch_as_completed got 2 chunk lists"):
+        sync.abatch_as_completed(lists)
+    with pytest.raises(ValueError, match=r"\(\['one/a.md'\], \[\]\)"):
+        sync.batch([lists[0], []])  # an empty list's run would delete everything
+    assert store.store == {}
+    # the same sources in each list undo nothing; without cleanup both lists are kept
+    one_by_one: RunnableConfig = {"max_concurrency": 1}
+    assert [r.added for r in sync.batch([CORPUS, CORPUS[::-1]], one_by_one)] == [5, 0]
+    keep = DocumentSync(store, namespace="kb")
+    assert [r.added for r in keep.batch(lists)] == [1, 1]
+    assert len(store.store) == 7
 
 
 class _DictStore(VectorStore):
