@@ -758,7 +758,16 @@ class MatrixVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> MatrixVectorStore:
-        store = cls(embedding)
+        """A new store holding ``texts``, built with the constructor's options (``kwargs``).
+
+        ``search_mode``, ``quantize_min_rows`` and ``rescore_candidates`` reach the
+        constructor, which checks them, as ``InMemoryVectorStore.from_texts`` does.
+
+        Raises:
+            ValueError: As the constructor, for a bad option (``search_mode="bogus"``).
+            TypeError: For a keyword the constructor does not take.
+        """
+        store = cls(embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
 

@@ -460,6 +460,23 @@ def test_from_texts_and_clear(embeddings: HashingEmbeddings) -> None:
     assert [d.id for d in store.similarity_search("e", k=2)] == ["3"]
 
 
+async def test_from_texts_passes_the_constructor_options_on(
+    embeddings: HashingEmbeddings,
+) -> None:
+    """Found 2026-12-07: from_texts built ``cls(embedding)``, so ``search_mode="exact"`` was
+    dropped and ``search_mode="bogus"`` accepted (InMemoryVectorStore passes them on)."""
+    store = MatrixVectorStore.from_texts(["a b"], embeddings, search_mode="exact")
+    assert store.search_mode == "exact"
+    docs = [Document(id="d", page_content="a b")]
+    built = await MatrixVectorStore.afrom_documents(docs, embeddings, rescore_candidates=7)
+    assert built.rescore_candidates == 7
+    assert [d.id for d in built.similarity_search("a", k=1)] == ["d"]
+    with pytest.raises(ValueError, match=r"search_mode must be .* got 'bogus'"):
+        MatrixVectorStore.from_texts(["a b"], embeddings, search_mode="bogus")
+    with pytest.raises(TypeError, match="collection_name"):
+        MatrixVectorStore.from_texts(["a b"], embeddings, collection_name="kb")
+
+
 @dataclass
 class FakeDatabaseConfig:
     provider: str = "redis"
