@@ -430,9 +430,9 @@ class RerankRetriever(BaseRetriever):
     """Second stage."""
     k: int = Field(default=4, gt=0, le=MAX_K)
     """Documents returned (at most 1000, the most a call takes)."""
-    fetch_k: int | None = Field(default=None, gt=0)
-    """Candidates fetched for reranking; ``None`` means ``3 * k`` (at most 1000); never fewer
-    than ``k``."""
+    fetch_k: int | None = Field(default=None, gt=0, le=MAX_K)
+    """Candidates fetched for reranking (at most 1000, the most a retriever's call takes);
+    ``None`` means ``3 * k`` (at most 1000); never fewer than ``k``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -475,6 +475,17 @@ async def test_rerank_retriever_names_the_callers_k_and_the_limit() -> None:
     assert len(await retriever.ainvoke("holodeck", k=1000)) == len(CORPUS)
 
 
+def test_rerank_retriever_refuses_a_fetch_k_no_call_can_take_when_built() -> None:
+    """Found 2026-12-07: fetch_k=5000 was accepted, then every call failed in the first stage
+    with "k must be an integer between 1 and 1000, got 5000", naming k, not fetch_k."""
+    first, reranker = _store_retriever(), LexicalReranker(top_n=None)
+    refused = "fetch_k\n  Input should be less than or equal to 1000 .*input_value=5000"
+    with pytest.raises(ValidationError, match=refused):
+        RerankRetriever(retriever=first, reranker=reranker, fetch_k=5000)
+    most = RerankRetriever(retriever=first, reranker=reranker, k=2, fetch_k=1000)
+    assert len(most.invoke("holodeck safety")) == 2
+
+
 def test_rerank_retriever_lifts_another_compressors_top_n_per_call() -> None:
     class TopN(BaseDocumentCompressor):
         top_n: int = 2
