@@ -2,6 +2,7 @@
 
 ``SourceLoader`` reads every text file through ``decode``; ``mostly_utf8`` keeps a UTF-8 file
 with a stray byte UTF-8, and ``check_encoding`` vets a configured fallback at construction.
+``undecoded_byte`` finds a byte that never was text in a string (a query, a text to embed).
 """
 
 from __future__ import annotations
@@ -100,6 +101,37 @@ def without_lone_surrogates(text: str, source_path: str) -> str:
         found,
     )
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def undecoded_byte(text: str) -> str | None:
+    """Where ``text`` holds a character no UTF-8 encodes (a lone surrogate), else ``None``.
+
+    Bytes that were not UTF-8 reach Python as such surrogates (``surrogateescape``: argv,
+    stdin); a JSON string may carry one too. The embedding tokenizer refuses them, so the
+    dense leg failed and the search quietly lost it.
+    """
+    if text.isascii():  # the usual text: no encoding to try
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        return f"{what} at character {error.start}"
+    return None
+
+
+def check_query_text(query: str) -> None:
+    """Refuse a search query holding a byte that is not UTF-8 text (``undecoded_byte``).
+
+    Raises:
+        ValueError: ``Search query is not UTF-8 text (byte 0xff at character 5); send the
+            words as UTF-8.``
+    """
+    where = undecoded_byte(query)
+    if where is not None:
+        msg = f"Search query is not UTF-8 text ({where}); send the words as UTF-8."
+        raise ValueError(msg)
 
 
 _CHAOS_MARGIN = 0.1

@@ -44,6 +44,7 @@ from langchain_holodeck._chunk import CODE_CHUNK_TYPE
 from langchain_holodeck._embedding_settings import LONG_TEXT_MODES as LONG_TEXT_MODES
 from langchain_holodeck._embedding_settings import WINDOWED_MODES as WINDOWED_MODES
 from langchain_holodeck._embedding_settings import LongTextMode as LongTextMode
+from langchain_holodeck._text_decoding import undecoded_byte
 from langchain_holodeck.embeddings.cached import CachedEmbeddings
 
 MAX_QUERY_WINDOWS = 4
@@ -63,30 +64,42 @@ def check_long_text(mode: object) -> LongTextMode:
 
 
 def check_texts(texts: Sequence[object], *, name: str = "texts") -> None:
-    """Refuse a text that is not a ``str``, naming its index: the tokenizer's error names none.
+    """Refuse a text the tokenizer cannot take, naming its index: the tokenizer's error names none.
 
     Raises:
         TypeError: ``texts[1] must be a str, got NoneType None.``; or ``texts`` is one str.
+        ValueError: When a text holds a byte that is not UTF-8 text (``check_text``).
     """
     if isinstance(texts, str):
         msg = f"{name} must be a list of str, got a str ({texts[:40]!r}): put it in a list."
         raise TypeError(msg)
     for n, text in enumerate(texts):
-        if not isinstance(text, str):
-            check_text(text, name=f"{name}[{n}]")
+        check_text(text, name=f"{name}[{n}]")
 
 
 def check_text(text: object, *, name: str = "text") -> None:
-    """Refuse ``text`` unless it is a ``str``.
+    """Refuse ``text`` unless it is a ``str`` of characters UTF-8 encodes.
 
     Raises:
         TypeError: ``text must be a str, got NoneType None.``
+        ValueError: For a lone surrogate (a byte that was not UTF-8, kept by
+            ``surrogateescape``): ``texts[1] holds a character that is not text (byte 0xff
+            at character 5): ...``, where the tokenizer raised ``TypeError: TextEncodeInput
+            must be Union[...]``, naming neither the text nor the character.
     """
     if not isinstance(text, str):
         shown = repr(text)
         shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
         msg = f"{name} must be a str, got {type(text).__name__} {shown}."
         raise TypeError(msg)
+    where = undecoded_byte(text)
+    if where is not None:
+        msg = (
+            f"{name} holds a character that is not text ({where}): a byte that was not "
+            "UTF-8, or half of a UTF-16 pair, which no tokenizer takes; decode the bytes "
+            "first, or drop that character."
+        )
+        raise ValueError(msg)
 
 
 def token_windows(n_tokens: int, *, size: int, overlap: int = 0) -> list[tuple[int, int]]:

@@ -29,6 +29,7 @@ from langchain_holodeck._defaults import (
     check_call_k,
 )
 from langchain_holodeck._redact import one_line
+from langchain_holodeck._text_decoding import check_query_text
 from langchain_holodeck._tracing import Attributes, SpanLike, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.contracts import (
@@ -128,7 +129,9 @@ class HybridRetriever(BaseRetriever):
     Degradation: a failing keyword or exact leg logs a WARNING and the retriever serves the
     other legs; a failing dense leg does the same when another leg answered (keyword-only
     results). Only when every enabled leg fails is the dense leg's error raised. A blank
-    query returns ``[]``.
+    query returns ``[]``; a query holding a byte that is not UTF-8 text (a lone surrogate,
+    which no tokenizer takes) is refused with the tools' ``ValueError`` (``Search query is
+    not UTF-8 text (byte 0xff at character 5); ...``), not searched without its dense leg.
 
     Tracing (with ``opentelemetry-api``): a ``holodeck.hybrid_search`` span with
     ``search.mode``, ``search.provider``, ``search.fusion``, ``search.top_k``,
@@ -375,6 +378,7 @@ class HybridRetriever(BaseRetriever):
         k = self._check_k(k)
         if not query.strip():
             return []
+        check_query_text(query)  # the tokenizer's TypeError cost the dense leg, unsaid
         fetch = max(self.fetch_k, 2 * k)
         if sum(1 for w in self._enabled_weights() if w > 0) == 1:
             fetch = 2 * k  # one leg: its own order is the result; 2k leaves room for gone ids

@@ -14,22 +14,6 @@ def has_search_terms(query: str) -> bool:
     return any(ch.isalnum() for ch in query)
 
 
-def undecoded_byte(text: str) -> str | None:
-    """Where ``text`` holds a character no UTF-8 encodes (a lone surrogate), else ``None``.
-
-    Bytes that were not UTF-8 reach Python as such surrogates (``surrogateescape``: argv,
-    stdin); a JSON string may carry one too. The embedding tokenizer refuses them, so the
-    dense leg failed and the search quietly lost it.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        code = ord(text[error.start])
-        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
-        return f"{what} at character {error.start}"
-    return None
-
-
 class SearchInput(BaseModel):
     """The single argument a model passes to a search tool; any other is refused."""
 

@@ -23,6 +23,10 @@ from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck._chunk import window_parent
 from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
+from langchain_holodeck._text_decoding import check_query_text
+from langchain_holodeck._text_decoding import (
+    undecoded_byte as undecoded_byte,  # re-exported: the CLI's and MCP server's check
+)
 from langchain_holodeck.backends import (
     Backend,
     BackendUnavailableError,
@@ -48,7 +52,6 @@ from langchain_holodeck.tools._arguments import (
     SearchInput,
     bad_search_arguments,
     has_search_terms,
-    undecoded_byte,
 )
 from langchain_holodeck.tools._wiring import with_reranker
 from langchain_holodeck.tools.formatting import format_results
@@ -532,10 +535,7 @@ class _DocumentTool(Generic[ConfigT]):
         if not query or not query.strip():
             msg = "Search query cannot be empty"
             raise ValueError(msg)
-        where = undecoded_byte(query)
-        if where is not None:
-            msg = f"Search query is not UTF-8 text ({where}); send the words as UTF-8."
-            raise ValueError(msg)
+        check_query_text(query)
         if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
             msg = (
                 f"Search query has no letters or digits, got {query!r}; ask with words, "

@@ -61,7 +61,7 @@ FIXED = [
     "Section (a)(b)(c)" * 500,
     "Section 201(a)" * 1000,
     "🚀 arch 🚀",
-    "\uff21\uff32\uff23\uff28"  # fullwidth ARCH,
+    "\uff21\uff32\uff23\uff28",  # fullwidth ARCH
     "arch\udcff",
     "%arch%",
     "~arch",
@@ -94,6 +94,10 @@ def retriever() -> HybridRetriever:
 
 @pytest.mark.parametrize("query", FIXED)
 def test_fixed_bad_queries_never_crash(retriever, query) -> None:
+    if "\udcff" in query:  # not text: one line, where the dense leg was lost unsaid
+        with pytest.raises(ValueError, match=r"^Search query is not UTF-8 text \(byte 0xff"):
+            retriever.invoke(query)
+        return
     docs = retriever.invoke(query)
     assert len(docs) <= 3 + retriever.expand_limit
     assert {d.id for d in docs} <= {d.id for d in DOCS}
@@ -106,6 +110,10 @@ def test_fixed_bad_queries_never_crash(retriever, query) -> None:
 )
 @given(query=QUERIES)
 def test_generated_queries_never_crash(retriever, query) -> None:
+    if "\udcff" in query:  # "arch\udcff" of FIXED: refused (test_fixed_bad_queries_never_crash)
+        with pytest.raises(ValueError, match=r"^Search query is not UTF-8 text"):
+            retriever.invoke(query)
+        return
     docs = retriever.invoke(query)
     ids = [d.id for d in docs]
     assert len(ids) == len(set(ids))

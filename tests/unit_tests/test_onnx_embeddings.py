@@ -263,6 +263,27 @@ async def test_a_text_that_is_not_a_str_is_named_with_its_index(
         emb.embed_documents("ok")  # type: ignore[arg-type]  # the case under test
 
 
+@pytest.mark.parametrize(
+    "model", [OnnxEmbeddings, pytest.param(LocalEmbeddings, marks=needs_sentence_transformers)]
+)
+async def test_a_text_holding_a_byte_that_is_not_utf8_is_named_with_its_position(
+    model: type[OnnxEmbeddings | LocalEmbeddings],
+) -> None:
+    """Found 2026-12-07: a lone surrogate ("pump \\udcff", a byte kept by surrogateescape)
+    made the tokenizer raise TypeError: TextEncodeInput must be Union[...], naming neither
+    the text nor the character."""
+    emb = model()
+    with pytest.raises(ValueError, match=r"^text holds a character that is not text \(byte "):
+        emb.embed_query("pump \udcff")
+    with pytest.raises(ValueError, match=r"^text .*\(byte 0xff at character 5\): .*decode"):
+        await emb.aembed_query("pump \udcff")
+    with pytest.raises(ValueError, match=r"^texts\[1\] .*\(byte 0xe9 at character 3\)"):
+        emb.embed_documents(["ok", "caf\udce9 menu"])
+    with pytest.raises(ValueError, match=r"^texts\[2\] .*\(U\+D800 at character 0\)"):
+        await emb.aembed_documents(["ok", "fine", "\ud800"])
+    assert len(emb.embed_documents(["café ☕", "ok"])) == 2  # other non-ASCII text is text
+
+
 def test_a_missing_model_file_is_named(tmp_path: Path) -> None:
     emb = OnnxEmbeddings(model_path=tmp_path / "nope.onnx")
     with pytest.raises(FileNotFoundError, match="model_path must be an existing file"):

@@ -207,6 +207,24 @@ async def test_a_query_that_is_not_a_string_is_one_error_naming_it(retriever, qu
         await retriever.ainvoke(query)
 
 
+@pytest.mark.parametrize(
+    ("query", "where"),
+    [("pump \udcff", "byte 0xff at character 5"), ("\ud800 officer", "U+D800 at character 0")],
+)
+async def test_a_query_that_is_not_text_is_refused_in_the_tools_words(
+    retriever, caplog, query, where
+) -> None:
+    """Found 2026-12-07: a lone surrogate (a byte that was not UTF-8) made the tokenizer raise
+    TypeError in the dense leg; the retriever logged a WARNING and served keyword hits only,
+    where the tools refuse such a query. Now the same one-line ValueError as the tools'."""
+    said = f"Search query is not UTF-8 text ({where}); send the words as UTF-8."
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
+        retriever.invoke(query)
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
+        await retriever.ainvoke(query, k=2)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 @pytest.mark.parametrize("bad_k", [0, 1001, -3])
 def test_k_out_of_range_is_rejected(retriever, bad_k) -> None:
     with pytest.raises(ValueError, match=f"k must be an integer between 1 and 1000, got {bad_k}"):
