@@ -625,6 +625,31 @@ def test_load_tools_builds_each_tool_of_the_agent_yaml(tmp_path: Path) -> None:
     assert all(isinstance(t, VectorStoreTool) for t in tools)
 
 
+def test_load_tools_leaves_the_whole_store_root_out_of_every_source(tmp_path: Path) -> None:
+    # each tool left out only its own STORE/<name>/: a tool over the project (source: .)
+    # indexed the sibling tool's saved chunks, manifest and BM25 index as source files
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.md").write_text("# A\n\nanchor text alpha\n")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools:\n"
+        "  - {type: hierarchical_document, name: sub, source: sub}\n"
+        "  - {type: hierarchical_document, name: everything, source: .}\n"
+    )
+    sub, everything = load_tools(
+        agent,
+        project_dir=tmp_path,
+        home_dir=tmp_path,
+        embeddings=HashingEmbeddings(),
+        store_dir=tmp_path / "store",
+    )
+    sub.initialize_sync()
+    assert any((tmp_path / "store" / "sub").iterdir())
+    everything.initialize_sync()
+    found = re.findall(r"Source: (\S+)", everything.search_sync("anchor text alpha"))
+    assert sorted(set(found)) == [f"{tmp_path.name}/agent.yaml", f"{tmp_path.name}/sub/a.md"]
+
+
 def test_breadcrumb_of_a_section_without_an_id_ends_with_its_heading() -> None:
     # docs have no section numbers: the breadcrumb was the parents only, so a hit in
     # "Debug Mode" said "Section: CLI > Run the Server", and a top-level one said nothing
