@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 from pathlib import Path
@@ -761,3 +762,57 @@ def test_save_errors_other_than_raise_or_warn_are_refused(tmp_path: Path) -> Non
     tool = VectorStoreTool(config, embeddings=HashingEmbeddings(), store_dir=tmp_path)
     with pytest.raises(ValueError, match="save_errors must be 'raise' or 'warn', got 'ignore'"):
         tool.initialize_sync(save_errors="ignore")  # type: ignore[arg-type]  # the wrong value
+
+
+@pytest.mark.parametrize("headings", [True, False])
+def test_an_inserted_paragraph_embeds_only_new_text_where_the_chunks_realign(
+    tmp_path: Path, *, headings: bool
+) -> None:
+    # README said a paragraph inserted near the top of a long file "only embeds the genuinely
+    # new text": true where later chunks realign (at headings, with the structured splitter);
+    # a heading-less file cut by the default 512-token splitter re-embeds every later chunk
+    words = [
+        "plasma",
+        "warp",
+        "shield",
+        "sensor",
+        "phaser",
+        "tractor",
+        "impulse",
+        "cloak",
+        "deck",
+        "crew",
+        "coil",
+        "relay",
+    ]
+    rng = random.Random(1)
+
+    def para(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n)).capitalize() + "."
+
+    paras = [f"## Part {i}\n\n{para(60)}" if headings else para(60) for i in range(40)]
+    inserted = [*paras[:2], para(120), *paras[2:]]
+    (tmp_path / "docs").mkdir()
+
+    def ingest(parts: list[str]) -> tuple[int, int]:
+        (tmp_path / "docs" / "manual.md").write_text("\n\n".join(parts), encoding="utf-8")
+        embeddings = HashingEmbeddings()
+        options: dict[str, Any] = {"base_dir": tmp_path, "store_dir": tmp_path / "store"}
+        tool: VectorStoreTool | HierarchicalDocumentTool
+        if headings:
+            config = HierarchicalDocumentToolConfig(
+                type="hierarchical_document", name="kb", source="docs"
+            )
+            tool = HierarchicalDocumentTool(config, embeddings=embeddings, **options)
+        else:
+            config = VectorStoreToolConfig(type="vectorstore", name="kb", source="docs")
+            tool = VectorStoreTool(config, embeddings=embeddings, **options)
+        result = tool.initialize_sync()
+        return result.added + result.updated, embeddings.texts_embedded
+
+    chunks, _ = ingest(paras)
+    rewritten, embedded = ingest(inserted)
+    if headings:
+        assert (chunks, rewritten, embedded) == (40, 1, 1)  # the section that grew, only
+    else:
+        assert embedded == rewritten == chunks > 5  # nothing realigns: every chunk again
