@@ -665,8 +665,12 @@ class HybridRetriever(BaseRetriever):
         query, weight = dense.vector, self.feedback_weight
 
         def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
-            with span("holodeck.feedback", {"search.feedback_docs": len(top)}, parent=parent):
-                read = store.get_by_ids(top)  # their types; kept, so not read again
+            feedback = {"search.feedback_docs": len(top)}
+            with span("holodeck.feedback", feedback, parent=parent) as current:
+                # their types; kept, so not read again: often the whole result's read
+                reading = {"search.read_count": len(top)}
+                with span("holodeck.read_documents", reading, parent=current):
+                    read = store.get_by_ids(top)
                 chosen = feedback_ids(top, read)  # none when the best chunk is code
                 ranking = feedback_ranking(
                     store,
