@@ -252,6 +252,23 @@ def _post_initialize(host: str, header_host: str, **headers: str) -> int:
     return response.status_code
 
 
+def test_initialize_names_holodeck_rag_and_its_version() -> None:
+    # serverInfo.version was the MCP SDK's (1.30.0), not the package's
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck import __version__
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    server = _mcp.build_server([_Echo()], max_concurrency=1)
+    app = _mcp.http_app(server, "127.0.0.1", token=None, limits=HttpLimits())
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        reply = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT).json()
+    info = reply["result"]["serverInfo"]
+    assert (info["name"], info["version"]) == ("holodeck-rag", __version__)
+
+
 @pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1", "localhost"])
 def test_http_on_any_loopback_address_accepts_its_own_host_header(host: str) -> None:
     assert _post_initialize(host, host) == 200
