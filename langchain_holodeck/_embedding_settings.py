@@ -59,10 +59,11 @@ def long_text_without_windows(model: str) -> str:
 
     A phrase the caller ends with the value it got (``..., got 'first'.``), as config errors do.
     """
+    also = " or ".join(repr(mode) for mode in UNSET_LONG_TEXTS if mode != DEFAULT_LONG_TEXT)
     return (
-        f"must be {DEFAULT_LONG_TEXT!r} (the default) with embedding_model {model!r}: OpenAI "
-        "models have no windows, the other modes are for the local models (remove long_text, "
-        "or leave embedding_model unset)"
+        f"must be {DEFAULT_LONG_TEXT!r} (the default) or {also} with embedding_model {model!r}: "
+        "OpenAI models have no windows, the other modes are for the local models (remove "
+        "long_text, or leave embedding_model unset)"
     )
 
 

@@ -131,11 +131,15 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
         saved = self._directory(store_dir, namespace)
         origin = backend.store_identity()
         if saved is not None and saved.exists():
+            attributes = {
+                "index.kind": "keyword",
+                "index.provider": BM25KeywordIndex.__name__,
+                "index.source": "disk",
+            }
             try:
-                with span(
-                    "holodeck.index_build", {"index.kind": "keyword", "index.source": "disk"}
-                ):
+                with span("holodeck.index_build", attributes) as current:
                     loaded = BM25KeywordIndex.load(saved)
+                    current.set_attribute("index.document_count", len(loaded))
             except (OSError, ValueError) as error:  # rebuilt below: the store is the truth
                 logger.warning("BM25 index in %s unreadable (%s); rebuilding it.", saved, error)
             else:

@@ -23,6 +23,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field, ValidationError
 
+from langchain_holodeck._version import __version__
 from langchain_holodeck.cli._http_guard import HttpGuard, HttpLimits
 from langchain_holodeck.cli._mcp_wire import ReadableLines, non_finite_text, readable_body
 from langchain_holodeck.tools.document import SearchInput, undecoded_byte
@@ -231,7 +232,11 @@ def build_server(
             transport_security=_transport_security(host),
             json_response=True,  # a call's answer as one JSON body, not an SSE stream
         )
+    else:  # 2.x: the version the initialize reply names (serverInfo.version)
+        options["version"] = __version__
     server = _Server("holodeck-rag", **options)
+    if _SDKServer.__name__ == "FastMCP":  # 1.x takes none: its low-level server's, else mcp's
+        server._mcp_server.version = __version__
     server.served = {tool.name: tool for tool in tools}
     _announce_list_changes(server)
     root = logging.getLogger()  # where the SDK logs a request it could not validate

@@ -28,7 +28,6 @@ from langchain_holodeck.cli._targets import (
     Target,
     as_ingested,
     build_tool,
-    config_tool_target,
     ingested_before,
     read_manifest,
     target_from_manifest,
@@ -354,20 +353,25 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
-    def builder(fixed: Target | None, where: str) -> Callable[[], _DocumentTool]:
-        """Builds the tool; ``where`` names its configuration (``agent.yaml tools[1]``)."""
+    def builder(configured: Callable[[], tuple[Target, str]] | None) -> Callable[[], _DocumentTool]:
+        """Builds the tool as ``configured`` now says (None: the tool of the last ingest).
+
+        ``configured`` returns the target as agent.yaml now configures it and where that is
+        (``agent.yaml tools[1]``).
+        """
         opened = False
 
         def build() -> _DocumentTool:
             nonlocal opened
             or_else = "name an agent.yaml: holodeck-rag serve AGENT_YAML"
-            if opened and fixed is not None and manifest.is_file():
+            if opened and configured is not None and manifest.is_file():
                 read_manifest(store)  # a reload: one it cannot read is no re-ingest (raises)
-            target = (  # at each reload: an ingest of another SOURCE moves the tool there
-                as_ingested(fixed, store)
-                if fixed is not None
-                else target_from_manifest(read_manifest(store, or_else=or_else), store=store)
-            )
+            if configured is None:
+                where = str(manifest.absolute())
+                target = target_from_manifest(read_manifest(store, or_else=or_else), store=store)
+            else:  # at each reload: an ingest of another SOURCE moves the tool there
+                fixed, where = configured()
+                target = as_ingested(fixed, store)
             config = target.config
             setting = (config.embedding_model, config.long_text, config.embedding_timeout)
             if setting not in models:
@@ -380,7 +384,7 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
                     msg = (
                         f"tool {config.name} is not served: {where}.embedding_model "
                         f"{setting[0]!r} cannot be loaded ({first or type(error).__name__}); "
-                        "fix it and restart serve."
+                        "fix it and ingest: serve opens it again after the next ingest."
                     )
                     raise ConfigError(msg) from error
             tool = build_tool(target, store, embeddings=models[setting])
@@ -433,16 +437,32 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
     def opener(build: Callable[[], _DocumentTool]) -> Callable[[], ServedTool]:
         return lambda: ServedTool(build, generation=generation, unserved=unserved)
 
-    if agent_yaml is None:
-        return [ServedTool(builder(None, str(manifest.absolute())), generation=generation)]
-    from langchain_holodeck.config.models import load_agent_config
+    def configured(first: Target, n: int) -> Callable[[], tuple[Target, str]]:
+        last = (first, n)
 
-    agent = load_agent_config(agent_yaml)
-    targets = [config_tool_target(t, agent_yaml, Path.cwd()) for t in agent.tools]
+        def now() -> tuple[Target, str]:  # agent.yaml as the last ingest found it
+            nonlocal last
+            found = agent.target(first.config.name)
+            if found is None:  # renamed or removed since serve started
+                logger.warning(
+                    "%s: no longer in %s; serving it as last configured (restart serve to "
+                    "serve the file's tools).",
+                    first.config.name,
+                    agent.path,
+                )
+            last = found or last
+            return last[0], f"{agent.path.absolute()} tools[{last[1]}]"
+
+        return now
+
+    if agent_yaml is None:
+        return [ServedTool(builder(None), generation=generation)]
+    from langchain_holodeck.cli._served_yaml import ServedAgentYaml
+
+    agent = ServedAgentYaml(agent_yaml, generation, Path.cwd())
     served: list[ServedTool] = []
-    for n, target in enumerate(targets):
-        where = f"{agent_yaml.absolute()} tools[{n}]"
-        opened = opener(builder(target, where))
+    for n, target in enumerate(agent.targets):
+        opened = opener(builder(configured(target, n)))
         try:
             served.append(opened())
         except HolodeckError as error:  # one tool's problem: the others are served

@@ -188,6 +188,8 @@ class Legs:
     keyword: Sequence[tuple[str, float]] | None
     exact: list[KeywordHit] | None
     native: list[NativeHit] | None = None
+    native_vector: Sequence[float] | None = None
+    """The query vector the native request was sent with (``None``: the store embedded it)."""
 
     @cached_property
     def universe(self) -> Universe:

@@ -579,7 +579,8 @@ class HybridRetriever(BaseRetriever):
                 one_line(error),  # provider errors may echo keys or URLs with passwords
             )
         ok = {name: o for name, o in outcomes.items() if name not in errors}
-        return Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), ok.get("native"))
+        native, vector = ok.get("native", (None, None))
+        return Legs(ok.get("semantic"), ok.get("keyword"), ok.get("exact"), native, vector)
 
     def _native_call(
         self, query: str, k: int, fetch: int, outcomes: Outcomes, parent: SpanLike
@@ -609,18 +610,25 @@ class HybridRetriever(BaseRetriever):
         if self.fusion in getattr(store, "native_fusions", ("rrf",)) and self.fusion != "rrf":
             kwargs["fusion"] = self.fusion  # the engine fuses as the tool's fusion says
         attributes: Attributes = {"search.fetch_k": fetch}
+        # the query embedded here and sent, where the store takes it: the cosine of an exact
+        # hit the engine did not return is then looked up by id, without embedding it again
+        embeddings = getattr(store, "embeddings", None) if _takes_query_vector(store) else None
 
-        def native() -> list[NativeHit]:
+        def native() -> tuple[list[NativeHit], Sequence[float] | None]:
             with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
-                hits = list(store.native_hybrid_search(query, **kwargs))
+                vector = None if embeddings is None else embeddings.embed_query(query)
+                sent = kwargs if vector is None else {**kwargs, "embedding": vector}
+                hits = list(store.native_hybrid_search(query, **sent))
                 s.set_attribute("search.result_count", len(hits))
-                return hits
+                return hits, vector
 
-        async def anative() -> list[NativeHit]:
+        async def anative() -> tuple[list[NativeHit], Sequence[float] | None]:
             with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
-                hits = list(await store.anative_hybrid_search(query, **kwargs))
+                vector = None if embeddings is None else await embeddings.aembed_query(query)
+                sent = kwargs if vector is None else {**kwargs, "embedding": vector}
+                hits = list(await store.anative_hybrid_search(query, **sent))
                 s.set_attribute("search.result_count", len(hits))
-                return hits
+                return hits, vector
 
         return Call(native, anative)
 
@@ -661,8 +669,12 @@ class HybridRetriever(BaseRetriever):
         query, weight = dense.vector, self.feedback_weight
 
         def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
-            with span("holodeck.feedback", {"search.feedback_docs": len(top)}, parent=parent):
-                read = store.get_by_ids(top)  # their types; kept, so not read again
+            feedback = {"search.feedback_docs": len(top)}
+            with span("holodeck.feedback", feedback, parent=parent) as current:
+                # their types; kept, so not read again: often the whole result's read
+                reading = {"search.read_count": len(top)}
+                with span("holodeck.read_documents", reading, parent=current):
+                    read = store.get_by_ids(top)
                 chosen = feedback_ids(top, read)  # none when the best chunk is code
                 ranking = feedback_ranking(
                     store,
@@ -725,6 +737,8 @@ class HybridRetriever(BaseRetriever):
         unchecked: set[str] = set()  # hits whose similarity could not be computed
         if threshold is not None and dense is not None and dense.kind == "relevance":
             similarity = dict(dense.hits)
+        # the query vector for a lookup by id: the dense leg's, or the one sent to the engine
+        scorer = dense or DenseResult(hits=[], kind="relevance", vector=legs.native_vector)
         for hit in legs.native or []:  # the engine returned these documents already
             if not hit.document.id:
                 continue
@@ -749,7 +763,7 @@ class HybridRetriever(BaseRetriever):
                     # semantic_score is the chunk's cosine, as every other result's
                     unknown = [i for i in batch if i not in similarity]
                     if unknown:
-                        found = yield from self._similarities(query, unknown, dense, docs)
+                        found = yield from self._similarities(query, unknown, scorer, docs)
                         if found is None:  # relevance unknowable: served, not dropped
                             unchecked.update(unknown)
                         else:
@@ -778,8 +792,15 @@ class HybridRetriever(BaseRetriever):
                         "HybridRetriever: %d hits are not in the store: %s", len(gone), gone
                     )
             chosen += [i for i in take if i in docs and (accept is None or accept(docs[i]))]
-        found = similarity if threshold is not None else {}
-        return self._assemble(query, chosen, plan, docs, found, owned or set())
+        unscored = [i for i in chosen if i in plan.pinned and i not in similarity]
+        if legs.native is not None and unscored and not self._dense().needs_documents:
+            # an exact hit the engine did not return: its cosine, looked up by id (no
+            # threshold asked for it), so semantic_score is the cosine as on the fallback
+            found = yield from self._similarities(query, unscored, scorer, docs, checking=False)
+            similarity.update(found or {})
+        elif threshold is None:
+            similarity = {}
+        return self._assemble(query, chosen, plan, docs, similarity, owned or set())
 
     def _document_filter(self) -> Callable[[Document], bool] | None:
         """``search_kwargs["filter"]`` as a test of every leg's documents, if the store says how.
@@ -805,13 +826,16 @@ class HybridRetriever(BaseRetriever):
         ids: list[str],
         dense: DenseResult | None,
         docs: dict[str, Document],
+        *,
+        checking: bool = True,
     ) -> Core[dict[str, float] | None]:
         """Dense relevance of ``ids``; ``None`` when it cannot be computed.
 
         The query could not be embedded (the model is down: the dense leg failed the same way)
         or the stored vectors could not be read. The threshold then cannot tell relevant from
         not, and an outage is not "nothing relevant": the hits are served unchecked, with a
-        WARNING, as the retriever serves the other legs when one fails.
+        WARNING, as the retriever serves the other legs when one fails. Not ``checking`` (only
+        ``semantic_score`` asked for it), the hits keep ``semantic_score: None`` (DEBUG).
         """
         leg = self._dense()
         result = dense or DenseResult(hits=[], kind="relevance")
@@ -825,11 +849,17 @@ class HybridRetriever(BaseRetriever):
 
         outcome = (yield {"similarity": Call(compute)})["similarity"]
         if isinstance(outcome, Exception):
-            logger.warning(
-                "HybridRetriever: computing the similarity of %d keyword hits failed (%s); "
-                "they are served without the min_similarity_score check.",
+            said = (
+                "they are served without the min_similarity_score check"
+                if checking
+                else "their semantic_score stays None"
+            )
+            logger.log(
+                logging.WARNING if checking else logging.DEBUG,
+                "HybridRetriever: computing the similarity of %d keyword hits failed (%s); %s.",
                 len(ids),
                 one_line(outcome),
+                said,
             )
             return None
         found, read = outcome
@@ -935,3 +965,12 @@ def _first_ids(hits: Sequence[tuple[str, float]], n: int) -> list[str]:
     if isinstance(hits, RankedIds):
         return hits.ids[:n]
     return [i for i, _ in hits[:n]]
+
+
+def _takes_query_vector(store: object) -> bool:
+    """Whether ``store.native_hybrid_search`` takes the query vector (``embedding=``)."""
+    try:
+        parameters = inspect.signature(store.native_hybrid_search).parameters  # type: ignore[attr-defined]  # a NativeHybridSearch
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "embedding" in parameters

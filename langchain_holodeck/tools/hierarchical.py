@@ -299,7 +299,8 @@ class HierarchicalDocumentTool(_DocumentTool[HierarchicalDocumentToolConfig]):
     def _extract_definitions(self, chunks: Sequence[Document]) -> None:
         from langchain_holodeck.definitions import DefinitionExtractor
 
-        with span("holodeck.index_build", {"index.kind": "definitions"}) as current:
+        attributes = {"index.kind": "definitions", "index.provider": DefinitionExtractor.__name__}
+        with span("holodeck.index_build", attributes) as current:
             # in place: a retriever taken before (kept in a chain) serves the new ones too
             self.definitions.replace(DefinitionExtractor().extract(chunks))
             current.set_attribute("index.document_count", len(chunks))

@@ -28,8 +28,10 @@ def load_tools(
 
     The tools persist, as ``holodeck-rag`` does: a tool on the in-memory store saves its
     vectors, keyword index and embedding cache under ``<store_dir>/<tool name>/`` after each
-    ``initialize``, and a later process loads them, embedding only what changed. The store
-    directory is left out of the tools' sources.
+    ``initialize``, and a later process loads them, embedding only what changed. The whole
+    store root is left out of every tool's source, not only the tool's own folder: a tool
+    whose source holds the store (``source: .``) never reads another tool's saved chunks as
+    source files.
 
     Args:
         agent_yaml: The agent.yaml; relative sources resolve against its directory.
@@ -40,7 +42,8 @@ def load_tools(
         store_dir: The store root; default ``<project_dir>/.holodeck/store``, the directory
             ``holodeck-rag`` (run in ``project_dir``) uses. Stores on a server (Redis...)
             keep their vectors there; the root then holds only what they do not.
-        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...).
+        **kwargs: Passed to every tool's constructor (``vector_store=``, ``llm=``...); an
+            ``exclude=`` is left out beside the store root.
 
     Example:
         ```python
@@ -57,6 +60,7 @@ def load_tools(
         if store_dir is not None
         else Path(project_dir or Path.cwd()) / DEFAULT_STORE_DIR
     )
+    exclude = [root, *kwargs.pop("exclude", ())]
     tools: list[VectorStoreTool | HierarchicalDocumentTool] = []
     for tool_config in config.tools:
         cls = (
@@ -72,6 +76,7 @@ def load_tools(
                 home_dir=home_dir,
                 base_dir=path.parent,
                 store_dir=root / tool_config.name,
+                exclude=exclude,
                 **kwargs,
             )
         )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,16 +18,20 @@ from langchain_tests.integration_tests import VectorStoreIntegrationTests
 
 from langchain_holodeck.backends import get_backend, open_vector_store
 from langchain_holodeck.backends.postgres import PostgresBackend, PostgresByteStore
+from langchain_holodeck.config import HierarchicalDocumentToolConfig
 from langchain_holodeck.embeddings import CachedEmbeddings
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.sync import sync_documents
+from langchain_holodeck.tools import HierarchicalDocumentTool
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
 from tests.helpers import HashingEmbeddings, check_bad_k_is_named, drop_postgres_tables
 
 pytestmark = pytest.mark.postgres
+
+REPO = Path(__file__).resolve().parents[2]
 
 CHUNK_META = {
     "source": "data/docs/my file, v2.md",
@@ -628,3 +634,45 @@ def test_an_invalid_table_name_is_refused_before_connecting(
 
     field = PostgresDatabaseConfig.model_fields["table_name"]
     assert [m.pattern for m in field.metadata if hasattr(m, "pattern")] == [TABLE_NAME_PATTERN]
+
+
+class _QueryCounting(HashingEmbeddings):
+    """``HashingEmbeddings`` counting ``embed_query`` calls."""
+
+    queries = 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return super().embed_query(text)
+
+
+def test_a_native_exact_hit_the_engine_did_not_return_has_its_cosine(
+    postgres_url: str, postgres_table: str, tmp_path: Path
+) -> None:
+    """Native, no min_similarity_score: an exact hit the engine did not return had
+    ``semantic_score: None`` where the fallback gives its cosine (docs/search-strategy.md: the
+    cosine on every strategy; found 2026-12-07). It is looked up by id with the vector the
+    engine was sent: the query is still embedded once."""
+    shutil.copytree(REPO / "examples" / "sample_docs", tmp_path / "docs")
+    embeddings = _QueryCounting()
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document",
+        name="kb",
+        source=str(tmp_path / "docs"),
+        top_k=1,
+        database=database(postgres_url, postgres_table, fallback_to_memory=False),
+    )
+    tool = HierarchicalDocumentTool(
+        config, embeddings=embeddings, project_dir=tmp_path, home_dir=tmp_path
+    )
+    tool.initialize_sync()
+    assert tool.search_strategy == "native"
+    retriever = tool.as_retriever()
+    embeddings.queries = 0
+    (doc,) = retriever.invoke("Section 203(a)(1)")
+    assert embeddings.queries == 1
+    assert (doc.metadata["exact_rank"], doc.metadata["native_rank"]) == (1, None)
+    store = retriever.vector_store
+    vector = embeddings.embed_query("Section 203(a)(1)")
+    expected = store.similarity_by_ids(vector, [doc.id])[doc.id]
+    assert doc.metadata["semantic_score"] == pytest.approx(expected)

@@ -217,7 +217,7 @@ def test_long_text_with_an_openai_model_is_one_error_line(
     assert (code, out) == (1, "")
     assert err.count("\n") == 1
     assert err.startswith(
-        "error: --long-text must be 'fit' (the default) with embedding_model "
+        "error: --long-text must be 'fit' (the default) or 'auto' with embedding_model "
         "'text-embedding-3-small': OpenAI models have no windows"
     )
     assert err.rstrip().endswith("got 'first'.")

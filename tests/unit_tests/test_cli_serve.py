@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -249,6 +250,23 @@ def _post_initialize(host: str, header_host: str, **headers: str) -> int:
     with TestClient(app, base_url=f"http://{header_host}:8765") as client:
         response = client.post("/mcp", json=_INITIALIZE, headers={**_ACCEPT, **headers})
     return response.status_code
+
+
+def test_initialize_names_holodeck_rag_and_its_version() -> None:
+    # serverInfo.version was the MCP SDK's (1.30.0), not the package's
+    pytest.importorskip("mcp")
+    from starlette.testclient import TestClient
+
+    from langchain_holodeck import __version__
+    from langchain_holodeck.cli import _mcp
+    from langchain_holodeck.cli._http_guard import HttpLimits
+
+    server = _mcp.build_server([_Echo()], max_concurrency=1)
+    app = _mcp.http_app(server, "127.0.0.1", token=None, limits=HttpLimits())
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        reply = client.post("/mcp", json=_INITIALIZE, headers=_ACCEPT).json()
+    info = reply["result"]["serverInfo"]
+    assert (info["name"], info["version"]) == ("holodeck-rag", __version__)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1", "localhost"])
@@ -741,6 +759,49 @@ def test_an_ingest_that_changed_no_chunk_reloads_the_edited_tool_settings(
     assert served.description == "The new manuals."
 
 
+def test_serve_agent_yaml_follows_the_edited_settings_after_an_ingest(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Served with AGENT_YAML, the description and top_k edited and ingested: serve kept the
+    reading it started with, the old description and top_k, until a restart (found
+    2026-12-07). The file is read again after each ingest; one that no longer reads leaves the
+    settings last read, with one warning."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", str(agent)]
+
+    def configure(description: str, top_k: int) -> None:
+        agent.write_text(
+            "tools:\n  - type: hierarchical_document\n    name: kb\n    source: gdocs\n"
+            f"    description: {description}\n    top_k: {top_k}\n",
+            encoding="utf-8",
+        )
+
+    configure("The old manuals.", 5)
+    assert main(ingest) == 0
+    (served,) = served_tools(agent, ingested, quiet=True)
+    assert served.search("safety", None)[0].count("Score:") == 5
+    configure("The new manuals.", 2)
+    assert main(ingest) == 0
+    assert served.description == "The new manuals."
+    assert served.search("safety", None)[0].count("Score:") == 2
+    configure("The third manuals.", 3)
+    assert main(ingest) == 0
+    agent.write_text("tools: [{type: hierarchical_document, name: kb, top_k: 0}]\n")
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli"):
+        assert served.search("safety", None)[0].count("Score:") == 2  # the last good reading
+        assert main(ingest) == 1  # the broken file: no ingest, nothing rewritten
+        (ingested / "ingest.json").touch()  # an ingest of another agent.yaml, say
+        os.utime(ingested / "ingest.json", ns=(1, 1))
+        assert served.description == "The new manuals."
+    said = [r.getMessage() for r in caplog.records if "does not read now" in r.getMessage()]
+    assert len(said) == 1
+    assert said[0].startswith(f"{agent} does not read now (")
+
+
 def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_served(
     ingested: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -766,12 +827,21 @@ def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_ser
     said = f"tool other is not served: {agent} tools[1].embedding_model 'text-embedding-3-small'"
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.startswith(f"{said} cannot be loaded (")
-    assert warning.endswith("); fix it and restart serve.")
+    assert warning.endswith("); fix it and ingest: serve opens it again after the next ingest.")
     assert [tool.name for tool in tools] == ["kb", "other"]
     result = _call_over_http(tools, "other", {"query": "safety interlock"})
     assert result["isError"] is True
     assert [block["text"] for block in result["content"]] == [warning]
     result = _call_over_http(tools, "kb", {"query": "safety interlock"})
+    assert result["structuredContent"]["results"][0]["source_path"].startswith("gdocs/")
+    agent.write_text(  # fixed as the error says, and ingested: serve opens it (it said restart)
+        "tools:\n  - {type: hierarchical_document, name: kb, source: gdocs}\n"
+        "  - {type: vectorstore, name: other, source: gdocs}\n",
+        encoding="utf-8",
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool",
+                 "other"]) == 0  # fmt: skip
+    result = _call_over_http(tools, "other", {"query": "safety interlock"})
     assert result["structuredContent"]["results"][0]["source_path"].startswith("gdocs/")
     agent.write_text(  # no tool can be served: the error, as before
         "tools:\n  - {type: vectorstore, name: other, source: gdocs, "

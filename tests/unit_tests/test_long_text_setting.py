@@ -75,7 +75,9 @@ def test_a_mode_on_an_openai_model_is_one_line_naming_field_value_and_model(
         load(tmp_path, embedding_model=model, long_text=mode)
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith(f"{tmp_path / 'agent.yaml'}: tools[0].long_text: must be 'fit'")
+    assert message.startswith(
+        f"{tmp_path / 'agent.yaml'}: tools[0].long_text: must be 'fit' (the default) or 'auto' "
+    )
     assert f"with embedding_model {model!r}: OpenAI models have no windows" in message
     assert message.endswith(f", got {mode!r}.")
 
@@ -137,7 +139,9 @@ def test_resolve_refuses_a_mode_for_openai_before_needing_a_key(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for name in [*sorted(OPENAI_EMBEDDING_MODELS), "openai/text-embedding-3-large"]:
-        with pytest.raises(ValueError, match=r"^long_text must be 'fit' \(the default\)") as info:
+        with pytest.raises(
+            ValueError, match=r"^long_text must be 'fit' \(the default\) or 'auto' with"
+        ) as info:
             resolve_embeddings(name, long_text="first")
         assert f"embedding_model {name!r}" in str(info.value)
         assert str(info.value).endswith("got 'first'.")

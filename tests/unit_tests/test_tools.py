@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 from pathlib import Path
@@ -625,6 +626,31 @@ def test_load_tools_builds_each_tool_of_the_agent_yaml(tmp_path: Path) -> None:
     assert all(isinstance(t, VectorStoreTool) for t in tools)
 
 
+def test_load_tools_leaves_the_whole_store_root_out_of_every_source(tmp_path: Path) -> None:
+    # each tool left out only its own STORE/<name>/: a tool over the project (source: .)
+    # indexed the sibling tool's saved chunks, manifest and BM25 index as source files
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.md").write_text("# A\n\nanchor text alpha\n")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools:\n"
+        "  - {type: hierarchical_document, name: sub, source: sub}\n"
+        "  - {type: hierarchical_document, name: everything, source: .}\n"
+    )
+    sub, everything = load_tools(
+        agent,
+        project_dir=tmp_path,
+        home_dir=tmp_path,
+        embeddings=HashingEmbeddings(),
+        store_dir=tmp_path / "store",
+    )
+    sub.initialize_sync()
+    assert any((tmp_path / "store" / "sub").iterdir())
+    everything.initialize_sync()
+    found = re.findall(r"Source: (\S+)", everything.search_sync("anchor text alpha"))
+    assert sorted(set(found)) == [f"{tmp_path.name}/agent.yaml", f"{tmp_path.name}/sub/a.md"]
+
+
 def test_breadcrumb_of_a_section_without_an_id_ends_with_its_heading() -> None:
     # docs have no section numbers: the breadcrumb was the parents only, so a hit in
     # "Debug Mode" said "Section: CLI > Run the Server", and a top-level one said nothing
@@ -736,3 +762,57 @@ def test_save_errors_other_than_raise_or_warn_are_refused(tmp_path: Path) -> Non
     tool = VectorStoreTool(config, embeddings=HashingEmbeddings(), store_dir=tmp_path)
     with pytest.raises(ValueError, match="save_errors must be 'raise' or 'warn', got 'ignore'"):
         tool.initialize_sync(save_errors="ignore")  # type: ignore[arg-type]  # the wrong value
+
+
+@pytest.mark.parametrize("headings", [True, False])
+def test_an_inserted_paragraph_embeds_only_new_text_where_the_chunks_realign(
+    tmp_path: Path, *, headings: bool
+) -> None:
+    # README said a paragraph inserted near the top of a long file "only embeds the genuinely
+    # new text": true where later chunks realign (at headings, with the structured splitter);
+    # a heading-less file cut by the default 512-token splitter re-embeds every later chunk
+    words = [
+        "plasma",
+        "warp",
+        "shield",
+        "sensor",
+        "phaser",
+        "tractor",
+        "impulse",
+        "cloak",
+        "deck",
+        "crew",
+        "coil",
+        "relay",
+    ]
+    rng = random.Random(1)
+
+    def para(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n)).capitalize() + "."
+
+    paras = [f"## Part {i}\n\n{para(60)}" if headings else para(60) for i in range(40)]
+    inserted = [*paras[:2], para(120), *paras[2:]]
+    (tmp_path / "docs").mkdir()
+
+    def ingest(parts: list[str]) -> tuple[int, int]:
+        (tmp_path / "docs" / "manual.md").write_text("\n\n".join(parts), encoding="utf-8")
+        embeddings = HashingEmbeddings()
+        options: dict[str, Any] = {"base_dir": tmp_path, "store_dir": tmp_path / "store"}
+        tool: VectorStoreTool | HierarchicalDocumentTool
+        if headings:
+            config = HierarchicalDocumentToolConfig(
+                type="hierarchical_document", name="kb", source="docs"
+            )
+            tool = HierarchicalDocumentTool(config, embeddings=embeddings, **options)
+        else:
+            config = VectorStoreToolConfig(type="vectorstore", name="kb", source="docs")
+            tool = VectorStoreTool(config, embeddings=embeddings, **options)
+        result = tool.initialize_sync()
+        return result.added + result.updated, embeddings.texts_embedded
+
+    chunks, _ = ingest(paras)
+    rewritten, embedded = ingest(inserted)
+    if headings:
+        assert (chunks, rewritten, embedded) == (40, 1, 1)  # the section that grew, only
+    else:
+        assert embedded == rewritten == chunks > 5  # nothing realigns: every chunk again

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -127,9 +128,25 @@ async def test_feedback_has_a_child_span_and_its_read_is_not_repeated(
     assert feedback.parent is not None
     assert feedback.parent.span_id == search.context.span_id
     assert feedback.attributes["search.feedback_docs"] == retriever.feedback_docs
-    # the chunks fed back were read once: the final read asks only for the others
+    # the chunks fed back were read once, under the feedback's span (a search whose result
+    # they hold had no read span at all); the final read asks only for the others
     reads = named(spans, "holodeck.read_documents")
-    assert sum(r.attributes["search.read_count"] for r in reads) <= len(docs)
+    (fed,) = [r for r in reads if r.parent.span_id == feedback.context.span_id]
+    assert fed.attributes["search.read_count"] == retriever.feedback_docs
+    final = [r for r in reads if r.parent.span_id == search.context.span_id]
+    assert len(final) + 1 == len(reads)
+    assert sum(r.attributes["search.read_count"] for r in final) <= len(docs)
+
+
+async def test_a_search_whose_result_feedback_read_has_a_read_span(retriever, spans) -> None:
+    # with min_similarity_score the result was often the chunks feedback had read: no
+    # holodeck.read_documents span at all, though README lists it for every search
+    strict = retriever.model_copy(update={"min_similarity_score": 0.3})
+    docs = strict.invoke("arch controls")
+    assert 0 < len(docs) <= strict.feedback_docs
+    (feedback,) = named(spans, "holodeck.feedback")
+    (read,) = named(spans, "holodeck.read_documents")
+    assert read.parent.span_id == feedback.context.span_id
 
 
 def test_a_failing_leg_still_closes_the_search_span(retriever, spans) -> None:
@@ -159,11 +176,39 @@ async def test_tool_initialize_traces_index_builds(tmp_path: Path, spans) -> Non
     assert {"keyword", "exact", "definitions"} <= set(kinds)
     assert kinds["exact"].attributes["index.provider"] == "ExactMatchIndex"
     assert kinds["definitions"].attributes["index.document_count"] == tool.document_count > 0
+    assert all({"index.provider", "index.document_count"} <= set(s.attributes) for s in builds)
     spans.clear()
     await tool.search("Section 201(b)")
     (search,) = named(spans, "holodeck.hybrid_search")
     assert search.attributes["search.provider"] == tool.backend == "in-memory"
     assert search.attributes["search.top_k"] == 2
+
+
+async def test_a_keyword_index_loaded_from_disk_says_its_provider_and_count(
+    tmp_path: Path, spans
+) -> None:
+    # the load's span had index.kind and index.source only; README lists index.provider and
+    # index.document_count on every index build
+    config = HierarchicalDocumentToolConfig(
+        type="hierarchical_document", name="legal_docs", source=str(DATA_DIR / "legal")
+    )
+    options: dict[str, Any] = {"project_dir": tmp_path, "home_dir": tmp_path}
+    first = HierarchicalDocumentTool(
+        config, embeddings=HashingEmbeddings(), store_dir=tmp_path / "store", **options
+    )
+    await first.initialize()
+    spans.clear()
+    second = HierarchicalDocumentTool(
+        config, embeddings=HashingEmbeddings(), store_dir=tmp_path / "store", **options
+    )
+    await second.initialize()
+    (loaded,) = [
+        s
+        for s in named(spans, "holodeck.index_build")
+        if s.attributes.get("index.source") == "disk"
+    ]
+    assert loaded.attributes["index.provider"] == "BM25KeywordIndex"
+    assert loaded.attributes["index.document_count"] == second.document_count > 0
 
 
 def test_the_readme_names_every_span_the_package_opens() -> None:
