@@ -188,7 +188,8 @@ class _SearchToolConfig(BaseModel):
     corpus_id: str | None = Field(
         default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
     )
-    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
+    """Pins the corpus identity; unset: derived from the resolved source path and the name.
+    Tools of one file pinning the same one must read the same source (one corpus)."""
     top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
@@ -466,7 +467,8 @@ class AgentConfig(BaseModel):
     model_config = MODEL_CONFIG
 
     tools: list[ToolConfig]
-    """The tools, at least one; names must be unique."""
+    """The tools, at least one; names must be unique, and tools pinning one ``corpus_id`` must
+    read one source."""
     name: str | None = None
     """Agent name (free-form, not used by this package)."""
     description: str | None = None
@@ -507,6 +509,27 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
             first[tool.name] = index
+        return self
+
+    @model_validator(mode="after")
+    def _one_source_per_corpus_id(self) -> AgentConfig:
+        # one corpus is one source: each ingest deletes the corpus's files not in its own
+        first: dict[str, int] = {}
+        for index, tool in enumerate(self.tools):
+            if tool.corpus_id is None:
+                continue
+            other = first.setdefault(tool.corpus_id, index)
+            earlier = self.tools[other]
+            if os.path.normpath(tool.resolved_source()) != os.path.normpath(
+                earlier.resolved_source()
+            ):
+                msg = (
+                    f"tools[{other}] ({earlier.name!r}, source {spelt(earlier.source)}) and "
+                    f"tools[{index}] ({tool.name!r}, source {spelt(tool.source)}) both pin "
+                    f"corpus_id {tool.corpus_id!r}: a corpus is one source, so each ingest "
+                    "would delete the chunks of the other's files; give each its own corpus_id"
+                )
+                raise ValueError(msg)
         return self
 
     @model_validator(mode="after")

@@ -568,6 +568,33 @@ def test_duplicate_tool_names_are_rejected(tmp_path: Path) -> None:
         load_tools(tmp_path, vectorstore(), hierarchical(name="kb"))
 
 
+def test_two_tools_pinning_one_corpus_id_on_other_sources_are_rejected(tmp_path: Path) -> None:
+    """Found 2026-12-07: accepted, then each tool's ingest deleted the other's chunks (one
+    namespace, cleanup to its own source), run after run."""
+    with pytest.raises(ConfigError) as info:
+        load_tools(
+            tmp_path,
+            hierarchical(name="ta", source="a", corpus_id="shared"),
+            hierarchical(name="tb", source="b", corpus_id="shared"),
+        )
+    assert str(info.value) == (
+        f"{tmp_path / 'agent.yaml'}: tools[0] ('ta', source a) and tools[1] ('tb', source b) "
+        "both pin corpus_id 'shared': a corpus is one source, so each ingest would delete the "
+        "chunks of the other's files; give each its own corpus_id."
+    )
+
+
+def test_two_tools_pinning_one_corpus_id_on_one_source_load(tmp_path: Path) -> None:
+    """One corpus searched by two tools (other top_k, other description): the same chunks."""
+    agent = load_tools(
+        tmp_path,
+        hierarchical(name="ta", source="docs", corpus_id="shared"),
+        hierarchical(name="tb", source=f"{tmp_path}/docs/", corpus_id="shared", top_k=3),
+        hierarchical(name="tc", source="other", corpus_id="own"),
+    )
+    assert [tool.corpus_id for tool in agent.tools] == ["shared", "shared", "own"]
+
+
 def test_an_empty_tools_list_is_rejected_naming_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "tools: []\n", name="empty.yaml")
     with pytest.raises(ConfigError) as info:
