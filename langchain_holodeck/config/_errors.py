@@ -124,6 +124,9 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     elif kind == "value_error":
         problem = str(ctx.get("error", error["msg"]))
         show_value = ", got " not in problem  # a validator naming the value: not twice
+    elif kind == "int_parsing_size":  # 1e30 for an integer: pydantic's own words are raw
+        bound = _upper_bound(owner, error["loc"])
+        problem = "is too large a number" if bound is None else f"must be <= {bound}"
     elif kind in _TEMPLATES:
         problem = _TEMPLATES[kind].format(**ctx)
     else:
@@ -141,6 +144,13 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     if not show_value:
         return f"{display}: {where}{problem}."
     return f"{display}: {where}{problem}, got {_render(value, path)}."
+
+
+def _upper_bound(owner: type[BaseModel] | None, loc: Sequence[int | str]) -> object | None:
+    """The ``le`` bound of the field at ``loc`` (its last key, a field of ``owner``), if any."""
+    field = owner.model_fields.get(str(loc[-1])) if owner is not None and loc else None
+    bounds = [getattr(item, "le", None) for item in (field.metadata if field else ())]
+    return next((bound for bound in bounds if bound is not None), None)
 
 
 def _kind(value: dict[object, object] | list[object]) -> str:

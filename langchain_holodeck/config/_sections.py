@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from langchain_holodeck._defaults import DEFAULT_WEIGHTS
+from langchain_holodeck._defaults import DEFAULT_WEIGHTS, MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -135,7 +135,7 @@ class CohereRerankerConfig(BaseModel):
     )
     """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
     environment (as Cohere's own client reads it), else Cohere's API."""
-    timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
@@ -153,7 +153,7 @@ class VLLMRerankerConfig(BaseModel):
     """Base URL of the server, e.g. ``http://localhost:8000``."""
     model: str = Field(min_length=1)
     """Model name the server serves, e.g. ``BAAI/bge-reranker-v2-m3``."""
-    timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _url_is_http = field_validator("url")(check_http_url)

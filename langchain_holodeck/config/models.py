@@ -29,6 +29,7 @@ from pydantic import (
 from langchain_holodeck._conversion import (
     DEFAULT_MAX_CONVERT_MEMORY_BYTES,
     DEFAULT_MAX_CONVERT_SECONDS,
+    MAX_CONVERT_MEMORY_BYTES,
 )
 from langchain_holodeck._defaults import (
     DEFAULT_CONTEXT_TIMEOUT,
@@ -38,6 +39,7 @@ from langchain_holodeck._defaults import (
     DEFAULT_FETCH_K,
     DEFAULT_FUSION,
     DEFAULT_TABLE_CHUNK_TOKENS,
+    MAX_SECONDS,
 )
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
@@ -176,6 +178,7 @@ class _SearchToolConfig(BaseModel):
     embedding_timeout: Number = Field(
         default=DEFAULT_EMBEDDING_TIMEOUT,
         gt=0,
+        le=MAX_SECONDS,
         allow_inf_nan=False,
         json_schema_extra={"rule": "with an OpenAI model"},
     )
@@ -207,10 +210,14 @@ class _SearchToolConfig(BaseModel):
     """Reranker settings (``provider: cohere`` or ``provider: vllm``)."""
     rerank_on: Literal["original", "contextualized"] = "original"
     """Text the reranker reads: the chunk as written, or with its generated context."""
-    max_convert_seconds: Number = Field(default=DEFAULT_MAX_CONVERT_SECONDS, gt=0)
+    max_convert_seconds: Number = Field(
+        default=DEFAULT_MAX_CONVERT_SECONDS, gt=0, le=MAX_SECONDS, allow_inf_nan=False
+    )
     """Seconds one PDF, Office, HTML or CSV file may take to convert (in a child process);
     past it the conversion is stopped and the file skipped with one warning."""
-    max_convert_memory_bytes: Integer = Field(default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0)
+    max_convert_memory_bytes: Integer = Field(
+        default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0, le=MAX_CONVERT_MEMORY_BYTES
+    )
     """Address space of that child process (where the OS limits it); a conversion needing
     more fails and the file is skipped with one warning."""
 
@@ -328,7 +335,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     context_concurrency: Integer = Field(default=10, gt=0)
     """Context requests in flight at once."""
     context_timeout: Number | None = Field(
-        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, allow_inf_nan=False
+        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False
     )
     """Seconds one context request may take; a slower one leaves its chunk without context
     (one WARNING) and the ingest goes on; ``null``: no limit."""
@@ -432,6 +439,7 @@ class ToolSelectionConfig(BaseModel):
     embedding_timeout: Number = Field(
         default=DEFAULT_EMBEDDING_TIMEOUT,
         gt=0,
+        le=MAX_SECONDS,
         allow_inf_nan=False,
         json_schema_extra={"rule": "with an OpenAI model"},
     )

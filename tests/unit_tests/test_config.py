@@ -382,6 +382,38 @@ RULES = [
         "must be a finite number, got inf",
     ),
     (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
+    # found 2026-12-07: past a week, waits overflow the clock (OverflowError on every file or
+    # request), and an address-space limit past 2**63 killed every conversion worker at start
+    (hierarchical(max_convert_seconds=float("inf")), "tools[0].max_convert_seconds", "got inf"),
+    (hierarchical(max_convert_seconds=1e12), "tools[0].max_convert_seconds", "must be <= 604800"),
+    (
+        hierarchical(max_convert_memory_bytes=2**63),
+        "tools[0].max_convert_memory_bytes",
+        f"must be <= {2**62}, got {2**63}",
+    ),
+    (  # pydantic's own words were "Unable to parse input string as an integer, exceeded ..."
+        hierarchical(max_convert_memory_bytes=1e30),
+        "tools[0].max_convert_memory_bytes",
+        f"must be <= {2**62}, got 1e+30",
+    ),
+    (hierarchical(context_timeout=1e12), "tools[0].context_timeout", "must be <= 604800"),
+    (
+        vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=1e12),
+        "tools[0].embedding_timeout",
+        "must be <= 604800, got 1000000000000.0",
+    ),
+    (
+        vectorstore(
+            reranker={"provider": "vllm", "url": "http://h", "model": "m", "timeout": 1e12}
+        ),
+        "tools[0].reranker.timeout",
+        "must be <= 604800, got 1000000000000.0",
+    ),
+    (
+        vectorstore(database={"provider": "qdrant", "url": "http://h", "timeout": 1e12}),
+        "tools[0].database.timeout",
+        "must be <= 604800",
+    ),
     (
         vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=0),
         "tools[0].embedding_timeout",
