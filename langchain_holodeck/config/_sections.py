@@ -10,6 +10,7 @@ from typing import Annotated, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AllowInfNan,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -49,6 +50,10 @@ Integer: TypeAlias = Annotated[int, _not_a_boolean("an integer")]
 
 Number: TypeAlias = Annotated[float, _not_a_boolean("a number")]
 """``float`` for configuration fields: a YAML boolean is an error, not 1.0 or 0.0."""
+
+FiniteNumber: TypeAlias = Annotated[Number, AllowInfNan(allow_inf_nan=False)]
+"""``Number`` where no field of its own can say ``allow_inf_nan=False`` (a tuple's items):
+``.nan`` and ``.inf`` are errors."""
 
 
 def spelt(path: str) -> str:

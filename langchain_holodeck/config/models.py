@@ -78,6 +78,7 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
+    FiniteNumber,
     Integer,
     Number,
     PathStr,
@@ -428,8 +429,8 @@ class ToolSelectionConfig(BaseModel):
     """Earlier user messages added to the selection query (0: the latest only)."""
     fetch_k: Integer = Field(default=20, ge=1, le=1000)
     """Candidates each leg (dense, BM25) contributes to the fusion."""
-    weights: tuple[Number, Number] = Field(
-        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    weights: tuple[FiniteNumber, FiniteNumber] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two finite numbers >= 0, not both 0"}
     )
     """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
     mentions: bool = True

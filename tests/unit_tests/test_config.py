@@ -1008,6 +1008,22 @@ def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
         load_tools(tmp_path, vectorstore(), tool_selection={"embedding_timeout": 5})
 
 
+@pytest.mark.parametrize("weight", [".nan", ".inf", "-.inf"])
+def test_a_non_finite_tool_selection_weight_is_an_error(tmp_path: Path, weight: str) -> None:
+    """Found 2026-12-07: loaded, then chat died in fusion with a traceback."""
+    path = write(
+        tmp_path,
+        "tools: [{type: vectorstore, name: kb, source: d}]\n"
+        f"tool_selection: {{weights: [1, {weight}]}}\n",
+    )
+    shown = {".nan": "nan", ".inf": "inf", "-.inf": "-inf"}[weight]
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value) == (
+        f"{path}: tool_selection.weights[1]: must be a finite number, got {shown}."
+    )
+
+
 def test_a_yaml_boolean_in_tool_selection_weights_is_an_error(tmp_path: Path) -> None:
     path = write(
         tmp_path,
