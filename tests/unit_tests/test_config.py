@@ -1089,7 +1089,30 @@ def test_alias_bomb_is_rejected(tmp_path: Path) -> None:
         load_agent_config(path, environ={})
 
 
-def test_file_over_one_mebibyte_is_rejected(tmp_path: Path) -> None:
+def test_a_long_file_without_aliases_is_no_alias_bomb(tmp_path: Path) -> None:
+    """Found 2026-12-07: 1,500 tests: cases (82 KB, no alias) were refused as "a possible alias
+    bomb": every value written counted against the alias budget."""
+    lines = ["tools:", "  - {type: vectorstore, name: kb, source: docs}", "tests:"]
+    for i in range(1500):
+        lines += [f"  - query: what is alpha{i}", "    source: doc1.md", "    k: 5"]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    assert len(load_agent_config(path, environ={}).tests) == 1500
+
+
+def test_what_aliases_add_is_counted_across_the_file(tmp_path: Path) -> None:
+    """Aliases under the budget each, over it together: the budget is the file's, not a value's."""
+    case = "{query: what is alpha, source: doc1.md, k: 5, tool: kb}"  # 9 values, 1 node more
+    cases = ", ".join(["*c"] * 1100)  # 1,100 x 9 = 9,900 aliased: under 10,000
+    path = write(
+        tmp_path,
+        f"tools: [{{type: vectorstore, name: kb, source: docs}}]\nx: &c {case}\ntests: [{cases}]\n",
+    )
+    with pytest.raises(ConfigError, match=r"x: unknown key"):  # loaded: then x is refused
+        load_agent_config(path, environ={})
+    path.write_text(path.read_text().replace("tests: [", "tests: [*c, " + cases + ", "))
+    with pytest.raises(ConfigError, match=r"tests\[\d+\] \(line 2\): its YAML aliases add over"):
+        load_agent_config(path, environ={})
+
     path = tmp_path / "agent.yaml"
     path.write_text("tools: []\n" + "#" * (1024 * 1024), encoding="utf-8")
     with pytest.raises(ConfigError, match="larger than 1048576 bytes"):
