@@ -146,7 +146,7 @@ def read_yaml_mapping(
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         # `from None`: the YAML exception's text quotes the offending line, which may hold a secret.
-        raise ConfigError(_describe_yaml_error(exc, display)) from None
+        raise ConfigError(_describe_yaml_error(exc, display, text)) from None
     except yaml.YAMLError as exc:
         msg = f"{display}: could not parse YAML: {type(exc).__name__}."
         raise ConfigError(msg) from None
@@ -187,12 +187,19 @@ def _read_text(path: Path, *, display: str) -> str:
         raise ConfigError(msg) from None
 
 
-def _describe_yaml_error(exc: yaml.MarkedYAMLError, display: str) -> str:
+def _describe_yaml_error(exc: yaml.MarkedYAMLError, display: str, text: str) -> str:
     mark = exc.problem_mark or exc.context_mark
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     problem = exc.problem or exc.context or "invalid YAML"
     context = f" ({exc.context})" if exc.context and exc.problem else ""
-    return f"{display}: {where}could not parse YAML: {problem}{context}."
+    hint = ""
+    if (
+        exc.problem_mark is not None
+        and exc.context in ("while parsing a flow mapping", "while parsing a flow sequence")
+        and text[exc.problem_mark.index - 1 : exc.problem_mark.index + 1] == "${"
+    ):  # {url: ${URL}}: YAML reads the `{` of an unquoted ${VAR} as a mapping's start
+        hint = '; inside {...} or [...] quote a ${VAR} value: "${VAR}"'
+    return f"{display}: {where}could not parse YAML: {problem}{context}{hint}."
 
 
 class _GraphCheck:

@@ -1066,6 +1066,39 @@ def test_non_mapping_documents_are_rejected(tmp_path: Path, text: str, fragment:
         load_agent_config(write(tmp_path, text), environ={})
 
 
+@pytest.mark.parametrize(
+    "flow",
+    [
+        "{provider: postgres, connection_string: ${POSTGRES_URL}, table_name: docs}",
+        "{provider: qdrant, url: 'http://q', api_key: ${QDRANT_API_KEY}}",
+    ],
+)
+def test_an_unquoted_variable_in_a_flow_mapping_says_to_quote_it(tmp_path: Path, flow: str) -> None:
+    """Found 2026-12-07: docs/scaling.md showed the first, which YAML cannot parse (the `{` of
+    ${...} starts a mapping); the error said only "expected ',' or '}', but got '{'"."""
+    path = write(
+        tmp_path, f"tools:\n  - {{type: vectorstore, name: kb, source: d, database: {flow}}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value).endswith(
+        '(while parsing a flow mapping); inside {...} or [...] quote a ${VAR} value: "${VAR}".'
+    )
+
+
+def test_no_doc_shows_an_unquoted_variable_in_a_flow_mapping() -> None:
+    """The flow mappings of README and docs/ (`{provider: ..., key: ${VAR}}`) parse as YAML."""
+    root = Path(__file__).parents[2]
+    unquoted = re.compile(r"\{[^{}`]*:\s+\$\{")  # inside {...}, a value starting ${
+    found = [
+        f"{doc.relative_to(root)}: {match.group(0)!r}"
+        for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        if doc.name != "reliability.md"  # it quotes the line as it was found
+        for match in unquoted.finditer(doc.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
 def test_yaml_syntax_error_reports_line_and_column(tmp_path: Path) -> None:
     path = write(tmp_path, "tools:\n  - type: vectorstore\n    name: [unclosed\n")
     with pytest.raises(ConfigError, match=r"agent\.yaml: line \d+, column \d+: could not parse"):
