@@ -133,6 +133,9 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
         problem = error["msg"]
     problem = problem.rstrip(".")
     value = error.get("input")
+    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        # section_id: 1.10 arrives as 1.1: the text as written is gone, so say how to keep it
+        problem += " (write it in quotes: YAML reads an unquoted 1.10 as the number 1.1)"
     if isinstance(value, (dict, list)) and kind.endswith(("_type", "_parsing")):
         where = f"{path}: " if path else ""
         return f"{display}: {where}{problem}, got {_kind(value)}."  # a forgotten `- `

@@ -73,11 +73,15 @@ def spelt(path: str) -> str:
 def check_path(path: str) -> str:
     r"""``path`` if a tool can resolve it, else ``ValueError`` naming the fix.
 
-    Refused: a NUL character (no file system takes one; a YAML ``"\0"`` escape, as in
+    Refused: spaces only (a blank ``source`` left the tool's default description blank), a NUL
+    character (no file system takes one; a YAML ``"\0"`` escape, as in
     ``"C:\0ld"``, writes it) and ``~user`` naming no user of this machine (``~docs``: a ``/``
     forgotten after ``~``), which ``Path.expanduser`` raised on, in a traceback, only when the
     path was used.
     """
+    if path and not path.strip():  # '' is the field's own "must not be empty"
+        msg = f"must name a file or folder, not only spaces, got {spelt(path)!r}"
+        raise ValueError(msg)
     if "\0" in path:
         msg = (
             f'must not hold a NUL character (\\0; in YAML a double-quoted "\\0" writes one), '

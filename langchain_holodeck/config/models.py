@@ -223,6 +223,7 @@ class _SearchToolConfig(BaseModel):
     more fails and the file is skipped with one warning."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
+    _where: str | None = PrivateAttr(default=None)  # "agent.yaml: tools[0]", set by AgentConfig
 
     _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
 
@@ -269,6 +270,13 @@ class _SearchToolConfig(BaseModel):
     def base_dir(self) -> Path | None:
         """Directory a relative ``source`` resolves against: the agent.yaml's, once loaded."""
         return self._base_dir
+
+    def located(self, field: str) -> str:
+        """``field`` as a later error names it: ``agent.yaml: tools[0].field``, else ``field``.
+
+        The file and the tool's place are known once loaded with ``load_agent_config``.
+        """
+        return field if self._where is None else f"{self._where}.{field}"
 
     def with_source(self, source: str) -> Self:
         """A copy reading ``source``; a description left to its default names that source.
@@ -518,6 +526,15 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
             first[tool.name] = index
+        return self
+
+    @model_validator(mode="after")
+    def _locate_tools(self, info: ValidationInfo) -> AgentConfig:
+        # an error found later (a store's capabilities) names the file and the tool's place
+        display = info.context.get("display") if info.context else None
+        if isinstance(display, str):
+            for index, tool in enumerate(self.tools):
+                tool._where = f"{display}: tools[{index}]"
         return self
 
     @model_validator(mode="after")
@@ -813,7 +830,7 @@ def _validate(
     used: Mapping[str, str],
 ) -> _M:
     try:
-        return model.model_validate(data, context={"base_dir": base_dir})
+        return model.model_validate(data, context={"base_dir": base_dir, "display": display})
     except ValidationError as exc:
         secrets = collect_secrets(data) | secret_variable_values(used)
         text = format_validation_error(exc, model, display=display, prefix=prefix, secrets=secrets)

@@ -381,6 +381,11 @@ RULES = [
         "tools[0].search_weights.semantic",
         "must be a finite number, got inf",
     ),
+    (  # found 2026-12-07: loaded, with the default description blank ("Search the documents")
+        hierarchical(source="   "),
+        "tools[0].source",
+        "must name a file or folder, not only spaces, got '   '",
+    ),
     (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
     # found 2026-12-07: past a week, waits overflow the clock (OverflowError on every file or
     # request), and an address-space limit past 2**63 killed every conversion worker at start
@@ -593,6 +598,21 @@ def test_several_errors_are_one_line_each(tmp_path: Path) -> None:
     lines = str(info.value).splitlines()
     assert len(lines) == 2
     assert all(line.startswith(str(tmp_path / "agent.yaml")) for line in lines)
+
+
+def test_a_number_for_a_section_id_says_to_quote_it(tmp_path: Path) -> None:
+    """Found 2026-12-07: `section_id: 1.10` said only "got 1.1" (YAML's number, not the text)."""
+    path = write(
+        tmp_path,
+        "tools: [{type: vectorstore, name: kb, source: d}]\n"
+        "tests: [{query: x, section_id: 1.10}]\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value) == (
+        f"{path}: tests[0].section_id: must be a string (write it in quotes: YAML reads an "
+        "unquoted 1.10 as the number 1.1), got 1.1."
+    )
 
 
 def test_duplicate_tool_names_are_rejected(tmp_path: Path) -> None:
