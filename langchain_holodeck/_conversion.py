@@ -32,6 +32,9 @@ DEFAULT_MAX_CONVERT_SECONDS = 120.0
 """Seconds one file's conversion may take by default before it is stopped and skipped."""
 DEFAULT_MAX_CONVERT_MEMORY_BYTES = 4 * 1024**3
 """Address space a conversion worker may use by default (4 GiB; ``RLIMIT_AS``)."""
+MAX_CONVERT_MEMORY_BYTES = 2**62
+"""The largest address-space limit taken (4 EiB, past any machine's memory): ``RLIMIT_AS`` is
+a 64-bit number, and a limit past it killed every worker as it started."""
 
 _MARKDOWNIFIED = frozenset({"html", "htm", "docx", "pptx"})
 """Formats markitdown writes through markdownify (HTML; Word via mammoth's HTML; slides' tables)."""
@@ -310,7 +313,8 @@ def _limit_memory(max_bytes: int) -> None:
         return
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
-    with contextlib.suppress(ValueError, OSError):  # macOS may refuse: the time limit holds
+    # macOS may refuse, a limit past the C type overflows: the time limit holds
+    with contextlib.suppress(ValueError, OverflowError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 

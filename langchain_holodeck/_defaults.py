@@ -58,3 +58,27 @@ DEFAULT_EMBEDDING_TIMEOUT = 60.0
 take: a server that accepts and never answers fails the request (sync retries it once, then
 counts its batch and sends no other; a hybrid search serves keyword hits) instead of hanging
 ingest and every search."""
+MAX_SECONDS = 7 * 24 * 3600
+"""The longest timeout or time limit a setting takes: a week, in seconds (604800). A longer
+wait overflows the platform's clock (``threading.TIMEOUT_MAX``, ``time_t``): ``1e12`` or
+``inf`` failed every request, and stopped every conversion, with ``OverflowError``."""
+
+
+def check_seconds(name: str, seconds: object) -> None:
+    """A timeout or time limit: ``None`` (none) or a number of seconds, > 0, at most a week.
+
+    Raises:
+        TypeError: When ``seconds`` is not a number (a bool is not).
+        ValueError: When it is not finite, not > 0, or past ``MAX_SECONDS``, naming ``name``.
+    """
+    if seconds is None:
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        msg = f"{name} must be a number of seconds or None, got {seconds!r}."
+        raise TypeError(msg)
+    if not 0 < seconds <= MAX_SECONDS:  # NaN compares false: refused too
+        msg = (
+            f"{name} must be > 0 and at most {MAX_SECONDS} seconds (a week), or None for no "
+            f"limit, got {seconds!r}."
+        )
+        raise ValueError(msg)

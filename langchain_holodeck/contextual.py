@@ -34,7 +34,7 @@ from langchain_holodeck._chunk import (
     source_path,
 )
 from langchain_holodeck._deadline import call_with_deadline
-from langchain_holodeck._defaults import DEFAULT_CONTEXT_TIMEOUT
+from langchain_holodeck._defaults import DEFAULT_CONTEXT_TIMEOUT, MAX_SECONDS
 from langchain_holodeck._redact import model_secrets, scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
@@ -226,7 +226,9 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
     """Prompt with ``{{WHOLE_DOCUMENT}}`` and ``{{CHUNK_CONTENT}}`` placeholders."""
     cache: ByteStore = Field(default_factory=InMemoryByteStore)
     """Context cache; ``None`` means a fresh ``InMemoryByteStore``."""
-    timeout: float | None = Field(default=DEFAULT_CONTEXT_TIMEOUT, gt=0)
+    timeout: float | None = Field(
+        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False
+    )
     """Seconds allowed per call; ``None`` for no limit."""
     model_id: str | None = None
     """Cache key part naming the model; default ``"{llm type}:{model name}"``."""

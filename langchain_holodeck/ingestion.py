@@ -95,6 +95,18 @@ _NO_TEXT_MEMO = [0.0]
 not read again at that mtime and size, and, unlike an unreadable one, nothing of it kept."""
 
 
+def _limits_memo(loader: SourceLoader) -> list[float]:
+    """The end of a failed file's ``unreadable`` entry: the limits it failed to convert under.
+
+    ``[max_convert_seconds, max_convert_memory_bytes]`` of ``loader`` (``0.0``: none). A file
+    stopped by a limit is converted again once either limit changed (raised, as its warning
+    advises), though its mtime and size did not; an entry of an older version (no limits) is
+    converted again once too.
+    """
+    seconds, memory = loader.max_convert_seconds, loader.max_convert_memory_bytes
+    return [float(seconds or 0), float(memory or 0)]
+
+
 class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     """Load a source, split, optionally enrich, and sync into a vector store.
 
@@ -167,10 +179,12 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
         self.on_progress = on_progress
         self.reindex = reindex
         self.unreadable = unreadable
-        """Files skipped when read: ``source_path -> [mtime, size]`` for one that could not be
-        loaded (its chunks from an earlier read are kept), ``[mtime, size, 0.0]`` for one with
-        no text (empty, binary: its chunks are removed, as a deleted file's). A file still at
-        that mtime and size is not read again (nor warned about again); the caller keeps the
+        """Files skipped when read: ``source_path -> [mtime, size, seconds, memory]`` for one
+        that could not be converted under the loader's limits ``max_convert_seconds`` and
+        ``max_convert_memory_bytes`` (``0.0``: none; its chunks from an earlier read are kept),
+        ``[mtime, size, 0.0]`` for one with no text (empty, binary: its chunks are removed, as
+        a deleted file's). A file still at that mtime and size (and, for a failed one, under
+        the same limits) is not read again (nor warned about again); the caller keeps the
         mapping between runs. Updated by each run."""
         self.retry_contexts = retry_contexts
         """Enrich again a file some of whose chunks were left without context (the context
@@ -275,12 +289,18 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     ) -> SyncResult:
         split: list[tuple[Document, list[Document]]] = []
         failed = self.unreadable if self.unreadable is not None else {}
+        limits = _limits_memo(loader)
         for file in files:
             stat = [file.mtime, float(file.size_bytes)]
             memo = failed.get(file.source_path)
             if file.source_path in unchanged:
                 pass
-            elif memo is not None and memo[:2] == stat and not force_ingest:
+            elif (
+                memo is not None
+                and memo[:2] == stat
+                and memo[2:] in (_NO_TEXT_MEMO, limits)
+                and not force_ingest
+            ):
                 logger.debug("%s: skipped at this mtime and size; not read again.", file)
                 if memo[2:] != _NO_TEXT_MEMO:  # unreadable: keep its last good chunks
                     unchanged[file.source_path] = 0
@@ -288,8 +308,8 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
                 loaded = self._split(loader, file)
                 if loaded is Skipped.FAILED or loaded is Skipped.UNREADABLE:  # (warned)
                     unchanged[file.source_path] = 0  # keep the chunks of its last good read
-                    if loaded is Skipped.FAILED:  # not converted again at this mtime and size
-                        failed[file.source_path] = stat
+                    if loaded is Skipped.FAILED:  # not again at this mtime, size and limits
+                        failed[file.source_path] = stat + limits
                     else:  # a fix (chmod, a remount) keeps mtime and size: read it next time
                         failed.pop(file.source_path, None)
                     logger.info(

@@ -24,6 +24,7 @@ from langchain_holodeck import _source_walk
 from langchain_holodeck._conversion import (
     DEFAULT_MAX_CONVERT_MEMORY_BYTES,
     DEFAULT_MAX_CONVERT_SECONDS,
+    MAX_CONVERT_MEMORY_BYTES,
     ConversionError,
     ConversionLimitError,
     ConversionRequest,
@@ -32,6 +33,7 @@ from langchain_holodeck._conversion import (
     shared_pool,
 )
 from langchain_holodeck._converted import promote_empty_headers, without_permalinks
+from langchain_holodeck._defaults import check_seconds
 from langchain_holodeck._inline_data import without_base64_data
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
 from langchain_holodeck._source_walk import expand_home, readable_name, refuse_system_directories
@@ -226,10 +228,10 @@ class SourceLoader(BaseLoader):
         max_file_bytes: Size above which a file is warned about (it is still loaded), with a
             rough count of the chunks a text file that size makes; default 20 MiB.
         max_convert_seconds: Seconds one file's markitdown conversion may take before it is
-            stopped and the file skipped; default 120. ``None`` converts in this process,
-            unbounded.
+            stopped and the file skipped; default 120, at most a week (604800). ``None``
+            converts in this process, unbounded.
         max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
-            where the OS has one); default 4 GiB; ``None``: no limit.
+            where the OS has one); default 4 GiB, at most 2**62; ``None``: no limit.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference
             (see above); default ``("cp1252",)``, Windows' Western European code page.
         exclude: Files or directories never loaded (relative and ``~`` ones resolve like
@@ -286,8 +288,8 @@ class SourceLoader(BaseLoader):
         if max_file_bytes <= 0:
             msg = f"max_file_bytes must be > 0, got {max_file_bytes}."
             raise ValueError(msg)
-        _check_limit("max_convert_seconds", max_convert_seconds, (int, float))
-        _check_limit("max_convert_memory_bytes", max_convert_memory_bytes, (int,))
+        check_seconds("max_convert_seconds", max_convert_seconds)
+        _check_memory_limit(max_convert_memory_bytes)
         if isinstance(encoding_fallbacks, str):
             msg = (
                 f"encoding_fallbacks must be a sequence of encodings, got the string "
@@ -666,15 +668,19 @@ def without_slide_markers(markdown: str) -> str:
     return _SLIDE_MARKER.sub("", markdown)
 
 
-def _check_limit(name: str, value: object, types: tuple[type, ...]) -> None:
-    """A limit is ``None`` or a positive number of ``types``."""
+def _check_memory_limit(value: object) -> None:
+    """``max_convert_memory_bytes`` is ``None`` or an int from 1 to ``MAX_CONVERT_MEMORY_BYTES``."""
+    name = "max_convert_memory_bytes"
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, types):
-        msg = f"{name} must be a positive number or None, got {value!r}."
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be a positive int or None, got {value!r}."
         raise TypeError(msg)
-    if not value > 0:  # type: ignore[operator]  # a number, checked above
-        msg = f"{name} must be > 0 (or None for no limit), got {value!r}."
+    if not 0 < value <= MAX_CONVERT_MEMORY_BYTES:
+        msg = (
+            f"{name} must be > 0 and at most {MAX_CONVERT_MEMORY_BYTES} (2**62), or None for "
+            f"no limit, got {value!r}."
+        )
         raise ValueError(msg)
 
 

@@ -48,6 +48,7 @@ def choose_search_strategy(
     separate_keyword_engine: bool = False,
     weights: Sequence[float] = (0.5, 0.5),
     backend: str = "the vector store",
+    setting: str = "search_strategy",
 ) -> SearchStrategy:
     """The strategy a search runs with, from what the backend can do.
 
@@ -61,6 +62,7 @@ def choose_search_strategy(
         weights: (semantic, keyword) weights; with either at 0 there is nothing to fuse, so
             ``auto`` keeps the fallback.
         backend: How the backend is named in the error message.
+        setting: How the setting is named in it (``agent.yaml: tools[0].search_strategy``).
 
     Raises:
         ConfigError: When ``requested`` is unknown, or ``native`` is requested and the backend
@@ -74,7 +76,7 @@ def choose_search_strategy(
     if requested == "native":
         if not native_hybrid:
             msg = (
-                f"search_strategy 'native' needs a backend that fuses dense and keyword search "
+                f"{setting} 'native' needs a backend that fuses dense and keyword search "
                 f"itself ({_native_names()}), got {backend}; use 'auto' or 'fallback'."
             )
             raise ConfigError(msg)
@@ -115,6 +117,7 @@ def tool_search_strategy(
         ),
         weights=(weights.semantic, weights.keyword),
         backend=backend_name or str(backend.provider or type(backend).__name__),
+        setting=config.located("search_strategy"),
     )
 
 

@@ -296,8 +296,12 @@ class KeywordIndexProvider(ABC):
         """Persist ``index`` (of ``namespace``) next to a saved store, if it keeps files."""
         return
 
-    def describe(self, *, store_dir: Path | None = None) -> str:
-        """One line for logs and the CLI: where the keyword index lives (no secret)."""
+    def describe(self, *, store_dir: Path | None = None, backend: Backend | None = None) -> str:
+        """One line for logs and the CLI: where the keyword index lives (no secret).
+
+        ``backend``: the store's, when known: an index that needs another store says what
+        ``open`` uses instead.
+        """
         return self.provider
 
     def separate_engine(self, backend: Backend) -> bool:

@@ -181,7 +181,7 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
         if store_saved or index.unsaved:  # it follows the store, or its own writes
             index.save(directory)
 
-    def describe(self, *, store_dir: Path | None = None) -> str:
+    def describe(self, *, store_dir: Path | None = None, backend: Backend | None = None) -> str:
         where = f", saved in {Path(store_dir) / 'bm25'}" if store_dir is not None else ""
         return f"in-memory BM25{where}"
 

@@ -53,6 +53,6 @@ class OpenSearchKeywordIndexProvider(KeywordIndexProvider):
             namespace=namespace,
         )
 
-    def describe(self, *, store_dir: Path | None = None) -> str:
+    def describe(self, *, store_dir: Path | None = None, backend: Backend | None = None) -> str:
         endpoint = mask_url_password(self.config.endpoint)
         return f"opensearch {endpoint}, index {self.config.index_name}"

@@ -251,5 +251,11 @@ class RedisKeywordIndexProvider(KeywordIndexProvider):
         memory = MemoryKeywordIndexProvider(default_keyword_index())
         return memory.open(backend=backend, store=store, namespace=namespace)
 
-    def describe(self, *, store_dir: Path | None = None) -> str:
+    def describe(self, *, store_dir: Path | None = None, backend: Backend | None = None) -> str:
+        if backend is not None and backend.provider != self.provider:  # as open() falls back
+            memory = MemoryKeywordIndexProvider(default_keyword_index())
+            return (
+                f"{memory.describe()} (keyword_index redis needs the Redis "
+                f"vector store; this one is {backend.describe()})"
+            )
         return "redis full-text on the vector index"

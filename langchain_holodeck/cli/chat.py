@@ -333,7 +333,13 @@ def agent_answerer(
     create_agent, recursion_error = agent_support()
     middleware = [history_limit(config.history_tokens)]
     if selection is not None:
-        middleware.insert(0, build_tool_selector_middleware(selection))
+        try:
+            middleware.insert(0, build_tool_selector_middleware(selection))
+        except HolodeckError:
+            raise
+        except ValueError as error:  # a section built in code, not loaded: one line, no trace
+            msg = f"tool_selection: {error}"
+            raise ConfigError(msg) from error
     agent = create_agent(
         llm,
         tools=[source_tool(t, max_chars=max_chars) for t in tools],

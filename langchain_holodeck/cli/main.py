@@ -732,7 +732,7 @@ def _describe(target: _Target, store: Path) -> str:
         keywords = "none (dense search only)"
     else:
         provider = get_keyword_index_provider(config.keyword_index)
-        keywords = provider.describe(store_dir=store_dir)
+        keywords = provider.describe(store_dir=store_dir, backend=backend)
         search = _search_line(config, backend)
     source = spelt(str(config.resolved_source(target.base_dir)))
     lines = [

@@ -35,6 +35,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
+from langchain_holodeck._defaults import MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import mask_connection_string, userinfo_problem
 from langchain_holodeck.config._sections import (
@@ -335,7 +336,7 @@ class QdrantDatabaseConfig(DatabaseConfig):
     """Qdrant API key, from the environment (``${QDRANT_API_KEY}``); only with ``url``."""
     collection_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.-]+$")
     """Collection holding the chunks; corpora sharing it never see each other's chunks."""
-    timeout: Number = Field(default=10.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds per request to a Qdrant server."""
     fallback_to_memory: bool = True
     """When the server at ``url`` is unreachable: warn and use the in-memory store, or fail."""

@@ -124,12 +124,18 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     elif kind == "value_error":
         problem = str(ctx.get("error", error["msg"]))
         show_value = ", got " not in problem  # a validator naming the value: not twice
+    elif kind == "int_parsing_size":  # 1e30 for an integer: pydantic's own words are raw
+        bound = _upper_bound(owner, error["loc"])
+        problem = "is too large a number" if bound is None else f"must be <= {bound}"
     elif kind in _TEMPLATES:
         problem = _TEMPLATES[kind].format(**ctx)
     else:
         problem = error["msg"]
     problem = problem.rstrip(".")
     value = error.get("input")
+    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        # section_id: 1.10 arrives as 1.1: the text as written is gone, so say how to keep it
+        problem += " (write it in quotes: YAML reads an unquoted 1.10 as the number 1.1)"
     if isinstance(value, (dict, list)) and kind.endswith(("_type", "_parsing")):
         where = f"{path}: " if path else ""
         return f"{display}: {where}{problem}, got {_kind(value)}."  # a forgotten `- `
@@ -141,6 +147,13 @@ def _line(error: ErrorDetails, model: type[BaseModel], *, display: str, prefix: 
     if not show_value:
         return f"{display}: {where}{problem}."
     return f"{display}: {where}{problem}, got {_render(value, path)}."
+
+
+def _upper_bound(owner: type[BaseModel] | None, loc: Sequence[int | str]) -> object | None:
+    """The ``le`` bound of the field at ``loc`` (its last key, a field of ``owner``), if any."""
+    field = owner.model_fields.get(str(loc[-1])) if owner is not None and loc else None
+    bounds = [getattr(item, "le", None) for item in (field.metadata if field else ())]
+    return next((bound for bound in bounds if bound is not None), None)
 
 
 def _kind(value: dict[object, object] | list[object]) -> str:

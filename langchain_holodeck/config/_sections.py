@@ -10,6 +10,7 @@ from typing import Annotated, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AllowInfNan,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -21,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from langchain_holodeck._defaults import DEFAULT_WEIGHTS
+from langchain_holodeck._defaults import DEFAULT_WEIGHTS, MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -50,6 +51,10 @@ Integer: TypeAlias = Annotated[int, _not_a_boolean("an integer")]
 Number: TypeAlias = Annotated[float, _not_a_boolean("a number")]
 """``float`` for configuration fields: a YAML boolean is an error, not 1.0 or 0.0."""
 
+FiniteNumber: TypeAlias = Annotated[Number, AllowInfNan(allow_inf_nan=False)]
+"""``Number`` where no field of its own can say ``allow_inf_nan=False`` (a tuple's items):
+``.nan`` and ``.inf`` are errors."""
+
 
 def spelt(path: str) -> str:
     r"""``path`` with each byte that is not UTF-8 (a surrogate escape) spelt ``\xNN``.
@@ -68,11 +73,15 @@ def spelt(path: str) -> str:
 def check_path(path: str) -> str:
     r"""``path`` if a tool can resolve it, else ``ValueError`` naming the fix.
 
-    Refused: a NUL character (no file system takes one; a YAML ``"\0"`` escape, as in
+    Refused: spaces only (a blank ``source`` left the tool's default description blank), a NUL
+    character (no file system takes one; a YAML ``"\0"`` escape, as in
     ``"C:\0ld"``, writes it) and ``~user`` naming no user of this machine (``~docs``: a ``/``
     forgotten after ``~``), which ``Path.expanduser`` raised on, in a traceback, only when the
     path was used.
     """
+    if path and not path.strip():  # '' is the field's own "must not be empty"
+        msg = f"must name a file or folder, not only spaces, got {spelt(path)!r}"
+        raise ValueError(msg)
     if "\0" in path:
         msg = (
             f'must not hold a NUL character (\\0; in YAML a double-quoted "\\0" writes one), '
@@ -135,7 +144,7 @@ class CohereRerankerConfig(BaseModel):
     )
     """Root URL of a Cohere-compatible gateway or proxy; unset: ``CO_API_URL`` from the
     environment (as Cohere's own client reads it), else Cohere's API."""
-    timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _api_key_not_blank = field_validator("api_key")(_check_secret_not_blank)
@@ -153,7 +162,7 @@ class VLLMRerankerConfig(BaseModel):
     """Base URL of the server, e.g. ``http://localhost:8000``."""
     model: str = Field(min_length=1)
     """Model name the server serves, e.g. ``BAAI/bge-reranker-v2-m3``."""
-    timeout: Number = Field(default=30.0, gt=0, allow_inf_nan=False)
+    timeout: Number = Field(default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds to wait for an answer before falling back to the un-reranked order."""
 
     _url_is_http = field_validator("url")(check_http_url)

@@ -25,8 +25,10 @@ from langchain_holodeck.errors import ConfigError
 MAX_FILE_BYTES = 1024 * 1024
 """Configuration files larger than this (1 MiB) are refused before parsing."""
 
-MAX_NODES = 10_000
-"""Budget of YAML nodes after alias expansion (a scalar also counts 1 per KiB of its text).
+MAX_ALIASED_NODES = 10_000
+"""Budget of the YAML nodes aliases add once expanded (a scalar also counts 1 per KiB of its
+text): each ``*name`` adds the size of what it refers to. Values written out count nothing
+(the 1 MiB of ``MAX_FILE_BYTES`` bounds them): a file of 1,500 ``tests:`` cases is no bomb.
 
 A 'billion laughs' document, or a long string aliased many times, exceeds it at once.
 """
@@ -111,8 +113,9 @@ def read_yaml_mapping(
     Raises:
         ConfigError: When the file is missing, unreadable, larger than ``MAX_FILE_BYTES``, not
             UTF-8, not valid YAML (with line and column), empty (unless ``empty_is_nothing``),
-            not a single mapping, nested deeper than ``MAX_DEPTH``, larger than ``MAX_NODES``
-            once aliases are expanded, recursive, or when a mapping repeats a key.
+            not a single mapping, nested deeper than ``MAX_DEPTH``, its aliases adding more
+            than ``MAX_ALIASED_NODES`` once expanded, recursive, or when a mapping repeats a
+            key.
     """
     text = _read_text(path, display=display)
     try:
@@ -143,7 +146,7 @@ def read_yaml_mapping(
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         # `from None`: the YAML exception's text quotes the offending line, which may hold a secret.
-        raise ConfigError(_describe_yaml_error(exc, display)) from None
+        raise ConfigError(_describe_yaml_error(exc, display, text)) from None
     except yaml.YAMLError as exc:
         msg = f"{display}: could not parse YAML: {type(exc).__name__}."
         raise ConfigError(msg) from None
@@ -184,21 +187,29 @@ def _read_text(path: Path, *, display: str) -> str:
         raise ConfigError(msg) from None
 
 
-def _describe_yaml_error(exc: yaml.MarkedYAMLError, display: str) -> str:
+def _describe_yaml_error(exc: yaml.MarkedYAMLError, display: str, text: str) -> str:
     mark = exc.problem_mark or exc.context_mark
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     problem = exc.problem or exc.context or "invalid YAML"
     context = f" ({exc.context})" if exc.context and exc.problem else ""
-    return f"{display}: {where}could not parse YAML: {problem}{context}."
+    hint = ""
+    if (
+        exc.problem_mark is not None
+        and exc.context in ("while parsing a flow mapping", "while parsing a flow sequence")
+        and text[exc.problem_mark.index - 1 : exc.problem_mark.index + 1] == "${"
+    ):  # {url: ${URL}}: YAML reads the `{` of an unquoted ${VAR} as a mapping's start
+        hint = '; inside {...} or [...] quote a ${VAR} value: "${VAR}"'
+    return f"{display}: {where}could not parse YAML: {problem}{context}{hint}."
 
 
 class _GraphCheck:
-    """Walk the composed node graph once: duplicate keys, depth, expanded size, recursion."""
+    """Walk the composed node graph once: duplicate keys, depth, alias expansion, recursion."""
 
     def __init__(self, display: str) -> None:
         self.display = display
         self.sizes: dict[int, int] = {}  # id(node) -> expanded size (aliases share node objects)
         self.active: set[int] = set()
+        self.aliased = 0  # nodes the aliases met so far add once expanded
 
     def visit(self, node: Node, path: str, depth: int) -> int:
         key = id(node)
@@ -209,6 +220,9 @@ class _GraphCheck:
             raise ConfigError(msg)
         if key in self.sizes:
             size = self.sizes[key]  # an alias: its expansion counts again, without re-walking
+            self.aliased += size
+            if self.aliased > MAX_ALIASED_NODES:
+                self._too_big(path, node)
         else:
             if depth > MAX_DEPTH:
                 msg = f"{self.display}: {path}: nested deeper than {MAX_DEPTH} levels."
@@ -219,8 +233,6 @@ class _GraphCheck:
                 size += len(node.value) // 1024
             self.active.discard(key)
             self.sizes[key] = size
-        if size > MAX_NODES:
-            self._too_big(path, node)
         return size
 
     def _children(self, node: Node, path: str, depth: int) -> int:
@@ -243,15 +255,13 @@ class _GraphCheck:
                     seen[name] = line
                 size += self.visit(key_node, path, depth + 1)
                 size += self.visit(value_node, join_path(path, name), depth + 1)
-                if size > MAX_NODES:
-                    self._too_big(path, node)
         return size
 
     def _too_big(self, path: str, node: Node) -> None:
         line = node.start_mark.line + 1
         msg = (
-            f"{self.display}: {path or 'document'} (line {line}): too large once YAML aliases "
-            f"are expanded (over {MAX_NODES} values); refusing a possible alias bomb."
+            f"{self.display}: {path or 'document'} (line {line}): its YAML aliases add over "
+            f"{MAX_ALIASED_NODES} values once expanded; refusing a possible alias bomb."
         )
         raise ConfigError(msg)
 

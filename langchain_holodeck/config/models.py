@@ -29,6 +29,7 @@ from pydantic import (
 from langchain_holodeck._conversion import (
     DEFAULT_MAX_CONVERT_MEMORY_BYTES,
     DEFAULT_MAX_CONVERT_SECONDS,
+    MAX_CONVERT_MEMORY_BYTES,
 )
 from langchain_holodeck._defaults import (
     DEFAULT_CONTEXT_TIMEOUT,
@@ -38,6 +39,7 @@ from langchain_holodeck._defaults import (
     DEFAULT_FETCH_K,
     DEFAULT_FUSION,
     DEFAULT_TABLE_CHUNK_TOKENS,
+    MAX_SECONDS,
 )
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
@@ -76,6 +78,7 @@ from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     CohereRerankerConfig,
     ContextModelConfig,
+    FiniteNumber,
     Integer,
     Number,
     PathStr,
@@ -176,6 +179,7 @@ class _SearchToolConfig(BaseModel):
     embedding_timeout: Number = Field(
         default=DEFAULT_EMBEDDING_TIMEOUT,
         gt=0,
+        le=MAX_SECONDS,
         allow_inf_nan=False,
         json_schema_extra={"rule": "with an OpenAI model"},
     )
@@ -188,7 +192,8 @@ class _SearchToolConfig(BaseModel):
     corpus_id: str | None = Field(
         default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
     )
-    """Pins the corpus identity; unset: derived from the resolved source path and the name."""
+    """Pins the corpus identity; unset: derived from the resolved source path and the name.
+    Tools of one file pinning the same one must read the same source (one corpus)."""
     top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
@@ -206,14 +211,19 @@ class _SearchToolConfig(BaseModel):
     """Reranker settings (``provider: cohere`` or ``provider: vllm``)."""
     rerank_on: Literal["original", "contextualized"] = "original"
     """Text the reranker reads: the chunk as written, or with its generated context."""
-    max_convert_seconds: Number = Field(default=DEFAULT_MAX_CONVERT_SECONDS, gt=0)
+    max_convert_seconds: Number = Field(
+        default=DEFAULT_MAX_CONVERT_SECONDS, gt=0, le=MAX_SECONDS, allow_inf_nan=False
+    )
     """Seconds one PDF, Office, HTML or CSV file may take to convert (in a child process);
     past it the conversion is stopped and the file skipped with one warning."""
-    max_convert_memory_bytes: Integer = Field(default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0)
+    max_convert_memory_bytes: Integer = Field(
+        default=DEFAULT_MAX_CONVERT_MEMORY_BYTES, gt=0, le=MAX_CONVERT_MEMORY_BYTES
+    )
     """Address space of that child process (where the OS limits it); a conversion needing
     more fails and the file is skipped with one warning."""
 
     _base_dir: Path | None = PrivateAttr(default=None)
+    _where: str | None = PrivateAttr(default=None)  # "agent.yaml: tools[0]", set by AgentConfig
 
     _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
 
@@ -260,6 +270,13 @@ class _SearchToolConfig(BaseModel):
     def base_dir(self) -> Path | None:
         """Directory a relative ``source`` resolves against: the agent.yaml's, once loaded."""
         return self._base_dir
+
+    def located(self, field: str) -> str:
+        """``field`` as a later error names it: ``agent.yaml: tools[0].field``, else ``field``.
+
+        The file and the tool's place are known once loaded with ``load_agent_config``.
+        """
+        return field if self._where is None else f"{self._where}.{field}"
 
     def with_source(self, source: str) -> Self:
         """A copy reading ``source``; a description left to its default names that source.
@@ -327,7 +344,7 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
     context_concurrency: Integer = Field(default=10, gt=0)
     """Context requests in flight at once."""
     context_timeout: Number | None = Field(
-        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, allow_inf_nan=False
+        default=DEFAULT_CONTEXT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False
     )
     """Seconds one context request may take; a slower one leaves its chunk without context
     (one WARNING) and the ingest goes on; ``null``: no limit."""
@@ -420,8 +437,8 @@ class ToolSelectionConfig(BaseModel):
     """Earlier user messages added to the selection query (0: the latest only)."""
     fetch_k: Integer = Field(default=20, ge=1, le=1000)
     """Candidates each leg (dense, BM25) contributes to the fusion."""
-    weights: tuple[Number, Number] = Field(
-        default=(0.5, 0.5), json_schema_extra={"rule": "two numbers >= 0, not both 0"}
+    weights: tuple[FiniteNumber, FiniteNumber] = Field(
+        default=(0.5, 0.5), json_schema_extra={"rule": "two finite numbers >= 0, not both 0"}
     )
     """``[semantic, keyword]``: the RRF weights of the dense and BM25 rankings."""
     mentions: bool = True
@@ -431,6 +448,7 @@ class ToolSelectionConfig(BaseModel):
     embedding_timeout: Number = Field(
         default=DEFAULT_EMBEDDING_TIMEOUT,
         gt=0,
+        le=MAX_SECONDS,
         allow_inf_nan=False,
         json_schema_extra={"rule": "with an OpenAI model"},
     )
@@ -466,7 +484,8 @@ class AgentConfig(BaseModel):
     model_config = MODEL_CONFIG
 
     tools: list[ToolConfig]
-    """The tools, at least one; names must be unique."""
+    """The tools, at least one; names must be unique, and tools pinning one ``corpus_id`` must
+    read one source."""
     name: str | None = None
     """Agent name (free-form, not used by this package)."""
     description: str | None = None
@@ -507,6 +526,36 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
             first[tool.name] = index
+        return self
+
+    @model_validator(mode="after")
+    def _locate_tools(self, info: ValidationInfo) -> AgentConfig:
+        # an error found later (a store's capabilities) names the file and the tool's place
+        display = info.context.get("display") if info.context else None
+        if isinstance(display, str):
+            for index, tool in enumerate(self.tools):
+                tool._where = f"{display}: tools[{index}]"
+        return self
+
+    @model_validator(mode="after")
+    def _one_source_per_corpus_id(self) -> AgentConfig:
+        # one corpus is one source: each ingest deletes the corpus's files not in its own
+        first: dict[str, int] = {}
+        for index, tool in enumerate(self.tools):
+            if tool.corpus_id is None:
+                continue
+            other = first.setdefault(tool.corpus_id, index)
+            earlier = self.tools[other]
+            if os.path.normpath(tool.resolved_source()) != os.path.normpath(
+                earlier.resolved_source()
+            ):
+                msg = (
+                    f"tools[{other}] ({earlier.name!r}, source {spelt(earlier.source)}) and "
+                    f"tools[{index}] ({tool.name!r}, source {spelt(tool.source)}) both pin "
+                    f"corpus_id {tool.corpus_id!r}: a corpus is one source, so each ingest "
+                    "would delete the chunks of the other's files; give each its own corpus_id"
+                )
+                raise ValueError(msg)
         return self
 
     @model_validator(mode="after")
@@ -781,7 +830,7 @@ def _validate(
     used: Mapping[str, str],
 ) -> _M:
     try:
-        return model.model_validate(data, context={"base_dir": base_dir})
+        return model.model_validate(data, context={"base_dir": base_dir, "display": display})
     except ValidationError as exc:
         secrets = collect_secrets(data) | secret_variable_values(used)
         text = format_validation_error(exc, model, display=display, prefix=prefix, secrets=secrets)

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_holodeck._defaults import DEFAULT_EMBEDDING_TIMEOUT
+from langchain_holodeck._defaults import DEFAULT_EMBEDDING_TIMEOUT, check_seconds
 from langchain_holodeck._embedding_settings import (
     DEFAULT_LONG_TEXT,
     MODEL_NAMES,
@@ -68,8 +68,8 @@ def resolve_embeddings(
             client retries nothing: sync retries a batch itself (a 429 pauses every request
             until its ``Retry-After``), and a query is retried after a 429, a server error or
             a lost connection (not after a timeout). A local model sends no request: another
-            value than the default is refused, as ``embedding_timeout`` in YAML is. An
-            ``Embeddings`` object keeps its own.
+            value than the default is refused, as ``embedding_timeout`` in YAML is. At most a
+            week (604800). An ``Embeddings`` object keeps its own.
 
     Returns:
         The embeddings. Local models load lazily, on first use.
@@ -82,12 +82,15 @@ def resolve_embeddings(
 
     Raises:
         ValueError: If ``embedding_model`` is none of the accepted forms, ``long_text`` is not
-            a mode, ``long_text`` is not left unset for an OpenAI model or an object, or
-            ``timeout`` is not left at its default for a local model.
+            a mode, ``long_text`` is not left unset for an OpenAI model or an object,
+            ``timeout`` is not left at its default for a local model, or is not > 0 and at
+            most a week.
+        TypeError: If ``timeout`` is not a number (nor ``None``).
         ImportError: If the provider's extra (``local`` or ``openai``) is not installed.
         ConfigError: If OpenAI is selected and its API key is missing.
     """
     check_long_text(long_text)
+    check_seconds("timeout", timeout)
     if isinstance(embedding_model, Embeddings):
         if long_text not in UNSET_LONG_TEXTS:
             msg = (

@@ -252,3 +252,29 @@ def test_chat_offers_the_model_the_tools_tool_selection_picks(
     assert offered[0] == ["holodeck_act"]
     assert offered[2] == ["product_docs"]
     assert chat.out.count("Sources:") == 2
+
+
+def test_chat_over_non_finite_tool_selection_weights_is_one_error_line(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Found 2026-12-07: tool_selection.weights [.nan, 1] (or [.inf, 1]) loaded, then chat
+    died with fusion's ValueError and its traceback. Refused at load, in one line."""
+    chat = run_chat("hello\n", tools=DOCS_TOOL + "tool_selection: {weights: [.nan, 1]}\n")
+    assert chat.code == 1
+    assert chat.err == (
+        "error: agent.yaml: tool_selection.weights[0]: must be a finite number, got nan.\n"
+    )
+    assert chat.requests == []
+
+
+def test_a_tool_selection_the_selector_refuses_is_a_config_error_in_chat() -> None:
+    """A section built in code skips the file's checks; the selector still refuses it, and chat
+    says so as a ConfigError (one ``error:`` line), not a ValueError's traceback."""
+    from langchain_holodeck.cli.chat import agent_answerer
+    from langchain_holodeck.config import ChatModelConfig, ToolSelectionConfig
+    from langchain_holodeck.errors import ConfigError
+
+    selection = ToolSelectionConfig.model_construct(weights=(float("inf"), 1.0))
+    model = ChatModelConfig(provider="openai", name="m")
+    with pytest.raises(ConfigError, match=r"^tool_selection: weights\[0\] must be a finite"):
+        agent_answerer(model, [], llm=None, instructions=None, max_chars=None, selection=selection)

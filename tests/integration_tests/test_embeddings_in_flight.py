@@ -273,6 +273,14 @@ def test_the_openai_model_waits_a_bounded_time(openai_server: EmbeddingServer) -
     assert len(openai_server.arrivals) == 1  # a timed-out query is not sent again
 
 
+def test_the_longest_timeout_taken_embeds(openai_server: EmbeddingServer) -> None:
+    """A week, the bound of resolve_embeddings and embedding_timeout: the request is sent and
+    answered (1e12 failed every request with OverflowError before it was refused)."""
+    embeddings = resolve_embeddings("text-embedding-3-small", timeout=604_800)
+    assert len(embeddings.embed_query("reactor water")) == 32
+    assert len(openai_server.arrivals) == 1
+
+
 async def test_a_query_is_retried_after_a_server_error(openai_server: EmbeddingServer) -> None:
     openai_server.mode, openai_server.fail_on = "fail_on", "flaky"
     embeddings = resolve_embeddings("text-embedding-3-small")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from langchain_holodeck import HierarchicalDocumentTool, HierarchicalDocumentToolConfig
+from langchain_holodeck._conversion import ConversionPool, ConversionRequest
 from langchain_holodeck.loaders import SourceLoader
 from tests.helpers import HashingEmbeddings
 
@@ -157,6 +159,47 @@ def test_conversion_limits_must_be_positive(kwargs: dict[str, float]) -> None:
     name, value = next(iter(kwargs.items()))
     with pytest.raises(ValueError, match=f"{name} must be > 0 .*got {value}"):
         SourceLoader("docs", **kwargs)  # type: ignore[arg-type]  # the values under test
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_convert_seconds": float("inf")}, "at most 604800 seconds (a week)"),
+        ({"max_convert_seconds": 1e12}, "at most 604800 seconds (a week)"),
+        ({"max_convert_memory_bytes": 2**63}, f"at most {2**62} (2**62)"),
+    ],
+)
+def test_conversion_limits_past_their_bound_are_refused(
+    kwargs: dict[str, float], message: str
+) -> None:
+    """Found 2026-12-07: accepted, then every conversion failed (OverflowError past the
+    clock's range; an RLIMIT_AS past 2**63 killed each worker as it started)."""
+    (name,) = kwargs
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be > 0 and {message}")):
+        SourceLoader("docs", **kwargs)  # type: ignore[arg-type]  # the values under test
+
+
+def test_the_largest_limits_taken_convert(tmp_path: Path) -> None:
+    """A week and 2**62 bytes, the bounds: the file converts (no overflow, the worker starts)."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_pdf(root / "quick.pdf", lines=3)
+    loader = SourceLoader(root, max_convert_seconds=604_800, max_convert_memory_bytes=2**62)
+    (doc,) = loader.load()
+    assert "line2 alpha" in doc.page_content
+
+
+def test_a_worker_given_an_address_space_past_rlimit_as_still_starts(tmp_path: Path) -> None:
+    """The pool itself (no loader check before it): an RLIMIT_AS the C type cannot hold is no
+    limit, as where the OS refuses one; the time limit holds."""
+    pytest.importorskip("resource")
+    write_pdf(tmp_path / "quick.pdf", lines=3)
+    pool = ConversionPool(max_seconds=120, max_memory_bytes=2**64)
+    try:
+        markdown = pool.convert(ConversionRequest("pdf", "quick.pdf", str(tmp_path / "quick.pdf")))
+    finally:
+        pool.close()
+    assert "line2 alpha" in markdown
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")

@@ -1044,6 +1044,24 @@ def test_opensearch_down_is_one_warning_per_search_without_the_clients_own_lines
 
 
 # -- tools ----------------------------------------------------------------------------------
+def test_tools_says_the_keyword_index_a_redis_one_falls_back_to(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Found 2026-12-07: keyword_index: {provider: redis} on the in-memory store was shown as
+    "redis full-text on the vector index", while ingest used the in-memory BM25 index."""
+    agent = write(
+        tmp_path / "agent.yaml",
+        "tools:\n  - {type: hierarchical_document, name: act, source: legal,\n"
+        "     keyword_index: {provider: redis}}\n",
+    )
+    code, out, err = run(capsys, "tools", "--config", str(agent), "--store", "st")
+    assert code == 0, err
+    assert (
+        "  keywords:    in-memory BM25 (keyword_index redis needs the Redis vector store; this "
+        "one is in-memory)\n"
+    ) in out
+
+
 def test_tools_lists_each_tool_and_where_its_data_lives(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

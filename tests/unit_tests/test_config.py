@@ -381,7 +381,44 @@ RULES = [
         "tools[0].search_weights.semantic",
         "must be a finite number, got inf",
     ),
+    (  # found 2026-12-07: loaded, with the default description blank ("Search the documents")
+        hierarchical(source="   "),
+        "tools[0].source",
+        "must name a file or folder, not only spaces, got '   '",
+    ),
     (hierarchical(context_timeout=-5), "tools[0].context_timeout", "must be > 0, got -5"),
+    # found 2026-12-07: past a week, waits overflow the clock (OverflowError on every file or
+    # request), and an address-space limit past 2**63 killed every conversion worker at start
+    (hierarchical(max_convert_seconds=float("inf")), "tools[0].max_convert_seconds", "got inf"),
+    (hierarchical(max_convert_seconds=1e12), "tools[0].max_convert_seconds", "must be <= 604800"),
+    (
+        hierarchical(max_convert_memory_bytes=2**63),
+        "tools[0].max_convert_memory_bytes",
+        f"must be <= {2**62}, got {2**63}",
+    ),
+    (  # pydantic's own words were "Unable to parse input string as an integer, exceeded ..."
+        hierarchical(max_convert_memory_bytes=1e30),
+        "tools[0].max_convert_memory_bytes",
+        f"must be <= {2**62}, got 1e+30",
+    ),
+    (hierarchical(context_timeout=1e12), "tools[0].context_timeout", "must be <= 604800"),
+    (
+        vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=1e12),
+        "tools[0].embedding_timeout",
+        "must be <= 604800, got 1000000000000.0",
+    ),
+    (
+        vectorstore(
+            reranker={"provider": "vllm", "url": "http://h", "model": "m", "timeout": 1e12}
+        ),
+        "tools[0].reranker.timeout",
+        "must be <= 604800, got 1000000000000.0",
+    ),
+    (
+        vectorstore(database={"provider": "qdrant", "url": "http://h", "timeout": 1e12}),
+        "tools[0].database.timeout",
+        "must be <= 604800",
+    ),
     (
         vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=0),
         "tools[0].embedding_timeout",
@@ -563,9 +600,51 @@ def test_several_errors_are_one_line_each(tmp_path: Path) -> None:
     assert all(line.startswith(str(tmp_path / "agent.yaml")) for line in lines)
 
 
+def test_a_number_for_a_section_id_says_to_quote_it(tmp_path: Path) -> None:
+    """Found 2026-12-07: `section_id: 1.10` said only "got 1.1" (YAML's number, not the text)."""
+    path = write(
+        tmp_path,
+        "tools: [{type: vectorstore, name: kb, source: d}]\n"
+        "tests: [{query: x, section_id: 1.10}]\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value) == (
+        f"{path}: tests[0].section_id: must be a string (write it in quotes: YAML reads an "
+        "unquoted 1.10 as the number 1.1), got 1.1."
+    )
+
+
 def test_duplicate_tool_names_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"tools\[0\] and tools\[1\] are both named 'kb'"):
         load_tools(tmp_path, vectorstore(), hierarchical(name="kb"))
+
+
+def test_two_tools_pinning_one_corpus_id_on_other_sources_are_rejected(tmp_path: Path) -> None:
+    """Found 2026-12-07: accepted, then each tool's ingest deleted the other's chunks (one
+    namespace, cleanup to its own source), run after run."""
+    with pytest.raises(ConfigError) as info:
+        load_tools(
+            tmp_path,
+            hierarchical(name="ta", source="a", corpus_id="shared"),
+            hierarchical(name="tb", source="b", corpus_id="shared"),
+        )
+    assert str(info.value) == (
+        f"{tmp_path / 'agent.yaml'}: tools[0] ('ta', source a) and tools[1] ('tb', source b) "
+        "both pin corpus_id 'shared': a corpus is one source, so each ingest would delete the "
+        "chunks of the other's files; give each its own corpus_id."
+    )
+
+
+def test_two_tools_pinning_one_corpus_id_on_one_source_load(tmp_path: Path) -> None:
+    """One corpus searched by two tools (other top_k, other description): the same chunks."""
+    agent = load_tools(
+        tmp_path,
+        hierarchical(name="ta", source="docs", corpus_id="shared"),
+        hierarchical(name="tb", source=f"{tmp_path}/docs/", corpus_id="shared", top_k=3),
+        hierarchical(name="tc", source="other", corpus_id="own"),
+    )
+    assert [tool.corpus_id for tool in agent.tools] == ["shared", "shared", "own"]
 
 
 def test_an_empty_tools_list_is_rejected_naming_the_file(tmp_path: Path) -> None:
@@ -949,6 +1028,22 @@ def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
         load_tools(tmp_path, vectorstore(), tool_selection={"embedding_timeout": 5})
 
 
+@pytest.mark.parametrize("weight", [".nan", ".inf", "-.inf"])
+def test_a_non_finite_tool_selection_weight_is_an_error(tmp_path: Path, weight: str) -> None:
+    """Found 2026-12-07: loaded, then chat died in fusion with a traceback."""
+    path = write(
+        tmp_path,
+        "tools: [{type: vectorstore, name: kb, source: d}]\n"
+        f"tool_selection: {{weights: [1, {weight}]}}\n",
+    )
+    shown = {".nan": "nan", ".inf": "inf", "-.inf": "-inf"}[weight]
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value) == (
+        f"{path}: tool_selection.weights[1]: must be a finite number, got {shown}."
+    )
+
+
 def test_a_yaml_boolean_in_tool_selection_weights_is_an_error(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -991,6 +1086,39 @@ def test_non_mapping_documents_are_rejected(tmp_path: Path, text: str, fragment:
         load_agent_config(write(tmp_path, text), environ={})
 
 
+@pytest.mark.parametrize(
+    "flow",
+    [
+        "{provider: postgres, connection_string: ${POSTGRES_URL}, table_name: docs}",
+        "{provider: qdrant, url: 'http://q', api_key: ${QDRANT_API_KEY}}",
+    ],
+)
+def test_an_unquoted_variable_in_a_flow_mapping_says_to_quote_it(tmp_path: Path, flow: str) -> None:
+    """Found 2026-12-07: docs/scaling.md showed the first, which YAML cannot parse (the `{` of
+    ${...} starts a mapping); the error said only "expected ',' or '}', but got '{'"."""
+    path = write(
+        tmp_path, f"tools:\n  - {{type: vectorstore, name: kb, source: d, database: {flow}}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path, environ={})
+    assert str(info.value).endswith(
+        '(while parsing a flow mapping); inside {...} or [...] quote a ${VAR} value: "${VAR}".'
+    )
+
+
+def test_no_doc_shows_an_unquoted_variable_in_a_flow_mapping() -> None:
+    """The flow mappings of README and docs/ (`{provider: ..., key: ${VAR}}`) parse as YAML."""
+    root = Path(__file__).parents[2]
+    unquoted = re.compile(r"\{[^{}`]*:\s+\$\{")  # inside {...}, a value starting ${
+    found = [
+        f"{doc.relative_to(root)}: {match.group(0)!r}"
+        for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        if doc.name != "reliability.md"  # it quotes the line as it was found
+        for match in unquoted.finditer(doc.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
 def test_yaml_syntax_error_reports_line_and_column(tmp_path: Path) -> None:
     path = write(tmp_path, "tools:\n  - type: vectorstore\n    name: [unclosed\n")
     with pytest.raises(ConfigError, match=r"agent\.yaml: line \d+, column \d+: could not parse"):
@@ -1014,7 +1142,30 @@ def test_alias_bomb_is_rejected(tmp_path: Path) -> None:
         load_agent_config(path, environ={})
 
 
-def test_file_over_one_mebibyte_is_rejected(tmp_path: Path) -> None:
+def test_a_long_file_without_aliases_is_no_alias_bomb(tmp_path: Path) -> None:
+    """Found 2026-12-07: 1,500 tests: cases (82 KB, no alias) were refused as "a possible alias
+    bomb": every value written counted against the alias budget."""
+    lines = ["tools:", "  - {type: vectorstore, name: kb, source: docs}", "tests:"]
+    for i in range(1500):
+        lines += [f"  - query: what is alpha{i}", "    source: doc1.md", "    k: 5"]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    assert len(load_agent_config(path, environ={}).tests) == 1500
+
+
+def test_what_aliases_add_is_counted_across_the_file(tmp_path: Path) -> None:
+    """Aliases under the budget each, over it together: the budget is the file's, not a value's."""
+    case = "{query: what is alpha, source: doc1.md, k: 5, tool: kb}"  # 9 values, 1 node more
+    cases = ", ".join(["*c"] * 1100)  # 1,100 x 9 = 9,900 aliased: under 10,000
+    path = write(
+        tmp_path,
+        f"tools: [{{type: vectorstore, name: kb, source: docs}}]\nx: &c {case}\ntests: [{cases}]\n",
+    )
+    with pytest.raises(ConfigError, match=r"x: unknown key"):  # loaded: then x is refused
+        load_agent_config(path, environ={})
+    path.write_text(path.read_text().replace("tests: [", "tests: [*c, " + cases + ", "))
+    with pytest.raises(ConfigError, match=r"tests\[\d+\] \(line 2\): its YAML aliases add over"):
+        load_agent_config(path, environ={})
+
     path = tmp_path / "agent.yaml"
     path.write_text("tools: []\n" + "#" * (1024 * 1024), encoding="utf-8")
     with pytest.raises(ConfigError, match="larger than 1048576 bytes"):

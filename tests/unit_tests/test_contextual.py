@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.stores import InMemoryByteStore
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from langchain_holodeck._tokens import count_tokens
 from langchain_holodeck.contextual import (
@@ -199,6 +199,13 @@ def test_failures_leave_chunks_unchanged_and_are_counted(
     assert "RuntimeError: model exploded" in caplog.text
     assert "second line" not in caplog.text
     assert "2 of 4 chunks were left without context" in caplog.text
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), 1e12])
+def test_a_timeout_past_a_week_is_refused(llm: ScriptedChatModel, timeout: float) -> None:
+    """Found 2026-12-07 (context_timeout's twin): accepted, then every wait overflowed."""
+    with pytest.raises(ValidationError, match=r"timeout\n.*(finite|less than or equal to 604800)"):
+        ContextualChunkEnricher(llm, timeout=timeout)
 
 
 async def test_timeout_leaves_chunk_uncontextualized(llm: ScriptedChatModel) -> None:

@@ -144,6 +144,15 @@ def test_a_timeout_for_a_local_model_is_refused_as_in_yaml(model: str | None, na
     assert isinstance(resolve_embeddings(None, timeout=60), OnnxEmbeddings)  # the default
 
 
+@pytest.mark.parametrize("timeout", [float("inf"), float("nan"), 1e12, 0, -1])
+def test_a_timeout_past_a_week_or_not_positive_is_refused(timeout: float) -> None:
+    """Found 2026-12-07: timeout=1e12 built the OpenAI model, then every request failed
+    (OverflowError: timestamp out of range for platform time_t). Refused before any import or
+    key lookup, naming the parameter."""
+    with pytest.raises(ValueError, match=r"^timeout must be > 0 and at most 604800 seconds"):
+        resolve_embeddings("text-embedding-3-small", timeout=timeout)
+
+
 def test_non_string_model_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="got int"):
         resolve_embeddings(42)  # type: ignore[arg-type]

@@ -261,6 +261,34 @@ def test_a_file_that_stops_converting_keeps_its_chunks(
     assert loads["docs/report.pdf"] == 2  # not read again at the same mtime and size
 
 
+def test_a_file_stopped_by_a_conversion_limit_loads_once_the_limit_is_raised(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    """The warning says "raise max_convert_seconds to load it": the next run does, though the
+    file's mtime and size did not change (it was remembered as failed, and stayed missing)."""
+    (root / "docs" / "maintenance.csv").unlink()  # the page is the one file converted
+    (root / "docs" / "page.html").write_text(
+        "<html><body><h1>Zebras</h1><p>Zebras graze.</p></body></html>", encoding="utf-8"
+    )
+    unreadable: dict[str, list[float]] = {}
+    pipeline = make_pipeline(root, embeddings, unreadable=unreadable)
+
+    def run(seconds: float) -> int:
+        return pipeline.invoke(SourceLoader(root / "docs", max_convert_seconds=seconds)).added
+
+    assert run(1e-300) == 4  # every file but the page: stopped at once
+    assert run(1e-300) == 0  # same limit: remembered, not converted again
+    assert loads["docs/page.html"] == 1
+    assert "docs/page.html" not in stored_by_source(pipeline.vector_store)
+    embedded = embeddings.texts_embedded
+
+    assert run(120) == 1  # the limit raised: converted again, and loaded
+    page = stored_by_source(pipeline.vector_store)["docs/page.html"]
+    assert "Zebras graze." in "".join(page)
+    assert "docs/page.html" not in unreadable
+    assert embeddings.texts_embedded == embedded + len(page)  # the other files: not embedded
+
+
 @pytest.mark.parametrize(
     "content", [b"", b"   \n\t\n", b"\x00\x01\x02 not text any more \xff" * 50]
 )

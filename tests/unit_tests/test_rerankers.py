@@ -520,3 +520,22 @@ def test_a_timeout_that_is_not_finite_is_refused() -> None:
     platform time_t) and the retrieval order was kept with a warning."""
     with pytest.raises(ValueError, match="timeout"):
         VLLMReranker(url="http://h:8000", model="m", timeout=float("inf"))
+
+
+@pytest.mark.parametrize("timeout", [1e12, 604_800.5])
+def test_a_timeout_past_a_week_is_refused(timeout: float) -> None:
+    """timeout=1e12 passed, then every rerank failed (OverflowError) and kept the order."""
+    with pytest.raises(ValidationError, match=r"timeout\n.*less than or equal to 604800"):
+        VLLMReranker(url="http://h:8000", model="m", timeout=timeout)
+
+
+def test_the_longest_timeout_taken_reranks() -> None:
+    """A week, the bound: the request is made and answered (no clock overflow)."""
+    from tests.rerank_server import RerankServer
+
+    docs = [Document(page_content=text) for text in ("reactor core", "galley menu", "reactor")]
+    with RerankServer() as server:
+        reranker = VLLMReranker(url=server.url, model="m", timeout=604_800, top_n=None)
+        ranked = reranker.compress_documents(docs, "reactor")
+    assert len(server.requests) == 1
+    assert all("relevance_score" in doc.metadata for doc in ranked)

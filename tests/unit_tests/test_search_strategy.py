@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck.backends import get_backend
-from langchain_holodeck.config import HierarchicalDocumentToolConfig
+from langchain_holodeck.config import HierarchicalDocumentToolConfig, load_agent_config
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.exact import ExactMatchIndex
 from langchain_holodeck.keyword_index import BM25KeywordIndex
@@ -221,6 +221,33 @@ def test_tool_forced_native_on_memory_is_a_config_error(
     )
     with pytest.raises(ConfigError, match="search_strategy 'native' needs"):
         tool.initialize_sync()
+
+
+def test_native_on_memory_names_the_file_and_the_field(
+    embeddings: HashingEmbeddings, tmp_path: Path
+) -> None:
+    """Found 2026-12-07: the error of a tool from an agent.yaml named neither (the store, so
+    the strategy's check, is known only once the project's config is read)."""
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        f"tools:\n  - {{type: vectorstore, name: kb, source: '{DATA_DIR / 'legal'}'}}\n"
+        f"  - {{type: hierarchical_document, name: act, source: '{DATA_DIR / 'legal'}',\n"
+        "     search_strategy: native}\n",
+        encoding="utf-8",
+    )
+    config = load_agent_config(path)
+    tool = HierarchicalDocumentTool(
+        config.tools[1],  # type: ignore[arg-type]  # a hierarchical_document tool
+        embeddings=embeddings,
+        project_dir=tmp_path,
+        home_dir=tmp_path,
+    )
+    with pytest.raises(ConfigError) as info:
+        tool.initialize_sync()
+    assert str(info.value).startswith(
+        f"{path}: tools[1].search_strategy 'native' needs a backend that fuses dense and keyword "
+    )
+    assert str(info.value).endswith("got in-memory; use 'auto' or 'fallback'.")
 
 
 def test_search_span_carries_the_mode(embeddings: HashingEmbeddings) -> None:
