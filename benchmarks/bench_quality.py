@@ -14,11 +14,12 @@ all-MiniLM-L6-v2 int8, every text embedded once and cached by ``onnx_cache.py``)
   of 128; a chunk scores its best entry), ``BM25KeywordIndex()``, ``ExactMatchIndex()`` (the
   tool's third leg: these sets have no sections, and it pins codes for queries of at most four
   words only), ``HybridRetriever()`` (convex fusion 0.7/0.3/0.2, fetch_k 300,
-  feedback 3 x 0.75); the rows of its legs keep its exact leg, the previous defaults' have
-  none (their exact leg had no codes);
-- the previous default (``long_text="auto"``: whole when it fits, else its first 256 plus its
-  windows of 128; every other default the same), the one before it (windows of 128 for every
-  document, no feedback), and the last release's (truncated at 256, plain BM25 words, RRF
+  feedback 3 x 0.75; BM25 with its word pairs, ``pair_weight`` 0.5); the rows of its legs
+  keep its exact leg, the previous defaults' have none (their exact leg had no codes);
+- the previous default (no word pairs: ``BM25KeywordIndex(pair_weight=0)``, every other default
+  the same), the one before it (``long_text="auto"``: whole when it fits, else its first 256
+  plus its windows of 128, no pairs), the one before that (windows of 128 for every document,
+  no feedback, no pairs), and the last release's (truncated at 256, plain BM25 words, RRF
   0.5/0.5, fetch_k 50);
 - dense only and BM25 only (our legs), plain RRF 0.5/0.5 of the same legs;
 - ``EnsembleRetriever(BM25Retriever, InMemoryVectorStore)``, equal weights, each leg 100 deep,
@@ -155,6 +156,8 @@ def prose_rows(
     )
     bm25 = BM25KeywordIndex()
     bm25.upsert(docs)
+    bm25_before = BM25KeywordIndex(pair_weight=0)  # the previous defaults' terms, no pairs
+    bm25_before.upsert(docs)
     exact = ExactMatchIndex()  # the tool's third leg, as the tool has it
     exact.upsert(docs)
     rows: list[tuple[str, float, float]] = []
@@ -189,12 +192,28 @@ def prose_rows(
         default.model_copy(update={"vector_store": stores["best128"]}),
     )
     hybrid(
-        "previous default (long_text=auto, feedback 3 x 0.75, no codes)",
-        default.model_copy(update={"vector_store": stores["auto"], "exact_index": None}),
+        "previous default (no word pairs: BM25KeywordIndex(pair_weight=0))",
+        default.model_copy(update={"keyword_index": bm25_before}),
     )
     hybrid(
-        "the default before (windows of 128 for every document, no feedback)",
-        before.model_copy(update={"vector_store": stores["best128"], "exact_index": None}),
+        "the default before (long_text=auto, feedback 3 x 0.75, no codes, no pairs)",
+        default.model_copy(
+            update={
+                "vector_store": stores["auto"],
+                "exact_index": None,
+                "keyword_index": bm25_before,
+            }
+        ),
+    )
+    hybrid(
+        "the one before (windows of 128 for every document, no feedback, no pairs)",
+        before.model_copy(
+            update={
+                "vector_store": stores["best128"],
+                "exact_index": None,
+                "keyword_index": bm25_before,
+            }
+        ),
     )
     hybrid(
         "ours, every default but codes (no exact leg: these sets have no sections)",
@@ -241,6 +260,8 @@ def prose_rows(
     hybrid("dense only (ours, long_text=fit)", dense)
     run = _run(queries, lambda q: [h.id for h in bm25.search(q, 100)])
     rows.append(("BM25 only (ours)", *_evaluate(run, qrels)))
+    run = _run(queries, lambda q: [h.id for h in bm25_before.search(q, 100)])
+    rows.append(("BM25 only, no word pairs (the previous default's leg)", *_evaluate(run, qrels)))
     if peer:
         rows += _ensemble(docs, queries, qrels, cache, table)
     return rows

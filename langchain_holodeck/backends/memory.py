@@ -143,14 +143,18 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
             except (OSError, ValueError) as error:  # rebuilt below: the store is the truth
                 logger.warning("BM25 index in %s unreadable (%s); rebuilding it.", saved, error)
             else:
-                if loaded.origin == origin:
+                if loaded.origin != origin:
+                    logger.debug(
+                        "BM25 index in %s was saved over %s, not %s; rebuilding it from this "
+                        "store.",
+                        saved,
+                        loaded.origin or "an unrecorded store",
+                        origin,
+                    )
+                elif loaded.chunk_types_known or not backend.capabilities.enumerates:
                     return loaded
-                logger.debug(
-                    "BM25 index in %s was saved over %s, not %s; rebuilding it from this store.",
-                    saved,
-                    loaded.origin or "an unrecorded store",
-                    origin,
-                )
+                else:  # its code chunks would gain pair bonuses: rebuilt once, quietly
+                    logger.debug("BM25 index in %s predates code chunk records; rebuilding.", saved)
         index = BM25KeywordIndex()
         index.origin = origin
         if not backend.capabilities.enumerates:  # nothing to rebuild from: sync fills it

@@ -97,6 +97,17 @@ class TermStore:
         view.flags.writeable = False
         return view
 
+    def gather(self, slots: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The terms of a few live ``slots`` back to back, and their lengths (a search's).
+
+        One slice per slot: for a search's hundred candidates cheaper than ``_gather``'s index
+        arithmetic, which pays for itself on whole corpora.
+        """
+        starts, lengths = self._start[slots], self._length[slots]
+        flat = self._flat
+        parts = [flat[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+        return (np.concatenate(parts) if parts else flat[:0]), lengths
+
     def _gather(self, slots: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
         """The terms of ``slots`` back to back (as ``dtype``), and their lengths."""
         lengths = self._length[slots]

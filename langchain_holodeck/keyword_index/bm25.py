@@ -10,6 +10,7 @@ import logging
 import math
 import threading
 import zipfile
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -34,6 +35,7 @@ from langchain_holodeck._persist import (
     remove_stale_temporaries,
 )
 from langchain_holodeck.contracts import RankedIds
+from langchain_holodeck.keyword_index._pairs import PAIR_DEPTH, PAIR_WEIGHT, pair_bonus, query_pairs
 from langchain_holodeck.keyword_index._term_store import TermStore
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 from langchain_holodeck.keyword_index.tokenizer import IdentifierPolicy, Tokenizer
@@ -426,10 +428,18 @@ class BM25KeywordIndex:
     Scores between two full builds are therefore close to, not bit-identical with, a fresh
     index's.
 
+    Adjacent-term pairs (``pair_weight``): the best ``PAIR_DEPTH`` candidates (100) are
+    re-scored, each gaining ``pair_weight`` times the BM25 of the query's pairs of consecutive
+    terms it holds side by side (stop words dropped first; ``keyword_index/_pairs.py``). Code
+    chunks (``chunk_type: code``) gain nothing: on the code dev split the pairs cost Pass@10,
+    on prose they lift the fused ranking (``docs/quality.md``). ``pair_weight=0`` turns it off.
+
     Key init args:
         stopwords: ``"english"`` (bm25s's list), a collection of words, or ``None``.
         stemmer: A Snowball language for PyStemmer (``"english"``) or ``None``.
         scoring: ``"maxscore"`` (default) or ``"exhaustive"``; both give the same top k.
+        pair_weight: The weight of a pair's BM25 beside its terms' (``PAIR_WEIGHT``); ``0``
+            ranks by the terms alone.
 
     Instantiate:
         ```python
@@ -459,6 +469,7 @@ class BM25KeywordIndex:
         max_delta_ratio: float = 0.1,
         scoring: Literal["maxscore", "exhaustive"] = "maxscore",
         identifiers: IdentifierPolicy = "everywhere",
+        pair_weight: float = PAIR_WEIGHT,
     ) -> None:
         if identifiers not in ("code", "everywhere"):
             msg = f"identifiers must be 'code' or 'everywhere', got {identifiers!r}."
@@ -471,6 +482,9 @@ class BM25KeywordIndex:
             raise ValueError(msg)
         if not (math.isfinite(k1) and k1 >= 0):
             msg = f"k1 must be a finite number >= 0, got {k1!r}."
+            raise ValueError(msg)
+        if not (math.isfinite(pair_weight) and pair_weight >= 0):
+            msg = f"pair_weight must be a finite number >= 0, got {pair_weight!r}."
             raise ValueError(msg)
         if not 0 <= b <= 1:
             msg = f"b must be between 0 and 1, got {b!r}."
@@ -487,7 +501,13 @@ class BM25KeywordIndex:
         """``"maxscore"`` (prune with per-term bounds) or ``"exhaustive"`` (score all)."""
         self.identifiers: IdentifierPolicy = identifiers
         """``"code"``: only code chunks' identifiers are split; ``"everywhere"``: all chunks'."""
+        self.pair_weight = pair_weight
+        """The weight of adjacent-term pairs (see the class docstring); ``0``: none."""
         self.tokenizer = Tokenizer(stopwords=stopwords, stemmer=stemmer)
+        self._code: set[str] = set()  # ids of code chunks: they gain no pair bonus
+        self.chunk_types_known = True
+        """Whether the code chunks are known; ``False`` for a save made before they were
+        recorded, where pairs lift code chunks too (the tool rebuilds such a save)."""
         self._tokens = TermStore()  # live documents: id -> term ids, in one flat array
         self._lock = threading.RLock()
         self._snapshot: _Snapshot | None = None
@@ -555,6 +575,7 @@ class BM25KeywordIndex:
         ids = check_ids(documents, type(self).__name__)
         with self._lock:  # the tokenizer's vocabulary grows: one writer at a time
             encoded = [self._encode(doc) for doc in documents]
+            self._note_code(documents)
             for old in self._tokens.put(ids, encoded):
                 if old is not None and old < len(self._main_ids):
                     self._tombstones.add(old)
@@ -575,6 +596,7 @@ class BM25KeywordIndex:
                 old = self._tokens.pop(doc_id)
                 if old is None:
                     continue
+                self._code.discard(doc_id)
                 if old < len(self._main_ids):
                     self._tombstones.add(old)
                 self._delta.discard(doc_id)
@@ -586,6 +608,7 @@ class BM25KeywordIndex:
         """Remove every document."""
         with self._lock:
             self._tokens.clear()
+            self._code.clear()
             self._reset_segments()
             self._writes += 1
 
@@ -602,11 +625,22 @@ class BM25KeywordIndex:
         with self._lock:  # the tokenizer's vocabulary grows: one writer at a time
             encoded = [self._encode(d) for d in docs]
             self._tokens.clear()
+            self._code.clear()
+            self.chunk_types_known = True
+            self._note_code(docs)
             self._tokens.put([d.id for d in docs], encoded)  # type: ignore[misc]  # ids above
             self._reset_segments()
             self._writes += 1
             self._content_digest = content_digest(chunk_hashes(docs))
             return len(self._tokens)
+
+    def _note_code(self, documents: Sequence[Document]) -> None:
+        """Record which of ``documents`` are code chunks (under the lock)."""
+        for doc in documents:
+            if doc.metadata.get(CHUNK_TYPE) == CODE_CHUNK_TYPE:
+                self._code.add(doc.id)  # type: ignore[arg-type]  # ids checked by the caller
+            else:
+                self._code.discard(doc.id)  # type: ignore[arg-type]
 
     def _encode(self, doc: Document) -> np.ndarray:
         """A chunk's term ids: identifiers split in code chunks, or everywhere (``identifiers``).
@@ -655,8 +689,57 @@ class BM25KeywordIndex:
         query_terms = self.tokenizer.encode_query(query, plain=self.identifiers == "code")
         if not query_terms or not self._tokens:
             return _no_hits()
+        pairs = self._query_pairs(query) if self.pair_weight > 0 else None
+        wanted, k = k, max(k, PAIR_DEPTH) if pairs else k
         if self.engine == "rank_bm25":
-            return self._search_okapi(query_terms, k)
+            ranked = self._search_okapi(query_terms, k)
+        else:
+            ranked = self._search_matrix(query_terms, k)
+        return self._with_pairs(ranked, pairs, wanted) if pairs else ranked
+
+    def _query_pairs(self, query: str) -> Counter[tuple[int, int]]:
+        term_ids = self.tokenizer.term_ids
+        return query_pairs([term_ids.get(t, -1) for t in self.tokenizer.split_terms(query)])
+
+    def _with_pairs(self, ranked: RankedIds, pairs: Counter[tuple[int, int]], k: int) -> RankedIds:
+        """``ranked``'s best ``k`` once its first ``PAIR_DEPTH`` have their pair bonus (``_pairs``).
+
+        Only those are re-scored, so a search ranks alike for any ``k``: the rest keep their
+        scores, none above a re-scored one's (a bonus is never negative).
+        """
+        head = min(len(ranked.ids), PAIR_DEPTH)
+        ids = ranked.ids[:head]
+        with self._lock:  # the candidates' terms, read while no writer moves them
+            found = list(map(self._tokens.slots.get, ids))
+            if self._code:  # code chunks: no terms to pair
+                found = [None if i in self._code else s for i, s in zip(ids, found, strict=True)]
+            alive = [n for n, slot in enumerate(found) if slot is not None]
+            if not alive:
+                return RankedIds(ranked.ids[:k], ranked.scores[:k], unique=ranked.unique)
+            whole = len(alive) == head  # the usual case: every candidate is prose and here
+            slots = found if whole else [found[n] for n in alive]
+            terms, lengths = self._tokens.gather(slots)  # type: ignore[arg-type]  # no None
+            n_docs, avgdl = len(self._tokens), self._average_length()
+        if not whole:  # code and vanished candidates: no terms
+            lengths, every = np.zeros(head, dtype=np.int64), lengths
+            lengths[alive] = every
+        bonus = pair_bonus(terms, lengths, pairs, n_docs=n_docs, avgdl=avgdl, k1=self.k1, b=self.b)
+        scores = ranked.scores[:head] + self.pair_weight * bonus
+        order = (-scores).argsort(kind="stable")  # ties keep the terms' order
+        return RankedIds(
+            [ids[n] for n in order[:k].tolist()] + ranked.ids[head:k],
+            np.concatenate([scores[order], ranked.scores[head:k]])[:k],
+            unique=True,
+        )
+
+    def _average_length(self) -> float:
+        """Terms per chunk on average, as the scores use it (the last full build's)."""
+        if self._main_stats is not None:
+            return self._main_stats[2]
+        lengths = [len(terms) for _, terms in self._tokens.items()]  # rank_bm25: few chunks
+        return max(sum(lengths) / max(len(lengths), 1), 1.0)
+
+    def _search_matrix(self, query_terms: dict[int, int], k: int) -> RankedIds:
         snap = self._fresh_snapshot()
         segments: list[tuple[Sequence[str], np.ndarray | None]] = []
         parts: list[np.ndarray] = []
@@ -763,6 +846,9 @@ class BM25KeywordIndex:
         path.mkdir(parents=True, exist_ok=True)
         with self._lock:
             ids, flat, lengths = self._tokens.export()
+            code = np.fromiter(
+                (n for n, doc_id in enumerate(ids) if doc_id in self._code), dtype=np.int64
+            )
             meta = {
                 "format": _FORMAT,
                 "engine": self.engine,
@@ -771,6 +857,7 @@ class BM25KeywordIndex:
                 "max_delta_ratio": self.max_delta_ratio,
                 "scoring": self.scoring,
                 "identifiers": self.identifiers,
+                "pair_weight": self.pair_weight,
                 "stopwords": self.tokenizer.stopwords_spec,
                 "stemmer": self.tokenizer.stemmer_name,
                 "terms": list(self.tokenizer.terms),
@@ -787,7 +874,7 @@ class BM25KeywordIndex:
             remove_stale_temporaries(path)
             atomic_write(
                 path / tokens_name,
-                lambda f: np.savez(f, tokens=flat, lengths=lengths),
+                lambda f: np.savez(f, tokens=flat, lengths=lengths, code=code),
             )
             meta["tokens_file"] = tokens_name
             atomic_write_bytes(path / _META_FILE, json.dumps(meta).encode("utf-8"))
@@ -822,6 +909,7 @@ class BM25KeywordIndex:
             try:
                 with np.load(tokens_file, allow_pickle=False) as npz:
                     flat, lengths = npz["tokens"], npz["lengths"]
+                    code = npz["code"] if "code" in npz.files else None  # saved before pairs
             except (zipfile.BadZipFile, EOFError, KeyError) as error:  # truncated or foreign
                 msg = f"{str(tokens_file)!r} is damaged ({error}); save the index again."
                 raise ValueError(msg) from error
@@ -834,6 +922,7 @@ class BM25KeywordIndex:
             max_delta_ratio=meta["max_delta_ratio"],
             scoring=meta.get("scoring", "maxscore"),
             identifiers=meta.get("identifiers", "everywhere"),  # saves before it split all
+            pair_weight=meta.get("pair_weight", PAIR_WEIGHT),
         )
         tok = index.tokenizer
         tok.terms = list(meta["terms"])
@@ -845,6 +934,12 @@ class BM25KeywordIndex:
             )
             raise ValueError(msg)
         index._tokens.load(meta["ids"], flat, lengths)
+        ids = meta["ids"]
+        if code is not None and len(code) and not (code.min() >= 0 and code.max() < len(ids)):
+            msg = f"{str(tokens_file)!r} names code chunks it does not hold; save it again."
+            raise ValueError(msg)
+        index._code = set() if code is None else {ids[n] for n in code.tolist()}
+        index.chunk_types_known = code is not None
         index._reset_segments()
         index.origin = meta.get("origin")
         digest = meta.get("content_digest")  # absent from saves before it was recorded
