@@ -25,6 +25,7 @@ load 4 with them). Wall and CPU time per query are both printed, with the load a
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import resource
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from synthetic import corpus, default_retriever, floor_query_tokens, floor_search
@@ -175,10 +177,17 @@ def worker(system: str, n: int) -> dict:
     } | extra
 
 
+def _without_pairs(retriever: Any) -> Any:
+    """The retriever's BM25 index, shared, ranking by its terms alone (``pair_weight=0``)."""
+    index = copy.copy(retriever.keyword_index)  # the same arrays: only the weight differs
+    index.pair_weight = 0.0
+    return index
+
+
 def paired(n: int, rounds: int) -> dict:
     """Floor (50 and default depth per leg) and ours in one process, query by query.
 
-    Each query runs the three in turn (the order rotating), so every system meets the same
+    Each query runs every system in turn (the order rotating), so every system meets the same
     load: on a shared machine the per-process rows differ by more than the systems do.
     """
     sys.path.insert(0, str(ROOT))
@@ -204,6 +213,9 @@ def paired(n: int, rounds: int) -> dict:
         "floor_default": lambda q: floor_search(matrix, index, qv[q], q_tokens[q], DEFAULT_FETCH_K),
         "ours": retriever.invoke,
         "ours_no_feedback": retriever.model_copy(update={"feedback_docs": 0}).invoke,
+        "ours_no_pairs": retriever.model_copy(
+            update={"keyword_index": _without_pairs(retriever)}
+        ).invoke,
     }
     names = list(systems)
     for q in queries[:5]:
@@ -314,6 +326,7 @@ def main() -> None:
                 "floor_default": f"bare floor ({res['fetch_k']} per leg)",
                 "ours": f"**HybridRetriever (ours, defaults: fetch_k {res['fetch_k']})**",
                 "ours_no_feedback": "HybridRetriever, defaults but feedback_docs=0",
+                "ours_no_pairs": "HybridRetriever, defaults but BM25 pair_weight=0",
             }
             for name, label in names.items():
                 lat = [x * 1000 for x in res["lat"][name]]
@@ -323,7 +336,7 @@ def main() -> None:
                     f"{pct(lat, 0.95):.2f} | {cpu:.2f} |"
                 )
             for name in ("floor", "floor_default"):
-                for mine in ("ours", "ours_no_feedback"):
+                for mine in ("ours", "ours_no_feedback", "ours_no_pairs"):
                     mine_lat = statistics.median(res["lat"][mine])
                     mine_cpu = statistics.median(res["cpu"][mine])
                     print(

@@ -176,7 +176,9 @@ class ToolSelector:
         self.fetch_k = fetch_k
         self.rrf_k = rrf_k
         self.mentions = mentions
-        self._keyword = BM25KeywordIndex()
+        # terms alone: word pairs were chosen on passages, and the MetaTool figures
+        # (docs/benchmarks.md) were measured without them
+        self._keyword = BM25KeywordIndex(pair_weight=0)
         self._dense = MatrixVectorStore(self.embeddings)
         self._texts: dict[str, str] = {}  # tool name -> indexed text
         self._known: dict[str, tuple[BaseTool, str]] = {}  # name -> (tool, its description)

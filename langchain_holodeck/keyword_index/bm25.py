@@ -698,8 +698,11 @@ class BM25KeywordIndex:
         return self._with_pairs(ranked, pairs, wanted) if pairs else ranked
 
     def _query_pairs(self, query: str) -> Counter[tuple[int, int]]:
-        term_ids = self.tokenizer.term_ids
-        return query_pairs([term_ids.get(t, -1) for t in self.tokenizer.split_terms(query)])
+        tok = self.tokenizer
+        pairs = query_pairs([tok.term_ids.get(t, -1) for t in tok.split_terms(query)])
+        if self.identifiers == "code":  # prose chunks hold the plain reading: its pairs too
+            pairs |= query_pairs([tok.term_ids.get(t, -1) for t in tok.plain_split_terms(query)])
+        return pairs
 
     def _with_pairs(self, ranked: RankedIds, pairs: Counter[tuple[int, int]], k: int) -> RankedIds:
         """``ranked``'s best ``k`` once its first ``PAIR_DEPTH`` have their pair bonus (``_pairs``).
@@ -913,17 +916,21 @@ class BM25KeywordIndex:
             except (zipfile.BadZipFile, EOFError, KeyError) as error:  # truncated or foreign
                 msg = f"{str(tokens_file)!r} is damaged ({error}); save the index again."
                 raise ValueError(msg) from error
-        index = cls(
-            engine=meta["engine"],
-            k1=meta["k1"],
-            b=meta["b"],
-            stopwords=meta["stopwords"],
-            stemmer=meta["stemmer"],
-            max_delta_ratio=meta["max_delta_ratio"],
-            scoring=meta.get("scoring", "maxscore"),
-            identifiers=meta.get("identifiers", "everywhere"),  # saves before it split all
-            pair_weight=meta.get("pair_weight", PAIR_WEIGHT),
-        )
+        try:
+            index = cls(
+                engine=meta["engine"],
+                k1=meta["k1"],
+                b=meta["b"],
+                stopwords=meta["stopwords"],
+                stemmer=meta["stemmer"],
+                max_delta_ratio=meta["max_delta_ratio"],
+                scoring=meta.get("scoring", "maxscore"),
+                identifiers=meta.get("identifiers", "everywhere"),  # saves before it split all
+                pair_weight=meta.get("pair_weight", PAIR_WEIGHT),
+            )
+        except (KeyError, TypeError, ValueError) as error:  # a setting missing or edited
+            msg = f"{str(meta_file)!r} holds a damaged setting ({error!r}); save the index again."
+            raise ValueError(msg) from error
         tok = index.tokenizer
         tok.terms = list(meta["terms"])
         tok.term_ids = {t: i for i, t in enumerate(tok.terms)}
@@ -935,7 +942,7 @@ class BM25KeywordIndex:
             raise ValueError(msg)
         index._tokens.load(meta["ids"], flat, lengths)
         ids = meta["ids"]
-        if code is not None and len(code) and not (code.min() >= 0 and code.max() < len(ids)):
+        if code is not None and not _row_numbers_below(code, len(ids)):
             msg = f"{str(tokens_file)!r} names code chunks it does not hold; save it again."
             raise ValueError(msg)
         index._code = set() if code is None else {ids[n] for n in code.tolist()}
@@ -946,6 +953,13 @@ class BM25KeywordIndex:
         index._content_digest = digest if isinstance(digest, str) else None
         index._saved_writes = index._writes
         return index
+
+
+def _row_numbers_below(values: np.ndarray, bound: int) -> bool:
+    """Whether ``values`` is a 1-D array of integers in ``[0, bound)`` (a save's row numbers)."""
+    if values.ndim != 1 or values.dtype.kind not in "iu":
+        return False
+    return not len(values) or (int(values.min()) >= 0 and int(values.max()) < bound)
 
 
 def _top_k(

@@ -95,6 +95,10 @@ class Tokenizer:
             self.terms.append(term)
         return tid
 
+    def plain_split_terms(self, text: str) -> list[str]:
+        """Every term of ``text`` read as plain words (``encode(identifiers=False)``), in order."""
+        return [t for w in self._plain_split(text) for t in self.plain_terms_of(w)]
+
     def plain_terms_of(self, word: str) -> list[str]:
         """The term of one plain word (no identifier splitting): lowercased, stemmed."""
         term = self._term_of(word.lower())

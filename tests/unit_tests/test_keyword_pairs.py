@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -110,3 +111,56 @@ def test_the_tool_rebuilds_a_save_from_before_pairs(tmp_path: Path) -> None:
 def test_a_pair_weight_that_is_no_weight_is_refused(weight: float) -> None:
     with pytest.raises(ValueError, match=r"pair_weight must be a finite number >= 0, got"):
         BM25KeywordIndex(pair_weight=weight)
+
+
+def test_prose_identifiers_pair_when_only_code_splits_them() -> None:
+    docs = [
+        Document(id="apart", page_content="output of the run, then parse_sections was called"),
+        Document(id="beside", page_content="the run called parse_sections output then"),
+        *(Document(id=f"f{n}", page_content=t) for n, t in enumerate(FILLER)),
+    ]
+    index = BM25KeywordIndex(identifiers="code")  # prose chunks keep parse_sections whole
+    index.upsert(docs)
+    plain = BM25KeywordIndex(identifiers="code", pair_weight=0)
+    plain.upsert(docs)
+    hits = index.search("parse_sections output", k=5)
+    assert [h.id for h in hits] == ["beside", "apart"]
+    assert hits[0].score > plain.search("parse_sections output", k=5)[0].score
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        np.array([0.0, 1.0]),  # floats
+        np.array([[0, 1]]),  # two dimensions
+        np.array(["0"]),  # text
+        np.array(1),  # no dimension
+        np.array([True, False]),  # booleans read as numbers would mark the wrong chunks
+    ],
+)
+def test_a_damaged_code_array_is_one_value_error_naming_the_file(
+    tmp_path: Path, code: np.ndarray
+) -> None:
+    index_of(beside_type="code").save(tmp_path)
+    (tokens,) = tmp_path.glob("bm25_tokens*.npz")
+    with np.load(tokens) as npz:
+        flat, lengths = npz["tokens"], npz["lengths"]
+    with tokens.open("wb") as f:
+        np.savez(f, tokens=flat, lengths=lengths, code=code)
+    with pytest.raises(ValueError, match=r"names code chunks it does not hold; save it again"):
+        BM25KeywordIndex.load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("pair_weight", "x"), ("pair_weight", None), ("k1", -1)]
+)
+def test_a_damaged_setting_is_one_value_error_naming_the_file(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    index_of().save(tmp_path)
+    meta_file = tmp_path / "bm25_index.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    meta[key] = value
+    meta_file.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bm25_index.json' holds a damaged setting"):
+        BM25KeywordIndex.load(tmp_path)
