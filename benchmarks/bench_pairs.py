@@ -32,6 +32,7 @@ from bench_quality import POLICIES, _entries, _evaluate, _run, _store
 from onnx_cache import DiskCachedOnnx, windows_of
 from prose_data import beir
 
+from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT
 from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.keyword_index import bm25 as bm25_module
 from langchain_holodeck.retrievers import HybridRetriever
@@ -94,7 +95,7 @@ def main() -> None:
     if args.scifact is not None:
         scifact_rows(args.scifact, grid)
     if args.code:
-        code_rows([0.0, bm25_module.PAIR_WEIGHT])
+        code_rows([0.0, DEFAULT_PAIR_WEIGHT])
 
 
 if __name__ == "__main__":

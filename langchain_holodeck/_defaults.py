@@ -21,6 +21,10 @@ DEFAULT_WEIGHTS: tuple[float, float, float] = (0.7, 0.3, 0.2)
 DEFAULT_FETCH_K = 300
 """Candidates per leg by default: the smallest depth within 0.001 nDCG@10 of the sweep's best
 (quality stops improving there)."""
+DEFAULT_PAIR_WEIGHT = 0.5
+"""The in-memory BM25's weight of a query's adjacent-term pairs (``BM25KeywordIndex(pair_weight)``,
+``keyword_index.pair_weight``): SciFact train, 0.25 to 0.75 all gained, 0.5 the most
+(``docs/quality.md``)."""
 MAX_K = 1000
 """Largest ``k`` per call of ``HybridRetriever`` and ``RerankRetriever``: a reranker's
 candidate pool (``rerank_top_n`` goes up to 1000)."""

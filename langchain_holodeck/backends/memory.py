@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_holodeck._byte_stores import namespace_segment
+from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT
 from langchain_holodeck._tracing import span
 from langchain_holodeck.backends._registry import register_backend, register_keyword_index
 from langchain_holodeck.backends.base import (
@@ -152,10 +153,11 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
                         origin,
                     )
                 elif loaded.chunk_types_known or not backend.capabilities.enumerates:
+                    loaded.pair_weight = self._pair_weight()
                     return loaded
                 else:  # its code chunks would gain pair bonuses: rebuilt once, quietly
                     logger.debug("BM25 index in %s predates code chunk records; rebuilding.", saved)
-        index = BM25KeywordIndex()
+        index = BM25KeywordIndex(pair_weight=self._pair_weight())
         index.origin = origin
         if not backend.capabilities.enumerates:  # nothing to rebuild from: sync fills it
             return index
@@ -184,6 +186,10 @@ class MemoryKeywordIndexProvider(KeywordIndexProvider):
             return
         if store_saved or index.unsaved:  # it follows the store, or its own writes
             index.save(directory)
+
+    def _pair_weight(self) -> float:
+        """``keyword_index.pair_weight``: the configuration's, never a save's."""
+        return float(getattr(self.config, "pair_weight", DEFAULT_PAIR_WEIGHT))
 
     def describe(self, *, store_dir: Path | None = None, backend: Backend | None = None) -> str:
         where = f", saved in {Path(store_dir) / 'bm25'}" if store_dir is not None else ""

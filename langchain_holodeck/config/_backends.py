@@ -35,7 +35,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
-from langchain_holodeck._defaults import MAX_SECONDS
+from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT, MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import mask_connection_string, userinfo_problem
 from langchain_holodeck.config._sections import (
@@ -464,6 +464,9 @@ class InMemoryKeywordIndexConfig(KeywordIndexConfig):
 
     provider: Literal["in-memory"]
     """Selects the in-memory BM25 index (the default when ``keyword_index`` is unset)."""
+    pair_weight: float = Field(default=DEFAULT_PAIR_WEIGHT, ge=0, le=10, allow_inf_nan=False)
+    """Weight of the query's adjacent-term pairs: the best 100 candidates gain this times the
+    BM25 of each pair they hold side by side (not code chunks); ``0`` ranks by terms alone."""
 
 
 @register_provider_config

@@ -18,10 +18,6 @@ from itertools import pairwise
 
 import numpy as np
 
-PAIR_WEIGHT = 0.5
-"""The default weight of a pair's BM25 beside the terms' (``docs/quality.md``: SciFact train,
-0.25 to 0.6 all gained; 0.5 the best)."""
-
 PAIR_DEPTH = 100
 """The best candidates of the terms' ranking that are re-scored, whatever ``k``: on SciFact
 train 100 ranked as 300 did (nDCG@10 0.7495 against 0.7486, Recall@100 0.958 against 0.962)

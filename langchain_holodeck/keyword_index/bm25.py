@@ -26,6 +26,7 @@ from langchain_holodeck._chunk import (
     chunk_hashes,
     content_digest,
 )
+from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
@@ -35,7 +36,7 @@ from langchain_holodeck._persist import (
     remove_stale_temporaries,
 )
 from langchain_holodeck.contracts import RankedIds
-from langchain_holodeck.keyword_index._pairs import PAIR_DEPTH, PAIR_WEIGHT, pair_bonus, query_pairs
+from langchain_holodeck.keyword_index._pairs import PAIR_DEPTH, pair_bonus, query_pairs
 from langchain_holodeck.keyword_index._term_store import TermStore
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 from langchain_holodeck.keyword_index.tokenizer import IdentifierPolicy, Tokenizer
@@ -438,7 +439,7 @@ class BM25KeywordIndex:
         stopwords: ``"english"`` (bm25s's list), a collection of words, or ``None``.
         stemmer: A Snowball language for PyStemmer (``"english"``) or ``None``.
         scoring: ``"maxscore"`` (default) or ``"exhaustive"``; both give the same top k.
-        pair_weight: The weight of a pair's BM25 beside its terms' (``PAIR_WEIGHT``); ``0``
+        pair_weight: The weight of a pair's BM25 beside its terms' (0.5); ``0``
             ranks by the terms alone.
 
     Instantiate:
@@ -469,7 +470,7 @@ class BM25KeywordIndex:
         max_delta_ratio: float = 0.1,
         scoring: Literal["maxscore", "exhaustive"] = "maxscore",
         identifiers: IdentifierPolicy = "everywhere",
-        pair_weight: float = PAIR_WEIGHT,
+        pair_weight: float = DEFAULT_PAIR_WEIGHT,
     ) -> None:
         if identifiers not in ("code", "everywhere"):
             msg = f"identifiers must be 'code' or 'everywhere', got {identifiers!r}."
@@ -926,7 +927,7 @@ class BM25KeywordIndex:
                 max_delta_ratio=meta["max_delta_ratio"],
                 scoring=meta.get("scoring", "maxscore"),
                 identifiers=meta.get("identifiers", "everywhere"),  # saves before it split all
-                pair_weight=meta.get("pair_weight", PAIR_WEIGHT),
+                pair_weight=meta.get("pair_weight", DEFAULT_PAIR_WEIGHT),
             )
         except (KeyError, TypeError, ValueError) as error:  # a setting missing or edited
             msg = f"{str(meta_file)!r} holds a damaged setting ({error!r}); save the index again."

@@ -164,3 +164,41 @@ def test_a_damaged_setting_is_one_value_error_naming_the_file(
     meta_file.write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(ValueError, match=r"bm25_index.json' holds a damaged setting"):
         BM25KeywordIndex.load(tmp_path)
+
+
+def test_the_configured_pair_weight_is_the_tools_over_a_save(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "notes.md").write_text(
+        f"# Notes\n\n{APART}\n\n{BESIDE}\n", encoding="utf-8"
+    )
+
+    def tool(**keyword_index: object) -> HierarchicalDocumentTool:
+        config = HierarchicalDocumentToolConfig(
+            type="hierarchical_document",
+            name="kb",
+            source="src",
+            keyword_index={"provider": "in-memory", **keyword_index},
+        )
+        return HierarchicalDocumentTool(
+            config, embeddings=HashingEmbeddings(), base_dir=tmp_path, store_dir=tmp_path / "store"
+        )
+
+    first = tool()
+    first.initialize_sync()
+    assert isinstance(first._keywords, BM25KeywordIndex)
+    assert first._keywords.pair_weight == 0.5
+    again = tool(pair_weight=0)  # the saved index was made at 0.5: the configuration wins
+    again.initialize_sync()
+    assert isinstance(again._keywords, BM25KeywordIndex)
+    assert again._keywords.pair_weight == 0
+
+
+@pytest.mark.parametrize("weight", [-1, float("nan"), 11])
+def test_a_configured_pair_weight_out_of_bounds_is_refused(weight: float) -> None:
+    with pytest.raises(ValueError, match="pair_weight"):
+        HierarchicalDocumentToolConfig(
+            type="hierarchical_document",
+            name="kb",
+            source="src",
+            keyword_index={"provider": "in-memory", "pair_weight": weight},
+        )
