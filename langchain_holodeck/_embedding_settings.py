@@ -24,6 +24,9 @@ UNSET_LONG_TEXTS: tuple[LongTextMode, ...] = ("fit", "auto")
 before it, which settings written then may name. A model without windows (OpenAI, a given
 ``Embeddings`` object) accepts only these."""
 
+DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The model an unset ``embedding_model`` names (``OnnxEmbeddings`` runs it)."""
+
 OPENAI_EMBEDDING_MODELS = frozenset(
     {"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002"}
 )
@@ -52,6 +55,23 @@ def openai_model(embedding_model: str | None) -> str | None:
     if name.startswith(_OPENAI_PREFIX) and len(name) > len(_OPENAI_PREFIX):
         return name.removeprefix(_OPENAI_PREFIX)
     return name if name in OPENAI_EMBEDDING_MODELS else None
+
+
+def model_in_use(embedding_model: str | None) -> str:
+    """The model an ``embedding_model`` setting names, spelt one way.
+
+    ``openai/<name>`` is ``<name>``; unset is ``DEFAULT_LOCAL_MODEL``; spaces around are
+    dropped. Two settings naming one model give one string (the vectors are the same).
+
+    Example:
+        ```python
+        model_in_use("openai/text-embedding-3-small")  # -> "text-embedding-3-small"
+        model_in_use(None)  # -> "sentence-transformers/all-MiniLM-L6-v2"
+        ```
+    """
+    if embedding_model is None:
+        return DEFAULT_LOCAL_MODEL
+    return openai_model(embedding_model) or embedding_model.strip()
 
 
 def long_text_without_windows(model: str) -> str:

@@ -47,6 +47,7 @@ from langchain_holodeck._embedding_settings import (
     LongTextMode,
     check_model_name,
     long_text_without_windows,
+    model_in_use,
     openai_model,
     timeout_without_an_api,
 )
@@ -193,7 +194,9 @@ class _SearchToolConfig(BaseModel):
         default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
     )
     """Pins the corpus identity; unset: derived from the resolved source path and the name.
-    Tools of one file pinning the same one must read the same source (one corpus)."""
+    Tools of one file pinning the same one must read the same source and chunk and embed it
+    alike (one corpus: the same ``type``, ``embedding_model``, ``long_text`` and, for
+    ``hierarchical_document``, chunk sizes and contexts); they may differ in how they search."""
     top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
@@ -226,6 +229,28 @@ class _SearchToolConfig(BaseModel):
     _where: str | None = PrivateAttr(default=None)  # "agent.yaml: tools[0]", set by AgentConfig
 
     _default_description: ClassVar[str] = "Search the documents in {source} by meaning."
+
+    _not_chunk_settings: ClassVar[frozenset[str]] = frozenset(
+        {
+            "name",
+            "description",
+            "embedding_timeout",
+            "database",
+            "corpus_id",
+            "top_k",
+            "min_similarity_score",
+            "rerank",
+            "rerank_top_n",
+            "reranker",
+            "rerank_on",
+            "max_convert_seconds",
+            "max_convert_memory_bytes",
+        }
+    )
+    """The fields ``chunk_settings`` leaves out: they change how the corpus is searched, where
+    it is kept, or how long a file may take to read (one that fails keeps its chunks), not the
+    chunks and vectors an ingest writes. A new field goes here or into ``chunk_settings`` (a
+    test holds every field to one of the two)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -290,6 +315,24 @@ class _SearchToolConfig(BaseModel):
         if self.description == self._default_description.format(source=spelt(self.source)):
             update["description"] = self._default_description.format(source=spelt(source))
         return self.model_copy(update=update)
+
+    def chunk_settings(self) -> dict[str, object]:
+        """What decides the chunks and vectors an ingest writes in the corpus, as it acts.
+
+        The resolved ``source`` (however spelt), the ``type`` (its splitter), the model the
+        ``embedding_model`` names (``openai/<name>`` as ``<name>``, unset as the local
+        default) and its ``long_text`` (``None`` for an OpenAI model, which has no windows):
+        what ``pipeline_fingerprint`` and the model id stored with each chunk are made of.
+        Tools pinning one ``corpus_id`` must agree on every one (``AgentConfig``), else each
+        ingest replaces the chunks the other wrote. In the order a difference is reported.
+        """
+        openai = openai_model(self.embedding_model)
+        return {
+            "source": os.path.normpath(self.resolved_source()),
+            "type": self.type,
+            "embedding_model": model_in_use(self.embedding_model),
+            "long_text": None if openai is not None else self.long_text,
+        }
 
     def resolved_source(self, base_dir: str | os.PathLike[str] | None = None) -> Path:
         """The absolute path of ``source``; ``source`` itself stays as configured, for display.
@@ -394,6 +437,44 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         default_keyword_provider
     )
 
+    _not_chunk_settings: ClassVar[frozenset[str]] = _SearchToolConfig._not_chunk_settings | {
+        "context_concurrency",
+        "context_timeout",  # a context not written in time is written by the next ingest
+        "search_weights",
+        "fetch_k",
+        "fusion",
+        "feedback_docs",
+        "feedback_weight",
+        "keyword_index",  # fed the corpus's chunks, rebuilt from the store when behind
+        "search_strategy",
+        "expand_hops",
+        "expand_direction",
+        "expand_limit",
+    }
+
+    def chunk_settings(self) -> dict[str, object]:
+        """``_SearchToolConfig.chunk_settings``, and the splitter's and the contexts' settings.
+
+        ``max_chunk_tokens`` and ``max_table_chunk_tokens`` (``StructuredMarkdownSplitter``),
+        ``contextual_embeddings``, and with it the context model (provider, name and
+        temperature: not where it is served) and ``context_max_tokens``: what the context
+        part of ``pipeline_fingerprint`` is made of (``None`` without contexts).
+        """
+        contextual, model = self.contextual_embeddings, self.context_model
+        asked = (
+            f"{model.provider}:{model.name} at temperature {float(model.temperature):g}"
+            if contextual and model is not None
+            else None
+        )
+        return {
+            **super().chunk_settings(),
+            "max_chunk_tokens": self.max_chunk_tokens,
+            "max_table_chunk_tokens": self.max_table_chunk_tokens,
+            "contextual_embeddings": contextual,
+            "context_model": asked,
+            "context_max_tokens": self.context_max_tokens if contextual else None,
+        }
+
     @model_validator(mode="after")
     def _fetch_k_covers_top_k(self) -> HierarchicalDocumentToolConfig:
         if self.fetch_k < self.top_k:
@@ -472,6 +553,13 @@ class ToolSelectionConfig(BaseModel):
         return self
 
 
+def _shown(value: object) -> str:
+    """A setting's value as an error shows it: as YAML spells ``null``, ``true`` and ``false``."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return repr(value)
+
+
 class AgentConfig(BaseModel):
     """An ``agent.yaml``: its tools, plus a few free-form descriptive keys; others are refused.
 
@@ -485,7 +573,7 @@ class AgentConfig(BaseModel):
 
     tools: list[ToolConfig]
     """The tools, at least one; names must be unique, and tools pinning one ``corpus_id`` must
-    read one source."""
+    read one source and chunk and embed it alike."""
     name: str | None = None
     """Agent name (free-form, not used by this package)."""
     description: str | None = None
@@ -538,22 +626,32 @@ class AgentConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _one_source_per_corpus_id(self) -> AgentConfig:
-        # one corpus is one source: each ingest deletes the corpus's files not in its own
+    def _one_corpus_per_corpus_id(self) -> AgentConfig:
+        # one namespace holds one set of chunks: each ingest deletes and rewrites what its
+        # own source and settings do not make (the other's files, the other's chunks)
         first: dict[str, int] = {}
         for index, tool in enumerate(self.tools):
             if tool.corpus_id is None:
                 continue
             other = first.setdefault(tool.corpus_id, index)
             earlier = self.tools[other]
-            if os.path.normpath(tool.resolved_source()) != os.path.normpath(
-                earlier.resolved_source()
-            ):
+            theirs, mine = earlier.chunk_settings(), tool.chunk_settings()
+            setting = next((key for key in theirs if mine.get(key) != theirs[key]), None)
+            if setting == "source":
                 msg = (
                     f"tools[{other}] ({earlier.name!r}, source {spelt(earlier.source)}) and "
                     f"tools[{index}] ({tool.name!r}, source {spelt(tool.source)}) both pin "
                     f"corpus_id {tool.corpus_id!r}: a corpus is one source, so each ingest "
                     "would delete the chunks of the other's files; give each its own corpus_id"
+                )
+                raise ValueError(msg)
+            if setting is not None:
+                msg = (
+                    f"tools[{other}] ({earlier.name!r}, {setting} {_shown(theirs[setting])}) "
+                    f"and tools[{index}] ({tool.name!r}, {setting} {_shown(mine[setting])}) "
+                    f"both pin corpus_id {tool.corpus_id!r}: a corpus is one set of chunks, "
+                    "so each ingest would replace the chunks the other wrote; give each its "
+                    f"own corpus_id, or the same {setting}"
                 )
                 raise ValueError(msg)
         return self

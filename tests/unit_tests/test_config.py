@@ -647,6 +647,154 @@ def test_two_tools_pinning_one_corpus_id_on_one_source_load(tmp_path: Path) -> N
     assert [tool.corpus_id for tool in agent.tools] == ["shared", "shared", "own"]
 
 
+def test_two_tool_types_pinning_one_corpus_id_on_one_source_are_rejected(
+    tmp_path: Path,
+) -> None:
+    """Found 2026-12-07: a vectorstore and a hierarchical_document tool on one source, one
+    corpus_id, one store: each ingest deleted and re-embedded the other's chunks, forever."""
+    with pytest.raises(ConfigError) as info:
+        load_tools(
+            tmp_path,
+            vectorstore(name="flat", source="docs", corpus_id="team"),
+            hierarchical(name="tree", source="./docs/", corpus_id="team"),
+        )
+    assert str(info.value) == (
+        f"{tmp_path / 'agent.yaml'}: tools[0] ('flat', type 'vectorstore') and tools[1] "
+        "('tree', type 'hierarchical_document') both pin corpus_id 'team': a corpus is one "
+        "set of chunks, so each ingest would replace the chunks the other wrote; give each "
+        "its own corpus_id, or the same type."
+    )
+
+
+_CONTEXTS = {"provider": "openai", "name": "gpt-4o-mini"}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "shown"),
+    [
+        (
+            {"max_chunk_tokens": 60},
+            {},
+            "max_chunk_tokens 60) and tools[1] ('b', max_chunk_tokens 800)",
+        ),
+        (
+            {"max_table_chunk_tokens": None},
+            {},
+            "max_table_chunk_tokens null) and tools[1] ('b', max_table_chunk_tokens 200)",
+        ),
+        ({"long_text": "first"}, {}, "long_text 'first') and tools[1] ('b', long_text 'fit')"),
+        (
+            {"embedding_model": "text-embedding-3-small"},
+            {},
+            "embedding_model 'text-embedding-3-small') and tools[1] ('b', embedding_model "
+            "'sentence-transformers/all-MiniLM-L6-v2')",
+        ),
+        (
+            {"contextual_embeddings": True, "context_model": _CONTEXTS},
+            {},
+            "contextual_embeddings true) and tools[1] ('b', contextual_embeddings false)",
+        ),
+        (
+            {"contextual_embeddings": True, "context_model": _CONTEXTS},
+            {"contextual_embeddings": True, "context_model": {**_CONTEXTS, "temperature": 0.5}},
+            "context_model 'openai:gpt-4o-mini at temperature 0') and tools[1] ('b', "
+            "context_model 'openai:gpt-4o-mini at temperature 0.5')",
+        ),
+        (
+            {"contextual_embeddings": True, "context_model": _CONTEXTS},
+            {
+                "contextual_embeddings": True,
+                "context_model": _CONTEXTS,
+                "context_max_tokens": 50,
+            },
+            "context_max_tokens 100) and tools[1] ('b', context_max_tokens 50)",
+        ),
+    ],
+)
+def test_two_tools_pinning_one_corpus_id_chunking_it_otherwise_are_rejected(
+    tmp_path: Path, first: dict[str, Any], second: dict[str, Any], shown: str
+) -> None:
+    """Found 2026-12-07 (max_chunk_tokens 60 and 800 on one store: each ingest re-split the
+    corpus and replaced the other's chunks): any setting the chunks or vectors follow."""
+    with pytest.raises(ConfigError) as info:
+        load_tools(
+            tmp_path,
+            hierarchical(name="a", source="docs", corpus_id="team", **first),
+            hierarchical(name="b", source="docs", corpus_id="team", **second),
+        )
+    assert f"tools[0] ('a', {shown} both pin corpus_id 'team'" in str(info.value)
+
+
+def test_two_tools_pinning_one_corpus_id_searching_it_otherwise_load(tmp_path: Path) -> None:
+    """What the chunks do not follow may differ: how the tools search, where the context
+    model is served, the spelling of one embedding model, contexts' settings without them."""
+    same_chunks = load_tools(
+        tmp_path,
+        hierarchical(name="a", source="docs", corpus_id="team", context_model=_CONTEXTS),
+        hierarchical(
+            name="b",
+            source="docs",
+            corpus_id="team",
+            description="Search the team's docs by section number.",
+            embedding_model="sentence-transformers/all-MiniLM-L6-v2",
+            top_k=3,
+            fetch_k=30,
+            fusion="rrf",
+            search_weights={"semantic": 1, "keyword": 0, "exact": 0},
+            keyword_index={"provider": "in-memory", "pair_weight": 0},
+            search_strategy="fallback",
+            expand_hops=1,
+            rerank=True,
+            reranker={"provider": "cohere", "api_key": "${COHERE_API_KEY}"},
+            max_convert_seconds=5,
+            context_max_tokens=50,
+        ),
+    )
+    contexts = load_tools(
+        tmp_path,
+        *(
+            hierarchical(
+                name=name,
+                source="docs",
+                corpus_id="team",
+                embedding_model=model,
+                contextual_embeddings=True,
+                context_model={**_CONTEXTS, **served},
+                context_timeout=timeout,
+                context_concurrency=concurrency,
+            )
+            for name, model, served, timeout, concurrency in [
+                ("a", "text-embedding-3-small", {}, 30, 10),
+                ("b", "openai/text-embedding-3-small", {"base_url": "http://gw/v1"}, None, 2),
+            ]
+        ),
+    )
+    flat = load_tools(
+        tmp_path,
+        vectorstore(name="a", source="docs", corpus_id="team"),
+        vectorstore(
+            name="b", source="docs", corpus_id="team", top_k=20, rerank_on="contextualized"
+        ),
+    )
+    for agent in (same_chunks, contexts, flat):
+        assert [tool.name for tool in agent.tools] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "model"),
+    [(vectorstore, VectorStoreToolConfig), (hierarchical, HierarchicalDocumentToolConfig)],
+)
+def test_every_tool_field_is_a_chunk_setting_or_not(
+    tmp_path: Path, tool: Any, model: type[VectorStoreToolConfig | HierarchicalDocumentToolConfig]
+) -> None:
+    """A new field must be classified: one the chunks or vectors follow belongs in
+    chunk_settings (compared at load), else two tools pinning one corpus_id fight again."""
+    (config,) = load_tools(tmp_path, tool()).tools
+    compared, other = set(config.chunk_settings()), model._not_chunk_settings
+    assert compared.isdisjoint(other)
+    assert sorted(compared | other) == sorted(model.model_fields)
+
+
 def test_an_empty_tools_list_is_rejected_naming_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "tools: []\n", name="empty.yaml")
     with pytest.raises(ConfigError) as info:
