@@ -8,6 +8,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +19,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
-from langchain_holodeck._mirror_batches import MirrorBatches
+from langchain_holodeck._mirror_batches import MirrorBatches, mirroring
 from langchain_holodeck._prefetch import EmbedPrefetch
 from langchain_holodeck.errors import NoSupportedFilesError
 from langchain_holodeck.loaders import CONVERSION_REVISION, Skipped, SourceFile, SourceLoader
@@ -132,7 +133,11 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     sources, give each its own pipeline and namespace, or pass ``cleanup=False`` (deleted
     files' chunks then stay). A batch over more than one source with cleanup on (``batch``,
     ``abatch``, ``batch_as_completed``, ``abatch_as_completed``) is refused before anything
-    is written: each run would delete the others' chunks.
+    is written: each run would delete the others' chunks. So is a run started while a run
+    of another source is syncing into the same namespace of the same store, however the two
+    were started (a chain's ``batch_as_completed``, threads, ``ainvoke``s gathered); runs of
+    one source may overlap, and runs one after another (re-pointing a namespace at another
+    source) work as before.
 
     Instantiate:
         ```python
@@ -243,6 +248,32 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
 
     def _ingest(self, source: str | Path | SourceLoader, *, force_ingest: bool) -> SyncResult:
         loader = self._loader(source)
+        with self._mirroring(loader):
+            return self._walk_and_sync(loader, force_ingest=force_ingest)
+
+    def _mirroring(self, loader: SourceLoader) -> AbstractContextManager[None]:
+        """With cleanup on, hold the namespace for this run: one of another source is refused.
+
+        A batch's inputs are checked up front (``_refuse_batch``); this refuses the runs no
+        batch method sees: a chain's ``batch_as_completed`` (each input through ``invoke``),
+        threads, ``asyncio.gather`` of ``ainvoke``.
+        """
+        if not self.cleanup:
+            return nullcontext()
+        root = loader.root
+
+        def refusal(running: str) -> str:
+            return (
+                f"invoke got source {root!r} for namespace {self.namespace!r} with cleanup on "
+                f"while a run of source {running} is syncing into it: each run deletes the "
+                "chunks of the files not in its own source, so one source's would stay, or "
+                "none. Give each source its own IngestionPipeline and namespace, or pass "
+                "cleanup=False."
+            )
+
+        return mirroring(self.vector_store, self.namespace, root, shown=repr(root), refusal=refusal)
+
+    def _walk_and_sync(self, loader: SourceLoader, *, force_ingest: bool) -> SyncResult:
         try:
             files = self.walked = tuple(loader.iter_files())
         except NoSupportedFilesError:

@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,7 +55,7 @@ from langchain_holodeck._chunk import (
 from langchain_holodeck._chunk import (
     SYNC_METADATA_KEYS as SYNC_METADATA_KEYS,  # re-exported: sync.SYNC_METADATA_KEYS
 )
-from langchain_holodeck._mirror_batches import MirrorBatches
+from langchain_holodeck._mirror_batches import MirrorBatches, mirroring
 from langchain_holodeck._sync_write import (
     ETA_NOTE_ENTRIES as ETA_NOTE_ENTRIES,  # re-exported: sync.ETA_NOTE_ENTRIES
 )
@@ -564,7 +565,8 @@ def sync_documents(
         overwrite: Rewrite (and re-embed) chunks even when their hash is unchanged.
         cleanup: Also delete chunks of sources that are neither in ``documents`` nor in
             ``unchanged_sources`` (files removed from the source). Needs a store that
-            ``scan_documents`` can enumerate.
+            ``scan_documents`` can enumerate. A run with cleanup started while one of other
+            sources is syncing into ``namespace`` of ``vector_store`` is refused.
         keyword_index: Kept in step: written chunks upserted, deleted ids removed.
         embedding_model: Identifier stored with each chunk; a different one already in the
             store raises ``EmbeddingModelMismatchError`` unless ``overwrite``.
@@ -586,7 +588,8 @@ def sync_documents(
 
     Raises:
         TypeError: When the store lacks a capability sync needs.
-        ValueError: When ``batch_size`` or ``max_concurrency`` < 1 or a document has no source.
+        ValueError: When ``batch_size`` or ``max_concurrency`` < 1 or a document has no source,
+            or, with ``cleanup``, while a run of other sources is syncing into the namespace.
         EmbeddingModelMismatchError: When the store holds another model's vectors.
     """
     if batch_size < 1:
@@ -603,91 +606,94 @@ def sync_documents(
     chunks = assign_ids(
         documents, namespace=namespace, embedding_model=embedding_model, pipeline=pipeline
     )
-    stored = read_stored(vector_store, [c.id for c in chunks if c.id], batch_size=batch_size)
-    if not overwrite:
-        check_embedding_model(stored, embedding_model)
-    plan = plan_sync(chunks, stored, overwrite=overwrite)
     unchanged = dict(unchanged_sources or {})
-    to_write = [*plan.add, *plan.update, *plan.refresh]
-    windows = _further_entries([*plan.add, *plan.update], vector_store.embeddings)
-    for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
-        chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
+    with _mirroring(vector_store, namespace, chunks, unchanged) if cleanup else nullcontext():
+        stored = read_stored(vector_store, [c.id for c in chunks if c.id], batch_size=batch_size)
+        if not overwrite:
+            check_embedding_model(stored, embedding_model)
+        plan = plan_sync(chunks, stored, overwrite=overwrite)
+        to_write = [*plan.add, *plan.update, *plan.refresh]
+        windows = _further_entries([*plan.add, *plan.update], vector_store.embeddings)
+        for chunk in plan.refresh:  # same text: its stored windows stay, only the record moves
+            chunk.metadata[WINDOW_COUNT] = _window_count(stored[chunk.id or ""])
 
-    counts: dict[str, int] = defaultdict(int)
-    live: dict[str, set[int]] = defaultdict(set)
-    for chunk in chunks:
-        counts[chunk.metadata["source_path"]] += 1
-        live[chunk.metadata["source_path"]].add(chunk.metadata[CHUNK_INDEX])
-    errors: list[str] = []
-    deletes = type(vector_store).delete is not VectorStore.delete
-    # a shrunk file's old tail goes before its chunk 0 (the record the fast path trusts) is
-    # written, so a kill in between leaves the old record and the next run redoes the file
-    tails: dict[str, list[str]] = {}
-    try:
-        for source in counts:
-            known = _known_count(stored, namespace, source)
-            tail = _stale_tail_ids(vector_store, namespace, source, live[source], known)
-            if tail:
-                tails[source] = tail
-    except Exception as error:  # the store failed mid-sync: reported, re-running converges
-        errors.append(f"looking for stale chunks: {sanitize_error(error)}")
-        logger.warning("sync: %s", errors[-1])
-        tails = {source: [] for source in counts}  # no record moves: every file is redone
-    kept_tails = [] if deletes else [i for ids in tails.values() for i in ids]
-    if not deletes:
-        tails = {}  # reported with the other stale chunks below
+        counts: dict[str, int] = defaultdict(int)
+        live: dict[str, set[int]] = defaultdict(set)
+        for chunk in chunks:
+            counts[chunk.metadata["source_path"]] += 1
+            live[chunk.metadata["source_path"]].add(chunk.metadata[CHUNK_INDEX])
+        errors: list[str] = []
+        deletes = type(vector_store).delete is not VectorStore.delete
+        # a shrunk file's old tail goes before its chunk 0 (the record the fast path trusts) is
+        # written, so a kill in between leaves the old record and the next run redoes the file
+        tails: dict[str, list[str]] = {}
+        try:
+            for source in counts:
+                known = _known_count(stored, namespace, source)
+                tail = _stale_tail_ids(vector_store, namespace, source, live[source], known)
+                if tail:
+                    tails[source] = tail
+        except Exception as error:  # the store failed mid-sync: reported, re-running converges
+            errors.append(f"looking for stale chunks: {sanitize_error(error)}")
+            logger.warning("sync: %s", errors[-1])
+            tails = {source: [] for source in counts}  # no record moves: every file is redone
+        kept_tails = [] if deletes else [i for ids in tails.values() for i in ids]
+        if not deletes:
+            tails = {}  # reported with the other stale chunks below
 
-    written, write_errors, failed, deleted = write_entries(
-        vector_store,
-        to_write,
-        windows,
-        Writer(vector_store, batch_size, max_concurrency, on_batch, prefetched),
-        tails,
-    )
-    errors += write_errors
-    written_ids = {doc.id for doc in written}
-    added = sum(1 for doc in plan.add if doc.id in written_ids)
-    updated = sum(1 for doc in plan.update if doc.id in written_ids)
-    skipped = len(plan.skip) + sum(unchanged.values())
-
-    stale: list[str] = []
-    for chunk in written:  # windows a rewritten chunk no longer has
-        old = stored.get(chunk.id or "")
-        if old is not None and chunk.id:
-            stale += _window_ids(chunk.id, _window_count(chunk), _window_count(old))
-    try:
-        if cleanup:
-            stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
-    except TypeError as error:  # a store scan_documents cannot enumerate: say so, keep the tails
-        errors.append(f"cleanup of deleted files skipped: {error}")
-        logger.warning("sync: %s", errors[-1])
-    except Exception as error:  # the store failed mid-sync: reported, re-running converges
-        errors.append(f"looking for stale chunks: {sanitize_error(error)}")
-        logger.warning("sync: %s", errors[-1])
-    if (stale or kept_tails) and not deletes:
-        errors.append(
-            f"stale-chunk cleanup skipped: {type(vector_store).__name__} does not override "
-            f"delete(), so {len(set(stale) | set(kept_tails))} stale chunk(s) stay in the "
-            "store; use a store that implements delete() to remove them."
+        written, write_errors, failed, deleted = write_entries(
+            vector_store,
+            to_write,
+            windows,
+            Writer(vector_store, batch_size, max_concurrency, on_batch, prefetched),
+            tails,
         )
-        logger.warning("sync: %s", errors[-1])
-        stale = []
-    more_deleted = delete_ids(vector_store, stale)
-    deleted += more_deleted
+        errors += write_errors
+        written_ids = {doc.id for doc in written}
+        added = sum(1 for doc in plan.add if doc.id in written_ids)
+        updated = sum(1 for doc in plan.update if doc.id in written_ids)
+        skipped = len(plan.skip) + sum(unchanged.values())
 
-    if keyword_index is not None:
-        indexed = [*written, *plan.skip] if index_unchanged else written
-        _update_keyword_index(keyword_index, indexed, deleted.ids)
-    return SyncResult(
-        added=added,
-        updated=updated,
-        skipped=skipped,
-        failed=failed,
-        # chunks only, and only those the store says existed: of two processes deleting
-        # the same stale ids at once, each id is counted once (CountingDelete)
-        deleted=sum(1 for doc_id in deleted.existed if window_parent(doc_id) == doc_id),
-        errors=tuple(errors + list(more_deleted.errors)),
-    )
+        stale: list[str] = []
+        for chunk in written:  # windows a rewritten chunk no longer has
+            old = stored.get(chunk.id or "")
+            if old is not None and chunk.id:
+                stale += _window_ids(chunk.id, _window_count(chunk), _window_count(old))
+        try:
+            if cleanup:
+                stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
+        except (
+            TypeError
+        ) as error:  # a store scan_documents cannot enumerate: say so, keep the tails
+            errors.append(f"cleanup of deleted files skipped: {error}")
+            logger.warning("sync: %s", errors[-1])
+        except Exception as error:  # the store failed mid-sync: reported, re-running converges
+            errors.append(f"looking for stale chunks: {sanitize_error(error)}")
+            logger.warning("sync: %s", errors[-1])
+        if (stale or kept_tails) and not deletes:
+            errors.append(
+                f"stale-chunk cleanup skipped: {type(vector_store).__name__} does not override "
+                f"delete(), so {len(set(stale) | set(kept_tails))} stale chunk(s) stay in the "
+                "store; use a store that implements delete() to remove them."
+            )
+            logger.warning("sync: %s", errors[-1])
+            stale = []
+        more_deleted = delete_ids(vector_store, stale)
+        deleted += more_deleted
+
+        if keyword_index is not None:
+            indexed = [*written, *plan.skip] if index_unchanged else written
+            _update_keyword_index(keyword_index, indexed, deleted.ids)
+        return SyncResult(
+            added=added,
+            updated=updated,
+            skipped=skipped,
+            failed=failed,
+            # chunks only, and only those the store says existed: of two processes deleting
+            # the same stale ids at once, each id is counted once (CountingDelete)
+            deleted=sum(1 for doc_id in deleted.existed if window_parent(doc_id) == doc_id),
+            errors=tuple(errors + list(more_deleted.errors)),
+        )
 
 
 _WINDOW_CUT_BATCH = 256
@@ -715,7 +721,10 @@ class DocumentSync(MirrorBatches[Sequence[Document], SyncResult]):
     ``cleanup=True`` makes the namespace mirror each input: a run deletes the chunks of the
     sources its chunks do not come from. A batch of chunk lists of different sources with
     cleanup on (``batch``, ``abatch``, ``batch_as_completed``, ``abatch_as_completed``) is
-    refused before anything is written: each run would delete the others' chunks.
+    refused before anything is written: each run would delete the others' chunks. So is a
+    run (of ``sync_documents`` too) started while a run of other sources is syncing into the
+    same namespace of the same store, however the two were started (a chain's
+    ``batch_as_completed``, threads, ``ainvoke``s gathered).
 
     Instantiate:
         ```python
@@ -793,3 +802,27 @@ def _some(sources: Sequence[str], shown: int = 3) -> str:
     """``sources`` for a message: the first ``shown``, then how many more."""
     more = f", and {len(sources) - shown} more" if len(sources) > shown else ""
     return f"[{', '.join(map(repr, sources[:shown]))}{more}]"
+
+
+def _mirroring(
+    vector_store: VectorStore,
+    namespace: str,
+    chunks: Sequence[Document],
+    unchanged: Mapping[str, int],
+) -> AbstractContextManager[None]:
+    """Hold ``namespace`` for a run with cleanup: a run of other sources is refused at its start.
+
+    Runs of the same sources (``chunks`` and ``unchanged``) may overlap: they converge.
+    """
+    sources = frozenset(chunk.metadata["source_path"] for chunk in chunks) | frozenset(unchanged)
+    shown = _some(sorted(sources))
+
+    def refusal(running: str) -> str:
+        return (
+            f"sync_documents got chunks of {shown} for namespace {namespace!r} with cleanup on "
+            f"while a run of {running} is syncing into it: each run deletes the chunks of the "
+            "sources not in its own list, so one list's would stay, or none. Sync them as one "
+            "list, give each its own DocumentSync and namespace, or pass cleanup=False."
+        )
+
+    return mirroring(vector_store, namespace, sources, shown=shown, refusal=refusal)

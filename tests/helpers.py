@@ -8,7 +8,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -229,3 +229,34 @@ def crash_after_files(crash: Callable[[], None]) -> Callable[[Any], None]:
             crash()
 
     return crash_once
+
+
+class OverlappingStore(InMemoryVectorStore):
+    """An in-memory store that makes two runs started side by side overlap, for sure.
+
+    A sync's first store call is ``get_by_ids``: each thread's first one waits until a second
+    thread has made one too (both runs are then under way at once), or until ``go`` is set
+    (a test sets it once the other run was refused). A wait past ``timeout`` raises.
+    """
+
+    def __init__(self, embedding: Embeddings, *, timeout: float = 30.0) -> None:
+        super().__init__(embedding)
+        self.go = threading.Event()
+        self.waiting = threading.Event()
+        """Set once a run waits in ``get_by_ids``: it holds the namespace."""
+        self.timeout = timeout
+        self._threads: set[int] = set()
+        self._lock = threading.Lock()
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        with self._lock:
+            first = threading.get_ident() not in self._threads
+            self._threads.add(threading.get_ident())
+            if len(self._threads) > 1:
+                self.go.set()
+        if first and not self.go.is_set():
+            self.waiting.set()
+            if not self.go.wait(self.timeout):
+                msg = f"no second run reached the store within {self.timeout} s"
+                raise TimeoutError(msg)
+        return super().get_by_ids(ids)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import shutil
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableLambda
 from langchain_core.stores import InMemoryByteStore
 from langchain_core.vectorstores import VectorStore
 
@@ -21,8 +24,9 @@ from langchain_holodeck.errors import NoSupportedFilesError
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
+from langchain_holodeck.sync import SyncResult
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
-from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.helpers import DATA_DIR, HashingEmbeddings, OverlappingStore, crash_after_files
 
 NAMESPACE = "kb"
 WORDS = (
@@ -390,6 +394,123 @@ async def test_batch_as_completed_of_two_sources_with_cleanup_is_refused_at_the_
     async for _, result in kept.abatch_as_completed(sources):
         assert result.failed == 0
     assert {"docs/auth.md", "more/extra.md"} <= set(stored_by_source(kept.vector_store))
+
+
+def write_more(root: Path) -> str:
+    """A second source beside ``docs``: ``more``, one file."""
+    (root / "more").mkdir()
+    (root / "more" / "extra.md").write_text("# Extra\n\nArch controls.\n", encoding="utf-8")
+    return str(root / "more")
+
+
+def one_refused(done: dict[int, SyncResult | Exception], sources: list[str]) -> int:
+    """Of two runs' results, check one is the refusal; the index of the run that went on."""
+    refused = [(i, out) for i, out in done.items() if isinstance(out, Exception)]
+    assert len(refused) == 1, done  # before: both ran, each deleting the other's chunks
+    (i, error), ran = refused[0], 1 - refused[0][0]
+    assert isinstance(error, ValueError)
+    assert str(error) == (
+        f"invoke got source {sources[i]!r} for namespace 'kb' with cleanup on while a run of "
+        f"source {sources[ran]!r} is syncing into it: each run deletes the chunks of the files "
+        "not in its own source, so one source's would stay, or none. Give each source its own "
+        "IngestionPipeline and namespace, or pass cleanup=False."
+    )
+    return ran
+
+
+async def test_a_chain_of_two_sources_with_cleanup_runs_one_and_refuses_the_other(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """Found 2026-12-07: ``(prep | pipeline).batch_as_completed`` runs each source through
+    the pipeline's ``invoke``, past the batch check: two sources ran side by side into one
+    namespace, each cleanup deleting the other's chunks, and the store could end empty while
+    both results said added=3. A run is now refused at its start while another source's run
+    syncs into the namespace; one after the other, the second re-points it, as before."""
+    sources = [str(root / "docs"), write_more(root)]
+    clean, files = make_pipeline(root, embeddings), {}
+    for source in sources:  # what each source is alone
+        clean.invoke(source)
+        files[source] = set(stored_by_source(clean.vector_store))
+    for run_async in (False, True):
+        store = OverlappingStore(embeddings)  # the first run waits until the other came
+        chain = RunnableLambda(lambda source: source) | make_pipeline(root, embeddings, store=store)
+        done: dict[int, SyncResult | Exception] = {}
+        if run_async:
+            async for i, out in chain.abatch_as_completed(sources, return_exceptions=True):
+                done[i] = out
+                store.go.set()  # the refused run came first: the other may go on
+        else:
+            for i, out in chain.batch_as_completed(sources, return_exceptions=True):
+                done[i] = out
+                store.go.set()
+        ran = one_refused(done, sources)
+        result = done[ran]
+        assert isinstance(result, SyncResult)
+        assert set(stored_by_source(store)) == files[sources[ran]]
+        assert (result.added, result.deleted, result.failed) == (len(store.store), 0, 0)
+        # one after the other: the later source replaces the earlier, as before
+        after = chain.invoke(sources[1 - ran])
+        assert after.deleted == result.added
+        assert set(stored_by_source(store)) == files[sources[1 - ran]]
+
+
+async def test_runs_of_one_source_with_cleanup_may_overlap(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    # they converge: neither deletes what the other writes
+    clean = make_pipeline(root, embeddings)
+    expected = clean.invoke(str(root / "docs")).added
+    for run_async in (False, True):
+        store = OverlappingStore(embeddings)  # each run waits until the other reached the store
+        pipeline = make_pipeline(root, embeddings, store=store)
+        twice = [str(root / "docs"), SourceLoader("docs", base_dir=root)]
+        if run_async:
+            results = await asyncio.gather(*(pipeline.ainvoke(source) for source in twice))
+        else:
+            chain = RunnableLambda(lambda source: source) | pipeline
+            results = [result for _, result in chain.batch_as_completed(twice)]
+        assert store.go.is_set()  # set by the second run's arrival: both were under way
+        assert [(r.failed, r.deleted) for r in results] == [(0, 0), (0, 0)]
+        assert stored_by_source(store) == stored_by_source(clean.vector_store)
+        assert len(store.store) == expected
+
+
+def test_a_run_that_fails_midway_lets_another_source_in(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    def crash() -> None:
+        msg = "the disk went away"
+        raise OSError(msg)
+
+    crashing = make_pipeline(root, embeddings, on_progress=crash_after_files(crash))
+    with pytest.raises(OSError, match="the disk went away"):
+        crashing.invoke(str(root / "docs"))
+    other = make_pipeline(root, embeddings, store=crashing.vector_store)
+    with ThreadPoolExecutor(1) as pool:  # another thread: nothing of the failed run's context
+        result = pool.submit(other.invoke, write_more(root)).result()
+    assert (result.added, result.failed) == (1, 0)
+
+
+async def test_a_cancelled_ainvoke_holds_the_namespace_until_its_thread_ends(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    # ainvoke runs invoke in a thread, which a cancel does not stop: it still writes and
+    # deletes, so another source is refused until it has ended
+    store = OverlappingStore(embeddings)
+    pipeline = make_pipeline(root, embeddings, store=store)
+    task = asyncio.create_task(pipeline.ainvoke(str(root / "docs")))
+    assert await asyncio.to_thread(store.waiting.wait, 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    more = write_more(root)
+    with pytest.raises(ValueError, match=r"while a run of source '.*/docs' is syncing into it"):
+        await pipeline.ainvoke(more)
+    store.go.set()
+    await asyncio.get_running_loop().shutdown_default_executor()  # the cancelled run ends
+    result = pipeline.invoke(more)
+    assert result.deleted > 0
+    assert set(stored_by_source(store)) == {"more/extra.md"}
 
 
 def test_a_batch_knows_two_folders_of_one_name_apart_and_one_folder_spelt_twice(

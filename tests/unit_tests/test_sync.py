@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.runnables import RunnableConfig
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_holodeck._sync_write import AHEAD_BATCHES, SINGLY_FAILURES
@@ -23,7 +26,7 @@ from langchain_holodeck.sync import (
     sync_documents,
 )
 from langchain_holodeck.vectorstores import MatrixVectorStore
-from tests.helpers import HashingEmbeddings
+from tests.helpers import HashingEmbeddings, OverlappingStore
 
 
 def chunks(source: str, texts: list[str], **meta: Any) -> list[Document]:
@@ -367,6 +370,91 @@ async def test_document_sync_refuses_a_batch_of_other_sources_with_cleanup(
     keep = DocumentSync(store, namespace="kb")
     assert [r.added for r in keep.batch(lists)] == [1, 1]
     assert len(store.store) == 7
+
+
+async def test_a_chain_of_other_sources_with_cleanup_runs_one_and_refuses_the_other(
+    embeddings: HashingEmbeddings,
+) -> None:
+    """Found 2026-12-07: ``(prep | DocumentSync(cleanup=True)).batch_as_completed`` syncs each
+    list through ``invoke``, past the batch check: two lists of other sources ran side by side,
+    each cleanup deleting the other's chunks. A run is now refused at its start while one of
+    other sources syncs into the namespace; one after the other, as before."""
+    lists = [chunks("one/a.md", ["alpha", "beta"]), chunks("two/b.md", ["gamma"])]
+    for run_async in (False, True):
+        store = OverlappingStore(embeddings)  # the first run waits until the other came
+        chain = RunnableLambda(lambda docs: docs) | DocumentSync(
+            store, namespace="kb", cleanup=True
+        )
+        done: dict[int, SyncResult | Exception] = {}
+        if run_async:
+            async for i, out in chain.abatch_as_completed(lists, return_exceptions=True):
+                done[i] = out
+                store.go.set()  # the refused run came first: the other may go on
+        else:
+            for i, out in chain.batch_as_completed(lists, return_exceptions=True):
+                done[i] = out
+                store.go.set()
+        refused = [i for i, out in done.items() if isinstance(out, Exception)]
+        assert len(refused) == 1, done  # before: both ran, each deleting the other's chunks
+        (i,), ran = refused, 1 - refused[0]
+        names = [repr([docs[0].metadata["source_path"]]).replace('"', "'") for docs in lists]
+        assert str(done[i]) == (
+            f"sync_documents got chunks of {names[i]} for namespace 'kb' with cleanup on while "
+            f"a run of {names[ran]} is syncing into it: each run deletes the chunks of the "
+            "sources not in its own list, so one list's would stay, or none. Sync them as one "
+            "list, give each its own DocumentSync and namespace, or pass cleanup=False."
+        )
+        assert isinstance(done[ran], SyncResult)
+        assert sorted(d.page_content for d in store.get_by_ids(list(store.store))) == sorted(
+            d.page_content for d in lists[ran]
+        )
+        after = chain.invoke(lists[i])  # one after the other: the later list is mirrored
+        assert (after.added, after.deleted) == (len(lists[i]), len(lists[ran]))
+
+
+async def test_syncs_of_the_same_sources_with_cleanup_may_overlap(
+    embeddings: HashingEmbeddings,
+) -> None:
+    for run_async in (False, True):
+        store = OverlappingStore(embeddings)  # each run waits until the other reached the store
+        sync = DocumentSync(store, namespace="kb", cleanup=True)
+        if run_async:
+            results = await asyncio.gather(sync.ainvoke(CORPUS), sync.ainvoke(CORPUS[::-1]))
+        else:
+            with ThreadPoolExecutor(2) as pool:  # sync_documents itself, from two threads
+                futures = [
+                    pool.submit(sync_documents, docs, store, namespace="kb", cleanup=True)
+                    for docs in (CORPUS, CORPUS[::-1])
+                ]
+                results = [future.result() for future in futures]
+        assert store.go.is_set()  # set by the second run's arrival: both were under way
+        assert [(r.failed, r.deleted) for r in results] == [(0, 0), (0, 0)]
+        assert len(store.store) == len(CORPUS)
+
+
+class _FailsOnceStore(InMemoryVectorStore):
+    """Its first ``get_by_ids`` fails (a connection reset mid-sync); the next ones answer."""
+
+    def __init__(self, embedding: Embeddings) -> None:
+        super().__init__(embedding)
+        self.failed = False
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        if not self.failed:
+            self.failed = True
+            msg = "connection reset"
+            raise ConnectionError(msg)
+        return super().get_by_ids(ids)
+
+
+def test_a_sync_that_fails_midway_lets_other_sources_in(embeddings: HashingEmbeddings) -> None:
+    store = _FailsOnceStore(embeddings)
+    with pytest.raises(ConnectionError, match="connection reset"):
+        sync_documents(CORPUS, store, namespace="kb", cleanup=True)
+    sync = DocumentSync(store, namespace="kb", cleanup=True)
+    with ThreadPoolExecutor(1) as pool:  # another thread: nothing of the failed run's context
+        result = pool.submit(sync.invoke, chunks("c.md", ["gamma"])).result()
+    assert (result.added, result.failed) == (1, 0)
 
 
 class _DictStore(VectorStore):
