@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
@@ -80,6 +80,10 @@ class Manifest:
     """The source's root as the ingest resolved it (absolute, symlinks followed): the path its
     corpus namespace is made of. None in manifests written before it was recorded (then
     ``recorded_root`` resolves ``source`` against ``base_dir`` today)."""
+    ingests: dict[str, str] = field(default_factory=dict)
+    """Each tool ever ingested into the store, by name: when its last ingest ran (to the
+    microsecond). The rest of the manifest is the last ingest's, of one tool; ``serve`` tells by
+    this which tool an ingest was for (``last_ingest_of``). Empty in manifests written before."""
     format: int = MANIFEST_FORMAT
 
 
@@ -387,6 +391,16 @@ def ingested_before(store: Path, tool: _DocumentTool) -> bool:
     return manifest.tool == tool.name and recorded_root(manifest) == source
 
 
+def last_ingest_of(manifest: Manifest, name: str) -> str | None:
+    """When tool ``name`` was last ingested into ``manifest``'s store; None: never, as known.
+
+    A manifest written before ``ingests`` was recorded knows its own tool only.
+    """
+    if manifest.ingests:
+        return manifest.ingests.get(name)
+    return manifest.ingested_at if manifest.tool == name else None
+
+
 def mark_store_changed(store: Path) -> None:
     """Rewrite ``store``'s ``ingest.json`` unchanged, as a new file: running servers reload.
 
@@ -450,6 +464,10 @@ def _check_manifest_types(data: dict[str, Any]) -> None:
             allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             msg = f"{name} must be {allowed}, got {json.dumps(value)}"
             raise ValueError(msg)
+    for tool, when in data.get("ingests", {}).items():
+        if not isinstance(when, str):
+            msg = f"ingests.{tool} must be str, got {json.dumps(when)}"
+            raise ValueError(msg)
 
 
 def _check_default_tool(manifest: Manifest) -> None:
@@ -472,6 +490,8 @@ def _json_types(hint: Any) -> tuple[type, ...]:
     """The classes a value of a field annotated ``hint`` may have (``str | None``, a Literal)."""
     if get_origin(hint) is Literal:
         return tuple(dict.fromkeys(type(arg) for arg in get_args(hint)))
+    if get_origin(hint) is dict:
+        return (dict,)
     if get_args(hint):  # a union
         return tuple(t for arg in get_args(hint) for t in _json_types(arg))
     return (hint,)
@@ -573,6 +593,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         StoreNotSavedError: When ``ingest.json`` cannot be written (read-only, disk full)
             and records something else than this ingest.
     """
+    now = datetime.now(timezone.utc)
     manifest = Manifest(
         tool=tool.name,
         type=target.config.type,
@@ -585,9 +606,10 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         embedding_model_id=tool.corpus.model_id or target_model_id(target),  # as the store holds
         backend=tool.backend,
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
-        ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ingested_at=now.isoformat(timespec="seconds"),
         long_text=target.long_text,
         source_root=str(target.config.resolved_source(target.base_dir).resolve()),
+        ingests={**_recorded_ingests(store), tool.name: now.isoformat(timespec="microseconds")},
     )
     text = json.dumps(asdict(manifest), indent=2) + "\n"
     try:
@@ -607,6 +629,14 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         raise StoreNotSavedError(msg) from error
 
 
+def _recorded_ingests(store: Path) -> dict[str, str]:
+    """The ``ingests`` of ``store``'s manifest, kept by the next: none when it does not read."""
+    try:
+        return dict(read_manifest(store).ingests)
+    except (HolodeckError, OSError):
+        return {}
+
+
 def _records_already(store: Path, manifest: Manifest, result: SyncResult | None) -> bool:
     """Whether ``store``'s manifest records ``manifest``'s ingest and that changed no chunk."""
     if result is None or result.added or result.updated or result.deleted:
@@ -619,6 +649,7 @@ def _records_already(store: Path, manifest: Manifest, result: SyncResult | None)
         recorded,
         ingested_at=manifest.ingested_at,
         store_dir=manifest.store_dir,
+        ingests=manifest.ingests,  # the others as recorded, this one's time
         source_root=recorded.source_root or manifest.source_root,  # an older manifest
     )
     if recorded.source_root == manifest.source_root:  # ./docs/, /abs/docs: one root

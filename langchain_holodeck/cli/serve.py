@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +30,7 @@ from langchain_holodeck.cli._targets import (
     as_ingested,
     build_tool,
     ingested_before,
+    last_ingest_of,
     read_manifest,
     target_from_manifest,
 )
@@ -219,6 +221,8 @@ class ServedTool:
         generation: Returns a value that changes when the store was re-ingested (None: never).
         unserved: Returns why a tool holding no chunk cannot be searched (None: it can, its
             source is empty): calls then answer that error, not "No relevant results".
+        last_ingest: Returns a value that changes when the tool named was ingested (None: each
+            change of ``generation`` is one): a reload says "re-ingested" only then.
     """
 
     def __init__(
@@ -227,16 +231,19 @@ class ServedTool:
         *,
         generation: Callable[[], object] | None = None,
         unserved: Callable[[_DocumentTool], str | None] | None = None,
+        last_ingest: Callable[[str], object] | None = None,
     ) -> None:
         self._build = build
         self._unserved = unserved or (lambda tool: None)
         self._generation = generation or (lambda: None)
+        self._last_ingest = last_ingest or (lambda name: self._generation())
         self._seen = self._generation()
         self._tool = build()
         self._lock = threading.Lock()
         self.name = self._tool.name
+        self._ingested = self._last_ingest(self.name)
         self.reloads = 0
-        """How many times the tool was rebuilt after a re-ingest."""
+        """How many times the tool was rebuilt after ``ingest.json`` changed."""
 
     @property
     def description(self) -> str:
@@ -317,9 +324,11 @@ class ServedTool:
                 )
                 return self._tool
             self._tool = tool
+            ingested, self._ingested = self._ingested, self._last_ingest(self.name)
             if reingested:
                 self.reloads += 1
-                logger.warning("note: %s: re-ingested; reloaded from the store.", self.name)
+                if ingested != self._ingested:  # not after another tool's ingest
+                    logger.warning("note: %s: re-ingested; reloaded from the store.", self.name)
             elif not fell_back_empty(tool):
                 logger.warning("note: %s: %s is back; serving it.", self.name, tool.backend)
         return self._tool
@@ -353,16 +362,24 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
+    def last_ingest(name: str) -> str | None:
+        try:
+            return last_ingest_of(read_manifest(store), name)
+        except (HolodeckError, OSError):  # none, or unreadable: nothing is known
+            return None
+
     def builder(configured: Callable[[], tuple[Target, str]] | None) -> Callable[[], _DocumentTool]:
         """Builds the tool as ``configured`` now says (None: the tool of the last ingest).
 
         ``configured`` returns the target as agent.yaml now configures it and where that is
-        (``agent.yaml tools[1]``).
+        (``agent.yaml tools[1]``). What decides the tool's store (its source, database,
+        model...) changes only with an ingest of that tool; the rest follows the file.
         """
         opened = False
+        tried: tuple[Target, str | None] | None = None  # the last target built, and its ingest
 
         def build() -> _DocumentTool:
-            nonlocal opened
+            nonlocal opened, tried
             or_else = "name an agent.yaml: holodeck-rag serve AGENT_YAML"
             if opened and configured is not None and manifest.is_file():
                 read_manifest(store)  # a reload: one it cannot read is no re-ingest (raises)
@@ -372,6 +389,10 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             else:  # at each reload: an ingest of another SOURCE moves the tool there
                 fixed, where = configured()
                 target = as_ingested(fixed, store)
+                ingest = last_ingest(target.config.name)
+                if tried is not None and tried[1] == ingest:  # not ingested since: its store
+                    target = replace(tried[0], config=served_config(tried[0].config, target.config))
+                tried = (target, ingest)
             config = target.config
             setting = (config.embedding_model, config.long_text, config.embedding_timeout)
             if setting not in models:
@@ -435,7 +456,9 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
         )
 
     def opener(build: Callable[[], _DocumentTool]) -> Callable[[], ServedTool]:
-        return lambda: ServedTool(build, generation=generation, unserved=unserved)
+        return lambda: ServedTool(
+            build, generation=generation, unserved=unserved, last_ingest=last_ingest
+        )
 
     def configured(first: Target, n: int) -> Callable[[], tuple[Target, str]]:
         last = (first, n)
@@ -456,8 +479,8 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
         return now
 
     if agent_yaml is None:
-        return [ServedTool(builder(None), generation=generation)]
-    from langchain_holodeck.cli._served_yaml import ServedAgentYaml
+        return [ServedTool(builder(None), generation=generation, last_ingest=last_ingest)]
+    from langchain_holodeck.cli._served_yaml import ServedAgentYaml, served_config
 
     agent = ServedAgentYaml(agent_yaml, generation, Path.cwd())
     served: list[ServedTool] = []
@@ -469,7 +492,14 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
             logger.warning("%s", str(error))
             name, description = target.config.name, target.config.description
             served.append(
-                UnservableTool(name, description, error, retry=opened, generation=generation)
+                UnservableTool(
+                    name,
+                    description,
+                    error,
+                    retry=opened,
+                    generation=generation,
+                    last_ingest=last_ingest,
+                )
             )
     unservable = [tool for tool in served if isinstance(tool, UnservableTool)]
     if len(unservable) == len(served):
@@ -487,6 +517,8 @@ class UnservableTool(ServedTool):
     Key init args:
         retry: Opens the tool (raises ``HolodeckError`` while it still cannot be).
         generation: Returns a value that changes when the store was re-ingested.
+        last_ingest: Returns a value that changes when the tool named was ingested (None:
+            each change of ``generation`` is one).
     """
 
     def __init__(
@@ -497,12 +529,15 @@ class UnservableTool(ServedTool):
         *,
         retry: Callable[[], ServedTool] | None = None,
         generation: Callable[[], object] | None = None,
+        last_ingest: Callable[[str], object] | None = None,
     ) -> None:
         self.name, self._description, self.error = name, description, error
         self.reloads = 0
         self._retry = retry
         self._generation = generation or (lambda: None)
+        self._last_ingest = last_ingest or (lambda name: self._generation())
         self._seen = self._generation()
+        self._ingested = self._last_ingest(name)
         self._lock = threading.Lock()
         self._opened: ServedTool | None = None
 
@@ -544,5 +579,10 @@ class UnservableTool(ServedTool):
                 self.error = error
                 return None
             self.reloads += 1
-            logger.warning("note: %s: re-ingested; it opens now and is served.", self.name)
+            ingested, self._ingested = self._ingested, self._last_ingest(self.name)
+            logger.warning(
+                "note: %s: %sit opens now and is served.",
+                self.name,
+                "re-ingested; " if ingested != self._ingested else "",
+            )
         return self._opened

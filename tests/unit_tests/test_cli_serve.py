@@ -802,6 +802,118 @@ def test_serve_agent_yaml_follows_the_edited_settings_after_an_ingest(
     assert said[0].startswith(f"{agent} does not read now (")
 
 
+@pytest.mark.parametrize("edit", ["source", "database"])
+def test_serve_agent_yaml_keeps_a_tools_store_until_that_tool_is_ingested(
+    ingested: Path, edit: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kb's source (or database) edited in agent.yaml but not ingested, then `ingest --tool
+    other`: serve read every tool again and opened kb over a store holding none of it (each
+    call the error 'holds no chunk of kb (it was not ingested there?)'), and logged 'note: kb:
+    re-ingested' (found 2026-12-07). What decides a tool's store follows an ingest of that tool;
+    its description follows any."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    ferries = ingested.parent / "ferries"
+    ferries.mkdir()
+    (ferries / "ferry.md").write_text("# Ferry\n\nThe zanzibarquux ferry.\n", encoding="utf-8")
+    agent = ingested.parent / "agent.yaml"
+    edits = {  # nothing listens on 8779: connection refused
+        "source": "source: ferries",
+        "database": "source: gdocs, "
+        "database: {provider: redis, connection_string: 'redis://127.0.0.1:8779'}",
+    }
+
+    def configure(kb: str, description: str) -> None:
+        agent.write_text(
+            f"tools:\n  - {{type: vectorstore, name: kb, {kb}, description: {description}}}\n"
+            "  - {type: vectorstore, name: other, source: gdocs}\n",
+            encoding="utf-8",
+        )
+
+    def ingest(tool: str) -> None:
+        argv = ["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool", tool]
+        assert main(argv) == 0
+
+    configure("source: gdocs", "The manuals.")
+    ingest("kb")
+    ingest("other")
+    kb, other = served_tools(agent, ingested, quiet=True)
+    configure(edits[edit], "The edited manuals.")  # not ingested
+    ingest("other")
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli"):
+        text, structured = kb.search("safety interlock", 1)
+        other.search("safety interlock", 1)
+    assert structured["results"][0]["source_path"].startswith("gdocs/"), text
+    assert kb.description == "The edited manuals."
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: other: re-ingested; reloaded from the store."
+    ]
+    if edit == "database":
+        return  # a database that is down: nothing to ingest it into
+    ingest("kb")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli"):
+        text, structured = kb.search("zanzibarquux", 1)
+    assert structured["results"][0]["source_path"] == "ferries/ferry.md", text
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: kb: re-ingested; reloaded from the store."
+    ]
+
+
+def test_a_tool_added_to_agent_yaml_is_said_once_not_to_be_served(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool added to AGENT_YAML and ingested was never served and nothing said so, where a
+    renamed or removed one is said to need a restart (found 2026-12-07)."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    kb = "tools:\n  - {type: vectorstore, name: kb, source: gdocs}\n"
+    agent.write_text(kb, encoding="utf-8")
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool"]
+    assert main([*ingest, "kb"]) == 0
+    (served,) = served_tools(agent, ingested, quiet=True)
+    agent.write_text(kb + "  - {type: vectorstore, name: extra, source: gdocs}\n")
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli"):
+        assert main([*ingest, "extra"]) == 0
+        served.search("safety interlock", 1)
+        assert main([*ingest, "extra"]) == 0
+        served.search("safety interlock", 1)
+    said = [r.getMessage() for r in caplog.records if r.name.endswith("_served_yaml")]
+    assert said == [
+        f"extra: added to {agent} since serve started; not served (restart serve to serve "
+        "the file's tools)."
+    ]
+
+
+def test_a_manifest_written_before_ingests_were_recorded_still_reads(ingested: Path) -> None:
+    """ingest.json now records each tool's last ingest (``ingests``); one written before
+    knows its own tool's only, and the next ingest keeps what it knows."""
+    from langchain_holodeck.cli._targets import last_ingest_of, read_manifest
+
+    path = ingested / "ingest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert set(data["ingests"]) == {"default"}
+    del data["ingests"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    manifest = read_manifest(ingested)
+    assert last_ingest_of(manifest, "default") == data["ingested_at"]
+    assert last_ingest_of(manifest, "kb") is None
+    (ingested.parent / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: kb, source: gdocs}\n", encoding="utf-8"
+    )
+    assert main(["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]) == 0
+    ingests = read_manifest(ingested).ingests
+    assert set(ingests) == {"kb"}
+    assert main(["-q", "--store", str(ingested), "ingest", "gdocs"]) == 0
+    assert read_manifest(ingested).ingests.keys() == {"kb", "default"}
+    assert read_manifest(ingested).ingests["kb"] == ingests["kb"]
+
+
 def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_served(
     ingested: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
