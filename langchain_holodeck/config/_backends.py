@@ -339,7 +339,8 @@ class QdrantDatabaseConfig(DatabaseConfig):
     timeout: Number = Field(default=10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds per request to a Qdrant server."""
     fallback_to_memory: bool = True
-    """When the server at ``url`` is unreachable: warn and use the in-memory store, or fail."""
+    """When the server at ``url`` is unreachable, or the local ``path`` is held by another
+    process (``serve``, another ingest): warn and use the in-memory store, or fail."""
 
     @model_validator(mode="after")
     def _one_location(self) -> QdrantDatabaseConfig:
