@@ -630,11 +630,18 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
 
 
 def _recorded_ingests(store: Path) -> dict[str, str]:
-    """The ``ingests`` of ``store``'s manifest, kept by the next: none when it does not read."""
+    """The ``ingests`` of ``store``'s manifest, kept by the next: none when it does not read.
+
+    A manifest written before ``ingests`` was recorded gives its own tool's ingest (as
+    ``last_ingest_of`` reads it), so the next ingest of another tool keeps it.
+    """
     try:
-        return dict(read_manifest(store).ingests)
+        manifest = read_manifest(store)
     except (HolodeckError, OSError):
         return {}
+    if manifest.ingests:
+        return dict(manifest.ingests)
+    return {manifest.tool: manifest.ingested_at} if manifest.tool else {}
 
 
 def _records_already(store: Path, manifest: Manifest, result: SyncResult | None) -> bool:

@@ -908,10 +908,13 @@ def test_a_manifest_written_before_ingests_were_recorded_still_reads(ingested: P
     )
     assert main(["-q", "--store", str(ingested), "ingest", "--config", "agent.yaml"]) == 0
     ingests = read_manifest(ingested).ingests
-    assert set(ingests) == {"kb"}
+    # the old manifest's own ingest is kept: serve must not take 'default' for re-ingested
+    assert ingests["default"] == data["ingested_at"]
+    assert set(ingests) == {"kb", "default"}
     assert main(["-q", "--store", str(ingested), "ingest", "gdocs"]) == 0
     assert read_manifest(ingested).ingests.keys() == {"kb", "default"}
     assert read_manifest(ingested).ingests["kb"] == ingests["kb"]
+    assert read_manifest(ingested).ingests["default"] != data["ingested_at"]
 
 
 def test_a_tool_whose_model_cannot_load_answers_its_error_and_the_others_are_served(
