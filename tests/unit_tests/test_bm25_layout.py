@@ -9,8 +9,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_holodeck.keyword_index import BM25KeywordIndex
+from langchain_holodeck.keyword_index._score_matrix import build_matrix
 from langchain_holodeck.keyword_index._term_store import TermStore
-from langchain_holodeck.keyword_index.bm25 import _build_matrix
 
 WORDS = [f"w{i:02d}" for i in range(40)]
 
@@ -31,9 +31,9 @@ def test_a_build_in_small_chunks_equals_a_build_in_one() -> None:
     lengths = rng.integers(0, 30, 200)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     flat = (rng.zipf(1.3, int(offsets[-1])) % 300).astype(np.int32)
-    whole, df, avgdl = _build_matrix(flat, offsets, 300, k1=1.5, b=0.75)
+    whole, df, avgdl = build_matrix(flat, offsets, 300, k1=1.5, b=0.75)
     for chunk_terms in (1, 7, 100):
-        parts, df2, avgdl2 = _build_matrix(
+        parts, df2, avgdl2 = build_matrix(
             flat, offsets, 300, k1=1.5, b=0.75, chunk_terms=chunk_terms
         )
         assert avgdl2 == avgdl
