@@ -318,7 +318,7 @@ def test_scan_documents_by_namespace(store: PostgresVectorStore) -> None:
 def test_bm25_in_sql_equals_the_in_memory_index(store: PostgresVectorStore) -> None:
     corpus = docs("kb") + docs("other")
     store.add_documents(corpus)
-    memory = BM25KeywordIndex()
+    memory = BM25KeywordIndex(pair_weight=0)  # the terms alone, as the SQL scores them
     memory.upsert(docs("kb"))
     for query in ["safety protocols", "tea earl grey captain", "warp shift", "zzz"]:
         got = store.keyword_search(query, 4, namespace="kb")
@@ -331,7 +331,7 @@ def test_bm25_statistics_follow_updates_and_deletes(store: PostgresVectorStore) 
     store.add_documents(docs())
     store.add_documents(docs())  # rewritten: the same statistics
     store.delete(["kb-c"])
-    memory = BM25KeywordIndex()
+    memory = BM25KeywordIndex(pair_weight=0)  # the terms alone, as the SQL scores them
     memory.upsert([d for d in docs() if d.id != "kb-c"])
     got = store.keyword_search("safety protocols captain", 4, namespace="kb")
     expected = memory.search("safety protocols captain", k=4)
