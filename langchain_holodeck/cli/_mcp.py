@@ -13,7 +13,7 @@ import logging
 import socket
 import sys
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Protocol
 
 import anyio
@@ -487,21 +487,4 @@ def run_http(server: Any, sock: socket.socket, *, token: str | None, limits: Htt
     address = sock.getsockname()
     shown = f"[{address[0]}]" if ":" in address[0] else address[0]
     print(f"serving on http://{shown}:{address[1]}/mcp", file=sys.stderr, flush=True)
-    _quiet_server(uvicorn.Server)(config).run(sockets=[sock])
-
-
-def _quiet_server(base: type[Any]) -> type[Any]:
-    """The ``uvicorn.Server`` class, leaving SIGINT and SIGTERM to ``holodeck-rag``.
-
-    uvicorn's own handlers start a graceful shutdown, then raise the signal again; the CLI
-    already takes Ctrl-C in a thread of its own (``main._exit_on_interrupt``: SIGINT blocked
-    in the main thread, 130 at once). One owner of the signal: Ctrl-C ends serve as it ends
-    every command, and SIGTERM ends it at once (nothing is written while serving).
-    """
-
-    class QuietServer(base):  # type: ignore[misc,valid-type]  # uvicorn is imported late
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    return QuietServer
+    uvicorn.Server(config).run(sockets=[sock])

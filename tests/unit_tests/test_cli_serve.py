@@ -601,6 +601,9 @@ def test_ctrl_c_stops_serving_quietly_with_130(ingested: Path) -> None:
         text=True,
         cwd=ingested.parent,
         env=serve_env(ingested.parent),
+        # a terminal's Ctrl-C: a suite started in the background (`cmd &`, nohup) hands its
+        # children SIGINT ignored, and an ignored SIGINT is what the user asked for there
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert server.stderr is not None
     lines = []
