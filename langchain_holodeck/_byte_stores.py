@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from langchain_core.stores import ByteStore
 
+from langchain_holodeck._defaults import MAX_CACHE_TTL_DAYS
 from langchain_holodeck._persist import atomic_write
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
@@ -131,7 +132,8 @@ class RedisByteStore(ByteStore):
     """A ``ByteStore`` in Redis: key ``{prefix}{key}``, optional TTL in seconds.
 
     With a ``ttl`` an entry expires ``ttl`` seconds after it was last written or read
-    (``mget`` refreshes the TTL of every hit with ``GETEX``): what is used stays.
+    (``mget`` refreshes the TTL of every hit with ``GETEX``): what is used stays. A ``ttl``
+    is a whole number of seconds from 1 to a century (3153600000).
 
     Setup:
         ``pip install "langchain-holodeck[redis]"``
@@ -145,6 +147,7 @@ class RedisByteStore(ByteStore):
     def __init__(
         self, client: Any, *, prefix: str = "holodeck:embcache:", ttl: int | None = None
     ) -> None:
+        _check_ttl(ttl)
         self.client = client
         self.prefix = prefix
         self.ttl = ttl
@@ -176,6 +179,26 @@ class RedisByteStore(ByteStore):
         for key in self.client.scan_iter(match=pattern, count=1000):
             name = key.decode() if isinstance(key, bytes) else key
             yield name[len(self.prefix) :]
+
+
+_MAX_TTL_SECONDS = MAX_CACHE_TTL_DAYS * 24 * 3600
+
+
+def _check_ttl(ttl: object) -> None:
+    """``RedisByteStore``'s ``ttl``: ``None`` or an int of seconds, from 1 to a century.
+
+    Raises:
+        ValueError: Naming the value, before any request (Redis refused 0 and a TTL past its
+            clock's range on every write, not at construction).
+    """
+    if ttl is None:
+        return
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= _MAX_TTL_SECONDS:
+        msg = (
+            f"ttl must be a whole number of seconds from 1 to {_MAX_TTL_SECONDS} (a century), "
+            f"or None to keep entries until deleted, got {ttl!r}."
+        )
+        raise ValueError(msg)
 
 
 def _glob_escape(text: str) -> str:

@@ -66,6 +66,20 @@ MAX_SECONDS = 7 * 24 * 3600
 """The longest timeout or time limit a setting takes: a week, in seconds (604800). A longer
 wait overflows the platform's clock (``threading.TIMEOUT_MAX``, ``time_t``): ``1e12`` or
 ``inf`` failed every request, and stopped every conversion, with ``OverflowError``."""
+MAX_CONCURRENCY = 1024
+"""The most context requests a setting keeps in flight at once (``context_concurrency``,
+``ContextualChunkEnricher(concurrency=...)``): each waits in a thread of its own, so a million
+started a thread per chunk of a large file and sent them all at once, past any provider's rate
+limit (each refused chunk is left without context); no API serves more from one client."""
+MAX_CONTEXT_TOKENS = 128_000
+"""The longest context a setting lets the model write, in tokens (``context_max_tokens``,
+``ContextualChunkEnricher(max_context_tokens=...)``): the largest answer any chat model writes
+(GPT-5's and Claude's output caps). The API refuses a cap past the model's own, so a larger
+one left every chunk without context, one warning each; a context is short anyway."""
+MAX_CACHE_TTL_DAYS = 36_500
+"""The longest life of an embedding-cache entry, in days (``embedding_cache_ttl_days``,
+``RedisByteStore(ttl=...)`` in seconds): a century, past any corpus. Redis refuses an
+expiry past its clock's range (about 1e11 days), so ``1e12`` failed every cache write."""
 
 
 def check_seconds(name: str, seconds: object) -> None:

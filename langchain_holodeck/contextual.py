@@ -34,7 +34,12 @@ from langchain_holodeck._chunk import (
     source_path,
 )
 from langchain_holodeck._deadline import call_with_deadline
-from langchain_holodeck._defaults import DEFAULT_CONTEXT_TIMEOUT, MAX_SECONDS
+from langchain_holodeck._defaults import (
+    DEFAULT_CONTEXT_TIMEOUT,
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
+    MAX_SECONDS,
+)
 from langchain_holodeck._redact import model_secrets, scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 
@@ -195,8 +200,8 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
 
     Key init args:
         llm: Any LangChain chat model (or LLM).
-        concurrency: Maximum simultaneous calls.
-        max_context_tokens: Contexts are cut to this many tokens.
+        concurrency: Maximum simultaneous calls (at most 1024).
+        max_context_tokens: Contexts are cut to this many tokens (at most 128000).
         max_document_tokens: Longer documents are replaced by a window around the chunk.
         cache: Where contexts are cached (default: a new ``InMemoryByteStore``).
         timeout: Seconds per call (``None``: no limit).
@@ -216,10 +221,10 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
 
     llm: BaseLanguageModel
     """The model that writes the contexts."""
-    concurrency: int = Field(default=10, gt=0)
-    """Maximum simultaneous LLM calls."""
-    max_context_tokens: int = Field(default=_CONTEXT_TOKENS, gt=0)
-    """Contexts longer than this (in ``cl100k_base`` tokens) are cut."""
+    concurrency: int = Field(default=10, gt=0, le=MAX_CONCURRENCY)
+    """Maximum simultaneous LLM calls, at most 1024."""
+    max_context_tokens: int = Field(default=_CONTEXT_TOKENS, gt=0, le=MAX_CONTEXT_TOKENS)
+    """Contexts longer than this (in ``cl100k_base`` tokens) are cut; at most 128000."""
     max_document_tokens: int = Field(default=_DOCUMENT_TOKENS, gt=0)
     """Documents longer than this are replaced by a window of this size around the chunk."""
     prompt: str = DEFAULT_PROMPT

@@ -35,7 +35,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema
 
-from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT, MAX_SECONDS
+from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT, MAX_CACHE_TTL_DAYS, MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import mask_connection_string, userinfo_problem
 from langchain_holodeck.config._sections import (
@@ -270,9 +270,12 @@ class RedisDatabaseConfig(DatabaseConfig):
     existing index keeps its own: a change is refused until ``--force-ingest`` re-creates it."""
     fallback_to_memory: bool = True
     """When Redis is unreachable: warn and use the in-memory store (true), or fail (false)."""
-    embedding_cache_ttl_days: Number = Field(default=30, gt=0, allow_inf_nan=False)
-    """Days an embedding-cache entry lives after it was last written or read; the cache only
-    spares a model call for a chunk whose key moved, so an expired entry costs one embedding."""
+    embedding_cache_ttl_days: Number = Field(
+        default=30, gt=0, le=MAX_CACHE_TTL_DAYS, allow_inf_nan=False
+    )
+    """Days an embedding-cache entry lives after it was last written or read (a century at
+    most); the cache only spares a model call for a chunk whose key moved, so an expired
+    entry costs one embedding."""
 
     @model_validator(mode="before")
     @classmethod

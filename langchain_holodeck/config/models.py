@@ -39,6 +39,8 @@ from langchain_holodeck._defaults import (
     DEFAULT_FETCH_K,
     DEFAULT_FUSION,
     DEFAULT_TABLE_CHUNK_TOKENS,
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
     MAX_SECONDS,
 )
 from langchain_holodeck._embedding_settings import (
@@ -381,10 +383,11 @@ class HierarchicalDocumentToolConfig(_SearchToolConfig):
         default=None, json_schema_extra={"rule": "required when contextual_embeddings is true"}
     )
     """The chat model writing the contexts."""
-    context_max_tokens: Integer = Field(default=100, gt=0)
-    """Longest context the model may write per chunk; a change makes the next ingest write
-    every context again (one LLM call per chunk)."""
-    context_concurrency: Integer = Field(default=10, gt=0)
+    context_max_tokens: Integer = Field(default=100, gt=0, le=MAX_CONTEXT_TOKENS)
+    """Longest context the model may write per chunk (the bound: the largest answer any chat
+    model writes); a change makes the next ingest write every context again (one LLM call
+    per chunk)."""
+    context_concurrency: Integer = Field(default=10, gt=0, le=MAX_CONCURRENCY)
     """Context requests in flight at once."""
     context_timeout: Number | None = Field(
         default=DEFAULT_CONTEXT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False

@@ -402,6 +402,25 @@ RULES = [
         f"must be <= {2**62}, got 1e+30",
     ),
     (hierarchical(context_timeout=1e12), "tools[0].context_timeout", "must be <= 604800"),
+    # found 2026-12-07: no upper bound; 1e12 days failed every Redis cache write (past its
+    # clock), a million contexts in flight started a thread per chunk, past any rate limit,
+    # and a cap past any model's own was refused by the API on every chunk
+    (
+        vectorstore(database={**REDIS_DB, "embedding_cache_ttl_days": 1e12}),
+        "tools[0].database.embedding_cache_ttl_days",
+        "must be <= 36500, got 1000000000000.0",
+    ),
+    (
+        hierarchical(context_concurrency=1_000_000),
+        "tools[0].context_concurrency",
+        "must be <= 1024, got 1000000",
+    ),
+    (
+        hierarchical(context_max_tokens=10**9),
+        "tools[0].context_max_tokens",
+        "must be <= 128000, got 1000000000",
+    ),
+    (hierarchical(context_max_tokens=1e30), "tools[0].context_max_tokens", "must be <= 128000"),
     (
         vectorstore(embedding_model="text-embedding-3-small", embedding_timeout=1e12),
         "tools[0].embedding_timeout",
@@ -585,6 +604,18 @@ def test_each_invalid_value_names_file_field_and_value(
     pattern = re.escape(f"agent.yaml: {path}: ") + ".*" + re.escape(fragment)
     with pytest.raises(ConfigError, match=pattern):
         load_tools(tmp_path, tool)
+
+
+def test_the_largest_ttl_concurrency_and_context_length_load(tmp_path: Path) -> None:
+    """The bounds themselves are taken: a century of cache, 1024 requests, 128000 tokens."""
+    config = load_tools(
+        tmp_path,
+        vectorstore(database={**REDIS_DB, "embedding_cache_ttl_days": 36_500}),
+        hierarchical(context_concurrency=1024, context_max_tokens=128_000),
+    )
+    kb, legal = config.tools
+    assert kb.database.embedding_cache_ttl_days == 36_500  # type: ignore[union-attr]  # redis
+    assert (legal.context_concurrency, legal.context_max_tokens) == (1024, 128_000)  # type: ignore[union-attr]  # hierarchical
 
 
 def test_second_tool_is_reported_with_its_index(tmp_path: Path) -> None:

@@ -208,6 +208,21 @@ def test_a_timeout_past_a_week_is_refused(llm: ScriptedChatModel, timeout: float
         ContextualChunkEnricher(llm, timeout=timeout)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "bound"),
+    [({"concurrency": 1_000_000}, 1024), ({"max_context_tokens": 10**9}, 128_000)],
+)
+def test_concurrency_and_context_length_past_their_bound_are_refused(
+    llm: ScriptedChatModel, kwargs: dict[str, int], bound: int
+) -> None:
+    """Found 2026-12-07 (context_concurrency's and context_max_tokens' twins): no bound, so a
+    million calls were started at once and a cap past any model's was refused on every call."""
+    (name,) = kwargs
+    with pytest.raises(ValidationError, match=rf"{name}\n.*less than or equal to {bound}"):
+        ContextualChunkEnricher(llm, **kwargs)
+    assert getattr(ContextualChunkEnricher(llm, **{name: bound}), name) == bound
+
+
 async def test_timeout_leaves_chunk_uncontextualized(llm: ScriptedChatModel) -> None:
     doc = Document(page_content="fine\n\nHANG forever", metadata={"source_path": "h"})
     chunks = [
