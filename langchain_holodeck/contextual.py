@@ -39,6 +39,8 @@ from langchain_holodeck._defaults import (
     MAX_CONCURRENCY,
     MAX_CONTEXT_TOKENS,
     MAX_SECONDS,
+    Float,
+    Int,
 )
 from langchain_holodeck._redact import model_secrets, scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
@@ -221,17 +223,17 @@ class ContextualChunkEnricher(RunnableSerializable[list[Document], list[Document
 
     llm: BaseLanguageModel
     """The model that writes the contexts."""
-    concurrency: int = Field(default=10, gt=0, le=MAX_CONCURRENCY)
+    concurrency: Int = Field(default=10, gt=0, le=MAX_CONCURRENCY)
     """Maximum simultaneous LLM calls, at most 1024."""
-    max_context_tokens: int = Field(default=_CONTEXT_TOKENS, gt=0, le=MAX_CONTEXT_TOKENS)
+    max_context_tokens: Int = Field(default=_CONTEXT_TOKENS, gt=0, le=MAX_CONTEXT_TOKENS)
     """Contexts longer than this (in ``cl100k_base`` tokens) are cut; at most 128000."""
-    max_document_tokens: int = Field(default=_DOCUMENT_TOKENS, gt=0)
+    max_document_tokens: Int = Field(default=_DOCUMENT_TOKENS, gt=0)
     """Documents longer than this are replaced by a window of this size around the chunk."""
     prompt: str = DEFAULT_PROMPT
     """Prompt with ``{{WHOLE_DOCUMENT}}`` and ``{{CHUNK_CONTENT}}`` placeholders."""
     cache: ByteStore = Field(default_factory=InMemoryByteStore)
     """Context cache; ``None`` means a fresh ``InMemoryByteStore``."""
-    timeout: float | None = Field(
+    timeout: Float | None = Field(
         default=DEFAULT_CONTEXT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False
     )
     """Seconds allowed per call; ``None`` for no limit."""

@@ -165,11 +165,11 @@ def check_native_hybrid_args(*, k: int, fetch_k: int, weights: tuple[float, floa
     """Validate the arguments every store's ``native_hybrid_search`` takes, before any I/O.
 
     Raises:
-        ValueError: When ``k`` or ``fetch_k`` is not positive, or ``weights`` are not two
-            non-negative numbers with at least one above 0.
+        ValueError: When ``k`` or ``fetch_k`` is not positive or is a bool, or ``weights``
+            are not two non-negative numbers with at least one above 0.
     """
-    if k < 1 or fetch_k < 1:
-        msg = f"k and fetch_k must be positive, got k={k} and fetch_k={fetch_k}."
+    if isinstance(k, bool) or isinstance(fetch_k, bool) or k < 1 or fetch_k < 1:  # True is 1
+        msg = f"k and fetch_k must be positive integers, got k={k!r} and fetch_k={fetch_k!r}."
         raise ValueError(msg)
     if len(weights) != 2 or min(weights) < 0 or max(weights) <= 0:
         msg = f"weights must be (dense, keyword), both >= 0, one > 0; got {weights!r}."

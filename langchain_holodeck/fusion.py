@@ -50,9 +50,12 @@ def reciprocal_rank_fusion(
         appearance (list order, then position), so equal inputs always give equal outputs.
 
     Raises:
-        ValueError: When ``k`` is negative, or ``weights`` has the wrong length, a negative
-            or non-finite entry, or no positive entry.
+        ValueError: When ``k`` is negative or a bool, or ``weights`` has the wrong length, a
+            negative or non-finite entry, or no positive entry.
     """
+    if isinstance(k, bool):  # an int in Python: True was the constant 1
+        msg = f"k must be a number >= 0, not a bool, got {k!r}."
+        raise ValueError(msg)
     if k < 0:
         msg = f"k must be >= 0, got {k}."
         raise ValueError(msg)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from langchain_holodeck._chunk import source_path
+from langchain_holodeck._defaults import check_seconds
 from langchain_holodeck.keyword_index.base import KeywordHit, check_ids, check_k, scan_store
 
 if TYPE_CHECKING:
@@ -81,9 +82,10 @@ class OpenSearchKeywordIndex:
         if api_key is not None and password is not None:
             msg = "pass either api_key or username/password, not both."
             raise ValueError(msg)
-        if timeout <= 0:
-            msg = f"timeout must be > 0 seconds, got {timeout!r}."
-            raise ValueError(msg)
+        if timeout is None:
+            msg = "timeout must be a number of seconds, got None; the default is 10."
+            raise TypeError(msg)
+        check_seconds("timeout", timeout)  # a bool, inf or past a week: refused too
         self.endpoint = endpoint
         self.index_name = index_name
         self.username = username

@@ -20,6 +20,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_holodeck._chunk import original_content
+from langchain_holodeck._defaults import Float, Int
 from langchain_holodeck._redact import scrub
 
 # Warnings come from the public module's logger, the one users configure.
@@ -151,13 +152,13 @@ def _describe(exc: BaseException) -> str:
 class _RerankCompressor(BaseDocumentCompressor):
     """Shared behaviour of every reranker; each backend only implements ``_rank``."""
 
-    top_n: int | None = Field(default=3, gt=0)
+    top_n: Int | None = Field(default=3, gt=0)
     """Documents to return; ``None`` returns all, reordered."""
     use_contextualized: bool = False
     """Rerank on ``page_content`` (with the LLM context) instead of ``original_content``."""
-    failure_threshold: int = Field(default=3, gt=0)
+    failure_threshold: Int = Field(default=3, gt=0)
     """Consecutive failures that open the circuit-breaker."""
-    cooldown: float = Field(default=30.0, ge=0)
+    cooldown: Float = Field(default=30.0, ge=0)
     """Seconds the breaker stays open (no backend call) before one trial call."""
 
     model_config = ConfigDict(extra="forbid")

@@ -44,7 +44,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from langchain_holodeck._deadline import call_with_deadline
-from langchain_holodeck._defaults import MAX_K, MAX_SECONDS, check_call_k
+from langchain_holodeck._defaults import MAX_K, MAX_SECONDS, Float, Int, check_call_k
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import MaskedUrl
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor
@@ -105,7 +105,7 @@ class _CohereAPIReranker(_RerankCompressor):
 
     model: str = Field(default="rerank-v3.5", min_length=1)
     """Rerank model name, passed through to the server."""
-    timeout: float = Field(default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    timeout: Float = Field(default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Seconds one request may take in all (its whole answer, not each network read); the
     client's own retries are disabled, so this bounds a failure."""
     api_version: ApiVersion = "v2"
@@ -428,9 +428,9 @@ class RerankRetriever(BaseRetriever):
     """First stage."""
     reranker: BaseDocumentCompressor
     """Second stage."""
-    k: int = Field(default=4, gt=0, le=MAX_K)
+    k: Int = Field(default=4, gt=0, le=MAX_K)
     """Documents returned (at most 1000, the most a call takes)."""
-    fetch_k: int | None = Field(default=None, gt=0, le=MAX_K)
+    fetch_k: Int | None = Field(default=None, gt=0, le=MAX_K)
     """Candidates fetched for reranking (at most 1000, the most a retriever's call takes);
     ``None`` means ``3 * k`` (at most 1000); never fewer than ``k``."""
 

@@ -26,6 +26,8 @@ from langchain_holodeck._defaults import (
     DEFAULT_FUSION,
     DEFAULT_WEIGHTS,
     MAX_K,
+    Float,
+    Int,
     check_call_k,
 )
 from langchain_holodeck._redact import one_line
@@ -163,18 +165,18 @@ class HybridRetriever(BaseRetriever):
     """Keyword index over the same chunk ids; ``None`` disables the keyword leg."""
     exact_index: ExactMatchIndex | None = None
     """Exact index (section ids, phrases); needed for exact hits and for expansion."""
-    k: int = Field(default=10, ge=1, le=100)
+    k: Int = Field(default=10, ge=1, le=100)
     """Number of results (before expansion)."""
-    fetch_k: int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
+    fetch_k: Int = Field(default=DEFAULT_FETCH_K, ge=1, le=1000)
     """Candidates each leg contributes to fusion (at least ``2 * k``: fusion needs depth)."""
-    weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    weights: tuple[Float, Float, Float] = DEFAULT_WEIGHTS
     """Fusion weights of the (semantic, keyword, exact) rankings; also accepts a mapping or
     an object with ``semantic``/``keyword``/``exact`` (such as ``config.SearchWeights``)."""
     fusion: Literal["rrf", "convex"] = DEFAULT_FUSION
     """``rrf``: weighted reciprocal rank fusion; ``convex``: weighted sum of normalized scores."""
-    rrf_k: int = Field(default=60, ge=0)
+    rrf_k: Int = Field(default=60, ge=0)
     """The RRF constant."""
-    feedback_docs: int = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
+    feedback_docs: Int = Field(default=DEFAULT_FEEDBACK_DOCS, ge=0, le=50)
     """Dense pseudo-relevance feedback: after a first fusion, the query vector moves toward
     the mean vector of this many best fused chunks and the candidates are re-ranked by it for
     a second fusion (``retrievers/_feedback``); 0 turns it off. Used when the keyword leg
@@ -184,9 +186,9 @@ class HybridRetriever(BaseRetriever):
     are re-ranked: the results of a ``k`` up to 50 begin every larger ``k``'s up to 50, but a
     ``k`` above 50 re-ranks more candidates (Recall@100 gains from them), so its results
     need not begin with those of ``k=50``."""
-    feedback_weight: float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
+    feedback_weight: Float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
     """How far the query vector moves: ``unit(q + feedback_weight * mean(vectors))``."""
-    min_similarity_score: float | None = Field(default=None, ge=0, le=1)
+    min_similarity_score: Float | None = Field(default=None, ge=0, le=1)
     """Keep only results whose dense relevance reaches this (exact hits are always kept)."""
     exact_first: bool = True
     """Place exact hits (section named, or every quoted phrase present) before the rest."""
@@ -194,11 +196,11 @@ class HybridRetriever(BaseRetriever):
     """``normalized term -> Definition``: a ``DefinitionIndex``
     (``DefinitionExtractor().extract(chunks)``), which holds each document's definition, or
     a plain mapping of one definition per term (kept as a ``DefinitionIndex``)."""
-    expand_hops: int = Field(default=0, ge=0, le=5)
+    expand_hops: Int = Field(default=0, ge=0, le=5)
     """Follow cross-references this many hops from the hits; 0 turns expansion off."""
     expand_direction: Literal["out", "in", "both"] = "out"
     """Follow references the hits make (out), references to them (in), or both."""
-    expand_limit: int = Field(default=10, ge=1, le=100)
+    expand_limit: Int = Field(default=10, ge=1, le=100)
     """At most this many expanded chunks (the nearest) follow the hits."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments of the dense search (a store-specific ``filter``, ...). As on

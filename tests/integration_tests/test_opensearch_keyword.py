@@ -139,10 +139,18 @@ def test_server_failure_degrades_the_retriever(fake, embeddings, caplog) -> None
         ({"endpoint": "localhost:9200"}, "endpoint must be an http:// or https:// URL"),
         ({"username": "u"}, "username and password go together"),
         ({"username": "u", "password": "p", "api_key": "k"}, "either api_key or username"),
-        ({"timeout": 0}, "timeout must be > 0 seconds, got 0"),
+        ({"timeout": 0}, "timeout must be > 0 and at most 604800 seconds .*got 0"),
+        ({"timeout": float("inf")}, "timeout must be > 0 and at most 604800 seconds .*got inf"),
     ],
 )
 def test_bad_arguments(kwargs, match) -> None:
     kwargs = {"endpoint": "http://127.0.0.1:9", **kwargs}
     with pytest.raises(ValueError, match=match):
         OpenSearchKeywordIndex(**kwargs)
+
+
+@pytest.mark.parametrize("timeout", [True, None, "10"])
+def test_a_timeout_that_is_not_a_number_is_refused(timeout: object) -> None:
+    """Found 2026-12-07: timeout=True was a timeout of 1 s (a bool is an int in Python)."""
+    with pytest.raises(TypeError, match=rf"^timeout must be a number of seconds.*got {timeout!r}"):
+        OpenSearchKeywordIndex("http://127.0.0.1:9", timeout=timeout)  # type: ignore[arg-type]  # the values under test

@@ -223,6 +223,14 @@ def test_concurrency_and_context_length_past_their_bound_are_refused(
     assert getattr(ContextualChunkEnricher(llm, **{name: bound}), name) == bound
 
 
+@pytest.mark.parametrize("name", ["concurrency", "max_context_tokens", "timeout"])
+def test_a_bool_for_a_number_is_refused(llm: ScriptedChatModel, name: str) -> None:
+    """Found 2026-12-07 (the rerankers' twin): timeout=True was a limit of 1 s and
+    concurrency=True one call at a time (a bool is an int in Python)."""
+    with pytest.raises(ValidationError, match=rf"{name}\n.*not a bool .*got True"):
+        ContextualChunkEnricher(llm, **{name: True})
+
+
 async def test_timeout_leaves_chunk_uncontextualized(llm: ScriptedChatModel) -> None:
     doc = Document(page_content="fine\n\nHANG forever", metadata={"source_path": "h"})
     chunks = [

@@ -73,6 +73,12 @@ def test_rrf_rejects_negative_k() -> None:
         reciprocal_rank_fusion([], k=-1)
 
 
+def test_rrf_rejects_a_bool_k() -> None:
+    """A bool is an int in Python: k=True fused with the constant 1."""
+    with pytest.raises(ValueError, match="k must be a number >= 0, not a bool, got True"):
+        reciprocal_rank_fusion([[("a", 1.0)]], k=True)
+
+
 def test_convex_matches_hand_computed_scores() -> None:
     from langchain_holodeck.fusion import convex_score_fusion
 

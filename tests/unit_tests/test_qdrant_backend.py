@@ -319,6 +319,16 @@ def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None
     check_bad_k_is_named(memory_store(embeddings))
 
 
+@pytest.mark.parametrize(("k", "fetch_k"), [(True, 5), (2, True)])
+def test_a_bool_k_of_the_native_hybrid_search_is_refused(
+    embeddings: HashingEmbeddings, k: int, fetch_k: int
+) -> None:
+    """check_native_hybrid_args, every store's: k=True was one hit (a bool is an int)."""
+    store = memory_store(embeddings)
+    with pytest.raises(ValueError, match=r"k and fetch_k must be positive integers, got k="):
+        store.native_hybrid_search("fish", k=k, fetch_k=fetch_k)
+
+
 def test_calls_into_a_local_client_take_turns(embeddings: HashingEmbeddings) -> None:
     """Local mode is not thread-safe: two stores' writes on one client never overlap."""
     client = QdrantClient(location=":memory:")

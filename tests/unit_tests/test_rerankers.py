@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -539,3 +540,37 @@ def test_the_longest_timeout_taken_reranks() -> None:
         ranked = reranker.compress_documents(docs, "reactor")
     assert len(server.requests) == 1
     assert all("relevance_score" in doc.metadata for doc in ranked)
+
+
+BOOLEAN_NUMBERS = [
+    {"timeout": True},
+    {"timeout": False},
+    {"top_n": True},
+    {"failure_threshold": True},
+    {"cooldown": False},
+]
+
+
+@pytest.mark.parametrize("kwargs", BOOLEAN_NUMBERS)
+@pytest.mark.parametrize(
+    "reranker",
+    [
+        lambda **kw: CohereReranker(api_key="k", **kw),
+        lambda **kw: VLLMReranker(url="http://h:8000", model="m", **kw),
+    ],
+    ids=["cohere", "vllm"],
+)
+def test_a_bool_for_a_number_is_refused(reranker: Any, kwargs: dict[str, bool]) -> None:
+    """Found 2026-12-07: CohereReranker(timeout=True) waited 1 s (a bool is an int in Python,
+    and pydantic took it as 1); top_n=True kept one document, cooldown=False none."""
+    ((name, value),) = kwargs.items()
+    with pytest.raises(ValidationError, match=rf"{name}\n.*not a bool .*got {value}"):
+        reranker(**kwargs)
+    assert reranker(**{name: 2}).model_dump()[name] == 2  # a number still is one
+
+
+def test_a_bool_k_of_the_rerank_retriever_is_refused() -> None:
+    first = InMemoryVectorStore(HashingEmbeddings()).as_retriever()
+    for name in ("k", "fetch_k"):
+        with pytest.raises(ValidationError, match=rf"{name}\n.*not a bool"):
+            RerankRetriever(retriever=first, reranker=LexicalReranker(), **{name: True})

@@ -243,6 +243,18 @@ def test_constructor_validation(parts) -> None:
         HybridRetriever(vector_store=store, k=101)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"k": True}, {"fetch_k": True}, {"rrf_k": False}, {"weights": (True, False, False)}],
+)
+def test_a_bool_for_a_number_is_refused(parts, kwargs) -> None:
+    """Found 2026-12-07: k=True was one result, weights=(True, False, False) dense only (a
+    bool is an int in Python, and pydantic took it as one)."""
+    store, _, _ = parts
+    with pytest.raises(ValueError, match=r"not a bool .*got (True|False)"):
+        HybridRetriever(vector_store=store, **kwargs)
+
+
 @pytest.mark.parametrize("store_kind", ["matrix", "langchain"])
 def test_search_kwargs_k_sets_k_and_keeps_the_dense_leg(
     chunks, embeddings, store_kind, caplog
