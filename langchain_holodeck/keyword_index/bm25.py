@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
+from statistics import fmean
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -497,7 +498,9 @@ class BM25KeywordIndex:
                 rank_bm25 = _import_rank_bm25()
                 ids = list(self._tokens.slots)
                 corpus = [terms.tolist() for _, terms in self._tokens.items()]
-                self._okapi = (ids, rank_bm25.BM25Okapi(corpus, k1=self.k1, b=self.b))
+                okapi = rank_bm25.BM25Okapi(corpus, k1=self.k1, b=self.b)
+                _floor_idf(okapi)
+                self._okapi = (ids, okapi)
                 self._stale = False
                 self.full_builds += 1
             ids, okapi = self._okapi
@@ -636,6 +639,27 @@ def _row_numbers_below(values: np.ndarray, bound: int) -> bool:
     if values.ndim != 1 or values.dtype.kind not in "iu":
         return False
     return not len(values) or (int(values.min()) >= 0 and int(values.max()) < bound)
+
+
+def _floor_idf(okapi: Any) -> None:
+    """Give every term of a ``BM25Okapi`` an idf above 0, so each chunk holding one scores.
+
+    rank_bm25's idf, ``log((N - n + 0.5) / (n + 0.5))``, is 0 for a term in half the chunks and
+    below 0 past that; it floors the negative ones at ``epsilon * average idf``, an average
+    that is 0 or below itself where most terms are common (a small corpus, or one word in
+    every chunk). Such a term then scored its chunks 0 or less, and a query of it alone found
+    nothing where the default engine (Lucene's idf, always > 0) finds them all. An idf of 0
+    or below is set to rank_bm25's own floor, its average taken over the positive idfs when
+    the whole average is not positive (``epsilon`` itself when no idf is); the others are
+    rank_bm25's, so a corpus where every idf was positive ranks as before.
+    """
+    idf: dict[int, float] = okapi.idf
+    positive = [value for value in idf.values() if value > 0]
+    average = okapi.average_idf if okapi.average_idf > 0 else fmean(positive or [1.0])
+    floor = okapi.epsilon * average
+    for term, value in idf.items():
+        if value <= 0:
+            idf[term] = floor
 
 
 def _import_rank_bm25() -> Any:

@@ -224,6 +224,27 @@ def test_rank_bm25_engine_ranks_like_okapi() -> None:
 
 
 @pytest.mark.parametrize(
+    ("texts", "hits"),
+    [
+        (["alpha beta", "alpha gamma", "alpha delta"], 3),  # in every chunk: idf below 0
+        (["alpha beta", "alpha gamma", "delta", "epsilon"], 2),  # in half of them: idf 0
+    ],
+)
+def test_rank_bm25_engine_finds_a_term_most_chunks_hold(texts: list[str], hits: int) -> None:
+    """Found 2026-12-07: rank_bm25's idf is 0 or below for such a term (its floor, epsilon
+    times an average idf, was not above 0 either), so "alpha" found nothing; the default
+    engine found every chunk holding it, as it now does."""
+    docs = [Document(id=f"d{i}", page_content=text) for i, text in enumerate(texts)]
+    okapi, default = BM25KeywordIndex(engine="rank_bm25"), BM25KeywordIndex()
+    okapi.upsert(docs)
+    default.upsert(docs)
+    found = okapi.search("alpha", k=5)
+    assert sorted(h.id for h in found) == sorted(h.id for h in default.search("alpha", k=5))
+    assert len(found) == hits
+    assert all(h.score > 0 for h in found)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"engine": "lucene"}, "engine must be 'bm25s' or 'rank_bm25', got 'lucene'"),
