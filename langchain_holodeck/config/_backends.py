@@ -113,6 +113,30 @@ class _ProviderConfig(BaseModel):
                 raise ValueError(msg)
         return data
 
+    def store_key(self) -> tuple[object, ...] | None:
+        """Where this keeps a corpus's chunks, as a key: equal keys name one store.
+
+        Two tools pinning one ``corpus_id`` in one store must agree on its chunks
+        (``AgentConfig``); in two stores they cannot clash. ``None``: each tool's own (its
+        store directory). By default every config of a provider counts as one store; a
+        provider that knows where its data lives says so (a server and an index or table).
+        """
+        return (type(self).__name__,)  # one key per provider: its config class
+
+
+def server_of(url: str, default_port: int) -> tuple[str, int, str]:
+    """A URL's server and database, as a key: host (lower case), port, path; no credentials.
+
+    ``redis://:pw@Cache:6379/0`` and ``redis://cache/0`` give one key; one host spelt two
+    ways (``localhost``, ``127.0.0.1``) gives two.
+    """
+    parts = urlsplit(url)
+    try:
+        port = parts.port or default_port
+    except ValueError:  # a port that does not parse: the URL as written is its own server
+        return (url, default_port, "")
+    return ((parts.hostname or "").lower(), port, parts.path.strip("/"))
+
 
 def _family_of(cls: type[_ProviderConfig]) -> type[_ProviderConfig]:
     return next(c for c in cls.__mro__ if _is_family(c))
@@ -250,6 +274,10 @@ class InMemoryDatabaseConfig(DatabaseConfig):
     provider: Literal["in-memory"]
     """Selects the in-memory store."""
 
+    def store_key(self) -> None:
+        """None: each tool's store is its own directory (``<store>/<tool name>``)."""
+        return None
+
 
 @register_provider_config
 class RedisDatabaseConfig(DatabaseConfig):
@@ -276,6 +304,11 @@ class RedisDatabaseConfig(DatabaseConfig):
     """Days an embedding-cache entry lives after it was last written or read (a century at
     most); the cache only spares a model call for a chunk whose key moved, so an expired
     entry costs one embedding."""
+
+    def store_key(self) -> tuple[object, ...]:
+        """The server, its database number and ``index_name`` (the index and key prefix)."""
+        host, port, database = server_of(self.connection_string.get_secret_value(), 6379)
+        return ("redis", host, port, database or "0", self.index_name)
 
     @model_validator(mode="before")
     @classmethod
@@ -362,6 +395,18 @@ class QdrantDatabaseConfig(DatabaseConfig):
             raise ValueError(msg)
         return self
 
+    def store_key(self) -> tuple[object, ...] | None:
+        """The server or the resolved directory, and ``collection_name``.
+
+        ``None`` for ``location: ':memory:'``: each tool's own client, in its process.
+        """
+        path = self.resolved_path()
+        if path is not None:
+            return ("qdrant", os.path.realpath(path), self.collection_name)
+        if self.url is not None:
+            return ("qdrant", *server_of(self.url, 6333), self.collection_name)
+        return None
+
     def resolved_path(self) -> Path | None:
         """The absolute directory of ``path`` (``None`` without one).
 
@@ -441,6 +486,11 @@ class PostgresDatabaseConfig(DatabaseConfig):
             raise ValueError(msg)
         return self
 
+    def store_key(self) -> tuple[object, ...]:
+        """The primary (or coordinator) server, its database and ``table_name``."""
+        server = server_of(self.connection_string.get_secret_value(), 5432)
+        return ("postgres", *server, self.table_name)
+
     @property
     def masked_connection_string(self) -> str:
         """The connection string with its password replaced by ``***``: safe to log or show."""
@@ -472,6 +522,10 @@ class InMemoryKeywordIndexConfig(KeywordIndexConfig):
     """Weight of the query's adjacent-term pairs: the best 100 candidates gain this times the
     BM25 of each pair they hold side by side (not code chunks); ``0`` ranks by terms alone."""
 
+    def store_key(self) -> None:
+        """None: saved in each tool's store directory."""
+        return None
+
 
 @register_provider_config
 class RedisKeywordIndexConfig(KeywordIndexConfig):
@@ -479,6 +533,10 @@ class RedisKeywordIndexConfig(KeywordIndexConfig):
 
     provider: Literal["redis"]
     """Selects Redis full-text search; needs ``database`` provider ``redis``."""
+
+    def store_key(self) -> None:
+        """None: it is the Redis vector index itself, compared as the ``database``."""
+        return None
 
 
 @register_provider_config
@@ -536,6 +594,11 @@ class OpenSearchKeywordIndexConfig(KeywordIndexConfig):
             msg = "set either api_key or username/password, not both"
             raise ValueError(msg)
         return self
+
+    def store_key(self) -> tuple[object, ...]:
+        """The server and ``index_name``."""
+        default_port = 443 if self.endpoint.startswith("https://") else 9200
+        return ("opensearch", *server_of(self.endpoint, default_port), self.index_name)
 
 
 def default_keyword_index() -> InMemoryKeywordIndexConfig:

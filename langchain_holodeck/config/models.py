@@ -196,9 +196,10 @@ class _SearchToolConfig(BaseModel):
         default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$"
     )
     """Pins the corpus identity; unset: derived from the resolved source path and the name.
-    Tools of one file pinning the same one must read the same source and chunk and embed it
-    alike (one corpus: the same ``type``, ``embedding_model``, ``long_text`` and, for
-    ``hierarchical_document``, chunk sizes and contexts); they may differ in how they search."""
+    Tools of one file pinning the same one in one store (``database`` unset counts as any)
+    must read the same source and chunk and embed it alike (one corpus: the same ``type``,
+    ``embedding_model``, ``long_text`` and, for ``hierarchical_document``, chunk sizes and
+    contexts); they may differ in how they search. In two stores they are two corpora."""
     top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
@@ -630,13 +631,20 @@ class AgentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_corpus_per_corpus_id(self) -> AgentConfig:
-        # one namespace holds one set of chunks: each ingest deletes and rewrites what its
-        # own source and settings do not make (the other's files, the other's chunks)
-        first: dict[str, int] = {}
+        # one namespace of one store holds one set of chunks: each ingest deletes and rewrites
+        # what its own source and settings do not make (the other's files, the other's
+        # chunks); in two stores the namespaces are two and nothing clashes
+        pinned: dict[str, list[int]] = {}
         for index, tool in enumerate(self.tools):
             if tool.corpus_id is None:
                 continue
-            other = first.setdefault(tool.corpus_id, index)
+            sharing = [
+                i for i in pinned.get(tool.corpus_id, []) if _share_a_store(self.tools[i], tool)
+            ]
+            pinned.setdefault(tool.corpus_id, []).append(index)
+            if not sharing:
+                continue
+            other = sharing[0]
             earlier = self.tools[other]
             theirs, mine = earlier.chunk_settings(), tool.chunk_settings()
             setting = next((key for key in theirs if mine.get(key) != theirs[key]), None)
@@ -670,6 +678,25 @@ class AgentConfig(BaseModel):
                 )
                 raise ValueError(msg)
         return self
+
+
+_UNSET = ("database unset",)
+"""The store key of a tool without ``database``: the project's or the user's
+``.holodeck/config.yaml`` decides it when the tool is built, so it may be any store."""
+
+
+def _share_a_store(first: ToolConfig, second: ToolConfig) -> bool:
+    """Whether two tools may keep their chunks in one store, not each in its own directory.
+
+    One store: a server's index or table, one Qdrant directory, one OpenSearch index; or a
+    ``database`` left unset on either (the project's may be the other's).
+    """
+    vectors = [_UNSET if t.database is None else t.database.store_key() for t in (first, second)]
+    if None not in vectors and (vectors[0] == vectors[1] or _UNSET in vectors):
+        return True
+    keywords = [getattr(t, "keyword_index", None) for t in (first, second)]
+    keys = [None if index is None else index.store_key() for index in keywords]
+    return keys[0] is not None and keys[0] == keys[1]
 
 
 class _VectorstoreSection(BaseModel):

@@ -678,6 +678,92 @@ def test_two_tools_pinning_one_corpus_id_on_one_source_load(tmp_path: Path) -> N
     assert [tool.corpus_id for tool in agent.tools] == ["shared", "shared", "own"]
 
 
+def _redis(url: str, **more: str) -> dict[str, str]:
+    return {"provider": "redis", "connection_string": url, **more}
+
+
+def _postgres(url: str, **more: str) -> dict[str, str]:
+    return {"provider": "postgres", "connection_string": url, **more}
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (_redis("redis://cache-a:6379"), _redis("redis://cache-b:6379")),
+        (_redis("redis://cache:6379/0"), _redis("redis://cache:6379/1")),
+        (_redis("redis://cache"), _redis("redis://cache", index_name="team_b")),
+        (_postgres("postgresql://pg/a"), _postgres("postgresql://pg/b")),
+        (_postgres("postgresql://pg/a"), _postgres("postgresql://pg/a", table_name="team_b")),
+        ({"provider": "qdrant", "path": "qa"}, {"provider": "qdrant", "path": "qb"}),
+        ({"provider": "in-memory"}, {"provider": "in-memory"}),  # <store>/<tool name> each
+        ({"provider": "qdrant", "location": ":memory:"}, {"provider": "in-memory"}),
+    ],
+)
+def test_tools_pinning_one_corpus_id_in_two_stores_load(
+    tmp_path: Path, first: dict[str, str], second: dict[str, str]
+) -> None:
+    """Found 2026-12-07: refused though two stores hold two namespaces that cannot clash (the
+    check compared sources and chunk settings, never where the chunks are kept)."""
+    agent = load_tools(
+        tmp_path,
+        hierarchical(name="ta", source="a", corpus_id="shared", database=first),
+        vectorstore(name="tb", source="b", corpus_id="shared", database=second),
+    )
+    assert [tool.corpus_id for tool in agent.tools] == ["shared", "shared"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (_redis("redis://Cache:6379/0"), _redis("${REDIS_AT_CACHE}")),  # one server, spelt twice
+        (_postgres("postgresql://pg:5432/a"), _postgres("postgresql://pg/a")),
+        ({"provider": "qdrant", "path": "q"}, {"provider": "qdrant", "path": "./q/"}),
+        (_redis("redis://cache"), None),  # unset: the project's database may be that one
+        (None, None),
+    ],
+)
+def test_tools_pinning_one_corpus_id_in_one_store_are_still_rejected(
+    tmp_path: Path, first: dict[str, str] | None, second: dict[str, str] | None
+) -> None:
+    (tmp_path / "agent.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "tools": [
+                    hierarchical(name="ta", source="a", corpus_id="shared", database=first),
+                    vectorstore(name="tb", source="b", corpus_id="shared", database=second),
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    environ = {**ENV, "REDIS_AT_CACHE": "redis://:pw@cache/0"}
+    with pytest.raises(ConfigError, match=r"both pin corpus_id 'shared': a corpus is one source"):
+        load_agent_config(tmp_path / "agent.yaml", environ=environ)
+
+
+def test_tools_in_two_stores_sharing_one_opensearch_index_are_rejected(tmp_path: Path) -> None:
+    """Their keyword chunks would meet in one index and namespace: one store after all."""
+    keywords = {"provider": "opensearch", "endpoint": "http://search:9200"}
+    with pytest.raises(ConfigError, match=r"both pin corpus_id 'shared'"):
+        load_tools(
+            tmp_path,
+            hierarchical(
+                name="ta",
+                source="a",
+                corpus_id="shared",
+                keyword_index=keywords,
+                database=_redis("redis://cache-a"),
+            ),
+            hierarchical(
+                name="tb",
+                source="b",
+                corpus_id="shared",
+                keyword_index=keywords,
+                database=_redis("redis://cache-b"),
+            ),
+        )
+
+
 def test_two_tool_types_pinning_one_corpus_id_on_one_source_are_rejected(
     tmp_path: Path,
 ) -> None:
