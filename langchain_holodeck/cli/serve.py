@@ -461,18 +461,19 @@ def served_tools(agent_yaml: Path | None, store: Path, *, quiet: bool) -> list[S
         )
 
     def configured(first: Target, n: int) -> Callable[[], tuple[Target, str]]:
-        last = (first, n)
+        last, gone = (first, n), False
 
         def now() -> tuple[Target, str]:  # agent.yaml as the last ingest found it
-            nonlocal last
+            nonlocal last, gone
             found = agent.target(first.config.name)
-            if found is None:  # renamed or removed since serve started
+            if found is None and not gone:  # renamed or removed: said once, not each reload
                 logger.warning(
                     "%s: no longer in %s; serving it as last configured (restart serve to "
                     "serve the file's tools).",
                     first.config.name,
                     agent.path,
                 )
+            gone = found is None  # back in the file: a later removal is said again
             last = found or last
             return last[0], f"{agent.path.absolute()} tools[{last[1]}]"
 

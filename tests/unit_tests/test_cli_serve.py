@@ -893,6 +893,43 @@ def test_a_tool_added_to_agent_yaml_is_said_once_not_to_be_served(
     ]
 
 
+def test_a_tool_gone_from_agent_yaml_is_said_once_per_disappearance(
+    ingested: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found 2026-12-07: 'other: no longer in agent.yaml' was logged again at every reload
+    (each ingest of kb), not once; back in the file and gone again, it is said again."""
+    import logging
+
+    from langchain_holodeck.cli.serve import served_tools
+
+    agent = ingested.parent / "agent.yaml"
+    kb = "tools:\n  - {type: vectorstore, name: kb, source: gdocs}\n"
+    both = kb + "  - {type: vectorstore, name: other, source: gdocs}\n"
+    agent.write_text(both, encoding="utf-8")
+    ingest = ["-q", "--store", str(ingested), "ingest", "--config", str(agent), "--tool"]
+    assert main([*ingest, "kb"]) == 0
+    assert main([*ingest, "other"]) == 0
+    served = served_tools(agent, ingested, quiet=True)
+    other = next(tool for tool in served if tool.name == "other")
+    gone = (
+        f"other: no longer in {agent}; serving it as last configured (restart serve to serve "
+        "the file's tools)."
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_holodeck.cli"):
+        agent.write_text(kb, encoding="utf-8")
+        for _ in range(3):  # three reloads while it is gone
+            assert main([*ingest, "kb"]) == 0
+            other.search("safety interlock", 1)
+        agent.write_text(both, encoding="utf-8")
+        assert main([*ingest, "kb"]) == 0
+        other.search("safety interlock", 1)  # back: nothing to say
+        agent.write_text(kb, encoding="utf-8")
+        assert main([*ingest, "kb"]) == 0
+        other.search("safety interlock", 1)  # gone again: said again
+    said = [r.getMessage() for r in caplog.records if "no longer in" in r.getMessage()]
+    assert said == [gone, gone]
+
+
 def test_a_manifest_written_before_ingests_were_recorded_still_reads(ingested: Path) -> None:
     """ingest.json now records each tool's last ingest (``ingests``); one written before
     knows its own tool's only, and the next ingest keeps what it knows."""
