@@ -101,6 +101,30 @@ MAX_CACHE_TTL_DAYS = 36_500
 expiry past its clock's range (about 1e11 days), so ``1e12`` failed every cache write."""
 
 
+def check_integer(name: str, value: object) -> None:
+    """A whole-number setting (a batch size, a thread count) is an ``int``, not a bool.
+
+    Raises:
+        ValueError: Naming ``name`` and the value (``True`` would be taken as 1, ``2.5`` fails
+            later in a ``range``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an integer, got {value!r}."
+        raise ValueError(msg)
+
+
+def check_real(name: str, value: object) -> None:
+    """A numeric setting (a weight, a BM25 parameter) is an ``int`` or ``float``, not a bool.
+
+    Raises:
+        ValueError: Naming ``name`` and the value (``True`` would be taken as 1.0, ``"1.5"``
+            failed a comparison with a ``TypeError``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"{name} must be a number, got {value!r}."
+        raise ValueError(msg)
+
+
 def check_seconds(name: str, seconds: object) -> None:
     """A timeout or time limit: ``None`` (none) or a number of seconds, > 0, at most a week.
 

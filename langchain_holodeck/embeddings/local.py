@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._defaults import check_integer
 from langchain_holodeck.embeddings.onnx import MINILM_NAME
 from langchain_holodeck.embeddings.windows import (
     MAX_QUERY_WINDOWS,
@@ -97,6 +98,10 @@ class LocalEmbeddings(Embeddings):
         long_text: LongTextMode = "best",
         window_tokens: int | None = None,
     ) -> None:
+        check_integer("batch_size", batch_size)
+        check_integer("window_overlap", window_overlap)
+        if window_tokens is not None:
+            check_integer("window_tokens", window_tokens)
         if batch_size <= 0:
             msg = f"batch_size must be positive, got {batch_size}."
             raise ValueError(msg)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_holodeck._defaults import check_integer
 from langchain_holodeck._embedding_settings import DEFAULT_LOCAL_MODEL
 from langchain_holodeck.embeddings.runtime import (
     int8_model,
@@ -136,6 +137,15 @@ class OnnxEmbeddings(Embeddings):
         precision: Precision = "auto",
         cache_dir: str | Path | None = None,
     ) -> None:
+        for name, value in (
+            ("max_tokens", max_tokens),
+            ("window_tokens", window_tokens),
+            ("window_overlap", window_overlap),
+            ("batch_size", batch_size),
+        ):
+            check_integer(name, value)
+        if threads is not None:
+            check_integer("threads", threads)
         if max_tokens < 3:
             msg = f"max_tokens must be >= 3 ([CLS], a token, [SEP]), got {max_tokens}."
             raise ValueError(msg)

@@ -27,7 +27,7 @@ from langchain_holodeck._chunk import (
     chunk_hashes,
     content_digest,
 )
-from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT
+from langchain_holodeck._defaults import DEFAULT_PAIR_WEIGHT, check_real
 from langchain_holodeck._persist import (
     atomic_write,
     atomic_write_bytes,
@@ -157,6 +157,13 @@ class BM25KeywordIndex:
         if engine not in ("bm25s", "rank_bm25"):
             msg = f"engine must be 'bm25s' or 'rank_bm25', got {engine!r}."
             raise ValueError(msg)
+        for name, value in (
+            ("k1", k1),
+            ("b", b),
+            ("max_delta_ratio", max_delta_ratio),
+            ("pair_weight", pair_weight),
+        ):
+            check_real(name, value)
         if not (math.isfinite(k1) and k1 >= 0):
             msg = f"k1 must be a finite number >= 0, got {k1!r}."
             raise ValueError(msg)

@@ -171,6 +171,19 @@ def test_local_embeddings_rejects_bad_batch_size() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"batch_size": True}, "batch_size must be an integer, got True"),
+        ({"window_overlap": 2.5}, "window_overlap must be an integer, got 2.5"),
+        ({"window_tokens": False}, "window_tokens must be an integer, got False"),
+    ],
+)
+def test_local_embeddings_refuse_a_bool_or_a_fraction_for_a_count(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        LocalEmbeddings(**kwargs)
+
+
+@pytest.mark.parametrize(
     "runtime", ["onnx", pytest.param("torch", marks=needs_sentence_transformers)]
 )
 def test_minilm_loads_offline_and_ranks_related_texts_closer(runtime: str) -> None:

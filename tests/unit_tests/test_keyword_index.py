@@ -253,6 +253,11 @@ def test_rank_bm25_engine_finds_a_term_most_chunks_hold(texts: list[str], hits: 
         ({"stopwords": "klingon"}, "stopwords must be 'english'"),
         ({"stemmer": "klingon"}, "stemmer must be a Snowball language"),
         ({"max_delta_ratio": 3}, "max_delta_ratio must be between 0 and 1, got 3"),
+        # a bool is an int in Python: k1=True was k1 1.0; a string failed with a TypeError
+        ({"k1": True}, "k1 must be a number, got True"),
+        ({"b": "0.5"}, "b must be a number, got '0.5'"),
+        ({"pair_weight": False}, "pair_weight must be a number, got False"),
+        ({"max_delta_ratio": None}, "max_delta_ratio must be a number, got None"),
     ],
 )
 def test_bad_constructor_arguments(kwargs: dict, match: str) -> None:

@@ -236,6 +236,12 @@ def test_embedding_is_thread_safe_and_deterministic(onnx: OnnxEmbeddings) -> Non
         ({"batch_size": 0}, "batch_size must be positive, got 0"),
         ({"threads": 0}, "threads must be positive or None, got 0"),
         ({"precision": "int4"}, "precision must be 'auto', 'int8' or 'fp32', got 'int4'"),
+        # a bool is an int in Python (batch_size=True was batches of 1); 2.5 failed in a range
+        ({"batch_size": True}, "batch_size must be an integer, got True"),
+        ({"batch_size": 2.5}, "batch_size must be an integer, got 2.5"),
+        ({"threads": True}, "threads must be an integer, got True"),
+        ({"window_overlap": 1.5}, "window_overlap must be an integer, got 1.5"),
+        ({"max_tokens": "256"}, "max_tokens must be an integer, got '256'"),
     ],
 )
 def test_bad_arguments_are_named(kwargs: dict, match: str) -> None:
