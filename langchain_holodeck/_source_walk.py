@@ -10,6 +10,7 @@ import logging
 import os
 import stat
 from collections.abc import Callable
+from typing import BinaryIO
 
 from langchain_holodeck.errors import ConfigError
 
@@ -58,6 +59,45 @@ def readable_name(name: str) -> str:
 
 def inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
+
+
+def open_inside(path: str | os.PathLike[str], root_real: str | None) -> BinaryIO:
+    """``path`` opened for reading, held to the walk's rule: it must resolve inside the source.
+
+    The walk refuses a symlink resolving outside ``root_real``; a file (or a folder above it)
+    swapped for one after the walk is refused here, where it is opened: the real path of
+    ``path`` must lie inside ``root_real`` and be the file that was opened (same device and
+    inode), and that file must be a regular one. Opened without blocking, so a FIFO swapped in
+    is refused, not waited on. ``root_real`` ``None`` (a file source, which names its file
+    itself) checks nothing but the opening.
+
+    Raises:
+        OSError: When ``path`` cannot be opened, or what it opens is outside ``root_real`` or
+            not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    handle = os.fdopen(fd, "rb")
+    try:
+        opened = os.fstat(handle.fileno())
+        if not stat.S_ISREG(opened.st_mode):
+            msg = "it is no longer a regular file (replaced since the walk); not read"
+            raise OSError(msg)
+        if root_real is None:
+            return handle
+        real = os.path.realpath(path)
+        if not inside(real, root_real):
+            msg = (
+                f"it now resolves to {real}, outside the source {root_real} (a symlink put "
+                "there since the walk); not read"
+            )
+            raise OSError(msg)
+        if not os.path.samestat(opened, os.stat(real)):
+            msg = "it was replaced while it was opened; not read"
+            raise OSError(msg)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
 
 
 def walk(

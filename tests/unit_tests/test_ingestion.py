@@ -265,6 +265,35 @@ def test_a_file_that_stops_converting_keeps_its_chunks(
     assert loads["docs/report.pdf"] == 2  # not read again at the same mtime and size
 
 
+def test_a_file_swapped_for_a_symlink_out_of_the_source_during_a_run_keeps_its_chunks(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """Found 2026-12-07 (a probe): a file swapped for a symlink out of the source after the
+    walk was read and indexed. Now it is unreadable for that run: its chunks are kept, the
+    outside file's text is not stored, and the next walk refuses the link as before."""
+    (root / "outside.md").write_text("# Secret\n\nTOPSECRET outside the source\n", "utf-8")
+    pipeline = make_pipeline(root, embeddings, unreadable={})
+    pipeline.invoke("docs")
+    before = stored_by_source(pipeline.vector_store)["docs/auth.md"]
+    auth = root / "docs" / "auth.md"
+    auth.write_text(auth.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+
+    def swap(progress: IngestProgress) -> None:  # another process, after the walk
+        if progress.stage == "files" and not auth.is_symlink():
+            auth.unlink()
+            auth.symlink_to(root / "outside.md")
+
+    result = make_pipeline(
+        root, embeddings, store=pipeline.vector_store, unreadable={}, on_progress=swap
+    ).invoke("docs")
+
+    assert result.deleted == 0
+    stored = stored_by_source(pipeline.vector_store)
+    assert stored["docs/auth.md"] == before
+    assert not any("TOPSECRET" in text for texts in stored.values() for text in texts)
+    assert pipeline.invoke("docs").deleted == len(before)  # the walk refuses it: gone
+
+
 def test_a_file_stopped_by_a_conversion_limit_loads_once_the_limit_is_raised(
     root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
 ) -> None:
