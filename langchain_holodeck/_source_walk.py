@@ -10,6 +10,7 @@ import logging
 import os
 import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 from langchain_holodeck.errors import ConfigError
@@ -26,6 +27,16 @@ def expand_home(path: str | os.PathLike[str]) -> str:
     (``<dir>/~/notes``) and was not found. A ``~user`` that names no user stays as written.
     """
     return os.path.expanduser(os.fspath(path))
+
+
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` absolute, its symlinks followed: ``Path.resolve()``, but never raising.
+
+    ``Path.resolve()`` (before Python 3.13) raises ``RuntimeError`` on a symlink loop, which
+    reached the CLI as a traceback; here a loop is left as it is, and the loader says what the
+    source is.
+    """
+    return Path(os.path.realpath(path))
 
 
 def refuse_system_directories(root: str, source: str | os.PathLike[str]) -> None:

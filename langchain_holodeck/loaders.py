@@ -444,6 +444,15 @@ class SourceLoader(BaseLoader):
                 f"source {os.fspath(self.source)!r} does not exist (looked at {root!r}); "
                 "pass an existing file or directory."
             )
+            if os.path.lexists(root):  # a link: to nothing, or a loop (ELOOP)
+                try:
+                    os.stat(root)
+                except OSError as e:
+                    msg = (
+                        f"source {os.fspath(self.source)!r} is a symlink that cannot be "
+                        f"resolved ({e.strerror or e}: a link loop, or a link to nothing; "
+                        f"looked at {root!r}); point it at an existing file or directory."
+                    )
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
             excluded = {
