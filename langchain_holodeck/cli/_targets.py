@@ -7,6 +7,7 @@ and ``chat`` rebuild the same tool.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import threading
@@ -99,6 +100,21 @@ class Target:
     source_overridden: bool
     embedding_model: str | None = None
     long_text: LongTextMode = DEFAULT_LONG_TEXT
+
+
+def agent_yaml_path(text: str) -> Path:
+    """``AGENT_YAML`` (``--config``, or ``chat``/``serve``/``test``'s argument) as a path.
+
+    An empty one (``"$AGENT"`` with the variable unset) was taken as ``.``, the working
+    directory, and refused as "a directory".
+
+    Raises:
+        argparse.ArgumentTypeError: When ``text`` is empty or only spaces.
+    """
+    if not text.strip():
+        msg = f"must name an agent.yaml, got {text!r} (an unset shell variable?)"
+        raise argparse.ArgumentTypeError(msg)
+    return Path(text)
 
 
 def default_target(

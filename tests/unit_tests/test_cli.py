@@ -600,6 +600,46 @@ def test_an_ingested_source_become_a_symlink_loop_is_one_error_line(
         assert err.count("\n") == 1, (argv, err)
 
 
+def test_an_empty_source_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found 2026-12-07 (a probe): ``holodeck-rag ingest "$DOCS"`` with DOCS unset printed a
+    pydantic ValidationError traceback; with --config, a ValueError's."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "agent.yaml", "tools:\n  - {name: kb, type: vectorstore, source: docs}\n")
+    for argv in (("ingest", ""), ("ingest", "--config", "agent.yaml", "")):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (1, ""), argv
+        assert err == (
+            "error: SOURCE must not be empty, got '' (an unset shell variable, as in "
+            'holodeck-rag ingest "$DOCS"?); pass a file or directory, e.g. holodeck-rag ingest '
+            "docs.\n"
+        )
+    assert list(tmp_path.iterdir()) == [tmp_path / "agent.yaml"]  # nothing written
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("chat", ""),
+        ("serve", ""),
+        ("test", ""),
+        ("ingest", "--config", ""),
+        ("search", "--config", "", "tokens"),
+        ("tools", "--config", ""),
+    ],
+)
+def test_an_empty_agent_yaml_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    """It was taken as '.', the working directory: "error: .: is a directory"."""
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        ": must name an agent.yaml, got '' (an unset shell variable?)"
+    )
+
+
 def test_a_folder_whose_name_is_not_utf8_is_ingested_as_source_and_as_an_agent_yamls_home(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
