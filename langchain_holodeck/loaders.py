@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import enum
 import io
 import json
@@ -129,6 +130,18 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
+DEFAULT_ENCODING_FALLBACKS = ("cp1252",)
+"""``SourceLoader``'s default ``encoding_fallbacks``: Windows' Western European code page."""
+
+
+def encoding_names(encodings: Sequence[str]) -> tuple[str, ...]:
+    """``encodings`` by their codec names (``CP1252``, ``windows-1252`` -> ``cp1252``).
+
+    Part of the ingestion fingerprint: other fallbacks read the same bytes as other text.
+    """
+    return tuple(codecs.lookup(name).name for name in encodings)
+
+
 CONVERSION_REVISION = 4
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
@@ -242,7 +255,8 @@ class SourceLoader(BaseLoader):
         max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
             where the OS has one); default 4 GiB, at most 2**62; ``None``: no limit.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference
-            (see above); default ``("cp1252",)``, Windows' Western European code page.
+            (see above); default ``("cp1252",)``, Windows' Western European code page. Part
+            of the ingestion fingerprint: other fallbacks read unchanged files again.
         exclude: Files or directories never loaded (relative and ``~`` ones resolve like
             ``source``), e.g. a store directory that lies inside the source. One that is the
             source or holds it leaves nothing out (its other files are the source's): name the
@@ -282,7 +296,7 @@ class SourceLoader(BaseLoader):
         max_file_bytes: int = 20 * 1024**2,
         max_convert_seconds: float | None = DEFAULT_MAX_CONVERT_SECONDS,
         max_convert_memory_bytes: int | None = DEFAULT_MAX_CONVERT_MEMORY_BYTES,
-        encoding_fallbacks: Sequence[str] = ("cp1252",),
+        encoding_fallbacks: Sequence[str] = DEFAULT_ENCODING_FALLBACKS,
         exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if not os.fspath(source):

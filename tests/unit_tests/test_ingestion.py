@@ -768,3 +768,37 @@ def test_an_rst_file_is_split_at_its_titles(root: Path, embeddings: HashingEmbed
     assert sorted(d.metadata["heading"] for d in chunks) == ["Form Data", "JSON Data", "Testing"]
     # and a store split before that re-splits its (unchanged) files once
     assert pipeline_fingerprint(StructuredMarkdownSplitter()) != "b1ae0838ef8dc2b2"
+
+
+def test_other_encoding_fallbacks_read_unchanged_files_again(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    """Found 2026-12-07 (a probe): after a first ingest read cp1250 Polish as cp1252
+    mojibake, ``SourceLoader(encoding_fallbacks=("cp1250",))`` (as its docstring advises)
+    changed nothing: the mtime fast path skipped the unchanged file. Now the fallbacks are
+    part of the fingerprint, a default loader's adding nothing (a store ingested before is
+    not read again)."""
+    from langchain_holodeck.ingestion import pipeline_fingerprint
+
+    text = "# Polska\n\n" + "Polska leży w Europie Środkowej. Stolicą jest Warszawa. " * 3
+    (root / "docs" / "pl.txt").write_bytes(text.encode("cp1250"))
+    pipeline = make_pipeline(root, embeddings)
+    pipeline.invoke("docs")
+    assert "Środkowej" not in "".join(stored_by_source(pipeline.vector_store)["docs/pl.txt"])
+    loads.clear()
+
+    polish = SourceLoader(root / "docs", encoding_fallbacks=("cp1250",))
+    result = pipeline.invoke(polish)
+
+    assert "Środkowej" in "".join(stored_by_source(pipeline.vector_store)["docs/pl.txt"])
+    assert result.updated >= 1
+    assert loads["docs/pl.txt"] == 1
+    loads.clear()
+    assert pipeline.invoke(polish).updated == 0  # converged: nothing read again
+    assert not loads
+    # the default loader (however spelt) fingerprints as before the fallbacks were in it
+    default = SourceLoader(root / "docs", encoding_fallbacks=("windows-1252",))
+    assert pipeline.fingerprint_of(default) == pipeline.fingerprint
+    code = pipeline.code_splitter
+    assert pipeline.fingerprint == pipeline_fingerprint(pipeline.splitter, code_splitter=code)
+    assert pipeline.fingerprint_of(polish) != pipeline.fingerprint
