@@ -44,7 +44,9 @@ Title/Part/Chapter/Schedule/Annex/Appendix get a kind prefix (``title-i``, ``par
 ``chapter-3``) because they are numbered separately. A Markdown or reStructuredText heading is
 a heading by its syntax, so its single number needs no dot when a capitalized title follows
 (``## 5 Terms and definitions`` is ``5``, as ISO standards number their clauses; ``## 5 ways to
-deploy`` has none). A heading without a number inherits the id of its nearest ancestor
+deploy`` has none), and so is a number alone (``### 4.2``, ``## 4``, ``# 3.``: ``4.2``, ``4``,
+``3``); a number of four digits is a year, not a section (``## 2024`` has none, as ``## 2024
+Roadmap``). A heading without a number inherits the id of its nearest ancestor
 (``#### Notes`` under ``Section 5`` has id ``5``); text above the first heading has id ``""``.
 The id drops the label word (``Article 5`` and ``Section 5`` are both ``5``); the exact index
 keeps it (``heading_label``, ``section_references``) and holds an ``Article 5`` query to headings
@@ -159,6 +161,9 @@ _KEYWORD_HEADING = re.compile(r"^ {0,3}" + _KW + r"\s*" + _NUM + _LABELS + r"(?P
 _BARE_HEADING = re.compile(
     r"^ {0,3}(?P<num>\d{1,3}(?:\.\d{1,3})*)(?P<dot>\.?)[ \t]+(?P<rest>\S.*)$"
 )
+_NUMBER_ONLY = re.compile(r"^(?P<num>\d{1,3}(?:\.\d{1,3})*)\.?$")
+"""A heading that is a section number alone (``4.2``, ``4``, ``3.``): at most three digits a
+part, as every section number, so a year (``2024``, a changelog's heading) is none."""
 _SUBCLAUSE = re.compile(r"^ {0,3}\((?P<label>\d{1,3}|[a-z]{1,4}|[A-Z]{1,4})\)(?=\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+•])\s")
 _NOT_PARAGRAPH = re.compile(r"^\s*(?:[|>]|[-*+•]\s)")
@@ -251,7 +256,8 @@ def _id_from_title(title: str) -> str:
         match["dot"] or "." in match["num"] or _title_ok(match["rest"], strict=False)
     ):  # a heading already: a single number needs no dot before a capitalized title
         return match["num"]
-    return ""
+    match = _NUMBER_ONLY.match(title)  # ``### 4.2``: the number is the whole title
+    return match["num"] if match else ""
 
 
 _BOX_EDGE = re.compile(r"^[ \t]*\*{10,}[ \t]*$")

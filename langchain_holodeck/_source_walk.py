@@ -10,6 +10,8 @@ import logging
 import os
 import stat
 from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
 
 from langchain_holodeck.errors import ConfigError
 
@@ -25,6 +27,16 @@ def expand_home(path: str | os.PathLike[str]) -> str:
     (``<dir>/~/notes``) and was not found. A ``~user`` that names no user stays as written.
     """
     return os.path.expanduser(os.fspath(path))
+
+
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` absolute, its symlinks followed: ``Path.resolve()``, but never raising.
+
+    ``Path.resolve()`` (before Python 3.13) raises ``RuntimeError`` on a symlink loop, which
+    reached the CLI as a traceback; here a loop is left as it is, and the loader says what the
+    source is.
+    """
+    return Path(os.path.realpath(path))
 
 
 def refuse_system_directories(root: str, source: str | os.PathLike[str]) -> None:
@@ -58,6 +70,45 @@ def readable_name(name: str) -> str:
 
 def inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([root, path]) == root
+
+
+def open_inside(path: str | os.PathLike[str], root_real: str | None) -> BinaryIO:
+    """``path`` opened for reading, held to the walk's rule: it must resolve inside the source.
+
+    The walk refuses a symlink resolving outside ``root_real``; a file (or a folder above it)
+    swapped for one after the walk is refused here, where it is opened: the real path of
+    ``path`` must lie inside ``root_real`` and be the file that was opened (same device and
+    inode), and that file must be a regular one. Opened without blocking, so a FIFO swapped in
+    is refused, not waited on. ``root_real`` ``None`` (a file source, which names its file
+    itself) checks nothing but the opening.
+
+    Raises:
+        OSError: When ``path`` cannot be opened, or what it opens is outside ``root_real`` or
+            not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    handle = os.fdopen(fd, "rb")
+    try:
+        opened = os.fstat(handle.fileno())
+        if not stat.S_ISREG(opened.st_mode):
+            msg = "it is no longer a regular file (replaced since the walk); not read"
+            raise OSError(msg)
+        if root_real is None:
+            return handle
+        real = os.path.realpath(path)
+        if not inside(real, root_real):
+            msg = (
+                f"it now resolves to {real}, outside the source {root_real} (a symlink put "
+                "there since the walk); not read"
+            )
+            raise OSError(msg)
+        if not os.path.samestat(opened, os.stat(real)):
+            msg = "it was replaced while it was opened; not read"
+            raise OSError(msg)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
 
 
 def walk(

@@ -22,7 +22,14 @@ from langchain_holodeck._chunk import CONTEXT_MISSING, FileRecord, source_path
 from langchain_holodeck._mirror_batches import MirrorBatches, mirroring
 from langchain_holodeck._prefetch import EmbedPrefetch
 from langchain_holodeck.errors import NoSupportedFilesError
-from langchain_holodeck.loaders import CONVERSION_REVISION, Skipped, SourceFile, SourceLoader
+from langchain_holodeck.loaders import (
+    CONVERSION_REVISION,
+    DEFAULT_ENCODING_FALLBACKS,
+    Skipped,
+    SourceFile,
+    SourceLoader,
+    encoding_names,
+)
 from langchain_holodeck.splitters.code import CODE_LANGUAGES
 from langchain_holodeck.sync import (
     KeywordIndexLike,
@@ -57,8 +64,14 @@ def pipeline_fingerprint(
     enricher: object | None = None,
     *,
     code_splitter: TextSplitter | None = None,
+    loader: SourceLoader | None = None,
 ) -> str:
-    """Identifies the conversion, splitting and enrichment settings: a change re-reads files."""
+    """Identifies the reading, splitting and enrichment settings: a change re-reads files.
+
+    Of ``loader``'s settings, ``encoding_fallbacks`` changes the text read from the same
+    bytes; the default's (or no loader) adds nothing, so a store ingested before fingerprints
+    as it did. The conversion limits are remembered per file instead (``_limits_memo``).
+    """
     parts = [
         type(splitter).__qualname__,
         str(getattr(splitter, "_chunk_size", "")),
@@ -71,6 +84,9 @@ def pipeline_fingerprint(
     if revision:
         parts.append(f"revision={revision}")
     parts.append(f"conversion={CONVERSION_REVISION}")  # same file, other text: read once
+    encodings = encoding_names(loader.encoding_fallbacks if loader is not None else ())
+    if encodings != encoding_names(DEFAULT_ENCODING_FALLBACKS):  # same bytes, other text
+        parts.append(f"encodings={','.join(encodings)}")
     if code_splitter is not None:
         parts += [
             "code",
@@ -111,9 +127,10 @@ def _limits_memo(loader: SourceLoader) -> list[float]:
 class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     """Load a source, split, optionally enrich, and sync into a vector store.
 
-    A file whose ``mtime`` and size equal what the store recorded (and that was split with the
-    same settings) is neither read nor split: re-running on an unchanged corpus costs one
-    batched ``get_by_ids`` and no embedding call. ``force_ingest=True`` re-embeds everything.
+    A file whose ``mtime`` and size equal what the store recorded (and that was read with the
+    same ``encoding_fallbacks`` and split with the same settings) is neither read nor split:
+    re-running on an unchanged corpus costs one batched ``get_by_ids`` and no embedding call.
+    ``force_ingest=True`` re-embeds everything.
 
     With a model in this process (``OnnxEmbeddings``), the chunks of the first files are
     embedded while the next ones load and split (``_prefetch.py``); sync then writes them
@@ -203,6 +220,16 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
         self.fingerprint = pipeline_fingerprint(
             self.splitter, enricher, code_splitter=self.code_splitter
         )
+        """The fingerprint of a run with a default ``SourceLoader`` (a loader with other
+        ``encoding_fallbacks`` has its own: ``fingerprint_of``)."""
+
+    def fingerprint_of(self, loader: SourceLoader) -> str:
+        """The fingerprint recorded with the files a run of ``loader`` ingests."""
+        if encoding_names(loader.encoding_fallbacks) == encoding_names(DEFAULT_ENCODING_FALLBACKS):
+            return self.fingerprint
+        return pipeline_fingerprint(
+            self.splitter, self.enricher, code_splitter=self.code_splitter, loader=loader
+        )
 
     def invoke(
         self,
@@ -281,7 +308,10 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
                 raise
             # its last files were deleted: the sync below removes their chunks
             files = self.walked = ()
-        unchanged = {} if force_ingest or self.reindex else self._unchanged_files(files)
+        fingerprint = self.fingerprint_of(loader)
+        unchanged = (
+            {} if force_ingest or self.reindex else self._unchanged_files(files, fingerprint)
+        )
         cleanup = self.cleanup
         if cleanup and loader.unreachable:
             kept = self._stored_under(loader.unreachable)
@@ -297,12 +327,18 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
                 namespace=self.namespace,
                 overwrite=force_ingest,
                 embedding_model=self.embedding_model,
-                pipeline=self.fingerprint,
+                pipeline=fingerprint,
             )
         )
         try:
             return self._load_and_sync(
-                loader, files, unchanged, prefetch, force_ingest=force_ingest, cleanup=cleanup
+                loader,
+                files,
+                unchanged,
+                prefetch,
+                force_ingest=force_ingest,
+                cleanup=cleanup,
+                fingerprint=fingerprint,
             )
         finally:
             if prefetch is not None:
@@ -317,6 +353,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
         *,
         force_ingest: bool,
         cleanup: bool,
+        fingerprint: str,
     ) -> SyncResult:
         split: list[tuple[Document, list[Document]]] = []
         failed = self.unreadable if self.unreadable is not None else {}
@@ -376,7 +413,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
             cleanup=cleanup,
             keyword_index=self.keyword_index,
             embedding_model=self.embedding_model,
-            pipeline=self.fingerprint,
+            pipeline=fingerprint,
             unchanged_sources=unchanged,
             on_batch=lambda n: self._progress("embeddings", n, len(chunks)),
             index_unchanged=self.reindex,
@@ -482,7 +519,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
             )
         return dict(kept)
 
-    def _unchanged_files(self, files: Sequence[SourceFile]) -> dict[str, int]:
+    def _unchanged_files(self, files: Sequence[SourceFile], fingerprint: str) -> dict[str, int]:
         """Files whose stored record matches their stat and our settings: source -> chunks."""
         ids = {stable_id(self.namespace, make_chunk_key(f.source_path, 0)): f for f in files}
         stored = read_stored(self.vector_store, list(ids), batch_size=500)
@@ -493,7 +530,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
             if record.is_current(
                 mtime=file.mtime,
                 size_bytes=file.size_bytes,
-                pipeline=self.fingerprint,
+                pipeline=fingerprint,
                 embedding_model=self.embedding_model,
                 retry_contexts=self.retry_contexts,
             ):

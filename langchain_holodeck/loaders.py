@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import enum
+import io
 import json
 import logging
 import os
@@ -36,7 +38,12 @@ from langchain_holodeck._converted import promote_empty_headers, without_permali
 from langchain_holodeck._defaults import check_seconds
 from langchain_holodeck._inline_data import without_base64_data
 from langchain_holodeck._json_formats import json_lines_markdown, json_text, notebook_markdown
-from langchain_holodeck._source_walk import expand_home, readable_name, refuse_system_directories
+from langchain_holodeck._source_walk import (
+    expand_home,
+    open_inside,
+    readable_name,
+    refuse_system_directories,
+)
 from langchain_holodeck._text_decoding import (
     bom_encoding,
     check_encoding,
@@ -123,6 +130,18 @@ class SourceFile:
     """``st_size`` of the file (of the target, for a symlink)."""
 
 
+DEFAULT_ENCODING_FALLBACKS = ("cp1252",)
+"""``SourceLoader``'s default ``encoding_fallbacks``: Windows' Western European code page."""
+
+
+def encoding_names(encodings: Sequence[str]) -> tuple[str, ...]:
+    """``encodings`` by their codec names (``CP1252``, ``windows-1252`` -> ``cp1252``).
+
+    Part of the ingestion fingerprint: other fallbacks read the same bytes as other text.
+    """
+    return tuple(codecs.lookup(name).name for name in encodings)
+
+
 CONVERSION_REVISION = 4
 """Raised when the same file converts to other text (1: PDF page breaks, header-less tables,
 speaker notes, xlsx empty cells and sheets, HTML permalinks; 2: JSON a record a line; 3: an
@@ -198,7 +217,10 @@ class SourceLoader(BaseLoader):
     Symlinks below the source are followed only when they resolve inside the (resolved)
     source; each real file and directory is loaded once, under its direct path when it
     has one (else under one of its links, chosen deterministically), so links and link
-    loops never duplicate or recurse.
+    loops never duplicate or recurse. Each file is held to that rule again when it is opened
+    (the converters get its bytes, never its name): one swapped for a symlink out of the
+    source after the walk (or below a folder swapped so) is not read, with one WARNING naming
+    it, and counts as unreadable for that run (an ingest keeps its chunks).
 
     ``source_path`` is the source folder's own name joined with the file's path below it:
     ``docs/guide/shifts.txt`` whether the source was given as ``docs``, ``./docs/``,
@@ -233,7 +255,8 @@ class SourceLoader(BaseLoader):
         max_convert_memory_bytes: Address space of the conversion process (``RLIMIT_AS``,
             where the OS has one); default 4 GiB, at most 2**62; ``None``: no limit.
         encoding_fallbacks: Legacy encodings for non-UTF-8 text, in order of preference
-            (see above); default ``("cp1252",)``, Windows' Western European code page.
+            (see above); default ``("cp1252",)``, Windows' Western European code page. Part
+            of the ingestion fingerprint: other fallbacks read unchanged files again.
         exclude: Files or directories never loaded (relative and ``~`` ones resolve like
             ``source``), e.g. a store directory that lies inside the source. One that is the
             source or holds it leaves nothing out (its other files are the source's): name the
@@ -273,7 +296,7 @@ class SourceLoader(BaseLoader):
         max_file_bytes: int = 20 * 1024**2,
         max_convert_seconds: float | None = DEFAULT_MAX_CONVERT_SECONDS,
         max_convert_memory_bytes: int | None = DEFAULT_MAX_CONVERT_MEMORY_BYTES,
-        encoding_fallbacks: Sequence[str] = ("cp1252",),
+        encoding_fallbacks: Sequence[str] = DEFAULT_ENCODING_FALLBACKS,
         exclude: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if not os.fspath(source):
@@ -312,6 +335,9 @@ class SourceLoader(BaseLoader):
         """What the last walk could not reach: ``source_path``-style folders (ending in ``/``)
         it could not list and files it could not stat. Their files may still exist: a sync
         keeps what it stored of them (``IngestionPipeline``)."""
+        self._walked_real: str | None = None
+        """The real path of the folder last walked, which every file read must resolve
+        inside (``open_inside``); ``None`` for a file source."""
         self._converters: dict[str, DocumentConverter] | None = None
         self._converters_lock = threading.Lock()
 
@@ -432,6 +458,15 @@ class SourceLoader(BaseLoader):
                 f"source {os.fspath(self.source)!r} does not exist (looked at {root!r}); "
                 "pass an existing file or directory."
             )
+            if os.path.lexists(root):  # a link: to nothing, or a loop (ELOOP)
+                try:
+                    os.stat(root)
+                except OSError as e:
+                    msg = (
+                        f"source {os.fspath(self.source)!r} is a symlink that cannot be "
+                        f"resolved ({e.strerror or e}: a link loop, or a link to nothing; "
+                        f"looked at {root!r}); point it at an existing file or directory."
+                    )
             raise FileNotFoundError(msg)
         if os.path.isdir(root):
             excluded = {
@@ -458,9 +493,11 @@ class SourceLoader(BaseLoader):
                 )
                 raise SourceUnreadableError(msg) from unlisted[0][1]
             unreachable = [readable_name(named(prefix)) for prefix, _ in unlisted]
+            self._walked_real = os.path.realpath(root)
         else:
             found = [(shown, root)]
             unreachable = []
+            self._walked_real = None
         files: list[SourceFile] = []
         unsupported: Counter[str] = Counter()
         named_as: set[str] = set()
@@ -548,10 +585,20 @@ class SourceLoader(BaseLoader):
                 self.max_file_bytes,
                 estimate,
             )
+        # Opened here, never by path elsewhere (a converter's worker gets the bytes): a file
+        # swapped for a symlink out of the source since the walk is refused, as the walk
+        # refuses one, and is unreadable for this run (an OSError: its chunks are kept).
+        with open_inside(file.path, self._walked_real) as fh:
+            if file.file_type in _BINARY_CONVERTED_TYPES:
+                data = fh.read()
+            else:
+                head = fh.read(_SNIFF_BYTES)
+                if bom_encoding(head) is None and b"\x00" in head:  # binary: the rest unread
+                    logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
+                    return Skipped.NO_TEXT
+                data = head + fh.read()
         if file.file_type in _BINARY_CONVERTED_TYPES:
-            with file.path.open("rb"):  # unreadable here, not in a converter's worker
-                pass
-            expanded = _zip_expanded_bytes(file.path) if file.file_type in _ZIPPED_TYPES else None
+            expanded = _zip_expanded_bytes(data) if file.file_type in _ZIPPED_TYPES else None
             if expanded is not None and expanded > self.max_file_bytes:
                 logger.warning(
                     "Skipping %s: it expands to %d bytes, over max_file_bytes=%d (a zip bomb?); "
@@ -561,13 +608,7 @@ class SourceLoader(BaseLoader):
                     self.max_file_bytes,
                 )
                 return Skipped.NO_TEXT
-            return self._convert(file)
-        with file.path.open("rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-            if bom_encoding(head) is None and b"\x00" in head:  # binary: the rest is not read
-                logger.warning("Skipping %s: binary content (NUL bytes).", file.source_path)
-                return Skipped.NO_TEXT
-            data = head + fh.read()
+            return self._convert(file, data)
         text, encoding = decode(data, self.encoding_fallbacks)
         if text is not None and "\x00" in text:
             # One rule with or without a byte order mark: text holding a NUL is binary content
@@ -610,10 +651,11 @@ class SourceLoader(BaseLoader):
         return self._convert(file, text.encode("utf-8"), charset="utf-8")
 
     def _convert(
-        self, file: SourceFile, data: bytes | None = None, *, charset: str | None = None
+        self, file: SourceFile, data: bytes, *, charset: str | None = None
     ) -> str | Skipped:
-        """The markdown markitdown makes of ``file`` (or of ``data``, its decoded text), bounded.
+        """The markdown markitdown makes of ``data``, ``file``'s bytes, bounded.
 
+        ``data`` is the file as read, or its decoded text encoded as ``charset``.
         ``Skipped.FAILED`` (with one WARNING) when a conversion limit stopped it.
         """
         request = ConversionRequest(
@@ -719,14 +761,14 @@ def _json_lines(text: str, source_path: str) -> str:
     return markdown
 
 
-def _zip_expanded_bytes(path: Path) -> int | None:
-    """The uncompressed size of the zip archive at ``path`` (its directory's sum), or ``None``.
+def _zip_expanded_bytes(data: bytes) -> int | None:
+    """The uncompressed size of the zip archive ``data`` (its directory's sum), or ``None``.
 
-    Read from the central directory, without inflating anything; a file that is not a zip
-    gives ``None`` (the converter then reports it).
+    Read from the central directory, without inflating anything; bytes that are not a zip
+    give ``None`` (the converter then reports it).
     """
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError, ValueError):
         return None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LongTextMode
+from langchain_holodeck._source_walk import real_path
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     MANIFEST_NAME,
@@ -250,7 +251,7 @@ def _repointed_source(target: Target, store: Path) -> str | None:
         return None
     if config.corpus_id is not None:  # one corpus wherever its files are: a re-point syncs it
         return None
-    then, now = Path(manifest.source_root), source.resolve()
+    then, now = Path(manifest.source_root), real_path(source)
     if then == now:
         return None
     return (
@@ -278,7 +279,7 @@ def _check_recorded_tool(target: Target, store: Path) -> None:
     if manifest.tool != config.name or manifest.config is None or config.corpus_id is not None:
         return
     then = recorded_root(manifest)
-    if then.exists() or then == config.resolved_source(target.base_dir).resolve():
+    if then.exists() or then == real_path(config.resolved_source(target.base_dir)):
         return
     gone, why = _what_is_gone(Path(manifest.base_dir), then)
     msg = (
@@ -304,7 +305,7 @@ def warn_if_replacing(store: Path, target: Target, tool: _DocumentTool) -> None:
     if previous is None:
         return
     then = recorded_root(previous)  # where that ingest read (a symlink may point elsewhere now)
-    now = target.config.resolved_source(target.base_dir).resolve()
+    now = real_path(target.config.resolved_source(target.base_dir))
     if then.exists():
         logger.warning(
             "%s holds the %r corpus of %s (ingested %s); its chunks are kept, but search, chat, "

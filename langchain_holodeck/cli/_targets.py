@@ -7,6 +7,7 @@ and ``chat`` rebuild the same tool.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import threading
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_h
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR
 from langchain_holodeck._embedding_settings import DEFAULT_LONG_TEXT, LONG_TEXT_MODES, LongTextMode
 from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
+from langchain_holodeck._source_walk import real_path
 from langchain_holodeck.errors import (
     ConfigError,
     HolodeckError,
@@ -98,6 +100,21 @@ class Target:
     source_overridden: bool
     embedding_model: str | None = None
     long_text: LongTextMode = DEFAULT_LONG_TEXT
+
+
+def agent_yaml_path(text: str) -> Path:
+    """``AGENT_YAML`` (``--config``, or ``chat``/``serve``/``test``'s argument) as a path.
+
+    An empty one (``"$AGENT"`` with the variable unset) was taken as ``.``, the working
+    directory, and refused as "a directory".
+
+    Raises:
+        argparse.ArgumentTypeError: When ``text`` is empty or only spaces.
+    """
+    if not text.strip():
+        msg = f"must name an agent.yaml, got {text!r} (an unset shell variable?)"
+        raise argparse.ArgumentTypeError(msg)
+    return Path(text)
 
 
 def default_target(
@@ -218,7 +235,7 @@ def warn_if_the_project_moves(store: Path, target: Target) -> None:
     except HolodeckError:
         return  # as_ingested and the next write say what is wrong with it
     then, now = Path(manifest.project_dir), target.project_dir.absolute()
-    if then.resolve() == now.resolve():
+    if real_path(then) == real_path(now):
         return
     same_tool = _same_file(manifest.config, target.config_path)
     if same_tool and manifest.tool == target.config.name:
@@ -240,7 +257,7 @@ def _same_file(recorded: str | None, path: Path) -> bool:
 
     ``../proj/agent.yaml`` and a link to the project are the same file as its absolute path.
     """
-    return recorded is not None and Path(recorded).resolve() == path.resolve()
+    return recorded is not None and real_path(recorded) == real_path(path)
 
 
 def tool_store_dir(store: Path, name: str) -> Path:
@@ -387,7 +404,7 @@ def ingested_before(store: Path, tool: _DocumentTool) -> bool:
     except (HolodeckError, OSError):  # none, or unreadable: nothing is known
         return False
     corpus = tool.corpus
-    source = corpus.config.resolved_source(corpus.source_base).resolve()
+    source = real_path(corpus.config.resolved_source(corpus.source_base))
     return manifest.tool == tool.name and recorded_root(manifest) == source
 
 
@@ -538,9 +555,8 @@ def _last_default_ingest(store: Path, source: str, base_dir: Path) -> Manifest |
     except (HolodeckError, OSError):  # none, or unreadable: the ingest rewrites it
         return None
     then = Path(manifest.base_dir) / Path(manifest.source).expanduser()
-    if (
-        manifest.config is not None
-        or then.resolve() != (base_dir / Path(source).expanduser()).resolve()
+    if manifest.config is not None or real_path(then) != real_path(
+        base_dir / Path(source).expanduser()
     ):
         return None
     return manifest
@@ -562,7 +578,7 @@ def replaced_corpus(store: Path, target: Target) -> Manifest | None:
     config = target.config
     if manifest.tool != config.name or config.corpus_id is not None:
         return None
-    if recorded_root(manifest) == config.resolved_source(target.base_dir).resolve():
+    if recorded_root(manifest) == real_path(config.resolved_source(target.base_dir)):
         return None
     return manifest
 
@@ -576,7 +592,7 @@ def recorded_root(manifest: Manifest) -> Path:
     """
     if manifest.source_root is not None:
         return Path(manifest.source_root)
-    return (Path(manifest.base_dir) / Path(manifest.source).expanduser()).resolve()
+    return real_path(Path(manifest.base_dir) / Path(manifest.source).expanduser())
 
 
 def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
@@ -608,7 +624,7 @@ def write_manifest(store: Path, target: Target, tool: _DocumentTool) -> None:
         store_dir=str(tool_store_dir(store, tool.name).absolute()),
         ingested_at=now.isoformat(timespec="seconds"),
         long_text=target.long_text,
-        source_root=str(target.config.resolved_source(target.base_dir).resolve()),
+        source_root=str(real_path(target.config.resolved_source(target.base_dir))),
         ingests={**_recorded_ingests(store), tool.name: now.isoformat(timespec="microseconds")},
     )
     text = json.dumps(asdict(manifest), indent=2) + "\n"

@@ -22,6 +22,7 @@ from langchain_holodeck.cli._drift import sync_known
 from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._output import print_result
 from langchain_holodeck.cli._targets import (
+    agent_yaml_path,
     as_ingested,
     build_tool,
     config_tool_target,
@@ -67,7 +68,7 @@ def add_chat_parser(
         description=_CHAT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    chat.add_argument("agent_yaml", nargs="?", type=Path, metavar="AGENT_YAML")
+    chat.add_argument("agent_yaml", nargs="?", type=agent_yaml_path, metavar="AGENT_YAML")
     chat.add_argument(
         "--force-ingest", action="store_true", help="re-embed every file before the first line"
     )

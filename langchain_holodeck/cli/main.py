@@ -55,6 +55,7 @@ from langchain_holodeck.cli._targets import (
     warn_if_the_project_moves,
 )
 from langchain_holodeck.cli._targets import Target as _Target
+from langchain_holodeck.cli._targets import agent_yaml_path as _agent_yaml_path
 from langchain_holodeck.cli._targets import build_tool as _build_tool
 from langchain_holodeck.cli._targets import config_target as _config_target
 from langchain_holodeck.cli._targets import config_tool_target as _config_tool_target
@@ -343,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=_TOOLS_HELP,
         formatter_class=fmt,
     )
-    tools.add_argument("--config", type=Path, metavar="AGENT_YAML", help="the agent.yaml")
+    tools.add_argument(
+        "--config", type=_agent_yaml_path, metavar="AGENT_YAML", help="the agent.yaml"
+    )
     tools.set_defaults(run=_run_tools)
     add_chat_parser(verbs, common)
     add_test_parser(verbs, common)
@@ -408,7 +411,10 @@ def _store_dir(text: str) -> Path:
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--config", type=Path, metavar="AGENT_YAML", help="use a tool of this agent.yaml"
+        "--config",
+        type=_agent_yaml_path,
+        metavar="AGENT_YAML",
+        help="use a tool of this agent.yaml",
     )
     parser.add_argument(
         "--tool", metavar="NAME", help="the tool of --config to use (default: the first)"
@@ -551,11 +557,21 @@ def _ingest_target(args: argparse.Namespace) -> _Target:
 def _check_source_argument(source: str) -> None:
     """SOURCE as a tool's configured ``source`` is checked (a NUL, ``~user`` naming nobody).
 
+    An empty SOURCE (``holodeck-rag ingest "$DOCS"`` with ``DOCS`` unset) is refused here, in
+    one line: the tool's config refused it in a pydantic traceback.
+
     Raises:
         ConfigError: Naming SOURCE, its value and the fix.
     """
     from langchain_holodeck.config.models import check_path
 
+    if not source:
+        msg = (
+            "SOURCE must not be empty, got '' (an unset shell variable, as in "
+            'holodeck-rag ingest "$DOCS"?); pass a file or directory, e.g. holodeck-rag '
+            "ingest docs."
+        )
+        raise ConfigError(msg)
     try:
         check_path(source)
     except ValueError as error:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from langchain_holodeck.cli._drift import sync_known
 from langchain_holodeck.cli._output import print_result
 from langchain_holodeck.cli._targets import (
+    agent_yaml_path,
     as_ingested,
     build_tool,
     config_tool_target,
@@ -47,7 +48,7 @@ def add_test_parser(
         description=_TEST_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    test.add_argument("agent_yaml", nargs="?", type=Path, metavar="AGENT_YAML")
+    test.add_argument("agent_yaml", nargs="?", type=agent_yaml_path, metavar="AGENT_YAML")
     test.add_argument(
         "--force-ingest", action="store_true", help="re-embed every file before testing"
     )

@@ -27,6 +27,7 @@ from langchain_holodeck.cli._interrupt import interrupt_says
 from langchain_holodeck.cli._targets import (
     MANIFEST_NAME,
     Target,
+    agent_yaml_path,
     as_ingested,
     build_tool,
     ingested_before,
@@ -80,7 +81,7 @@ def add_serve_parser(
         description=_SERVE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("agent_yaml", nargs="?", type=Path, metavar="AGENT_YAML")
+    serve.add_argument("agent_yaml", nargs="?", type=agent_yaml_path, metavar="AGENT_YAML")
     serve.add_argument(
         "--transport",
         choices=("stdio", "http"),

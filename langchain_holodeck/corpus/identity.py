@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from pathlib import Path
 
 from langchain_holodeck._defaults import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR
+from langchain_holodeck._source_walk import expand_home, real_path
 
 CORPUS_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://langchain-holodeck/corpus")
 """The UUIDv5 namespace corpus namespaces are derived in."""
@@ -26,7 +26,8 @@ def corpus_namespace(
     """The namespace of the corpus at ``source`` indexed by the tool ``name``.
 
     Args:
-        source: The file or directory indexed; resolved (absolute, symlinks followed).
+        source: The file or directory indexed; resolved (absolute, symlinks followed; a
+            symlink loop is taken as it is, and its loader says it is one).
         name: The tool name; two tools over one folder are two corpora.
         corpus_id: When set, the namespace is exactly this (the root and name are ignored).
 
@@ -50,7 +51,7 @@ def corpus_namespace(
     if not name:
         msg = "name must be the non-empty tool name, got ''."
         raise ValueError(msg)
-    root = Path(source).expanduser().resolve()
+    root = real_path(expand_home(source))  # a symlink loop: no RuntimeError, the loader says
     return str(_uuid5(CORPUS_UUID_NAMESPACE, f"{root.as_posix()}\n{name}"))
 
 

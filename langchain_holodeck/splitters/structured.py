@@ -177,7 +177,7 @@ class StructuredMarkdownSplitter(TextSplitter):
         ```
     """
 
-    revision: ClassVar[int] = 6
+    revision: ClassVar[int] = 7
     """Raised when the same settings split some text differently (1: reStructuredText read as
     such, its titles, blocks and object names; 2: a long list cut between its items, and a
     tiny last chunk of a section takes the item or block before it; 3: a Markdown or rst
@@ -190,7 +190,8 @@ class StructuredMarkdownSplitter(TextSplitter):
     with no body, merged into a neighbour's chunk), a bare heading kept apart from the next
     section's chunk is a chunk of its own section, one ending the text is in the
     ``opens_sections`` of the chunk it ends, and a relative reference ``of`` a named section
-    resolves against that one, ``subsection (a)(1) of section 203``). Part of the
+    resolves against that one, ``subsection (a)(1) of section 203``; 7: a Markdown or rst
+    heading that is a number alone, ``### 4.2``, has it as its section id). Part of the
     ingestion fingerprint: a store split before re-splits its files once."""
 
     def __init__(

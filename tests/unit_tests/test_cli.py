@@ -552,6 +552,94 @@ def test_a_source_naming_no_user_is_one_error_line(
     )
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("ingest", "a"),
+        ("ingest", "--config", "agent.yaml"),
+        ("search", "--config", "agent.yaml", "tokens"),
+    ],
+)
+def test_a_source_that_is_a_symlink_loop_is_one_error_line(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: tuple[str, ...],
+) -> None:
+    """Found 2026-12-07 (a probe): ``ln -s b a; ln -s a b; holodeck-rag ingest a`` printed a
+    traceback (``RuntimeError: Symlink loop``, from ``Path.resolve()`` in corpus_namespace)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    write(
+        tmp_path / "agent.yaml", "tools:\n  - {name: kb, type: hierarchical_document, source: a}\n"
+    )
+    code, out, err = run(capsys, "--store", "st", *argv)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: source 'a' is a symlink that cannot be resolved (Too many levels of symbolic "
+        f"links: a link loop, or a link to nothing; looked at {str(tmp_path / 'a')!r}); point "
+        "it at an existing file or directory.\n"
+    )
+
+
+def test_an_ingested_source_become_a_symlink_loop_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    write(tmp_path / "docs" / "a.md", "# Tokens\n\nRevoke a token in settings.\n")
+    assert run(capsys, "-q", "--store", "st", "ingest", "docs")[0] == 0
+    shutil.rmtree(tmp_path / "docs")
+    (tmp_path / "docs").symlink_to("loop")
+    (tmp_path / "loop").symlink_to("docs")
+    for argv in (("ingest", "docs"), ("search", "tokens")):
+        code, out, err = run(capsys, "--store", "st", *argv)
+        assert (code, out) == (1, ""), argv
+        assert err.startswith("error: "), argv
+        assert err.count("\n") == 1, (argv, err)
+
+
+def test_an_empty_source_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found 2026-12-07 (a probe): ``holodeck-rag ingest "$DOCS"`` with DOCS unset printed a
+    pydantic ValidationError traceback; with --config, a ValueError's."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "agent.yaml", "tools:\n  - {name: kb, type: vectorstore, source: docs}\n")
+    for argv in (("ingest", ""), ("ingest", "--config", "agent.yaml", "")):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (1, ""), argv
+        assert err == (
+            "error: SOURCE must not be empty, got '' (an unset shell variable, as in "
+            'holodeck-rag ingest "$DOCS"?); pass a file or directory, e.g. holodeck-rag ingest '
+            "docs.\n"
+        )
+    assert list(tmp_path.iterdir()) == [tmp_path / "agent.yaml"]  # nothing written
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("chat", ""),
+        ("serve", ""),
+        ("test", ""),
+        ("ingest", "--config", ""),
+        ("search", "--config", "", "tokens"),
+        ("tools", "--config", ""),
+    ],
+)
+def test_an_empty_agent_yaml_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    """It was taken as '.', the working directory: "error: .: is a directory"."""
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        ": must name an agent.yaml, got '' (an unset shell variable?)"
+    )
+
+
 def test_a_folder_whose_name_is_not_utf8_is_ingested_as_source_and_as_an_agent_yamls_home(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

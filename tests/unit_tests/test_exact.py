@@ -449,3 +449,24 @@ def test_a_version_titled_version_or_release_is_a_version() -> None:
     for query in ("v2.0", "Version 2.0", "what changed in release 2.0"):
         assert [texts[h.id].splitlines()[0] for h in idx.search(query, k=5)] == ["## Version 2.0"]
     assert versions_in("release notes of 4.2") == ()
+
+
+def test_a_heading_that_is_a_number_alone_is_found_by_its_section() -> None:
+    """Found 2026-12-07 (a probe): ``### 4.2`` with no title after the number had no section
+    id, so 'section 4.2' found nothing of a contract numbering its clauses so."""
+    text = (
+        "# Service Agreement\n\n## 4\n\n### 4.1\n\nThe supplier delivers.\n\n"
+        "### 4.2\n\nInvoices are payable within sixty days.\n\n### 4.3\n\nEither party.\n"
+    )
+    docs = StructuredMarkdownSplitter().split_documents(
+        [Document(page_content=text, metadata={"source_path": "contract.md"})]
+    )
+    for n, doc in enumerate(docs):
+        doc.id = f"c{n}"
+    idx = ExactMatchIndex()
+    idx.upsert(docs)
+    texts = {d.id: d.page_content for d in docs}
+    assert [texts[h.id] for h in idx.search("section 4.2", k=5)] == [
+        "### 4.2\n\nInvoices are payable within sixty days."
+    ]
+    assert [texts[h.id].splitlines()[2] for h in idx.search("Section 4", k=5)] == ["## 4"]

@@ -265,6 +265,35 @@ def test_a_file_that_stops_converting_keeps_its_chunks(
     assert loads["docs/report.pdf"] == 2  # not read again at the same mtime and size
 
 
+def test_a_file_swapped_for_a_symlink_out_of_the_source_during_a_run_keeps_its_chunks(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """Found 2026-12-07 (a probe): a file swapped for a symlink out of the source after the
+    walk was read and indexed. Now it is unreadable for that run: its chunks are kept, the
+    outside file's text is not stored, and the next walk refuses the link as before."""
+    (root / "outside.md").write_text("# Secret\n\nTOPSECRET outside the source\n", "utf-8")
+    pipeline = make_pipeline(root, embeddings, unreadable={})
+    pipeline.invoke("docs")
+    before = stored_by_source(pipeline.vector_store)["docs/auth.md"]
+    auth = root / "docs" / "auth.md"
+    auth.write_text(auth.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+
+    def swap(progress: IngestProgress) -> None:  # another process, after the walk
+        if progress.stage == "files" and not auth.is_symlink():
+            auth.unlink()
+            auth.symlink_to(root / "outside.md")
+
+    result = make_pipeline(
+        root, embeddings, store=pipeline.vector_store, unreadable={}, on_progress=swap
+    ).invoke("docs")
+
+    assert result.deleted == 0
+    stored = stored_by_source(pipeline.vector_store)
+    assert stored["docs/auth.md"] == before
+    assert not any("TOPSECRET" in text for texts in stored.values() for text in texts)
+    assert pipeline.invoke("docs").deleted == len(before)  # the walk refuses it: gone
+
+
 def test_a_file_stopped_by_a_conversion_limit_loads_once_the_limit_is_raised(
     root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
 ) -> None:
@@ -739,3 +768,37 @@ def test_an_rst_file_is_split_at_its_titles(root: Path, embeddings: HashingEmbed
     assert sorted(d.metadata["heading"] for d in chunks) == ["Form Data", "JSON Data", "Testing"]
     # and a store split before that re-splits its (unchanged) files once
     assert pipeline_fingerprint(StructuredMarkdownSplitter()) != "b1ae0838ef8dc2b2"
+
+
+def test_other_encoding_fallbacks_read_unchanged_files_again(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    """Found 2026-12-07 (a probe): after a first ingest read cp1250 Polish as cp1252
+    mojibake, ``SourceLoader(encoding_fallbacks=("cp1250",))`` (as its docstring advises)
+    changed nothing: the mtime fast path skipped the unchanged file. Now the fallbacks are
+    part of the fingerprint, a default loader's adding nothing (a store ingested before is
+    not read again)."""
+    from langchain_holodeck.ingestion import pipeline_fingerprint
+
+    text = "# Polska\n\n" + "Polska leży w Europie Środkowej. Stolicą jest Warszawa. " * 3
+    (root / "docs" / "pl.txt").write_bytes(text.encode("cp1250"))
+    pipeline = make_pipeline(root, embeddings)
+    pipeline.invoke("docs")
+    assert "Środkowej" not in "".join(stored_by_source(pipeline.vector_store)["docs/pl.txt"])
+    loads.clear()
+
+    polish = SourceLoader(root / "docs", encoding_fallbacks=("cp1250",))
+    result = pipeline.invoke(polish)
+
+    assert "Środkowej" in "".join(stored_by_source(pipeline.vector_store)["docs/pl.txt"])
+    assert result.updated >= 1
+    assert loads["docs/pl.txt"] == 1
+    loads.clear()
+    assert pipeline.invoke(polish).updated == 0  # converged: nothing read again
+    assert not loads
+    # the default loader (however spelt) fingerprints as before the fallbacks were in it
+    default = SourceLoader(root / "docs", encoding_fallbacks=("windows-1252",))
+    assert pipeline.fingerprint_of(default) == pipeline.fingerprint
+    code = pipeline.code_splitter
+    assert pipeline.fingerprint == pipeline_fingerprint(pipeline.splitter, code_splitter=code)
+    assert pipeline.fingerprint_of(polish) != pipeline.fingerprint

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import logging
 import os
+import shutil
 import threading
 import zipfile
 from pathlib import Path
@@ -18,7 +19,7 @@ from langchain_core.documents import Document
 
 from langchain_holodeck._converted import promote_empty_headers
 from langchain_holodeck.errors import DocumentLoadError, NoSupportedFilesError
-from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, SourceFile, SourceLoader
+from langchain_holodeck.loaders import SUPPORTED_FILE_TYPES, Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -245,6 +246,52 @@ def test_symlink_inside_source_is_followed_once(tmp_path: Path) -> None:
     docs = SourceLoader(tmp_path, base_dir=tmp_path).load()
     # v2/api.md is reachable directly: its links add nothing; a link is the only path to .private
     assert below_root(docs) == ["shared.md", "v2/api.md"]
+
+
+@pytest.mark.parametrize(
+    ("name", "swapped"),
+    [
+        ("b.md", "b.md"),  # the file itself
+        ("b.pdf", "b.pdf"),  # a converted format: its worker never opens it by name
+        ("sub/b.md", "sub"),  # a folder above it
+    ],
+)
+def test_a_file_swapped_for_a_symlink_out_of_the_source_after_the_walk_is_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str, swapped: str
+) -> None:
+    """Found 2026-12-07 (a probe): the walk refused a symlink out of the source, but a file
+    swapped for one after the walk, before its read, was read and indexed."""
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    for folder in (docs, outside):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "a.md").write_text("# A\n\nfirst\n", encoding="utf-8")
+        if name.endswith(".pdf"):
+            write_pdf(folder / name, "Quarterly TOPSECRET report")
+        else:
+            (folder / name).write_text("# B\n\nTOPSECRET\n", encoding="utf-8")
+    (outside / "a.md").unlink()
+    loader = SourceLoader(docs, max_convert_seconds=None)
+    files = list(loader.iter_files())
+    assert [f.source_path for f in files] == ["docs/a.md", f"docs/{name}"]
+    raising = SourceLoader(docs, on_error="raise", max_convert_seconds=None)
+    assert list(raising.iter_files()) == files
+    target = docs / swapped  # another process, between the walk and the read
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink()
+    target.symlink_to(outside / swapped)
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        loaded = [loader.read_document(f) for f in files]
+
+    assert isinstance(loaded[0], Document)
+    assert loaded[1] is Skipped.UNREADABLE  # its chunks are kept, as an unreadable file's
+    [warning] = warnings_for(caplog)
+    assert warning.startswith(f"Skipping docs/{name}: could not load it")
+    assert f"outside the source {docs.resolve()}" in warning
+    with pytest.raises(DocumentLoadError, match=f"Could not load 'docs/{name}'.*outside"):
+        raising.read_document(files[1])
 
 
 # ---------------------------------------------------------------- iter_files / load_file

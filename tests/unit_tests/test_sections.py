@@ -140,7 +140,13 @@ def test_atx_heading_carries_its_number_and_children_inherit() -> None:
         ("5 TERMINATION\n=============", "5"),  # setext
         ("## 5 ways to deploy", ""),  # a lowercase title: a count, not a clause number
         ("## 2024 Roadmap", ""),  # four digits: a year
-        ("## 5", ""),  # a number and no title
+        ("## 5", "5"),  # a number alone: the heading is its number
+        ("### 4.2", "4.2"),
+        ("# 3.", "3"),
+        ("# 42", "42"),
+        ("4.2\n---", "4.2"),  # setext
+        ("## 2024", ""),  # four digits alone: a year (a changelog's heading), not a section
+        ("## 4.2 {#payment}", "4.2"),  # an attribute list is not part of the title
     ],
 )
 def test_a_markdown_headings_single_number_needs_no_dot(text: str, section_id: str) -> None:
