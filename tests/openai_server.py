@@ -9,7 +9,8 @@ that quotes the first ``Source:`` line of that result. A last message holding
 ``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
 no text), as a broken model server may send. A user text starting with ``MODEL-DOWN`` is
 answered HTTP 400 with an OpenAI error body (the client does not retry): one failing question
-in a session. Every request body is recorded.
+in a session; one starting with ``MODEL-SILENT`` is accepted and never answered (a hung
+server: the connection is held open until the server stops). Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _asks(body: dict[str, Any], prefix: str) -> bool:
+    """Whether the last message of ``body`` starts with ``prefix`` (a test's instruction)."""
+    messages = body.get("messages") or [{}]
+    return str(messages[-1].get("content") or "").startswith(prefix)
+
+
 @contextmanager
 def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[ChatServer]:
     """Start the server on a free loopback port; stop it on exit.
@@ -96,6 +103,7 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
     """
     state = ChatServer(base_url="")
     lock = threading.Lock()
+    stopping = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
@@ -109,6 +117,9 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
             try:
                 time.sleep(delay)
+                if _asks(body, "MODEL-SILENT"):
+                    stopping.wait()  # read, never answered: the client's timeout must end it
+                    return
                 self._answer(body, self.headers.get("Authorization") or "")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped waiting (its timeout): nothing to answer
@@ -122,9 +133,7 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            messages = body.get("messages") or [{}]
-            down = str(messages[-1].get("content") or "").startswith("MODEL-DOWN")
-            status = state.error_status or (400 if down else 200)
+            status = state.error_status or (400 if _asks(body, "MODEL-DOWN") else 200)
             said = "the model is unavailable"
             if state.echo_key:
                 said = f"Invalid key: {authorization.removeprefix('Bearer ')} is not valid"
@@ -150,6 +159,7 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
     try:
         yield state
     finally:
+        stopping.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

@@ -262,7 +262,8 @@ def chat_model(config: ChatModelConfig, *, display: str = "agent.yaml") -> Any:
             'pip install "langchain-holodeck[agents]"'
         )
         raise ImportError(msg) from error
-    options: dict[str, Any] = {"temperature": config.temperature}
+    # a timeout: without one a server that accepts and never answers hung the session
+    options: dict[str, Any] = {"temperature": config.temperature, "timeout": config.timeout}
     if config.base_url is not None:
         options["base_url"] = config.base_url
     if config.api_key is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
+from langchain_holodeck._defaults import DEFAULT_CHAT_TIMEOUT, MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
@@ -34,6 +35,10 @@ class ChatModelConfig(BaseModel):
         default=None, json_schema_extra={"rule": "http:// or https://"}
     )
     """Base URL of an OpenAI-compatible server, for self-hosted models."""
+    timeout: Number = Field(default=DEFAULT_CHAT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    """Seconds one request to the model may take. A server that accepts and never answers
+    fails the question (``error: ... Request timed out. (no answer from <url>)``) and the
+    session goes on; the provider's client may retry the request first (openai's: twice)."""
     max_tool_calls: Integer = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""
     history_tokens: Integer = Field(default=32_000, ge=1_000, le=10_000_000)

@@ -118,6 +118,24 @@ def test_chat_answers_the_questions_after_a_failed_one_and_exits_one(
     assert out.count("The answer is in docs/auth.md.") == 1  # the next question is answered
 
 
+@pytest.mark.timeout(60)  # before the fix the question waited for ever: fail, do not hang
+def test_a_model_server_that_never_answers_fails_the_question_after_model_timeout(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Found 2026-12-07: init_chat_model got no timeout, so a server that accepts and never
+    answers hung the session (the openai client's default: 600 s a try, 3 tries)."""
+    questions = "MODEL-SILENT first?\nHow do I revoke an access token?\n"
+    chat = run_chat(questions, model=", timeout: 0.3")
+    assert chat.code == 1
+    (failed,) = [line for line in chat.err.splitlines() if line.startswith("error: ")]
+    assert failed.startswith("error: OpenAITimeoutError: Request timed out. (no answer from http")
+    assert failed.endswith("/v1/chat/completions)")
+    # the session went on: the next question was answered
+    assert chat.out.count("The answer is in docs/auth.md.") == 1
+    silent = [r for r in chat.requests if r["messages"][-1]["content"] == "MODEL-SILENT first?"]
+    assert 1 <= len(silent) <= 3  # the client's own retries, each given up after 0.3 s
+
+
 DOCS_TOOL = "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n"
 
 
