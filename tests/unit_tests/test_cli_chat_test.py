@@ -307,6 +307,61 @@ def test_a_case_must_name_a_known_tool_and_expect_something(workdir: Path) -> No
         load_agent_config(empty)
 
 
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("'?!'", "Search query has no letters or digits, got '?!'; ask with words, "),
+        ("'   '", "Search query cannot be empty, got '   '."),
+    ],
+)
+def test_a_case_whose_query_the_tools_refuse_is_refused_at_load(
+    workdir: Path, query: str, said: str
+) -> None:
+    """Found 2026-12-07: a case querying '?!' passed (any nearest chunk was a hit) though
+    search, chat and the tool refuse such a query; '   ' loaded, then FAILed as no results."""
+    agent = write_agent(
+        workdir / "a_punct.yaml",
+        f"tests: [{{query: hi, source: a.md}}, {{query: {query}, source: auth.md}}]\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(agent)
+    assert str(error.value).startswith(f"{agent}: tests[1].query: {said}")
+
+
+def test_test_command_whose_search_fails_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found 2026-12-07: with the query-embedding server answering 500, `test` printed the
+    openai client's traceback (it called the retriever itself); now the tool's search."""
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "auth.md").write_text("# Auth\n\nTo revoke a token call DELETE.\n")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools: [{type: vectorstore, name: flat, source: docs, "
+        "embedding_model: text-embedding-3-small}]\n"
+        "tests: [{query: revoke a token, source: auth.md}]\n",
+        encoding="utf-8",
+    )
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code, out, err = run(capsys, "test", str(agent))
+        assert (code, err) == (0, ""), err
+        assert out.startswith("PASS flat: 'revoke a token' -> rank 1 (k=5)")
+        server.mode = "error_500"
+        code, out, err = run(capsys, "test", str(agent))
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-1] == (
+        "error: Failed to generate query embedding: InternalServerError: Error code: 500 - "
+        "The embedding server is overloaded."
+    )  # as `search` says it; before: a traceback
+    assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines())
+
+
 # -- search details ---------------------------------------------------------------------------
 def test_search_max_chars_cuts_each_text_at_a_word(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "search", "safety protocols", "--max-chars", "30")
