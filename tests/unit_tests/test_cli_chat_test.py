@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -400,6 +401,62 @@ def into_a_closed_pipe(
         )
     finally:
         os.close(write)
+
+
+@pytest.fixture(scope="module")
+def japanese_docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose one page holds Japanese text, ingested by the default tool."""
+    root = tmp_path_factory.mktemp("latin1")
+    (root / "docs").mkdir()
+    (root / "docs" / "a.md").write_text(
+        "# Guide\n\n## 1. Intro\n\nJapanese text: 日本語のテキスト.\n", encoding="utf-8"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        patch.setenv("HOME", str(root))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["ingest", "docs"]) == 0
+    return root
+
+
+def under_latin1(root: Path, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[bytes]:
+    """The console script run with stdout and stderr in Latin-1 (``PYTHONIOENCODING``)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(root)}
+    env["PYTHONIOENCODING"] = "latin-1"
+    code = "from langchain_holodeck.cli import main; raise SystemExit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        input=stdin.encode(),
+        capture_output=True,
+        cwd=root,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("argv", [["search", "japanese text"], ["chat"]], ids=["search", "chat"])
+def test_a_stdout_that_cannot_hold_the_text_gets_escapes_not_a_traceback(
+    japanese_docs: Path, argv: list[str]
+) -> None:
+    """Found 2026-12-07: under PYTHONIOENCODING=latin-1 (or a cp1252 redirect) search, chat
+    and test died with UnicodeEncodeError: on the Japanese text, and on the breadcrumb's U+203A
+    whatever the corpus."""
+    result = under_latin1(japanese_docs, "-q", *argv, stdin="japanese text\n")
+    assert (result.returncode, result.stderr) == (0, b"")
+    out = result.stdout.decode("latin-1")
+    assert "Section: Guide \\u203a 1" in out
+    assert "Japanese text: \\u65e5\\u672c\\u8a9e\\u306e\\u30c6\\u30ad\\u30b9\\u30c8." in out
+
+
+def test_search_json_on_a_stdout_that_cannot_hold_the_text_is_ascii_json(
+    japanese_docs: Path,
+) -> None:
+    result = under_latin1(japanese_docs, "search", "--json", "-k", "1", "japanese text")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout.isascii()  # \u escapes: valid JSON in any encoding, nothing lost
+    (record,) = json.loads(result.stdout)
+    assert record["text"].endswith("Japanese text: 日本語のテキスト.")
 
 
 @pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it
