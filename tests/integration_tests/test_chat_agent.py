@@ -147,6 +147,8 @@ class Chat:
     out: str
     err: str
     requests: list[dict[str, Any]]
+    base_url: str
+    """The model server's ``base_url``."""
 
 
 @pytest.fixture
@@ -173,7 +175,7 @@ def run_chat(
             monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
             code = main(["chat", "agent.yaml"])
         out, err = capsys.readouterr()
-        return Chat(code, out, err, server.requests)
+        return Chat(code, out, err, server.requests, server.base_url)
 
     return run
 
@@ -296,3 +298,31 @@ def test_a_tool_selection_the_selector_refuses_is_a_config_error_in_chat() -> No
     model = ChatModelConfig(provider="openai", name="m")
     with pytest.raises(ConfigError, match=r"^tool_selection: weights\[0\] must be a finite"):
         agent_answerer(model, [], llm=None, instructions=None, max_chars=None, selection=selection)
+
+
+def test_a_model_answer_without_choices_or_json_is_one_line_naming_server_and_model(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Found 2026-12-07: HTTP 200 with "choices": [] printed `error: IndexError: list index
+    out of range`; an HTML body `error: Unexpected response type ... got str`, no URL."""
+    chat = run_chat("NO-CHOICES first?\nNOT-JSON second?\nHow do I revoke an access token?\n")
+    assert chat.code == 1
+    failed = [line for line in chat.err.splitlines() if line.startswith("error: ")]
+    server = f"the model server {chat.base_url} (model 'm')"
+    assert failed == [
+        f"error: {server} answered with no choices (an empty answer); ask again, or check "
+        "the server.",
+        f"error: {server} answered with a body that is not JSON: "
+        "'<html><body>502 Bad Gateway</body></html>'",
+    ]
+    assert chat.out.count("The answer is in docs/auth.md.") == 1  # the session went on
+
+
+def test_a_model_refusal_is_printed_as_the_answer(run_chat: Callable[..., Chat]) -> None:
+    """Found 2026-12-07: a refusal (content null, "refusal": "...") printed an empty answer."""
+    chat = run_chat("REFUSAL make a weapon\n")
+    assert chat.code == 0, chat.err
+    assert chat.out == (
+        "> REFUSAL make a weapon\n(the model refused: I can't help with that.)\n\n"
+        "Sources: none (the model called no tool)\n\n"
+    )
