@@ -9,7 +9,12 @@ that quotes the first ``Source:`` line of that result. A last message holding
 ``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
 no text), as a broken model server may send. A user text starting with ``MODEL-DOWN`` is
 answered HTTP 400 with an OpenAI error body (the client does not retry): one failing question
-in a session. Every request body is recorded.
+in a session; one starting with ``MODEL-SILENT`` is accepted and never answered (a hung
+server: the connection is held open until the server stops). A user text starting with
+``NO-CHOICES`` is answered HTTP 200 with ``"choices": []`` (a gateway's empty answer), one
+starting with ``NOT-JSON`` HTTP 200 with an HTML page, and one starting with ``REFUSAL`` a
+message with no content and a ``refusal`` (as OpenAI's structured refusals). Every request body
+is recorded.
 """
 
 from __future__ import annotations
@@ -49,7 +54,10 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
     tools = body.get("tools") or []
-    if last.get("role") == "user" and tools:
+    if str(last.get("content", "")).startswith("REFUSAL"):
+        message = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+        finish = "stop"
+    elif last.get("role") == "user" and tools:
         name = tools[0]["function"]["name"]
         arguments = json.dumps({"query": last["content"]})
         if str(last["content"]).startswith("BAD-JSON"):
@@ -86,6 +94,12 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _asks(body: dict[str, Any], prefix: str) -> bool:
+    """Whether the last message of ``body`` starts with ``prefix`` (a test's instruction)."""
+    messages = body.get("messages") or [{}]
+    return str(messages[-1].get("content") or "").startswith(prefix)
+
+
 @contextmanager
 def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[ChatServer]:
     """Start the server on a free loopback port; stop it on exit.
@@ -96,6 +110,7 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
     """
     state = ChatServer(base_url="")
     lock = threading.Lock()
+    stopping = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
@@ -109,6 +124,9 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
             try:
                 time.sleep(delay)
+                if _asks(body, "MODEL-SILENT"):
+                    stopping.wait()  # read, never answered: the client's timeout must end it
+                    return
                 self._answer(body, self.headers.get("Authorization") or "")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped waiting (its timeout): nothing to answer
@@ -122,9 +140,10 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            messages = body.get("messages") or [{}]
-            down = str(messages[-1].get("content") or "").startswith("MODEL-DOWN")
-            status = state.error_status or (400 if down else 200)
+            if _asks(body, "NOT-JSON"):
+                self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+                return
+            status = state.error_status or (400 if _asks(body, "MODEL-DOWN") else 200)
             said = "the model is unavailable"
             if state.echo_key:
                 said = f"Invalid key: {authorization.removeprefix('Bearer ')} is not valid"
@@ -133,9 +152,13 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 if status != 200
                 else reply(body)
             )
-            data = json.dumps(answer).encode()
+            if status == 200 and _asks(body, "NO-CHOICES"):
+                answer = {**answer, "choices": []}
+            self._send(status, json.dumps(answer).encode(), "application/json")
+
+        def _send(self, status: int, data: bytes, content_type: str) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -150,6 +173,7 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
     try:
         yield state
     finally:
+        stopping.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

@@ -263,7 +263,8 @@ def chat_model(config: ChatModelConfig, *, display: str = "agent.yaml") -> Any:
             'pip install "langchain-holodeck[agents]"'
         )
         raise ImportError(msg) from error
-    options: dict[str, Any] = {"temperature": config.temperature}
+    # a timeout: without one a server that accepts and never answers hung the session
+    options: dict[str, Any] = {"temperature": config.temperature, "timeout": config.timeout}
     if config.base_url is not None:
         options["base_url"] = config.base_url
     if config.api_key is not None:
@@ -329,6 +330,7 @@ def agent_answerer(
     from langchain_core.messages import HumanMessage
     from pydantic import ValidationError
 
+    from langchain_holodeck.cli._model_replies import ModelReplies, refusal, unreadable_answer
     from langchain_holodeck.middleware import build_tool_selector_middleware
 
     create_agent, recursion_error = agent_support()
@@ -348,10 +350,15 @@ def agent_answerer(
         middleware=middleware,
     )
     history: list[BaseMessage] = []
-    run_config: RunnableConfig = {"recursion_limit": 2 * config.max_tool_calls + 1}
+    replies = ModelReplies()
+    run_config: RunnableConfig = {
+        "recursion_limit": 2 * config.max_tool_calls + 1,
+        "callbacks": [replies],
+    }
 
     def answer(question: str) -> str:
         messages = [*history, HumanMessage(question)]
+        replies.empty = False
         try:
             state = agent.invoke({"messages": messages}, config=run_config)  # type: ignore[call-overload]  # a plain dict for the agent state TypedDict
         except recursion_error as error:
@@ -362,9 +369,15 @@ def agent_answerer(
             if said is None:
                 raise
             return f"{said}\n\nSources: none (its tool call could not be read)"
+        except Exception as error:
+            said = unreadable_answer(error, config, empty=replies.empty)
+            if said is None:
+                raise
+            raise HolodeckError(said) from error
         new = state["messages"][len(messages) :]
         history[:] = state["messages"]
-        text = state["messages"][-1].text or unreadable_call(state["messages"][-1])
+        last = state["messages"][-1]
+        text = last.text or refusal(last) or unreadable_call(last)
         sources = used_sources(new)
         if not sources:
             return f"{text}\n\nSources: none ({no_sources_reason(new)})"
@@ -523,7 +536,7 @@ def question_error(error: Exception) -> str:
     """
     logger.debug("question failed", exc_info=True)
     line = " ".join(str(error).split())
-    if not isinstance(error, ValueError):  # a bad question says itself what is wrong
+    if not isinstance(error, ValueError | HolodeckError):  # these say what is wrong
         line = f"{type(error).__name__}: {line}"
     return with_unanswered_url(line, error)
 

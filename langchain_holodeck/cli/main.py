@@ -48,7 +48,13 @@ from langchain_holodeck.cli._drift import sync_known as _sync_known
 from langchain_holodeck.cli._drift import warn_if_replacing as _warn_if_replacing
 from langchain_holodeck.cli._drift import with_ways as _with_ways
 from langchain_holodeck.cli._interrupt import command_interrupted, interrupt_message, interrupt_says
-from langchain_holodeck.cli._output import flush_stdout, print_result, silence_stdout
+from langchain_holodeck.cli._output import (
+    escape_what_stdout_cannot_hold,
+    flush_stdout,
+    print_result,
+    silence_stdout,
+    stdout_holds_any_text,
+)
 from langchain_holodeck.cli._targets import (
     DEFAULT_STORE,
     as_ingested,
@@ -169,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     if argv is None:
         _quick_exit()
+    escape_what_stdout_cannot_hold()  # cp1252, latin-1: an escape, not UnicodeEncodeError
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the local model never downloads
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
     parser = build_parser()
@@ -652,7 +659,8 @@ def _run_search(args: argparse.Namespace) -> int:
         if args.max_chars is not None:
             for record in records:
                 record["text"] = snippet(record["text"], args.max_chars)
-        print(json.dumps(records, indent=2, ensure_ascii=False))
+        # \u escapes where stdout cannot hold the text: valid JSON, nothing lost
+        print(json.dumps(records, indent=2, ensure_ascii=not stdout_holds_any_text()))
     elif documents:
         text = format_results(
             terminal_documents(documents),

@@ -34,7 +34,8 @@ Runs the `tests:` cases of AGENT_YAML (default: ./agent.yaml), each a query with
 file and/or `section_id` it must find within the first `k` results (default 5) of `tool`
 (default: every tool). Prints PASS/FAIL per case, then per tool: cases, hit@k (share of cases
 found within their k) and MRR (mean of 1/rank, 0 when not found within k). Exit status 1 when
-a case fails, 0 when all pass."""
+a case fails, 0 when all pass. A search that fails (the store or the embedding model down)
+stops the run with one `error: ...` line, as `search` prints it, exit 1."""
 
 
 def add_test_parser(
@@ -160,7 +161,8 @@ def run_test(args: argparse.Namespace) -> int:
         target = as_ingested(config_tool_target(config, path, Path.cwd()), args.store)
         tool = build_tool(target, args.store, top_k=max(c.k for c in cases))
         sync_known(target, tool, args.store, force_ingest=args.force_ingest)
-        retriever = tool.as_retriever()
-        results += [run_case(retriever.invoke(c.query), c, tool.name) for c in cases]
+        # the tool's own search: a failing one (the embedding model down) is its one line
+        # (EmbeddingError, SearchError), as `search` prints it, not the client's traceback
+        results += [run_case(tool.retrieve_sync(c.query), c, tool.name) for c in cases]
     print_result(report(results))  # a reader gone (`| head -n 1`) keeps a failure's exit 1
     return 0 if all(r.passed for r in results) else 1

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
+from langchain_holodeck._defaults import DEFAULT_CHAT_TIMEOUT, MAX_SECONDS
 from langchain_holodeck._masked_url import MaskedUrlStr
+from langchain_holodeck._search_query import check_search_query
 from langchain_holodeck.config._sections import (
     MODEL_CONFIG,
     Integer,
@@ -34,6 +36,10 @@ class ChatModelConfig(BaseModel):
         default=None, json_schema_extra={"rule": "http:// or https://"}
     )
     """Base URL of an OpenAI-compatible server, for self-hosted models."""
+    timeout: Number = Field(default=DEFAULT_CHAT_TIMEOUT, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    """Seconds one request to the model may take. A server that accepts and never answers
+    fails the question (``error: ... Request timed out. (no answer from <url>)``) and the
+    session goes on; the provider's client may retry the request first (openai's: twice)."""
     max_tool_calls: Integer = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""
     history_tokens: Integer = Field(default=32_000, ge=1_000, le=10_000_000)
@@ -57,7 +63,8 @@ class RetrievalTestCase(BaseModel):
     model_config = MODEL_CONFIG
 
     query: str = Field(min_length=1)
-    """What a user would type."""
+    """What a user would type: words, identifiers or section numbers (a query the tools refuse,
+    whitespace or no letter or digit, is refused at load)."""
     source: str | None = Field(default=None, min_length=1)
     """The file that must be found, e.g. ``auth.md`` or ``guide/scheduling.txt``."""
     section_id: str | None = Field(default=None, min_length=1)
@@ -66,6 +73,14 @@ class RetrievalTestCase(BaseModel):
     """The expected result must be among the first ``k``."""
     tool: str | None = Field(default=None, min_length=1)
     """The tool to search; unset: every tool of the file."""
+
+    @field_validator("query")
+    @classmethod
+    def _searchable(cls, query: str) -> str:
+        # '?!' passed (any nearest chunk was taken for a hit) though search, chat and the tool
+        # refuse it; '   ' loaded, then failed as 'no results'
+        check_search_query(query)
+        return query
 
     @model_validator(mode="after")
     def _expects_something(self) -> RetrievalTestCase:

@@ -9,11 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from langchain_holodeck.tools.formatting import snippet
 
 
-def has_search_terms(query: str) -> bool:
-    """Whether ``query`` has anything to search for: a letter or a digit (any script)."""
-    return any(ch.isalnum() for ch in query)
-
-
 class SearchInput(BaseModel):
     """The single argument a model passes to a search tool; any other is refused."""
 

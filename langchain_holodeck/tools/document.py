@@ -23,7 +23,10 @@ from langchain_text_splitters import TextSplitter
 
 from langchain_holodeck._chunk import window_parent
 from langchain_holodeck._persist import atomic_write_bytes, os_error_text, why_not_saved
-from langchain_holodeck._text_decoding import check_query_text
+from langchain_holodeck._search_query import check_search_query
+from langchain_holodeck._search_query import (
+    has_search_terms as has_search_terms,  # re-exported: the CLI's check of QUERY
+)
 from langchain_holodeck._text_decoding import (
     undecoded_byte as undecoded_byte,  # re-exported: the CLI's and MCP server's check
 )
@@ -48,11 +51,7 @@ from langchain_holodeck.errors import (
 from langchain_holodeck.ingestion import IngestionPipeline, IngestProgress
 from langchain_holodeck.search_strategy import SearchStrategy
 from langchain_holodeck.sync import SyncResult, sanitize_error
-from langchain_holodeck.tools._arguments import (
-    SearchInput,
-    bad_search_arguments,
-    has_search_terms,
-)
+from langchain_holodeck.tools._arguments import SearchInput, bad_search_arguments
 from langchain_holodeck.tools._wiring import with_reranker
 from langchain_holodeck.tools.formatting import format_results
 
@@ -532,16 +531,7 @@ class _DocumentTool(Generic[ConfigT]):
             raise TypeError(msg)
         if not self.is_initialized or self._retriever is None:
             raise IndexNotBuiltError(self._not_built())
-        if not query or not query.strip():
-            msg = "Search query cannot be empty"
-            raise ValueError(msg)
-        check_query_text(query)
-        if not has_search_terms(query):  # '""' or '?!': any "nearest" chunk would be noise
-            msg = (
-                f"Search query has no letters or digits, got {query!r}; ask with words, "
-                "identifiers or section numbers."
-            )
-            raise ValueError(msg)
+        check_search_query(query)
         return self._retriever
 
     async def search(self, query: str) -> str:

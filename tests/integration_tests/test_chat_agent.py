@@ -118,6 +118,24 @@ def test_chat_answers_the_questions_after_a_failed_one_and_exits_one(
     assert out.count("The answer is in docs/auth.md.") == 1  # the next question is answered
 
 
+@pytest.mark.timeout(60)  # before the fix the question waited for ever: fail, do not hang
+def test_a_model_server_that_never_answers_fails_the_question_after_model_timeout(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Found 2026-12-07: init_chat_model got no timeout, so a server that accepts and never
+    answers hung the session (the openai client's default: 600 s a try, 3 tries)."""
+    questions = "MODEL-SILENT first?\nHow do I revoke an access token?\n"
+    chat = run_chat(questions, model=", timeout: 0.3")
+    assert chat.code == 1
+    (failed,) = [line for line in chat.err.splitlines() if line.startswith("error: ")]
+    assert failed.startswith("error: OpenAITimeoutError: Request timed out. (no answer from http")
+    assert failed.endswith("/v1/chat/completions)")
+    # the session went on: the next question was answered
+    assert chat.out.count("The answer is in docs/auth.md.") == 1
+    silent = [r for r in chat.requests if r["messages"][-1]["content"] == "MODEL-SILENT first?"]
+    assert 1 <= len(silent) <= 3  # the client's own retries, each given up after 0.3 s
+
+
 DOCS_TOOL = "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n"
 
 
@@ -129,6 +147,8 @@ class Chat:
     out: str
     err: str
     requests: list[dict[str, Any]]
+    base_url: str
+    """The model server's ``base_url``."""
 
 
 @pytest.fixture
@@ -155,7 +175,7 @@ def run_chat(
             monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
             code = main(["chat", "agent.yaml"])
         out, err = capsys.readouterr()
-        return Chat(code, out, err, server.requests)
+        return Chat(code, out, err, server.requests, server.base_url)
 
     return run
 
@@ -278,3 +298,31 @@ def test_a_tool_selection_the_selector_refuses_is_a_config_error_in_chat() -> No
     model = ChatModelConfig(provider="openai", name="m")
     with pytest.raises(ConfigError, match=r"^tool_selection: weights\[0\] must be a finite"):
         agent_answerer(model, [], llm=None, instructions=None, max_chars=None, selection=selection)
+
+
+def test_a_model_answer_without_choices_or_json_is_one_line_naming_server_and_model(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Found 2026-12-07: HTTP 200 with "choices": [] printed `error: IndexError: list index
+    out of range`; an HTML body `error: Unexpected response type ... got str`, no URL."""
+    chat = run_chat("NO-CHOICES first?\nNOT-JSON second?\nHow do I revoke an access token?\n")
+    assert chat.code == 1
+    failed = [line for line in chat.err.splitlines() if line.startswith("error: ")]
+    server = f"the model server {chat.base_url} (model 'm')"
+    assert failed == [
+        f"error: {server} answered with no choices (an empty answer); ask again, or check "
+        "the server.",
+        f"error: {server} answered with a body that is not JSON: "
+        "'<html><body>502 Bad Gateway</body></html>'",
+    ]
+    assert chat.out.count("The answer is in docs/auth.md.") == 1  # the session went on
+
+
+def test_a_model_refusal_is_printed_as_the_answer(run_chat: Callable[..., Chat]) -> None:
+    """Found 2026-12-07: a refusal (content null, "refusal": "...") printed an empty answer."""
+    chat = run_chat("REFUSAL make a weapon\n")
+    assert chat.code == 0, chat.err
+    assert chat.out == (
+        "> REFUSAL make a weapon\n(the model refused: I can't help with that.)\n\n"
+        "Sources: none (the model called no tool)\n\n"
+    )

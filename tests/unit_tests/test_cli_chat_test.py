@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -307,6 +308,61 @@ def test_a_case_must_name_a_known_tool_and_expect_something(workdir: Path) -> No
         load_agent_config(empty)
 
 
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("'?!'", "Search query has no letters or digits, got '?!'; ask with words, "),
+        ("'   '", "Search query cannot be empty, got '   '."),
+    ],
+)
+def test_a_case_whose_query_the_tools_refuse_is_refused_at_load(
+    workdir: Path, query: str, said: str
+) -> None:
+    """Found 2026-12-07: a case querying '?!' passed (any nearest chunk was a hit) though
+    search, chat and the tool refuse such a query; '   ' loaded, then FAILed as no results."""
+    agent = write_agent(
+        workdir / "a_punct.yaml",
+        f"tests: [{{query: hi, source: a.md}}, {{query: {query}, source: auth.md}}]\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_agent_config(agent)
+    assert str(error.value).startswith(f"{agent}: tests[1].query: {said}")
+
+
+def test_test_command_whose_search_fails_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found 2026-12-07: with the query-embedding server answering 500, `test` printed the
+    openai client's traceback (it called the retriever itself); now the tool's search."""
+    from tests.embedding_server import EmbeddingServer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "auth.md").write_text("# Auth\n\nTo revoke a token call DELETE.\n")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "tools: [{type: vectorstore, name: flat, source: docs, "
+        "embedding_model: text-embedding-3-small}]\n"
+        "tests: [{query: revoke a token, source: auth.md}]\n",
+        encoding="utf-8",
+    )
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code, out, err = run(capsys, "test", str(agent))
+        assert (code, err) == (0, ""), err
+        assert out.startswith("PASS flat: 'revoke a token' -> rank 1 (k=5)")
+        server.mode = "error_500"
+        code, out, err = run(capsys, "test", str(agent))
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-1] == (
+        "error: Failed to generate query embedding: InternalServerError: Error code: 500 - "
+        "The embedding server is overloaded."
+    )  # as `search` says it; before: a traceback
+    assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines())
+
+
 # -- search details ---------------------------------------------------------------------------
 def test_search_max_chars_cuts_each_text_at_a_word(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "search", "safety protocols", "--max-chars", "30")
@@ -345,6 +401,62 @@ def into_a_closed_pipe(
         )
     finally:
         os.close(write)
+
+
+@pytest.fixture(scope="module")
+def japanese_docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose one page holds Japanese text, ingested by the default tool."""
+    root = tmp_path_factory.mktemp("latin1")
+    (root / "docs").mkdir()
+    (root / "docs" / "a.md").write_text(
+        "# Guide\n\n## 1. Intro\n\nJapanese text: 日本語のテキスト.\n", encoding="utf-8"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        patch.setenv("HOME", str(root))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["ingest", "docs"]) == 0
+    return root
+
+
+def under_latin1(root: Path, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[bytes]:
+    """The console script run with stdout and stderr in Latin-1 (``PYTHONIOENCODING``)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(root)}
+    env["PYTHONIOENCODING"] = "latin-1"
+    code = "from langchain_holodeck.cli import main; raise SystemExit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        input=stdin.encode(),
+        capture_output=True,
+        cwd=root,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("argv", [["search", "japanese text"], ["chat"]], ids=["search", "chat"])
+def test_a_stdout_that_cannot_hold_the_text_gets_escapes_not_a_traceback(
+    japanese_docs: Path, argv: list[str]
+) -> None:
+    """Found 2026-12-07: under PYTHONIOENCODING=latin-1 (or a cp1252 redirect) search, chat
+    and test died with UnicodeEncodeError: on the Japanese text, and on the breadcrumb's U+203A
+    whatever the corpus."""
+    result = under_latin1(japanese_docs, "-q", *argv, stdin="japanese text\n")
+    assert (result.returncode, result.stderr) == (0, b"")
+    out = result.stdout.decode("latin-1")
+    assert "Section: Guide \\u203a 1" in out
+    assert "Japanese text: \\u65e5\\u672c\\u8a9e\\u306e\\u30c6\\u30ad\\u30b9\\u30c8." in out
+
+
+def test_search_json_on_a_stdout_that_cannot_hold_the_text_is_ascii_json(
+    japanese_docs: Path,
+) -> None:
+    result = under_latin1(japanese_docs, "search", "--json", "-k", "1", "japanese text")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout.isascii()  # \u escapes: valid JSON in any encoding, nothing lost
+    (record,) = json.loads(result.stdout)
+    assert record["text"].endswith("Japanese text: 日本語のテキスト.")
 
 
 @pytest.mark.parametrize("top_k", ["1", "100"])  # output within the buffer, and beyond it

@@ -13,6 +13,7 @@ import yaml
 
 from langchain_holodeck.config import (
     AgentConfig,
+    ChatModelConfig,
     CohereRerankerConfig,
     ContextModelConfig,
     HierarchicalDocumentToolConfig,
@@ -1291,6 +1292,19 @@ def test_embedding_timeout_is_read_for_an_openai_model_and_defaults_to_60_s(
     assert config.tool_selection.embedding_timeout == 5.0
     with pytest.raises(ConfigError, match=r"tool_selection\.embedding_timeout: applies to an "):
         load_tools(tmp_path, vectorstore(), tool_selection={"embedding_timeout": 5})
+
+
+def test_model_timeout_defaults_to_120_s_and_is_a_bounded_number(tmp_path: Path) -> None:
+    def model(settings: str) -> ChatModelConfig | None:
+        text = f"model: {{provider: openai, name: m{settings}}}\n"
+        path = write(tmp_path, text + "tools: [{type: vectorstore, name: kb, source: d}]\n")
+        return chat_model_config(load_agent_config(path), display="agent.yaml")
+
+    assert model("") == ChatModelConfig(provider="openai", name="m", timeout=120.0)
+    assert model(", timeout: 2.5") == ChatModelConfig(provider="openai", name="m", timeout=2.5)
+    for bad, said in [("0", "> 0, got 0"), (".inf", "inf"), ("1e9", "<= 604800"), ("on", "")]:
+        with pytest.raises(ConfigError, match=rf"^agent\.yaml: model\.timeout: .*{said}"):
+            model(f", timeout: {bad}")
 
 
 @pytest.mark.parametrize("weight", [".nan", ".inf", "-.inf"])
