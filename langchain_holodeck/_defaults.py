@@ -7,9 +7,7 @@ never on the test sets.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias
-
-from pydantic import BeforeValidator
+from typing import Literal
 
 DEFAULT_STORE_DIR = Path(".holodeck") / "store"
 """Where corpora are saved by default (``load_tools``, ``holodeck-rag``): relative to the
@@ -30,23 +28,6 @@ DEFAULT_PAIR_WEIGHT = 0.5
 MAX_K = 1000
 """Largest ``k`` per call of ``HybridRetriever`` and ``RerankRetriever``: a reranker's
 candidate pool (``rerank_top_n`` goes up to 1000)."""
-
-
-def _not_a_bool(value: object) -> object:
-    # a bool is an int in Python, and pydantic's lax mode takes it as one: timeout=True was a
-    # timeout of 1 s, top_n=True kept one document, rrf_k=False set the RRF constant to 0
-    if isinstance(value, bool):
-        msg = f"must be a number, not a bool (it would be taken as {int(value)}), got {value!r}"
-        raise ValueError(msg)
-    return value
-
-
-Int: TypeAlias = Annotated[int, BeforeValidator(_not_a_bool)]
-"""``int`` for a component's pydantic field (a count, a size, ``k``): ``True`` is an error, not
-1. Configuration fields have their own, ``config``'s ``Integer``, which speaks of YAML."""
-Float: TypeAlias = Annotated[float, BeforeValidator(_not_a_bool)]
-"""``float`` for a component's pydantic field (a timeout, a weight): ``True`` is an error, not
-1.0."""
 
 
 def check_call_k(k: object, default: int) -> int:

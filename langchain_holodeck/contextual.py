@@ -39,9 +39,8 @@ from langchain_holodeck._defaults import (
     MAX_CONCURRENCY,
     MAX_CONTEXT_TOKENS,
     MAX_SECONDS,
-    Float,
-    Int,
 )
+from langchain_holodeck._fields import Float, Int
 from langchain_holodeck._redact import model_secrets, scrub
 from langchain_holodeck._tokens import count_tokens, get_encoding
 

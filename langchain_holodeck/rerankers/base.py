@@ -20,7 +20,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_holodeck._chunk import original_content
-from langchain_holodeck._defaults import Float, Int
+from langchain_holodeck._fields import Float, Int
 from langchain_holodeck._redact import scrub
 
 # Warnings come from the public module's logger, the one users configure.

@@ -44,7 +44,8 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from langchain_holodeck._deadline import call_with_deadline
-from langchain_holodeck._defaults import MAX_K, MAX_SECONDS, Float, Int, check_call_k
+from langchain_holodeck._defaults import MAX_K, MAX_SECONDS, check_call_k
+from langchain_holodeck._fields import Float, Int
 from langchain_holodeck._masked_url import MaskedUrlStr
 from langchain_holodeck._redact import MaskedUrl
 from langchain_holodeck.rerankers.base import _describe, _MalformedRankingError, _RerankCompressor

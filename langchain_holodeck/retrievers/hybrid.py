@@ -26,10 +26,9 @@ from langchain_holodeck._defaults import (
     DEFAULT_FUSION,
     DEFAULT_WEIGHTS,
     MAX_K,
-    Float,
-    Int,
     check_call_k,
 )
+from langchain_holodeck._fields import Float, Int
 from langchain_holodeck._redact import one_line
 from langchain_holodeck._text_decoding import check_query_text
 from langchain_holodeck._tracing import Attributes, SpanLike, span
