@@ -37,6 +37,7 @@ from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.contracts import (
     ArrayKeywordSearch,
     DocumentFilters,
+    FilterCheck,
     RankedIds,
     answers_with_arrays,
     check_native_filter,
@@ -211,7 +212,9 @@ class HybridRetriever(BaseRetriever):
     ``InMemoryVectorStore``'s callable) holds the keyword and exact hits and the chunks
     cross-reference expansion adds to it too (``PostgresVectorStore`` and the Qdrant store
     evaluate their mapping filters the same way); another store's filter holds its dense leg
-    only (a native engine, both its legs)."""
+    only (a native engine, both its legs). A ``filter`` of a type the store cannot apply (a
+    mapping or a callable on Redis, which takes a ``FilterExpression`` or a filter string) is
+    refused at construction, on every strategy."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -304,14 +307,22 @@ class HybridRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _search_kwargs_the_store_takes(self) -> HybridRetriever:
-        """Refuse a ``search_kwargs`` key the dense leg's search does not take.
+        """Refuse a ``search_kwargs`` key, or a ``filter``, the store's search does not take.
 
         A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``,
         which the retriever served as an outage: keyword results only, unfiltered, a WARNING
         per query. Checked where the store's search names its arguments (the id search of
-        ``MatrixVectorStore``); a search taking ``**kwargs`` passes everything on.
+        ``MatrixVectorStore``); a search taking ``**kwargs`` passes everything on. A
+        ``filter`` is held to the types the store takes (``FilterCheck``, as Redis's; a
+        ``DocumentFilters`` store's own check): a mapping or a callable on Redis was written
+        into the query as text, and matched nothing or failed at every query.
         """
         store = self.vector_store
+        doc_filter = self.search_kwargs.get("filter")
+        if doc_filter is not None and isinstance(store, FilterCheck):
+            store.check_filter(doc_filter)
+        elif doc_filter is not None and isinstance(store, DocumentFilters):
+            store.document_filter(doc_filter)  # its TypeError, as the searches raise it
         search = getattr(store, "search_ids_by_vector", None)
         if not self.search_kwargs or search is None or self.search_strategy == "native":
             return self
