@@ -212,9 +212,9 @@ class HybridRetriever(BaseRetriever):
     ``InMemoryVectorStore``'s callable) holds the keyword and exact hits and the chunks
     cross-reference expansion adds to it too (``PostgresVectorStore`` and the Qdrant store
     evaluate their mapping filters the same way); another store's filter holds its dense leg
-    only (a native engine, both its legs). A ``filter`` of a type the store cannot apply (a
-    mapping or a callable on Redis, which takes a ``FilterExpression`` or a filter string) is
-    refused at construction, on every strategy."""
+    only (a native engine, both its legs). A key the store's search does not take, or a
+    ``filter`` of a type it cannot apply (a mapping or a callable on Redis, which takes a
+    ``FilterExpression`` or a filter string), is refused at construction, on every strategy."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -309,37 +309,33 @@ class HybridRetriever(BaseRetriever):
     def _search_kwargs_the_store_takes(self) -> HybridRetriever:
         """Refuse a ``search_kwargs`` key, or a ``filter``, the store's search does not take.
 
-        A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``,
-        which the retriever served as an outage: keyword results only, unfiltered, a WARNING
-        per query. Checked where the store's search names its arguments (the id search of
-        ``MatrixVectorStore``); a search taking ``**kwargs`` passes everything on. A
+        A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``
+        (on ``native``, the engine's request: exact hits only), which the retriever served as
+        an outage: keyword results only, unfiltered, a WARNING per query. Checked where the
+        search names its arguments (the id search of ``MatrixVectorStore``, PostgreSQL and
+        Redis; every store's ``native_hybrid_search``) or the store lists them
+        (``search_keywords``: Qdrant); a search taking ``**kwargs`` passes everything on. A
         ``filter`` is held to the types the store takes (``FilterCheck``, as Redis's; a
         ``DocumentFilters`` store's own check): a mapping or a callable on Redis was written
         into the query as text, and matched nothing or failed at every query.
         """
+        if not self.search_kwargs:
+            return self
         store = self.vector_store
+        native = self.search_strategy == "native"
+        taken = _search_keywords(store, native=native)
+        unknown = [key for key in self.search_kwargs if taken is not None and key not in taken]
+        if unknown:
+            msg = (
+                f"search_kwargs {', '.join(map(repr, unknown))} is not an argument of "
+                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken or []))}."
+            )
+            raise ValueError(msg)
         doc_filter = self.search_kwargs.get("filter")
         if doc_filter is not None and isinstance(store, FilterCheck):
             store.check_filter(doc_filter)
         elif doc_filter is not None and isinstance(store, DocumentFilters):
             store.document_filter(doc_filter)  # its TypeError, as the searches raise it
-        search = getattr(store, "search_ids_by_vector", None)
-        if not self.search_kwargs or search is None or self.search_strategy == "native":
-            return self
-        try:
-            parameters = inspect.signature(search).parameters
-        except (TypeError, ValueError):  # a builtin or an object without a signature
-            return self
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            return self
-        taken = [name for name in parameters if name not in ("embedding", "k")]
-        unknown = [key for key in self.search_kwargs if key not in taken]
-        if unknown:
-            msg = (
-                f"search_kwargs {', '.join(map(repr, unknown))} is not an argument of "
-                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken))}."
-            )
-            raise ValueError(msg)
         return self
 
     @model_validator(mode="after")
@@ -978,6 +974,37 @@ def _first_ids(hits: Sequence[tuple[str, float]], n: int) -> list[str]:
     if isinstance(hits, RankedIds):
         return hits.ids[:n]
     return [i for i, _ in hits[:n]]
+
+
+_SET_HERE = {
+    "fallback": frozenset({"embedding", "k"}),
+    "native": frozenset(
+        {"query", "embedding", "k", "fetch_k", "weights", "rrf_k", "min_similarity_score"}
+        | {"fusion"}
+    ),
+}
+"""The arguments of the store's search (the id search; ``native_hybrid_search``) the retriever
+sets itself: not ``search_kwargs``."""
+
+
+def _search_keywords(store: VectorStore, *, native: bool) -> list[str] | None:
+    """The ``search_kwargs`` names the store's search takes; ``None`` when it does not say.
+
+    The named arguments of ``native_hybrid_search`` (``native``) or of the id search
+    (``search_ids_by_vector``), less those the retriever sets; for a search taking
+    ``**kwargs`` (or without an id search) the store's ``search_keywords``, if it lists them.
+    """
+    search = getattr(store, "native_hybrid_search" if native else "search_ids_by_vector", None)
+    if search is not None:
+        try:
+            parameters = inspect.signature(search).parameters
+        except (TypeError, ValueError):  # a builtin or an object without a signature
+            return None
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            own = _SET_HERE["native" if native else "fallback"]
+            return [name for name in parameters if name not in own]
+    declared = None if native else getattr(store, "search_keywords", None)
+    return None if declared is None else sorted(declared, key=lambda name: (name != "filter", name))
 
 
 def _takes_query_vector(store: object) -> bool:
