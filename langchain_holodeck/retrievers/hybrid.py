@@ -109,13 +109,16 @@ class HybridRetriever(BaseRetriever):
     when ``exact_first``, with ``fused_score`` ``EXACT_BOOST`` (1.0); then the rest by fused
     score. Ids the store no longer has are skipped.
 
-    ``min_similarity_score`` applies to every result: exact hits are kept; every other chunk
+    ``min_similarity_score`` applies to every hit: exact hits are kept; every other chunk
     must reach the threshold by its dense relevance (cosine clipped to [0, 1]), which is
     computed for keyword-only hits too (from the stored vector where the store allows it,
     else by embedding the chunk's text). The threshold removes results; it never reorders
     the others. When that relevance cannot be computed (the embedding model is down, so the
     dense leg failed too), the other legs' hits are served unchecked with a WARNING: an
-    outage is not "nothing relevant".
+    outage is not "nothing relevant". The chunks cross-reference expansion adds after the
+    hits (``expand_hops``) are not measured: each is there because a kept hit cites it
+    (``expanded_from``; the tool shows it as "Cross-reference (1 hop)"), and its
+    ``semantic_score`` stays ``None``.
 
     Emits metadata (on copies; ``Document.id`` kept): ``fused_score`` (in [0, 1], above),
     ``semantic_score`` (dense relevance in [0, 1]; the store's raw score for a store without
@@ -190,7 +193,8 @@ class HybridRetriever(BaseRetriever):
     feedback_weight: Float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
     """How far the query vector moves: ``unit(q + feedback_weight * mean(vectors))``."""
     min_similarity_score: Float | None = Field(default=None, ge=0, le=1)
-    """Keep only results whose dense relevance reaches this (exact hits are always kept)."""
+    """Keep only hits whose dense relevance reaches this (exact hits are always kept; the
+    chunks ``expand_hops`` adds follow the kept hits they are cited by, unmeasured)."""
     exact_first: bool = True
     """Place exact hits (section named, or every quoted phrase present) before the rest."""
     definitions: Mapping[str, Any] | None = None
