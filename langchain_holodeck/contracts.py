@@ -39,6 +39,7 @@ __all__ = [
     "CountedKeywordIndex",
     "CountingDelete",
     "DocumentFilters",
+    "FilterCheck",
     "IdVectorSearch",
     "KeywordHit",
     "KeywordIndex",
@@ -353,6 +354,25 @@ class DocumentFilters(Protocol):
 
         Raises:
             TypeError: If the store does not take such a filter.
+        """
+        ...
+
+
+@runtime_checkable
+class FilterCheck(Protocol):
+    """A store that says, before any search, whether its searches can apply a ``filter``.
+
+    For a store whose filter is evaluated by its server only (Redis: a RediSearch query), so
+    not a ``DocumentFilters``: ``HybridRetriever`` asks it at construction, where a filter of
+    another type was accepted, then failed (or matched nothing) at every query, served as an
+    outage of the dense leg.
+    """
+
+    def check_filter(self, doc_filter: Any) -> None:
+        """Return if the store's searches take ``doc_filter`` (``None`` included).
+
+        Raises:
+            TypeError: Naming the filter types the store takes, when they do not.
         """
         ...
 

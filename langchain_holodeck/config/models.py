@@ -205,7 +205,8 @@ class _SearchToolConfig(BaseModel):
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
     """Keep only results whose dense similarity (cosine, clipped to [0, 1]) reaches this;
     exact section and quoted-phrase hits are always kept, keyword hits are measured too
-    (served unmeasured, with a WARNING, while the embedding model is down)."""
+    (served unmeasured, with a WARNING, while the embedding model is down); chunks
+    ``expand_hops`` adds are not: a kept hit cites each."""
     rerank: bool = False
     """Rerank the candidates with ``reranker`` before keeping ``top_k``."""
     rerank_top_n: Integer | None = Field(default=None, ge=1, le=1000)

@@ -36,6 +36,7 @@ from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.contracts import (
     ArrayKeywordSearch,
     DocumentFilters,
+    FilterCheck,
     RankedIds,
     answers_with_arrays,
     check_native_filter,
@@ -107,13 +108,16 @@ class HybridRetriever(BaseRetriever):
     when ``exact_first``, with ``fused_score`` ``EXACT_BOOST`` (1.0); then the rest by fused
     score. Ids the store no longer has are skipped.
 
-    ``min_similarity_score`` applies to every result: exact hits are kept; every other chunk
+    ``min_similarity_score`` applies to every hit: exact hits are kept; every other chunk
     must reach the threshold by its dense relevance (cosine clipped to [0, 1]), which is
     computed for keyword-only hits too (from the stored vector where the store allows it,
     else by embedding the chunk's text). The threshold removes results; it never reorders
     the others. When that relevance cannot be computed (the embedding model is down, so the
     dense leg failed too), the other legs' hits are served unchecked with a WARNING: an
-    outage is not "nothing relevant".
+    outage is not "nothing relevant". The chunks cross-reference expansion adds after the
+    hits (``expand_hops``) are not measured: each is there because a kept hit cites it
+    (``expanded_from``; the tool shows it as "Cross-reference (1 hop)"), and its
+    ``semantic_score`` stays ``None``.
 
     Emits metadata (on copies; ``Document.id`` kept): ``fused_score`` (in [0, 1], above),
     ``semantic_score`` (dense relevance in [0, 1]; the store's raw score for a store without
@@ -188,7 +192,8 @@ class HybridRetriever(BaseRetriever):
     feedback_weight: Float = Field(default=DEFAULT_FEEDBACK_WEIGHT, ge=0, le=10)
     """How far the query vector moves: ``unit(q + feedback_weight * mean(vectors))``."""
     min_similarity_score: Float | None = Field(default=None, ge=0, le=1)
-    """Keep only results whose dense relevance reaches this (exact hits are always kept)."""
+    """Keep only hits whose dense relevance reaches this (exact hits are always kept; the
+    chunks ``expand_hops`` adds follow the kept hits they are cited by, unmeasured)."""
     exact_first: bool = True
     """Place exact hits (section named, or every quoted phrase present) before the rest."""
     definitions: Mapping[str, Any] | None = None
@@ -210,7 +215,9 @@ class HybridRetriever(BaseRetriever):
     ``InMemoryVectorStore``'s callable) holds the keyword and exact hits and the chunks
     cross-reference expansion adds to it too (``PostgresVectorStore`` and the Qdrant store
     evaluate their mapping filters the same way); another store's filter holds its dense leg
-    only (a native engine, both its legs)."""
+    only (a native engine, both its legs). A key the store's search does not take, or a
+    ``filter`` of a type it cannot apply (a mapping or a callable on Redis, which takes a
+    ``FilterExpression`` or a filter string), is refused at construction, on every strategy."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""
@@ -303,31 +310,35 @@ class HybridRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _search_kwargs_the_store_takes(self) -> HybridRetriever:
-        """Refuse a ``search_kwargs`` key the dense leg's search does not take.
+        """Refuse a ``search_kwargs`` key, or a ``filter``, the store's search does not take.
 
-        A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``,
-        which the retriever served as an outage: keyword results only, unfiltered, a WARNING
-        per query. Checked where the store's search names its arguments (the id search of
-        ``MatrixVectorStore``); a search taking ``**kwargs`` passes everything on.
+        A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``
+        (on ``native``, the engine's request: exact hits only), which the retriever served as
+        an outage: keyword results only, unfiltered, a WARNING per query. Checked where the
+        search names its arguments (the id search of ``MatrixVectorStore``, PostgreSQL and
+        Redis; every store's ``native_hybrid_search``) or the store lists them
+        (``search_keywords``: Qdrant); a search taking ``**kwargs`` passes everything on. A
+        ``filter`` is held to the types the store takes (``FilterCheck``, as Redis's; a
+        ``DocumentFilters`` store's own check): a mapping or a callable on Redis was written
+        into the query as text, and matched nothing or failed at every query.
         """
+        if not self.search_kwargs:
+            return self
         store = self.vector_store
-        search = getattr(store, "search_ids_by_vector", None)
-        if not self.search_kwargs or search is None or self.search_strategy == "native":
-            return self
-        try:
-            parameters = inspect.signature(search).parameters
-        except (TypeError, ValueError):  # a builtin or an object without a signature
-            return self
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            return self
-        taken = [name for name in parameters if name not in ("embedding", "k")]
-        unknown = [key for key in self.search_kwargs if key not in taken]
+        native = self.search_strategy == "native"
+        taken = _search_keywords(store, native=native)
+        unknown = [key for key in self.search_kwargs if taken is not None and key not in taken]
         if unknown:
             msg = (
                 f"search_kwargs {', '.join(map(repr, unknown))} is not an argument of "
-                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken))}."
+                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken or []))}."
             )
             raise ValueError(msg)
+        doc_filter = self.search_kwargs.get("filter")
+        if doc_filter is not None and isinstance(store, FilterCheck):
+            store.check_filter(doc_filter)
+        elif doc_filter is not None and isinstance(store, DocumentFilters):
+            store.document_filter(doc_filter)  # its TypeError, as the searches raise it
         return self
 
     @model_validator(mode="after")
@@ -966,6 +977,37 @@ def _first_ids(hits: Sequence[tuple[str, float]], n: int) -> list[str]:
     if isinstance(hits, RankedIds):
         return hits.ids[:n]
     return [i for i, _ in hits[:n]]
+
+
+_SET_HERE = {
+    "fallback": frozenset({"embedding", "k"}),
+    "native": frozenset(
+        {"query", "embedding", "k", "fetch_k", "weights", "rrf_k", "min_similarity_score"}
+        | {"fusion"}
+    ),
+}
+"""The arguments of the store's search (the id search; ``native_hybrid_search``) the retriever
+sets itself: not ``search_kwargs``."""
+
+
+def _search_keywords(store: VectorStore, *, native: bool) -> list[str] | None:
+    """The ``search_kwargs`` names the store's search takes; ``None`` when it does not say.
+
+    The named arguments of ``native_hybrid_search`` (``native``) or of the id search
+    (``search_ids_by_vector``), less those the retriever sets; for a search taking
+    ``**kwargs`` (or without an id search) the store's ``search_keywords``, if it lists them.
+    """
+    search = getattr(store, "native_hybrid_search" if native else "search_ids_by_vector", None)
+    if search is not None:
+        try:
+            parameters = inspect.signature(search).parameters
+        except (TypeError, ValueError):  # a builtin or an object without a signature
+            return None
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            own = _SET_HERE["native" if native else "fallback"]
+            return [name for name in parameters if name not in own]
+    declared = None if native else getattr(store, "search_keywords", None)
+    return None if declared is None else sorted(declared, key=lambda name: (name != "filter", name))
 
 
 def _takes_query_vector(store: object) -> bool:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
+import inspect
 import logging
 import math
 import os
@@ -397,6 +399,17 @@ class HolodeckQdrantVectorStore(_Base):
 
         return accept
 
+    @property
+    def search_keywords(self) -> frozenset[str]:
+        """The ``search_kwargs`` its dense search takes (``HybridRetriever`` checks them).
+
+        ``filter``, and the options ``similarity_search_with_score`` hands on to
+        ``QdrantClient.query_points`` (``search_params``, ``timeout``, ...), whose own
+        ``**kwargs`` refuses any other name only when a query runs (``AssertionError:
+        Unknown arguments``).
+        """
+        return _query_options() | {"filter"}
+
     @staticmethod
     def namespace_filter(namespace: str | None) -> models.Filter | None:
         """The Qdrant filter keeping one namespace's points (``None``: no filter)."""
@@ -705,6 +718,25 @@ class HolodeckQdrantVectorStore(_Base):
             page_content=payload.get(self.content_payload_key, ""),
             metadata=dict(payload.get(self.metadata_payload_key) or {}),
         )
+
+
+_SET_BY_SEARCH = frozenset(
+    {"collection_name", "query", "using", "query_filter", "limit", "with_payload"}
+)
+"""The ``query_points`` arguments the dense search sets itself (not options of a caller)."""
+
+
+@functools.cache
+def _query_options() -> frozenset[str]:
+    """The named arguments of ``QdrantClient.query_points`` a search passes on."""
+    _require_extra()
+    parameters = inspect.signature(QdrantClient.query_points).parameters
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(
+        name
+        for name, p in parameters.items()
+        if p.kind in named and name != "self" and name not in _SET_BY_SEARCH
+    )
 
 
 def as_qdrant_filter(value: Any) -> models.Filter | None:

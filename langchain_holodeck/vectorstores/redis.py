@@ -438,6 +438,28 @@ class HolodeckRedisVectorStore(RedisVectorStore):
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return relevance_fn(self.config.distance_metric)
 
+    def check_filter(self, doc_filter: Any) -> None:
+        """Refuse a ``filter`` the searches cannot send to RediSearch (``FilterCheck``).
+
+        Redis filters in the server: a redisvl ``FilterExpression`` or a RediSearch filter
+        string. A mapping or a callable (the filters of ``MatrixVectorStore``) was written
+        into the query as its ``str()``: a syntax error, or a query matching nothing.
+
+        Raises:
+            TypeError: For any other filter.
+        """
+        if doc_filter is None or isinstance(doc_filter, FilterExpression | str):
+            return
+        shown = repr(doc_filter)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        msg = (
+            "filter must be a redisvl FilterExpression (Tag('namespace') == 'kb') or a "
+            f"RediSearch filter string ('@namespace:{{kb}}') on Redis, got "
+            f"{type(doc_filter).__name__} {shown}; Redis filters in the server, so it "
+            "cannot apply a mapping or a callable."
+        )
+        raise TypeError(msg)
+
     def _search(
         self,
         embedding: Sequence[float],
@@ -447,6 +469,7 @@ class HolodeckRedisVectorStore(RedisVectorStore):
         with_vectors: bool = False,
     ) -> list[tuple[Document, float, list[float] | None]]:
         k = check_k(k)
+        self.check_filter(filter)
         fields = [CONTENT_FIELD, METADATA_FIELD]
         query = VectorQuery(
             vector=list(embedding),
@@ -491,7 +514,11 @@ class HolodeckRedisVectorStore(RedisVectorStore):
 
         One KNN query returning only each hit's key and distance (no text, no metadata):
         what a retriever needs to rank before it reads the few it returns.
+
+        Raises:
+            TypeError: For a ``filter`` other than a ``FilterExpression`` or a string.
         """
+        self.check_filter(filter)
         query = VectorQuery(
             vector=list(embedding),
             vector_field_name=EMBEDDING_FIELD,
@@ -690,8 +717,10 @@ class HolodeckRedisVectorStore(RedisVectorStore):
             ValueError: When ``k`` or ``fetch_k`` is not positive, ``weights`` are not two
                 non-negative numbers with at least one above 0, or ``fusion`` is neither
                 ``"rrf"`` nor ``"convex"``.
+            TypeError: When ``filter`` is not a ``FilterExpression``, a string or ``None``.
         """
         check_native_hybrid_args(k=k, fetch_k=fetch_k, weights=weights)
+        self.check_filter(filter)
         if fusion not in self.native_fusions:
             msg = f"fusion must be 'rrf' or 'convex', got {fusion!r}."
             raise ValueError(msg)

@@ -273,6 +273,43 @@ def test_tag_and_numeric_filters(store: HolodeckRedisVectorStore) -> None:
     assert {d.metadata["chunk_index"] for d in low} == {0, 1}
 
 
+@pytest.mark.parametrize(
+    "doc_filter",
+    [{"namespace": "kb"}, lambda d: d.metadata["namespace"] == "kb"],
+    ids=["mapping", "callable"],
+)
+@pytest.mark.parametrize("strategy", ["native", "fallback"])
+def test_a_filter_redis_cannot_apply_is_refused(
+    store: HolodeckRedisVectorStore, doc_filter: object, strategy: str
+) -> None:
+    """A mapping or a callable was written into the RediSearch query as its str(): on native
+    no row (a callable) or a ResponseError served as an outage (a mapping); on fallback a
+    TypeError per query, served as keyword hits of every namespace."""
+    from langchain_holodeck.keyword_index import BM25KeywordIndex
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    store.add_documents([*docs(), *docs("other")])
+    bm25 = BM25KeywordIndex()
+    bm25.upsert(docs())  # the tool's keyword index: its namespace's chunks
+    parts = {"vector_store": store, "keyword_index": bm25, "search_strategy": strategy}
+    refused = r"filter must be a redisvl FilterExpression .* or a RediSearch filter string"
+    with pytest.raises(TypeError, match=rf"{refused} .* got (dict|function)"):
+        HybridRetriever(**parts, search_kwargs={"filter": doc_filter})
+    vector = store.embeddings.embed_query("safety")
+    for search in (
+        lambda: store.similarity_search("safety", k=2, filter=doc_filter),
+        lambda: store.search_ids_by_vector(vector, 2, filter=doc_filter),
+        lambda: store.native_hybrid_search("safety", k=2, fetch_k=4, filter=doc_filter),
+    ):
+        with pytest.raises(TypeError, match=refused):
+            search()
+    for taken in (Tag("namespace") == "kb", "@namespace:{kb}"):  # the tool's, and a string
+        retriever = HybridRetriever(**parts, k=3, search_kwargs={"filter": taken})
+        found = retriever.invoke("safety protocols")
+        assert found
+        assert {d.metadata["namespace"] for d in found} == {"kb"}
+
+
 def test_scan_documents_by_namespace(store: HolodeckRedisVectorStore) -> None:
     store.add_documents(docs("kb") + docs("other"))
     kb = list(scan_documents(store, namespace="kb", batch_size=2))

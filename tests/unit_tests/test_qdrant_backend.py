@@ -315,6 +315,34 @@ async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
         store.document_filter({"team": None})
 
 
+@pytest.mark.parametrize("strategy", ["native", "fallback"])
+def test_a_search_kwarg_the_qdrant_search_does_not_take_is_refused(
+    embeddings: HashingEmbeddings, strategy: str
+) -> None:
+    """'filters' for 'filter' passed the check: native_hybrid_search raised TypeError at each
+    query (exact hits only), the fallback's query_points an AssertionError (keyword hits only,
+    unfiltered), each served as an outage with a WARNING."""
+    from langchain_holodeck.keyword_index import BM25KeywordIndex
+    from langchain_holodeck.retrievers import HybridRetriever
+
+    store = memory_store(embeddings)
+    ids = store.add_documents(CORPUS)
+    bm25 = BM25KeywordIndex()
+    bm25.upsert([d.model_copy(update={"id": i}) for d, i in zip(CORPUS, ids, strict=True)])
+    parts = {"vector_store": store, "keyword_index": bm25, "search_strategy": strategy, "k": 2}
+    only_a = {"filter": {"source_path": "a.md"}}
+    with pytest.raises(ValueError, match=r"search_kwargs 'filters' is not an argument of Holo"):
+        HybridRetriever(**parts, search_kwargs={"filters": only_a["filter"]})
+    with pytest.raises(TypeError, match=r"filter must be a qdrant_client.models.Filter"):
+        HybridRetriever(**parts, search_kwargs={"filter": lambda d: True})
+    taken = dict(only_a)
+    if strategy == "fallback":  # an option query_points takes, handed on by the search
+        taken["timeout"] = 10
+    found = HybridRetriever(**parts, search_kwargs=taken).invoke("warp core maintenance")
+    assert found
+    assert {d.metadata["source_path"] for d in found} == {"a.md"}
+
+
 def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
     check_bad_k_is_named(memory_store(embeddings))
 

@@ -707,6 +707,37 @@ def test_in_expansion_finds_referrers(parts, by_sid) -> None:
     assert [d.id for d in docs] == [by_sid["201(a)"], by_sid["202(b)"]]
 
 
+def test_a_threshold_holds_the_hits_and_not_the_chunks_they_cite(embeddings) -> None:
+    """min_similarity_score measures the search's hits; a chunk expansion adds follows the
+    kept hit that cites it, unmeasured (semantic_score None), as README and the docstring say.
+    """
+    from langchain_holodeck.sync import sync_documents
+    from langchain_holodeck.tools._wiring import IndexFanOut
+
+    text = (
+        "# Storage\n\n## 6 Replication\n\n### 6.1 Quorum writes\n\nA write succeeds once a "
+        "quorum of replicas acknowledge it. See section 6.2.\n\n### 6.2 Compaction\n\n"
+        "Compaction removes tombstones older than 10 days.\n"
+    )
+    doc = Document(page_content=text, metadata={"source_path": "storage.md"})
+    chunks = StructuredMarkdownSplitter().split_documents([doc])
+    store, bm25, exact = MatrixVectorStore(embeddings), BM25KeywordIndex(), ExactMatchIndex()
+    sync_documents(chunks, store, namespace="kb", keyword_index=IndexFanOut((bm25, exact)))
+    ids = {d.metadata["section_id"]: d.id for d in store.iter_documents()}
+    query = "how many replicas acknowledge a quorum write"
+    cosine = store.similarity_by_ids(embeddings.embed_query(query), [ids["6.1"], ids["6.2"]])
+    assert cosine[ids["6.1"]] > cosine[ids["6.2"]]  # else the threshold below tests nothing
+    threshold = (cosine[ids["6.1"]] + cosine[ids["6.2"]]) / 2
+    parts = {"vector_store": store, "keyword_index": bm25, "exact_index": exact, "k": 5}
+    hits = HybridRetriever(**parts, min_similarity_score=threshold).invoke(query)
+    assert [d.id for d in hits] == [ids["6.1"]]  # 6.2, a candidate too, is under it: dropped
+    found = HybridRetriever(**parts, min_similarity_score=threshold, expand_hops=1).invoke(query)
+    assert [d.id for d in found] == [ids["6.1"], ids["6.2"]]
+    cited = found[1].metadata
+    assert (cited["expanded_from"], cited["expansion_hops"]) == (ids["6.1"], 1)
+    assert cited["semantic_score"] is None  # not measured, so not held to the threshold
+
+
 def _two_corpora_of_one_act(embeddings: Embeddings) -> HybridRetriever:
     """The same act.md synced into namespaces A and B of one store, indexes shared."""
     from langchain_holodeck.sync import sync_documents
