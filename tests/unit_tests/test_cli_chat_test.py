@@ -25,18 +25,23 @@ from tests.helpers import DATA_DIR
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the docs and legal corpora, ingested once by the default tool."""
-    root = tmp_path_factory.mktemp("chat")
-    shutil.copytree(DATA_DIR / "docs", root / "docs")
-    shutil.copytree(DATA_DIR / "legal", root / "legal")
+def ingested(root: Path) -> Path:
+    """``root`` once ``holodeck-rag ingest docs`` ran there (HOME too), quietly."""
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         patch.setenv("HOME", str(root))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             assert main(["ingest", "docs"]) == 0
     return root
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the docs and legal corpora, ingested once by the default tool."""
+    root = tmp_path_factory.mktemp("chat")
+    shutil.copytree(DATA_DIR / "docs", root / "docs")
+    shutil.copytree(DATA_DIR / "legal", root / "legal")
+    return ingested(root)
 
 
 @pytest.fixture(autouse=True)
@@ -411,12 +416,7 @@ def japanese_docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "docs" / "a.md").write_text(
         "# Guide\n\n## 1. Intro\n\nJapanese text: 日本語のテキスト.\n", encoding="utf-8"
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        patch.setenv("HOME", str(root))
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            assert main(["ingest", "docs"]) == 0
-    return root
+    return ingested(root)
 
 
 def under_latin1(root: Path, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[bytes]:
