@@ -124,20 +124,6 @@ class _ProviderConfig(BaseModel):
         return (type(self).__name__,)  # one key per provider: its config class
 
 
-def server_of(url: str, default_port: int) -> tuple[str, int, str]:
-    """A URL's server and database, as a key: host (lower case), port, path; no credentials.
-
-    ``redis://:pw@Cache:6379/0`` and ``redis://cache/0`` give one key; one host spelt two
-    ways (``localhost``, ``127.0.0.1``) gives two.
-    """
-    parts = urlsplit(url)
-    try:
-        port = parts.port or default_port
-    except ValueError:  # a port that does not parse: the URL as written is its own server
-        return (url, default_port, "")
-    return ((parts.hostname or "").lower(), port, parts.path.strip("/"))
-
-
 def _family_of(cls: type[_ProviderConfig]) -> type[_ProviderConfig]:
     return next(c for c in cls.__mro__ if _is_family(c))
 
@@ -306,9 +292,14 @@ class RedisDatabaseConfig(DatabaseConfig):
     entry costs one embedding."""
 
     def store_key(self) -> tuple[object, ...]:
-        """The server, its database number and ``index_name`` (the index and key prefix)."""
-        host, port, database = server_of(self.connection_string.get_secret_value(), 6379)
-        return ("redis", host, port, database or "0", self.index_name)
+        """``index_name`` (the index and its key prefix), on whatever server.
+
+        Two ``index_name``s are two stores on any server. The server is left out: one server
+        has many spellings (``/1`` and ``?db=1``, ``localhost`` and ``127.0.0.1``), and two
+        tools taking one for two would delete each other's chunks; two servers holding one
+        index name are refused too (give each its own ``index_name`` or ``corpus_id``).
+        """
+        return ("redis", self.index_name)
 
     @model_validator(mode="before")
     @classmethod
@@ -403,8 +394,8 @@ class QdrantDatabaseConfig(DatabaseConfig):
         path = self.resolved_path()
         if path is not None:
             return ("qdrant", os.path.realpath(path), self.collection_name)
-        if self.url is not None:
-            return ("qdrant", *server_of(self.url, 6333), self.collection_name)
+        if self.url is not None:  # the server left out, as Redis's is (its spellings)
+            return ("qdrant", "server", self.collection_name)
         return None
 
     def resolved_path(self) -> Path | None:
@@ -487,9 +478,13 @@ class PostgresDatabaseConfig(DatabaseConfig):
         return self
 
     def store_key(self) -> tuple[object, ...]:
-        """The primary (or coordinator) server, its database and ``table_name``."""
-        server = server_of(self.connection_string.get_secret_value(), 5432)
-        return ("postgres", *server, self.table_name)
+        """``table_name``, on whatever server: the server left out, as Redis's is.
+
+        A database omitted from the URL is the user's (``...:5432`` and ``...:5432/postgres``
+        are one), and a host has many spellings: two tools taking one for two would delete
+        each other's chunks.
+        """
+        return ("postgres", self.table_name)
 
     @property
     def masked_connection_string(self) -> str:
@@ -596,9 +591,8 @@ class OpenSearchKeywordIndexConfig(KeywordIndexConfig):
         return self
 
     def store_key(self) -> tuple[object, ...]:
-        """The server and ``index_name``."""
-        default_port = 443 if self.endpoint.startswith("https://") else 9200
-        return ("opensearch", *server_of(self.endpoint, default_port), self.index_name)
+        """``index_name``, on whatever endpoint: the server left out, as Redis's is."""
+        return ("opensearch", self.index_name)
 
 
 def default_keyword_index() -> InMemoryKeywordIndexConfig:

@@ -199,7 +199,9 @@ class _SearchToolConfig(BaseModel):
     Tools of one file pinning the same one in one store (``database`` unset counts as any)
     must read the same source and chunk and embed it alike (one corpus: the same ``type``,
     ``embedding_model``, ``long_text`` and, for ``hierarchical_document``, chunk sizes and
-    contexts); they may differ in how they search. In two stores they are two corpora."""
+    contexts); they may differ in how they search. In two stores they are two corpora: on
+    Redis, PostgreSQL, a Qdrant server or OpenSearch two stores are two ``index_name``s
+    (``table_name``s, collections), whatever the servers (one server has many spellings)."""
     top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
@@ -689,7 +691,8 @@ _UNSET = ("database unset",)
 def _share_a_store(first: ToolConfig, second: ToolConfig) -> bool:
     """Whether two tools may keep their chunks in one store, not each in its own directory.
 
-    One store: a server's index or table, one Qdrant directory, one OpenSearch index; or a
+    One store: one index or table name on a server-backed provider (on any server: their
+    spellings are not compared), one Qdrant directory, one OpenSearch index; or a
     ``database`` left unset on either (the project's may be the other's).
     """
     vectors = [_UNSET if t.database is None else t.database.store_key() for t in (first, second)]

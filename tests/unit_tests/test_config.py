@@ -690,10 +690,8 @@ def _postgres(url: str, **more: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("first", "second"),
     [
-        (_redis("redis://cache-a:6379"), _redis("redis://cache-b:6379")),
-        (_redis("redis://cache:6379/0"), _redis("redis://cache:6379/1")),
         (_redis("redis://cache"), _redis("redis://cache", index_name="team_b")),
-        (_postgres("postgresql://pg/a"), _postgres("postgresql://pg/b")),
+        (_redis("redis://cache-a"), _redis("redis://cache-b", index_name="team_b")),
         (_postgres("postgresql://pg/a"), _postgres("postgresql://pg/a", table_name="team_b")),
         ({"provider": "qdrant", "path": "qa"}, {"provider": "qdrant", "path": "qb"}),
         ({"provider": "in-memory"}, {"provider": "in-memory"}),  # <store>/<tool name> each
@@ -718,6 +716,20 @@ def test_tools_pinning_one_corpus_id_in_two_stores_load(
     [
         (_redis("redis://Cache:6379/0"), _redis("${REDIS_AT_CACHE}")),  # one server, spelt twice
         (_postgres("postgresql://pg:5432/a"), _postgres("postgresql://pg/a")),
+        # found 2026-12-07 (a second probe): one database spelt two ways was taken for two
+        # stores, and each tool's ingest deleted the other's chunks; the server is left out
+        (
+            _postgres("postgresql://postgres@pg:5432"),
+            _postgres("postgresql://postgres@pg/postgres"),
+        ),
+        (_redis("redis://cache/1"), _redis("redis://cache?db=1")),
+        (_redis("redis://localhost"), _redis("redis://127.0.0.1")),
+        (_redis("redis://cache-a:6379"), _redis("redis://cache-b:6379")),  # one index name
+        (_postgres("postgresql://pg/a"), _postgres("postgresql://pg/b")),  # one table name
+        (
+            {"provider": "qdrant", "url": "http://q-a:6333"},
+            {"provider": "qdrant", "url": "http://q-b"},
+        ),
         ({"provider": "qdrant", "path": "q"}, {"provider": "qdrant", "path": "./q/"}),
         (_redis("redis://cache"), None),  # unset: the project's database may be that one
         (None, None),
