@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import zlib
 from collections import Counter
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from langchain_holodeck.errors import NoSupportedFilesError
 from langchain_holodeck.loaders import (
     CONVERSION_REVISION,
     DEFAULT_ENCODING_FALLBACKS,
+    DEFAULT_MAX_FILE_BYTES,
     Skipped,
     SourceFile,
     SourceLoader,
@@ -108,8 +110,28 @@ def pipeline_fingerprint(
 
 
 _NO_TEXT_MEMO = [0.0]
-"""Ends the ``unreadable`` entry ``[mtime, size, 0.0]`` of a file with no text (empty, binary):
-not read again at that mtime and size, and, unlike an unreadable one, nothing of it kept."""
+"""Ends the ``unreadable`` entry ``[mtime, size, 0.0]`` of a file with no text (empty, binary)
+read by a loader with the default reading settings (``_no_text_memo``): not read again at that
+mtime and size, and, unlike an unreadable one, nothing of it kept."""
+
+
+def _no_text_memo(loader: SourceLoader) -> list[float]:
+    """The end of a no-text file's ``unreadable`` entry: the settings it had no text under.
+
+    ``_NO_TEXT_MEMO`` with the default ``encoding_fallbacks`` and ``max_file_bytes`` (so the
+    entries saved before stay valid), else ``[-1.0, key]``, ``key`` a checksum of the two (a
+    limit is never negative: no ``_limits_memo`` reads alike). Bytes no encoding decoded, or a
+    workbook expanding past ``max_file_bytes``, are read again once either changed, as their
+    warnings advise, though the file's mtime and size did not.
+    """
+    encodings = encoding_names(loader.encoding_fallbacks)
+    if (
+        encodings == encoding_names(DEFAULT_ENCODING_FALLBACKS)
+        and loader.max_file_bytes == DEFAULT_MAX_FILE_BYTES
+    ):
+        return list(_NO_TEXT_MEMO)
+    settings = f"{','.join(encodings)}|{loader.max_file_bytes}"
+    return [-1.0, float(zlib.crc32(settings.encode()))]
 
 
 def _limits_memo(loader: SourceLoader) -> list[float]:
@@ -357,7 +379,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     ) -> SyncResult:
         split: list[tuple[Document, list[Document]]] = []
         failed = self.unreadable if self.unreadable is not None else {}
-        limits = _limits_memo(loader)
+        limits, no_text = _limits_memo(loader), _no_text_memo(loader)
         for file in files:
             stat = [file.mtime, float(file.size_bytes)]
             memo = failed.get(file.source_path)
@@ -366,11 +388,11 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
             elif (
                 memo is not None
                 and memo[:2] == stat
-                and memo[2:] in (_NO_TEXT_MEMO, limits)
+                and memo[2:] in (no_text, limits)
                 and not force_ingest
             ):
                 logger.debug("%s: skipped at this mtime and size; not read again.", file)
-                if memo[2:] != _NO_TEXT_MEMO:  # unreadable: keep its last good chunks
+                if memo[2:] != no_text:  # unreadable: keep its last good chunks
                     unchanged[file.source_path] = 0
             else:
                 loaded = self._split(loader, file)
@@ -386,7 +408,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
                         file.source_path,
                     )
                 elif loaded is Skipped.NO_TEXT:  # nothing to index now: as if deleted
-                    failed[file.source_path] = stat + _NO_TEXT_MEMO  # not read again
+                    failed[file.source_path] = stat + no_text  # not read again
                 else:
                     failed.pop(file.source_path, None)
                     split.append(loaded)

@@ -132,6 +132,8 @@ class SourceFile:
 
 DEFAULT_ENCODING_FALLBACKS = ("cp1252",)
 """``SourceLoader``'s default ``encoding_fallbacks``: Windows' Western European code page."""
+DEFAULT_MAX_FILE_BYTES = 20 * 1024**2
+"""``SourceLoader``'s default ``max_file_bytes``: 20 MiB."""
 
 
 def encoding_names(encodings: Sequence[str]) -> tuple[str, ...]:
@@ -293,7 +295,7 @@ class SourceLoader(BaseLoader):
         *,
         base_dir: str | os.PathLike[str] | None = None,
         on_error: Literal["raise", "skip"] = "skip",
-        max_file_bytes: int = 20 * 1024**2,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         max_convert_seconds: float | None = DEFAULT_MAX_CONVERT_SECONDS,
         max_convert_memory_bytes: int | None = DEFAULT_MAX_CONVERT_MEMORY_BYTES,
         encoding_fallbacks: Sequence[str] = DEFAULT_ENCODING_FALLBACKS,

@@ -322,6 +322,29 @@ def test_a_file_stopped_by_a_conversion_limit_loads_once_the_limit_is_raised(
     assert embeddings.texts_embedded == embedded + len(page)  # the other files: not embedded
 
 
+def test_a_file_no_encoding_decoded_loads_once_the_fallbacks_change(
+    root: Path, embeddings: HashingEmbeddings, loads: Counter[str]
+) -> None:
+    """The warning names encoding_fallbacks: a run with others reads the file again, though
+    its mtime and size did not change (it was remembered as holding no text)."""
+    (root / "docs" / "legacy.txt").write_bytes(bytes(range(128, 256)) * 10)
+    unreadable: dict[str, list[float]] = {}
+    pipeline = make_pipeline(root, embeddings, unreadable=unreadable)
+
+    def run(*fallbacks: str) -> int:
+        loader = SourceLoader(root / "docs", encoding_fallbacks=fallbacks or ("cp1252",))
+        return pipeline.invoke(loader).added
+
+    assert run() > 0  # the readable files; the bytes decode under no fallback
+    assert run() == 0  # same settings: remembered, not read again
+    assert loads["docs/legacy.txt"] == 1
+    assert "docs/legacy.txt" not in stored_by_source(pipeline.vector_store)
+    assert run("latin-1") > 0  # the fallbacks changed: read again, and loaded
+    assert "\u00e9" in "".join(stored_by_source(pipeline.vector_store)["docs/legacy.txt"])
+    assert "docs/legacy.txt" not in unreadable
+    assert loads["docs/legacy.txt"] == 2
+
+
 @pytest.mark.parametrize(
     "content", [b"", b"   \n\t\n", b"\x00\x01\x02 not text any more \xff" * 50]
 )
