@@ -8,15 +8,20 @@ ties by first appearance, the dense leg first), then ``HMGET`` of the ``k`` best
 and ``k`` rows back instead of two round trips and ``2 x fetch_k`` rows parsed in Python: on 10k
 chunks it answers in about the time of redisvl's own one-request hybrid query. The script only
 reads (``no-writes``), so it runs on replicas too. A server that refuses scripts (ACLs, a
-managed service) gets the two-round-trip path instead.
+managed service) gets the two-round-trip path instead: ``script_refused`` tells a refusal from
+a failure, and ``reply_rows`` reads that path's ``FT.SEARCH`` replies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CONVEX_SCRIPT", "convex_rows"]
+from redis.exceptions import NoPermissionError, ResponseError
+
+from langchain_holodeck.vectorstores._redis_schema import as_text
+
+__all__ = ["CONVEX_SCRIPT", "convex_rows", "reply_rows", "script_refused"]
 
 CONVEX_SCRIPT = """#!lua flags=no-writes
 local fetch, k = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -101,3 +106,40 @@ def convex_rows(
         (key, float(score), float(sim) if sim else None, list(values))
         for key, score, sim, values in rows
     ]
+
+
+def script_refused(error: ResponseError) -> bool:
+    """Whether the server refuses scripts (no permission, or no such command), not a search."""
+    return isinstance(error, NoPermissionError) or "unknown command" in str(error).lower()
+
+
+def reply_rows(reply: Any) -> list[tuple[str, float]]:
+    """``(key, number)`` per row of an ``FT.SEARCH ... NOCONTENT`` reply, RESP2 or RESP3.
+
+    The number is the row's score (``WITHSCORES``) or its sort key (``WITHSORTKEYS``, the KNN
+    distance after a ``#``, all its digits). Hot: a few hundred rows per search.
+    """
+    if isinstance(reply, Mapping):  # RESP3: {"results": [{"id", "score" | "sortkey"}]}
+        raw = b"results" in reply
+        rows = reply[b"results" if raw else "results"]
+        if not rows:
+            return []
+        key, score, sortkey = (b"id", b"score", b"sortkey") if raw else _RESP3_NAMES
+        if score in rows[0]:
+            return [(as_text(row[key]), float(row[score])) for row in rows]
+        return [(as_text(row[key]), _sort_number(row[sortkey])) for row in rows]
+    keys, values = reply[1::2], reply[2::2]  # RESP2: total, then key and score or sort key
+    return [(as_text(k), _sort_number(v)) for k, v in zip(keys, values, strict=True)]
+
+
+def _sort_number(value: bytes | str | float | None) -> float:
+    """A score (a number, or its text) or a sort key (``#0.25``); none: the farthest (2)."""
+    if value is None:
+        return 2.0
+    if isinstance(value, float | int):
+        return float(value)
+    text = as_text(value)
+    return float(text[1:] if text.startswith("#") else text)
+
+
+_RESP3_NAMES = ("id", "score", "sortkey")

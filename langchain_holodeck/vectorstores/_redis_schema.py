@@ -1,19 +1,25 @@
 """The RediSearch layout of a Holodeck Redis store: hash fields, the index schema, the client.
 
 One home for what the store (``redis.py``), the native hybrid query and the benchmarks agree on:
-field names, the schema ``HolodeckRedisVectorStore`` creates, and how a client is made.
+field names and how their stored values read back, the schema ``HolodeckRedisVectorStore``
+creates, which of a server's settings it can search, and how a client is made.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 from redisvl.index import SearchIndex
 from redisvl.schema import IndexSchema
+
+from langchain_holodeck.vectorstores._columns import copy_metadata
+
+_L = TypeVar("_L", bound=str)
 
 Metric = Literal["COSINE", "L2", "IP"]
 Algorithm = Literal["HNSW", "FLAT"]
@@ -132,3 +138,21 @@ def existing_vector_settings(client: redis.Redis, index_name: str) -> VectorSett
 def _upper(value: object) -> str:
     """An enum's value (or a string) in upper case: ``VectorDistanceMetric.IP`` -> ``IP``."""
     return str(getattr(value, "value", value)).upper()
+
+
+def as_text(value: bytes | str) -> str:
+    """A hash field's value as ``str`` (clients that do not decode return ``bytes``)."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def stored_metadata(value: bytes | str | None) -> dict[str, Any]:
+    """The metadata a chunk's ``METADATA_FIELD`` holds (JSON); none: empty."""
+    if value is None:
+        return {}
+    loaded = json.loads(as_text(value))
+    return copy_metadata(loaded) if isinstance(loaded, dict) else {}
+
+
+def known_setting(value: str, known: tuple[_L, ...], default: _L) -> _L:
+    """``value`` if it is one of ``known`` (a server's setting we can search), else ``default``."""
+    return next((k for k in known if k == value), default)

@@ -261,7 +261,7 @@ def test_a_failing_script_falls_back_for_that_query_and_is_kept(redis_store: Any
     """Only a refusal (no permission, no such command) turns the script off for good."""
     from redis.exceptions import NoPermissionError, ResponseError
 
-    from langchain_holodeck.vectorstores.redis import _refused
+    from langchain_holodeck.vectorstores._redis_convex import script_refused
 
     broken = redis_store._index.client.register_script("return redis.error_reply('boom')")
     redis_store._scripts = broken
@@ -269,6 +269,6 @@ def test_a_failing_script_falls_back_for_that_query_and_is_kept(redis_store: Any
     hits = redis_store.native_hybrid_search(QUERY, **kwargs)
     assert ids(hits)[0] == "target"  # answered by the two-round-trip path
     assert redis_store._scripts is broken  # still tried on the next query
-    assert _refused(NoPermissionError("no permissions to run the 'evalsha' command"))
-    assert _refused(ResponseError("unknown command 'EVALSHA'"))
-    assert not _refused(ResponseError("boom"))
+    assert script_refused(NoPermissionError("no permissions to run the 'evalsha' command"))
+    assert script_refused(ResponseError("unknown command 'EVALSHA'"))
+    assert not script_refused(ResponseError("boom"))

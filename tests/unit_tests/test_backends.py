@@ -220,16 +220,16 @@ def test_untested_langchain_redis_version_warns_and_a_store_without_index_fails(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     pytest.importorskip("langchain_redis")
-    from langchain_holodeck.vectorstores import redis as redis_store
+    from langchain_holodeck.vectorstores import _redis_index as redis_index
 
-    monkeypatch.setattr(redis_store, "_installed_langchain_redis", lambda: "0.9.1")
-    redis_store._check_langchain_redis_version.cache_clear()
+    monkeypatch.setattr(redis_index, "_installed_langchain_redis", lambda: "0.9.1")
+    redis_index._check_langchain_redis_version.cache_clear()
     try:
         with caplog.at_level(logging.WARNING), pytest.raises(TypeError, match=r"0\.9\.1"):
-            redis_store.search_index(object())  # type: ignore[arg-type]  # the point
+            redis_index.search_index(object())  # type: ignore[arg-type]  # the point
         assert "langchain-redis 0.9.1 is untested" in caplog.text
     finally:
-        redis_store._check_langchain_redis_version.cache_clear()
+        redis_index._check_langchain_redis_version.cache_clear()
 
 
 RACE = """

@@ -45,18 +45,18 @@ def test_return_fields_are_refused_with_the_fix() -> None:
 
 
 def test_reply_rows_reads_resp2_and_resp3_replies() -> None:
-    from langchain_holodeck.vectorstores.redis import _reply_rows
+    from langchain_holodeck.vectorstores._redis_convex import reply_rows
 
     knn2 = [3, b"idx:a", b"#0.25", b"idx:b:w1", b"#0.5", b"idx:d", None]  # WITHSORTKEYS
     text2 = [2, b"idx:a", b"3.5", b"idx:c", b"1.25"]
-    assert _reply_rows(knn2) == [("idx:a", 0.25), ("idx:b:w1", 0.5), ("idx:d", 2.0)]
-    assert _reply_rows(text2) == [("idx:a", 3.5), ("idx:c", 1.25)]
-    assert _reply_rows([0]) == []
+    assert reply_rows(knn2) == [("idx:a", 0.25), ("idx:b:w1", 0.5), ("idx:d", 2.0)]
+    assert reply_rows(text2) == [("idx:a", 3.5), ("idx:c", 1.25)]
+    assert reply_rows([0]) == []
     knn3 = {b"results": [{b"id": b"idx:a", b"sortkey": b"#0.29623574018478394", b"values": []}]}
     text3 = {"results": [{"id": "idx:a", "score": 3.5}, {"id": "idx:c", "score": 1.25}]}
-    assert _reply_rows(knn3) == [("idx:a", 0.29623574018478394)]
-    assert _reply_rows(text3) == [("idx:a", 3.5), ("idx:c", 1.25)]
-    assert _reply_rows({b"results": []}) == []
+    assert reply_rows(knn3) == [("idx:a", 0.29623574018478394)]
+    assert reply_rows(text3) == [("idx:a", 3.5), ("idx:c", 1.25)]
+    assert reply_rows({b"results": []}) == []
 
 
 def test_match_any_intersects_each_term_with_an_unscored_scope() -> None:
