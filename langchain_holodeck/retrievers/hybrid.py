@@ -1,11 +1,14 @@
-"""HybridRetriever: dense + keyword + exact-match retrieval, fused by weighted RRF or scores."""
+"""HybridRetriever: dense + keyword + exact-match retrieval, fused by weighted RRF or scores.
+
+The retriever decides: which legs run and how deep, what a failing leg means, when feedback
+applies. Beside it: each step's traced I/O (``_calls``), the fusion (``_plan``), the walk to the
+final ``k`` (``_selection``) and what the store's search takes (``_search_kwargs``).
+"""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -15,10 +18,9 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_holodeck._chunk import source_path, window_parent
 from langchain_holodeck._defaults import (
     DEFAULT_FEEDBACK_DOCS,
     DEFAULT_FEEDBACK_WEIGHT,
@@ -35,36 +37,47 @@ from langchain_holodeck._tracing import Attributes, SpanLike, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
 from langchain_holodeck.contracts import (
     ArrayKeywordSearch,
-    DocumentFilters,
-    FilterCheck,
     RankedIds,
     answers_with_arrays,
     check_native_filter,
     returns_new_documents,
 )
-from langchain_holodeck.definitions import Definition, DefinitionIndex
+from langchain_holodeck.definitions import DefinitionIndex
 from langchain_holodeck.exact import ExactMatchIndex
-from langchain_holodeck.keyword_index.base import KeywordHit, KeywordIndex
-from langchain_holodeck.retrievers._dense import DenseLeg, DenseResult
+from langchain_holodeck.keyword_index.base import KeywordIndex
+from langchain_holodeck.retrievers._calls import (
+    dense_call,
+    exact_call,
+    feedback_call,
+    keyword_call,
+    native_call,
+    read_call,
+)
+from langchain_holodeck.retrievers._dense import DenseLeg
 from langchain_holodeck.retrievers._expansion import Expansion, expand_references
 from langchain_holodeck.retrievers._feedback import (
     FEEDBACK_DEPTH,
     feedback_arrays,
-    feedback_ids,
-    feedback_ranking,
     supports_feedback,
 )
 from langchain_holodeck.retrievers._plan import (
     EXACT_BOOST,
-    UNSCORED,
     Legs,
     Plan,
     Ranking,
     fused_plan,
     native_plan,
 )
+from langchain_holodeck.retrievers._search_kwargs import (
+    check_search_kwargs,
+    document_filter,
+    refuse_sizes,
+    sizes_from_search_kwargs,
+    takes_query_vector,
+)
+from langchain_holodeck.retrievers._selection import expanded_docs, select
 from langchain_holodeck.retrievers._steps import Call, Core, Outcomes, adrive, drive
-from langchain_holodeck.search_strategy import NativeHit, SearchStrategy, supports_native_hybrid
+from langchain_holodeck.search_strategy import SearchStrategy, supports_native_hybrid
 
 __all__ = [
     "DEFAULT_FETCH_K",
@@ -77,12 +90,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SIZES = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "min_similarity_score"}
-"""``VectorStoreRetriever``'s ``search_kwargs`` the retriever applies itself (each to the
-field named), never passes to the store: ``score_threshold`` is ``min_similarity_score``."""
-_OTHER_DEFINITIONS = 3
-"""How many documents' definitions a result gets of a term its own document does not define
-(``elsewhere``)."""
 _READS = ("get_by_ids", "aget_by_ids")  # the store reads the retriever makes
 
 
@@ -274,29 +281,8 @@ class HybridRetriever(BaseRetriever):
     @model_validator(mode="before")
     @classmethod
     def _sizes_from_search_kwargs(cls, data: Any) -> Any:
-        """``search_kwargs={"k": n}`` (the ``VectorStoreRetriever`` habit) sets ``k``.
-
-        The legs size their searches themselves: a ``k`` or ``fetch_k`` left in
-        ``search_kwargs`` would reach the store twice (a ``TypeError`` that silences the
-        dense leg) or override the native request's size.
-        """
-        if not isinstance(data, Mapping) or not isinstance(data.get("search_kwargs"), Mapping):
-            return data
-        search_kwargs = dict(data["search_kwargs"])
-        sizes = {key: search_kwargs.pop(key) for key in _SIZES if key in search_kwargs}
-        if not sizes:
-            return data
-        data = {**data, "search_kwargs": search_kwargs}
-        for key, value in sizes.items():
-            name = _SIZES[key]
-            if data.get(name) is not None and data[name] != value:
-                msg = (
-                    f"{name}={data[name]!r} and search_kwargs={{{key!r}: {value!r}}} disagree; "
-                    f"pass {name} once (search_kwargs[{key!r}] sets {name} when it is not given)."
-                )
-                raise ValueError(msg)
-            data[name] = value
-        return data
+        """``search_kwargs={"k": n}`` sets ``k`` (see ``_search_kwargs``)."""
+        return sizes_from_search_kwargs(data)
 
     @model_validator(mode="after")
     def _expansion_needs_exact_index(self) -> HybridRetriever:
@@ -310,35 +296,11 @@ class HybridRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _search_kwargs_the_store_takes(self) -> HybridRetriever:
-        """Refuse a ``search_kwargs`` key, or a ``filter``, the store's search does not take.
-
-        A misspelt key (``"filters"``) made every query's dense search raise ``TypeError``
-        (on ``native``, the engine's request: exact hits only), which the retriever served as
-        an outage: keyword results only, unfiltered, a WARNING per query. Checked where the
-        search names its arguments (the id search of ``MatrixVectorStore``, PostgreSQL and
-        Redis; every store's ``native_hybrid_search``) or the store lists them
-        (``search_keywords``: Qdrant); a search taking ``**kwargs`` passes everything on. A
-        ``filter`` is held to the types the store takes (``FilterCheck``, as Redis's; a
-        ``DocumentFilters`` store's own check): a mapping or a callable on Redis was written
-        into the query as text, and matched nothing or failed at every query.
-        """
+        """Refuse a ``search_kwargs`` key, or a ``filter``, the store's search does not take."""
         if not self.search_kwargs:
             return self
-        store = self.vector_store
         native = self.search_strategy == "native"
-        taken = _search_keywords(store, native=native)
-        unknown = [key for key in self.search_kwargs if taken is not None and key not in taken]
-        if unknown:
-            msg = (
-                f"search_kwargs {', '.join(map(repr, unknown))} is not an argument of "
-                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken or []))}."
-            )
-            raise ValueError(msg)
-        doc_filter = self.search_kwargs.get("filter")
-        if doc_filter is not None and isinstance(store, FilterCheck):
-            store.check_filter(doc_filter)
-        elif doc_filter is not None and isinstance(store, DocumentFilters):
-            store.document_filter(doc_filter)  # its TypeError, as the searches raise it
+        check_search_kwargs(self.vector_store, self.search_kwargs, native=native)
         return self
 
     @model_validator(mode="after")
@@ -422,17 +384,32 @@ class HybridRetriever(BaseRetriever):
                     ranking, read = outcome
                     if ranking is not None:
                         plan = self._plan(legs, dense_ranking=legs.ranking(ranking))
-            result = yield from self._select(query, k, plan, legs, read, current)
+            result = yield from select(
+                query,
+                k,
+                plan,
+                legs,
+                read,
+                current,
+                store=self.vector_store,
+                dense_leg=self._dense,
+                threshold=self.min_similarity_score,
+                owns_reads=self._store()[3],
+                accept=document_filter(self.vector_store, self.search_kwargs),
+                definitions=self.definitions,
+                expanding=bool(self.expand_hops),
+            )
             expanded = self._expansion(result)
             if expanded:
                 ids = [e.id for e in expanded]
-                outcome = (yield self._read_call(ids, current))["read"]
+                outcome = (yield read_call(self.vector_store, ids, current))["read"]
                 if isinstance(outcome, Exception):
                     raise outcome
-                accept = self._document_filter()  # the filter holds expanded chunks too
+                # the filter holds expanded chunks too
+                accept = document_filter(self.vector_store, self.search_kwargs)
                 if accept is not None:
                     outcome = [d for d in outcome if accept(d)]
-                result += self._expanded_docs(expanded, outcome)
+                result += expanded_docs(expanded, outcome)
             current.set_attribute("search.result_count", len(result))
             return result
 
@@ -470,15 +447,7 @@ class HybridRetriever(BaseRetriever):
         """
         leg = self._private("_dense_leg")
         if leg is None or leg.store is not self.vector_store or not leg.serves(self.search_kwargs):
-            sizes = [key for key in _SIZES if key in self.search_kwargs]
-            if sizes:  # assigned after construction: the validator did not see it
-                name = _SIZES[sizes[0]]
-                msg = (
-                    f"search_kwargs holds {', '.join(map(repr, sizes))}, which the retriever "
-                    f"sets itself; set retriever.{name}"
-                    f"{f' (or pass {name}= per call)' if name == 'k' else ''} instead."
-                )
-                raise ValueError(msg)
+            refuse_sizes(self.search_kwargs)
             leg = self._dense_leg = DenseLeg(self.vector_store, self.search_kwargs)
         return leg
 
@@ -522,56 +491,11 @@ class HybridRetriever(BaseRetriever):
         native = self.search_strategy == "native"  # the store's one request has both legs
         if keyword_index is not None and self.weights[1] > 0 and not native:
             ranked = self._ranked_search(keyword_index)
-
-            def keyword() -> Sequence[KeywordHit] | RankedIds:
-                with span("holodeck.keyword_search", attributes, parent=parent) as s:
-                    hits: Sequence[KeywordHit] | RankedIds
-                    if ranked is not None:  # ids and one score array: no KeywordHit per hit
-                        hits = ranked(query, fetch)
-                    else:
-                        hits = list(keyword_index.search(query, fetch))
-                    s.set_attribute("search.result_count", len(hits))
-                    return hits
-
-            asearch = getattr(keyword_index, "asearch", None)
-
-            async def akeyword() -> list[KeywordHit]:
-                with span("holodeck.keyword_search", attributes, parent=parent) as s:
-                    hits = list(await asearch(query, fetch))  # type: ignore[misc]  # set when used
-                    s.set_attribute("search.result_count", len(hits))
-                    return hits
-
-            calls["keyword"] = Call(
-                keyword,
-                akeyword if asearch is not None else None,
-                in_process=getattr(keyword_index, "in_process", False) is True,
-            )
+            calls["keyword"] = keyword_call(keyword_index, ranked, query, fetch, attributes, parent)
         if exact_index is not None and self.weights[2] > 0:
-
-            def exact() -> list[KeywordHit]:
-                with span("holodeck.exact_search", attributes, parent=parent) as s:
-                    hits = exact_index.search(query, fetch)
-                    s.set_attribute("search.result_count", len(hits))
-                    return hits
-
-            calls["exact"] = Call(exact, in_process=True)  # an in-memory index
+            calls["exact"] = exact_call(exact_index, query, fetch, attributes, parent)
         if not native and self.weights[0] > 0:
-            leg = self._dense()
-            dense_attributes: Attributes = {**attributes, "search.dense_path": leg.path}
-
-            def dense() -> DenseResult:
-                with span("holodeck.semantic_search", dense_attributes, parent=parent) as s:
-                    result = leg.search(query, fetch)
-                    s.set_attribute("search.result_count", len(result.hits))
-                    return result
-
-            async def adense() -> DenseResult:
-                with span("holodeck.semantic_search", dense_attributes, parent=parent) as s:
-                    result = await leg.asearch(query, fetch)
-                    s.set_attribute("search.result_count", len(result.hits))
-                    return result
-
-            calls["semantic"] = Call(dense, adense)
+            calls["semantic"] = dense_call(self._dense(), query, fetch, attributes, parent)
         return calls
 
     def _legs(self, query: str, outcomes: Outcomes) -> Legs:
@@ -624,39 +548,8 @@ class HybridRetriever(BaseRetriever):
         attributes: Attributes = {"search.fetch_k": fetch}
         # the query embedded here and sent, where the store takes it: the cosine of an exact
         # hit the engine did not return is then looked up by id, without embedding it again
-        embeddings = getattr(store, "embeddings", None) if _takes_query_vector(store) else None
-
-        def native() -> tuple[list[NativeHit], Sequence[float] | None]:
-            with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
-                vector = None if embeddings is None else embeddings.embed_query(query)
-                sent = kwargs if vector is None else {**kwargs, "embedding": vector}
-                hits = list(store.native_hybrid_search(query, **sent))
-                s.set_attribute("search.result_count", len(hits))
-                return hits, vector
-
-        async def anative() -> tuple[list[NativeHit], Sequence[float] | None]:
-            with span("holodeck.native_hybrid_search", attributes, parent=parent) as s:
-                vector = None if embeddings is None else await embeddings.aembed_query(query)
-                sent = kwargs if vector is None else {**kwargs, "embedding": vector}
-                hits = list(await store.anative_hybrid_search(query, **sent))
-                s.set_attribute("search.result_count", len(hits))
-                return hits, vector
-
-        return Call(native, anative)
-
-    def _read_call(self, ids: Sequence[str], parent: SpanLike) -> dict[str, Call]:
-        store, wanted = self.vector_store, list(ids)
-        attributes: Attributes = {"search.read_count": len(wanted)}
-
-        def read() -> list[Document]:
-            with span("holodeck.read_documents", attributes, parent=parent):
-                return store.get_by_ids(wanted)
-
-        async def aread() -> list[Document]:
-            with span("holodeck.read_documents", attributes, parent=parent):
-                return await store.aget_by_ids(wanted)
-
-        return {"read": Call(read, aread)}
+        embeddings = getattr(store, "embeddings", None) if takes_query_vector(store) else None
+        return native_call(store, query, kwargs, embeddings, attributes, parent)
 
     def _feedback_call(
         self, legs: Legs, plan: Plan, k: int, parent: SpanLike
@@ -678,32 +571,15 @@ class HybridRetriever(BaseRetriever):
         depth = max(FEEDBACK_DEPTH, k)  # the first of each leg are re-scored
         first = _first_ids(dense.hits, depth) + _first_ids(legs.keyword, depth)
         candidates = list(dict.fromkeys(first))
-        query, weight = dense.vector, self.feedback_weight
-
-        def rank() -> tuple[Sequence[tuple[str, float]] | None, list[Document]]:
-            feedback = {"search.feedback_docs": len(top)}
-            with span("holodeck.feedback", feedback, parent=parent) as current:
-                # their types; kept, so not read again: often the whole result's read
-                reading = {"search.read_count": len(top)}
-                with span("holodeck.read_documents", reading, parent=current):
-                    read = store.get_by_ids(top)
-                chosen = feedback_ids(top, read)  # none when the best chunk is code
-                ranking = feedback_ranking(
-                    store,
-                    query,
-                    chosen,
-                    candidates,
-                    weight=weight,
-                    depth=len(candidates),
-                    arrays=arrays,
-                )
-                if isinstance(ranking, RankedIds) and not ranking.unique:
-                    # rank_ids answers each stored id of ``candidates`` once (a subset, best
-                    # first), and the candidates are distinct: so are its ids
-                    ranking = RankedIds(ranking.ids, ranking.scores, unique=True)
-                return ranking, read
-
-        return {"feedback": Call(rank, in_process=True)}  # in memory: no I/O
+        return feedback_call(
+            store,
+            dense.vector,
+            top,
+            candidates,
+            weight=self.feedback_weight,
+            arrays=arrays,
+            parent=parent,
+        )
 
     # -- fusion (pure, in ``_plan``) ----------------------------------------------------
     def _plan(self, legs: Legs, *, dense_ranking: Ranking | None = None) -> Plan:
@@ -725,193 +601,6 @@ class HybridRetriever(BaseRetriever):
             dense_ranking=dense_ranking,
         )
 
-    # -- selection: threshold, then read the final k ------------------------------------
-    def _select(
-        self,
-        query: str,
-        k: int,
-        plan: Plan,
-        legs: Legs,
-        read: Sequence[Document],
-        parent: SpanLike,
-    ) -> Core[list[Document]]:
-        """Walk the fused order: apply the threshold, read documents, stop at ``k``.
-
-        ``read``: documents already read (not read again); ``parent``: the search's span.
-        """
-        dense = legs.dense
-        threshold = self.min_similarity_score
-        docs: dict[str, Document] = dict(dense.documents) if dense else {}
-        docs.update({d.id: d for d in read if d.id})
-        # the Documents this query read and owns (by identity): scored in place, not copied
-        owned = {id(d) for d in read} if self._store()[3] else None
-        similarity: dict[str, float] = {}  # read only for the threshold
-        unchecked: set[str] = set()  # hits whose similarity could not be computed
-        if threshold is not None and dense is not None and dense.kind == "relevance":
-            similarity = dict(dense.hits)
-        # the query vector for a lookup by id: the dense leg's, or the one sent to the engine
-        scorer = dense or DenseResult(hits=[], kind="relevance", vector=legs.native_vector)
-        for hit in legs.native or []:  # the engine returned these documents already
-            if not hit.document.id:
-                continue
-            chunk = window_parent(hit.document.id)
-            if chunk == hit.document.id:  # a window's text is not its chunk: read later
-                docs[chunk] = hit.document
-            if hit.similarity is not None:
-                similarity[chunk] = max(hit.similarity, similarity.get(chunk, 0.0))
-        accept = self._document_filter()
-        chosen: list[str] = []
-        queue: deque[str] = deque()
-        pos = 0
-        while len(chosen) < k and (queue or pos < len(plan.order)):
-            need = k - len(chosen)
-            if len(queue) < need and pos < len(plan.order):
-                size = need if threshold is None else 4 * need
-                batch = plan.order[pos : pos + size]
-                pos += len(batch)
-                if threshold is not None:
-                    # a pinned hit is kept whatever its cosine, which is computed all the same
-                    # when no leg gave it (the engine drops rows under the threshold): its
-                    # semantic_score is the chunk's cosine, as every other result's
-                    unknown = [i for i in batch if i not in similarity]
-                    if unknown:
-                        found = yield from self._similarities(query, unknown, scorer, docs)
-                        if found is None:  # relevance unknowable: served, not dropped
-                            unchecked.update(unknown)
-                        else:
-                            similarity.update(found)
-                    batch = [
-                        i
-                        for i in batch
-                        if i in plan.pinned
-                        or i in unchecked
-                        or similarity.get(i, -1.0) >= threshold
-                    ]
-                queue.extend(batch)
-                continue
-            take = [queue.popleft() for _ in range(min(need, len(queue)))]
-            missing = [i for i in take if i not in docs]
-            if missing:
-                outcome = (yield self._read_call(missing, parent))["read"]
-                if isinstance(outcome, Exception):
-                    raise outcome
-                docs.update({d.id: d for d in outcome if d.id})
-                if owned is not None:
-                    owned.update(map(id, outcome))
-                gone = [i for i in missing if i not in docs]
-                if gone:
-                    logger.debug(
-                        "HybridRetriever: %d hits are not in the store: %s", len(gone), gone
-                    )
-            chosen += [i for i in take if i in docs and (accept is None or accept(docs[i]))]
-        unscored = [i for i in chosen if i in plan.pinned and i not in similarity]
-        if legs.native is not None and unscored and not self._dense().needs_documents:
-            # an exact hit the engine did not return: its cosine, looked up by id (no
-            # threshold asked for it), so semantic_score is the cosine as on the fallback
-            found = yield from self._similarities(query, unscored, scorer, docs, checking=False)
-            similarity.update(found or {})
-        elif threshold is None:
-            similarity = {}
-        return self._assemble(query, chosen, plan, docs, similarity, owned or set())
-
-    def _document_filter(self) -> Callable[[Document], bool] | None:
-        """``search_kwargs["filter"]`` as a test of every leg's documents, if the store says how.
-
-        How: ``DocumentFilters``, or ``InMemoryVectorStore``'s callable. The dense leg is
-        filtered by the store; keyword and exact hits come from indexes that do not know the
-        filter, so a read document is held to it here. Elsewhere (a native engine filters both
-        of its legs itself) ``None``.
-        """
-        doc_filter = self.search_kwargs.get("filter")
-        if doc_filter is None:
-            return None
-        store = self.vector_store
-        if isinstance(store, DocumentFilters):
-            return store.document_filter(doc_filter)
-        if isinstance(store, InMemoryVectorStore) and callable(doc_filter):
-            return doc_filter  # type: ignore[no-any-return]  # Callable[[Document], bool]
-        return None
-
-    def _similarities(
-        self,
-        query: str,
-        ids: list[str],
-        dense: DenseResult | None,
-        docs: dict[str, Document],
-        *,
-        checking: bool = True,
-    ) -> Core[dict[str, float] | None]:
-        """Dense relevance of ``ids``; ``None`` when it cannot be computed.
-
-        The query could not be embedded (the model is down: the dense leg failed the same way)
-        or the stored vectors could not be read. The threshold then cannot tell relevant from
-        not, and an outage is not "nothing relevant": the hits are served unchecked, with a
-        WARNING, as the retriever serves the other legs when one fails. Not ``checking`` (only
-        ``semantic_score`` asked for it), the hits keep ``semantic_score: None`` (DEBUG).
-        """
-        leg = self._dense()
-        result = dense or DenseResult(hits=[], kind="relevance")
-        store = self.vector_store
-        missing = [i for i in ids if i not in docs] if leg.needs_documents else []
-
-        def compute() -> tuple[dict[str, float], list[Document]]:
-            read = store.get_by_ids(missing) if missing else []
-            known = {**docs, **{d.id: d for d in read if d.id}}
-            return leg.similarities(result, query, ids, known), read
-
-        outcome = (yield {"similarity": Call(compute)})["similarity"]
-        if isinstance(outcome, Exception):
-            said = (
-                "they are served without the min_similarity_score check"
-                if checking
-                else "their semantic_score stays None"
-            )
-            logger.log(
-                logging.WARNING if checking else logging.DEBUG,
-                "HybridRetriever: computing the similarity of %d keyword hits failed (%s); %s.",
-                len(ids),
-                one_line(outcome),
-                said,
-            )
-            return None
-        found, read = outcome
-        docs.update({d.id: d for d in read if d.id})
-        return dict(found)
-
-    def _assemble(
-        self,
-        query: str,
-        chosen: Sequence[str],
-        plan: Plan,
-        docs: Mapping[str, Document],
-        similarity: Mapping[str, float],
-        owned: set[int],
-    ) -> list[Document]:
-        """The chosen documents with their scores.
-
-        ``similarity`` fills a keyword-only hit's ``semantic_score`` (what the threshold
-        computed). ``owned``: the identities of documents this query's reads built for it
-        (``_store``), which get their scores in place (the same Document a
-        copy would be); any other is copied.
-        """
-        index = DefinitionIndex.from_mapping(self.definitions) if self.definitions else None
-        terms = index.terms_in(query) if index is not None else []
-        out: list[Document] = []
-        for doc_id, extra in zip(chosen, plan.metas(chosen), strict=True):
-            doc = docs[doc_id]
-            if extra["semantic_score"] is None and doc_id in similarity:
-                extra["semantic_score"] = similarity[doc_id]
-            if index is not None and terms:
-                extra["definitions"] = _definitions_for(index, terms, source_path(doc))
-            if self.expand_hops:
-                extra["expansion_hops"] = 0
-            if id(doc) in owned:
-                doc.metadata.update(extra)  # as {**metadata, **extra}: same keys, same order
-                out.append(doc)
-            else:
-                out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
-        return out
-
     # -- cross-reference expansion ------------------------------------------------------
     def _expansion(self, result: list[Document]) -> list[Expansion]:
         if not self.expand_hops or self.exact_index is None or not result:
@@ -924,96 +613,9 @@ class HybridRetriever(BaseRetriever):
             limit=self.expand_limit,
         )
 
-    @staticmethod
-    def _expanded_docs(expanded: list[Expansion], fetched: Sequence[Document]) -> list[Document]:
-        by_id = {d.id: d for d in fetched if d.id}
-        out: list[Document] = []
-        for e in expanded:
-            doc = by_id.get(e.id)
-            if doc is None:
-                continue
-            extra = {
-                "fused_score": None,
-                **UNSCORED,
-                "expansion_hops": e.distance,
-                "expanded_from": e.via,
-            }
-            out.append(doc.model_copy(update={"metadata": {**doc.metadata, **extra}}))
-        return out
-
-
-def _definitions_for(
-    index: DefinitionIndex, terms: Sequence[str], source: str
-) -> list[dict[str, Any]]:
-    """The ``definitions`` metadata of a result from the document ``source``.
-
-    Per term: the document's own definition (the first in it); else, ``elsewhere``, those of
-    the first ``_OTHER_DEFINITIONS`` documents (by path) that define it. A definition from
-    another document is never given as the result's: two documents may define a term
-    differently.
-    """
-
-    def entry(d: Definition, *, elsewhere: bool) -> dict[str, Any]:
-        return {
-            "term": d.term,
-            "definition": d.definition,
-            "source_path": d.source_path,
-            "section_id": d.section_id,
-            "elsewhere": elsewhere,
-        }
-
-    out: list[dict[str, Any]] = []
-    for term in terms:
-        own = index.in_document(term, source)
-        if own is not None:
-            out.append(entry(own, elsewhere=False))
-        else:
-            out.extend(entry(d, elsewhere=True) for d in index.every(term)[:_OTHER_DEFINITIONS])
-    return out
-
 
 def _first_ids(hits: Sequence[tuple[str, float]], n: int) -> list[str]:
     """The ids of the first ``n`` hits (read off ``RankedIds`` without building pairs)."""
     if isinstance(hits, RankedIds):
         return hits.ids[:n]
     return [i for i, _ in hits[:n]]
-
-
-_SET_HERE = {
-    "fallback": frozenset({"embedding", "k"}),
-    "native": frozenset(
-        {"query", "embedding", "k", "fetch_k", "weights", "rrf_k", "min_similarity_score"}
-        | {"fusion"}
-    ),
-}
-"""The arguments of the store's search (the id search; ``native_hybrid_search``) the retriever
-sets itself: not ``search_kwargs``."""
-
-
-def _search_keywords(store: VectorStore, *, native: bool) -> list[str] | None:
-    """The ``search_kwargs`` names the store's search takes; ``None`` when it does not say.
-
-    The named arguments of ``native_hybrid_search`` (``native``) or of the id search
-    (``search_ids_by_vector``), less those the retriever sets; for a search taking
-    ``**kwargs`` (or without an id search) the store's ``search_keywords``, if it lists them.
-    """
-    search = getattr(store, "native_hybrid_search" if native else "search_ids_by_vector", None)
-    if search is not None:
-        try:
-            parameters = inspect.signature(search).parameters
-        except (TypeError, ValueError):  # a builtin or an object without a signature
-            return None
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            own = _SET_HERE["native" if native else "fallback"]
-            return [name for name in parameters if name not in own]
-    declared = None if native else getattr(store, "search_keywords", None)
-    return None if declared is None else sorted(declared, key=lambda name: (name != "filter", name))
-
-
-def _takes_query_vector(store: object) -> bool:
-    """Whether ``store.native_hybrid_search`` takes the query vector (``embedding=``)."""
-    try:
-        parameters = inspect.signature(store.native_hybrid_search).parameters  # type: ignore[attr-defined]  # a NativeHybridSearch
-    except (AttributeError, TypeError, ValueError):
-        return False
-    return "embedding" in parameters
