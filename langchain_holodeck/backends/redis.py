@@ -30,6 +30,7 @@ from langchain_holodeck.config._backends import (
     default_keyword_index,
 )
 from langchain_holodeck.contracts import KeywordIndex
+from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.keyword_index.redis import RedisKeywordIndex
 
 if TYPE_CHECKING:
@@ -108,6 +109,8 @@ class RedisBackend(Backend):
                 metric=config.distance_metric,
                 connect_timeout=connect_timeout,
             )
+        except ConfigError:  # the index's keys nest with another index's: no fallback
+            raise
         except (redis.RedisError, OSError) as e:
             where = mask_url_password(url)
             reason = f"Redis at {where} is unavailable ({one_line(e, [url])})"

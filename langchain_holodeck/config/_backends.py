@@ -123,6 +123,14 @@ class _ProviderConfig(BaseModel):
         """
         return (type(self).__name__,)  # one key per provider: its config class
 
+    def keys_overlap(self, other: _ProviderConfig) -> str | None:
+        """Why ``other`` keeps its chunks among this store's keys though their keys differ.
+
+        ``None`` when it does not (the default: equal ``store_key``s alone name one store).
+        A provider whose stores can nest says how (one store's keys inside the other's).
+        """
+        return None
+
 
 def _family_of(cls: type[_ProviderConfig]) -> type[_ProviderConfig]:
     return next(c for c in cls.__mro__ if _is_family(c))
@@ -275,7 +283,9 @@ class RedisDatabaseConfig(DatabaseConfig):
     connection_string: SecretStr = Field(json_schema_extra={"rule": "redis:// or rediss://"})
     """Redis URL such as ``${REDIS_URL}``; a secret (it may embed a password)."""
     index_name: str = Field(default="holodeck_vectors", pattern=r"^[A-Za-z0-9_.:-]+$")
-    """Name of the vector index (RediSearch index and key prefix)."""
+    """Name of the vector index (RediSearch index and key prefix ``<index_name>:``). One that is
+    another index's name followed by ``:`` (``kb:v2`` beside ``kb``) is refused on one server:
+    that index would cover its keys."""
     vector_algorithm: Literal["HNSW", "FLAT"] = "HNSW"
     """Vector index algorithm: approximate (HNSW) or exact (FLAT). An existing index keeps its
     own: a change is refused until ``--force-ingest`` re-creates the index."""
@@ -300,6 +310,23 @@ class RedisDatabaseConfig(DatabaseConfig):
         index name are refused too (give each its own ``index_name`` or ``corpus_id``).
         """
         return ("redis", self.index_name)
+
+    def keys_overlap(self, other: _ProviderConfig) -> str | None:
+        """How one ``index_name`` is the other's followed by ``:`` (``kb`` and ``kb:v2``).
+
+        The index ``kb`` (key prefix ``kb:``) covers every key of ``kb:v2`` (``kb:v2:``):
+        on one server it would search and delete the other's chunks (the store refuses to
+        open the second), so the two count as one store here.
+        """
+        if not isinstance(other, RedisDatabaseConfig):
+            return None
+        outer, inner = sorted((self.index_name, other.index_name), key=len)
+        if not inner.startswith(outer + ":"):
+            return None
+        return (
+            f"index_name {inner!r} is {outer!r} followed by ':', so the index {outer!r} "
+            f"covers its keys on one server"
+        )
 
     @model_validator(mode="before")
     @classmethod

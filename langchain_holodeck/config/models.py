@@ -201,7 +201,9 @@ class _SearchToolConfig(BaseModel):
     ``embedding_model``, ``long_text`` and, for ``hierarchical_document``, chunk sizes and
     contexts); they may differ in how they search. In two stores they are two corpora: on
     Redis, PostgreSQL, a Qdrant server or OpenSearch two stores are two ``index_name``s
-    (``table_name``s, collections), whatever the servers (one server has many spellings)."""
+    (``table_name``s, collections), whatever the servers (one server has many spellings),
+    except two Redis ``index_name``s, one the other's followed by ``:`` (``kb``, ``kb:v2``):
+    one store, as the first index covers the other's keys."""
     top_k: Integer = Field(default=5, ge=1, le=100)
     """Maximum number of results."""
     min_similarity_score: Number | None = Field(default=None, ge=0, le=1)
@@ -651,12 +653,13 @@ class AgentConfig(BaseModel):
             earlier = self.tools[other]
             theirs, mine = earlier.chunk_settings(), tool.chunk_settings()
             setting = next((key for key in theirs if mine.get(key) != theirs[key]), None)
+            way = _way_apart(earlier, tool)
             if setting == "source":
                 msg = (
                     f"tools[{other}] ({earlier.name!r}, source {spelt(earlier.source)}) and "
                     f"tools[{index}] ({tool.name!r}, source {spelt(tool.source)}) both pin "
                     f"corpus_id {tool.corpus_id!r}: a corpus is one source, so each ingest "
-                    "would delete the chunks of the other's files; give each its own corpus_id"
+                    f"would delete the chunks of the other's files; {way}"
                 )
                 raise ValueError(msg)
             if setting is not None:
@@ -664,8 +667,8 @@ class AgentConfig(BaseModel):
                     f"tools[{other}] ({earlier.name!r}, {setting} {_shown(theirs[setting])}) "
                     f"and tools[{index}] ({tool.name!r}, {setting} {_shown(mine[setting])}) "
                     f"both pin corpus_id {tool.corpus_id!r}: a corpus is one set of chunks, "
-                    "so each ingest would replace the chunks the other wrote; give each its "
-                    f"own corpus_id, or the same {setting}"
+                    f"so each ingest would replace the chunks the other wrote; {way}, or the "
+                    f"same {setting}"
                 )
                 raise ValueError(msg)
         return self
@@ -692,15 +695,40 @@ def _share_a_store(first: ToolConfig, second: ToolConfig) -> bool:
     """Whether two tools may keep their chunks in one store, not each in its own directory.
 
     One store: one index or table name on a server-backed provider (on any server: their
-    spellings are not compared), one Qdrant directory, one OpenSearch index; or a
-    ``database`` left unset on either (the project's may be the other's).
+    spellings are not compared), or two whose keys nest (``keys_overlap``: Redis ``kb`` and
+    ``kb:v2``), one Qdrant directory, one OpenSearch index; or a ``database`` left unset on
+    either (the project's may be the other's).
     """
     vectors = [_UNSET if t.database is None else t.database.store_key() for t in (first, second)]
     if None not in vectors and (vectors[0] == vectors[1] or _UNSET in vectors):
         return True
+    if _overlap(first, second) is not None:
+        return True
     keywords = [getattr(t, "keyword_index", None) for t in (first, second)]
     keys = [None if index is None else index.store_key() for index in keywords]
     return keys[0] is not None and keys[0] == keys[1]
+
+
+def _overlap(first: ToolConfig, second: ToolConfig) -> str | None:
+    """How one tool's store keeps its keys among the other's (``keys_overlap``), or ``None``."""
+    if first.database is None or second.database is None:
+        return None
+    return first.database.keys_overlap(second.database)
+
+
+def _way_apart(first: ToolConfig, second: ToolConfig) -> str:
+    """How two tools pinning one corpus in one store part: each its own corpus_id.
+
+    When their stores nest (a Redis ``kb`` and ``kb:v2``), stores that do not: their own
+    corpus_ids alone would still meet in one server's keys.
+    """
+    overlap = _overlap(first, second)
+    if overlap is None:
+        return "give each its own corpus_id"
+    return (
+        f"{overlap}; rename one index_name so that neither is the other's followed by ':' "
+        "(two stores then hold two corpora)"
+    )
 
 
 class _VectorstoreSection(BaseModel):

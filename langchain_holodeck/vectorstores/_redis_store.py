@@ -30,12 +30,18 @@ from redisvl.schema import IndexSchema
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
 from langchain_holodeck._redisearch import identifier_parts
 from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import check_k, mmr
 from langchain_holodeck.vectorstores._redis_index import (
     full_text_fields,
     search_index,
     wait_for_first_scan,
+)
+from langchain_holodeck.vectorstores._redis_prefixes import (
+    check_prefixes,
+    planned_prefixes,
+    server_prefixes,
 )
 from langchain_holodeck.vectorstores._redis_schema import (
     CONTENT_FIELD,
@@ -72,10 +78,45 @@ class RedisVectorStoreCore(RedisVectorStore):
     """The TEXT fields every full-text query reads: ``text|identifier_parts``, or ``text`` on
     an index without the parts field that could not be given one (``full_text_fields()``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # creates the index when it is missing
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        config: RedisConfig | None = None,
+        ttl: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open (or create) the index, refusing one whose keys nest with another index's.
+
+        Raises:
+            ConfigError: When the index's key prefix starts with another index's on the
+                server, or begins it (``kb`` beside ``kb:v2``: ``check_prefixes``), before
+                the index is created or anything written.
+        """
+        config = config or RedisConfig(**kwargs)
+        if config.redis_client is None:  # one client for the check and the store
+            config.redis_client = config.redis()
+        client = config.redis_client
+        prefixes = planned_prefixes(config)
+        indexes = server_prefixes(client)
+        check_prefixes(client, config.index_name, prefixes, indexes)
+        super().__init__(embeddings, config=config, ttl=ttl)  # creates the index if missing
+        if indexes is not None and config.index_name not in indexes:
+            self._check_created(prefixes)
         wait_for_first_scan(search_index(self))
         self.full_text_fields = full_text_fields(search_index(self))
+
+    def _check_created(self, prefixes: list[str]) -> None:
+        """Check a just-created index again, dropping it (its keys kept) when it nests.
+
+        Another process may have created a nesting index meanwhile, both checks having run
+        before either index existed: both may refuse then, and neither writes.
+        """
+        index = search_index(self)
+        try:
+            check_prefixes(index.client, index.name, prefixes)
+        except ConfigError:
+            index.delete(drop=False)
+            raise
 
     @classmethod
     def from_texts(  # type: ignore[override]  # the parent's signature, plus LangChain's ids
@@ -295,9 +336,13 @@ class RedisVectorStoreCore(RedisVectorStore):
 
     def _ensure_index(self) -> None:
         """Re-create the index if it vanished (e.g. a Redis restart without persistence)."""
-        if not search_index(self).exists():
+        index = search_index(self)
+        if not index.exists():
             logger.warning("Redis index %r is missing; re-creating it.", self.config.index_name)
-            search_index(self).create(overwrite=False)
+            prefix = index.schema.index.prefix
+            prefixes = [prefix] if isinstance(prefix, str) else list(prefix)
+            check_prefixes(index.client, index.name, prefixes)
+            index.create(overwrite=False)
             wait_for_first_scan(search_index(self))
 
     def _query_index(self, query: VectorQuery) -> list[dict[str, Any]]:

@@ -111,7 +111,9 @@ class HolodeckRedisVectorStore(RedisVectorStoreCore):
     ``similarity_search_with_score`` keeps ``RedisVectorStore``'s convention: the raw distance.
 
     The constructor returns once the index's first scan of the keyspace is over
-    (``wait_for_first_scan``), so no write of ours races it.
+    (``wait_for_first_scan``), so no write of ours races it. It refuses (``ConfigError``,
+    before the index is created or anything written) an index whose key prefix nests with
+    another index's on the server (``kb`` beside ``kb:v2``: ``check_prefixes``).
     """
 
     # -- native hybrid: both legs in one round trip, fused here or by the server ----------

@@ -754,6 +754,58 @@ def test_tools_pinning_one_corpus_id_in_one_store_are_still_rejected(
         load_agent_config(tmp_path / "agent.yaml", environ=environ)
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "inner", "outer"),
+    [
+        ("pc", "pc:b", "pc:b", "pc"),
+        ("kb:v2", "kb", "kb:v2", "kb"),  # either order
+        ("kb", "kb:v2:x", "kb:v2:x", "kb"),
+        ("kb", "kb:", "kb:", "kb"),
+    ],
+)
+def test_tools_pinning_one_corpus_id_on_nesting_redis_indexes_are_one_store(
+    tmp_path: Path, first: str, second: str, inner: str, outer: str
+) -> None:
+    """Found 2026-12-07 (late probe): 'pc' and 'pc:b' were two stores by store_key, so both
+    tools loaded, but the index 'pc' (prefix 'pc:') covers every key of 'pc:b': each one's
+    ingest deleted the other's chunks. Refused as for one index, renaming as the way out."""
+    one = _redis("redis://cache", index_name=first)
+    two = _redis("redis://cache", index_name=second)
+    tools = [
+        hierarchical(name="ta", source="a", corpus_id="shared", database=one),
+        vectorstore(name="tb", source="b", corpus_id="shared", database=two),
+    ]
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump({"tools": tools}), encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_agent_config(tmp_path / "agent.yaml", environ=ENV)
+    assert str(refused.value).endswith(
+        "both pin corpus_id 'shared': a corpus is one source, so each ingest would delete the "
+        f"chunks of the other's files; index_name {inner!r} is {outer!r} followed by ':', so "
+        f"the index {outer!r} covers its keys on one server; rename one index_name so that "
+        "neither is the other's followed by ':' (two stores then hold two corpora)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("kb:a", "kb:b"), ("kb", "kbx"), ("kb", "kb_v2"), ("kb:v2", "kb:v")]
+)
+def test_tools_pinning_one_corpus_id_on_redis_indexes_that_do_not_nest_load(
+    tmp_path: Path, first: str, second: str
+) -> None:
+    agent = load_tools(
+        tmp_path,
+        hierarchical(
+            name="ta", source="a", corpus_id="shared",
+            database=_redis("redis://cache", index_name=first),
+        ),
+        vectorstore(
+            name="tb", source="b", corpus_id="shared",
+            database=_redis("redis://cache", index_name=second),
+        ),
+    )  # fmt: skip
+    assert [tool.corpus_id for tool in agent.tools] == ["shared", "shared"]
+
+
 def test_tools_in_two_stores_sharing_one_opensearch_index_are_rejected(tmp_path: Path) -> None:
     """Their keyword chunks would meet in one index and namespace: one store after all."""
     keywords = {"provider": "opensearch", "endpoint": "http://search:9200"}
