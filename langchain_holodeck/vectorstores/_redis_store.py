@@ -13,7 +13,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
@@ -31,7 +31,7 @@ from langchain_holodeck._chunk import WINDOW_COUNT, window_id
 from langchain_holodeck._redisearch import identifier_parts
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.vectorstores._entries import entry_ids
-from langchain_holodeck.vectorstores._ranking import check_k, mmr
+from langchain_holodeck.vectorstores._ranking import check_k, mmr, refuse_unknown_kwargs
 from langchain_holodeck.vectorstores._redis_index import (
     full_text_fields,
     search_index,
@@ -509,7 +509,15 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        """Documents nearest to ``embedding`` with their Redis distance (lower is closer)."""
+        """Documents nearest to ``embedding`` with their Redis distance (lower is closer).
+
+        ``sort_by`` is langchain-redis's and not applied (the nearest come first).
+
+        Raises:
+            TypeError: For a keyword argument other than ``filter`` and ``sort_by`` (a
+                misspelt ``filters=`` ran unfiltered), as every search of the store does.
+        """
+        _refuse(kwargs, "similarity_search_with_score_by_vector")
         return [(d, s) for d, s, _ in self._search(embedding, k, filter)]
 
     def similarity_search_with_score(  # type: ignore[override]
@@ -520,6 +528,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
+        _refuse(kwargs, "similarity_search_with_score")
         embedding = self.embeddings.embed_query(query)
         return self.similarity_search_with_score_by_vector(embedding, k, filter)
 
@@ -531,6 +540,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "similarity_search_by_vector")
         return [d for d, _, _ in self._search(embedding, k, filter)]
 
     def similarity_search(
@@ -541,6 +551,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "similarity_search")
         embedding = self.embeddings.embed_query(query)
         return self.similarity_search_by_vector(embedding, k, filter)
 
@@ -550,10 +561,12 @@ class RedisVectorStoreCore(RedisVectorStore):
         k: int = 4,
         fetch_k: int = 20,
         lambda_mult: float = 0.5,
+        filter: FilterExpression | str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "max_marginal_relevance_search")
         size = max(check_k(k), check_k(fetch_k, "fetch_k"))
-        hits = self._search(embedding, size, kwargs.get("filter"), with_vectors=True)
+        hits = self._search(embedding, size, filter, with_vectors=True)
         if not hits:
             return []
         vectors = np.array([v for _, _, v in hits], dtype=np.float32)
@@ -569,6 +582,16 @@ class RedisVectorStoreCore(RedisVectorStore):
     ) -> Iterator[Document]:
         """Every stored document (optionally of one ``namespace``); see ``scan_redis``."""
         return scan_redis(self, namespace=namespace, batch_size=batch_size)
+
+
+def _refuse(kwargs: Mapping[str, Any], search: str) -> None:
+    """Refuse what a search does not take (``refuse_unknown_kwargs``): ``filter``, ``sort_by``."""
+    refuse_unknown_kwargs(
+        kwargs,
+        f"HolodeckRedisVectorStore.{search}",
+        "its searches take filter= (a redisvl FilterExpression or a RediSearch filter string) "
+        "and langchain-redis's sort_by= only",
+    )
 
 
 def scan_redis(

@@ -17,14 +17,16 @@ from pydantic import SecretStr
 from redisvl.query.filter import Num, Tag
 
 from langchain_holodeck.embeddings import CachedEmbeddings, RedisByteStore
+from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
+    NamespaceFilteredStore,
     create_vector_store,
     create_vector_store_with_status,
     scan_documents,
 )
 from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore, search_index
-from tests.helpers import HashingEmbeddings, check_bad_k_is_named
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named, check_misspelt_filter_is_refused
 
 pytestmark = pytest.mark.redis
 
@@ -308,6 +310,26 @@ def test_a_filter_redis_cannot_apply_is_refused(
         found = retriever.invoke("safety protocols")
         assert found
         assert {d.metadata["namespace"] for d in found} == {"kb"}
+
+
+@pytest.mark.parametrize("key", ["filters", "fliter"])
+def test_a_misspelt_filter_is_refused_by_the_store_and_through_a_namespace_view(
+    store: HolodeckRedisVectorStore, key: str
+) -> None:
+    """Found 2026-12-07 (late probe): ``filters=`` was dropped by every search, and a
+    ``HybridRetriever`` over the store's ``NamespaceFilteredStore`` took it (the view's
+    searches take ``**kwargs``): every query unfiltered, nothing said."""
+    only_a = Tag("source_path") == "a.md"
+    check_misspelt_filter_is_refused(store, only_a)
+    view = NamespaceFilteredStore(store, namespace="kb")
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of"):
+        HybridRetriever(vector_store=view, search_kwargs={key: only_a})
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Holo"):
+        NamespaceFilteredStore(store, namespace="kb", search_kwargs={key: only_a})
+    with pytest.raises(TypeError, match="filter must be a redisvl FilterExpression"):
+        HybridRetriever(vector_store=view, search_kwargs={"filter": {"source_path": "a.md"}})
+    retriever = HybridRetriever(vector_store=view, search_kwargs={"filter": only_a}, k=4)
+    assert {d.metadata["source_path"] for d in retriever.invoke("fish")} == {"a.md"}
 
 
 def test_scan_documents_by_namespace(store: HolodeckRedisVectorStore) -> None:
