@@ -399,6 +399,8 @@ class FilterCheck(Protocol):
 
         Raises:
             TypeError: Naming the filter types the store takes, when they do not.
+            ValueError: For a filter of such a type the store would not read as meant (on
+                Redis, a filter string with an unescaped TAG value), showing the fix.
         """
         ...
 

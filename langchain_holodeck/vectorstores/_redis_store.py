@@ -28,7 +28,7 @@ from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
-from langchain_holodeck._redisearch import identifier_parts
+from langchain_holodeck._redisearch import identifier_parts, unescaped_tag_clause
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.vectorstores._entries import entry_ids
 from langchain_holodeck.vectorstores._ranking import check_k, mmr, refuse_unknown_kwargs
@@ -364,15 +364,29 @@ class RedisVectorStoreCore(RedisVectorStore):
         return relevance_fn(self.config.distance_metric)
 
     def check_filter(self, doc_filter: Any) -> None:
-        """Refuse a ``filter`` the searches cannot send to RediSearch (``FilterCheck``).
+        r"""Refuse a ``filter`` the searches cannot send to RediSearch (``FilterCheck``).
 
         Redis filters in the server: a redisvl ``FilterExpression`` or a RediSearch filter
         string. A mapping or a callable (the filters of ``MatrixVectorStore``) was written
-        into the query as its ``str()``: a syntax error, or a query matching nothing.
+        into the query as its ``str()``: a syntax error, or a query matching nothing. In a
+        string, a TAG value holding query syntax (``-``, ``/``, ``.``, ``:``, ...) must be
+        escaped as RediSearch reads it (``@source_path:{docs\/a\.md}``; ``Tag`` escapes it):
+        ``@namespace:{837b770f-...}`` failed with a syntax error or matched nothing.
 
         Raises:
             TypeError: For any other filter.
+            ValueError: For a filter string with an unescaped TAG value, showing it escaped.
         """
+        if isinstance(doc_filter, str):
+            unescaped = unescaped_tag_clause(doc_filter)
+            if unescaped is not None:
+                msg = (
+                    f"filter {unescaped[0]} holds an unescaped TAG value, which RediSearch "
+                    "reads as query syntax (a syntax error, or nothing matched); write "
+                    f"{unescaped[1]} (a raw string r'...' in Python), or use redisvl's "
+                    "Tag(field) == value, which escapes it."
+                )
+                raise ValueError(msg)
         if doc_filter is None or isinstance(doc_filter, FilterExpression | str):
             return
         shown = repr(doc_filter)
