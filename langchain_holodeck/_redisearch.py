@@ -14,6 +14,12 @@ from langchain_holodeck._tokens import CAMEL_BOUNDARY, identifier_pieces
 _WORD = re.compile(r"\w+")
 _NOT_ALNUM = re.compile(r"([^0-9A-Za-z\u00c0-\uffff])")
 _TAG_SPECIAL = re.compile(r"([,.<>{}\[\]\"':;!@#$%^&*()\-+=~|/\\ ?])")
+_TAG_CLAUSE = re.compile(r"@[\w.$]+:\s*\{((?:\\.|[^\\}])*)\}")
+_TAG_ALTERNATIVE = re.compile(r"(?<!\\)\|")
+_UNESCAPED_IN_TAG = re.compile(r"\\.|([,.<>{\[\]\"':;!@#$%^&()\-+=~/?])")
+"""An escaped character (skipped), or one RediSearch reads as syntax inside ``{...}``: a
+syntax error, or a value split into words that matches other tags or nothing. ``*`` (a
+wildcard), ``|`` (between alternatives) and spaces read as meant."""
 MAX_QUERY_TERMS = 64
 """A query keeps at most this many distinct terms (a 100 KB query stays one cheap search)."""
 
@@ -100,6 +106,32 @@ def identifier_parts(text: str) -> str:
 def escape_tag(value: str) -> str:
     """Escape a TAG value (``{...}`` filter) for RediSearch."""
     return _TAG_SPECIAL.sub(r"\\\1", value)
+
+
+def unescaped_tag_clause(filter_text: str) -> tuple[str, str] | None:
+    r"""The first TAG clause of ``filter_text`` whose value is not escaped, and that clause escaped.
+
+    ``@namespace:{837b770f-1f2a}`` or ``@source_path:{docs/a.md}`` matched nothing, or failed
+    with a syntax error, where ``@source_path:{docs\/a\.md}`` matches; ``None`` when every
+    TAG value is escaped (or is a ``$parameter`` or a ``w'pattern'``).
+    """
+    for clause in _TAG_CLAUSE.finditer(filter_text):
+        value = clause.group(1)
+        escaped = "|".join(
+            alternative
+            if re.fullmatch(r"\s*(\$\w+|w'.*')\s*", alternative)
+            else _UNESCAPED_IN_TAG.sub(_escape_match, alternative)
+            for alternative in _TAG_ALTERNATIVE.split(value)
+        )
+        if escaped != value:
+            whole = clause.group(0)
+            return whole, whole[: clause.start(1) - clause.start(0)] + escaped + "}"
+    return None
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    char = match.group(1)
+    return match.group(0) if char is None else "\\" + char
 
 
 def match_any(field: str, terms: Sequence[str], scope: str = "") -> str:

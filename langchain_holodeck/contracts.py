@@ -9,7 +9,8 @@ sits above and asks by these types, never by a store's name.
   the vector store.
 - :class:`NativeHybridSearch` / :class:`NativeHit`: a store that fuses dense and keyword search
   in one request (``check_native_hybrid_args`` validates its arguments).
-- :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores.
+- :class:`IdVectorSearch`: a store that ranks by vector returning ids and relevance scores;
+  ``dense_search_keywords`` says which keyword arguments a store's dense search takes.
 - :class:`StoredVectors`: a store that hands back the vectors it holds, by id.
 - :class:`RankedIds`, :class:`ArrayIdVectorSearch`, :class:`ArrayKeywordSearch`: the same
   searches answered as an id list and one score array (no tuple per hit), for in-memory stores
@@ -21,6 +22,7 @@ sits above and asks by these types, never by a store's name.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload, runtime_checkable
@@ -50,6 +52,7 @@ __all__ = [
     "StoredVectors",
     "answers_with_arrays",
     "check_native_hybrid_args",
+    "dense_search_keywords",
     "returns_new_documents",
     "supports_native_hybrid",
 ]
@@ -220,6 +223,29 @@ class IdVectorSearch(Protocol):
         ...
 
 
+def dense_search_keywords(store: object) -> tuple[str, ...] | None:
+    """The keyword arguments ``store``'s dense search takes besides the query and ``k``.
+
+    The named arguments of its id search (``search_ids_by_vector``, less ``embedding`` and
+    ``k``), when that takes no ``**kwargs``; otherwise the names the store lists in its
+    ``search_keywords`` (Qdrant's, whose search hands options on; a ``NamespaceFilteredStore``,
+    its wrapped store's), ``filter`` first. ``None`` when the store does not say: its search
+    takes ``**kwargs`` and nothing can be checked before a query.
+    """
+    search = getattr(store, "search_ids_by_vector", None)
+    if search is not None:
+        try:
+            parameters = inspect.signature(search).parameters
+        except (TypeError, ValueError):  # a builtin or an object without a signature
+            return None
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            return tuple(name for name in parameters if name not in {"embedding", "k"})
+    declared = getattr(store, "search_keywords", None)
+    if declared is None:
+        return None
+    return tuple(sorted(declared, key=lambda name: (name != "filter", name)))
+
+
 @runtime_checkable
 class StoredVectors(Protocol):
     """A store that returns the vectors it holds, by id (in memory: no model call)."""
@@ -373,6 +399,8 @@ class FilterCheck(Protocol):
 
         Raises:
             TypeError: Naming the filter types the store takes, when they do not.
+            ValueError: For a filter of such a type the store would not read as meant (on
+                Redis, a filter string with an unescaped TAG value), showing the fix.
         """
         ...
 

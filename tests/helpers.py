@@ -219,6 +219,39 @@ def check_bad_k_is_named(store: VectorStore) -> None:
     assert len(store.similarity_search("fish", k=np.int64(2))) == 2
 
 
+def check_misspelt_filter_is_refused(store: VectorStore, only_a: Any) -> None:
+    """Every search refuses ``filters=`` naming it, where it dropped it and ran unfiltered.
+
+    Adds four documents, of ``source_path`` ``a.md`` and ``b.md`` (namespace ``kb``);
+    ``only_a``: the store's filter keeping those of ``a.md``, which every search applies.
+    """
+    store.add_documents(
+        [
+            Document(
+                id=f"{key}{i}",
+                page_content=f"fish {key} {i}",
+                metadata={"namespace": "kb", "source_path": f"{key}.md"},
+            )
+            for key in "ab"
+            for i in range(2)
+        ]
+    )
+    vector = store.embeddings.embed_query("fish")  # type: ignore[union-attr]  # set here
+    searches: list[Callable[..., Sequence[Any]]] = [
+        lambda **kw: store.similarity_search("fish", k=4, **kw),
+        lambda **kw: store.similarity_search_by_vector(vector, k=4, **kw),
+        lambda **kw: store.similarity_search_with_score("fish", k=4, **kw),
+        lambda **kw: store.similarity_search_with_relevance_scores("fish", k=4, **kw),
+        lambda **kw: store.max_marginal_relevance_search("fish", k=4, **kw),
+    ]
+    name = type(store).__name__
+    for search in searches:
+        with pytest.raises(TypeError, match=rf"^{name}\.\w+ got .* 'filters'; its searches take"):
+            search(filters=only_a)
+        docs = [hit[0] if isinstance(hit, tuple) else hit for hit in search(filter=only_a)]
+        assert {d.metadata["source_path"] for d in docs} == {"a.md"}
+
+
 def crash_after_files(crash: Callable[[], None]) -> Callable[[Any], None]:
     """An ``on_progress`` callback that calls ``crash`` once, after the first files were read."""
     crashed: list[str] = []

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from langchain_holodeck.contracts import DocumentFilters, FilterCheck
+from langchain_holodeck.contracts import DocumentFilters, FilterCheck, dense_search_keywords
 
 __all__ = [
     "check_search_kwargs",
@@ -85,7 +85,8 @@ def check_search_kwargs(
     an outage: keyword results only, unfiltered, a WARNING per query. Checked where the
     search names its arguments (the id search of ``MatrixVectorStore``, PostgreSQL and
     Redis; every store's ``native_hybrid_search``) or the store lists them
-    (``search_keywords``: Qdrant); a search taking ``**kwargs`` passes everything on. A
+    (``search_keywords``: Qdrant, and ``NamespaceFilteredStore``, which answers with its
+    wrapped store's); a search taking ``**kwargs`` passes everything on. A
     ``filter`` is held to the types the store takes (``FilterCheck``, as Redis's; a
     ``DocumentFilters`` store's own check): a mapping or a callable on Redis was written
     into the query as text, and matched nothing or failed at every query.
@@ -125,35 +126,33 @@ def document_filter(
     return None
 
 
-_SET_HERE = {
-    "fallback": frozenset({"embedding", "k"}),
-    "native": frozenset(
-        {"query", "embedding", "k", "fetch_k", "weights", "rrf_k", "min_similarity_score"}
-        | {"fusion"}
-    ),
-}
-"""The arguments of the store's search (the id search; ``native_hybrid_search``) the retriever
-sets itself: not ``search_kwargs``."""
+_SET_BY_NATIVE = frozenset(
+    {"query", "embedding", "k", "fetch_k", "weights", "rrf_k", "min_similarity_score", "fusion"}
+)
+"""The arguments of the store's ``native_hybrid_search`` the retriever sets itself: not
+``search_kwargs``."""
 
 
-def _search_keywords(store: VectorStore, *, native: bool) -> list[str] | None:
+def _search_keywords(store: VectorStore, *, native: bool) -> tuple[str, ...] | None:
     """The ``search_kwargs`` names the store's search takes; ``None`` when it does not say.
 
-    The named arguments of ``native_hybrid_search`` (``native``) or of the id search
-    (``search_ids_by_vector``), less those the retriever sets; for a search taking
-    ``**kwargs`` (or without an id search) the store's ``search_keywords``, if it lists them.
+    The named arguments of ``native_hybrid_search`` (``native``), less those the retriever
+    sets; otherwise the dense search's (``dense_search_keywords``: its id search's, or the
+    names the store lists in ``search_keywords``, as ``NamespaceFilteredStore`` lists its
+    wrapped store's).
     """
-    search = getattr(store, "native_hybrid_search" if native else "search_ids_by_vector", None)
-    if search is not None:
-        try:
-            parameters = inspect.signature(search).parameters
-        except (TypeError, ValueError):  # a builtin or an object without a signature
-            return None
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            own = _SET_HERE["native" if native else "fallback"]
-            return [name for name in parameters if name not in own]
-    declared = None if native else getattr(store, "search_keywords", None)
-    return None if declared is None else sorted(declared, key=lambda name: (name != "filter", name))
+    if not native:
+        return dense_search_keywords(store)
+    search = getattr(store, "native_hybrid_search", None)
+    if search is None:
+        return None
+    try:
+        parameters = inspect.signature(search).parameters
+    except (TypeError, ValueError):  # a builtin or an object without a signature
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return tuple(name for name in parameters if name not in _SET_BY_NATIVE)
 
 
 def takes_query_vector(store: object) -> bool:

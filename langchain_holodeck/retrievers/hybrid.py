@@ -224,7 +224,10 @@ class HybridRetriever(BaseRetriever):
     evaluate their mapping filters the same way); another store's filter holds its dense leg
     only (a native engine, both its legs). A key the store's search does not take, or a
     ``filter`` of a type it cannot apply (a mapping or a callable on Redis, which takes a
-    ``FilterExpression`` or a filter string), is refused at construction, on every strategy."""
+    ``FilterExpression`` or a filter string), is refused at construction, on every strategy,
+    and through a ``NamespaceFilteredStore`` as on the store under it. In a Redis filter
+    string a TAG value is escaped (``@source_path:{docs\\/a\\.md}``, or ``Tag(...) == v``):
+    an unescaped ``-``, ``/``, ``.``, ... is refused, showing the escaped form."""
     provider: str | None = None
     """The backend's name for the ``search.provider`` span attribute; default: the store's
     class name."""

@@ -22,6 +22,7 @@ __all__ = [
     "check_lengths",
     "mmr",
     "normalize_rows",
+    "refuse_unknown_kwargs",
     "row_predicate",
     "top_k_rows",
 ]
@@ -70,6 +71,21 @@ def check_k(k: Any, name: str = "k") -> int:
             return n
     msg = f"{name} must be an integer >= 0, got {k!r}."
     raise ValueError(msg)
+
+
+def refuse_unknown_kwargs(kwargs: Mapping[str, Any], search: str, takes: str) -> None:
+    """Refuse keyword arguments a store's search does not take, rather than drop them.
+
+    A misspelt ``filter`` (``filters=``) was dropped: the search ran unfiltered and said
+    nothing, and so did a ``HybridRetriever`` or ``VectorStoreRetriever`` passing it on.
+
+    Raises:
+        TypeError: Naming the arguments, the search (``search``) and what it takes (``takes``).
+    """
+    if kwargs:
+        names = ", ".join(map(repr, kwargs))
+        msg = f"{search} got unexpected keyword argument(s) {names}; {takes}."
+        raise TypeError(msg)
 
 
 def check_lengths(

@@ -13,7 +13,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
@@ -28,11 +28,11 @@ from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
-from langchain_holodeck._redisearch import identifier_parts
+from langchain_holodeck._redisearch import identifier_parts, unescaped_tag_clause
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.vectorstores._entries import entry_ids
-from langchain_holodeck.vectorstores._ranking import check_k, mmr
+from langchain_holodeck.vectorstores._ranking import check_k, mmr, refuse_unknown_kwargs
 from langchain_holodeck.vectorstores._redis_index import (
     full_text_fields,
     search_index,
@@ -409,15 +409,29 @@ class RedisVectorStoreCore(RedisVectorStore):
         return relevance_fn(self.config.distance_metric)
 
     def check_filter(self, doc_filter: Any) -> None:
-        """Refuse a ``filter`` the searches cannot send to RediSearch (``FilterCheck``).
+        r"""Refuse a ``filter`` the searches cannot send to RediSearch (``FilterCheck``).
 
         Redis filters in the server: a redisvl ``FilterExpression`` or a RediSearch filter
         string. A mapping or a callable (the filters of ``MatrixVectorStore``) was written
-        into the query as its ``str()``: a syntax error, or a query matching nothing.
+        into the query as its ``str()``: a syntax error, or a query matching nothing. In a
+        string, a TAG value holding query syntax (``-``, ``/``, ``.``, ``:``, ...) must be
+        escaped as RediSearch reads it (``@source_path:{docs\/a\.md}``; ``Tag`` escapes it):
+        ``@namespace:{837b770f-...}`` failed with a syntax error or matched nothing.
 
         Raises:
             TypeError: For any other filter.
+            ValueError: For a filter string with an unescaped TAG value, showing it escaped.
         """
+        if isinstance(doc_filter, str):
+            unescaped = unescaped_tag_clause(doc_filter)
+            if unescaped is not None:
+                msg = (
+                    f"filter {unescaped[0]} holds an unescaped TAG value, which RediSearch "
+                    "reads as query syntax (a syntax error, or nothing matched); write "
+                    f"{unescaped[1]} (a raw string r'...' in Python), or use redisvl's "
+                    "Tag(field) == value, which escapes it."
+                )
+                raise ValueError(msg)
         if doc_filter is None or isinstance(doc_filter, FilterExpression | str):
             return
         shown = repr(doc_filter)
@@ -554,7 +568,15 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        """Documents nearest to ``embedding`` with their Redis distance (lower is closer)."""
+        """Documents nearest to ``embedding`` with their Redis distance (lower is closer).
+
+        ``sort_by`` is langchain-redis's and not applied (the nearest come first).
+
+        Raises:
+            TypeError: For a keyword argument other than ``filter`` and ``sort_by`` (a
+                misspelt ``filters=`` ran unfiltered), as every search of the store does.
+        """
+        _refuse(kwargs, "similarity_search_with_score_by_vector")
         return [(d, s) for d, s, _ in self._search(embedding, k, filter)]
 
     def similarity_search_with_score(  # type: ignore[override]
@@ -565,6 +587,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
+        _refuse(kwargs, "similarity_search_with_score")
         embedding = self.embeddings.embed_query(query)
         return self.similarity_search_with_score_by_vector(embedding, k, filter)
 
@@ -576,6 +599,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "similarity_search_by_vector")
         return [d for d, _, _ in self._search(embedding, k, filter)]
 
     def similarity_search(
@@ -586,6 +610,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         sort_by: str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "similarity_search")
         embedding = self.embeddings.embed_query(query)
         return self.similarity_search_by_vector(embedding, k, filter)
 
@@ -595,10 +620,12 @@ class RedisVectorStoreCore(RedisVectorStore):
         k: int = 4,
         fetch_k: int = 20,
         lambda_mult: float = 0.5,
+        filter: FilterExpression | str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "max_marginal_relevance_search")
         size = max(check_k(k), check_k(fetch_k, "fetch_k"))
-        hits = self._search(embedding, size, kwargs.get("filter"), with_vectors=True)
+        hits = self._search(embedding, size, filter, with_vectors=True)
         if not hits:
             return []
         vectors = np.array([v for _, _, v in hits], dtype=np.float32)
@@ -614,6 +641,16 @@ class RedisVectorStoreCore(RedisVectorStore):
     ) -> Iterator[Document]:
         """Every stored document (optionally of one ``namespace``); see ``scan_redis``."""
         return scan_redis(self, namespace=namespace, batch_size=batch_size)
+
+
+def _refuse(kwargs: Mapping[str, Any], search: str) -> None:
+    """Refuse what a search does not take (``refuse_unknown_kwargs``): ``filter``, ``sort_by``."""
+    refuse_unknown_kwargs(
+        kwargs,
+        f"HolodeckRedisVectorStore.{search}",
+        "its searches take filter= (a redisvl FilterExpression or a RediSearch filter string) "
+        "and langchain-redis's sort_by= only",
+    )
 
 
 def scan_redis(

@@ -6,7 +6,7 @@ import logging
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -30,6 +30,7 @@ from langchain_holodeck.vectorstores._ranking import (
     document_predicate,
     mmr,
     normalize_rows,
+    refuse_unknown_kwargs,
 )
 from langchain_holodeck.vectorstores._snapshot import EMPTY, Snapshot, top_row_arrays, top_rows
 
@@ -588,7 +589,12 @@ class MatrixVectorStore(VectorStore):
         """Documents most similar to ``embedding`` with their cosine similarity (-1..1).
 
         ``exact=True`` scores every row even when quantized codes exist.
+
+        Raises:
+            TypeError: For a keyword argument other than ``filter`` and ``exact`` (a misspelt
+                ``filters=`` ran unfiltered), as every search of the store does.
         """
+        _refuse(kwargs, "similarity_search")
         snap = self._snapshot
         rows, scores = top_rows(
             snap,
@@ -735,6 +741,7 @@ class MatrixVectorStore(VectorStore):
         exact: bool = False,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "max_marginal_relevance_search")
         snap = self._snapshot
         rows, scores = top_rows(
             snap,
@@ -937,3 +944,13 @@ class MatrixVectorStore(VectorStore):
                 self._alive[: self._size] = False
                 self._alive[list(self._rows.values())] = True
             self._publish()
+
+
+def _refuse(kwargs: Mapping[str, Any], search: str) -> None:
+    """Refuse what a search does not take (``refuse_unknown_kwargs``): ``filter``, ``exact``."""
+    refuse_unknown_kwargs(
+        kwargs,
+        f"MatrixVectorStore.{search}",
+        "its searches take filter= (a callable taking a Document or a mapping of metadata "
+        "values) and exact= only",
+    )

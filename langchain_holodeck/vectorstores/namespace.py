@@ -15,6 +15,7 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 
 from langchain_holodeck._scores import clip_unit
+from langchain_holodeck.contracts import DocumentFilters, FilterCheck, dense_search_keywords
 
 __all__ = ["NamespaceFilteredStore"]
 
@@ -30,8 +31,11 @@ class NamespaceFilteredStore(VectorStore):
     for the store's own answer (``k``, ``fetch_k``), then grows both alike. ``get_by_ids``
     drops other namespaces' documents. Writes go to the wrapped store unchanged.
     ``search_kwargs`` (a native filter, when the store has one) are passed on every search.
-    Relevance scores are the store's; a store without a relevance function (langchain-core's
-    ``InMemoryVectorStore``) reports its cosine similarity clipped to [0, 1].
+    The view takes the keyword arguments and the ``filter`` its store's searches take
+    (``search_keywords``, ``check_filter``), so ``HybridRetriever`` refuses a misspelt
+    ``search_kwargs`` key through it as on the store itself. Relevance scores are the
+    store's; a store without a relevance function (langchain-core's ``InMemoryVectorStore``)
+    reports its cosine similarity clipped to [0, 1].
 
     Instantiate:
         ```python
@@ -49,6 +53,39 @@ class NamespaceFilteredStore(VectorStore):
         self.store = store
         self.namespace = namespace
         self.search_kwargs = dict(search_kwargs or {})
+        taken = self.search_keywords
+        unknown = [key for key in self.search_kwargs if taken is not None and key not in taken]
+        if unknown:
+            msg = (
+                f"search_kwargs {', '.join(map(repr, unknown))} is not an argument of "
+                f"{type(store).__name__}'s search; it takes {', '.join(map(repr, taken or []))}."
+            )
+            raise ValueError(msg)
+        self.check_filter(self.search_kwargs.get("filter"))
+
+    @property
+    def search_keywords(self) -> frozenset[str] | None:
+        """The keyword arguments the searches take: the wrapped store's (``None``: unsaid).
+
+        Each search passes them on to the store's, which the view calls with ``k`` (and MMR's
+        ``fetch_k`` and ``lambda_mult``) of its own; a store whose search takes ``**kwargs``
+        says nothing, and neither does the view.
+        """
+        taken = dense_search_keywords(self.store)
+        return None if taken is None else frozenset(taken)
+
+    def check_filter(self, doc_filter: Any) -> None:
+        """Refuse a ``filter`` the wrapped store's searches refuse (``FilterCheck``).
+
+        Raises:
+            TypeError: The store's own (its ``check_filter``, or its ``document_filter``).
+        """
+        if doc_filter is None:
+            return
+        if isinstance(self.store, FilterCheck):
+            self.store.check_filter(doc_filter)
+        elif isinstance(self.store, DocumentFilters):
+            self.store.document_filter(doc_filter)
 
     @property
     def embeddings(self) -> Embeddings | None:

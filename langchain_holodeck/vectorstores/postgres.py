@@ -38,7 +38,7 @@ from langchain_holodeck.vectorstores._postgres_conn import (
     create_sharded_schema,
     shard_server,
 )
-from langchain_holodeck.vectorstores._ranking import check_k, mmr
+from langchain_holodeck.vectorstores._ranking import check_k, mmr, refuse_unknown_kwargs
 
 logger = logging.getLogger(__name__)
 
@@ -659,13 +659,20 @@ class PostgresVectorStore(VectorStore):
     def similarity_search_with_score_by_vector(
         self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        """Rows nearest to ``embedding`` with pgvector's distance (lower is closer)."""
+        """Rows nearest to ``embedding`` with pgvector's distance (lower is closer).
+
+        Raises:
+            TypeError: For a keyword argument other than ``filter`` (a misspelt ``filters=``
+                ran unfiltered), as every search of the store does.
+        """
+        _refuse(kwargs, "similarity_search_with_score_by_vector")
         rows = self._dense(embedding, k, filter, columns="id, text, metadata")
         return [(_document(i, t, m), float(d)) for i, t, m, d in rows]
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
+        _refuse(kwargs, "similarity_search_with_score")
         if self.vector_dimension is None:
             return []
         vector = self.embedding.embed_query(query)
@@ -674,18 +681,21 @@ class PostgresVectorStore(VectorStore):
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[Document]:
+        _refuse(kwargs, "similarity_search_by_vector")
         return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, filter)]
 
     def similarity_search(
         self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[Document]:
+        _refuse(kwargs, "similarity_search")
         return [d for d, _ in self.similarity_search_with_score(query, k, filter)]
 
     def _similarity_search_with_relevance_scores(
-        self, query: str, k: int = 4, **kwargs: Any
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
+        _refuse(kwargs, "similarity_search_with_relevance_scores")
         relevance = self._select_relevance_score_fn()
-        pairs = self.similarity_search_with_score(query, k, kwargs.get("filter"))
+        pairs = self.similarity_search_with_score(query, k, filter)
         return [(d, relevance(s)) for d, s in pairs]
 
     async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
@@ -742,12 +752,14 @@ class PostgresVectorStore(VectorStore):
         k: int = 4,
         fetch_k: int = 20,
         lambda_mult: float = 0.5,
+        filter: Any = None,
         **kwargs: Any,
     ) -> list[Document]:
+        _refuse(kwargs, "max_marginal_relevance_search")
         rows = self._dense(
             embedding,
             max(check_k(k), check_k(fetch_k, "fetch_k")),
-            kwargs.get("filter"),
+            filter,
             columns="id, text, metadata, embedding",
         )
         if not rows:
@@ -875,6 +887,15 @@ class PostgresVectorStore(VectorStore):
 
 ROW_COLUMNS = ("id", "namespace", "text", "metadata", "window_of", "doc_len", "embedding")
 TERM_COLUMNS = ("id", "namespace", "term", "tf", "doc_len")
+
+
+def _refuse(kwargs: Mapping[str, Any], search: str) -> None:
+    """Refuse what a search does not take (``refuse_unknown_kwargs``): ``filter`` only."""
+    refuse_unknown_kwargs(
+        kwargs,
+        f"PostgresVectorStore.{search}",
+        "its searches take filter= (a mapping of metadata values) only",
+    )
 
 
 def _copy(

@@ -25,9 +25,18 @@ from langchain_holodeck.keyword_index import BM25KeywordIndex
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.tools import HierarchicalDocumentTool
-from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
+from langchain_holodeck.vectorstores import (
+    MatrixVectorStore,
+    NamespaceFilteredStore,
+    scan_documents,
+)
 from langchain_holodeck.vectorstores.postgres import PostgresVectorStore
-from tests.helpers import HashingEmbeddings, check_bad_k_is_named, drop_postgres_tables
+from tests.helpers import (
+    HashingEmbeddings,
+    check_bad_k_is_named,
+    check_misspelt_filter_is_refused,
+    drop_postgres_tables,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -238,6 +247,27 @@ async def test_a_mapping_filter_holds_the_retrievers_keyword_hits_too(
 
 def test_a_bad_k_is_named_by_every_search(store: PostgresVectorStore) -> None:
     check_bad_k_is_named(store)
+
+
+@pytest.mark.parametrize("key", ["filters", "fliter"])
+async def test_a_misspelt_filter_is_refused_by_the_store_and_through_a_namespace_view(
+    store: PostgresVectorStore, key: str
+) -> None:
+    """Found 2026-12-07 (late probe): ``filters=`` was dropped by every search, and a
+    ``HybridRetriever`` over the store's ``NamespaceFilteredStore`` took it (the view's
+    searches take ``**kwargs``): every query unfiltered, nothing said."""
+    only_a = {"source_path": "a.md"}
+    check_misspelt_filter_is_refused(store, only_a)
+    view = NamespaceFilteredStore(store, namespace="kb")
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of"):
+        HybridRetriever(vector_store=view, search_kwargs={key: only_a})
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Postg"):
+        NamespaceFilteredStore(store, namespace="kb", search_kwargs={key: only_a})
+    with pytest.raises(TypeError, match="filter must be a mapping of metadata keys to values"):
+        HybridRetriever(vector_store=view, search_kwargs={"filter": "source_path = 'a.md'"})
+    retriever = HybridRetriever(vector_store=view, search_kwargs={"filter": only_a}, k=4)
+    assert {d.metadata["source_path"] for d in retriever.invoke("fish")} == {"a.md"}
+    assert {d.metadata["source_path"] for d in await retriever.ainvoke("fish")} == {"a.md"}
 
 
 def test_ids_are_text_so_window_ids_fit(store: PostgresVectorStore) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -17,14 +18,16 @@ from pydantic import SecretStr
 from redisvl.query.filter import Num, Tag
 
 from langchain_holodeck.embeddings import CachedEmbeddings, RedisByteStore
+from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.vectorstores import (
     MatrixVectorStore,
+    NamespaceFilteredStore,
     create_vector_store,
     create_vector_store_with_status,
     scan_documents,
 )
 from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore, search_index
-from tests.helpers import HashingEmbeddings, check_bad_k_is_named
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named, check_misspelt_filter_is_refused
 
 pytestmark = pytest.mark.redis
 
@@ -308,6 +311,64 @@ def test_a_filter_redis_cannot_apply_is_refused(
         found = retriever.invoke("safety protocols")
         assert found
         assert {d.metadata["namespace"] for d in found} == {"kb"}
+
+
+@pytest.mark.parametrize("key", ["filters", "fliter"])
+def test_a_misspelt_filter_is_refused_by_the_store_and_through_a_namespace_view(
+    store: HolodeckRedisVectorStore, key: str
+) -> None:
+    """Found 2026-12-07 (late probe): ``filters=`` was dropped by every search, and a
+    ``HybridRetriever`` over the store's ``NamespaceFilteredStore`` took it (the view's
+    searches take ``**kwargs``): every query unfiltered, nothing said."""
+    only_a = Tag("source_path") == "a.md"
+    check_misspelt_filter_is_refused(store, only_a)
+    view = NamespaceFilteredStore(store, namespace="kb")
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of"):
+        HybridRetriever(vector_store=view, search_kwargs={key: only_a})
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Holo"):
+        NamespaceFilteredStore(store, namespace="kb", search_kwargs={key: only_a})
+    with pytest.raises(TypeError, match="filter must be a redisvl FilterExpression"):
+        HybridRetriever(vector_store=view, search_kwargs={"filter": {"source_path": "a.md"}})
+    retriever = HybridRetriever(vector_store=view, search_kwargs={"filter": only_a}, k=4)
+    assert {d.metadata["source_path"] for d in retriever.invoke("fish")} == {"a.md"}
+
+
+@pytest.mark.parametrize("strategy", ["native", "fallback"])
+def test_an_unescaped_tag_value_in_a_filter_string_is_refused_showing_it_escaped(
+    store: HolodeckRedisVectorStore, strategy: str
+) -> None:
+    """Found 2026-12-07 (late probe): ``@namespace:{837b770f-...}`` or
+    ``@source_path:{docs/a.md}`` matched nothing (or failed with a syntax error, served as an
+    outage of the dense leg), silently; the escaped form matches."""
+    namespace = "837b770f-1f2a-5e1c"
+    chunks = [
+        Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "namespace": ns})
+        for ns in (namespace, "other")
+        for d in docs(ns)
+    ]
+    store.add_documents(chunks)  # no keyword index: on fallback it is not filtered by Redis
+    parts = {"vector_store": store, "search_strategy": strategy, "k": 8}
+    for given, escaped in (
+        (f"@namespace:{{{namespace}}}", r"@namespace:{837b770f\-1f2a\-5e1c}"),
+        ("@source_path:{docs/a.md}", r"@source_path:{docs\/a\.md}"),
+        ("@chunk_index:[0 1] @source_path:{docs/a.md|x}", r"@source_path:{docs\/a\.md|x}"),
+    ):
+        shown = re.escape(f"write {escaped} (a raw string")
+        with pytest.raises(ValueError, match=rf"holds an unescaped TAG value, .*; {shown}"):
+            HybridRetriever(**parts, search_kwargs={"filter": given})
+        with pytest.raises(ValueError, match=shown):
+            store.similarity_search("safety", k=4, filter=given)
+    kept = {
+        r"@namespace:{837b770f\-1f2a\-5e1c}": {namespace},
+        r"@source_path:{docs\/a\.md}": {namespace, "other"},
+        str(Tag("namespace") == namespace): {namespace},  # the same, escaped by redisvl
+    }
+    for taken, namespaces in kept.items():
+        found = HybridRetriever(**parts, search_kwargs={"filter": taken}).invoke("safety")
+        assert found
+        assert {d.metadata["namespace"] for d in found} == namespaces
+        if "source_path" in taken:
+            assert {d.metadata["source_path"] for d in found} == {"docs/a.md"}
 
 
 def test_scan_documents_by_namespace(store: HolodeckRedisVectorStore) -> None:

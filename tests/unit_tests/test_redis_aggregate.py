@@ -96,3 +96,39 @@ def test_identifier_parts_are_the_words_redisearch_does_not_split() -> None:
     text = "| ISO4217-currency_name | getUser(HTTPServer) | parse_sections | x_y | getUser |"
     assert identifier_parts(text) == "currency name get user http server parse sections"
     assert identifier_parts("Plain words, dotted.names and 3.5 give none.") == ""
+
+
+@pytest.mark.parametrize(
+    ("given", "escaped"),
+    [
+        ("@namespace:{837b770f-1f2a}", r"@namespace:{837b770f\-1f2a}"),
+        ("@source_path:{docs1/alpha.md}", r"@source_path:{docs1\/alpha\.md}"),
+        ("(@a:{kb} | @b:{x|y:z}) -@c:{w}", r"@b:{x|y\:z}"),
+        ("@a:{x\\-1} @b:{mail@host}", r"@b:{mail\@host}"),
+    ],
+)
+def test_an_unescaped_tag_value_is_found_and_shown_escaped(given: str, escaped: str) -> None:
+    """RediSearch reads ``-``, ``/``, ``.``, ... in a TAG value as syntax: nothing matched, or
+    a syntax error (late probe, 2026-12-07)."""
+    from langchain_holodeck._redisearch import unescaped_tag_clause
+
+    found = unescaped_tag_clause(given)
+    assert found is not None
+    assert found[1] == escaped
+    assert unescaped_tag_clause(escaped) is None
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "@namespace:{kb}",
+        r"@namespace:{837b770f\-1f2a} @path:{docs\/a\.md}",
+        "@a:{doc*} @b:{$ns} @c:{w'x-*'} @d:{two words|x}",
+        "@chunk_index:[0 3] @title:(a-b) -@chunk_type:{window}",
+        "*",
+    ],
+)
+def test_escaped_tag_values_wildcards_and_other_clauses_pass(given: str) -> None:
+    from langchain_holodeck._redisearch import unescaped_tag_clause
+
+    assert unescaped_tag_clause(given) is None

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_holodeck.definitions import DefinitionExtractor
 from langchain_holodeck.exact import ExactMatchIndex
@@ -15,7 +16,7 @@ from langchain_holodeck.keyword_index import BM25KeywordIndex, KeywordHit
 from langchain_holodeck.retrievers import HybridRetriever
 from langchain_holodeck.splitters import StructuredMarkdownSplitter
 from langchain_holodeck.sync import stable_id
-from langchain_holodeck.vectorstores import MatrixVectorStore
+from langchain_holodeck.vectorstores import MatrixVectorStore, NamespaceFilteredStore
 
 ACT = "legal/holodeck_act.md"
 SCORE_KEYS = {
@@ -919,6 +920,25 @@ def test_a_search_kwarg_the_store_does_not_take_is_refused(parts, key) -> None:
     with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Matrix"):
         HybridRetriever(vector_store=store, keyword_index=bm25, search_kwargs={key: 1})
     HybridRetriever(vector_store=store, keyword_index=bm25, search_kwargs={"filter": {"n": 1}})
+
+
+@pytest.mark.parametrize("key", ["filters", "fliter"])
+def test_a_misspelt_search_kwarg_is_refused_through_a_namespace_view(parts, key) -> None:
+    """Found 2026-12-07 (late probe): the view's searches take ``**kwargs``, so the check was
+    skipped and the store under it dropped the key: every query ran unfiltered, silently."""
+    store, bm25, _ = parts
+    view = NamespaceFilteredStore(store, namespace="kb")
+    assert view.search_keywords == {"filter", "exact"}  # the wrapped store's
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of"):
+        HybridRetriever(vector_store=view, keyword_index=bm25, search_kwargs={key: {"n": 1}})
+    with pytest.raises(TypeError, match=r"filter must be a callable .* got int 3"):  # the store's
+        HybridRetriever(vector_store=view, keyword_index=bm25, search_kwargs={"filter": 3})
+    HybridRetriever(vector_store=view, keyword_index=bm25, search_kwargs={"filter": {"n": 1}})
+    with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of Matrix"):
+        NamespaceFilteredStore(store, namespace="kb", search_kwargs={key: {"n": 1}})
+    # a store whose search takes **kwargs says nothing, and neither does its view
+    plain = NamespaceFilteredStore(InMemoryVectorStore(store.embeddings), namespace="kb")
+    assert plain.search_keywords is None
 
 
 class _CodesAreNoise(Embeddings):

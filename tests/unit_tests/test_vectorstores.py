@@ -24,7 +24,7 @@ from langchain_holodeck.vectorstores import (
     create_vector_store_with_status,
     scan_documents,
 )
-from tests.helpers import HashingEmbeddings, check_bad_k_is_named
+from tests.helpers import HashingEmbeddings, check_bad_k_is_named, check_misspelt_filter_is_refused
 
 CHUNK_META = {
     "source": "data/docs/api.md",
@@ -605,6 +605,11 @@ def test_duplicate_chunks_come_back_in_the_order_they_were_added(embeddings) -> 
 
 def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None:
     check_bad_k_is_named(MatrixVectorStore(embeddings))
+
+
+def test_a_misspelt_filter_is_refused_by_every_search(embeddings: HashingEmbeddings) -> None:
+    """``filters=`` was dropped: the search ran unfiltered (late probe, 2026-12-07)."""
+    check_misspelt_filter_is_refused(MatrixVectorStore(embeddings), {"source_path": "a.md"})
 
 
 def test_the_docstring_example_prints_what_it_says() -> None:
