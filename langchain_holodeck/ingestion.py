@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import zlib
 from collections import Counter
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -168,7 +169,10 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
 
     ``cleanup=True`` (the default) makes the namespace mirror the source: each run deletes the
     chunks of every file of the namespace that is not in the source it was given (files
-    deleted since the last run), so one namespace holds one source. To ingest several
+    deleted since the last run), so one namespace holds one source; a file that is there
+    when the cleanup runs though its walk missed it (added since) keeps its chunks, which a
+    run that walked later (another process) may be writing, and the next run syncs it
+    (``SourceLoader.listed_now``). To ingest several
     sources, give each its own pipeline and namespace, or pass ``cleanup=False`` (deleted
     files' chunks then stay). A batch over more than one source with cleanup on (``batch``,
     ``abatch``, ``batch_as_completed``, ``abatch_as_completed``) is refused before anything
@@ -417,7 +421,8 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
             self._progress("files", 1, len(files))
         if prefetch is not None:
             prefetch.flush()
-        for gone in set(failed) - {file.source_path for file in files}:
+        walked = frozenset(file.source_path for file in files)
+        for gone in set(failed) - walked:
             del failed[gone]
         gaps: dict[str, str] = {}
         chunks = (
@@ -440,6 +445,7 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
             on_batch=lambda n: self._progress("embeddings", n, len(chunks)),
             index_unchanged=self.reindex,
             prefetched=prefetch,
+            still_present=functools.partial(_added_since, loader, walked),
         )
         if gaps:
             lines = tuple(f"{source}: {gap}" for source, gap in gaps.items())
@@ -562,6 +568,17 @@ class IngestionPipeline(MirrorBatches[str | Path | SourceLoader, SyncResult]):
     def _progress(self, stage: str, advance: int, total: int | None) -> None:
         if self.on_progress is not None:
             self.on_progress(IngestProgress(stage=stage, advance=advance, total=total))
+
+
+def _added_since(
+    loader: SourceLoader, walked: Collection[str], sources: Collection[str]
+) -> set[str]:
+    """Of ``sources`` (the cleanup's), the files ``loader`` lists now that its walk did not.
+
+    A file added after this run's walk is kept: a run that walked after it may be writing
+    its chunks. One this run walked and did not sync (no text left) goes, as before.
+    """
+    return loader.listed_now(source for source in sources if source not in walked)
 
 
 def _side_by_side(enricher: ChunkEnricher, files: int) -> ThreadPoolExecutor:

@@ -14,7 +14,7 @@ import stat
 import threading
 import zipfile
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
@@ -53,6 +53,7 @@ from langchain_holodeck._text_decoding import (
 )
 from langchain_holodeck.errors import (
     DocumentLoadError,
+    HolodeckError,
     NoSupportedFilesError,
     SourceUnreadableError,
 )
@@ -432,6 +433,39 @@ class SourceLoader(BaseLoader):
                 "size_bytes": file.size_bytes,
             },
         )
+
+    def listed_now(self, sources: Iterable[str]) -> set[str]:
+        """Which of ``sources`` (``source_path`` values) a walk of the source lists now.
+
+        For a cleanup about to delete the chunks of files its walk did not list: a file added
+        since may be being written by a run that listed it later. One ``stat`` per source, and
+        the source walked again only when one of them is there, so the walk's rules (hidden
+        names, ``exclude``, links, supported types) decide; a source that cannot be walked now
+        lists none of them.
+        """
+        root, shown = self._root()
+        there = {
+            source
+            for source in sources
+            if (path := self._path_of(source, root, shown)) is not None and os.path.exists(path)
+        }
+        if not there:
+            return set()
+        try:
+            listed = {file.source_path for file in self._collect_files()}
+        except (OSError, HolodeckError) as error:  # gone, emptied, unlistable: none listed
+            logger.debug("could not walk %s again: %s", root, error)
+            return set()
+        return there & listed
+
+    @staticmethod
+    def _path_of(source: str, root: str, shown: str) -> str | None:
+        """The path a walk of ``root`` (named ``shown``) finds ``source`` at; ``None``: not one."""
+        if source == shown:  # a file source names itself
+            return root
+        if shown and not source.startswith(f"{shown}/"):
+            return None
+        return os.path.join(root, source[len(shown) + 1 :] if shown else source)
 
     @property
     def root(self) -> str:

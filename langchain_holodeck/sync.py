@@ -515,15 +515,33 @@ def _known_count(stored: Mapping[str, Document], namespace: str, source: str) ->
 
 
 def _orphan_ids(
-    vector_store: VectorStore, namespace: str, live_sources: Collection[str]
+    vector_store: VectorStore,
+    namespace: str,
+    live_sources: Collection[str],
+    still_present: Callable[[Collection[str]], Collection[str]] | None,
 ) -> list[str]:
+    """Ids of the chunks (and windows) of ``namespace`` whose source is not ``live_sources``.
+
+    A source ``still_present`` returns is kept: its file was added after the caller listed
+    the source, and a run that listed it later may be writing it (its chunk 0, the record
+    the fast path trusts, last: deleting the chunks written before it lost them for good).
+    """
     from langchain_holodeck.vectorstores import scan_documents
 
-    return [
-        doc.id
-        for doc in scan_documents(vector_store, namespace=namespace, windows=True)
-        if doc.id is not None and source_path(doc) not in live_sources
-    ]
+    orphans: dict[str, list[str]] = defaultdict(list)
+    for doc in scan_documents(vector_store, namespace=namespace, windows=True):
+        source = source_path(doc)
+        if doc.id is not None and source not in live_sources:
+            orphans[source].append(doc.id)
+    kept = set(still_present(set(orphans))) if still_present is not None and orphans else set()
+    if kept:
+        logger.info(
+            "sync: %d file(s) added since the source was listed keep their chunks (the next "
+            "run syncs them): %s",
+            len(kept),
+            _some(sorted(kept)),
+        )
+    return [doc_id for source, ids in orphans.items() if source not in kept for doc_id in ids]
 
 
 def sync_documents(
@@ -542,6 +560,7 @@ def sync_documents(
     index_unchanged: bool = False,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     prefetched: Prefetched | None = None,
+    still_present: Callable[[Collection[str]], Collection[str]] | None = None,
 ) -> SyncResult:
     """Write ``documents`` (chunks) into ``vector_store`` idempotently; return the counts.
 
@@ -564,7 +583,8 @@ def sync_documents(
             time (only a chunk the store refuses fails), and the rest go on.
         overwrite: Rewrite (and re-embed) chunks even when their hash is unchanged.
         cleanup: Also delete chunks of sources that are neither in ``documents`` nor in
-            ``unchanged_sources`` (files removed from the source). Needs a store that
+            ``unchanged_sources`` (files removed from the source), unless ``still_present``
+            keeps them. Needs a store that
             ``scan_documents`` can enumerate. A run with cleanup started while one of other
             sources is syncing into ``namespace`` of ``vector_store`` is refused.
         keyword_index: Kept in step: written chunks upserted, deleted ids removed.
@@ -582,6 +602,12 @@ def sync_documents(
         prefetched: Vectors embedded ahead (``IngestionPipeline`` embeds the chunks of the
             first files while it loads the next): with a model in this process, texts it
             has are taken from it, not embedded again.
+        still_present: With ``cleanup``: given the sources whose chunks the cleanup is about
+            to delete, returns those whose files are there now; their chunks are kept. Such a
+            file was added after the caller listed its source, and another run (a process
+            that listed it later) may be writing it; the next run syncs it.
+            ``IngestionPipeline`` asks its ``SourceLoader`` (``listed_now``); ``None``
+            deletes them all.
 
     Returns:
         A ``SyncResult``; store failures are counted in ``failed`` and ``errors``, not raised.
@@ -661,7 +687,8 @@ def sync_documents(
                 stale += _window_ids(chunk.id, _window_count(chunk), _window_count(old))
         try:
             if cleanup:
-                stale.extend(_orphan_ids(vector_store, namespace, set(counts) | set(unchanged)))
+                live_sources = set(counts) | set(unchanged)
+                stale.extend(_orphan_ids(vector_store, namespace, live_sources, still_present))
         except (
             TypeError
         ) as error:  # a store scan_documents cannot enumerate: say so, keep the tails

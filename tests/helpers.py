@@ -9,6 +9,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -293,3 +294,57 @@ class OverlappingStore(InMemoryVectorStore):
                 msg = f"no second run reached the store within {self.timeout} s"
                 raise TimeoutError(msg)
         return super().get_by_ids(ids)
+
+
+def added_between_walks(
+    ingest: Callable[[Callable[[Any], None]], Any], new_file: Path, *, timeout: float = 30.0
+) -> dict[str, Any]:
+    """Two ingests of one folder overlapping, a file added between their walks: the results.
+
+    ``ingest(on_progress)`` runs one ingest of the folder (with a server store, through its own
+    store object: another process) and returns its result. Run A walks and splits the folder;
+    then ``new_file`` appears (16 long sections) and run B starts, walks (``new_file`` is in
+    its walk, not in A's), and stops after its first written batch (chunks of ``new_file``:
+    its chunk 0, the file record, is written last) until A has finished, its cleanup too;
+    then B finishes. ``{"A": ..., "B": ...}``; an exception of B's is raised here.
+    """
+    results: dict[str, Any] = {}
+    b_wrote, a_done = threading.Event(), threading.Event()
+
+    def b_progress(event: Any) -> None:  # an ``IngestProgress``
+        if event.stage == "embeddings" and not b_wrote.is_set():
+            b_wrote.set()
+            if not a_done.wait(timeout):
+                msg = f"run A did not finish within {timeout} s"
+                raise TimeoutError(msg)
+
+    def run_b() -> None:
+        try:
+            results["B"] = ingest(b_progress)
+        except Exception as error:  # raised in the test's thread, below
+            results["B"] = error
+        finally:
+            b_wrote.set()
+
+    b = threading.Thread(target=run_b)
+
+    def a_progress(event: Any) -> None:
+        if event.stage == "chunks" and not b.is_alive() and "B" not in results:
+            sections = (
+                f"## Part {n}\n\n" + " ".join(f"shuttle{n} bay{n} tractor beam" for _ in range(90))
+                for n in range(16)
+            )
+            new_file.write_text("\n\n".join(sections) + "\n", encoding="utf-8")
+            b.start()
+            if not b_wrote.wait(timeout):
+                msg = f"run B wrote nothing within {timeout} s"
+                raise TimeoutError(msg)
+
+    try:
+        results["A"] = ingest(a_progress)
+    finally:
+        a_done.set()
+        b.join(timeout)
+    if isinstance(results.get("B"), Exception):
+        raise results["B"]
+    return results

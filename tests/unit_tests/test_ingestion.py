@@ -26,7 +26,13 @@ from langchain_holodeck.loaders import Skipped, SourceFile, SourceLoader
 from langchain_holodeck.splitters import StructuredMarkdownSplitter, default_text_splitter
 from langchain_holodeck.sync import SyncResult
 from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
-from tests.helpers import DATA_DIR, HashingEmbeddings, OverlappingStore, crash_after_files
+from tests.helpers import (
+    DATA_DIR,
+    HashingEmbeddings,
+    OverlappingStore,
+    added_between_walks,
+    crash_after_files,
+)
 
 NAMESPACE = "kb"
 WORDS = (
@@ -385,6 +391,35 @@ def test_a_source_whose_last_file_was_deleted_is_emptied(
     (root / "other").mkdir()
     with pytest.raises(NoSupportedFilesError):
         make_pipeline(root, embeddings).invoke("other")
+
+
+def test_a_file_added_while_another_run_writes_it_keeps_its_chunks(
+    root: Path, embeddings: HashingEmbeddings
+) -> None:
+    """Two ingests of one folder overlap (two processes, an ingest beside a search): a file
+    added after run A walked the folder, which run B (walking later) is writing, is not A's to
+    delete. Before: A's cleanup deleted what B had written of it, B then wrote its chunk 0
+    (the record the fast path trusts), and every later run skipped the file, chunks missing.
+    A file deleted from disk still loses its chunks."""
+    store = MatrixVectorStore(embeddings)
+    make_pipeline(root, embeddings, store=store).invoke("docs")
+    (root / "docs" / "auth.md").unlink()
+
+    results = added_between_walks(
+        lambda progress: make_pipeline(
+            root, embeddings, store=store, batch_size=2, on_progress=progress
+        ).invoke("docs"),
+        root / "docs" / "new.md",
+    )
+
+    fresh = make_pipeline(root, embeddings)
+    fresh.invoke("docs")
+    assert len(stored_by_source(fresh.vector_store)["docs/new.md"]) > 3  # B wrote in batches
+    assert stored_by_source(store) == stored_by_source(fresh.vector_store)
+    assert results["A"].deleted == 1  # auth.md, deleted before A walked
+    assert results["B"].added == len(stored_by_source(store)["docs/new.md"])
+    again = make_pipeline(root, embeddings, store=store).invoke("docs")
+    assert (again.added, again.updated, again.deleted) == (0, 0, 0)
 
 
 def test_without_cleanup_a_deleted_file_stays(root: Path, embeddings: HashingEmbeddings) -> None:

@@ -235,6 +235,32 @@ def test_hidden_files_and_directories_are_ignored(tmp_path: Path) -> None:
     assert below_root(docs) == ["visible.md"]
 
 
+def test_listed_now_holds_a_source_to_the_walks_rules_as_they_are_now(tmp_path: Path) -> None:
+    """What an ingest's cleanup asks before deleting the chunks of a file its walk missed."""
+    docs = tmp_path / "docs"
+    (docs / "old").mkdir(parents=True)
+    (docs / ".git").mkdir()
+    for name in ("api.md", "old/v1.md", ".git/notes.md", "logo.png", ".draft.md"):
+        (docs / name).write_text("# Text\n", encoding="utf-8")
+    loader = SourceLoader("docs", base_dir=tmp_path, exclude=["docs/old"])
+    asked = [
+        "docs/api.md",  # there: listed
+        "docs/later.md",  # not there (deleted, or of another folder named docs)
+        "docs/old/v1.md",  # excluded
+        "docs/.git/notes.md",  # hidden folder
+        "docs/.draft.md",  # hidden file
+        "docs/logo.png",  # unsupported
+        "other/api.md",  # another source's
+        "api.md",  # the name a file source gives it
+    ]
+    assert loader.listed_now(asked) == {"docs/api.md"}
+    (docs / "later.md").write_text("# Added since\n", encoding="utf-8")
+    assert loader.listed_now(asked) == {"docs/api.md", "docs/later.md"}
+    assert SourceLoader("docs/api.md", base_dir=tmp_path).listed_now(asked) == {"api.md"}
+    shutil.rmtree(docs)
+    assert loader.listed_now(asked) == set()  # the source is gone: nothing is listed
+
+
 def test_symlink_inside_source_is_followed_once(tmp_path: Path) -> None:
     (tmp_path / "v2").mkdir()
     (tmp_path / "v2" / "api.md").write_text("# API v2\n", encoding="utf-8")

@@ -25,7 +25,7 @@ from langchain_holodeck.sync import (
     stable_id,
     sync_documents,
 )
-from langchain_holodeck.vectorstores import MatrixVectorStore
+from langchain_holodeck.vectorstores import MatrixVectorStore, scan_documents
 from tests.helpers import HashingEmbeddings, OverlappingStore
 
 
@@ -483,6 +483,27 @@ class _DictStore(VectorStore):
     @classmethod
     def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None, **kwargs: Any) -> Any:
         return cls()
+
+
+def test_cleanup_keeps_the_sources_still_present_says_are_there(embeddings: Embeddings) -> None:
+    """``still_present`` is asked about the sources the cleanup would delete, once, and only
+    about them; what it returns keeps its chunks (a file added since the caller's listing);
+    without it they all go, as before."""
+    store = MatrixVectorStore(embeddings)
+    sync_documents([*CORPUS, *chunks("c.md", ["gamma one"])], store, namespace="kb")
+    asked: list[set[str]] = []
+
+    def present(sources: Any) -> set[str]:
+        asked.append(set(sources))
+        return {"b.md"}
+
+    a_only = chunks("a.md", ["alpha one", "alpha two", "alpha three"])
+    kept = sync_documents(a_only, store, namespace="kb", cleanup=True, still_present=present)
+    assert asked == [{"b.md", "c.md"}]
+    assert kept.deleted == 1  # c.md
+    stored = sorted(str(d.metadata["source_path"]) for d in scan_documents(store, namespace="kb"))
+    assert stored == ["a.md", "a.md", "a.md", "b.md", "b.md"]
+    assert sync_documents(a_only, store, namespace="kb", cleanup=True).deleted == 2  # b.md
 
 
 def test_cleanup_on_a_store_that_cannot_list_still_trims_tails_and_says_why() -> None:
