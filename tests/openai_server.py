@@ -6,18 +6,19 @@ with ``{"query": <the user's text>}`` (a user text starting with ``BAD-JSON`` ge
 that are not JSON, as a model may write, and one starting with ``LIST-ARGS`` gets JSON that
 is not an object, ``[1, 2]``); when the last message is a tool result, it answers with text
 that quotes the first ``Source:`` line of that result. A last message holding
-``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
-no text), as a broken model server may send. A user text starting with ``MODEL-DOWN`` is
-answered HTTP 400 with an OpenAI error body (the client does not retry): one failing question
-in a session; one starting with ``MODEL-SILENT`` is accepted and never answered (a hung server:
-the connection is held open until the server stops); one starting with ``MODEL-TRICKLE`` is
-answered HTTP 200 and then one byte of its body every 0.1 s, never all of it, until the server
-stops (a congested gateway: no read waits long, the answer never ends), and one starting with
-``TRICKLE-AFTER-TOOL`` gets its tool call, then that answer to the call after the tool's
-result. A user text starting with ``NO-CHOICES`` is answered HTTP 200 with ``"choices": []`` (a
-gateway's empty answer), one starting with ``NOT-JSON`` HTTP 200 with an HTML page, and one
-starting with ``REFUSAL`` a message with no content and a ``refusal`` (as OpenAI's structured
-refusals). Every request body is recorded.
+``LONE-SURROGATE``, or a tool result for a user text starting with it, gets an answer with a
+lone surrogate (``"\\ud800"`` in the JSON: valid JSON, no text), as a broken model server may
+send. A user text starting with ``MODEL-DOWN`` is answered HTTP 400 with an OpenAI error body
+(the client does not retry): one failing question in a session; one starting with
+``MODEL-SILENT`` is accepted and never answered (a hung server: the connection is held open
+until the server stops); one starting with ``MODEL-TRICKLE`` is answered HTTP 200 and then one
+byte of its body every 0.1 s, never all of it, until the server stops (a congested gateway: no
+read waits long, the answer never ends), and one starting with ``TRICKLE-AFTER-TOOL`` gets its
+tool call, then that answer to the call after the tool's result. A user text starting with
+``NO-CHOICES`` is answered HTTP 200 with ``"choices": []`` (a gateway's empty answer), one
+starting with ``NOT-JSON`` HTTP 200 with an HTML page, and one starting with ``REFUSAL`` a
+message with no content and a ``refusal`` (as OpenAI's structured refusals). Every request body
+is recorded.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
             ],
         }
         finish = "tool_calls"
-    elif "LONE-SURROGATE" in str(last.get("content", "")):
+    elif "LONE-SURROGATE" in str(last.get("content", "")) or _question(messages).startswith(
+        "LONE-SURROGATE"
+    ):
         message = {"role": "assistant", "content": "a context \ud800 cut mid-character"}
         finish = "stop"
     else:

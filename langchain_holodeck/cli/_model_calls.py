@@ -1,4 +1,4 @@
-"""Each call a ``chat`` agent makes to its model: bounded in all, not each read.
+r"""Each call a ``chat`` agent makes to its model: bounded in all, its reply made text.
 
 ``model.timeout`` reaches the provider's client, whose HTTP library (httpx) times each network
 read, not the answer: a server that sent its headers and then one byte a second was waited for
@@ -9,19 +9,27 @@ between tries, and ``DEADLINE_GRACE``. Past it the call is abandoned (``call_wit
 ends when the server stops sending, or at the client's next read timeout) and the question
 fails in one line; the session goes on.
 
+A reply holding a lone surrogate (``"\ud800"`` in the server's JSON: valid JSON, not text) is
+kept with U+FFFD in its place, and one WARNING: no UTF-8 stdout prints such a character and no
+request encodes it, so the answer ended ``chat`` with a traceback, or, kept in the history,
+failed every later question.
+
 Private to ``chat.py``, which imports it once langchain (the ``agents`` extra) is known to be
 installed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_holodeck._deadline import call_with_deadline
+from langchain_holodeck._text_decoding import replaced_lone_surrogates
 from langchain_holodeck.cli._model_replies import model_server
 from langchain_holodeck.errors import HolodeckError
 
@@ -29,6 +37,8 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest
 
     from langchain_holodeck.config.models import ChatModelConfig
+
+logger = logging.getLogger(__name__)
 
 CLIENT_RETRIES = 2
 """Retries of a model whose client keeps its default (langchain-openai's ``max_retries=None``):
@@ -61,10 +71,11 @@ def model_call_deadline(timeout: float, retries: int) -> float:
 
 
 class ChatModelCalls(AgentMiddleware):  # type: ignore[type-arg]  # any state
-    """Each model call of the agent: within its deadline.
+    """Each model call of the agent: within its deadline, and its reply UTF-8 text.
 
-    The innermost middleware (last in the list): only the model's request is timed. ``chat``
-    runs the agent synchronously, so only the sync hook is implemented.
+    The innermost middleware (last in the list): only the model's request is timed, and the
+    history keeps the reply as cleaned. ``chat`` runs the agent synchronously, so only the
+    sync hook is implemented.
 
     Key init args:
         config: The ``model:`` section (its ``timeout``, and the server and model an error
@@ -86,7 +97,7 @@ class ChatModelCalls(AgentMiddleware):  # type: ignore[type-arg]  # any state
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """The model's reply within the deadline.
+        """The model's reply within the deadline, its text cleaned.
 
         Raises:
             HolodeckError: When the model gave no complete answer within the deadline; the
@@ -98,7 +109,8 @@ class ChatModelCalls(AgentMiddleware):  # type: ignore[type-arg]  # any state
             )
         except TimeoutError as error:  # the clients' own (openai's, httpx's) are not one
             raise HolodeckError(self._late()) from error
-        return response
+        messages = [self._text_only(message) for message in response.result]
+        return ModelResponse(result=messages, structured_response=response.structured_response)
 
     def _late(self) -> str:
         tries = self.retries + 1
@@ -108,3 +120,40 @@ class ChatModelCalls(AgentMiddleware):  # type: ignore[type-arg]  # any state
             f"{'try' if tries == 1 else 'tries'}, and its pauses between them); ask again, "
             "or check the server."
         )
+
+    def _text_only(self, message: BaseMessage) -> BaseMessage:
+        """``message`` with each lone surrogate of its text, tool calls and extras spelt U+FFFD."""
+        fields: dict[str, Any] = {
+            "content": message.content,
+            "additional_kwargs": message.additional_kwargs,
+        }
+        if isinstance(message, AIMessage):
+            fields["tool_calls"] = message.tool_calls
+            fields["invalid_tool_calls"] = message.invalid_tool_calls
+        found = [0]
+        cleaned = {name: _cleaned(value, found) for name, value in fields.items()}
+        if not found[0]:
+            return message
+        logger.warning(
+            "%s answered %d lone surrogate escape(s) (half of a UTF-16 pair, not text); "
+            "replaced with U+FFFD.",
+            model_server(self.config),
+            found[0],
+        )
+        return message.model_copy(update=cleaned)
+
+
+def _cleaned(value: object, found: list[int]) -> Any:
+    """``value`` (JSON-like), its strings' lone surrogates spelt U+FFFD; counted in ``found``.
+
+    Strings, lists, tuples and dicts (keys too) are walked; anything else is kept.
+    """
+    if isinstance(value, str):
+        text, count = replaced_lone_surrogates(value)
+        found[0] += count
+        return text
+    if isinstance(value, list | tuple):
+        return type(value)(_cleaned(item, found) for item in value)
+    if isinstance(value, dict):
+        return {_cleaned(key, found): _cleaned(item, found) for key, item in value.items()}
+    return value

@@ -159,6 +159,35 @@ def test_a_model_server_sending_its_answer_slowly_fails_the_question_at_the_dead
     assert 3.4 <= took < 3.4 + 3  # the deadline; then the first question is given up
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_a_model_answer_with_a_lone_surrogate_is_printed_and_kept_with_u_fffd(
+    run_chat: Callable[..., Chat], monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """Found 2026-12-07 (late probe): an answer holding "\\ud800" (valid JSON) ended chat with a
+    UnicodeEncodeError traceback on a UTF-8 stdout; on a Latin-1 one it was printed, then sent
+    back with the history, and every later question failed (`'utf-8' codec can't encode`)."""
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    chat = run_chat("LONE-SURROGATE first?\nHow do I revoke an access token?\n")
+    stdout.flush()
+    out = stdout.buffer.getvalue().decode(encoding)  # type: ignore[attr-defined]  # a BytesIO
+    assert chat.code == 0, chat.err
+    replacement = "\ufffd" if encoding == "utf-8" else "\\ufffd"  # Latin-1: its escape
+    first, second = out.split("> How do I revoke an access token?\n")
+    assert first.startswith(
+        f"> LONE-SURROGATE first?\na context {replacement} cut mid-character\n\nSources:\n"
+    )
+    assert second.startswith("The answer is in docs/auth.md.")  # the session went on
+    said = [m["content"] for m in chat.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert "a context \ufffd cut mid-character" in said  # the history holds the cleaned text
+    (warning,) = [line for line in chat.err.splitlines() if "surrogate" in line]
+    assert warning == (
+        f"warning: the model server {chat.base_url} (model 'm') answered 1 lone surrogate "
+        "escape(s) (half of a UTF-16 pair, not text); replaced with U+FFFD."
+    )
+    assert "error" not in chat.err
+
+
 DOCS_TOOL = "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n"
 
 
