@@ -64,9 +64,10 @@ counts its batch and sends no other; a hybrid search serves keyword hits) instea
 ingest and every search."""
 DEFAULT_CHAT_TIMEOUT = 120.0
 """Seconds one request to the chat model of ``holodeck-rag chat`` may take (``model.timeout``):
-a model server that accepts and never answers fails the question (one ``error:`` line naming
-it; the session goes on) instead of hanging the session. An agent's answer takes a few
-requests; a long one from a slow self-hosted model, well under two minutes each."""
+a model server that accepts and never answers, or sends its answer a byte at a time, fails the
+question (one ``error:`` line naming it; the session goes on) instead of hanging the session.
+An agent's answer takes a few requests; a long one from a slow self-hosted model, well under
+two minutes each."""
 MAX_SECONDS = 7 * 24 * 3600
 """The longest timeout or time limit a setting takes: a week, in seconds (604800). A longer
 wait overflows the platform's clock (``threading.TIMEOUT_MAX``, ``time_t``): ``1e12`` or

@@ -2,7 +2,8 @@
 
 ``SourceLoader`` reads every text file through ``decode``; ``mostly_utf8`` keeps a UTF-8 file
 with a stray byte UTF-8, and ``check_encoding`` vets a configured fallback at construction.
-``undecoded_byte`` finds a byte that never was text in a string (a query, a text to embed).
+``undecoded_byte`` finds a byte that never was text in a string (a query, a text to embed),
+and ``replaced_lone_surrogates`` spells U+FFFD each half of a UTF-16 pair that JSON carried.
 """
 
 from __future__ import annotations
@@ -92,15 +93,22 @@ def without_lone_surrogates(text: str, source_path: str) -> str:
     valid JSON), and no UTF-8 encoder takes it: the file's chunk hashes, and every file
     after it, stopped with ``UnicodeEncodeError``.
     """
-    found = len(_LONE_SURROGATE.findall(text))
-    if not found:
-        return text
-    logger.warning(
-        "%s: %d lone surrogate escape(s) (half of a UTF-16 pair, not text) replaced with U+FFFD.",
-        source_path,
-        found,
-    )
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    cleaned, found = replaced_lone_surrogates(text)
+    if found:
+        logger.warning(
+            "%s: %d lone surrogate escape(s) (half of a UTF-16 pair, not text) replaced with "
+            "U+FFFD.",
+            source_path,
+            found,
+        )
+    return cleaned
+
+
+def replaced_lone_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate spelt U+FFFD, and how many there were (0: ``text``)."""
+    if text.isascii():  # the usual text: nothing to look for
+        return text, 0
+    return _LONE_SURROGATE.subn("\ufffd", text)
 
 
 def undecoded_byte(text: str) -> str | None:

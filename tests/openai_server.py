@@ -6,11 +6,15 @@ with ``{"query": <the user's text>}`` (a user text starting with ``BAD-JSON`` ge
 that are not JSON, as a model may write, and one starting with ``LIST-ARGS`` gets JSON that
 is not an object, ``[1, 2]``); when the last message is a tool result, it answers with text
 that quotes the first ``Source:`` line of that result. A last message holding
-``LONE-SURROGATE`` gets an answer with a lone surrogate (``"\\ud800"`` in the JSON: valid JSON,
-no text), as a broken model server may send. A user text starting with ``MODEL-DOWN`` is
-answered HTTP 400 with an OpenAI error body (the client does not retry): one failing question
-in a session; one starting with ``MODEL-SILENT`` is accepted and never answered (a hung
-server: the connection is held open until the server stops). A user text starting with
+``LONE-SURROGATE``, or a tool result for a user text starting with it, gets an answer with a
+lone surrogate (``"\\ud800"`` in the JSON: valid JSON, no text), as a broken model server may
+send. A user text starting with ``MODEL-DOWN`` is answered HTTP 400 with an OpenAI error body
+(the client does not retry): one failing question in a session; one starting with
+``MODEL-SILENT`` is accepted and never answered (a hung server: the connection is held open
+until the server stops); one starting with ``MODEL-TRICKLE`` is answered HTTP 200 and then one
+byte of its body every 0.1 s, never all of it, until the server stops (a congested gateway: no
+read waits long, the answer never ends), and one starting with ``TRICKLE-AFTER-TOOL`` gets its
+tool call, then that answer to the call after the tool's result. A user text starting with
 ``NO-CHOICES`` is answered HTTP 200 with ``"choices": []`` (a gateway's empty answer), one
 starting with ``NOT-JSON`` HTTP 200 with an HTML page, and one starting with ``REFUSAL`` a
 message with no content and a ``refusal`` (as OpenAI's structured refusals). Every request body
@@ -76,7 +80,9 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
             ],
         }
         finish = "tool_calls"
-    elif "LONE-SURROGATE" in str(last.get("content", "")):
+    elif "LONE-SURROGATE" in str(last.get("content", "")) or _question(messages).startswith(
+        "LONE-SURROGATE"
+    ):
         message = {"role": "assistant", "content": "a context \ud800 cut mid-character"}
         finish = "stop"
     else:
@@ -98,6 +104,20 @@ def _asks(body: dict[str, Any], prefix: str) -> bool:
     """Whether the last message of ``body`` starts with ``prefix`` (a test's instruction)."""
     messages = body.get("messages") or [{}]
     return str(messages[-1].get("content") or "").startswith(prefix)
+
+
+def _question(messages: list[dict[str, Any]]) -> str:
+    """The last user message's text: the question a tool result answers."""
+    asked = [m for m in messages if m.get("role") == "user"]
+    return str(asked[-1].get("content") or "") if asked else ""
+
+
+def _trickles(body: dict[str, Any]) -> bool:
+    """Whether ``body`` gets its answer a byte at a time, never complete."""
+    messages = body.get("messages") or [{}]
+    if messages[-1].get("role") == "tool":
+        return _question(messages).startswith("TRICKLE-AFTER-TOOL")
+    return _asks(body, "MODEL-TRICKLE")
 
 
 @contextmanager
@@ -127,6 +147,9 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 if _asks(body, "MODEL-SILENT"):
                     stopping.wait()  # read, never answered: the client's timeout must end it
                     return
+                if _trickles(body):
+                    self._trickle()
+                    return
                 self._answer(body, self.headers.get("Authorization") or "")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped waiting (its timeout): nothing to answer
@@ -155,6 +178,16 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
             if status == 200 and _asks(body, "NO-CHOICES"):
                 answer = {**answer, "choices": []}
             self._send(status, json.dumps(answer).encode(), "application/json")
+
+        def _trickle(self) -> None:
+            """HTTP 200, then a byte every 0.1 s until the server stops: no read times out."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            while not stopping.wait(0.1):
+                self.wfile.write(b" ")
+                self.wfile.flush()
 
         def _send(self, status: int, data: bytes, content_type: str) -> None:
             self.send_response(status)

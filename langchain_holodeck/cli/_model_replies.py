@@ -41,12 +41,7 @@ def unreadable_answer(error: Exception, config: ChatModelConfig, *, empty: bool)
     index out of range``; a body that is not JSON (an HTML error page) as langchain-openai's
     ``Unexpected response type ... got str`` without the URL. None for any other error.
     """
-    server = (
-        f"the model server {mask_url_password(str(config.base_url))}"
-        if config.base_url
-        else f"the {config.provider} API"
-    )
-    who = f"{server} (model {config.name!r})"
+    who = model_server(config)
     text = " ".join(str(error).split())
     if empty and isinstance(error, IndexError):
         return f"{who} answered with no choices (an empty answer); ask again, or check the server."
@@ -54,6 +49,16 @@ def unreadable_answer(error: Exception, config: ChatModelConfig, *, empty: bool)
         body = text.partition("got str: ")[2] or text  # langchain-openai's preview of the body
         return f"{who} answered with a body that is not JSON: {snippet(body, 80)}"
     return None
+
+
+def model_server(config: ChatModelConfig) -> str:
+    """``the model server <url> (model 'm')``, or ``the openai API (model 'm')`` without one."""
+    server = (
+        f"the model server {mask_url_password(str(config.base_url))}"
+        if config.base_url
+        else f"the {config.provider} API"
+    )
+    return f"{server} (model {config.name!r})"
 
 
 def refusal(message: BaseMessage) -> str:

@@ -326,6 +326,9 @@ def agent_answerer(
 
     With ``selection`` (the agent.yaml's ``tool_selection:``) each model call is offered the
     tools a ``HybridToolSelectorMiddleware`` picks for the question, as in ``create_agent``.
+    Each model call is given up past ``model_call_deadline`` (``config.timeout`` for each of
+    the client's tries, and its pauses), and its reply's lone surrogates are spelt U+FFFD
+    (``ChatModelCalls``).
     """
     from langchain_core.messages import HumanMessage
     from pydantic import ValidationError
@@ -333,8 +336,14 @@ def agent_answerer(
     from langchain_holodeck.cli._model_replies import ModelReplies, refusal, unreadable_answer
     from langchain_holodeck.middleware import build_tool_selector_middleware
 
-    create_agent, recursion_error = agent_support()
-    middleware = [history_limit(config.history_tokens)]
+    create_agent, recursion_error = agent_support()  # langchain is there: _model_calls needs it
+    from langchain_holodeck.cli._model_calls import ChatModelCalls, client_retries
+
+    # innermost: each model call bounded in all (not each read), its reply's text cleaned
+    middleware = [
+        history_limit(config.history_tokens),
+        ChatModelCalls(config, retries=client_retries(llm)),
+    ]
     if selection is not None:
         try:
             middleware.insert(0, build_tool_selector_middleware(selection))

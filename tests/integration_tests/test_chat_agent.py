@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,57 @@ def test_a_model_server_that_never_answers_fails_the_question_after_model_timeou
     assert 1 <= len(silent) <= 3  # the client's own retries, each given up after 0.3 s
 
 
+@pytest.mark.timeout(60)  # before the fix the question waited for the whole body: hours
+@pytest.mark.parametrize("question", ["MODEL-TRICKLE first?", "TRICKLE-AFTER-TOOL first?"])
+def test_a_model_server_sending_its_answer_slowly_fails_the_question_at_the_deadline(
+    run_chat: Callable[..., Chat], question: str
+) -> None:
+    """Found 2026-12-07 (late probe): the client's timeout bounded each network read, so a
+    server sending a byte every 0.1 s (every second in the probe, ``timeout: 2``) held the
+    session until it had sent its whole body. Each model call (the first, and the one after a
+    tool's result) is now given up at (retries + 1) x timeout, the client's pauses and 1 s."""
+    chat = run_chat(f"{question}\nHow do I revoke an access token?\n", model=", timeout: 0.3")
+    assert chat.code == 1
+    (failed,) = [line for line in chat.err.splitlines() if line.startswith("error: ")]
+    assert failed == (  # 3 tries x 0.3 s, pauses of 0.5 and 1 s, 1 s of grace
+        f"error: the model server {chat.base_url} (model 'm') gave no complete answer within "
+        "3.4 s (model.timeout: 0.3 s for each of the client's 3 tries, and its pauses between "
+        "them); ask again, or check the server."
+    )
+    assert chat.out.count("The answer is in docs/auth.md.") == 1  # the session went on
+    took = chat.read_at[1] - chat.read_at[0]
+    assert 3.4 <= took < 3.4 + 3  # the deadline; then the first question is given up
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_a_model_answer_with_a_lone_surrogate_is_printed_and_kept_with_u_fffd(
+    run_chat: Callable[..., Chat], monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """Found 2026-12-07 (late probe): an answer holding "\\ud800" (valid JSON) ended chat with a
+    UnicodeEncodeError traceback on a UTF-8 stdout; on a Latin-1 one it was printed, then sent
+    back with the history, and every later question failed (`'utf-8' codec can't encode`)."""
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    chat = run_chat("LONE-SURROGATE first?\nHow do I revoke an access token?\n")
+    stdout.flush()
+    out = stdout.buffer.getvalue().decode(encoding)  # type: ignore[attr-defined]  # a BytesIO
+    assert chat.code == 0, chat.err
+    replacement = "\ufffd" if encoding == "utf-8" else "\\ufffd"  # Latin-1: its escape
+    first, second = out.split("> How do I revoke an access token?\n")
+    assert first.startswith(
+        f"> LONE-SURROGATE first?\na context {replacement} cut mid-character\n\nSources:\n"
+    )
+    assert second.startswith("The answer is in docs/auth.md.")  # the session went on
+    said = [m["content"] for m in chat.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert "a context \ufffd cut mid-character" in said  # the history holds the cleaned text
+    (warning,) = [line for line in chat.err.splitlines() if "surrogate" in line]
+    assert warning == (
+        f"warning: the model server {chat.base_url} (model 'm') answered 1 lone surrogate "
+        "escape(s) (half of a UTF-16 pair, not text); replaced with U+FFFD."
+    )
+    assert "error" not in chat.err
+
+
 DOCS_TOOL = "tools:\n  - {type: vectorstore, name: docs_tool, source: docs}\n"
 
 
@@ -149,6 +201,21 @@ class Chat:
     requests: list[dict[str, Any]]
     base_url: str
     """The model server's ``base_url``."""
+    read_at: list[float]
+    """When chat read each line of its input (``time.monotonic``): a question took from its
+    line's time to the next's."""
+
+
+class _TimedLines(io.StringIO):
+    """Standard input that notes when each line is read."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.read_at: list[float] = []
+
+    def readline(self, size: int | None = -1, /) -> str:
+        self.read_at.append(time.monotonic())
+        return super().readline(size)
 
 
 @pytest.fixture
@@ -172,10 +239,11 @@ def run_chat(
                 f"api_key: '${{FAKE_LLM_KEY}}'{model}}}\n{tools}",
                 encoding="utf-8",
             )
-            monkeypatch.setattr(sys, "stdin", io.StringIO(questions))
+            stdin = _TimedLines(questions)
+            monkeypatch.setattr(sys, "stdin", stdin)
             code = main(["chat", "agent.yaml"])
         out, err = capsys.readouterr()
-        return Chat(code, out, err, server.requests, server.base_url)
+        return Chat(code, out, err, server.requests, server.base_url, stdin.read_at)
 
     return run
 
