@@ -322,6 +322,14 @@ def one_line(error: BaseException, secrets: Iterable[str] = (), *, max_chars: in
     return f"{type(error).__name__}: {scrub(text, secrets, max_chars=max_chars)}"
 
 
+def clipped(text: str, limit: int = 80) -> str:
+    """``text``, or its first ``limit - 3`` characters and ``...`` when longer.
+
+    For a value shown in a one-line message: a 100,000-character query, a filter's ``repr``.
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class MaskedUrl(str):
     """A URL whose ``repr`` shows its password as ``***`` (``http://user:***@host``).
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_holodeck._redact import clipped
 from langchain_holodeck.cli._drift import sync_known
 from langchain_holodeck.cli._output import print_result
 from langchain_holodeck.cli._targets import (
@@ -121,13 +122,12 @@ def report(results: list[CaseResult]) -> str:
             )
             if part
         )
+        query = clipped(repr(r.case.query))  # a long query stays one readable line
         if r.passed:
-            lines.append(f"PASS {r.tool}: {r.case.query!r} -> rank {r.rank} (k={r.case.k})")
+            lines.append(f"PASS {r.tool}: {query} -> rank {r.rank} (k={r.case.k})")
         else:
             got = ", ".join(r.got) or "no results"
-            lines.append(
-                f"FAIL {r.tool}: {r.case.query!r}: {want} not in the first {r.case.k} (got {got})"
-            )
+            lines.append(f"FAIL {r.tool}: {query}: {want} not in the first {r.case.k} (got {got})")
     lines += ["", "| tool | cases | passed | hit@k | MRR |", "|---|---|---|---|---|"]
     for tool in dict.fromkeys(r.tool for r in results):
         mine = [r for r in results if r.tool == tool]

@@ -13,7 +13,13 @@ from typing import Annotated, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from langchain_holodeck._redact import is_secret_name, mask_url_password, scrub, url_passwords
+from langchain_holodeck._redact import (
+    clipped,
+    is_secret_name,
+    mask_url_password,
+    scrub,
+    url_passwords,
+)
 from langchain_holodeck.config._backends import family_members
 from langchain_holodeck.config._yaml import JSONish, join_path
 
@@ -181,7 +187,7 @@ def _render(value: object, path: str) -> str:
         return "null"
     if isinstance(value, str):
         shown = mask_url_password(value)
-        return repr(shown if len(shown) <= 80 else shown[:77] + "...")
+        return repr(clipped(shown))
     if isinstance(value, (int, float)):
         return repr(value)
     return f"a {type(value).__name__}"

@@ -31,7 +31,7 @@ from langchain_holodeck._defaults import (
     check_call_k,
 )
 from langchain_holodeck._fields import Float, Int
-from langchain_holodeck._redact import one_line
+from langchain_holodeck._redact import clipped, one_line
 from langchain_holodeck._text_decoding import check_query_text
 from langchain_holodeck._tracing import Attributes, SpanLike, span
 from langchain_holodeck.backends._registry import native_hybrid_providers
@@ -346,7 +346,7 @@ class HybridRetriever(BaseRetriever):
         """The retrieval, as a generator of I/O steps (see ``_steps``)."""
         if not isinstance(query, str):  # an LCEL chain handing on its whole input
             shown = repr(query)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            shown = clipped(shown)
             msg = (
                 f"the query must be a string, got {type(query).__name__} {shown}; in a chain, "
                 "pick the question out first: itemgetter('question') | retriever."

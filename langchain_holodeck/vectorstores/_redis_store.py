@@ -28,6 +28,7 @@ from redisvl.redis.utils import array_to_buffer, buffer_to_array
 from redisvl.schema import IndexSchema
 
 from langchain_holodeck._chunk import WINDOW_COUNT, window_id
+from langchain_holodeck._redact import clipped
 from langchain_holodeck._redisearch import identifier_parts, unescaped_tag_clause
 from langchain_holodeck._scores import clip_unit
 from langchain_holodeck.errors import ConfigError
@@ -435,7 +436,7 @@ class RedisVectorStoreCore(RedisVectorStore):
         if doc_filter is None or isinstance(doc_filter, FilterExpression | str):
             return
         shown = repr(doc_filter)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        shown = clipped(shown)
         msg = (
             "filter must be a redisvl FilterExpression (Tag('namespace') == 'kb') or a "
             f"RediSearch filter string ('@namespace:{{kb}}') on Redis, got "

@@ -545,3 +545,19 @@ def test_a_case_source_names_a_file_by_its_trailing_path(
 
     doc = Document(page_content="x", metadata={"source_path": source_path})
     assert matches(doc, RetrievalTestCase(query="q", source=wanted)) is found
+
+
+def test_a_long_query_is_shown_cut_to_one_readable_line() -> None:
+    """A 100,000-character query printed whole made a PASS line of 100,027 characters."""
+    from langchain_holodeck.cli.regression import CaseResult, report
+    from langchain_holodeck.config import RetrievalTestCase
+
+    case = RetrievalTestCase(query="revoke " * 20_000, source="auth.md")
+    passed = CaseResult(tool="docs", case=case, rank=1, got=("auth.md",))
+    failed = CaseResult(tool="docs", case=case, rank=None, got=("crew.json",))
+
+    lines = report([passed, failed]).splitlines()
+
+    assert lines[0] == f"PASS docs: {repr(case.query)[:77]}... -> rank 1 (k={case.k})"
+    assert lines[1].startswith(f"FAIL docs: {repr(case.query)[:77]}...: source=auth.md not in")
+    assert max(len(line) for line in lines) < 200
