@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -19,7 +20,13 @@ __all__ = ["call_with_deadline"]
 T = TypeVar("T")
 
 
-def call_with_deadline(call: Callable[[], T], timeout: float | None, *, what: str) -> T:
+def call_with_deadline(
+    call: Callable[[], T],
+    timeout: float | None,
+    *,
+    what: str,
+    extension: Callable[[], float] | None = None,
+) -> T:
     """``call()``, or ``TimeoutError`` once ``timeout`` seconds have passed without its answer.
 
     Args:
@@ -27,6 +34,9 @@ def call_with_deadline(call: Callable[[], T], timeout: float | None, *, what: st
             the caller's context (callbacks, tracing).
         timeout: Seconds the caller waits in all; ``None`` calls ``call`` in this thread.
         what: What is waited for, for the error (``"the rerank request"``).
+        extension: Seconds the call has earned beyond ``timeout`` so far (a server's
+            ``Retry-After`` its client waits for); read when ``timeout`` runs out, and the
+            wait goes on while it grew.
 
     Raises:
         TimeoutError: No answer within ``timeout``; the message names ``what`` and the limit.
@@ -47,10 +57,15 @@ def call_with_deadline(call: Callable[[], T], timeout: float | None, *, what: st
         finally:
             done.set()
 
+    started = time.monotonic()
     threading.Thread(target=run, name="holodeck-deadline", daemon=True).start()
-    if not done.wait(timeout):
-        msg = f"no answer to {what} within the {timeout:g} s timeout"
-        raise TimeoutError(msg)
+    limit = timeout
+    while not done.wait(max(0.0, started + limit - time.monotonic())):
+        longer = timeout + (extension() if extension is not None else 0.0)
+        if longer <= limit:
+            msg = f"no answer to {what} within the {limit:g} s timeout"
+            raise TimeoutError(msg)
+        limit = longer
     if failure:
         raise failure[0]
     return outcome[0]

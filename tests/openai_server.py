@@ -15,10 +15,13 @@ until the server stops); one starting with ``MODEL-TRICKLE`` is answered HTTP 20
 byte of its body every 0.1 s, never all of it, until the server stops (a congested gateway: no
 read waits long, the answer never ends), and one starting with ``TRICKLE-AFTER-TOOL`` gets its
 tool call, then that answer to the call after the tool's result. A user text starting with
-``NO-CHOICES`` is answered HTTP 200 with ``"choices": []`` (a gateway's empty answer), one
-starting with ``NOT-JSON`` HTTP 200 with an HTML page, and one starting with ``REFUSAL`` a
-message with no content and a ``refusal`` (as OpenAI's structured refusals). Every request body
-is recorded.
+``RATE-LIMITED`` is answered HTTP 429 with ``Retry-After: <retry_after>`` (a rate limit; the
+openai client waits as asked, then retries) the first time it is asked, then as usual, and
+one starting with ``RATE-LIMITED-TRICKLE`` is answered, after its 429, as ``MODEL-TRICKLE``
+is. A user text starting with ``NO-CHOICES`` is answered HTTP 200 with ``"choices": []`` (a
+gateway's empty answer), one starting with ``NOT-JSON`` HTTP 200 with an HTML page, and one
+starting with ``REFUSAL`` a message with no content and a ``refusal`` (as OpenAI's structured
+refusals). Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ class ChatServer:
     error_status: int = 0
     """Non-zero: every request is answered this HTTP status with an OpenAI error body (400:
     the client does not retry). Changeable while running."""
+    retry_after: float = 4.0
+    """The ``Retry-After`` (seconds) of a ``RATE-LIMITED`` question's 429."""
+    rate_limited: list[str] = field(default_factory=list)
+    """The questions answered 429 so far."""
     echo_key: bool = False
     """With ``error_status``: the error's message repeats the key received, without
     ``Bearer`` (``Invalid key: sk-... is not valid``), as some gateways do."""
@@ -117,7 +124,7 @@ def _trickles(body: dict[str, Any]) -> bool:
     messages = body.get("messages") or [{}]
     if messages[-1].get("role") == "tool":
         return _question(messages).startswith("TRICKLE-AFTER-TOOL")
-    return _asks(body, "MODEL-TRICKLE")
+    return _asks(body, "MODEL-TRICKLE") or _asks(body, "RATE-LIMITED-TRICKLE")
 
 
 @contextmanager
@@ -146,6 +153,11 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
                 time.sleep(delay)
                 if _asks(body, "MODEL-SILENT"):
                     stopping.wait()  # read, never answered: the client's timeout must end it
+                    return
+                question = str((body.get("messages") or [{}])[-1].get("content") or "")
+                if question.startswith("RATE-LIMITED") and question not in state.rate_limited:
+                    state.rate_limited.append(question)
+                    self._rate_limit()
                     return
                 if _trickles(body):
                     self._trickle()
@@ -188,6 +200,17 @@ def chat_server(*, keep_alive: bool = False, delay: float = 0.0) -> Iterator[Cha
             while not stopping.wait(0.1):
                 self.wfile.write(b" ")
                 self.wfile.flush()
+
+        def _rate_limit(self) -> None:
+            """HTTP 429 with ``Retry-After``, as a rate-limited OpenAI-compatible server."""
+            error = {"message": "Rate limit reached", "type": "rate_limit_error"}
+            data = json.dumps({"error": error}).encode()
+            self.send_response(429)
+            self.send_header("Retry-After", f"{state.retry_after:g}")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def _send(self, status: int, data: bytes, content_type: str) -> None:
             self.send_response(status)

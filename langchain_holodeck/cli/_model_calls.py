@@ -5,9 +5,13 @@ read, not the answer: a server that sent its headers and then one byte a second 
 until its body was complete (hours), where a silent one fails at the timeout. ``ChatModelCalls``
 waits for each model call (a question makes one per tool-calling round) at most
 ``model_call_deadline`` seconds: ``model.timeout`` for each try the client makes, its pauses
-between tries, and ``DEADLINE_GRACE``. Past it the call is abandoned (``call_with_deadline``: it
-ends when the server stops sending, or at the client's next read timeout) and the question
-fails in one line; the session goes on.
+between tries, and ``DEADLINE_GRACE``. A server that answers a try with a ``Retry-After`` (HTTP
+429, rate-limited) is waited for as long as it asks, which the openai client honours up to
+``LONGEST_RETRY_AFTER``: each such pause is added to the call's deadline, seen by a response
+hook on the client's HTTP client (``watch_retry_after``; other providers' clients keep the
+bound without it). Past the deadline the call is abandoned (``call_with_deadline``: it ends
+when the server stops sending, or at the client's next read timeout) and the question fails in
+one line, which says so when the server rate-limited the call; the session goes on.
 
 A reply holding a lone surrogate (``"\ud800"`` in the server's JSON: valid JSON, not text) is
 kept with U+FFFD in its place, and one WARNING: no UTF-8 stdout prints such a character and no
@@ -21,7 +25,12 @@ installed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import math
+import time
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +56,11 @@ FIRST_RETRY_PAUSE = 0.5
 """Seconds the openai (and anthropic) client waits before its first retry; doubled at each."""
 LONGEST_RETRY_PAUSE = 8.0
 """The longest of those pauses."""
+LONGEST_RETRY_AFTER = 120.0
+"""The longest ``Retry-After`` the openai client waits for before a retry (its
+``MAX_RETRY_AFTER_DELAY``: 2 minutes); past it the client does not retry, and the call ends."""
+RATE_LIMITED = 429
+"""The HTTP status of a rate-limited request."""
 DEADLINE_GRACE = 1.0
 """Seconds past the tries and pauses before a call still answering is abandoned: a server that
 sends nothing is timed out by the client itself first (``Request timed out.``), as before."""
@@ -68,6 +82,78 @@ def model_call_deadline(timeout: float, retries: int) -> float:
     """
     pauses = sum(min(FIRST_RETRY_PAUSE * 2**n, LONGEST_RETRY_PAUSE) for n in range(retries))
     return (retries + 1) * timeout + pauses + DEADLINE_GRACE
+
+
+@dataclass
+class ServerWaits:
+    """What the model's server asked one model call to wait (its ``Retry-After`` pauses)."""
+
+    seconds: float = 0.0
+    """The pauses asked for, in all: added to the call's deadline."""
+    rate_limited: bool = False
+    """Whether a try was answered HTTP 429."""
+    retry_after: float | None = None
+    """The last ``Retry-After`` asked for, in seconds."""
+
+
+_WAITS: ContextVar[ServerWaits | None] = ContextVar("holodeck_model_call_waits", default=None)
+"""The running model call's ``ServerWaits`` (``None`` outside one): the hook's only state."""
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a response asks its client to wait, ``None`` when it asks nothing.
+
+    ``retry-after-ms``, else ``retry-after`` (seconds, or an HTTP date), as the openai client
+    reads them.
+    """
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                continue
+        if math.isfinite(seconds):
+            return seconds
+    return None
+
+
+def _note_response(response: Any) -> None:
+    """The HTTP client's response hook: the running model call's waits, as the server asks.
+
+    A ``Retry-After`` within the client's limit lengthens the call's deadline; a 429 marks it
+    rate-limited. Outside a model call it does nothing.
+    """
+    waits = _WAITS.get()
+    if waits is None:
+        return
+    if response.status_code == RATE_LIMITED:
+        waits.rate_limited = True
+    pause = retry_after(response.headers) if response.status_code >= 400 else None
+    if pause is not None and 0 < pause <= LONGEST_RETRY_AFTER:
+        waits.seconds += pause
+        waits.retry_after = pause
+
+
+def watch_retry_after(llm: object) -> bool:
+    """Hook ``llm``'s HTTP client so each ``Retry-After`` lengthens a call's deadline.
+
+    The client is langchain-openai's (``root_client``); ``False`` when ``llm`` has none. The
+    hook reads only the running call's ``ServerWaits`` (a context variable), so a client shared
+    with another model is left as it answers.
+    """
+    http = getattr(getattr(llm, "root_client", None), "_client", None)
+    hooks = getattr(http, "event_hooks", None)
+    if not isinstance(hooks, Mapping):
+        return False
+    responses = list(hooks.get("response") or [])
+    if _note_response not in responses:
+        http.event_hooks = {**hooks, "response": [*responses, _note_response]}  # type: ignore[union-attr]  # an httpx client
+    return True
 
 
 class ChatModelCalls(AgentMiddleware):  # type: ignore[type-arg]  # any state
@@ -97,27 +183,46 @@ class ChatModelCalls(AgentMiddleware):  # type: ignore[type-arg]  # any state
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """The model's reply within the deadline, its text cleaned.
+        """The model's reply within the deadline and its server's pauses, its text cleaned.
 
         Raises:
             HolodeckError: When the model gave no complete answer within the deadline; the
-                message names the server, the model and the limit.
+                message names the server, the model, the limit, and a rate limit it met.
         """
+        waits = ServerWaits()
+        token = _WAITS.set(waits)  # the call's thread runs in a copy of this context
         try:
             response = call_with_deadline(
-                partial(handler, request), self.deadline, what="the model request"
+                partial(handler, request),
+                self.deadline,
+                what="the model request",
+                extension=lambda: waits.seconds,
             )
         except TimeoutError as error:  # the clients' own (openai's, httpx's) are not one
-            raise HolodeckError(self._late()) from error
+            raise HolodeckError(self._late(waits)) from error
+        finally:
+            _WAITS.reset(token)
         messages = [self._text_only(message) for message in response.result]
         return ModelResponse(result=messages, structured_response=response.structured_response)
 
-    def _late(self) -> str:
+    def _late(self, waits: ServerWaits) -> str:
         tries = self.retries + 1
+        bound = (
+            f"model.timeout: {self.config.timeout:g} s for each of the client's {tries} "
+            f"{'try' if tries == 1 else 'tries'}, and its pauses between them"
+        )
+        if waits.seconds:
+            bound += f", with the {waits.seconds:g} s the server asked for in Retry-After"
+        within = f"within {self.deadline + waits.seconds:g} s ({bound})"
+        if waits.rate_limited:
+            asked = f", Retry-After: {waits.retry_after:g} s" if waits.retry_after else ""
+            return (
+                f"{model_server(self.config)} rate-limited the call (HTTP 429{asked}) and "
+                f"gave no complete answer to its retries {within}; ask again once the rate "
+                "limit allows, or raise the limit on the server."
+            )
         return (
-            f"{model_server(self.config)} gave no complete answer within {self.deadline:g} s "
-            f"(model.timeout: {self.config.timeout:g} s for each of the client's {tries} "
-            f"{'try' if tries == 1 else 'tries'}, and its pauses between them); ask again, "
+            f"{model_server(self.config)} gave no complete answer {within}; ask again, "
             "or check the server."
         )
 

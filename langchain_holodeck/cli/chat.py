@@ -327,8 +327,8 @@ def agent_answerer(
     With ``selection`` (the agent.yaml's ``tool_selection:``) each model call is offered the
     tools a ``HybridToolSelectorMiddleware`` picks for the question, as in ``create_agent``.
     Each model call is given up past ``model_call_deadline`` (``config.timeout`` for each of
-    the client's tries, and its pauses), and its reply's lone surrogates are spelt U+FFFD
-    (``ChatModelCalls``).
+    the client's tries, and its pauses, with the server's ``Retry-After`` ones), and its
+    reply's lone surrogates are spelt U+FFFD (``ChatModelCalls``).
     """
     from langchain_core.messages import HumanMessage
     from pydantic import ValidationError
@@ -337,9 +337,15 @@ def agent_answerer(
     from langchain_holodeck.middleware import build_tool_selector_middleware
 
     create_agent, recursion_error = agent_support()  # langchain is there: _model_calls needs it
-    from langchain_holodeck.cli._model_calls import ChatModelCalls, client_retries
+    from langchain_holodeck.cli._model_calls import (
+        ChatModelCalls,
+        client_retries,
+        watch_retry_after,
+    )
 
-    # innermost: each model call bounded in all (not each read), its reply's text cleaned
+    # innermost: each model call bounded in all (not each read), its reply's text cleaned;
+    # the server's Retry-After pauses, which the client waits for, lengthen that bound
+    watch_retry_after(llm)
     middleware = [
         history_limit(config.history_tokens),
         ChatModelCalls(config, retries=client_retries(llm)),

@@ -42,7 +42,9 @@ class ChatModelConfig(BaseModel):
     session goes on; the provider's client may retry the request first (openai's: twice). A
     server still sending is given up too: each call to the model (one per tool-calling round)
     waits at most the timeout for each of the client's tries, its pauses between them and 1 s
-    (8.5 s at ``timeout: 2`` with openai's 2 retries), then fails the question in one line."""
+    (8.5 s at ``timeout: 2`` with openai's 2 retries), and each pause a rate-limited server asks
+    for (HTTP 429 with ``Retry-After``, which openai's client waits for up to 120 s: 20.5 s
+    after one ``Retry-After: 12``), then fails the question in one line."""
     max_tool_calls: Integer = Field(default=6, gt=0, le=50)
     """Most tool calls the agent may make for one question."""
     history_tokens: Integer = Field(default=32_000, ge=1_000, le=10_000_000)

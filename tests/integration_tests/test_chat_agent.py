@@ -159,6 +159,44 @@ def test_a_model_server_sending_its_answer_slowly_fails_the_question_at_the_dead
     assert 3.4 <= took < 3.4 + 3  # the deadline; then the first question is given up
 
 
+@pytest.mark.timeout(60)
+def test_a_rate_limited_question_is_answered_after_the_retry_after_the_server_asks_for(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """Found 2026-12-07 (late probe): the deadline allowed the client's own pauses (0.5, 1 s)
+    only, but a 429 with ``Retry-After: 12`` makes the openai client wait 12 s (it honours up
+    to 120): a question it would have answered failed at 8.5 s (``timeout: 2``) with "gave no
+    complete answer". Here the pause (4 s) is longer than the deadline (3.4 s)."""
+    chat = run_chat("RATE-LIMITED first?\n", model=", timeout: 0.3")
+    assert chat.code == 0, chat.err
+    assert chat.out.count("The answer is in docs/") == 1
+    first = [r for r in chat.requests if r["messages"][-1]["content"] == "RATE-LIMITED first?"]
+    assert len(first) == 2  # the 429, then the retry 4 s later, answered
+
+
+@pytest.mark.timeout(60)
+def test_a_rate_limited_question_given_up_at_the_deadline_says_the_server_rate_limited_it(
+    run_chat: Callable[..., Chat],
+) -> None:
+    """After a 429 (Retry-After: 4) the retry trickles: the deadline (3.4 s) grew by the 4 s
+    the server asked for, and the line says the server rate-limited the call."""
+    chat = run_chat(
+        "RATE-LIMITED-TRICKLE first?\nHow do I revoke an access token?\n", model=", timeout: 0.3"
+    )
+    assert chat.code == 1
+    (failed,) = [line for line in chat.err.splitlines() if line.startswith("error: ")]
+    assert failed == (
+        f"error: the model server {chat.base_url} (model 'm') rate-limited the call (HTTP 429, "
+        "Retry-After: 4 s) and gave no complete answer to its retries within 7.4 s "
+        "(model.timeout: 0.3 s for each of the client's 3 tries, and its pauses between them, "
+        "with the 4 s the server asked for in Retry-After); ask again once the rate limit "
+        "allows, or raise the limit on the server."
+    )
+    assert chat.out.count("The answer is in docs/auth.md.") == 1  # the session went on
+    took = chat.read_at[1] - chat.read_at[0]
+    assert 7.4 <= took < 7.4 + 3
+
+
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
 def test_a_model_answer_with_a_lone_surrogate_is_printed_and_kept_with_u_fffd(
     run_chat: Callable[..., Chat], monkeypatch: pytest.MonkeyPatch, encoding: str
