@@ -126,20 +126,27 @@ def check_prefixes(
             f"Redis index_name {index_name!r} (key prefix {my_prefix!r}) nests with the "
             f"index {name!r} (key prefix {their_prefix!r}) on this server: {outer!r} also "
             f"covers the keys of {inner!r}, so its searches would return them and its "
-            f"ingest's cleanup would delete them; {_fix(inner, outer, their_prefix)}."
+            f"ingest's cleanup would delete them; {_fix(index_name, name, their_prefix)}."
         )
         raise ConfigError(msg)
 
 
-def _fix(inner: str, outer: str, their_prefix: str) -> str:
-    """How to part two nesting indexes: ``kb:v2`` beside ``kb`` -> rename one (``kb_v2``)."""
-    if inner.startswith(outer + ":"):
-        renamed = f"{outer}_{inner[len(outer) + 1 :]}"
-        return (
-            "rename one so that neither name is the other followed by ':' (e.g. "
-            f"{renamed!r} for {inner!r})"
-        )
+def _fix(index_name: str, other: str, their_prefix: str) -> str:
+    """Both ways to part this store from the index ``other``: drop that one, or move this one.
+
+    Dropping ``other`` must take its documents (``DD``): dropped alone, its hashes stay under
+    the outer prefix, and the outer index returns each of them beside its own. Renaming
+    ``other`` in its own configuration frees nothing: its index stays on the server.
+    """
+    drop = (
+        f"if {other!r} is no longer used, drop it with its documents "
+        f"(redis-cli FT.DROPINDEX {other} DD: without DD its hashes stay under the prefix); "
+        "else give this store an index_name"
+    )
+    if index_name.startswith(other + ":"):
+        renamed = f"{other}_{index_name[len(other) + 1 :]}"
+        return f"{drop} that no other index nests with (e.g. {renamed!r}) and ingest there"
     return (
-        f"give this store an index_name whose key prefix neither starts with "
-        f"{their_prefix!r} nor begins it"
+        f"{drop} whose key prefix neither starts with {their_prefix!r} nor begins it, "
+        "and ingest there"
     )

@@ -104,8 +104,11 @@ def test_an_index_inside_an_existing_one_is_refused_before_it_is_created(
         f"Redis index_name '{nested}' (key prefix '{nested}:') nests with the index "
         f"'{redis_index_name}' (key prefix '{redis_index_name}:') on this server: "
         f"'{redis_index_name}' also covers the keys of '{nested}', so its searches would "
-        "return them and its ingest's cleanup would delete them; rename one so that neither "
-        f"name is the other followed by ':' (e.g. '{redis_index_name}_v2' for '{nested}')."
+        f"return them and its ingest's cleanup would delete them; if '{redis_index_name}' is "
+        f"no longer used, drop it with its documents (redis-cli FT.DROPINDEX "
+        f"{redis_index_name} DD: without DD its hashes stay under the prefix); else give this "
+        f"store an index_name that no other index nests with (e.g. '{redis_index_name}_v2') "
+        "and ingest there."
     )
     assert nested not in indexes(client)  # refused before FT.CREATE
     assert keys(client, f"{redis_index_name}:") == stored  # nothing written or deleted
@@ -137,6 +140,39 @@ def test_an_index_around_an_existing_one_is_refused_and_deletes_nothing(
     # kb:v2 itself opens and syncs as before: its own chunks, once each
     again = sync_documents(chunks("betacorpus"), open_store(redis_url, nested), namespace="kb")
     assert (again.added, again.skipped, again.deleted) == (0, 3, 0)
+
+
+def test_nesting_indexes_made_before_the_check_part_as_the_refusal_says(
+    redis_url: str, redis_index_name: str, nested: str, client: redis.Redis
+) -> None:
+    """Found 2026-12-07 (late probe): ``kb`` and ``kb:v2`` both made before the check (the
+    old code opened both): ``kb`` was refused, told to rename one, but renaming ``kb:v2``
+    leaves its index on the server, and dropping it without its documents (``FT.DROPINDEX``
+    alone) left its hashes under ``kb:``, each returned twice by ``kb`` and never removed.
+    The refusal now gives the drop that frees ``kb`` (with ``DD``), and it does."""
+    outer = open_store(redis_url, redis_index_name)
+    sync_documents(chunks("gammacorpus"), outer, namespace="kb")
+    own = sorted(d.id or "" for d in scan_documents(outer))
+    # kb:v2 as the old code made it beside kb: its own index, its hashes under kb:v2:
+    client.execute_command(
+        "FT.CREATE", nested, "ON", "HASH", "PREFIX", "1", f"{nested}:", "SCHEMA", "text", "TEXT"
+    )
+    for key in keys(client, f"{redis_index_name}:"):
+        copy = key.decode().replace(f"{redis_index_name}:", f"{nested}:", 1)
+        client.hset(copy, mapping=client.hgetall(key))  # type: ignore[arg-type]  # bytes map
+
+    with pytest.raises(ConfigError) as refused:
+        open_store(redis_url, redis_index_name)
+    command = f"FT.DROPINDEX {nested} DD"
+    assert f"if '{nested}' is no longer used, drop it with its documents (redis-cli " in str(
+        refused.value
+    )
+    assert command in str(refused.value)
+
+    client.execute_command(*command.split())  # as the message says
+    reopened = open_store(redis_url, redis_index_name)
+    assert sorted(d.id or "" for d in scan_documents(reopened)) == own  # each once, its own
+    assert keys(client, f"{nested}:") == set()
 
 
 def test_an_index_vanished_and_nested_meanwhile_is_not_created_again(
@@ -180,7 +216,7 @@ def test_an_index_another_program_made_counts_too(
 
     assert str(refused.value).endswith(
         f"give this store an index_name whose key prefix neither starts with "
-        f"'{redis_index_name}:x:' nor begins it."
+        f"'{redis_index_name}:x:' nor begins it, and ingest there."
     )
     assert redis_index_name not in indexes(client)
 
