@@ -9,6 +9,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from pydantic import SecretStr
 
 DATA_DIR = __import__("pathlib").Path(__file__).parent / "data"
 needs_sentence_transformers = pytest.mark.skipif(
@@ -220,12 +222,40 @@ def check_bad_k_is_named(store: VectorStore) -> None:
     assert len(store.similarity_search("fish", k=np.int64(2))) == 2
 
 
-def check_misspelt_filter_is_refused(store: VectorStore, only_a: Any) -> None:
-    """Every search refuses ``filters=`` naming it, where it dropped it and ran unfiltered.
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``holodeck-rag ARGV`` in this process: its exit code, stdout and stderr."""
+    from langchain_holodeck.cli.main import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@dataclass
+class RedisDatabase:
+    """A ``database`` config for ``create_vector_store_with_status``: a Redis index."""
+
+    connection_string: SecretStr
+    index_name: str
+    provider: str = "redis"
+    vector_algorithm: str = "HNSW"
+    distance_metric: str = "COSINE"
+
+
+def check_misspelt_filter_is_refused(
+    store: VectorStore, only_a: Any, *, wrong_type: Any, wrong_type_error: str
+) -> Any:
+    """Every search refuses ``filters=`` naming it, where it dropped it and ran unfiltered;
+    so does a ``HybridRetriever`` (and the view itself) over ``NamespaceFilteredStore``.
 
     Adds four documents, of ``source_path`` ``a.md`` and ``b.md`` (namespace ``kb``);
-    ``only_a``: the store's filter keeping those of ``a.md``, which every search applies.
+    ``only_a``: the store's filter keeping those of ``a.md``, which every search applies;
+    ``wrong_type``: a filter of a type the store does not take, refused with
+    ``wrong_type_error``. Returns a retriever over the view with ``only_a``, ``k=4``.
     """
+    from langchain_holodeck.retrievers import HybridRetriever
+    from langchain_holodeck.vectorstores import NamespaceFilteredStore
+
     store.add_documents(
         [
             Document(
@@ -251,6 +281,19 @@ def check_misspelt_filter_is_refused(store: VectorStore, only_a: Any) -> None:
             search(filters=only_a)
         docs = [hit[0] if isinstance(hit, tuple) else hit for hit in search(filter=only_a)]
         assert {d.metadata["source_path"] for d in docs} == {"a.md"}
+    view = NamespaceFilteredStore(store, namespace="kb")
+    for key in ("filters", "fliter"):
+        with pytest.raises(ValueError, match=rf"search_kwargs '{key}' is not an argument of"):
+            HybridRetriever(vector_store=view, search_kwargs={key: only_a})
+        with pytest.raises(
+            ValueError, match=rf"search_kwargs '{key}' is not an argument of {name}"
+        ):
+            NamespaceFilteredStore(store, namespace="kb", search_kwargs={key: only_a})
+    with pytest.raises(TypeError, match=wrong_type_error):
+        HybridRetriever(vector_store=view, search_kwargs={"filter": wrong_type})
+    retriever = HybridRetriever(vector_store=view, search_kwargs={"filter": only_a}, k=4)
+    assert {d.metadata["source_path"] for d in retriever.invoke("fish")} == {"a.md"}
+    return retriever
 
 
 def crash_after_files(crash: Callable[[], None]) -> Callable[[Any], None]:

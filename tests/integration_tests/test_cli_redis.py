@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from langchain_holodeck.cli import main
 from tests.helpers import DATA_DIR
+from tests.helpers import run_cli as run
 
 pytestmark = pytest.mark.redis
 
@@ -47,12 +47,6 @@ def embedding_cache_cleanup(redis_url: str, redis_index_name: str) -> Iterator[N
             client.delete(key)
     finally:
         client.close()
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.usefixtures("embedding_cache_cleanup")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,28 +19,19 @@ import redis
 from langchain_core.documents import Document
 from pydantic import SecretStr
 
-from langchain_holodeck.cli import main
 from langchain_holodeck.errors import ConfigError
 from langchain_holodeck.sync import sync_documents
 from langchain_holodeck.vectorstores import create_vector_store_with_status, scan_documents
 from langchain_holodeck.vectorstores.redis import HolodeckRedisVectorStore
-from tests.helpers import DATA_DIR, HashingEmbeddings
+from tests.helpers import DATA_DIR, HashingEmbeddings, RedisDatabase
+from tests.helpers import run_cli as run
 
 pytestmark = pytest.mark.redis
 
 
-@dataclass
-class DatabaseConfig:
-    connection_string: SecretStr
-    index_name: str
-    provider: str = "redis"
-    vector_algorithm: str = "HNSW"
-    distance_metric: str = "COSINE"
-
-
 def open_store(url: str, index: str) -> HolodeckRedisVectorStore:
     handle = create_vector_store_with_status(
-        DatabaseConfig(SecretStr(url), index), HashingEmbeddings()
+        RedisDatabase(SecretStr(url), index), HashingEmbeddings()
     )
     assert handle.backend == "redis", handle.reason
     assert isinstance(handle.store, HolodeckRedisVectorStore)
@@ -254,12 +244,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.usefixtures("nested")

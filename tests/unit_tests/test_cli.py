@@ -27,6 +27,7 @@ from langchain_holodeck.cli._format import ProgressBars
 from langchain_holodeck.embeddings.onnx import OnnxEmbeddings
 from langchain_holodeck.ingestion import IngestProgress
 from tests.helpers import DATA_DIR
+from tests.helpers import run_cli as run
 
 JSON_KEYS = {
     "rank",
@@ -86,12 +87,6 @@ def _in_workdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     workdir = tmp_path_factory.mktemp("run")
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("HOME", str(workdir))
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def write(path: Path, text: str) -> Path:

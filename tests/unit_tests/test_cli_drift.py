@@ -14,21 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from langchain_holodeck.cli import main
 from langchain_holodeck.cli.chat import session_tools
 from langchain_holodeck.corpus import corpus_namespace
 from langchain_holodeck.embeddings import embedding_model_id, resolve_embeddings
 from langchain_holodeck.errors import HolodeckError
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import HashingEmbeddings
+from tests.helpers import run_cli as run
 
 TOKENS = "# Tokens\n\nA token is revoked by sending DELETE to /tokens/{id}.\n"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from langchain_holodeck.cli import main
 from langchain_holodeck.vectorstores import MatrixVectorStore
 from tests.helpers import HashingEmbeddings
+from tests.helpers import run_cli as run
 
 LONG_SECTION = " ".join(
     f"Rotation rule {i} assigns crew member {i} to deck {i % 7}." for i in range(60)
@@ -29,12 +29,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def saved(workdir: Path, tool: str = "default") -> tuple[list[str], list[int]]:

@@ -609,7 +609,12 @@ def test_a_bad_k_is_named_by_every_search(embeddings: HashingEmbeddings) -> None
 
 def test_a_misspelt_filter_is_refused_by_every_search(embeddings: HashingEmbeddings) -> None:
     """``filters=`` was dropped: the search ran unfiltered (late probe, 2026-12-07)."""
-    check_misspelt_filter_is_refused(MatrixVectorStore(embeddings), {"source_path": "a.md"})
+    check_misspelt_filter_is_refused(
+        MatrixVectorStore(embeddings),
+        {"source_path": "a.md"},
+        wrong_type="source_path = 'a.md'",
+        wrong_type_error="filter must be a callable taking a Document or a mapping",
+    )
 
 
 def test_the_docstring_example_prints_what_it_says() -> None:
